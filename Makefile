@@ -1,0 +1,39 @@
+# specnb: two commands on a fresh machine with Python 3.11+ and make.
+#   make test   create .venv if missing, install, run the whole test suite
+#   make run    create .venv if missing, install, execute every notebook headless -> build/
+# Other targets: make lab (JupyterLab with widgets), make bench (benchmarks), make clean.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+# CPU build of torch that these machines hold on local disk. On a GPU machine use e.g.
+#   make TORCH='torch' run        (any recent torch works; pyproject only asks torch>=2.4)
+TORCH  ?= torch==2.13.0
+STAMP  := $(VENV)/.specnb-installed
+
+.PHONY: install test run lab bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q '$(TORCH)'
+	$(BIN)/python -m pip install -q -e '.[all]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+test: install
+	$(BIN)/python -m pytest
+
+run: install
+	$(BIN)/specnb run --output build
+
+lab: install
+	$(BIN)/python -m jupyter lab --notebook-dir=notebooks --ServerApp.ip=127.0.0.1
+
+bench: install
+	@for f in benchmarks/*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
+
+clean:
+	rm -rf build .pytest_cache .hypothesis

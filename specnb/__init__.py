@@ -1,0 +1,30 @@
+"""specnb: should I turn on speculative decoding, with which method and draft length, and what
+will it save me?
+
+Modules
+-------
+theory   Leviathan et al. (2023) formulas: tokens per step, speedup, operations, optimal gamma.
+cost     USD per 1M tokens, seconds per answer, relative cost per token.
+memory   weight and KV-cache bytes, sequences a draft displaces.
+data     published numbers with provenance (``specnb.data.load(name)``).
+
+Heavier modules (notebook runner, vLLM tools, transformers measurement) import their own
+dependencies only when used.
+"""
+
+from . import cost, data, memory, theory
+from .theory import (
+    alpha_from_acceptance_length,
+    expected_tokens_per_step,
+    operations_factor,
+    optimal_gamma,
+    walltime_speedup,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "theory", "cost", "memory", "data",
+    "expected_tokens_per_step", "walltime_speedup", "operations_factor", "optimal_gamma",
+    "alpha_from_acceptance_length",
+]

@@ -1,0 +1,53 @@
+"""The ``specnb`` command line: one entry point, one subcommand per capability.
+
+Each capability module exposes ``register(subparsers)``, which adds its subcommand(s) and sets
+``func`` on the parser to a callable ``func(args) -> int`` (the exit status). Modules are
+imported here only to register; heavy dependencies (torch, transformers, papermill) are
+imported inside the command functions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# Modules that add subcommands, in the order they appear in ``specnb --help``.
+COMMAND_MODULES = [
+    "specnb.runner",       # specnb run
+    "specnb.measure_cli",  # specnb measure
+    "specnb.vllm_cli",     # specnb config / metrics / bench
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="specnb",
+        description="Should I turn on speculative decoding? Formulas, data, vLLM checks, measurement.",
+    )
+    from . import __version__
+
+    parser.add_argument("--version", action="version", version=f"specnb {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name == name:  # capability not present in this checkout
+                continue
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

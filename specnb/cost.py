@@ -1,0 +1,86 @@
+"""Cost per token and time per answer from throughput and a GPU's hourly price.
+
+The article's formula (section 2): cost of 1M output tokens =
+hourly price x 1,000,000 / (3,600 x tokens per second). All functions broadcast over numpy
+arrays; scalars in give a Python float.
+"""
+
+from __future__ import annotations
+
+from . import _check
+
+__all__ = ["usd_per_million_tokens", "seconds_for_tokens", "relative_cost"]
+
+
+def usd_per_million_tokens(usd_per_hour, tokens_per_second):
+    """USD to generate one million output tokens.
+
+    ``usd_per_hour * 1e6 / (3600 * tokens_per_second)``; assumes the GPU is busy only with
+    this work for the whole hour.
+
+    Parameters
+    ----------
+    usd_per_hour : float or array, >= 0, USD/hour for the GPU(s) serving the model.
+    tokens_per_second : float or array, > 0, output tokens/s sustained by those GPU(s).
+
+    Returns
+    -------
+    float or ndarray, USD per 1,000,000 output tokens.
+
+    Raises
+    ------
+    ValueError
+        usd_per_hour negative; tokens_per_second <= 0; any NaN or infinity.
+    """
+    price = _check.real("usd_per_hour", usd_per_hour, lo=0.0)
+    tps = _check.real("tokens_per_second", tokens_per_second, lo=0.0, lo_open=True)
+    return _check.out(price * 1e6 / (3600.0 * tps))
+
+
+def seconds_for_tokens(n_tokens, tokens_per_second):
+    """Seconds to generate ``n_tokens`` output tokens at a steady ``tokens_per_second``.
+
+    Decode time only (no TTFT): ``n_tokens / tokens_per_second``.
+
+    Parameters
+    ----------
+    n_tokens : float or array, >= 0, tokens.
+    tokens_per_second : float or array, > 0, tokens/s.
+
+    Returns
+    -------
+    float or ndarray, seconds.
+
+    Raises
+    ------
+    ValueError
+        n_tokens negative; tokens_per_second <= 0; any NaN or infinity.
+    """
+    n = _check.real("n_tokens", n_tokens, lo=0.0)
+    tps = _check.real("tokens_per_second", tokens_per_second, lo=0.0, lo_open=True)
+    return _check.out(n / tps)
+
+
+def relative_cost(throughput_ratio):
+    """Cost per token with speculation relative to without: ``1 / throughput_ratio``.
+
+    At a fixed price per GPU-hour, cost per token is inversely proportional to throughput, so a
+    throughput ratio of 1.38 (EAGLE-3 at batch 64, EAGLE-3 paper Table 3) costs 0.725 of the
+    baseline (a 27.5% saving) and a ratio of 0.88 costs 1.136 (13.6% more). The saving is
+    ``1 - relative_cost(ratio)``; it does not depend on the price.
+
+    Parameters
+    ----------
+    throughput_ratio : float or array, > 0, tokens/s with speculation / tokens/s without.
+
+    Returns
+    -------
+    float or ndarray, relative cost per token (1.0 = same cost).
+
+    Raises
+    ------
+    ValueError
+        throughput_ratio <= 0, infinite or NaN.
+    """
+    r = _check.real("throughput_ratio", throughput_ratio, lo=0.0, lo_open=True)
+    return _check.out(1.0 / r)

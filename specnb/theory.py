@@ -1,0 +1,219 @@
+"""Leviathan, Kalman & Matias, *Fast Inference from Transformers via Speculative Decoding*
+(arXiv 2211.17192 v2, ICML 2023): the closed-form results of section 3.
+
+Notation, as in the paper and in vLLM:
+
+* ``alpha`` -- acceptance rate, E(beta) (Definition 3.1); in [0, 1].
+* ``gamma`` -- draft length, vLLM's ``num_speculative_tokens``; an integer >= 0 (>= 1 where stated).
+* ``c`` -- cost coefficient, draft time / target time for one forward (Definition 3.7); >= 0.
+* ``c_hat`` -- the same ratio in arithmetic operations per token (Definition 3.10); >= 0.
+* ``tau`` -- mean acceptance length: tokens produced per target verification, bonus token
+  included (accepted draft tokens + 1, as vLLM and EAGLE count it); in [1, gamma + 1].
+
+All functions take scalars or numpy arrays that broadcast against each other. A scalar input
+gives a Python ``float``; an array input gives an ``ndarray``. Every function assumes i.i.d.
+betas, as the paper does, and Theorem 3.8 further assumes the target verifies gamma + 1
+positions in the time of one (section 3.3), so measured speedups come out lower.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _check
+
+__all__ = [
+    "expected_tokens_per_step",
+    "walltime_speedup",
+    "operations_factor",
+    "optimal_gamma",
+    "alpha_from_acceptance_length",
+]
+
+
+def _alpha(alpha):
+    return _check.real("alpha", alpha, lo=0.0, hi=1.0)
+
+
+def _tokens(a: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """Eq. 1 on checked arrays; exact limit gamma + 1 at alpha = 1, stable near 1."""
+    a, g = np.broadcast_arrays(a, g.astype(float))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # 1 - a^(g+1) = -expm1((g+1) log a) keeps its digits when a is close to 1.
+        num = -np.expm1((g + 1.0) * np.log(a))
+        res = num / (1.0 - a)
+    return np.where(a == 1.0, g + 1.0, res)
+
+
+def expected_tokens_per_step(alpha, gamma):
+    """Expected tokens produced by one run of Algorithm 1 (one target verification).
+
+    Equation 1 of Leviathan et al. (v2): ``(1 - alpha**(gamma + 1)) / (1 - alpha)``, with the
+    limit ``gamma + 1`` at ``alpha = 1``. Under i.i.d. acceptance this is the mean acceptance
+    length tau (accepted draft tokens + the bonus token).
+
+    Parameters
+    ----------
+    alpha : float or array, in [0, 1]
+        Acceptance rate.
+    gamma : int or array of int, >= 0
+        Draft tokens proposed per step (``num_speculative_tokens``).
+
+    Returns
+    -------
+    float or ndarray, tokens per step, in [1, gamma + 1].
+
+    Raises
+    ------
+    ValueError
+        alpha outside [0, 1] or NaN; gamma negative, fractional or NaN.
+    """
+    a = _alpha(alpha)
+    g = _check.integer("gamma", gamma, lo=0)
+    return _check.out(_tokens(a, g))
+
+
+def walltime_speedup(alpha, gamma, c):
+    """Expected walltime improvement factor of speculative decoding.
+
+    Theorem 3.8 of Leviathan et al. (v2):
+    ``(1 - alpha**(gamma + 1)) / ((1 - alpha) * (gamma * c + 1))``. At ``gamma = 1`` this is
+    ``(1 + alpha) / (1 + c)`` (Corollary 3.9). Assumes the target scores gamma + 1 positions in
+    the time of one and long generations.
+
+    Parameters
+    ----------
+    alpha : float or array, in [0, 1]
+    gamma : int or array of int, >= 0
+    c : float or array, >= 0
+        Draft forward time / target forward time.
+
+    Returns
+    -------
+    float or ndarray, speedup factor over plain decoding (1.0 = no change; > 0).
+
+    Raises
+    ------
+    ValueError
+        alpha outside [0, 1], gamma negative or fractional, c negative or infinite, any NaN.
+    """
+    a = _alpha(alpha)
+    g = _check.integer("gamma", gamma, lo=0)
+    cc = _check.real("c", c, lo=0.0)
+    return _check.out(_tokens(a, g) / (g * cc + 1.0))
+
+
+def operations_factor(alpha, gamma, c_hat):
+    """Expected factor of increase in total arithmetic operations.
+
+    Theorem 3.11 of Leviathan et al. (v2):
+    ``(1 - alpha) * (gamma * c_hat + gamma + 1) / (1 - alpha**(gamma + 1))``.
+
+    Parameters
+    ----------
+    alpha : float or array, in [0, 1]
+    gamma : int or array of int, >= 0
+    c_hat : float or array, >= 0
+        Draft operations per token / target operations per token.
+
+    Returns
+    -------
+    float or ndarray, operations with speculation / operations without (>= 1 when c_hat >= 0
+    and gamma >= 0).
+
+    Raises
+    ------
+    ValueError
+        alpha outside [0, 1], gamma negative or fractional, c_hat negative or infinite, any NaN.
+    """
+    a = _alpha(alpha)
+    g = _check.integer("gamma", gamma, lo=0)
+    ch = _check.real("c_hat", c_hat, lo=0.0)
+    return _check.out((g * ch + g + 1.0) / _tokens(a, g))
+
+
+def optimal_gamma(alpha, c, gamma_max: int = 64):
+    """The draft length that maximizes Theorem 3.8, found numerically (section 3.5).
+
+    The paper gives no closed form: "since gamma is an integer, it can be easily found
+    numerically". Every integer gamma in ``[0, gamma_max]`` is evaluated; ``gamma = 0`` means
+    "do not speculate" (speedup 1) and is returned when no gamma >= 1 beats plain decoding,
+    which happens exactly when ``alpha <= c`` (Corollary 3.9). Ties go to the smaller gamma.
+
+    Parameters
+    ----------
+    alpha : float or array, in [0, 1]
+    c : float or array, >= 0
+    gamma_max : int, >= 1
+        Largest draft length considered (vLLM accepts any positive integer; 64 by default).
+
+    Returns
+    -------
+    (gamma, speedup) : (int, float) for scalar inputs, (ndarray of int, ndarray) otherwise.
+
+    Raises
+    ------
+    ValueError
+        alpha outside [0, 1], c negative, gamma_max < 1 or fractional, any NaN.
+    """
+    a = _alpha(alpha)
+    cc = _check.real("c", c, lo=0.0)
+    gmax = _check.scalar_int("gamma_max", gamma_max, lo=1)
+    a, cc = np.broadcast_arrays(a, cc)
+    gammas = np.arange(gmax + 1)
+    shape = (gmax + 1,) + (1,) * a.ndim
+    g = gammas.reshape(shape)
+    speed = _tokens(a[None, ...], g) / (g * cc[None, ...] + 1.0)
+    best = np.argmax(speed, axis=0)  # first maximum: ties go to the smaller gamma
+    best_speed = np.take_along_axis(speed, best[None, ...], axis=0)[0]
+    if best.ndim == 0:
+        return int(best), float(best_speed)
+    return best.astype(np.int64), best_speed
+
+
+def alpha_from_acceptance_length(tau, gamma):
+    """The acceptance rate alpha for which Eq. 1 equals a measured mean acceptance length.
+
+    Inverts ``tau = (1 - alpha**(gamma + 1)) / (1 - alpha)`` (Leviathan et al., Eq. 1) for
+    alpha in [0, 1]. This is how alpha is read off vLLM's spec-decode metrics, where
+    ``tau = 1 + accepted_tokens / drafts`` at a fixed ``num_speculative_tokens = gamma``.
+    Eq. 1 is strictly increasing in alpha for gamma >= 1, so the root is unique; it is found
+    by bisection to full double precision.
+
+    Parameters
+    ----------
+    tau : float or array, in [1, gamma + 1]
+        Mean acceptance length, bonus token included.
+    gamma : int or array of int, >= 1
+
+    Returns
+    -------
+    float or ndarray, alpha in [0, 1].
+
+    Raises
+    ------
+    ValueError
+        gamma < 1 or fractional; tau NaN or outside [1, gamma + 1] (a tau above gamma + 1
+        usually means the accepted-token count already includes the bonus token, or gamma is
+        not the configured ``num_speculative_tokens``).
+    """
+    g = _check.integer("gamma", gamma, lo=1)
+    t = _check.real("tau", tau, lo=1.0)
+    t, g = np.broadcast_arrays(t, g)
+    over = t > g + 1
+    if over.any():
+        i = np.flatnonzero(over.ravel())[0]
+        raise ValueError(
+            f"tau must be in [1, gamma + 1] = [1, {int(g.ravel()[i]) + 1}] for gamma = "
+            f"{int(g.ravel()[i])}, got {float(t.ravel()[i])!r}; tau counts accepted draft "
+            "tokens per verification + 1, so it cannot exceed gamma + 1"
+        )
+    lo = np.zeros(t.shape)
+    hi = np.ones(t.shape)
+    for _ in range(64):
+        mid = 0.5 * (lo + hi)
+        below = _tokens(mid, g) < t
+        lo = np.where(below, mid, lo)
+        hi = np.where(below, hi, mid)
+    res = np.where(t >= g + 1, 1.0, np.where(t <= 1.0, 0.0, 0.5 * (lo + hi)))
+    return _check.out(res)
