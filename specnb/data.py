@@ -45,7 +45,8 @@ def path(name: str) -> Path:
 def load(name: str):
     """Load published table ``name`` as a pandas DataFrame (one row per observation).
 
-    Numbers are parsed as floats/ints; provenance columns are strings (missing = "").
+    Numbers are parsed as floats/ints; provenance columns are strings (missing = ""). Empty
+    cells are empty strings, never NaN.
 
     Raises
     ------
@@ -54,8 +55,5 @@ def load(name: str):
     """
     import pandas as pd
 
-    df = pd.read_csv(path(name), keep_default_na=False, na_values=[""])
-    for col in PROVENANCE_COLUMNS:
-        if col in df.columns:
-            df[col] = df[col].fillna("").astype(str)
-    return df
+    return pd.read_csv(path(name), dtype={c: str for c in PROVENANCE_COLUMNS},
+                       keep_default_na=False)

@@ -1,0 +1,158 @@
+"""Small helpers the notebooks share: versions, recorded values, widgets that degrade.
+
+* :func:`show_versions` prints what the executed notebook ran with.
+* :func:`record` stores a reproduced table or figure value in the notebook's outputs under a
+  name, as a display output of MIME type :data:`RECORD_MIME`; :func:`read_records` reads them
+  back from an executed ``.ipynb`` (for tests), without scrapbook.
+* :func:`interact` wraps a pure function in ipywidgets. Headless (``SPECNB_HEADLESS=1``, set by
+  ``specnb run``) it calls the function once with the default values and shows the result as a
+  normal output, so an exception fails the run instead of hiding in a widget.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+from pathlib import Path
+
+__all__ = ["RECORD_MIME", "show_versions", "record", "read_records", "is_headless", "interact"]
+
+#: MIME type of a recorded value in a notebook's outputs.
+RECORD_MIME = "application/vnd.specnb.record+json"
+
+
+def show_versions(extra: tuple[str, ...] = ()) -> dict[str, str]:
+    """Print and return the versions of Python, the platform and the libraries in use.
+
+    Reports specnb, numpy, pandas, matplotlib and ipywidgets, plus torch and transformers when
+    they are importable, plus any module names in ``extra``.
+    """
+    import importlib
+    import importlib.metadata as md
+
+    versions = {"python": platform.python_version(), "platform": platform.platform()}
+    names = ["specnb", "numpy", "pandas", "matplotlib", "ipywidgets", "torch", "transformers",
+             *extra]
+    for name in names:
+        try:
+            versions[name] = md.version(name)
+        except md.PackageNotFoundError:
+            try:
+                versions[name] = getattr(importlib.import_module(name), "__version__", "?")
+            except ImportError:
+                continue
+    width = max(map(len, versions))
+    for k, v in versions.items():
+        print(f"{k:<{width}}  {v}")
+    return versions
+
+
+def _jsonable(value):
+    try:
+        import pandas as pd
+    except ImportError:  # pragma: no cover
+        pd = None
+    if pd is not None and isinstance(value, pd.DataFrame):
+        return {"__dataframe__": json.loads(value.to_json(orient="split", index=False))}
+    if pd is not None and isinstance(value, pd.Series):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if hasattr(value, "tolist"):  # numpy scalars and arrays
+        return value.tolist()
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    raise TypeError(f"record() cannot store a value of type {type(value).__name__}; "
+                    "use a number, string, list, dict, numpy array or pandas DataFrame")
+
+
+def record(name: str, value):
+    """Store ``value`` under ``name`` in the executing notebook's outputs and return it.
+
+    ``value`` may be a number, string, bool, list, dict, numpy array or pandas DataFrame.
+    Outside IPython it only returns the value.
+
+    Raises
+    ------
+    TypeError
+        a value that cannot be stored as JSON.
+    ValueError
+        an empty ``name``.
+    """
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"name must be a non-empty string, got {name!r}")
+    payload = {"name": name, "value": _jsonable(value)}
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:  # pragma: no cover
+        return value
+    if get_ipython() is not None:
+        shown = value if isinstance(value, (int, float, str)) else type(value).__name__
+        display({RECORD_MIME: payload, "text/plain": f"recorded {name} = {shown}"}, raw=True)
+    return value
+
+
+def read_records(path) -> dict:
+    """Read every value stored with :func:`record` from an executed notebook.
+
+    DataFrames come back as DataFrames, everything else as plain JSON values. A name recorded
+    twice keeps the last value.
+
+    Raises
+    ------
+    FileNotFoundError
+        no notebook at ``path``.
+    """
+    import pandas as pd
+
+    nb = json.loads(Path(path).read_text(encoding="utf-8"))
+    found = {}
+    for cell in nb.get("cells", []):
+        for out in cell.get("outputs", []) or []:
+            data = out.get("data", {})
+            if RECORD_MIME in data:
+                payload = data[RECORD_MIME]
+                value = payload["value"]
+                if isinstance(value, dict) and "__dataframe__" in value:
+                    split = value["__dataframe__"]
+                    value = pd.DataFrame(split["data"], columns=split["columns"])
+                found[payload["name"]] = value
+    return found
+
+
+def is_headless() -> bool:
+    """True when run by ``specnb run`` / papermill (``SPECNB_HEADLESS=1``), False in Jupyter."""
+    return os.environ.get("SPECNB_HEADLESS", "") not in ("", "0")
+
+
+def interact(fn, **controls):
+    """Show ``fn`` with ipywidgets controls; headless, show ``fn(**defaults)`` as plain output.
+
+    ``controls`` maps each keyword of ``fn`` to an ipywidgets control (``FloatSlider``,
+    ``IntSlider``, ``Dropdown``...); each control's current ``value`` is the default. ``fn``
+    should return something displayable (a string, DataFrame, figure) or display it itself.
+
+    Headless, ``fn`` is called once and its result displayed like any cell output, so an
+    exception propagates and fails the run. Interactive, the controls and an output area are
+    shown; the output area updates as the controls move.
+
+    Returns the ipywidgets ``interactive`` object (interactive) or ``fn``'s result (headless).
+    """
+    from IPython.display import display
+
+    defaults = {k: w.value for k, w in controls.items()}
+    if is_headless():
+        result = fn(**defaults)
+        if result is not None:
+            display(result)
+        return result
+    import ipywidgets as widgets
+
+    ui = widgets.interactive(fn, **controls)
+    display(ui)
+    return ui

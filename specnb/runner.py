@@ -1,0 +1,251 @@
+"""Execute the notebooks headless with papermill and write an HTML report.
+
+``specnb run [--only NAME ...] [--parameters FILE] [--output DIR]`` (and ``make run``) runs
+every ``notebooks/NN_slug.ipynb`` in order with an explicit kernel, the notebook folder as
+working directory and a per-cell timeout; a failing notebook does not stop the others. It
+writes the executed notebooks, one HTML page each (nbconvert) and ``index.html`` under the
+output folder, prints a summary and exits non-zero if any notebook failed.
+
+Parameters files are YAML or JSON mappings from a notebook (full name ``04_draft_length``
+or its number ``04``) to the parameters to inject::
+
+    04:
+      alpha: 0.7
+      gamma: 4
+
+A parameter the notebook's ``parameters`` cell does not define is an error (papermill itself
+only warns), as is a notebook name that does not exist.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["NOTEBOOK_DIR", "KERNEL", "find_notebooks", "resolve", "load_parameters",
+           "check_parameters", "run_notebooks", "write_report", "register"]
+
+NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
+KERNEL = "python3"
+CELL_TIMEOUT_S = 600
+
+
+@dataclass
+class Result:
+    """Outcome of one notebook: ``status`` is "ok" or "failed"."""
+
+    name: str
+    status: str
+    seconds: float
+    output: Path
+    html: Path | None = None
+    error: str = ""
+    parameters: dict = field(default_factory=dict)
+
+
+def find_notebooks(folder: Path | str = NOTEBOOK_DIR) -> dict[str, Path]:
+    """The notebooks ``NN_slug.ipynb`` in ``folder``, by stem, in order."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"notebook folder {folder} does not exist")
+    found = sorted(p for p in folder.glob("[0-9][0-9]_*.ipynb"))
+    return {p.stem: p for p in found}
+
+
+def resolve(names, available: dict[str, Path]) -> list[str]:
+    """Map user-given names (full stem, number ``04`` or slug) to notebook stems.
+
+    Raises
+    ------
+    ValueError
+        a name that matches no notebook, or more than one; the message lists the valid names.
+    """
+    out = []
+    for name in names:
+        name = str(name).removesuffix(".ipynb")
+        hits = [s for s in available if s == name or s.split("_", 1)[0] == name
+                or s.split("_", 1)[-1] == name]
+        if len(hits) != 1:
+            what = "no notebook" if not hits else f"several notebooks ({', '.join(hits)})"
+            raise ValueError(f"--only {name!r} matches {what}; valid names: "
+                             f"{', '.join(available)}")
+        if hits[0] not in out:
+            out.append(hits[0])
+    return out
+
+
+def load_parameters(path) -> dict:
+    """Read a YAML/JSON parameters file: {notebook name: {parameter: value}}.
+
+    Raises
+    ------
+    ValueError
+        the file is not a mapping of mappings.
+    """
+    import yaml  # papermill depends on PyYAML
+
+    text = Path(path).read_text(encoding="utf-8")
+    try:
+        data = yaml.safe_load(text) or {}
+    except yaml.YAMLError as exc:
+        raise ValueError(f"parameters file {path}: not valid YAML/JSON: {exc}") from None
+    if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
+        raise ValueError(f"parameters file {path} must map notebook names to mappings of "
+                         "parameters, e.g. {'04': {'alpha': 0.7}}")
+    return {str(k): v for k, v in data.items()}
+
+
+def check_parameters(notebook: Path, params: dict) -> None:
+    """Raise ValueError if ``params`` names a parameter the notebook does not define."""
+    import papermill as pm
+
+    known = pm.inspect_notebook(str(notebook))
+    unknown = sorted(set(params) - set(known))
+    if unknown:
+        raise ValueError(f"{notebook.stem}: unknown parameter(s) {', '.join(unknown)}; "
+                         f"its parameters are {', '.join(known) or '(none)'}")
+
+
+def _export_html(executed: Path) -> Path:
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    nb = nbformat.read(executed, as_version=4)
+    body, _ = HTMLExporter(template_name="lab").from_notebook_node(nb)
+    target = executed.with_suffix(".html")
+    target.write_text(body, encoding="utf-8")
+    return target
+
+
+def run_notebooks(names=None, output_dir="build", parameters: dict | None = None,
+                  notebook_dir=NOTEBOOK_DIR, cell_timeout: int = CELL_TIMEOUT_S,
+                  progress: bool = True, report: bool = True) -> list[Result]:
+    """Execute notebooks with papermill; return one :class:`Result` per notebook.
+
+    Parameters
+    ----------
+    names : list of str or None
+        Notebooks to run (stem, number or slug); None runs all, in order.
+    output_dir : path
+        Where executed notebooks, HTML pages and ``index.html`` go (created).
+    parameters : dict or None
+        {notebook name or number: {parameter: value}}, checked before anything runs.
+    cell_timeout : int
+        Seconds one cell may run before the notebook fails.
+
+    Raises
+    ------
+    ValueError
+        unknown notebook names or parameters (before anything runs).
+    """
+    import papermill as pm
+    from tqdm.auto import tqdm
+
+    available = find_notebooks(notebook_dir)
+    stems = resolve(names, available) if names else list(available)
+    per_nb: dict[str, dict] = {}
+    for key, params in (parameters or {}).items():
+        (stem,) = resolve([key], available)
+        per_nb.setdefault(stem, {}).update(params)
+    for stem, params in per_nb.items():
+        check_parameters(available[stem], params)
+
+    out_dir = Path(output_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    os.environ["SPECNB_HEADLESS"] = "1"
+    os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    results: list[Result] = []
+    bar = tqdm(stems, desc="notebooks", unit="nb", disable=not progress, file=sys.stderr)
+    for stem in bar:
+        bar.set_postfix_str(stem)
+        src = available[stem]
+        dst = out_dir / src.name
+        params = per_nb.get(stem, {})
+        start = time.perf_counter()
+        status, error = "ok", ""
+        try:
+            pm.execute_notebook(str(src), str(dst), parameters=params, kernel_name=KERNEL,
+                                cwd=str(src.parent), execution_timeout=cell_timeout,
+                                progress_bar=False, log_output=False)
+        except Exception as exc:  # noqa: BLE001 - a failing notebook must not stop the run
+            status = "failed"
+            error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+        seconds = time.perf_counter() - start
+        res = Result(stem, status, seconds, dst, error=error, parameters=params)
+        if report and dst.exists():
+            res.html = _export_html(dst)
+        results.append(res)
+    if report:
+        write_report(results, out_dir)
+    return results
+
+
+def write_report(results: list[Result], out_dir) -> Path:
+    """Write ``index.html`` linking every executed notebook's HTML page with status and time."""
+    out_dir = Path(out_dir)
+    rows = []
+    for r in results:
+        link = (f'<a href="{html.escape(r.html.name)}">{html.escape(r.name)}</a>'
+                if r.html else html.escape(r.name))
+        rows.append(f"<tr class='{r.status}'><td>{link}</td><td>{r.status}</td>"
+                    f"<td>{r.seconds:.1f}</td><td>{html.escape(r.error)}</td></tr>")
+    total = sum(r.seconds for r in results)
+    page = f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>specnb report</title>
+<style>body{{font-family:sans-serif;max-width:60em;margin:2em auto}}
+td,th{{padding:.3em .8em;text-align:left}} tr.failed td{{color:#b00}}</style></head>
+<body><h1>specnb: executed notebooks</h1>
+<p>Should I turn on speculative decoding, with which method and draft length, and what will it
+save me? Each notebook reproduces a section of the source article from published data.</p>
+<table><thead><tr><th>notebook</th><th>status</th><th>seconds</th><th>error</th></tr></thead>
+<tbody>
+{chr(10).join(rows)}
+</tbody></table>
+<p>{sum(r.status == 'ok' for r in results)} of {len(results)} notebooks ran, {total:.1f} s in all.</p>
+</body></html>
+"""
+    index = out_dir / "index.html"
+    index.write_text(page, encoding="utf-8")
+    return index
+
+
+def _print_summary(results: list[Result], out_dir) -> None:
+    width = max([len(r.name) for r in results] + [8])
+    print(f"{'notebook':<{width}}  {'status':<6}  {'seconds':>7}")
+    for r in results:
+        print(f"{r.name:<{width}}  {r.status:<6}  {r.seconds:7.1f}" +
+              (f"  {r.error}" if r.error else ""))
+    failed = sum(r.status != "ok" for r in results)
+    print(f"{len(results) - failed} ok, {failed} failed; report: {Path(out_dir) / 'index.html'}")
+
+
+def _cmd_run(args) -> int:
+    try:
+        params = load_parameters(args.parameters) if args.parameters else None
+        results = run_notebooks(args.only or None, args.output, params,
+                                notebook_dir=args.notebooks, cell_timeout=args.cell_timeout)
+    except (ValueError, FileNotFoundError) as exc:
+        print(f"specnb run: error: {exc}", file=sys.stderr)
+        return 2
+    _print_summary(results, args.output)
+    return 1 if any(r.status != "ok" for r in results) else 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("run", help="execute the notebooks headless and write the HTML report",
+                       description="Execute notebooks with papermill; write executed copies, "
+                                   "HTML pages and index.html under --output.")
+    p.add_argument("--only", nargs="+", metavar="NAME",
+                   help="notebooks to run: full name, number (04) or slug; default all")
+    p.add_argument("--parameters", metavar="FILE",
+                   help="YAML/JSON file mapping notebook name -> {parameter: value}")
+    p.add_argument("--output", default="build", metavar="DIR", help="output folder (build)")
+    p.add_argument("--notebooks", default=str(NOTEBOOK_DIR), metavar="DIR",
+                   help="folder of NN_slug.ipynb notebooks")
+    p.add_argument("--cell-timeout", type=int, default=CELL_TIMEOUT_S, metavar="S",
+                   help=f"seconds a cell may run (default {CELL_TIMEOUT_S})")
+    p.set_defaults(func=_cmd_run)
