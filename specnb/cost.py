@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from . import _check
 
-__all__ = ["usd_per_million_tokens", "seconds_for_tokens", "relative_cost"]
+__all__ = ["usd_per_million_tokens", "seconds_for_tokens", "relative_cost", "saving"]
 
 
 def usd_per_million_tokens(usd_per_hour, tokens_per_second):
@@ -84,3 +84,16 @@ def relative_cost(throughput_ratio):
     """
     r = _check.real("throughput_ratio", throughput_ratio, lo=0.0, lo_open=True)
     return _check.out(1.0 / r)
+
+
+def saving(throughput_ratio):
+    """Fraction of the cost per token saved: ``1 - relative_cost(throughput_ratio)``.
+
+    Negative when speculation lowers throughput (0.88 -> -0.136, 13.6% more expensive).
+
+    Raises
+    ------
+    ValueError
+        throughput_ratio <= 0, infinite or NaN.
+    """
+    return _check.out(1.0 - relative_cost(throughput_ratio))

@@ -17,7 +17,8 @@ import platform
 import sys
 from pathlib import Path
 
-__all__ = ["RECORD_MIME", "show_versions", "record", "read_records", "is_headless", "interact"]
+__all__ = ["RECORD_MIME", "show_versions", "record", "reproduce", "read_records", "is_headless",
+           "interact"]
 
 #: MIME type of a recorded value in a notebook's outputs.
 RECORD_MIME = "application/vnd.specnb.record+json"
@@ -55,6 +56,8 @@ def _jsonable(value):
     except ImportError:  # pragma: no cover
         pd = None
     if pd is not None and isinstance(value, pd.DataFrame):
+        if not isinstance(value.index, pd.RangeIndex):
+            value = value.reset_index()
         return {"__dataframe__": json.loads(value.to_json(orient="split", index=False))}
     if pd is not None and isinstance(value, pd.Series):
         return {str(k): _jsonable(v) for k, v in value.items()}
@@ -70,10 +73,11 @@ def _jsonable(value):
                     "use a number, string, list, dict, numpy array or pandas DataFrame")
 
 
-def record(name: str, value):
+def record(name: str, value, *, quiet: bool = False):
     """Store ``value`` under ``name`` in the executing notebook's outputs and return it.
 
     ``value`` may be a number, string, bool, list, dict, numpy array or pandas DataFrame.
+    The output shows a one-line "recorded NAME = VALUE" (nothing with ``quiet=True``).
     Outside IPython it only returns the value.
 
     Raises
@@ -83,18 +87,42 @@ def record(name: str, value):
     ValueError
         an empty ``name``.
     """
-    if not isinstance(name, str) or not name:
-        raise ValueError(f"name must be a non-empty string, got {name!r}")
-    payload = {"name": name, "value": _jsonable(value)}
+    _display_records({name: value}, quiet=quiet)
+    return value
+
+
+def _display_records(values: dict, quiet: bool) -> None:
+    for name in values:
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"name must be a non-empty string, got {name!r}")
+    payload = {"values": {k: _jsonable(v) for k, v in values.items()}}
     try:
         from IPython import get_ipython
         from IPython.display import display
     except ImportError:  # pragma: no cover
-        return value
-    if get_ipython() is not None:
-        shown = value if isinstance(value, (int, float, str)) else type(value).__name__
-        display({RECORD_MIME: payload, "text/plain": f"recorded {name} = {shown}"}, raw=True)
-    return value
+        return
+    if get_ipython() is None:
+        return
+    if quiet:
+        text = ""
+    else:
+        text = "; ".join(f"recorded {k} = {v if isinstance(v, (int, float, str, bool)) else type(v).__name__}"
+                         for k, v in values.items())
+    display({RECORD_MIME: payload, "text/plain": text}, raw=True)
+
+
+def reproduce(computed: dict):
+    """Record each computed article value and return the article-vs-exact comparison table.
+
+    ``computed`` maps keys of ``data/article_values.csv`` to exact values; each is stored with
+    :func:`record` under its key, and :func:`specnb.article.compare` builds the table
+    (printed value, exact value, whether they agree at the printed precision, notes).
+    """
+    from . import article
+
+    table = article.compare(computed)
+    _display_records({k: float(v) for k, v in computed.items()}, quiet=True)
+    return table
 
 
 def read_records(path) -> dict:
@@ -116,12 +144,11 @@ def read_records(path) -> dict:
         for out in cell.get("outputs", []) or []:
             data = out.get("data", {})
             if RECORD_MIME in data:
-                payload = data[RECORD_MIME]
-                value = payload["value"]
-                if isinstance(value, dict) and "__dataframe__" in value:
-                    split = value["__dataframe__"]
-                    value = pd.DataFrame(split["data"], columns=split["columns"])
-                found[payload["name"]] = value
+                for name, value in data[RECORD_MIME]["values"].items():
+                    if isinstance(value, dict) and "__dataframe__" in value:
+                        split = value["__dataframe__"]
+                        value = pd.DataFrame(split["data"], columns=split["columns"])
+                    found[name] = value
     return found
 
 

@@ -121,6 +121,14 @@ def _export_html(executed: Path) -> Path:
     return target
 
 
+def _describe(exc: Exception) -> str:
+    """One line naming the failing cell and the error (papermill's message starts with a rule)."""
+    if hasattr(exc, "ename"):  # papermill.exceptions.PapermillExecutionError
+        return f"cell {exc.cell_index}: {exc.ename}: {exc.evalue}"
+    lines = [ln for ln in str(exc).splitlines() if ln.strip() and not set(ln.strip()) <= set("-")]
+    return f"{type(exc).__name__}: {lines[0] if lines else ''}"
+
+
 def run_notebooks(names=None, output_dir="build", parameters: dict | None = None,
                   notebook_dir=NOTEBOOK_DIR, cell_timeout: int = CELL_TIMEOUT_S,
                   progress: bool = True, report: bool = True) -> list[Result]:
@@ -173,7 +181,7 @@ def run_notebooks(names=None, output_dir="build", parameters: dict | None = None
                                 progress_bar=False, log_output=False)
         except Exception as exc:  # noqa: BLE001 - a failing notebook must not stop the run
             status = "failed"
-            error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+            error = _describe(exc)
         seconds = time.perf_counter() - start
         res = Result(stem, status, seconds, dst, error=error, parameters=params)
         if report and dst.exists():

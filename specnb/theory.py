@@ -28,6 +28,9 @@ __all__ = [
     "operations_factor",
     "optimal_gamma",
     "alpha_from_acceptance_length",
+    "summary",
+    "gamma_tradeoff",
+    "latency_reduction",
 ]
 
 
@@ -217,3 +220,62 @@ def alpha_from_acceptance_length(tau, gamma):
         hi = np.where(below, hi, mid)
     res = np.where(t >= g + 1, 1.0, np.where(t <= 1.0, 0.0, 0.5 * (lo + hi)))
     return _check.out(res)
+
+
+def summary(alpha: float, gamma: int, c: float, c_hat: float | None = None,
+            gamma_max: int = 64) -> dict:
+    """One setting at a glance: Eq. 1, Theorem 3.8, Theorem 3.11 and the optimal gamma.
+
+    ``c_hat`` defaults to ``c`` (as the article sets it). Scalars only.
+
+    Returns
+    -------
+    dict with keys ``tokens_per_step``, ``speedup``, ``operations``, ``optimal_gamma`` and
+    ``optimal_speedup`` (floats, the gamma an int).
+
+    Raises
+    ------
+    ValueError
+        as the underlying functions.
+    """
+    c_hat = c if c_hat is None else c_hat
+    g_opt, s_opt = optimal_gamma(alpha, c, gamma_max=gamma_max)
+    return {
+        "tokens_per_step": float(expected_tokens_per_step(alpha, gamma)),
+        "speedup": float(walltime_speedup(alpha, gamma, c)),
+        "operations": float(operations_factor(alpha, gamma, c_hat)),
+        "optimal_gamma": int(g_opt),
+        "optimal_speedup": float(s_opt),
+    }
+
+
+def gamma_tradeoff(alpha, c, gamma_from: int, gamma_to: int, c_hat=None) -> dict:
+    """What changing the draft length buys: relative change in speedup and in operations.
+
+    ``speed_gain = S(gamma_to) / S(gamma_from) - 1`` (Theorem 3.8) and
+    ``operations_gain = O(gamma_to) / O(gamma_from) - 1`` (Theorem 3.11), as fractions
+    (0.05 = +5%). The article's example: alpha 0.8, c = c_hat = 0.05, gamma 5 -> 8 gives
+    +4.8% speed for +28.2% operations. ``c_hat`` defaults to ``c``.
+
+    Raises
+    ------
+    ValueError
+        as :func:`walltime_speedup` and :func:`operations_factor`.
+    """
+    c_hat = c if c_hat is None else c_hat
+    s0, s1 = walltime_speedup(alpha, gamma_from, c), walltime_speedup(alpha, gamma_to, c)
+    o0, o1 = operations_factor(alpha, gamma_from, c_hat), operations_factor(alpha, gamma_to, c_hat)
+    return {"speed_gain": _check.out(np.asarray(s1) / s0 - 1.0),
+            "operations_gain": _check.out(np.asarray(o1) / o0 - 1.0)}
+
+
+def latency_reduction(speedup):
+    """Fraction of latency removed by a speedup: ``1 - 1 / speedup`` (1.25x -> 0.20).
+
+    Raises
+    ------
+    ValueError
+        speedup <= 0, infinite or NaN.
+    """
+    s = _check.real("speedup", speedup, lo=0.0, lo_open=True)
+    return _check.out(1.0 - 1.0 / s)

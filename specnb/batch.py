@@ -1,0 +1,73 @@
+"""Throughput ratio (with / without speculation) against batch size: where speculation stops
+paying. Data: EAGLE-3 paper (arXiv 2503.01840 v3) Table 3 (SGLang) and Table 5 (vLLM).
+"""
+
+from __future__ import annotations
+
+import math
+
+from . import _check
+
+__all__ = ["ratio_table", "largest_paying_batch", "first_losing_batch", "article_format"]
+
+
+def ratio_table(name: str = "eagle3_table3_sglang_batch"):
+    """batch_size x method DataFrame of throughput ratios from a published batch table.
+
+    Raises
+    ------
+    ValueError
+        ``name`` is not a batch table (eagle3_table3_sglang_batch, eagle3_table5_vllm_batch).
+    """
+    from . import data
+
+    _check.choice("name", name, ["eagle3_table3_sglang_batch", "eagle3_table5_vllm_batch"])
+    df = data.load(name)
+    order = list(dict.fromkeys(df["method"]))
+    return df.pivot(index="batch_size", columns="method", values="throughput_ratio")[order]
+
+
+def largest_paying_batch(batch_sizes, ratios):
+    """Largest batch size whose throughput ratio is above 1 (speculation still pays there).
+
+    Returns None when no batch size pays. Batch sizes need not be sorted.
+
+    Raises
+    ------
+    ValueError
+        mismatched lengths, a ratio <= 0 or NaN, a batch size < 1.
+    """
+    b, r = _pairs(batch_sizes, ratios)
+    paying = [bs for bs, x in zip(b, r) if x > 1.0]
+    return max(paying) if paying else None
+
+
+def first_losing_batch(batch_sizes, ratios):
+    """Smallest batch size whose throughput ratio is below 1 (speculation costs throughput).
+
+    Returns None when none is below 1.
+    """
+    b, r = _pairs(batch_sizes, ratios)
+    losing = [bs for bs, x in zip(b, r) if x < 1.0]
+    return min(losing) if losing else None
+
+
+def _pairs(batch_sizes, ratios):
+    b = [int(x) for x in _check.integer("batch_sizes", list(batch_sizes), lo=1)]
+    r = [float(x) for x in _check.real("ratios", list(ratios), lo=0.0, lo_open=True)]
+    if len(b) != len(r):
+        raise ValueError(f"batch_sizes and ratios must have the same length, got {len(b)} and {len(r)}")
+    return b, r
+
+
+def article_format(ratio: float) -> str:
+    """The article's print convention for a throughput ratio (section 3).
+
+    Values of 1 and above to one decimal, values below 1 to two decimals, and a value that
+    rounds to exactly 1.0 as "1" (batch 16 EAGLE, 1.02, prints as "1").
+    """
+    x = float(_check.real("ratio", ratio, lo=0.0))
+    if x < 1.0:
+        return f"{x:.2f}"
+    s = f"{math.floor(x * 10 + 0.5) / 10:.1f}"
+    return "1" if s == "1.0" else s
