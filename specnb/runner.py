@@ -96,7 +96,8 @@ def load_parameters(path) -> dict:
     if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
         raise ValueError(f"parameters file {path} must map notebook names to mappings of "
                          "parameters, e.g. {'04': {'alpha': 0.7}}")
-    return {str(k): v for k, v in data.items()}
+    # YAML reads an unquoted 04 as the integer 4: turn numbers back into two-digit names.
+    return {(f"{k:02d}" if isinstance(k, int) else str(k)): v for k, v in data.items()}
 
 
 def check_parameters(notebook: Path, params: dict) -> None:
