@@ -20,8 +20,8 @@ import numpy as np
 
 from . import _check
 
-__all__ = ["acceptance_probability", "speculative_sample", "lenient_sample", "chi_square",
-           "total_variation"]
+__all__ = ["acceptance_probability", "mixture", "speculative_sample", "lenient_sample",
+           "empirical", "chi_square", "total_variation"]
 
 
 def _dist(name: str, p) -> np.ndarray:
@@ -44,6 +44,29 @@ def acceptance_probability(p, q) -> float:
     """beta = sum_x min(p(x), q(x)) = 1 - D_LK(p, q) (Leviathan Theorem 3.5, Lemma 3.3)."""
     p, q = _pair(p, q)
     return float(np.minimum(p, q).sum())
+
+
+def mixture(p, q, w: float) -> np.ndarray:
+    """The lenient rule's acceptance target m = w p + (1 - w) q, w in (0, 1].
+
+    Raises
+    ------
+    ValueError
+        w outside (0, 1], malformed distributions.
+    """
+    p, q = _pair(p, q)
+    w = float(_check.real("w", w, lo=0.0, hi=1.0, lo_open=True))
+    m = w * p + (1.0 - w) * q
+    return m / m.sum()
+
+
+def empirical(tokens, vocab_size: int) -> np.ndarray:
+    """Empirical distribution (V,) of sampled token ids in [0, vocab_size)."""
+    v = _check.scalar_int("vocab_size", vocab_size, lo=1)
+    t = np.asarray(tokens)
+    if t.size == 0 or t.min() < 0 or t.max() >= v:
+        raise ValueError(f"tokens must be a non-empty array of ids in [0, {v}), got {t!r}")
+    return np.bincount(t, minlength=v) / t.size
 
 
 def speculative_sample(p, q, n: int, rng: np.random.Generator):
@@ -91,10 +114,7 @@ def lenient_sample(p, q, w: float, n: int, rng: np.random.Generator):
     ValueError
         w outside (0, 1], malformed distributions, n < 1.
     """
-    p, q = _pair(p, q)
-    w = float(_check.real("w", w, lo=0.0, hi=1.0, lo_open=True))
-    m = w * p + (1.0 - w) * q
-    return speculative_sample(m / m.sum(), q, n, rng)
+    return speculative_sample(mixture(p, q, w), q, n, rng)
 
 
 def chi_square(tokens, p) -> dict:
