@@ -166,7 +166,7 @@ LEGACY_KEYS: dict[str, tuple[str | None, str]] = {
                               "dynamic_speculative_decoding.md @ 015a47e1 uses the wrong name"),
     "synthetic_acceptance_rate": ("synthetic_acceptance_rates", "docs README @ 01ed47b4 "
                                   "names a key the code does not have"),
-    "disable_by_batch_size": (None, "removed by PR #35060 (Feb 2026); it was unused since "
+    "disable_by_batch_size": (None, "PR #35060, Feb 2026; it was unused since "
                               "v0.10.0, when the V0 engine was removed (issue #25112); for "
                               "batch-size-dependent drafting see "
                               "num_speculative_tokens_per_batch_size"),

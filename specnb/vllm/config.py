@@ -291,8 +291,8 @@ def _r_trailing_comma(text, masked):
 
 def _t_trailing_comma(text):
     masked = _mask_strings(text)
-    cut = [m.start() for m in re.finditer(r",(?=\s*[}\]])", masked)]
-    return "".join(ch for i, ch in enumerate(text) if i not in set(cut))
+    cut = {m.start() for m in re.finditer(r",(?=\s*[}\]])", masked)}
+    return "".join(ch for i, ch in enumerate(text) if i not in cut)
 
 
 def _r_comments(text, masked):
@@ -303,7 +303,7 @@ def _r_comments(text, masked):
 def _t_comments(text):
     masked = _mask_strings(text)
     spans = [(m.start(), m.end()) for m in
-             re.finditer(r"//[^\n]*|/\*.*?\*/|(?m)(?:^|(?<=\s))#[^\n]*", masked, re.S)]
+             re.finditer(r"//[^\n]*|/\*.*?\*/|(?:^|(?<=\s))#[^\n]*", masked, re.S | re.M)]
     out, last = [], 0
     for a, b in spans:
         out.append(text[last:a])
@@ -415,7 +415,8 @@ def _diagnose(text: str, err: json.JSONDecodeError, depth: int = 0):
             ph = text[idx:idx + len(ph)]
             key = _key_before(text, idx)
             cause = f"{cause} {ph}" + (f" as the value of {key!r}" if key else "")
-            what = "an integer, e.g. 4" if key == "num_speculative_tokens" else "the real value"
+            what = ("an integer (e.g. 4)" if key == "num_speculative_tokens"
+                    else "the real value")
             return cause, f"substitute {what} for {ph} before starting vLLM", key, idx
         fixed = transform(text)
         if fixed is None:
@@ -509,17 +510,18 @@ class _Checker:
     # ---- unknown keys
     def unknown(self, key, message, fix, removed_noop=False):
         ver = self.version
+        message = message if message.endswith("?") else message + "."
         if self.era == "lenient":
             if removed_noop:
-                self.add("warning", key, f"{message}. vLLM {ver} still accepts it, but it has "
+                self.add("warning", key, f"{message} vLLM {ver} still accepts it, but it has "
                          "done nothing since v0.10.0.", fix)
             else:
-                self.add("warning", key, f"{message}. vLLM {ver} ignores unknown keys "
+                self.add("warning", key, f"{message} vLLM {ver} ignores unknown keys "
                          "silently, so this setting has no effect (from about v0.14, PR "
                          "#31541, it is an error).", fix)
             return
         who = "Current vLLM" if self.era == "current" else f"vLLM {ver}"
-        self.add("error", key, f"{message}. {who} rejects unknown keys (pydantic "
+        self.add("error", key, f"{message} {who} rejects unknown keys (pydantic "
                  "extra='forbid' since PR #31541, about v0.14); JSON-era builds before that "
                  "(about v0.8 to v0.13) ignored them silently, so the setting never took "
                  "effect.", fix)
@@ -544,7 +546,8 @@ class _Checker:
                              f"`vllm bench serve --{key.replace('_', '-')}`")
             elif key in S.LEGACY_KEYS:
                 new, why = S.LEGACY_KEYS[key]
-                msg = f"'{key}' is not a speculative_config key ({why})"
+                msg = (f"'{key}' was removed from vLLM ({why})" if key == "disable_by_batch_size"
+                       else f"'{key}' is not a speculative_config key ({why})")
                 if new:
                     msg += f"; did you mean '{new}'?"
                 fix = f"rename '{key}' to '{new}'" if new else f"remove '{key}'"

@@ -1,0 +1,113 @@
+"""``specnb measure``: alpha, tau and speedup of a draft/target pair with transformers.
+
+torch and transformers are imported inside the command, so ``specnb --help`` works without the
+``measure`` extra; without it the command says how to install it and exits with status 3.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+__all__ = ["register", "run", "format_report"]
+
+MISSING_EXTRA = ("specnb measure needs torch and transformers: install the measure extra with\n"
+                 "    pip install -e '.[measure]'\n"
+                 "(on a CPU-only machine install the CPU build first: pip install torch==2.13.0)")
+
+
+def register(subparsers) -> argparse.ArgumentParser:
+    """Add ``measure`` to the ``specnb`` command line (sets ``func`` to :func:`run`)."""
+    p = subparsers.add_parser(
+        "measure",
+        help="measure alpha, tau and speedup of a draft/target pair (transformers)",
+        description=(
+            "Measure the acceptance rate alpha of one or more drafts against a target on a set "
+            "of prompts: alpha by teacher forcing (with a 95% CI), then assisted decoding at "
+            "each gamma (tau, target forwards, wall time and tokens/s against plain generate), "
+            "prompt lookup decoding, predictions from Eq. 1 / Theorem 3.8 with the measured c, "
+            "a fitted timing model, and a losslessness check of every greedy run. Defaults: the "
+            "bundled pair (data/models) and held-out prompts (data/prompts)."),
+    )
+    p.add_argument("--target", default=None, metavar="PATH_OR_ID",
+                   help="target model folder or hub id (default: data/models/target-4x256)")
+    p.add_argument("--draft", nargs="+", default=None, metavar="PATH_OR_ID",
+                   help="one or more drafts sharing the target's tokenizer (default: the two "
+                        "bundled drafts data/models/draft-2x128 and draft-1x64)")
+    p.add_argument("--prompts", default=None, metavar="FILE",
+                   help="JSON lines with 'task' and 'prompt' (default: "
+                        "data/prompts/stdlib_heldout.jsonl)")
+    p.add_argument("--per-task", type=int, default=2, metavar="N",
+                   help="prompts per task family (default 2; 0 = all)")
+    p.add_argument("--gamma", type=int, nargs="+", default=[1, 2, 3, 5], metavar="G",
+                   help="draft lengths (num_assistant_tokens); default 1 2 3 5")
+    p.add_argument("--temperature", type=float, nargs="+", default=[0.0, 1.0], metavar="T",
+                   help="temperatures, 0 = greedy (default 0 1)")
+    p.add_argument("--max-new-tokens", type=int, default=48, metavar="N",
+                   help="tokens generated per prompt (default 48)")
+    p.add_argument("--repeats", type=int, default=3, metavar="R",
+                   help="timed runs per prompt and setting, median kept (default 3)")
+    p.add_argument("--no-pld", action="store_true", help="skip prompt lookup decoding")
+    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    p.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON object (keys include alpha, gamma, temperature, "
+                        "tau_measured, tau_predicted, speedup_measured, speedup_predicted, c, "
+                        "lossless) instead of tables")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=run)
+    return p
+
+
+def format_report(m) -> str:
+    """Human-readable tables of a :class:`specnb.measure.Measurement`."""
+    import pandas as pd
+
+    with pd.option_context("display.width", 160, "display.max_columns", 30,
+                           "display.float_format", "{:.3f}".format):
+        cols = ["draft", "gamma", "temperature", "alpha", "alpha_counted", "tau_measured",
+                "tau_predicted", "tau_betas", "speedup_measured", "speedup_predicted",
+                "speedup_timing_model", "c", "lossless"]
+        parts = [
+            f"target {m.config['target']}  prompts {m.config['prompts']} "
+            f"({m.config['n_prompts']})  device {m.config['device']} {m.config['dtype']}  "
+            f"max_new_tokens {m.config['max_new_tokens']}",
+            "",
+            "alpha by teacher forcing (95% CI over prompts):",
+            m.alpha.to_string(index=False),
+            "",
+            "measured vs predicted:",
+            m.summary[cols].to_string(index=False),
+        ]
+        if not m.pld.empty:
+            parts += ["", "prompt lookup decoding:", m.pld.to_string(index=False)]
+        parts += ["", "timing model (seconds):", m.timing.to_string(index=False), "",
+                  f"lossless (greedy outputs identical to plain greedy): {m.lossless}"]
+    return "\n".join(parts)
+
+
+def run(args) -> int:
+    """Run ``specnb measure`` with parsed ``args``; returns the exit status."""
+    try:
+        from . import measure as M
+    except ImportError:
+        print(MISSING_EXTRA, file=sys.stderr)
+        return 3
+    try:
+        m = M.measure(
+            args.target, args.draft, prompts=args.prompts,
+            per_task=args.per_task or None, gammas=args.gamma, temperatures=args.temperature,
+            max_new_tokens=args.max_new_tokens, device=args.device, dtype=args.dtype,
+            repeats=args.repeats, pld=not args.no_pld, seed=args.seed,
+            progress=not args.no_progress and not args.json,
+        )
+    except (FileNotFoundError, ValueError, TypeError) as exc:
+        print(f"specnb measure: error: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(m.to_json()))
+    else:
+        print(format_report(m))
+    return 0

@@ -1,0 +1,105 @@
+"""From numbers to vLLM: build and check ``speculative_config``, read metrics and benchmarks,
+recommend a setting.
+
+Build and render
+    :func:`speculative_config`, :func:`serve_command`, :func:`yaml_config`,
+    :func:`python_snippet`
+Check
+    :func:`check_speculative_config` -> :class:`ConfigCheck` of :class:`Finding`;
+    :func:`parse_speculative_config` (raises :class:`ConfigSyntaxError` with line, column
+    and likely cause)
+Metrics
+    :func:`read_metrics`, :func:`metrics_delta`, :func:`read_spec_decode_log`,
+    :func:`log_counts` -> :class:`SpecDecodeCounts`; :func:`acceptance_stats` ->
+    :class:`AcceptanceStats` (acceptance rate, mean acceptance length, per position, alpha)
+Bench
+    :func:`read_bench`, :func:`bench_summary`, :func:`compare_bench` ->
+    :class:`BenchComparison`
+Advise
+    :func:`recommend` -> :class:`Recommendation`; :data:`ARTICLE_SITUATIONS`,
+    :func:`recommendation_table`
+Samples
+    :func:`sample_path` -- the bundled, labelled sample inputs under ``data/samples/``.
+
+Rules and names come from vLLM's source at named commits (see each module's docstring and
+``specnb/vllm/_schema.py``); nothing here imports vLLM or needs a GPU or network.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ._schema import BUILD_METHODS, METHODS
+from .advise import (
+    ARTICLE_SITUATIONS,
+    HIGH_TEMPERATURE,
+    MEASURE_BATCH,
+    Recommendation,
+    Situation,
+    recommend,
+    recommendation_table,
+)
+from .bench import BenchComparison, bench_summary, compare_bench, read_bench
+from .config import (
+    ConfigCheck,
+    ConfigSyntaxError,
+    Finding,
+    check_speculative_config,
+    parse_speculative_config,
+    python_snippet,
+    serve_command,
+    speculative_config,
+    yaml_config,
+)
+from .metrics import (
+    MIN_ACCEPTANCE_LENGTH,
+    PROMQL,
+    WATCH,
+    AcceptanceStats,
+    SpecDecodeCounts,
+    acceptance_stats,
+    log_counts,
+    metrics_delta,
+    read_metrics,
+    read_spec_decode_log,
+)
+
+__all__ = [
+    "METHODS", "BUILD_METHODS",
+    "speculative_config", "serve_command", "yaml_config", "python_snippet",
+    "check_speculative_config", "parse_speculative_config", "ConfigCheck", "Finding",
+    "ConfigSyntaxError",
+    "read_metrics", "metrics_delta", "read_spec_decode_log", "log_counts", "acceptance_stats",
+    "SpecDecodeCounts", "AcceptanceStats", "PROMQL", "WATCH", "MIN_ACCEPTANCE_LENGTH",
+    "read_bench", "bench_summary", "compare_bench", "BenchComparison",
+    "recommend", "recommendation_table", "Recommendation", "Situation", "ARTICLE_SITUATIONS",
+    "HIGH_TEMPERATURE", "MEASURE_BATCH",
+    "sample_path", "sample_names",
+]
+
+
+def _samples_dir() -> Path:
+    from ..data import DATA_DIR
+
+    return Path(DATA_DIR) / "samples"
+
+
+def sample_names() -> list[str]:
+    """File names of the bundled sample inputs (``data/samples/``), sorted; README excluded."""
+    folder = _samples_dir()
+    if not folder.is_dir():
+        raise FileNotFoundError(f"sample folder {folder} does not exist; install specnb from a "
+                                "checkout (pip install -e .) or set SPECNB_DATA")
+    return sorted(p.name for p in folder.iterdir() if p.is_file() and p.name != "README.md")
+
+
+def sample_path(name: str) -> Path:
+    """Path of a bundled sample input, e.g. ``sample_path("metrics_after.prom")``.
+
+    Every sample is constructed from published numbers; ``data/samples/README.md`` says from
+    which. Raises ValueError for an unknown name (the message lists the valid ones).
+    """
+    names = sample_names()
+    if name not in names:
+        raise ValueError(f"name must be one of {', '.join(names)}; got {name!r}")
+    return _samples_dir() / name

@@ -1,0 +1,208 @@
+"""``specnb config``, ``specnb metrics`` and ``specnb bench``: the vLLM tools on the command line.
+
+Exit status:
+
+* ``specnb config check JSON|-`` -- 0 when vLLM would accept the config (warnings allowed),
+  1 when it would reject it, 2 on usage errors (argparse's own, an unreadable file, a bad
+  ``--vllm-version``).
+* ``specnb config build METHOD ...`` -- 0 and the rendered config; 1 when vLLM would reject
+  what was asked for; 2 on usage errors.
+* ``specnb metrics FILE [FILE]`` and ``specnb bench ON.json OFF.json`` -- 0 with their tables;
+  1 when the input holds no usable data; 2 when a file cannot be read.
+
+Only argparse is imported here; :mod:`specnb.vllm` is imported inside the commands.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+__all__ = ["register"]
+
+
+def _err(prog: str, msg: str, code: int) -> int:
+    print(f"specnb {prog}: error: {msg}", file=sys.stderr)
+    return code
+
+
+def _read_text(arg: str) -> str:
+    return sys.stdin.read() if arg == "-" else arg
+
+
+def _cmd_check(args) -> int:
+    from .vllm import check_speculative_config
+
+    text = _read_text(args.config)
+    try:
+        result = check_speculative_config(text, vllm_version=args.vllm_version)
+    except ValueError as exc:
+        return _err("config check", str(exc), 2)
+    if args.json:
+        print(json.dumps({"accepted": result.accepted,
+                          "findings": [f.__dict__ for f in result.findings]}, indent=2))
+    else:
+        print(result)
+    return 0 if result.accepted else 1
+
+
+def _parse_set(items):
+    out = {}
+    for item in items or ():
+        if "=" not in item:
+            raise ValueError(f"--set expects KEY=VALUE, got {item!r}")
+        key, value = item.split("=", 1)
+        try:
+            out[key.strip()] = json.loads(value)
+        except ValueError:
+            out[key.strip()] = value  # like vLLM's dotted flags: JSON first, else a string
+    return out
+
+
+def _cmd_build(args) -> int:
+    from .vllm import (check_speculative_config, python_snippet, serve_command,
+                       speculative_config, yaml_config)
+
+    try:
+        options = _parse_set(args.set)
+    except ValueError as exc:
+        return _err("config build", str(exc), 2)
+    if args.model is not None:
+        options["model"] = args.model
+    try:
+        cfg = speculative_config(args.method, args.num_speculative_tokens, **options)
+    except ValueError as exc:
+        return _err("config build", str(exc), 1)
+    render = {
+        "serve": lambda: serve_command(cfg, args.target),
+        "json": lambda: json.dumps(cfg),
+        "yaml": lambda: yaml_config(cfg, args.target).rstrip("\n"),
+        "python": lambda: python_snippet(cfg, args.target).rstrip("\n"),
+    }[args.format]
+    try:
+        print(render())
+    except ValueError as exc:
+        return _err("config build", str(exc), 2)
+    for f in check_speculative_config(cfg).warnings:
+        print(f"# {f.severity}: {f.key or '-'}: {f.message}", file=sys.stderr)
+    return 0
+
+
+def _read_file(path: str) -> str:
+    if path == "-":
+        return sys.stdin.read()
+    with open(path, encoding="utf-8") as fh:
+        return fh.read()
+
+
+def _cmd_metrics(args) -> int:
+    from .vllm import acceptance_stats, log_counts, read_metrics
+
+    try:
+        texts = [_read_file(p) for p in args.files]
+    except OSError as exc:
+        return _err("metrics", str(exc), 2)
+    is_log = ["SpecDecoding metrics:" in t or "Speculative metrics:" in t for t in texts]
+    try:
+        if all(is_log):
+            if len(texts) != 1:
+                return _err("metrics", "give one log file (its lines are summed), or one or "
+                            "two /metrics scrapes", 2)
+            counts = log_counts(texts[0], strict=False)
+            print(f"source: {len(texts[0].splitlines())} log lines, spec-decode lines summed")
+        elif any(is_log):
+            return _err("metrics", "do not mix a log file with a /metrics scrape", 2)
+        else:
+            after = read_metrics(texts[-1], args.model_name)
+            counts = after - read_metrics(texts[0], args.model_name) if len(texts) == 2 \
+                else after
+            what = "window between the two scrapes" if len(texts) == 2 else "one scrape"
+            print(f"source: {what}, {counts.label_sets} label set(s) summed")
+        stats = acceptance_stats(counts, args.num_speculative_tokens)
+    except ValueError as exc:
+        return _err("metrics", str(exc), 1)
+    table = stats.to_frame()
+    digits = {"steps": 0, "tokens": 0, "%": 2, "tokens/step": 2, "": 3}
+    table["value"] = [("-" if v is None or v != v else f"{v:,.{digits[u]}f}")
+                      for v, u in zip(table["value"], table["unit"])]
+    print(table.to_string(index=False))
+    if stats.per_position:
+        print()
+        pos = stats.per_position_frame()
+        pos["acceptance"] = [f"{100 * x:.2f} %" for x in pos["acceptance"]]
+        pos["accepted"] = [f"{x:,.0f}" for x in pos["accepted"]]
+        print(pos.to_string(index=False))
+    for note in stats.notes:
+        print(f"note: {note}")
+    for line in stats.advice():
+        print(f"advice: {line}")
+    return 0
+
+
+def _cmd_bench(args) -> int:
+    from .vllm import compare_bench
+
+    try:
+        result = compare_bench(args.on, args.off, goal=args.goal, tolerance=args.tolerance)
+    except FileNotFoundError as exc:
+        return _err("bench", str(exc), 2)
+    except ValueError as exc:
+        return _err("bench", str(exc), 1)
+    print(result)
+    return 0
+
+
+def register(sub) -> None:
+    """Add ``config`` (``check``, ``build``), ``metrics`` and ``bench`` to ``specnb``."""
+    p = sub.add_parser("config", help="check or build a vLLM --speculative-config",
+                       description="Check or build vLLM's speculative_config.")
+    csub = p.add_subparsers(dest="config_command", metavar="{check,build}")
+    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+
+    c = csub.add_parser("check", help="check a --speculative-config value",
+                        description="Print the findings; exit 0 if vLLM would accept the "
+                                    "config (warnings allowed), 1 if it would reject it, 2 on "
+                                    "usage errors.")
+    c.add_argument("config", help="the JSON value as vLLM receives it, or - to read stdin")
+    c.add_argument("--vllm-version", metavar="X.Y.Z",
+                   help="the server's vLLM version (default: current vLLM)")
+    c.add_argument("--json", action="store_true", help="print the findings as JSON")
+    c.set_defaults(func=_cmd_check)
+
+    b = csub.add_parser("build", help="build a speculative_config and render it",
+                        description="Build a checked speculative_config and print it as a "
+                                    "vllm serve line, JSON, a --config YAML file or Python.")
+    b.add_argument("method", help="ngram, suffix, draft_model, eagle, eagle3, mtp, medusa, "
+                                  "mlp_speculator, ...")
+    b.add_argument("-k", "--num-speculative-tokens", type=int, metavar="N",
+                   help="draft length gamma")
+    b.add_argument("--model", help="draft model / EAGLE head checkpoint")
+    b.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="any other key, e.g. --set prompt_lookup_min=2 (value parsed as JSON, "
+                        "else a string); repeatable")
+    b.add_argument("--target", default="<target-model>", help="target model for vllm serve")
+    b.add_argument("--format", choices=("serve", "json", "yaml", "python"), default="serve")
+    b.set_defaults(func=_cmd_build)
+
+    m = sub.add_parser("metrics", help="acceptance from a /metrics scrape (pair) or a log",
+                       description="Read one /metrics scrape, a before/after pair (the window "
+                                   "between them), or a vLLM log with SpecDecoding lines; print "
+                                   "acceptance rate, mean acceptance length, per-position rates "
+                                   "and the implied alpha.")
+    m.add_argument("files", nargs="+", metavar="FILE",
+                   help="scrape, or BEFORE AFTER scrapes, or a log file; - for stdin")
+    m.add_argument("--num-speculative-tokens", "-k", type=int, metavar="N",
+                   help="gamma for alpha (default: inferred)")
+    m.add_argument("--model-name", help="keep only series with this model_name label")
+    m.set_defaults(func=lambda args: _cmd_metrics(args) if len(args.files) <= 2 else
+                   _err("metrics", "give one or two files", 2))
+
+    bb = sub.add_parser("bench", help="compare vllm bench serve results, speculation on vs off",
+                        description="Compare two `vllm bench serve --save-result` files and "
+                                    "give a verdict for the goal.")
+    bb.add_argument("on", metavar="ON.json", help="result with speculative decoding")
+    bb.add_argument("off", metavar="OFF.json", help="result without")
+    bb.add_argument("--goal", choices=("latency", "throughput"), default="latency")
+    bb.add_argument("--tolerance", type=float, default=0.05,
+                    help="relative change treated as noise (default 0.05)")
+    bb.set_defaults(func=_cmd_bench)

@@ -1,0 +1,220 @@
+"""specnb.measure on the bundled pair: alpha by teacher forcing, assisted runs, prediction
+beside measurement, losslessness, errors, and the ``specnb measure`` command."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from specnb import acceptance as acc  # noqa: E402
+from specnb import measure as M  # noqa: E402
+from specnb import theory  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+MAX_NEW = 32
+GAMMAS = (1, 3)
+
+
+@pytest.fixture(scope="module")
+def models():
+    torch.set_num_threads(2)
+    target = M.load_model(M.BUNDLED_TARGET, device="cpu")
+    drafts = {p.name: M.load_model(p, device="cpu", need_tokenizer=False)
+              for p in M.BUNDLED_DRAFTS}
+    return {"target": target, "drafts": drafts, "target_name": str(M.BUNDLED_TARGET)}
+
+
+@pytest.fixture(scope="module")
+def result(models):
+    """One small measurement: 1 prompt per task, gammas 1 and 3, greedy, both drafts, PLD."""
+    return M.measure(models=models, per_task=1, gammas=GAMMAS, temperatures=(0.0,),
+                     max_new_tokens=MAX_NEW, repeats=1, warmup=1, progress=False)
+
+
+def test_every_greedy_run_is_lossless(result):
+    spec = result.runs[result.runs["method"] != "plain"]
+    assert len(spec) == 3 * (2 * len(GAMMAS) + len(GAMMAS))
+    assert spec["lossless"].tolist() == [True] * len(spec)
+    assert result.lossless is True and result.summary["lossless"].all()
+
+
+def test_greedy_rounds_from_teacher_forcing_match_the_streamed_rounds(result):
+    # At T = 0 the teacher-forced betas determine every round of assisted decoding.
+    runs = result.runs[result.runs["method"] == "assisted"]
+    for _, run in runs.iterrows():
+        b = result.betas[(result.betas["draft"] == run["draft"])
+                         & (result.betas["prompt"] == run["prompt"])]["betas"].iloc[0]
+        predicted = acc.greedy_rounds(b, int(run["gamma"]), MAX_NEW)
+        assert predicted.produced.tolist() == list(run["accept_lengths"]), \
+            (run["draft"], run["gamma"], run["prompt"])
+        # one target forward per round; the draft runs k forwards per round
+        assert run["target_forwards"] == predicted.n_rounds
+        assert run["draft_forwards"] == predicted.draft_len.sum()
+
+
+def test_tau_measured_matches_betas_and_iid_prediction(result):
+    s = result.summary
+    # without the i.i.d. assumption, the greedy prediction is exact
+    np.testing.assert_allclose(s["tau_measured"], s["tau_betas"], rtol=1e-12)
+    # Eq. 1 from alpha: within the tolerance the alpha interval and the finite-length and
+    # non-i.i.d. effects allow (tau at the CI ends, widened by 15%)
+    for _, row in s.iterrows():
+        lo = theory.expected_tokens_per_step(row["alpha_ci_low"], row["gamma"])
+        hi = theory.expected_tokens_per_step(row["alpha_ci_high"], row["gamma"])
+        assert lo * 0.85 <= row["tau_measured"] <= hi * 1.15, row.to_dict()
+        assert 1.0 <= row["tau_measured"] <= row["gamma"] + 1
+
+
+def test_bigger_draft_has_higher_alpha(result):
+    a = result.alpha[result.alpha["task"] == "all"].set_index("draft")["alpha"]
+    assert a["draft-2x128"] > a["draft-1x64"] > 0.05
+    for _, row in result.alpha.iterrows():
+        if not np.isnan(row["ci_low"]):
+            assert row["ci_low"] <= row["alpha"] <= row["ci_high"]
+
+
+def test_alpha_counted_from_runs_agrees_with_teacher_forcing(result):
+    for _, row in result.summary.iterrows():
+        assert abs(row["alpha_counted"] - row["alpha"]) < 0.12, row.to_dict()
+
+
+def test_predictions_and_timing_model_are_reported(result):
+    s = result.summary
+    for _, row in s.iterrows():
+        assert row["speedup_predicted"] == pytest.approx(
+            theory.walltime_speedup(row["alpha"], row["gamma"], row["c"]))
+        assert row["speedup_measured"] > 0 and row["c"] > 0
+    t = result.timing
+    assert set(t["draft"]) == {"draft-2x128", "draft-1x64"}
+    assert (t["t_target_forward"] > 0).all() and (t["c"] > 0).all()
+
+
+def test_prompt_lookup_runs_on_copy_heavy_prompts(result):
+    p = result.pld.set_index(["gamma", "task"])
+    assert p["lossless"].all()
+    # copying prompts give prompt lookup something to copy
+    assert p.loc[(3, "copy-edit"), "tau"] > 1.0
+
+
+def test_json_keys(result):
+    obj = json.loads(json.dumps(result.to_json()))
+    for key in ("alpha", "gamma", "temperature", "tau_measured", "tau_predicted",
+                "speedup_measured", "speedup_predicted", "c", "lossless"):
+        assert key in obj and len(obj[key]) == len(result.summary)
+    assert obj["lossless_all"] is True
+
+
+def test_teacher_forcing_a_draft_against_itself_accepts_everything(models):
+    tmodel, tok = models["target"]
+    ids = torch.tensor(tok("def f(x):\n    return")["input_ids"])
+    cont = M.generate_continuation(tmodel, ids, max_new_tokens=12)
+    assert M.teacher_forced_betas(tmodel, tmodel, ids, cont, 0.0).tolist() == [1.0] * 12
+    sampled = M.generate_continuation(tmodel, ids, max_new_tokens=12, temperature=1.0, seed=1)
+    np.testing.assert_allclose(M.teacher_forced_betas(tmodel, tmodel, ids, sampled, 1.0), 1.0,
+                               atol=1e-5)
+    d = models["drafts"]["draft-1x64"][0]
+    b = M.teacher_forced_betas(tmodel, d, ids, sampled, 1.0)
+    assert b.shape == (12,) and ((b >= 0) & (b <= 1)).all() and b.mean() < 1
+
+
+def test_sampling_assisted_run_counts(models):
+    tmodel, tok = models["target"]
+    d = models["drafts"]["draft-2x128"][0]
+    ids = torch.tensor(tok("import os\n")["input_ids"])
+    keys = ("num_assistant_tokens", "num_assistant_tokens_schedule",
+            "assistant_confidence_threshold")
+    before = {k: getattr(d.generation_config, k, None) for k in keys}
+    run = M.run_generate(tmodel, ids, draft=d, gamma=3, max_new_tokens=20, temperature=1.0,
+                         seed=3)
+    assert sum(run.accept_lengths) == len(run.tokens)
+    assert run.target_forwards == len(run.accept_lengths)
+    # the fixed-gamma settings were put back as they were
+    assert {k: getattr(d.generation_config, k, None) for k in keys} == before
+
+
+def test_missing_model_path_says_what_to_do(tmp_path):
+    with pytest.raises(FileNotFoundError, match="does not exist.*specnb.train"):
+        M.load_model(tmp_path / "nope")
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "config.json").write_text("{}")
+    with pytest.raises(FileNotFoundError, match="safetensors"):
+        M.load_model(tmp_path / "empty")
+
+
+def test_mismatched_vocabularies_are_refused(models, tmp_path):
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    other = GPT2LMHeadModel(GPT2Config(vocab_size=100, n_layer=1, n_embd=16, n_head=1,
+                                       n_positions=64))
+    with pytest.raises(ValueError, match="mismatched vocabularies.*vocab_size = 100"):
+        M.check_pair(models["target"][0], other)
+
+
+def test_prompt_longer_than_context_is_refused(models):
+    tmodel, tok = models["target"]
+    long = [{"id": "long", "task": "code-completion", "prompt": "x = 1\n" * 200}]
+    with pytest.raises(ValueError, match="'long'.*context is 256"):
+        M.encode_prompts(tok, long, max_new_tokens=32, context=M.context_length(tmodel))
+
+
+def test_load_prompts_validates_lines(tmp_path):
+    f = tmp_path / "p.jsonl"
+    f.write_text('{"task": "prose", "prompt": "ok"}\n{"prompt": "no task"}\n')
+    with pytest.raises(ValueError, match=r"p.jsonl:2: .*'task'"):
+        M.load_prompts(f)
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        M.load_prompts(tmp_path / "none.jsonl")
+    items = M.load_prompts(tasks=["prose"], per_task=2)
+    assert [i["task"] for i in items] == ["prose", "prose"]
+    with pytest.raises(ValueError, match="not in"):
+        M.load_prompts(tasks=["poetry"])
+
+
+def test_bad_arguments_are_named(models):
+    with pytest.raises(ValueError, match="gammas"):
+        M.measure(models=models, gammas=[0])
+    with pytest.raises(ValueError, match="temperatures"):
+        M.measure(models=models, temperatures=[-1])
+    with pytest.raises(ValueError, match="device"):
+        M.resolve_device("tpu")
+    with pytest.raises(ValueError, match="dtype"):
+        M.resolve_dtype("int8")
+
+
+def test_cli_json_on_the_bundled_pair(capsys):
+    from specnb.cli import main
+
+    rc = main(["measure", "--draft", str(M.BUNDLED_DRAFTS[1]), "--per-task", "1", "--gamma", "2",
+               "--temperature", "0", "--max-new-tokens", "16", "--repeats", "1", "--no-pld",
+               "--json"])
+    assert rc == 0
+    obj = json.loads(capsys.readouterr().out)
+    assert obj["gamma"] == [2] and obj["temperature"] == [0.0] and obj["lossless"] == [True]
+    assert obj["config"]["drafts"] == ["draft-1x64"]
+
+
+def test_cli_missing_model_exits_with_message(capsys):
+    from specnb.cli import main
+
+    assert main(["measure", "--target", "data/models/none", "--json"]) == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_cli_without_torch_says_install_the_extra(tmp_path):
+    # a sitecustomize that hides torch: `specnb --help` still works, `measure` explains
+    (tmp_path / "sitecustomize.py").write_text(
+        "import sys\nsys.modules['torch'] = None\nsys.modules['transformers'] = None\n")
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"}
+    cmd = [sys.executable, "-m", "specnb"]
+    help_ = subprocess.run(cmd + ["--help"], capture_output=True, text=True, env=env, timeout=60)
+    assert help_.returncode == 0 and "measure" in help_.stdout
+    proc = subprocess.run(cmd + ["measure"], capture_output=True, text=True, env=env, timeout=60)
+    assert proc.returncode == 3
+    assert "pip install -e '.[measure]'" in proc.stderr

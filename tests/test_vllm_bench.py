@@ -1,0 +1,119 @@
+"""specnb.vllm bench: comparing `vllm bench serve --save-result` runs with and without speculation."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from specnb.vllm import compare_bench, read_bench, sample_path
+
+ON, OFF = sample_path("bench_on.json"), sample_path("bench_off.json")
+MTP8, MTP1 = sample_path("bench_mtp8.json"), sample_path("bench_mtp1.json")
+
+
+def cell(result, metric, stat=""):
+    t = result.table
+    return t[(t["metric"] == metric) & (t["stat"] == stat)].iloc[0]
+
+
+def test_pr_48892_deltas_as_printed():
+    # vLLM PR #48892, GSM8K, concurrency 64: the PR prints these changes MTP 1 -> MTP 8
+    r = compare_bench(MTP8, MTP1, goal="latency")
+    printed = {("TPOT", "median"): "-26.1", ("TPOT", "p99"): "-16.2",
+               ("TTFT", "median"): "+17.4", ("TTFT", "p99"): "+8.3",
+               ("ITL", "median"): "+612.5", ("ITL", "p99"): "+12.4",
+               ("output throughput", ""): "+30.5", ("request throughput", ""): "+28.2",
+               ("duration", ""): "-21.9"}
+    for (metric, stat), pct in printed.items():
+        assert f"{cell(r, metric, stat)['change (%)']:+.1f}" == pct, (metric, stat)
+
+
+def test_latency_verdict_rests_on_tpot_and_flags_itl():
+    r = compare_bench(MTP8, MTP1, goal="latency")
+    assert r.verdict == "turn it on"
+    assert "TPOT" in r.reasons[0]
+    text = " ".join(r.cautions)
+    assert "ITL rose" in text and "median TTFT got worse" in text
+    assert "OFF run has spec-decode counters" in text  # k=1 is not "off"
+    assert r.acceptance["spec_decode_acceptance_length"] == 4.40
+
+
+def test_throughput_verdict_and_cost_at_batch_1():
+    r = compare_bench(ON, OFF, goal="throughput")
+    assert r.verdict == "turn it on"
+    row = cell(r, "output throughput")
+    # EAGLE-3 / baseline = 2.357 (papers.md); cost per token 158.34 / 373.25 = 0.42 (article)
+    assert f"{row['on/off']:.3f}" == "2.357"
+    assert "x0.424" in r.reasons[0]
+    assert any("no spec-decode section" in c for c in r.cautions)
+
+
+def test_swapped_runs_say_keep_it_off():
+    assert compare_bench(OFF, ON, goal="throughput").verdict == "keep it off"
+    assert compare_bench(MTP1, MTP8, goal="latency").verdict == "keep it off"
+
+
+def _run(**kw):
+    base = {"output_throughput": 1000.0, "median_tpot_ms": 20.0, "median_ttft_ms": 100.0,
+            "p99_tpot_ms": 30.0}
+    base.update(kw)
+    return base
+
+
+def test_within_tolerance_is_no_clear_difference():
+    r = compare_bench(_run(median_tpot_ms=19.5, spec_decode_acceptance_length=1.6), _run())
+    assert r.verdict == "no clear difference"
+    assert any("< 2" in c for c in r.cautions)
+    assert compare_bench(_run(median_tpot_ms=19.5), _run(), tolerance=0.01).verdict == \
+        "turn it on"
+
+
+def test_comparability_and_failures_are_flagged():
+    r = compare_bench(_run(max_concurrency=8, failed=3), _run(max_concurrency=64))
+    text = " ".join(r.cautions)
+    assert "differ in max_concurrency" in text and "3 failed requests" in text
+
+
+def test_missing_tpot_cannot_tell():
+    r = compare_bench({"output_throughput": 2.0}, {"output_throughput": 1.0}, goal="latency")
+    assert r.verdict == "cannot tell"
+
+
+def test_percentiles_beyond_p99_are_kept():
+    r = compare_bench(_run(**{"p99.9_tpot_ms": 40.0, "p50_tpot_ms": 19.0}),
+                      _run(**{"p99.9_tpot_ms": 50.0, "p50_tpot_ms": 20.0}))
+    stats = set(r.table[r.table["metric"] == "TPOT"]["stat"])
+    assert {"median", "p50", "p99", "p99.9"} <= stats
+
+
+def test_bad_inputs(tmp_path):
+    with pytest.raises(ValueError, match="goal must be one of"):
+        compare_bench(ON, OFF, goal="speed")
+    with pytest.raises(ValueError, match="tolerance"):
+        compare_bench(ON, OFF, tolerance=1.5)
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json")
+    with pytest.raises(ValueError, match="not JSON"):
+        read_bench(broken)
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"hello": 1}))
+    with pytest.raises(ValueError, match="vllm bench serve"):
+        read_bench(other)
+    with pytest.raises(FileNotFoundError):
+        read_bench(tmp_path / "missing.json")
+    assert "goal: latency" in str(compare_bench(MTP8, MTP1))
+
+
+def test_samples_say_where_their_numbers_come_from():
+    for path in (ON, OFF, MTP8, MTP1):
+        assert read_bench(path)["label"].startswith("CONSTRUCTED from")
+
+
+def test_bench_summary_lists_one_run():
+    from specnb.vllm import bench_summary
+
+    df = bench_summary(MTP1)
+    got = {(m, s): v for m, s, v in zip(df["metric"], df["stat"], df["value"])}
+    assert got[("TPOT", "median")] == 37.18 and got[("TTFT", "p99")] == 1437.07
+    assert got[("output throughput", "")] == 1646.15

@@ -1,0 +1,118 @@
+"""`specnb config`, `specnb metrics`, `specnb bench`: output and exit status."""
+
+from __future__ import annotations
+
+import io
+import json
+import shlex
+import subprocess
+import sys
+
+import pytest
+
+from specnb.cli import main
+from specnb.vllm import sample_path
+
+ARTICLE = ('{"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_min": 2, '
+           '"prompt_lookup_max": 5}')
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_check_accepts_the_articles_config(capsys):
+    code, out, _ = run(capsys, "config", "check", ARTICLE)
+    assert code == 0 and "would accept" in out
+
+
+def test_check_warnings_still_exit_0(capsys):
+    code, out, _ = run(capsys, "config", "check", '{"method": "mtp", "num_speculative_tokens": 2}')
+    assert code == 0 and "warning" in out
+
+
+def test_check_rejects_with_1_and_reads_stdin(capsys, monkeypatch):
+    monkeypatch.setattr(sys, "stdin", io.StringIO("{method: mtp, num_speculative_tokens: 1}"))
+    code, out, _ = run(capsys, "config", "check", "-")
+    assert code == 1 and "line 1, column 2" in out and "would reject" in out
+
+
+def test_check_json_output(capsys):
+    code, out, _ = run(capsys, "config", "check", "--json",
+                       '{"method": "ngram", "num_speculative_tokens": 4, "top_p": 0.9}')
+    data = json.loads(out)
+    assert code == 1 and data["accepted"] is False
+    assert "top_p" in {f["key"] for f in data["findings"]}
+
+
+def test_check_version_flag(capsys):
+    cfg = ARTICLE[:-1] + ', "ngram_prompt_lookup_max": 5}'
+    assert run(capsys, "config", "check", cfg)[0] == 1
+    assert run(capsys, "config", "check", "--vllm-version", "0.11.0", cfg)[0] == 0
+
+
+@pytest.mark.parametrize("argv", [["config", "check"],
+                                  ["config", "check", "{}", "--vllm-version", "new"],
+                                  ["config"], ["bench", "x.json"]])
+def test_usage_errors_exit_2(capsys, argv):
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # argparse's own usage errors
+        code = exc.code
+    capsys.readouterr()
+    assert code == 2
+
+
+def test_build_renders_each_format(capsys):
+    code, out, _ = run(capsys, "config", "build", "ngram", "-k", "4", "--set",
+                       "prompt_lookup_min=2", "--set", "prompt_lookup_max=5", "--target",
+                       "Qwen/Qwen3-8B")
+    assert code == 0
+    assert shlex.split(out)[-1] == ARTICLE
+    code, out, _ = run(capsys, "config", "build", "mtp", "-k", "1", "--format", "json")
+    assert json.loads(out) == {"method": "mtp", "num_speculative_tokens": 1}
+    code, out, _ = run(capsys, "config", "build", "mtp", "-k", "1", "--format", "yaml")
+    assert "speculative-config:" in out
+    code, out, _ = run(capsys, "config", "build", "draft_model", "-k", "5", "--model",
+                       "Qwen/Qwen3-0.6B", "--format", "python")
+    assert "speculative_config={" in out
+
+
+def test_build_refusals(capsys):
+    code, _, err = run(capsys, "config", "build", "eagle3", "-k", "3")
+    assert code == 1 and "without speculative model" in err
+    code, _, err = run(capsys, "config", "build", "ngram", "--set", "oops")
+    assert code == 2 and "KEY=VALUE" in err
+
+
+def test_metrics_pair_and_log(capsys):
+    code, out, _ = run(capsys, "metrics", str(sample_path("metrics_before.prom")),
+                       str(sample_path("metrics_after.prom")))
+    assert code == 0 and "43.71" in out and "4.50" in out and "76.17 %" in out
+    code, out, _ = run(capsys, "metrics", str(sample_path("spec_decode_current.log")))
+    assert code == 0 and "4.50" in out
+
+
+def test_metrics_errors(capsys, tmp_path):
+    empty = tmp_path / "m.prom"
+    empty.write_text("vllm:num_requests_running 1\n")
+    assert run(capsys, "metrics", str(empty))[0] == 1
+    assert run(capsys, "metrics", str(tmp_path / "missing"))[0] == 2
+
+
+def test_bench(capsys):
+    code, out, _ = run(capsys, "bench", str(sample_path("bench_mtp8.json")),
+                       str(sample_path("bench_mtp1.json")))
+    assert code == 0 and "turn it on" in out and "-26.09" in out
+    code, out, _ = run(capsys, "bench", str(sample_path("bench_off.json")),
+                       str(sample_path("bench_on.json")), "--goal", "throughput")
+    assert code == 0 and "keep it off" in out
+
+
+def test_cli_module_imports_light():
+    code = ("import sys, specnb.vllm_cli; "
+            "sys.exit(1 if {'pandas', 'specnb.vllm', 'prometheus_client'} & set(sys.modules) "
+            "else 0)")
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0

@@ -1,0 +1,254 @@
+"""specnb.vllm metrics: /metrics scrapes, log lines, acceptance and the alpha they imply."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from specnb.theory import expected_tokens_per_step
+from specnb.vllm import (
+    SpecDecodeCounts,
+    acceptance_stats,
+    log_counts,
+    metrics_delta,
+    read_metrics,
+    read_spec_decode_log,
+    sample_path,
+)
+
+CASES = Path(__file__).parent / "cases"
+#: ../shared/reference/vllm.md section 3.5 (b), verbatim.
+SECTION_3_5 = (CASES / "vllm_metrics_section_3_5.prom").read_text()
+#: Printed values: PR #48892 via section 3.5.
+PRINTED_RATE, PRINTED_LENGTH = "43.71", "4.50"
+PRINTED_PER_POS = ["76.17", "61.58", "51.25", "42.43", "36.40", "30.94", "27.22", "23.65"]
+
+
+def test_section_3_5_sample_gives_the_printed_values():
+    stats = acceptance_stats(read_metrics(SECTION_3_5))
+    assert f"{100 * stats.acceptance_rate:.2f}" == PRINTED_RATE
+    assert f"{stats.mean_acceptance_length:.2f}" == PRINTED_LENGTH
+    assert [f"{100 * p:.2f}" for p in stats.per_position] == PRINTED_PER_POS
+    assert stats.num_speculative_tokens == 8
+
+
+def test_implied_alpha_reproduces_tau_through_eq1():
+    stats = acceptance_stats(read_metrics(SECTION_3_5))
+    tau = expected_tokens_per_step(stats.alpha, stats.num_speculative_tokens)
+    assert tau == pytest.approx(stats.mean_acceptance_length, rel=1e-9)
+    assert 0 < stats.alpha < 1
+
+
+def test_per_position_sums_to_accepted_tokens():
+    counts = read_metrics(SECTION_3_5)
+    assert sum(counts.accepted_per_position) == counts.accepted_tokens
+
+
+def _engine_lines(name, values, suffix="_total", extra=""):
+    return "\n".join(f'{name}{suffix}{{engine="{i}",model_name="m"{extra}}} {v}'
+                     for i, v in enumerate(values))
+
+
+def test_created_and_per_pos_series_do_not_leak_into_totals():
+    # _created timestamps and per-position series share the totals' name prefixes
+    created = "\n".join(
+        f'vllm:spec_decode_num_{n}_created{{engine="0",model_name="m"}} 1756736798.733569'
+        for n in ("drafts", "draft_tokens", "accepted_tokens"))
+    per_pos_created = ('vllm:spec_decode_num_accepted_tokens_per_pos_created{engine="0",'
+                       'model_name="m",position="0"} 1756736798.7338755')
+    text = SECTION_3_5 + created + "\n" + per_pos_created + "\n"
+    assert read_metrics(text) == read_metrics(SECTION_3_5)
+
+
+def test_counters_are_summed_across_data_parallel_engines():
+    # drafts per engine as shown in vLLM PR #24049 (8 DP engines)
+    drafts = [22, 15, 29, 20, 25, 24, 27, 26]
+    text = "\n".join([
+        "# TYPE vllm:spec_decode_num_drafts counter",
+        _engine_lines("vllm:spec_decode_num_drafts", drafts),
+        _engine_lines("vllm:spec_decode_num_draft_tokens", [3 * d for d in drafts]),
+        _engine_lines("vllm:spec_decode_num_accepted_tokens", [d for d in drafts]),
+        _engine_lines("vllm:spec_decode_num_accepted_tokens_per_pos", [d for d in drafts],
+                      extra=',position="0"'),
+    ]) + "\n"
+    counts = read_metrics(text)
+    assert counts.drafts == sum(drafts) and counts.label_sets == 8
+    assert counts.draft_tokens == 3 * sum(drafts)
+    assert counts.accepted_per_position == (sum(drafts),)
+
+
+def test_before_after_pair_gives_the_window():
+    before, after = (sample_path(n).read_text() for n in
+                     ("metrics_before.prom", "metrics_after.prom"))
+    window = metrics_delta(before, after)
+    assert window == read_metrics(after) - read_metrics(before)
+    stats = acceptance_stats(window)
+    assert f"{100 * stats.acceptance_rate:.2f}" == PRINTED_RATE
+    assert f"{stats.mean_acceptance_length:.2f}" == PRINTED_LENGTH
+    with pytest.raises(ValueError, match="restarted"):
+        metrics_delta(after, before)
+
+
+def test_model_name_filter():
+    assert read_metrics(SECTION_3_5, model_name="<model>") == read_metrics(SECTION_3_5)
+    with pytest.raises(ValueError, match="matches no spec-decode series"):
+        read_metrics(SECTION_3_5, model_name="other")
+
+
+@pytest.mark.parametrize("text,match", [
+    ("# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running 3\n",
+     "speculative decoding is off"),
+    ("vllm:spec_decode_draft_acceptance_rate 0.6\n", "V0 server"),
+    ("vllm:spec_decode_num_drafts_total{engine=\"0\"} | 22\n", "Prometheus UI table"),
+])
+def test_scrapes_without_counters_say_why(text, match):
+    with pytest.raises(ValueError, match=match):
+        read_metrics(text)
+
+
+def test_read_metrics_rejects_non_text():
+    with pytest.raises(TypeError, match="text must be a str"):
+        read_metrics(b"bytes")
+
+
+# --------------------------------------------------------------------------- log lines
+#: Current format with an extra field and a prefix (published in a public GitHub file).
+DFLASH_LINE = ("(APIServer pid=1) INFO 09-04 11:01:16 [metrics.py:125] SpecDecoding metrics: "
+               "Mean acceptance length: 6.82, Current speculative depth: 7, Accepted throughput: "
+               "6.46 tokens/s, Drafted throughput: 7.77 tokens/s, Accepted: 256 tokens, "
+               "Drafted: 308 tokens, Per-position acceptance rate: 1.000, 1.000, 1.000, 1.000, "
+               "0.795, 0.614, 0.409, Avg Draft acceptance rate: 83.1%")
+
+
+def test_current_format_sample_matches_the_scrape():
+    counts = log_counts(sample_path("spec_decode_current.log").read_text())
+    stats = acceptance_stats(counts)
+    assert counts.drafts == 11043 and counts.drafts_estimated
+    assert f"{100 * stats.acceptance_rate:.2f}" == PRINTED_RATE
+    assert f"{stats.mean_acceptance_length:.2f}" == PRINTED_LENGTH
+
+
+def test_current_format_with_extra_fields_and_prefix():
+    df = read_spec_decode_log("noise line\n" + DFLASH_LINE + "\n")
+    row = df.iloc[0]
+    assert row["format"] == "current" and row["line"] == 2
+    assert row["speculative_depth"] == 7 and row["num_speculative_tokens"] == 7
+    assert row["drafts"] == 44  # 308 drafted / 7 positions
+    stats = acceptance_stats(log_counts(DFLASH_LINE))
+    assert f"{stats.mean_acceptance_length:.2f}" == "6.82"
+    assert f"{100 * stats.acceptance_rate:.1f}" == "83.1"
+
+
+def test_older_v1_format():
+    df = read_spec_decode_log(sample_path("spec_decode_v09.log").read_text())
+    assert df.iloc[0]["format"] == "older"
+    stats = acceptance_stats(log_counts(sample_path("spec_decode_v09.log").read_text()))
+    # PR #48892, MTP k=1: 83.39 % and 1.83
+    assert f"{100 * stats.acceptance_rate:.2f}" == "83.39"
+    assert f"{stats.mean_acceptance_length:.2f}" == "1.83"
+
+
+def test_v0_format_uses_emitted_tokens():
+    text = sample_path("spec_decode_v0.log").read_text()
+    row = read_spec_decode_log(text).iloc[0]
+    assert row["format"] == "v0" and row["acceptance_rate"] == 0.642
+    # system efficiency = tau / (k + 1): 0.598 printed in issue #9539
+    assert f"{row['mean_acceptance_length'] / 4:.3f}" == "0.598"
+    stats = acceptance_stats(log_counts(text))
+    assert stats.mean_acceptance_length == pytest.approx(row["mean_acceptance_length"])
+    assert any("V0" in n for n in stats.notes)
+
+
+def test_log_intervals_are_summed():
+    one = sample_path("spec_decode_current.log").read_text()
+    two = log_counts(one + DFLASH_LINE + "\n")
+    assert two.accepted_tokens == 38611 + 256 and two.draft_tokens == 88344 + 308
+    assert two.drafts == 11043 + 44
+
+
+def test_unreadable_lines():
+    bad = "INFO SpecDecoding metrics: Mean acceptance length: 2.00, ..."
+    with pytest.raises(ValueError, match="line 1"):
+        read_spec_decode_log(bad)
+    df = read_spec_decode_log(bad + "\n" + DFLASH_LINE, strict=False)
+    assert df.attrs["skipped"] == [1] and len(df) == 1
+    with pytest.raises(ValueError, match="no 'SpecDecoding metrics:'"):
+        read_spec_decode_log("nothing here")
+
+
+# --------------------------------------------------------------------------- statistics
+@st.composite
+def prefix_counts(draw):
+    k = draw(st.integers(1, 8))
+    drafts = draw(st.integers(1, 10_000))
+    per_pos, cap = [], drafts
+    for _ in range(k):  # prefix acceptance: position i+1 never beats position i
+        cap = draw(st.integers(0, cap))
+        per_pos.append(cap)
+    return SpecDecodeCounts(drafts, k * drafts, sum(per_pos), tuple(per_pos))
+
+
+@settings(max_examples=200, deadline=None)
+@given(prefix_counts())
+def test_vllm_identities_hold(counts):
+    s = acceptance_stats(counts)
+    k = s.num_speculative_tokens
+    assert s.mean_acceptance_length - 1 == pytest.approx(sum(s.per_position))
+    assert s.acceptance_rate == pytest.approx((s.mean_acceptance_length - 1) / k)
+    assert 1 <= s.mean_acceptance_length <= k + 1
+    assert 0 <= s.alpha <= 1
+
+
+def test_gamma_inference_and_override():
+    counts = SpecDecodeCounts(100, 300, 150)  # no per-position series
+    assert acceptance_stats(counts).num_speculative_tokens == 3
+    assert acceptance_stats(counts, num_speculative_tokens=5).num_speculative_tokens == 5
+    uneven = SpecDecodeCounts(100, 290, 150)
+    s = acceptance_stats(uneven)
+    assert s.alpha is None and any("gamma unknown" in n for n in s.notes)
+    with pytest.raises(ValueError, match="tau must be in"):
+        acceptance_stats(SpecDecodeCounts(100, 300, 250), num_speculative_tokens=1)
+
+
+def test_no_speculation_in_window():
+    with pytest.raises(ValueError, match="no speculation"):
+        acceptance_stats(SpecDecodeCounts(0, 0, 0))
+    with pytest.raises(TypeError, match="SpecDecodeCounts"):
+        acceptance_stats({"drafts": 1})
+
+
+def test_stats_tables():
+    stats = acceptance_stats(read_metrics(SECTION_3_5))
+    assert len(stats.per_position_frame()) == 8
+    assert "mean acceptance length (tau)" in set(stats.to_frame()["quantity"])
+    assert "43.71 %" in str(stats)
+
+
+def test_advice_follows_the_article_and_the_theory():
+    good = acceptance_stats(read_metrics(SECTION_3_5))
+    assert "already the best gamma" in good.advice(c=0.05)[-1]
+    poor = acceptance_stats(SpecDecodeCounts(1000, 4000, 500, (400, 80, 15, 5)))
+    assert "< 2: shrink num_speculative_tokens" in poor.advice()[0]
+    assert "at most" in poor.advice(c=0.05)[-1]  # a shorter gamma would do better
+    hopeless = acceptance_stats(SpecDecodeCounts(1000, 4000, 40, (40, 0, 0, 0)))
+    assert "turn it off" in hopeless.advice(c=0.5)[-1]
+
+
+def test_promql_uses_series_that_exist():
+    from specnb.vllm import PROMQL, WATCH
+
+    for query in PROMQL.values():
+        for name in ("num_drafts", "num_draft_tokens", "num_accepted_tokens"):
+            assert f"vllm:spec_decode_{name}[" not in query  # the docstring's missing _total
+    assert {w[1] for w in WATCH} >= set(PROMQL.values())
+
+
+def test_sample_files():
+    from specnb.vllm import sample_names
+
+    assert "metrics_after.prom" in sample_names()
+    with pytest.raises(ValueError, match="must be one of"):
+        sample_path("nope.prom")
