@@ -24,13 +24,16 @@ $(STAMP): pyproject.toml | $(BIN)/python
 install: $(STAMP)
 
 test: install
+	sh scripts/ensure_browser.sh
 	$(BIN)/python -m pytest
 
 run: install
 	$(BIN)/specnb run --output build
 
+# JupyterLab on notebooks/ at http://127.0.0.1:8888 (token printed), .venv's kernel, live
+# widgets. Extra options: make lab LAB_ARGS='--ServerApp.port=8890 --no-browser'
 lab: install
-	$(BIN)/python -m jupyter lab --notebook-dir=notebooks --ServerApp.ip=127.0.0.1
+	SPECNB_PYTHON=$(BIN)/python sh scripts/lab.sh $(LAB_ARGS)
 
 bench: install
 	@for f in benchmarks/*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done

@@ -36,5 +36,9 @@ if ! apt-get install -y -q --no-install-recommends chromium fonts-dejavu-core >/
         exit 0
     fi
 fi
-[ -x "$browser" ] && "$browser" --version >&2
+if [ -x "$browser" ]; then
+    echo "ensure_browser: installed $browser" >&2
+else
+    echo "ensure_browser: the chromium package did not provide $browser; browser tests will skip" >&2
+fi
 exit 0

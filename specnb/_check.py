@@ -12,23 +12,88 @@ import numbers
 import numpy as np
 
 
+#: Largest whole number a float64 holds exactly; integer inputs pass through float64.
+MAX_EXACT_INT = 2 ** 53
+
+_OK = object()
+
+
 def _first_bad(arr: np.ndarray, bad: np.ndarray):
     value = arr[bad].flat[0] if arr.ndim else arr[()]
     return value.item() if hasattr(value, "item") else value
 
 
-def real(name: str, value, *, lo: float | None = None, hi: float | None = None,
-         lo_open: bool = False, hi_open: bool = False) -> np.ndarray:
-    """Return ``value`` as a float array after checking it is finite and within range."""
-    if isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be a number, got the boolean {value!r}")
+def _shown(x):
+    """A value for an error message: whole floats as ints (0.0 -> 0), no array dumps."""
+    if isinstance(x, float) and x.is_integer() and abs(x) < 2 ** 63:
+        return int(x)
+    return x
+
+
+def _non_number(value):
+    """The first element of ``value`` that is not a real number (a bool, None, a string, a
+    complex...), or ``_OK``. numpy would silently turn these into 1.0/0.0, NaN or a parsed
+    float."""
+    if isinstance(value, (list, tuple)):
+        for v in value:
+            bad = _non_number(v)
+            if bad is not _OK:
+                return bad
+        return _OK
+    if value is None or isinstance(value, (bool, np.bool_, str, bytes, complex,
+                                           np.complexfloating, np.str_, np.bytes_)):
+        return value
+    if hasattr(value, "__array__") and not isinstance(value, np.generic):
+        arr = np.asarray(value)
+        if arr.dtype.kind in "iuf":
+            return _OK
+        if arr.dtype.kind == "O":
+            for v in arr.flat:
+                bad = _non_number(v)
+                if bad is not _OK:
+                    return bad
+            return _OK
+        return arr.flat[0] if arr.size else _OK
+    return _OK
+
+
+def _as_floats(name: str, value, what: str) -> np.ndarray:
+    bad = _non_number(value)
+    if bad is not _OK:
+        kind = "the boolean " if isinstance(bad, (bool, np.bool_)) else ""
+        if bad is value or np.ndim(value) == 0:
+            raise TypeError(f"{name} must be {what}, got {kind}{bad!r}")
+        raise TypeError(f"{name} must be {what} or an array of them, got an array holding "
+                        f"{kind}{bad!r}")
     try:
-        arr = np.asarray(value, dtype=float)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a number or an array of numbers, got {value!r}") from None
+        return np.asarray(value, dtype=float)
+    except (TypeError, ValueError, OverflowError):
+        shown = repr(value)
+        shown = shown if len(shown) <= 200 else shown[:200] + "..."
+        raise TypeError(f"{name} must be {what} or an array of them (a regular, non-ragged "
+                        f"shape), got {shown}") from None
+
+
+def _no_nan(name: str, arr: np.ndarray) -> None:
     nan = np.isnan(arr)
     if nan.any():
-        raise ValueError(f"{name} must not be NaN, got {value!r}")
+        if arr.ndim == 0:
+            raise ValueError(f"{name} must not be NaN, got nan")
+        i = np.unravel_index(int(np.flatnonzero(nan)[0]), arr.shape)
+        where = i[0] if len(i) == 1 else i
+        raise ValueError(f"{name} must not be NaN, got nan at index {where}")
+
+
+def real(name: str, value, *, lo: float | None = None, hi: float | None = None,
+         lo_open: bool = False, hi_open: bool = False) -> np.ndarray:
+    """Return ``value`` as a float array after checking it is finite and within range.
+
+    Raises TypeError for anything that is not a real number (None, bools, strings, complex,
+    ragged lists), also inside lists and arrays; ValueError for NaN, infinity or a value out
+    of range. Messages name ``name``, the offending value and the allowed range.
+    """
+    arr = _as_floats(name, value, "a number")
+    _no_nan(name, arr)
     bad = np.zeros(arr.shape, dtype=bool)
     if lo is not None:
         bad |= (arr <= lo) if lo_open else (arr < lo)
@@ -47,40 +112,79 @@ def real(name: str, value, *, lo: float | None = None, hi: float | None = None,
 
 
 def integer(name: str, value, *, lo: int = 0, hi: int | None = None) -> np.ndarray:
-    """Return ``value`` as an int64 array after checking it holds whole numbers >= ``lo``."""
-    if isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be an integer, got the boolean {value!r}")
-    try:
-        arr = np.asarray(value, dtype=float)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be an integer or an array of integers, got {value!r}") from None
-    if np.isnan(arr).any():
-        raise ValueError(f"{name} must not be NaN, got {value!r}")
+    """Return ``value`` as an int64 array after checking it holds whole numbers >= ``lo``.
+
+    Whole numbers above 2**53 are refused: they are not exact in float64.
+    """
+    arr = _as_floats(name, value, "an integer")
+    _no_nan(name, arr)
     frac = ~np.isfinite(arr) | (arr != np.round(arr))
     if frac.any():
         raise ValueError(f"{name} must be a whole number, got {_first_bad(arr, frac)!r}")
-    bad = arr < lo
-    if hi is not None:
-        bad |= arr > hi
+    top = MAX_EXACT_INT if hi is None else min(hi, MAX_EXACT_INT)
+    bad = (arr < lo) | (arr > top)
+    shown = _shown(_first_bad(arr, bad)) if bad.any() else None
+    if isinstance(value, numbers.Integral) and not lo <= int(value) <= top:
+        bad, shown = np.ones(arr.shape, dtype=bool), int(value)  # 2**53 + 1 rounds to 2**53
     if bad.any():
         allowed = f">= {lo}" if hi is None else f"in [{lo}, {hi}]"
-        raise ValueError(f"{name} must be an integer {allowed}, got {_first_bad(arr, bad)!r}")
+        if hi is None and shown > top:
+            allowed = f"in [{lo}, 2**53 = {MAX_EXACT_INT}] (larger values are not exact)"
+        raise ValueError(f"{name} must be an integer {allowed}, got {shown!r}")
     return arr.astype(np.int64)
 
 
 def scalar_int(name: str, value, *, lo: int = 0, hi: int | None = None) -> int:
     """A single Python int (no arrays), checked like :func:`integer`."""
-    if not isinstance(value, (numbers.Integral, float, np.floating)) or isinstance(value, bool):
+    if not isinstance(value, (numbers.Integral, float, np.floating)) or isinstance(
+            value, (bool, np.bool_)):
         raise TypeError(f"{name} must be an integer, got {value!r}")
     return int(integer(name, value, lo=lo, hi=hi))
+
+
+def scalar_real(name: str, value, **bounds) -> float:
+    """A single Python float (no arrays, no lists), checked like :func:`real`."""
+    if np.ndim(value) != 0 and not isinstance(value, str):
+        raise TypeError(f"{name} must be a single number, not an array or list, got "
+                        f"{type(value).__name__} of shape {np.shape(value)}")
+    return float(real(name, value, **bounds))
+
+
+def broadcast(**arrays) -> list[np.ndarray]:
+    """``np.broadcast_arrays`` of the named arrays, with an error that names them.
+
+    Raises
+    ------
+    ValueError
+        the shapes do not broadcast (numpy's rules); the message gives each name and shape.
+    """
+    try:
+        return np.broadcast_arrays(*arrays.values())
+    except ValueError:
+        shapes = ", ".join(f"{k} {np.shape(v)}" for k, v in arrays.items())
+        names = list(arrays)
+        joined = ", ".join(names[:-1]) + " and " + names[-1]
+        raise ValueError(f"{joined} must broadcast to one shape (scalars, or "
+                         f"arrays whose dimensions are equal or 1), got shapes {shapes}") from None
 
 
 def choice(name: str, value, allowed) -> str:
     """Check that ``value`` is one of ``allowed`` (strings)."""
     allowed = list(allowed)
+    if isinstance(value, (bool, np.bool_)) and not any(isinstance(a, bool) for a in allowed):
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, allowed))}; got the "
+                         f"boolean {value!r}")
     if value not in allowed:
         raise ValueError(f"{name} must be one of {', '.join(map(repr, allowed))}; got {value!r}")
     return value
+
+
+def finite_result(what: str, x, hint: str = "check the units of the inputs"):
+    """Raise ValueError if a computed result overflowed float64 (inf); return it unchanged."""
+    arr = np.asarray(x)
+    if arr.dtype.kind == "f" and np.isinf(arr).any():
+        raise ValueError(f"{what} overflows float64 (inf) for these inputs; {hint}")
+    return x
 
 
 def out(x: np.ndarray):

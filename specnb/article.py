@@ -34,10 +34,12 @@ def agrees(value, printed_value, decimals: int) -> bool:
     Raises
     ------
     ValueError
-        NaN values or negative ``decimals``.
+        NaN or infinite values, negative ``decimals``.
+    TypeError
+        an array or a non-number where a single number is expected.
     """
-    v = float(_check.real("value", value))
-    p = float(_check.real("printed_value", printed_value))
+    v = _check.scalar_real("value", value)
+    p = _check.scalar_real("printed_value", printed_value)
     d = _check.scalar_int("decimals", decimals, lo=0)
     half = 0.5 * 10.0 ** (-d)
     return abs(v - p) <= half * (1 + 1e-9) + 1e-12 * max(1.0, abs(p))
@@ -59,11 +61,15 @@ def compare(computed: dict):
     ------
     KeyError
         a key the article table does not have.
+    TypeError
+        ``computed`` is not a dict.
     """
     import pandas as pd
 
+    if not isinstance(computed, dict):
+        raise TypeError(f"computed must be a dict {{key: value}}, got {type(computed).__name__}")
     ref = printed()
-    unknown = sorted(set(computed) - set(ref.index))
+    unknown = sorted(map(str, set(computed) - set(ref.index)))
     if unknown:
         raise KeyError(f"keys not in data/article_values.csv: {', '.join(unknown)}")
     rows = []

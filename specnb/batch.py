@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from . import _check
 
 __all__ = ["ratio_table", "largest_paying_batch", "first_losing_batch", "article_format"]
@@ -36,6 +38,8 @@ def largest_paying_batch(batch_sizes, ratios):
     ------
     ValueError
         mismatched lengths, a ratio <= 0 or NaN, a batch size < 1.
+    TypeError
+        not 1-D sequences of numbers.
     """
     b, r = _pairs(batch_sizes, ratios)
     paying = [bs for bs, x in zip(b, r) if x > 1.0]
@@ -46,6 +50,11 @@ def first_losing_batch(batch_sizes, ratios):
     """Smallest batch size whose throughput ratio is below 1 (speculation costs throughput).
 
     Returns None when none is below 1.
+
+    Raises
+    ------
+    ValueError, TypeError
+        as :func:`largest_paying_batch`.
     """
     b, r = _pairs(batch_sizes, ratios)
     losing = [bs for bs, x in zip(b, r) if x < 1.0]
@@ -53,8 +62,16 @@ def first_losing_batch(batch_sizes, ratios):
 
 
 def _pairs(batch_sizes, ratios):
-    b = [int(x) for x in _check.integer("batch_sizes", list(batch_sizes), lo=1)]
-    r = [float(x) for x in _check.real("ratios", list(ratios), lo=0.0, lo_open=True)]
+    seqs = []
+    for name, seq in (("batch_sizes", batch_sizes), ("ratios", ratios)):
+        if not hasattr(seq, "__len__") and hasattr(seq, "__iter__"):
+            seq = list(seq)  # a generator or other one-shot iterable
+        seqs.append(seq)
+        if isinstance(seq, (str, bytes)) or np.ndim(seq) != 1:
+            raise TypeError(f"{name} must be a 1-D sequence of numbers (list, tuple or array), "
+                            f"got {type(seq).__name__} of shape {np.shape(seq)}")
+    b = [int(x) for x in _check.integer("batch_sizes", seqs[0], lo=1)]
+    r = [float(x) for x in _check.real("ratios", seqs[1], lo=0.0, lo_open=True)]
     if len(b) != len(r):
         raise ValueError(f"batch_sizes and ratios must have the same length, got {len(b)} and {len(r)}")
     return b, r
@@ -65,8 +82,15 @@ def article_format(ratio: float) -> str:
 
     Values of 1 and above to one decimal, values below 1 to two decimals, and a value that
     rounds to exactly 1.0 as "1" (batch 16 EAGLE, 1.02, prints as "1").
+
+    Raises
+    ------
+    ValueError
+        ratio negative, NaN or infinite.
+    TypeError
+        not a single number.
     """
-    x = float(_check.real("ratio", ratio, lo=0.0))
+    x = _check.scalar_real("ratio", ratio, lo=0.0)
     if x < 1.0:
         return f"{x:.2f}"
     s = f"{math.floor(x * 10 + 0.5) / 10:.1f}"

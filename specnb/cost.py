@@ -7,6 +7,8 @@ arrays; scalars in give a Python float.
 
 from __future__ import annotations
 
+import numpy as np
+
 from . import _check
 
 __all__ = ["usd_per_million_tokens", "seconds_for_tokens", "relative_cost", "saving"]
@@ -30,11 +32,17 @@ def usd_per_million_tokens(usd_per_hour, tokens_per_second):
     Raises
     ------
     ValueError
-        usd_per_hour negative; tokens_per_second <= 0; any NaN or infinity.
+        usd_per_hour negative; tokens_per_second <= 0; any NaN or infinity; shapes that do
+        not broadcast; a result that overflows float64.
+    TypeError
+        a non-number (None, a bool, a string).
     """
     price = _check.real("usd_per_hour", usd_per_hour, lo=0.0)
     tps = _check.real("tokens_per_second", tokens_per_second, lo=0.0, lo_open=True)
-    return _check.out(price * 1e6 / (3600.0 * tps))
+    price, tps = _check.broadcast(usd_per_hour=price, tokens_per_second=tps)
+    with np.errstate(over="ignore"):
+        res = price * 1e6 / (3600.0 * tps)
+    return _check.out(_check.finite_result("usd_per_million_tokens", res))
 
 
 def seconds_for_tokens(n_tokens, tokens_per_second):
@@ -54,11 +62,17 @@ def seconds_for_tokens(n_tokens, tokens_per_second):
     Raises
     ------
     ValueError
-        n_tokens negative; tokens_per_second <= 0; any NaN or infinity.
+        n_tokens negative; tokens_per_second <= 0; any NaN or infinity; shapes that do not
+        broadcast; a result that overflows float64.
+    TypeError
+        a non-number (None, a bool, a string).
     """
     n = _check.real("n_tokens", n_tokens, lo=0.0)
     tps = _check.real("tokens_per_second", tokens_per_second, lo=0.0, lo_open=True)
-    return _check.out(n / tps)
+    n, tps = _check.broadcast(n_tokens=n, tokens_per_second=tps)
+    with np.errstate(over="ignore"):
+        res = n / tps
+    return _check.out(_check.finite_result("seconds_for_tokens", res))
 
 
 def relative_cost(throughput_ratio):
@@ -83,7 +97,9 @@ def relative_cost(throughput_ratio):
         throughput_ratio <= 0, infinite or NaN.
     """
     r = _check.real("throughput_ratio", throughput_ratio, lo=0.0, lo_open=True)
-    return _check.out(1.0 / r)
+    with np.errstate(over="ignore", divide="ignore"):
+        res = 1.0 / r
+    return _check.out(_check.finite_result("relative_cost", res))
 
 
 def saving(throughput_ratio):

@@ -41,7 +41,6 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import os
 import re
 import statistics
 import time

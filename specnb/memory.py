@@ -62,7 +62,9 @@ def weight_bytes(n_params, dtype: str = "bf16"):
         n_params negative, infinite or NaN; unknown dtype.
     """
     n = _check.real("n_params", n_params, lo=0.0)
-    return _check.out(n * bytes_per_element(dtype))
+    with np.errstate(over="ignore"):
+        res = n * bytes_per_element(dtype)
+    return _check.out(_check.finite_result("weight_bytes", res))
 
 
 def kv_cache_bytes_per_token(n_layers, n_kv_heads, head_dim, dtype: str = "bf16"):
@@ -84,12 +86,15 @@ def kv_cache_bytes_per_token(n_layers, n_kv_heads, head_dim, dtype: str = "bf16"
     Raises
     ------
     ValueError
-        any count < 1 or fractional; unknown dtype.
+        any count < 1 or fractional; unknown dtype; shapes that do not broadcast.
     """
     layers = _check.integer("n_layers", n_layers, lo=1)
     heads = _check.integer("n_kv_heads", n_kv_heads, lo=1)
     dim = _check.integer("head_dim", head_dim, lo=1)
-    return _check.out(2.0 * layers * heads * dim * bytes_per_element(dtype))
+    layers, heads, dim = _check.broadcast(n_layers=layers, n_kv_heads=heads, head_dim=dim)
+    with np.errstate(over="ignore"):
+        res = 2.0 * layers * heads * dim * bytes_per_element(dtype)
+    return _check.out(_check.finite_result("kv_cache_bytes_per_token", res))
 
 
 def concurrent_sequences(kv_budget_bytes, seq_len, kv_bytes_per_token):
@@ -110,12 +115,21 @@ def concurrent_sequences(kv_budget_bytes, seq_len, kv_bytes_per_token):
     Raises
     ------
     ValueError
-        negative budget, seq_len < 1, kv_bytes_per_token <= 0, NaN or infinity.
+        negative budget, seq_len < 1, kv_bytes_per_token <= 0, NaN or infinity; shapes that
+        do not broadcast; a count beyond int64 (inputs in the wrong units).
     """
     budget = _check.real("kv_budget_bytes", kv_budget_bytes, lo=0.0)
     length = _check.integer("seq_len", seq_len, lo=1)
     per_tok = _check.real("kv_bytes_per_token", kv_bytes_per_token, lo=0.0, lo_open=True)
-    n = np.floor(budget / (length * per_tok)).astype(np.int64)
+    budget, length, per_tok = _check.broadcast(kv_budget_bytes=budget, seq_len=length,
+                                               kv_bytes_per_token=per_tok)
+    with np.errstate(over="ignore", divide="ignore"):
+        n = np.floor(budget / (length * per_tok))
+    if (n >= 2.0 ** 63).any():
+        raise ValueError("concurrent_sequences: kv_budget_bytes / (seq_len * kv_bytes_per_token) "
+                         "is beyond int64 (>= 2**63 sequences); check the units (bytes, tokens, "
+                         "bytes per token)")
+    n = n.astype(np.int64)
     return int(n) if n.ndim == 0 else n
 
 
@@ -146,13 +160,19 @@ def sequences_displaced(kv_budget_bytes, draft_weight_bytes, seq_len, kv_bytes_p
     Raises
     ------
     ValueError
-        any value out of range, NaN or infinite.
+        any value out of range, NaN or infinite; shapes that do not broadcast.
+    TypeError
+        a non-number (None, a bool, a string).
     """
     budget = _check.real("kv_budget_bytes", kv_budget_bytes, lo=0.0)
     draft = _check.real("draft_weight_bytes", draft_weight_bytes, lo=0.0)
     draft_kv = _check.real("draft_kv_bytes_per_token", draft_kv_bytes_per_token, lo=0.0)
-    before = np.asarray(concurrent_sequences(budget, seq_len, kv_bytes_per_token))
     per_tok = _check.real("kv_bytes_per_token", kv_bytes_per_token, lo=0.0, lo_open=True)
+    length = _check.integer("seq_len", seq_len, lo=1)
+    budget, draft, draft_kv, per_tok, seq_len = _check.broadcast(
+        kv_budget_bytes=budget, draft_weight_bytes=draft, draft_kv_bytes_per_token=draft_kv,
+        kv_bytes_per_token=per_tok, seq_len=length)
+    before = np.asarray(concurrent_sequences(budget, seq_len, per_tok))
     after = np.asarray(concurrent_sequences(np.maximum(budget - draft, 0.0), seq_len,
                                             per_tok + draft_kv))
     d = before - after

@@ -45,6 +45,17 @@ def table1(model: str = "Vicuna 13B", temperature: int = 0, value: str = "speedu
     return wide.loc[order, [*TASKS, "mean"]]
 
 
+def _methods(table, methods) -> list:
+    if isinstance(methods, str):
+        raise TypeError(f"methods must be a list of method names, got the string {methods!r} "
+                        f"(write [{methods!r}])")
+    methods = list(methods)
+    missing = [m for m in methods if m not in table.index]
+    if missing:
+        raise ValueError(f"methods {missing} are not in the table; it has {list(table.index)}")
+    return methods
+
+
 def speedup_band(table, methods) -> tuple[float, float]:
     """(min, max) of the ``mean`` column over ``methods`` of a :func:`table1` view.
 
@@ -52,11 +63,11 @@ def speedup_band(table, methods) -> tuple[float, float]:
     ------
     ValueError
         a method not in the table.
+    TypeError
+        ``methods`` is a single string instead of a list.
     """
-    missing = [m for m in methods if m not in table.index]
-    if missing:
-        raise ValueError(f"methods {missing} are not in the table; it has {list(table.index)}")
-    col = table.loc[list(methods), "mean"]
+    methods = _methods(table, methods)
+    col = table.loc[methods, "mean"]
     return float(col.min()), float(col.max())
 
 
@@ -69,8 +80,18 @@ def task_range(table, method: str, exclude=()) -> tuple[float, float]:
 
 
 def is_increasing(table, methods=HIDDEN_STATE_LADDER, column: str = "mean") -> bool:
-    """True when ``column`` strictly rises along ``methods`` (the article's hidden-state ladder)."""
-    vals = table.loc[list(methods), column].tolist()
+    """True when ``column`` strictly rises along ``methods`` (the article's hidden-state ladder).
+
+    Raises
+    ------
+    ValueError
+        a method or ``column`` not in the table.
+    TypeError
+        ``methods`` is a single string instead of a list.
+    """
+    methods = _methods(table, methods)
+    _check.choice("column", column, list(table.columns))
+    vals = table.loc[methods, column].tolist()
     return all(a < b for a, b in zip(vals, vals[1:]))
 
 

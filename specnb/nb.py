@@ -180,6 +180,7 @@ def interact(fn, **controls):
         return result
     import ipywidgets as widgets
 
-    ui = widgets.interactive(fn, **controls)
+    # auto_display: show fn's return value in the output area (interactive() does not by default)
+    ui = widgets.interactive(fn, {"auto_display": True}, **controls)
     display(ui)
     return ui

@@ -56,8 +56,15 @@ def find_notebooks(folder: Path | str = NOTEBOOK_DIR) -> dict[str, Path]:
     return {p.stem: p for p in found}
 
 
-def resolve(names, available: dict[str, Path]) -> list[str]:
-    """Map user-given names (full stem, number ``04`` or slug) to notebook stems.
+def _number_matches(stem: str, name: str) -> bool:
+    number = stem.split("_", 1)[0]
+    return number == name or (name.isdigit() and number.isdigit() and int(name) == int(number))
+
+
+def resolve(names, available: dict[str, Path], source: str = "--only") -> list[str]:
+    """Map user-given names (full stem, number ``04`` or ``4``, or slug) to notebook stems.
+
+    ``source`` names where the names came from in the error message.
 
     Raises
     ------
@@ -67,12 +74,12 @@ def resolve(names, available: dict[str, Path]) -> list[str]:
     out = []
     for name in names:
         name = str(name).removesuffix(".ipynb")
-        hits = [s for s in available if s == name or s.split("_", 1)[0] == name
+        hits = [s for s in available if s == name or _number_matches(s, name)
                 or s.split("_", 1)[-1] == name]
         if len(hits) != 1:
             what = "no notebook" if not hits else f"several notebooks ({', '.join(hits)})"
-            raise ValueError(f"--only {name!r} matches {what}; valid names: "
-                             f"{', '.join(available)}")
+            raise ValueError(f"{source} {name!r} matches {what}; valid names: "
+                             f"{', '.join(available) or '(none)'}")
         if hits[0] not in out:
             out.append(hits[0])
     return out
@@ -81,30 +88,71 @@ def resolve(names, available: dict[str, Path]) -> list[str]:
 def load_parameters(path) -> dict:
     """Read a YAML/JSON parameters file: {notebook name: {parameter: value}}.
 
+    Values must be literals papermill can inject unchanged: numbers, strings, booleans, null,
+    lists and mappings with string keys (YAML dates, sets, binary... are refused rather than
+    turned into strings).
+
     Raises
     ------
     ValueError
-        the file is not a mapping of mappings.
+        the file cannot be read (missing, a directory, not UTF-8), is not valid YAML/JSON, is
+        not a mapping of mappings, has a notebook key that is not a name or number, or holds
+        a value that is not a literal; the message names the file and the entry.
     """
     import yaml  # papermill depends on PyYAML
 
-    text = Path(path).read_text(encoding="utf-8")
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"parameters file {path}: not UTF-8 text (byte "
+                         f"0x{exc.object[exc.start]:02x} at offset {exc.start})") from None
+    except OSError as exc:
+        raise ValueError(f"parameters file {path}: cannot be read: {exc.strerror}") from None
     try:
         data = yaml.safe_load(text) or {}
-    except yaml.YAMLError as exc:
+    except (yaml.YAMLError, RecursionError) as exc:
         raise ValueError(f"parameters file {path}: not valid YAML/JSON: {exc}") from None
     if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
         raise ValueError(f"parameters file {path} must map notebook names to mappings of "
                          "parameters, e.g. {'04': {'alpha': 0.7}}")
-    # YAML reads an unquoted 04 as the integer 4: turn numbers back into two-digit names.
-    return {(f"{k:02d}" if isinstance(k, int) else str(k)): v for k, v in data.items()}
+    out = {}
+    for k, params in data.items():
+        if isinstance(k, bool) or not isinstance(k, (int, str)):
+            raise ValueError(f"parameters file {path}: {k!r} is not a notebook name or number "
+                             "(e.g. 04 or 04_draft_length)")
+        # YAML reads an unquoted 04 as the integer 4: turn numbers back into two-digit names.
+        name = f"{k:02d}" if isinstance(k, int) else k
+        for param, value in params.items():
+            _check_literal(f"parameters file {path}: {name}.{param}", value)
+        out[name] = params
+    return out
+
+
+def _check_literal(where: str, value) -> None:
+    """Raise ValueError unless ``value`` is a literal papermill injects unchanged."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise ValueError(f"{where}: mapping keys must be strings (papermill writes "
+                                 f"them as strings), got {k!r}")
+            _check_literal(f"{where}.{k}", v)
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _check_literal(f"{where}[{i}]", v)
+    elif not isinstance(value, (str, int, float, bool, type(None))):
+        raise ValueError(f"{where} is of type {type(value).__name__} ({value!r}), not a literal "
+                         "(number, string, true/false, null, list or mapping); quote it to "
+                         "pass a string")
 
 
 def check_parameters(notebook: Path, params: dict) -> None:
     """Raise ValueError if ``params`` names a parameter the notebook does not define."""
     import papermill as pm
 
-    known = pm.inspect_notebook(str(notebook))
+    try:
+        known = pm.inspect_notebook(str(notebook))
+    except ValueError as exc:  # nbformat's NotJSONError and validation errors
+        raise ValueError(f"{notebook}: cannot read its parameters cell: {exc}") from None
     unknown = sorted(set(params) - set(known))
     if unknown:
         raise ValueError(f"{notebook.stem}: unknown parameter(s) {', '.join(unknown)}; "
@@ -149,22 +197,39 @@ def run_notebooks(names=None, output_dir="build", parameters: dict | None = None
     Raises
     ------
     ValueError
-        unknown notebook names or parameters (before anything runs).
+        unknown notebook names or parameters, a parameter value that is not a literal, no
+        notebooks in ``notebook_dir``, ``cell_timeout`` < 1, an output folder that cannot be
+        created (all before anything runs).
+    FileNotFoundError
+        ``notebook_dir`` does not exist.
     """
     import papermill as pm
     from tqdm.auto import tqdm
 
+    from . import _check
+
+    cell_timeout = _check.scalar_int("cell_timeout", cell_timeout, lo=1)
     available = find_notebooks(notebook_dir)
+    if not available:
+        raise ValueError(f"no notebooks named NN_slug.ipynb in {notebook_dir}")
     stems = resolve(names, available) if names else list(available)
     per_nb: dict[str, dict] = {}
     for key, params in (parameters or {}).items():
-        (stem,) = resolve([key], available)
+        (stem,) = resolve([key], available, source="parameters for notebook")
+        if not isinstance(params, dict):
+            raise ValueError(f"parameters for {stem} must be a mapping {{name: value}}, got "
+                             f"{params!r}")
+        for param, value in params.items():
+            _check_literal(f"{stem}.{param}", value)
         per_nb.setdefault(stem, {}).update(params)
     for stem, params in per_nb.items():
         check_parameters(available[stem], params)
 
     out_dir = Path(output_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ValueError(f"cannot create the output folder {out_dir}: {exc.strerror}") from None
     os.environ["SPECNB_HEADLESS"] = "1"
     os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
     results: list[Result] = []
@@ -244,17 +309,29 @@ def _cmd_run(args) -> int:
     return 1 if any(r.status != "ok" for r in results) else 0
 
 
+def _positive_int(text: str) -> int:
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer (seconds), got {value}")
+    return value
+
+
 def register(sub) -> None:
     p = sub.add_parser("run", help="execute the notebooks headless and write the HTML report",
                        description="Execute notebooks with papermill; write executed copies, "
                                    "HTML pages and index.html under --output.")
     p.add_argument("--only", nargs="+", metavar="NAME",
-                   help="notebooks to run: full name, number (04) or slug; default all")
+                   help="notebooks to run: full name, number (04 or 4) or slug; default all")
     p.add_argument("--parameters", metavar="FILE",
                    help="YAML/JSON file mapping notebook name -> {parameter: value}")
     p.add_argument("--output", default="build", metavar="DIR", help="output folder (build)")
     p.add_argument("--notebooks", default=str(NOTEBOOK_DIR), metavar="DIR",
                    help="folder of NN_slug.ipynb notebooks")
-    p.add_argument("--cell-timeout", type=int, default=CELL_TIMEOUT_S, metavar="S",
+    p.add_argument("--cell-timeout", type=_positive_int, default=CELL_TIMEOUT_S, metavar="S",
                    help=f"seconds a cell may run (default {CELL_TIMEOUT_S})")
     p.set_defaults(func=_cmd_run)

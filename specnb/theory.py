@@ -34,6 +34,10 @@ __all__ = [
 ]
 
 
+#: gamma x input elements :func:`optimal_gamma` evaluates at once (8 MiB per float array).
+_CHUNK = 1 << 20
+
+
 def _alpha(alpha):
     return _check.real("alpha", alpha, lo=0.0, hi=1.0)
 
@@ -69,10 +73,14 @@ def expected_tokens_per_step(alpha, gamma):
     Raises
     ------
     ValueError
-        alpha outside [0, 1] or NaN; gamma negative, fractional or NaN.
+        alpha outside [0, 1] or NaN; gamma negative, fractional, NaN or above 2**53; shapes
+        that do not broadcast.
+    TypeError
+        a non-number (None, a bool, a string), also inside a list or array.
     """
     a = _alpha(alpha)
     g = _check.integer("gamma", gamma, lo=0)
+    a, g = _check.broadcast(alpha=a, gamma=g)
     return _check.out(_tokens(a, g))
 
 
@@ -98,11 +106,15 @@ def walltime_speedup(alpha, gamma, c):
     Raises
     ------
     ValueError
-        alpha outside [0, 1], gamma negative or fractional, c negative or infinite, any NaN.
+        alpha outside [0, 1], gamma negative or fractional, c negative or infinite, any NaN;
+        shapes that do not broadcast.
+    TypeError
+        a non-number (None, a bool, a string), also inside a list or array.
     """
     a = _alpha(alpha)
     g = _check.integer("gamma", gamma, lo=0)
     cc = _check.real("c", c, lo=0.0)
+    a, g, cc = _check.broadcast(alpha=a, gamma=g, c=cc)
     return _check.out(_tokens(a, g) / (g * cc + 1.0))
 
 
@@ -127,11 +139,15 @@ def operations_factor(alpha, gamma, c_hat):
     Raises
     ------
     ValueError
-        alpha outside [0, 1], gamma negative or fractional, c_hat negative or infinite, any NaN.
+        alpha outside [0, 1], gamma negative or fractional, c_hat negative or infinite, any
+        NaN; shapes that do not broadcast.
+    TypeError
+        a non-number (None, a bool, a string), also inside a list or array.
     """
     a = _alpha(alpha)
     g = _check.integer("gamma", gamma, lo=0)
     ch = _check.real("c_hat", c_hat, lo=0.0)
+    a, g, ch = _check.broadcast(alpha=a, gamma=g, c_hat=ch)
     return _check.out((g * ch + g + 1.0) / _tokens(a, g))
 
 
@@ -139,15 +155,22 @@ def optimal_gamma(alpha, c, gamma_max: int = 64):
     """The draft length that maximizes Theorem 3.8, found numerically (section 3.5).
 
     The paper gives no closed form: "since gamma is an integer, it can be easily found
-    numerically". Every integer gamma in ``[0, gamma_max]`` is evaluated; ``gamma = 0`` means
+    numerically". Every integer gamma in ``[0, gamma_max]`` is considered; ``gamma = 0`` means
     "do not speculate" (speedup 1) and is returned when no gamma >= 1 beats plain decoding,
     which happens exactly when ``alpha <= c`` (Corollary 3.9). Ties go to the smaller gamma.
+
+    Gammas are evaluated in chunks (memory stays bounded for any ``gamma_max``), and the
+    search stops once no larger gamma can win: Eq. 1 never exceeds ``1 / (1 - alpha)``, so
+    the speedup at gamma is at most ``1 / ((1 - alpha) (gamma c + 1))``; at ``alpha = 1`` it is
+    at most 1 when ``c >= 1``. The result is the same as evaluating every gamma. Time still
+    grows with ``gamma_max`` where nothing can be ruled out (``alpha = 1`` with ``c < 1``,
+    where the answer is ``gamma_max``; or alpha within about 1e-9 of 1 with c near 0).
 
     Parameters
     ----------
     alpha : float or array, in [0, 1]
     c : float or array, >= 0
-    gamma_max : int, >= 1
+    gamma_max : int, in [1, 2**53]
         Largest draft length considered (vLLM accepts any positive integer; 64 by default).
 
     Returns
@@ -157,21 +180,41 @@ def optimal_gamma(alpha, c, gamma_max: int = 64):
     Raises
     ------
     ValueError
-        alpha outside [0, 1], c negative, gamma_max < 1 or fractional, any NaN.
+        alpha outside [0, 1], c negative or infinite, gamma_max < 1 or fractional, any NaN;
+        alpha and c shapes that do not broadcast.
+    TypeError
+        a non-number; gamma_max not a single integer.
     """
     a = _alpha(alpha)
     cc = _check.real("c", c, lo=0.0)
     gmax = _check.scalar_int("gamma_max", gamma_max, lo=1)
-    a, cc = np.broadcast_arrays(a, cc)
-    gammas = np.arange(gmax + 1)
-    shape = (gmax + 1,) + (1,) * a.ndim
-    g = gammas.reshape(shape)
-    speed = _tokens(a[None, ...], g) / (g * cc[None, ...] + 1.0)
-    best = np.argmax(speed, axis=0)  # first maximum: ties go to the smaller gamma
-    best_speed = np.take_along_axis(speed, best[None, ...], axis=0)[0]
+    a, cc = _check.broadcast(alpha=a, c=cc)
+    af, cf = a.ravel(), cc.ravel()
+    best = np.zeros(af.shape, dtype=np.int64)
+    best_speed = np.full(af.shape, -np.inf)
+    todo = np.arange(af.size)
+    start = 0
+    while todo.size and start <= gmax:
+        # chunks grow from 65 gammas (the default gamma_max in one go) to _CHUNK elements
+        step = max(1, min(gmax + 1 - start, _CHUNK // todo.size, max(65, start)))
+        g = np.arange(start, start + step, dtype=np.int64)[:, None]
+        at, ct = af[todo], cf[todo]
+        speed = _tokens(at[None, :], g) / (g * ct[None, :] + 1.0)
+        i = np.argmax(speed, axis=0)  # first maximum: ties go to the smaller gamma
+        s = speed[i, np.arange(todo.size)]
+        better = s > best_speed[todo]
+        best[todo[better]] = start + i[better]
+        best_speed[todo[better]] = s[better]
+        start += step
+        # An upper bound, in the same floating-point operations, for every gamma >= start.
+        with np.errstate(divide="ignore"):
+            bound = np.where(at < 1.0, (1.0 / (1.0 - at)) / (start * ct + 1.0),
+                             np.where(ct >= 1.0, 1.0, np.inf))
+        todo = todo[bound > best_speed[todo]]
+    best, best_speed = best.reshape(a.shape), best_speed.reshape(a.shape)
     if best.ndim == 0:
         return int(best), float(best_speed)
-    return best.astype(np.int64), best_speed
+    return best, best_speed
 
 
 def alpha_from_acceptance_length(tau, gamma):
@@ -198,11 +241,13 @@ def alpha_from_acceptance_length(tau, gamma):
     ValueError
         gamma < 1 or fractional; tau NaN or outside [1, gamma + 1] (a tau above gamma + 1
         usually means the accepted-token count already includes the bonus token, or gamma is
-        not the configured ``num_speculative_tokens``).
+        not the configured ``num_speculative_tokens``); shapes that do not broadcast.
+    TypeError
+        a non-number (None, a bool, a string), also inside a list or array.
     """
     g = _check.integer("gamma", gamma, lo=1)
     t = _check.real("tau", tau, lo=1.0)
-    t, g = np.broadcast_arrays(t, g)
+    t, g = _check.broadcast(tau=t, gamma=g)
     over = t > g + 1
     if over.any():
         i = np.flatnonzero(over.ravel())[0]
@@ -237,8 +282,13 @@ def summary(alpha: float, gamma: int, c: float, c_hat: float | None = None,
     ------
     ValueError
         as the underlying functions.
+    TypeError
+        an array or list where a single number is expected, or a non-number.
     """
-    c_hat = c if c_hat is None else c_hat
+    alpha = _check.scalar_real("alpha", alpha)
+    gamma = _check.scalar_int("gamma", gamma)
+    c = _check.scalar_real("c", c)
+    c_hat = c if c_hat is None else _check.scalar_real("c_hat", c_hat)
     g_opt, s_opt = optimal_gamma(alpha, c, gamma_max=gamma_max)
     return {
         "tokens_per_step": float(expected_tokens_per_step(alpha, gamma)),

@@ -289,7 +289,8 @@ def build_prompts(per_family: int = 12, *, root: Path | None = None, max_chars: 
       with an argument renamed) and the edited ``def`` line; the answer repeats the body.
 
     Candidates are taken round-robin over the held-out files, in source order, so the result is
-    deterministic for a given standard library. Each item: ``id``, ``task``, ``prompt``,
+    deterministic for a given standard library. Prompts end on a line's last character (the
+    newline goes to the reference). Each item: ``id``, ``task``, ``prompt``,
     ``reference`` (the file's own continuation, or the edited body), ``source``
     (``file:first-last line`` of the prompt).
 
@@ -316,7 +317,13 @@ def build_prompts(per_family: int = 12, *, root: Path | None = None, max_chars: 
                     # spread picks through the file: take from the middle of what is left
                     picked.append(q.pop(len(q) // 2))
         for n, item in enumerate(picked):
-            items.append({"id": f"{task}-{n:02d}", "task": task, **item})
+            # End on the last character of a line, not on "\n": the byte-level BPE merges a
+            # newline with the next line's indentation ("\n        "), so a prompt ending in a
+            # bare "\n" would promise a line at column 0 (the prompt-boundary problem).
+            prompt = item["prompt"].rstrip("\n")
+            tail = item["prompt"][len(prompt):]
+            items.append({"id": f"{task}-{n:02d}", "task": task, "prompt": prompt,
+                          "reference": tail + item["reference"], "source": item["source"]})
     return items
 
 

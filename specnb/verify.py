@@ -33,6 +33,21 @@ def _dist(name: str, p) -> np.ndarray:
     return arr
 
 
+def _tokens(tokens, vocab_size: int) -> np.ndarray:
+    """Sampled token ids as a non-empty 1-D int array of ids in [0, vocab_size)."""
+    if np.ndim(tokens) != 1 or np.size(tokens) == 0:
+        raise ValueError(f"tokens must be a non-empty 1-D array of token ids, got shape "
+                         f"{np.shape(tokens)}")
+    return _check.integer("tokens", tokens, lo=0, hi=vocab_size - 1)
+
+
+def _rng(rng) -> np.random.Generator:
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy Generator (np.random.default_rng(seed)), got "
+                        f"{type(rng).__name__}")
+    return rng
+
+
 def _pair(p, q):
     p, q = _dist("p", p), _dist("q", q)
     if p.shape != q.shape:
@@ -61,11 +76,17 @@ def mixture(p, q, w: float) -> np.ndarray:
 
 
 def empirical(tokens, vocab_size: int) -> np.ndarray:
-    """Empirical distribution (V,) of sampled token ids in [0, vocab_size)."""
+    """Empirical distribution (V,) of sampled token ids in [0, vocab_size).
+
+    Raises
+    ------
+    ValueError
+        ``tokens`` empty, not 1-D, or holding an id outside [0, vocab_size); vocab_size < 1.
+    TypeError
+        non-integer ids (bools, strings...).
+    """
     v = _check.scalar_int("vocab_size", vocab_size, lo=1)
-    t = np.asarray(tokens)
-    if t.size == 0 or t.min() < 0 or t.max() >= v:
-        raise ValueError(f"tokens must be a non-empty array of ids in [0, {v}), got {t!r}")
+    t = _tokens(tokens, v)
     return np.bincount(t, minlength=v) / t.size
 
 
@@ -87,9 +108,12 @@ def speculative_sample(p, q, n: int, rng: np.random.Generator):
     ------
     ValueError
         malformed distributions or n < 1.
+    TypeError
+        ``rng`` is not a numpy Generator.
     """
     p, q = _pair(p, q)
     n = _check.scalar_int("n", n, lo=1)
+    rng = _rng(rng)
     v = p.size
     x = rng.choice(v, size=n, p=q)
     ratio = np.divide(p[x], q[x], out=np.ones(n), where=q[x] > 0)
@@ -124,9 +148,18 @@ def chi_square(tokens, p) -> dict:
     its mean under H0 in standard deviations (normal approximation, fine for V >= 10 and
     expected counts >= 5). |z| below about 4 is "within sampling error".
     Categories with p = 0 must have no samples (else chi2 is infinite) and are not counted.
+
+    Raises
+    ------
+    ValueError
+        malformed ``p`` or fewer than 2 tokens with p > 0 (no degree of freedom); ``tokens``
+        empty, not 1-D or holding an id outside [0, len(p)).
     """
     p = _dist("p", p)
-    tokens = np.asarray(tokens)
+    tokens = _tokens(tokens, p.size)
+    if (p > 0).sum() < 2:
+        raise ValueError("p must give probability > 0 to at least 2 tokens for a chi-square "
+                         f"test (degrees of freedom = positive tokens - 1), got {p!r}")
     counts = np.bincount(tokens, minlength=p.size).astype(float)
     n = counts.sum()
     keep = p > 0
@@ -139,7 +172,13 @@ def chi_square(tokens, p) -> dict:
 
 
 def total_variation(tokens, p) -> float:
-    """Total variation distance between the empirical distribution of ``tokens`` and ``p``."""
+    """Total variation distance between the empirical distribution of ``tokens`` and ``p``.
+
+    Raises
+    ------
+    ValueError
+        malformed ``p``; ``tokens`` empty, not 1-D or holding an id outside [0, len(p)).
+    """
     p = _dist("p", p)
-    counts = np.bincount(np.asarray(tokens), minlength=p.size).astype(float)
+    counts = np.bincount(_tokens(tokens, p.size), minlength=p.size).astype(float)
     return float(0.5 * np.abs(counts / counts.sum() - p).sum())

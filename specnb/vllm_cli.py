@@ -8,13 +8,16 @@ Exit status:
 * ``specnb config build METHOD ...`` -- 0 and the rendered config; 1 when vLLM would reject
   what was asked for; 2 on usage errors.
 * ``specnb metrics FILE [FILE]`` and ``specnb bench ON.json OFF.json`` -- 0 with their tables;
-  1 when the input holds no usable data; 2 when a file cannot be read.
+  1 when the input holds no usable data (not UTF-8 text, not a scrape, log or bench result,
+  inconsistent counts); 2 on usage errors (a file that cannot be read: missing, a directory,
+  no permission; ``-`` given twice; a bad option value).
 
 Only argparse is imported here; :mod:`specnb.vllm` is imported inside the commands.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 
@@ -22,12 +25,44 @@ __all__ = ["register"]
 
 
 def _err(prog: str, msg: str, code: int) -> int:
-    print(f"specnb {prog}: error: {msg}", file=sys.stderr)
+    print(f"specnb {prog}: error: {_printable(msg)}", file=sys.stderr)
     return code
 
 
+def _printable(text: str) -> str:
+    """``text`` with characters stdout cannot encode (e.g. undecodable bytes) escaped."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _stdin(errors: str) -> str:
+    buffer = getattr(sys.stdin, "buffer", None)  # absent when stdin is replaced by a StringIO
+    return buffer.read().decode("utf-8", errors) if buffer is not None else sys.stdin.read()
+
+
 def _read_text(arg: str) -> str:
-    return sys.stdin.read() if arg == "-" else arg
+    # Bytes that are not UTF-8 are kept as surrogate escapes, as Python (and so vLLM) decodes
+    # command-line arguments; the checker then names them.
+    return _stdin("surrogateescape") if arg == "-" else arg
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+    return value
+
+
+def _tolerance(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number in [0, 1), got {text!r}") from None
+    if not 0.0 <= value < 1.0:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"must be a number in [0, 1) (0.05 = 5%), got {text}")
+    return value
 
 
 def _cmd_check(args) -> int:
@@ -42,8 +77,13 @@ def _cmd_check(args) -> int:
         print(json.dumps({"accepted": result.accepted,
                           "findings": [f.__dict__ for f in result.findings]}, indent=2))
     else:
-        print(result)
+        print(_printable(str(result)))
     return 0 if result.accepted else 1
+
+
+#: Keys with their own options in ``specnb config build``.
+_OWN_OPTION = {"method": "the METHOD argument", "num_speculative_tokens": "-k",
+               "model": "--model"}
 
 
 def _parse_set(items):
@@ -52,10 +92,20 @@ def _parse_set(items):
         if "=" not in item:
             raise ValueError(f"--set expects KEY=VALUE, got {item!r}")
         key, value = item.split("=", 1)
+        key = key.strip()
+        if not key:
+            raise ValueError(f"--set expects KEY=VALUE with a non-empty KEY, got {item!r}")
+        if key in _OWN_OPTION:
+            raise ValueError(f"--set {key}=...: give {key} with {_OWN_OPTION[key]} instead")
+        if key in out:
+            raise ValueError(f"--set {key} is given twice ({out[key]!r} and {value!r}); give "
+                             "each key once")
         try:
-            out[key.strip()] = json.loads(value)
+            out[key] = json.loads(value)
         except ValueError:
-            out[key.strip()] = value  # like vLLM's dotted flags: JSON first, else a string
+            out[key] = value  # like vLLM's dotted flags: JSON first, else a string
+        except RecursionError:
+            raise ValueError(f"--set {key}: the JSON value is nested too deeply") from None
     return out
 
 
@@ -89,19 +139,31 @@ def _cmd_build(args) -> int:
 
 
 def _read_file(path: str) -> str:
-    if path == "-":
-        return sys.stdin.read()
-    with open(path, encoding="utf-8") as fh:
-        return fh.read()
+    """The text of ``path`` (``-`` for stdin). Raises OSError, or ValueError for non-UTF-8."""
+    try:
+        if path == "-":
+            return _stdin("strict")
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{'stdin' if path == '-' else path}: not UTF-8 text (byte "
+                         f"0x{exc.object[exc.start]:02x} at offset {exc.start}); give a "
+                         "/metrics scrape or a vLLM log") from None
 
 
 def _cmd_metrics(args) -> int:
-    from .vllm import acceptance_stats, log_counts, read_metrics
+    from .vllm import acceptance_stats, log_counts, read_metrics, read_spec_decode_log
 
+    if len(args.files) > 2:
+        return _err("metrics", "give one or two files", 2)
+    if args.files.count("-") > 1:
+        return _err("metrics", "- (stdin) can be given only once", 2)
     try:
         texts = [_read_file(p) for p in args.files]
     except OSError as exc:
-        return _err("metrics", str(exc), 2)
+        return _err("metrics", f"cannot read {exc.filename}: {exc.strerror}", 2)
+    except ValueError as exc:
+        return _err("metrics", str(exc), 1)
     is_log = ["SpecDecoding metrics:" in t or "Speculative metrics:" in t for t in texts]
     try:
         if all(is_log):
@@ -110,6 +172,14 @@ def _cmd_metrics(args) -> int:
                             "two /metrics scrapes", 2)
             counts = log_counts(texts[0], strict=False)
             print(f"source: {len(texts[0].splitlines())} log lines, spec-decode lines summed")
+            skipped = read_spec_decode_log(texts[0], strict=False).attrs["skipped"]
+            if skipped:
+                try:
+                    read_spec_decode_log(texts[0], strict=True)
+                    why = ""
+                except ValueError as exc:  # the first unreadable line, with its reason
+                    why = f" ({exc})"
+                print(f"note: skipped unreadable spec-decode line(s) {skipped}{why}")
         elif any(is_log):
             return _err("metrics", "do not mix a log file with a /metrics scrape", 2)
         else:
@@ -144,8 +214,8 @@ def _cmd_bench(args) -> int:
 
     try:
         result = compare_bench(args.on, args.off, goal=args.goal, tolerance=args.tolerance)
-    except FileNotFoundError as exc:
-        return _err("bench", str(exc), 2)
+    except OSError as exc:
+        return _err("bench", f"cannot read {exc.filename}: {exc.strerror}", 2)
     except ValueError as exc:
         return _err("bench", str(exc), 1)
     print(result)
@@ -191,11 +261,10 @@ def register(sub) -> None:
                                    "and the implied alpha.")
     m.add_argument("files", nargs="+", metavar="FILE",
                    help="scrape, or BEFORE AFTER scrapes, or a log file; - for stdin")
-    m.add_argument("--num-speculative-tokens", "-k", type=int, metavar="N",
+    m.add_argument("--num-speculative-tokens", "-k", type=_positive_int, metavar="N",
                    help="gamma for alpha (default: inferred)")
     m.add_argument("--model-name", help="keep only series with this model_name label")
-    m.set_defaults(func=lambda args: _cmd_metrics(args) if len(args.files) <= 2 else
-                   _err("metrics", "give one or two files", 2))
+    m.set_defaults(func=_cmd_metrics)
 
     bb = sub.add_parser("bench", help="compare vllm bench serve results, speculation on vs off",
                         description="Compare two `vllm bench serve --save-result` files and "
@@ -203,6 +272,6 @@ def register(sub) -> None:
     bb.add_argument("on", metavar="ON.json", help="result with speculative decoding")
     bb.add_argument("off", metavar="OFF.json", help="result without")
     bb.add_argument("--goal", choices=("latency", "throughput"), default="latency")
-    bb.add_argument("--tolerance", type=float, default=0.05,
+    bb.add_argument("--tolerance", type=_tolerance, default=0.05,
                     help="relative change treated as noise (default 0.05)")
     bb.set_defaults(func=_cmd_bench)

@@ -21,6 +21,9 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+#: The JupyterLab launcher behind `make lab`.
+LAB_SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "lab.sh"
+
 #: Flags for a headless Chromium on a machine without network (the background-networking
 #: flags keep Chromium from dialling out; a closed network refuses those connections).
 CHROMIUM_ARGS = [
@@ -115,6 +118,34 @@ def kill_tree(proc: subprocess.Popen, grace_s: float = 10.0, also=()) -> None:
             pass
 
 
+def stray_browsers(grace_s: float = 5.0) -> list[str]:
+    """Chromium processes started by this process that outlive the browser; killed."""
+    try:
+        import psutil
+    except ImportError:  # pragma: no cover - ipykernel depends on psutil
+        return []
+    deadline = time.monotonic() + grace_s
+    while True:
+        found = []
+        for p in psutil.Process().children(recursive=True):
+            try:
+                if "chrom" in p.name().lower() and p.status() != psutil.STATUS_ZOMBIE:
+                    found.append(p)
+            except psutil.Error:
+                pass
+        if not found or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    names = []
+    for p in found:
+        try:
+            names.append(f"pid {p.pid} {p.name()}")
+            p.kill()
+        except psutil.Error:
+            pass
+    return names
+
+
 class JupyterLab:
     """A JupyterLab server for one test module, as a subprocess.
 
@@ -131,6 +162,7 @@ class JupyterLab:
         self.port = free_port()
         self.token = os.urandom(16).hex()
         self.proc: subprocess.Popen | None = None
+        self._kids: list = []
         self.log_path = self.state_dir / "jupyterlab.log"
 
     @property
@@ -141,8 +173,11 @@ class JupyterLab:
         return f"{self.url}/lab/tree/{path}?token={self.token}"
 
     def _env(self) -> dict:
+        # A reader's environment: no SPECNB_HEADLESS (static tables instead of widgets) nor
+        # the MPLBACKEND the runner sets, no Jupyter settings of this machine.
         env = {k: v for k, v in os.environ.items()
-               if k != "SPECNB_HEADLESS" and not k.startswith(("JUPYTER", "JPY_"))}
+               if k not in ("SPECNB_HEADLESS", "MPLBACKEND")
+               and not k.startswith(("JUPYTER", "JPY_"))}
         config, data, runtime = (self.state_dir / n for n in ("config", "data", "runtime"))
         for d in (config, data, runtime):
             d.mkdir(parents=True, exist_ok=True)
@@ -155,7 +190,8 @@ class JupyterLab:
             path = user_settings / f"{plugin}.jupyterlab-settings"
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps(values), encoding="utf-8")
-        env.update(JUPYTER_CONFIG_DIR=str(config), JUPYTER_DATA_DIR=str(data),
+        env.update(SPECNB_PYTHON=self.python, SPECNB_LAB_ROOT=str(self.root_dir),
+                   JUPYTER_CONFIG_DIR=str(config), JUPYTER_DATA_DIR=str(data),
                    JUPYTER_RUNTIME_DIR=str(runtime), JUPYTER_PREFER_ENV_PATH="1",
                    JUPYTERLAB_SETTINGS_DIR=str(config / "lab" / "user-settings"),
                    JUPYTERLAB_WORKSPACES_DIR=str(config / "lab" / "workspaces"),
@@ -163,15 +199,18 @@ class JupyterLab:
         return env
 
     def start(self, timeout_s: float = 60.0) -> "JupyterLab":
-        cmd = [self.python, "-m", "jupyterlab", "--no-browser",
-               f"--ServerApp.ip=127.0.0.1", f"--ServerApp.port={self.port}",
-               "--ServerApp.port_retries=0", f"--IdentityProvider.token={self.token}",
-               f"--ServerApp.root_dir={self.root_dir}", "--ServerApp.allow_remote_access=False",
-               "--ServerApp.allow_root=True", "--ServerApp.terminals_enabled=False",
+        # The launcher `make lab` uses (loopback, project kernel, no SPECNB_HEADLESS), plus
+        # what a test needs: its own port and token, no browser tab, nothing fetched online.
+        cmd = ["sh", str(LAB_SCRIPT), "--no-browser",
+               f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0",
+               f"--IdentityProvider.token={self.token}", "--ServerApp.terminals_enabled=False",
                "--LabApp.news_url=None", "--LabApp.extension_manager=readonly",
                "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-               "--ServerApp.shutdown_no_activity_timeout=600",
-               "--MappingKernelManager.cull_idle_timeout=0"]
+               # a safety net should this process be killed before stop(): idle kernels
+               # go after 5 minutes, and then the server
+               "--MappingKernelManager.cull_idle_timeout=300",
+               "--MappingKernelManager.cull_interval=60",
+               "--ServerApp.shutdown_no_activity_timeout=300"]
         self.state_dir.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
         self._log = log
@@ -207,7 +246,7 @@ class JupyterLab:
         """Shut kernels and server down (politely, then by signal); wait for the port."""
         if self.proc is None:
             return
-        kids = _descendants(self.proc.pid)  # kernels, before the server lets go of them
+        kids = self._kids = _descendants(self.proc.pid)  # kernels, before the server lets go
         try:
             if self.proc.poll() is None:
                 try:
@@ -221,6 +260,21 @@ class JupyterLab:
             deadline = time.monotonic() + 10
             while not port_is_free(self.port) and time.monotonic() < deadline:
                 time.sleep(0.2)
+
+    def leftovers(self) -> list[str]:
+        """What of this server is still alive after :meth:`stop` (should be nothing)."""
+        alive = []
+        if self.proc is not None and self.proc.poll() is None:
+            alive.append(f"server pid {self.proc.pid}")
+        for kid in getattr(self, "_kids", []):
+            try:
+                if kid.is_running() and kid.status() != "zombie":
+                    alive.append(f"pid {kid.pid} {kid.name()}")
+            except Exception:  # noqa: BLE001 - gone
+                pass
+        if not port_is_free(self.port):
+            alive.append(f"port {self.port} still in use")
+        return alive
 
     def __enter__(self):
         try:

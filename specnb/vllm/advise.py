@@ -156,7 +156,9 @@ def recommend(*, target_has_mtp: bool = False, eagle3_drafter: bool | None = Fal
     ------
     ValueError
         a flag that is not a bool, peak_batch < 1, temperature < 0, an unknown goal, alpha
-        outside [0, 1], c < 0, or only one of alpha and c.
+        outside [0, 1], c < 0, any NaN or infinity, or only one of alpha and c.
+    TypeError
+        a number given as a string, an array or a list.
     """
     from .. import _check
     from ..theory import operations_factor, optimal_gamma
@@ -167,11 +169,14 @@ def recommend(*, target_has_mtp: bool = False, eagle3_drafter: bool | None = Fal
     spare_memory = _bool("spare_memory", spare_memory)
     copy_heavy = _bool("copy_heavy", copy_heavy)
     peak_batch = _check.scalar_int("peak_batch", peak_batch, lo=1)
-    temperature = float(_check.real("temperature", temperature, lo=0.0))
+    temperature = _check.scalar_real("temperature", temperature, lo=0.0)
     _check.choice("goal", goal, ("latency", "throughput"))
     if (alpha is None) != (c is None):
         raise ValueError(f"alpha and c go together (gamma comes from both); got alpha={alpha!r}, "
                          f"c={c!r}")
+    if alpha is not None:
+        alpha = _check.scalar_real("alpha", alpha, lo=0.0, hi=1.0)
+        c = _check.scalar_real("c", c, lo=0.0)
     for name, value in (("draft_model", draft_model), ("eagle3_model", eagle3_model)):
         if value is not None and (not isinstance(value, str) or not value.strip()):
             raise ValueError(f"{name} must be a checkpoint id or path, got {value!r}")

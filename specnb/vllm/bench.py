@@ -37,6 +37,27 @@ SPEC_KEYS = ("spec_decode_acceptance_rate", "spec_decode_acceptance_length",
 COMPARABLE = ("model_id", "num_prompts", "max_concurrency", "request_rate", "burstiness",
               "endpoint_type", "dataset_name")
 _PCT = re.compile(r"^p(\d+(?:\.\d+)?)_(ttft|tpot|itl|e2el)_ms$")
+#: Keys whose values must be finite numbers >= 0 (latencies, throughputs, counts).
+_NUMERIC = re.compile(r"^(?:(?:mean|median|std|p\d+(?:\.\d+)?)_(?:ttft|tpot|itl|e2el)_ms"
+                      r"|output_throughput|total_token_throughput|request_throughput|duration"
+                      r"|completed|failed|total_input_tokens|total_output_tokens"
+                      r"|spec_decode_(?:acceptance_rate|acceptance_length|num_drafts"
+                      r"|draft_tokens|accepted_tokens))$")
+
+
+def _check_values(data: dict, where: str) -> None:
+    for k, v in data.items():
+        if not isinstance(k, str):
+            raise ValueError(f"{where}: keys must be strings, got {k!r}")
+        if _NUMERIC.match(k) and (isinstance(v, bool) or not isinstance(v, (int, float))
+                                  or not math.isfinite(v) or v < 0):
+            raise ValueError(f"{where}: {k} must be a finite number >= 0, got {v!r}")
+    rates = data.get("spec_decode_per_position_acceptance_rates")
+    if rates is not None and (not isinstance(rates, list) or not all(
+            not isinstance(r, bool) and isinstance(r, (int, float)) and 0 <= r <= 1
+            for r in rates)):
+        raise ValueError(f"{where}: spec_decode_per_position_acceptance_rates must be a list "
+                         f"of fractions in [0, 1], got {rates!r}")
 
 
 def read_bench(path_or_dict) -> dict:
@@ -52,11 +73,12 @@ def read_bench(path_or_dict) -> dict:
 
     Raises
     ------
-    FileNotFoundError
-        no such file.
+    OSError
+        the file cannot be read (FileNotFoundError, IsADirectoryError, PermissionError...).
     ValueError
-        not JSON, not an object, or neither ``output_throughput`` nor any ``*_ms`` latency key
-        (not a bench result).
+        not UTF-8 text, not JSON, not an object, neither ``output_throughput`` nor any ``*_ms``
+        latency key (not a bench result), or a latency, throughput, count or acceptance value
+        that is not a finite number >= 0 (the message names the key).
     """
     if isinstance(path_or_dict, dict):
         data, where = path_or_dict, "the dict"
@@ -64,14 +86,21 @@ def read_bench(path_or_dict) -> dict:
         where = str(path_or_dict)
         try:
             data = json.loads(Path(path_or_dict).read_text(encoding="utf-8"))
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"{where}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at "
+                             f"offset {exc.start}); is it a `vllm bench serve --save-result` "
+                             "JSON file?") from None
         except json.JSONDecodeError as exc:
             raise ValueError(f"{where}: not JSON ({exc.msg} at line {exc.lineno} column "
                              f"{exc.colno})") from None
+        except RecursionError:
+            raise ValueError(f"{where}: JSON nested too deeply to read") from None
     else:
         raise TypeError("path_or_dict must be a path or a dict, got "
                         f"{type(path_or_dict).__name__}")
     if not isinstance(data, dict):
         raise ValueError(f"{where}: a bench result is a JSON object, got {type(data).__name__}")
+    _check_values(data, where)
     if "output_throughput" not in data and not any(k.endswith("_ms") for k in data):
         raise ValueError(f"{where}: no output_throughput and no *_ms latency keys; is this a "
                          "`vllm bench serve --save-result` file?")
@@ -237,7 +266,7 @@ def compare_bench(on, off, goal: str = "latency", tolerance: float = 0.05) -> Be
         r = row("TPOT", "median")
         r = r if r is not None else row("TPOT", "mean")
         if r is None:
-            reasons.append("neither file has a TPOT (median or mean) for both runs")
+            reasons.append("no TPOT (median or mean) in both runs, or the OFF run's is 0")
         else:
             verdict = {"on": "turn it on", "off": "keep it off",
                        "same": "no clear difference"}[r["better"]]
@@ -246,7 +275,8 @@ def compare_bench(on, off, goal: str = "latency", tolerance: float = 0.05) -> Be
     else:
         r = row("output throughput", "")
         if r is None:
-            reasons.append("output_throughput is missing from one of the runs")
+            reasons.append("output_throughput is missing from one of the runs, or 0 in the OFF "
+                           "run")
         else:
             verdict = {"on": "turn it on", "off": "keep it off",
                        "same": "no clear difference"}[r["better"]]

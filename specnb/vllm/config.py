@@ -213,6 +213,23 @@ def _python_literal(text: str):
 
 
 # Each rule: detect(text, masked) -> index or None; transform(text) -> text or None; cause.
+_UNDECODABLE = re.compile("[\udc80-\udcff\x00]")
+
+
+def _r_undecodable(text, masked):
+    m = _UNDECODABLE.search(text)
+    return m.start() if m else None
+
+
+def _r_bom(text, masked):
+    i = text.find("\ufeff")
+    return i if i >= 0 else None
+
+
+def _t_bom(text):
+    return text.replace("\ufeff", "")
+
+
 def _r_smart(text, masked):
     idx = [i for i, ch in enumerate(text) if ch in _SMART]
     return idx[0] if idx else None
@@ -380,6 +397,10 @@ def _t_braces(text):
 
 
 _RULES = [
+    ("bytes that are not UTF-8 text, or NUL characters (the value was saved as UTF-16 or "
+     "Latin-1, or read from a binary file)", _r_undecodable, None),
+    ("a byte-order mark (U+FEFF) before the JSON: the file was saved as 'UTF-8 with BOM'",
+     _r_bom, _t_bom),
     ("smart or full-width quotes/punctuation (a word processor, chat app or input method "
      "replaced the ASCII characters)", _r_smart, _t_smart),
     ("the quotes around the value reached vLLM literally (a YAML, docker-compose or Kubernetes "
@@ -404,12 +425,23 @@ _RULES = [
 
 def _diagnose(text: str, err: json.JSONDecodeError, depth: int = 0):
     """Return (cause, fix, key, index) for text that json.loads rejected."""
+    if text.strip() in ("", "None"):
+        what = "only whitespace" if not text.strip() else "None with spaces around it"
+        return (f"{what}: vLLM reads exactly '' or 'None' as no speculative config; anything "
+                "else must be JSON", "pass '' (or drop --speculative-config) to leave "
+                "speculative decoding off, or a JSON object to turn it on", None,
+                len(text) - len(text.lstrip()))
     masked = _mask_strings(text)
     for cause, detect, transform in _RULES:
         idx = detect(text, masked)
         if idx is None:
             continue
         key = None
+        if transform is None and detect is _r_undecodable:
+            ch = text[idx]
+            what = "a NUL character" if ch == "\x00" else f"the byte 0x{ord(ch) - 0xdc00:02x}"
+            return (f"{cause}: {what}", "save the value as UTF-8 text and pass it again", None,
+                    idx)
         if transform is None:  # template placeholder: name it, suggest a value
             ph = _PLACEHOLDER_VALUE_RE.match(masked, idx).group()
             ph = text[idx:idx + len(ph)]
@@ -428,6 +460,8 @@ def _diagnose(text: str, err: json.JSONDecodeError, depth: int = 0):
             if depth < 3 and fixed != text:
                 more, fix2, key2, _ = _diagnose(fixed, err2, depth + 1)
                 return f"{cause}; then {more}", fix2, key2, idx
+            return cause, "", key, idx
+        except (RecursionError, ValueError):  # nested too deeply, or an over-long integer
             return cause, "", key, idx
     if err.msg.startswith("Extra data"):
         return ("text after the end of the object (two objects, or a stray character)", "",
@@ -449,37 +483,79 @@ def parse_speculative_config(text: str):
 
     Returns
     -------
-    The parsed JSON value (normally a dict), or None for ``""`` / ``"None"``.
+    The parsed JSON value (normally a dict), or None for exactly ``""`` or ``"None"`` (as in
+    vLLM, surrounding whitespace makes them invalid JSON); JSON ``null`` also gives None.
 
     Raises
     ------
     TypeError
         ``text`` is not a string.
     ConfigSyntaxError
-        the text is not JSON; the error has ``line``, ``column``, ``cause`` and ``fix``.
+        the text is not JSON (also: nested deeper than Python's json module can read, or an
+        integer longer than Python's 4300-digit limit); the error has ``line``, ``column``,
+        ``cause`` and ``fix``.
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
-    if text.strip() in ("", "None"):
+    if text in ("", "None"):
         return None
     try:
         return _loads(text)
-    except json.JSONDecodeError as err:
-        cause, fix, key, idx = _diagnose(text, err)
+    except RecursionError:
+        idx = _too_deep(text)
         line, col = _linecol(text, idx)
-        raise ConfigSyntaxError(cause, line=line, column=col, fix=fix, key=key,
-                                parser_message=f"{err.msg} at line {err.lineno} column "
-                                               f"{err.colno}") from None
+        raise ConfigSyntaxError("nested too deeply: Python's json module (which vLLM uses) "
+                                "gives up with a RecursionError", line=line, column=col,
+                                fix="a speculative_config is one flat object; remove the "
+                                "nesting") from None
+    except ValueError as err:
+        if isinstance(err, json.JSONDecodeError):
+            raise _syntax_error(text, err) from None
+        m = re.search(r"\d{4301,}", _mask_strings(text))  # int digit limit (CVE-2020-10735)
+        line, col = _linecol(text, m.start() if m else 0)
+        raise ConfigSyntaxError(f"an integer with more digits than Python's json module reads "
+                                f"({err})", line=line, column=col,
+                                fix="write a realistic number (num_speculative_tokens is small, "
+                                "e.g. 4)") from None
+
+
+def _too_deep(text: str) -> int:
+    """Index of the first bracket nested deeper than 500 levels (outside strings)."""
+    depth = 0
+    for i, ch in enumerate(_mask_strings(text)):
+        if ch in "[{":
+            depth += 1
+            if depth > 500:
+                return i
+        elif ch in "]}":
+            depth -= 1
+    return 0
+
+
+def _syntax_error(text: str, err: json.JSONDecodeError) -> ConfigSyntaxError:
+    cause, fix, key, idx = _diagnose(text, err)
+    line, col = _linecol(text, idx)
+    return ConfigSyntaxError(cause, line=line, column=col, fix=fix, key=key,
+                             parser_message=f"{err.msg} at line {err.lineno} column {err.colno}")
 
 
 # --------------------------------------------------------------------------- versions
+_VERSION_RE = re.compile(r"v?(\d+)\.(\d+)(?:\.\d+)*(?:(?:a|b|rc|c)\d*)?(?:\.?post\d*)?"
+                         r"(?:\.?dev\d*)?(?:\+[a-z0-9.]+)?", re.IGNORECASE)
+
+
 def _parse_version(vllm_version):
     if vllm_version is None:
         return None
-    m = re.match(r"^\s*v?(\d+)\.(\d+)", str(vllm_version))
+    if not isinstance(vllm_version, str):
+        why = " (as a float, 0.10 would read as 0.1)" if isinstance(vllm_version, float) else ""
+        raise TypeError(f"vllm_version must be a string like '0.11.0'{why}, got "
+                        f"{type(vllm_version).__name__} {vllm_version!r}")
+    m = _VERSION_RE.fullmatch(vllm_version.strip())
     if not m:
-        raise ValueError(f"vllm_version must look like '0.11.0' (or None for current vLLM), "
-                         f"got {vllm_version!r}")
+        shown = vllm_version if len(vllm_version) <= 60 else vllm_version[:60] + "..."
+        raise ValueError(f"vllm_version must look like '0.11.0' (also '0.11', 'v0.11.0', "
+                         f"'0.11.0rc1', '0.11.0+cu128'; None for current vLLM), got {shown!r}")
     return int(m.group(1)), int(m.group(2))
 
 
@@ -644,7 +720,10 @@ class _Checker:
                          "write a number")
                 return None
             lo, hi = spec.minimum, spec.maximum
-            if (lo is not None and value < lo) or (hi is not None and value > hi):
+            # vLLM: `< lo` for a minimum only (NaN passes), `not lo <= v <= hi` for a range
+            # (NaN fails)
+            if (hi is not None and not lo <= value <= hi) or (hi is None and lo is not None
+                                                              and value < lo):
                 rng = f"in [{lo:g}, {hi:g}]" if hi is not None else f">= {lo:g}"
                 self.add("error", key, f"{key}={value} must be {rng} (vLLM: "
                          f"\"{key}={value} must be {rng}\")", f"use a value {rng}")
@@ -776,6 +855,11 @@ class _Checker:
         if method is None:
             return
         has_model = cfg.get("model") is not None
+        if isinstance(model, str) and not model.strip() and method not in (
+                "ngram", "ngram_gpu", "suffix", "extract_hidden_states"):
+            self.add("error", "model", f"model is the blank string {model!r}: vLLM would try to "
+                     "load a checkpoint by that name and fail",
+                     "put the draft checkpoint's Hugging Face id or local path")
         # model
         if method in S.NEEDS_MODEL and not has_model:
             if method == "custom_class":
@@ -853,7 +937,7 @@ class _Checker:
                      f"them to 0 for method '{method}'", "remove them")
 
         # suffix
-        suffix_keys = [k for k in cfg if k.startswith("suffix_decoding_")]
+        suffix_keys = [k for k in cfg if isinstance(k, str) and k.startswith("suffix_decoding_")]
         if method == "suffix":
             self.add("warning", None, "suffix decoding needs Arctic Inference on the server: "
                      "\"Arctic Inference is required for suffix decoding. Install via `pip "
@@ -966,6 +1050,36 @@ def _guess_method(model: str) -> str:
     return "draft_model"
 
 
+_JSON_SCALARS = (str, int, float, bool, type(None))
+
+
+def _json_values(value, where: str) -> None:
+    """Raise TypeError naming the first value that JSON (and so vLLM's CLI) cannot hold."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _json_values(v, f"{where}[{k!r}]")
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            _json_values(v, f"{where}[{i}]")
+    elif not isinstance(value, _JSON_SCALARS):
+        hint = (" (convert numpy numbers with int() / float())"
+                if type(value).__module__ == "numpy" else "")
+        raise TypeError(f"{where} must be a JSON value (str, int, float, bool, None, list, "
+                        f"dict), got {type(value).__module__}.{type(value).__name__} "
+                        f"{value!r}{hint}")
+
+
+def _plain(value):
+    """numpy scalars -> the equal Python number (exact); lists, tuples and dicts recursively."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if type(value).__module__ == "numpy" and getattr(value, "shape", None) == ():
+        return value.item()
+    return value
+
+
 def check_speculative_config(text_or_dict, vllm_version=None) -> ConfigCheck:
     """Check a ``--speculative-config`` value against vLLM's own rules.
 
@@ -997,30 +1111,35 @@ def check_speculative_config(text_or_dict, vllm_version=None) -> ConfigCheck:
     Raises
     ------
     TypeError
-        ``text_or_dict`` is neither a string nor a dict.
+        ``text_or_dict`` is neither a string nor a dict, or the dict holds a value that is not
+        a JSON value (e.g. a numpy number: convert it with ``int()`` / ``float()``);
+        ``vllm_version`` is not a string (a float such as 0.10 would read as 0.1).
     ValueError
         ``vllm_version`` does not look like a version ("0.11.0").
     """
     vt = _parse_version(vllm_version)
     era = _era(vt)
-    version = str(vllm_version).strip() if vllm_version is not None else None
+    version = vllm_version.strip() if vllm_version is not None else None
     if isinstance(text_or_dict, dict):
         text, cfg = None, text_or_dict
+        _json_values(cfg, "text_or_dict")
     elif isinstance(text_or_dict, str):
         text = text_or_dict
         try:
             cfg = parse_speculative_config(text)
         except ConfigSyntaxError as exc:
+            parser = f" [{exc.parser_message}]" if exc.parser_message else ""
             finding = Finding("error", exc.key, f"not valid JSON: {exc.cause}; vLLM stops with "
                               "'argument --speculative-config: Value ... cannot be converted "
-                              f"to <function loads ...>' [{exc.parser_message}]",
+                              f"to <function loads ...>'{parser}",
                               exc.fix or "write one JSON object in double quotes, e.g. "
                               "{\"method\": \"ngram\", \"num_speculative_tokens\": 4}",
                               exc.line, exc.column)
             return ConfigCheck((finding,), None, version)
         if cfg is None:
-            finding = Finding("warning", None, "empty value: vLLM reads '' and 'None' as no "
-                              "speculative config, so speculative decoding stays off",
+            finding = Finding("warning", None, "empty value: vLLM reads '', 'None' (and JSON "
+                              "null) as no speculative config, so speculative decoding stays "
+                              "off",
                               "pass a JSON object, or drop --speculative-config")
             return ConfigCheck((finding,), None, version)
         if not isinstance(cfg, dict):
@@ -1059,11 +1178,13 @@ def speculative_config(method: str, num_speculative_tokens: int | None = None,
         ``medusa``, ``mlp_speculator`` (also ``ngram_gpu``, ``dflash``, ``dspark``,
         ``custom_class``, ``extract_hidden_states``).
     num_speculative_tokens : int or None
-        Draft length gamma (> 0). None leaves it out (suffix decoding and checkpoints with
-        ``n_predict`` supply a default; the other methods then fail the check).
+        Draft length gamma (> 0; a numpy integer is taken as the equal int). None leaves it
+        out (suffix decoding and checkpoints with ``n_predict`` supply a default; the other
+        methods then fail the check).
     **options
         Any other ``SpeculativeConfig`` key, e.g. ``model="Qwen/Qwen3-0.6B"``,
-        ``prompt_lookup_min=2``. A None value leaves the key out.
+        ``prompt_lookup_min=2``, as JSON values (numpy numbers are taken as the equal Python
+        number). A None value leaves the key out.
 
     Returns
     -------
@@ -1076,12 +1197,22 @@ def speculative_config(method: str, num_speculative_tokens: int | None = None,
         unknown ``method`` (with a did-you-mean) or a config vLLM would reject; the message
         lists every error finding with its fix. Warnings are not raised: call
         :func:`check_speculative_config` on the result to see them.
+    TypeError
+        ``num_speculative_tokens`` not an int (a string, a float, a bool); an option that is
+        not a JSON value.
     """
     if not isinstance(method, str) or method not in S.BUILD_METHODS:
         close = difflib.get_close_matches(str(method).lower(), S.BUILD_METHODS, n=1)
         hint = S.METHOD_ALIASES.get(str(method).lower()) or (close[0] if close else None)
         raise ValueError(f"method must be one of {', '.join(S.BUILD_METHODS)}; got {method!r}"
                          + (f" (did you mean {hint!r}?)" if hint else ""))
+    num_speculative_tokens = _plain(num_speculative_tokens)
+    if num_speculative_tokens is not None and (isinstance(num_speculative_tokens, bool) or
+                                               not isinstance(num_speculative_tokens, int)):
+        raise TypeError(f"num_speculative_tokens must be an int (> 0) or None, got "
+                        f"{type(num_speculative_tokens).__name__} {num_speculative_tokens!r}")
+    options = {k: _plain(v) for k, v in options.items()}
+    _json_values(options, "options")
     cfg: dict = {"method": method}
     if options.get("model") is not None:
         cfg["model"] = options.pop("model")
@@ -1103,6 +1234,7 @@ def _as_mapping(config, name="config") -> dict:
     for k in config:
         if not isinstance(k, str):
             raise ValueError(f"{name} keys must be strings, got {k!r}")
+    config = _plain(config)  # numpy numbers -> the equal Python numbers, tuples -> lists
     try:
         json.dumps(config, allow_nan=False)
     except (TypeError, ValueError) as exc:
@@ -1136,10 +1268,15 @@ def serve_command(config: dict, model: str = "<target-model>", *, extra_args=())
     Raises
     ------
     TypeError, ValueError
-        ``config`` not a dict of JSON values (no NaN/inf); empty ``model``.
+        ``config`` not a dict of JSON values (no NaN/inf); empty ``model``; ``extra_args`` a
+        single string (give a list of words, e.g. ``shlex.split("--port 8001")``).
     """
-    _as_mapping(config)
+    config = _as_mapping(config)
     _check_model(model)
+    if isinstance(extra_args, (str, bytes)):
+        raise TypeError(f"extra_args must be a list of words, not one string (it would be "
+                        f"split into characters); got {extra_args!r}, use "
+                        f"shlex.split({extra_args!r})")
     words = ["vllm", "serve", model, "--speculative-config",
              json.dumps(config, allow_nan=False), *map(str, extra_args)]
     return " ".join(shlex.quote(w) for w in words)
@@ -1229,7 +1366,7 @@ def yaml_config(config: dict, model: str | None = None) -> str:
     TypeError, ValueError
         ``config`` not a dict of JSON values; empty ``model``.
     """
-    _as_mapping(config)
+    config = _as_mapping(config)
     lines = ["# vllm serve --config this.yaml  (nested mapping, not an escaped JSON string)"]
     if model is not None:
         lines.append(f"model: {_yaml_str(_check_model(model))}")
@@ -1252,7 +1389,7 @@ def python_snippet(config: dict, model: str = "<target-model>") -> str:
     TypeError, ValueError
         ``config`` not a dict of JSON values; empty ``model``.
     """
-    _as_mapping(config)
+    config = _as_mapping(config)
     _check_model(model)
     body = "".join(f"        {k!r}: {v!r},\n" for k, v in config.items())
     return ("from vllm import LLM\n\n"

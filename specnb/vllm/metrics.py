@@ -160,11 +160,15 @@ def read_metrics(text: str, model_name: str | None = None) -> SpecDecodeCounts:
     TypeError
         ``text`` is not a string.
     ValueError
-        not Prometheus text; no ``vllm:spec_decode_*_total`` counters (speculation off, a V0
-        server, or not vLLM); ``model_name`` matches no series (the message lists the names).
+        empty or not Prometheus text; no ``vllm:spec_decode_*_total`` counters (speculation
+        off, a V0 server, or not vLLM); a counter that is negative, NaN or infinite;
+        ``model_name`` matches no series (the message lists the names).
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be a str (the /metrics body), got {type(text).__name__}")
+    if not text.strip():
+        raise ValueError("text is empty: no /metrics scrape to read (save the body of GET "
+                         "/metrics from the vLLM server)")
     samples = _parse_families(text)
     names_seen = {s.labels.get("model_name") for s in samples
                   if s.name in COUNTERS.values() and "model_name" in s.labels}
@@ -182,6 +186,10 @@ def read_metrics(text: str, model_name: str | None = None) -> SpecDecodeCounts:
             continue
         if model_name is not None and s.labels.get("model_name") != model_name:
             continue
+        if not math.isfinite(s.value) or s.value < 0:
+            shown = ",".join(f'{k}="{v}"' for k, v in s.labels.items())
+            raise ValueError(f"{s.name}{{{shown}}} is {s.value!r}: a counter is a finite count "
+                             ">= 0; the scrape is damaged or was edited by hand")
         found.add(what)
         labels = {k: v for k, v in s.labels.items() if k != "position"}
         label_sets.add(tuple(sorted(labels.items())))
@@ -230,7 +238,7 @@ _RE = {
     "mean_acceptance_length": re.compile(r"Mean acceptance length:\s*" + _NUM),
     "accepted": re.compile(r"Accepted:\s*(\d+)\s*tokens"),
     "drafted": re.compile(r"Drafted:\s*(\d+)\s*tokens"),
-    "per_position": re.compile(r"Per-position acceptance rate:\s*((?:[0-9.]+(?:,\s*)?)+)"),
+    "per_position": re.compile(r"Per-position acceptance rate:\s*([0-9.,\s]*)"),
     "avg_rate": re.compile(r"Avg Draft acceptance rate:\s*" + _NUM + "%"),
     "old_rate": re.compile(r"Draft acceptance rate:\s*" + _NUM + "%"),
     "depth": re.compile(r"Current speculative depth:\s*(\d+)"),
@@ -253,8 +261,17 @@ def _parse_v1(line: str, lineno: int):
     if missing:
         raise ValueError(f"line {lineno}: SpecDecoding line without {', '.join(missing)}: "
                          f"{line.strip()[:120]}")
-    rates = [float(x) for x in re.split(r",\s*", got["per_position"].group(1).strip(", "))
-             if x] if got["per_position"] else []
+    rates = []
+    if got["per_position"]:
+        listed = got["per_position"].group(1).strip().rstrip(",").strip()
+        try:
+            rates = [float(x) for x in listed.split(",")] if listed else []
+        except ValueError:
+            raise ValueError(f"line {lineno}: per-position acceptance rates {listed!r} are not "
+                             "a comma-separated list of numbers") from None
+        if not all(0.0 <= r <= 1.0 for r in rates):
+            raise ValueError(f"line {lineno}: per-position acceptance rates must be fractions "
+                             f"in [0, 1], got {listed!r}")
     fmt = "current" if got["avg_rate"] else ("older" if got["old_rate"] else "current")
     printed = got["avg_rate"] or got["old_rate"]
     accepted, drafted = int(got["accepted"].group(1)), int(got["drafted"].group(1))
@@ -285,9 +302,13 @@ def _parse_v0(line: str, lineno: int):
                          f"{line.strip()[:120]}")
     rate, eff, k, acc, draft, emitted = m.groups()
     k, draft, emitted = int(k), int(draft), int(emitted)
+    if k < 1:
+        raise ValueError(f"line {lineno}: 'Number of speculative tokens: {k}' must be >= 1: "
+                         f"{line.strip()[:120]}")
     steps = draft / k
     return {
-        "line": lineno, "format": "v0", "mean_acceptance_length": emitted / steps,
+        "line": lineno, "format": "v0",
+        "mean_acceptance_length": emitted / steps if steps else float("nan"),
         "accepted": int(acc), "drafted": draft, "acceptance_rate": _float(rate),
         "per_position": [], "num_speculative_tokens": k, "speculative_depth": None,
         "drafts": steps, "emitted": emitted, "system_efficiency": _float(eff),
@@ -338,20 +359,22 @@ def read_spec_decode_log(text: str, strict: bool = True):
 
     if not isinstance(text, str):
         raise TypeError(f"text must be a str (log text), got {type(text).__name__}")
-    rows, skipped = [], []
+    rows, skipped, first_error = [], [], ""
     for i, line in enumerate(text.splitlines(), 1):
         try:
             if "SpecDecoding metrics:" in line:
                 rows.append(_parse_v1(line, i))
             elif "Speculative metrics:" in line:
                 rows.append(_parse_v0(line, i))
-        except ValueError:
+        except ValueError as exc:
             if strict:
                 raise
             skipped.append(i)
+            first_error = first_error or str(exc)
     if not rows:
-        raise ValueError("no 'SpecDecoding metrics:' or 'Speculative metrics:' line found"
-                         + (f" (unreadable lines: {skipped})" if skipped else ""))
+        raise ValueError("no 'SpecDecoding metrics:' or 'Speculative metrics:' line "
+                         + (f"could be read (unreadable lines: {skipped}; {first_error})"
+                            if skipped else "found"))
     cols = ["line", "format", "mean_acceptance_length", "accepted", "drafted",
             "acceptance_rate", "per_position", "num_speculative_tokens", "speculative_depth",
             "drafts", "emitted", "system_efficiency"]
@@ -448,9 +471,17 @@ class AcceptanceStats:
         c : float or None
             Draft/target cost per forward; with it, the gamma that maximises Theorem 3.8 at the
             implied alpha is suggested (:func:`specnb.theory.optimal_gamma`).
+
+        Raises
+        ------
+        ValueError, TypeError
+            ``c`` negative, NaN, infinite or not a single number.
         """
+        from .. import _check
         from ..theory import optimal_gamma, walltime_speedup
 
+        if c is not None:
+            c = _check.scalar_real("c", c, lo=0.0)
         out = []
         tau = self.mean_acceptance_length
         if tau < MIN_ACCEPTANCE_LENGTH:
@@ -511,17 +542,33 @@ def acceptance_stats(counts: SpecDecodeCounts, num_speculative_tokens: int | Non
     TypeError
         ``counts`` is not a SpecDecodeCounts.
     ValueError
-        no drafts or no draft tokens in the window (nothing was speculated); gamma < 1; a
-        tau above gamma + 1 (wrong gamma).
+        no drafts or no draft tokens in the window (nothing was speculated); a count that is
+        negative, NaN or infinite; accepted tokens above draft tokens, or a per-position count
+        above the drafts (inconsistent counts); gamma < 1; a tau above gamma + 1 (wrong gamma).
+    TypeError
+        a count that is not a number; ``num_speculative_tokens`` not an integer.
     """
     from .. import _check
     from ..theory import alpha_from_acceptance_length
 
     if not isinstance(counts, SpecDecodeCounts):
         raise TypeError(f"counts must be a SpecDecodeCounts, got {type(counts).__name__}")
+    for name in ("drafts", "draft_tokens", "accepted_tokens"):
+        _check.real(f"counts.{name}", getattr(counts, name), lo=0.0)
+    _check.real("counts.accepted_per_position", list(counts.accepted_per_position), lo=0.0)
     if counts.drafts <= 0 or counts.draft_tokens <= 0:
         raise ValueError(f"no speculation in this window (drafts={counts.drafts:g}, draft "
                          f"tokens={counts.draft_tokens:g}); vLLM reports no acceptance then")
+    if counts.accepted_tokens > counts.draft_tokens:
+        raise ValueError(f"accepted tokens ({counts.accepted_tokens:g}) exceed draft tokens "
+                         f"({counts.draft_tokens:g}): the counts are inconsistent (scrapes of "
+                         "different servers, or counters edited by hand)")
+    over = [i for i, x in enumerate(counts.accepted_per_position) if x > counts.drafts]
+    if over:
+        raise ValueError(f"accepted at position {over[0]} "
+                         f"({counts.accepted_per_position[over[0]]:g}) exceeds the drafts "
+                         f"({counts.drafts:g}): a position is accepted at most once per draft; "
+                         "the counts are inconsistent")
     notes = []
     rate = counts.accepted_tokens / counts.draft_tokens
     tau = 1.0 + counts.accepted_tokens / counts.drafts
