@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 # Modules that add subcommands, in the order they appear in ``specnb --help``.
@@ -46,7 +47,17 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
-    return int(args.func(args) or 0)
+    try:
+        return int(args.func(args) or 0)
+    except BrokenPipeError:  # `specnb ... | head`: the reader left; no traceback
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return 141  # 128 + SIGPIPE, as shells report it
+    except KeyboardInterrupt:
+        print("specnb: interrupted", file=sys.stderr)
+        return 130  # 128 + SIGINT
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -430,7 +430,7 @@ def _diagnose(text: str, err: json.JSONDecodeError, depth: int = 0):
         return (f"{what}: vLLM reads exactly '' or 'None' as no speculative config; anything "
                 "else must be JSON", "pass '' (or drop --speculative-config) to leave "
                 "speculative decoding off, or a JSON object to turn it on", None,
-                len(text) - len(text.lstrip()))
+                len(text) - len(text.lstrip()) if text.strip() else 0)
     masked = _mask_strings(text)
     for cause, detect, transform in _RULES:
         idx = detect(text, masked)
