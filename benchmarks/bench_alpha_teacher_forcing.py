@@ -16,6 +16,7 @@ import argparse
 import time
 
 import torch
+import transformers
 
 from specnb import acceptance as acc
 from specnb import measure as M
@@ -29,7 +30,7 @@ def main() -> int:
     ap.add_argument("--max-new-tokens", type=int, default=48)
     ap.add_argument("--gamma", type=int, nargs="+", default=[1, 3, 5])
     args = ap.parse_args()
-    torch.set_num_threads(2)
+    torch.set_num_threads(1)  # steady timings on a shared CPU (see specnb.measure.measure)
     torch.manual_seed(0)
     target, tok = M.load_model(M.BUNDLED_TARGET, device="cpu")
     drafts = {p.name: M.load_model(p, device="cpu", need_tokenizer=False)[0]
@@ -38,7 +39,9 @@ def main() -> int:
     ids = M.encode_prompts(tok, prompts, max_new_tokens=args.max_new_tokens,
                            context=M.context_length(target))
     mnt = args.max_new_tokens
+    transformers.logging.set_verbosity_error()
     # warm-up
+    M.generate_continuation(target, ids[0], max_new_tokens=8)
     for d in drafts.values():
         M.run_generate(target, ids[0], draft=d, gamma=3, max_new_tokens=8)
     print(f"bundled pair, {len(prompts)} held-out prompts, {mnt} new tokens, greedy, "

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _check
+from . import _check, theory
 
 __all__ = [
     "draft_length",
@@ -454,6 +454,30 @@ class TimingModel:
         g = _check.integer("gamma", gamma, lo=0)
         return _check.out(t * self.t_target / (self.t_target + self.t_round + g * self.t_draft))
 
+    def optimal_gamma(self, alpha, gamma_max: int = 16):
+        """The draft length with the highest :meth:`speedup` when tau follows Eq. 1 at
+        acceptance rate ``alpha`` (:func:`specnb.theory.expected_tokens_per_step`), like
+        :func:`specnb.theory.optimal_gamma` but with this model's per-round overhead.
+
+        Returns
+        -------
+        (gamma, speedup) : (int, float); gamma 0 with speedup 1.0 when no gamma in
+        [1, gamma_max] beats plain decoding. Ties go to the smaller gamma.
+
+        Raises
+        ------
+        ValueError
+            alpha outside [0, 1]; gamma_max < 1.
+        """
+        a = float(_check.real("alpha", alpha, lo=0.0, hi=1.0))
+        gmax = _check.scalar_int("gamma_max", gamma_max, lo=1)
+        g = np.arange(1, gmax + 1)
+        sp = np.asarray(self.speedup(theory.expected_tokens_per_step(a, g), g))
+        best = int(np.argmax(sp))
+        if sp[best] <= 1.0:
+            return 0, 1.0
+        return int(g[best]), float(sp[best])
+
 
 def fit_timing_model(wall_s, target_forwards, draft_forwards, assisted_rounds) -> TimingModel:
     """Fit :class:`TimingModel` to measured ``generate`` calls (numpy least squares).
@@ -492,6 +516,12 @@ def fit_timing_model(wall_s, target_forwards, draft_forwards, assisted_rounds) -
         raise ValueError("the timing model needs plain-decoding calls and assisted calls at two "
                          f"or more gammas (a full-rank design of 4 columns); got {w.size} calls "
                          f"of rank {np.linalg.matrix_rank(x)}")
+    assisted = ar > 0
+    ratio = df[assisted] / ar[assisted]
+    if assisted.sum() < 2 or ratio.max() - ratio.min() < 0.5 or not (~assisted).any():
+        raise ValueError("the timing model needs plain-decoding calls and assisted calls at two "
+                         "or more gammas (draft forwards per round must vary by at least 0.5 "
+                         "across calls, or draft and round costs cannot be told apart)")
     coef, *_ = np.linalg.lstsq(x, w, rcond=None)
     pred = x @ coef
     ss_res = float(((w - pred) ** 2).sum())

@@ -510,12 +510,14 @@ def teacher_forced_betas(target, draft, input_ids, continuation, temperature: fl
     full = torch.cat([input_ids.cpu(), cont])[None, :].to(target.device)
     p0, n = input_ids.numel(), cont.numel()
     mask = torch.ones_like(full)
-    lt = target(input_ids=full, attention_mask=mask).logits[0, p0 - 1:p0 - 1 + n].float()
     ld = draft(input_ids=full.to(draft.device), attention_mask=mask.to(draft.device)
-               ).logits[0, p0 - 1:p0 - 1 + n].float().to(lt.device)
+               ).logits[0, p0 - 1:p0 - 1 + n].float()
     if t == 0:
-        beta = (ld.argmax(-1) == cont.to(lt.device)).double()
+        # the greedy continuation IS the target's argmax: no target forward needed
+        beta = (ld.argmax(-1) == cont.to(ld.device)).double()
     else:
+        lt = target(input_ids=full, attention_mask=mask).logits[0, p0 - 1:p0 - 1 + n].float()
+        ld = ld.to(lt.device)
         p = torch.softmax(lt / t, dim=-1)
         q = torch.softmax(ld / t, dim=-1)
         beta = torch.minimum(p, q).sum(-1).double().clamp(0.0, 1.0)
@@ -663,7 +665,7 @@ def measure(target=None, drafts=None, *, prompts=None, tasks=None, per_task: int
             gammas=(1, 2, 3, 5), temperatures=(0.0, 1.0), max_new_tokens: int = 48,
             device: str = "auto", dtype: str = "auto", repeats: int = 3, warmup: int = 1,
             pld: bool = True, chat_template="auto", seed: int = 0, progress: bool = True,
-            models: dict | None = None) -> Measurement:
+            cpu_threads: int | None = 1, models: dict | None = None) -> Measurement:
     """Measure alpha, tau and speedup of ``drafts`` against ``target`` on ``prompts``.
 
     Parameters
@@ -691,6 +693,11 @@ def measure(target=None, drafts=None, *, prompts=None, tasks=None, per_task: int
     chat_template : ``"auto"``, True or False (see :func:`encode_prompts`).
     seed : int >= 0, seeds sampling (each prompt and temperature gets its own derived seed).
     progress : bool, show a tqdm progress bar.
+    cpu_threads : int >= 1 or None
+        torch threads while measuring on a CPU (restored afterwards). 1 by default: with tiny
+        models a decoding step is overhead-bound, so more threads gain little, and when other
+        processes share the cores a multi-threaded forward stalls at every OpenMP barrier (we
+        saw single calls slow down 100x on a shared 2-core machine). None keeps torch's setting.
     models : dict, optional
         Already loaded ``{"target": (model, tokenizer), "drafts": {name: (model, tok)}}``, to
         skip loading (the notebook and tests reuse them).
@@ -735,6 +742,9 @@ def measure(target=None, drafts=None, *, prompts=None, tasks=None, per_task: int
 
     verbosity = transformers.logging.get_verbosity()
     transformers.logging.set_verbosity_error()
+    threads = torch.get_num_threads()
+    if cpu_threads is not None and dev == "cpu":
+        torch.set_num_threads(_check.scalar_int("cpu_threads", cpu_threads, lo=1))
     try:
         return _measure(tmodel, dmodels, prompt_items, ids, gam, temps, mnt, reps, warm, pld,
                         seed, dev, torch_dtype, tick, dict(
@@ -747,6 +757,7 @@ def measure(target=None, drafts=None, *, prompts=None, tasks=None, per_task: int
                                       "transformers": transformers.__version__},
                             torch_threads=torch.get_num_threads()))
     finally:
+        torch.set_num_threads(threads)
         transformers.logging.set_verbosity(verbosity)
         if bar is not None:
             bar.close()

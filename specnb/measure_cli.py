@@ -52,6 +52,9 @@ def register(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     p.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=1, metavar="N",
+                   help="torch threads on a CPU while measuring (default 1: steadier timings "
+                        "when other processes share the cores; 0 = leave torch's setting)")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object (keys include alpha, gamma, temperature, "
                         "tau_measured, tau_predicted, speedup_measured, speedup_predicted, c, "
@@ -83,7 +86,14 @@ def format_report(m) -> str:
         ]
         if not m.pld.empty:
             parts += ["", "prompt lookup decoding:", m.pld.to_string(index=False)]
-        parts += ["", "timing model (seconds):", m.timing.to_string(index=False), "",
+        timing = m.timing.copy()
+        for col in ("t_target_forward", "t_draft_forward", "t_call", "t_target", "t_draft",
+                    "t_round"):
+            timing[col] = 1e3 * timing[col]
+        timing = timing.rename(columns={c: c + "_ms" for c in timing.columns
+                                        if c.startswith("t_")})
+        parts += ["", "timing (ms): single forwards timed directly, and the model fitted to the "
+                  "runs", timing.to_string(index=False), "",
                   f"lossless (greedy outputs identical to plain greedy): {m.lossless}"]
     return "\n".join(parts)
 
@@ -101,6 +111,7 @@ def run(args) -> int:
             per_task=args.per_task or None, gammas=args.gamma, temperatures=args.temperature,
             max_new_tokens=args.max_new_tokens, device=args.device, dtype=args.dtype,
             repeats=args.repeats, pld=not args.no_pld, seed=args.seed,
+            cpu_threads=args.threads or None,
             progress=not args.no_progress and not args.json,
         )
     except (FileNotFoundError, ValueError, TypeError) as exc:

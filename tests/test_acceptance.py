@@ -175,10 +175,30 @@ def test_fit_timing_model_recovers_known_times():
         3 * m.t_target / (m.t_target + m.t_round + 2 * m.t_draft))
 
 
+def test_timing_model_optimal_gamma():
+    m = acc.TimingModel(t_call=0.0, t_target=1.0, t_draft=0.05, t_round=0.0, r2=1.0, n_runs=0)
+    # without per-round overhead the model is Theorem 3.8 with c = t_draft / t_target
+    assert m.optimal_gamma(0.8, gamma_max=64) == pytest.approx(theory.optimal_gamma(0.8, 0.05))
+    # an overhead of half a target forward per round makes a weak draft not worth running
+    slow = acc.TimingModel(0.0, 1.0, 0.3, 0.5, 1.0, 0)
+    assert slow.optimal_gamma(0.4) == (0, 1.0)
+    g, sp = slow.optimal_gamma(0.9)
+    assert g >= 1 and sp == pytest.approx(max(
+        float(slow.speedup(theory.expected_tokens_per_step(0.9, k), k)) for k in range(1, 17)))
+    with pytest.raises(ValueError, match="alpha"):
+        m.optimal_gamma(1.5)
+
+
 def test_fit_timing_model_needs_plain_and_two_gammas():
     tf = np.array([10.0, 20, 30, 40])
     with pytest.raises(ValueError, match="two or more gammas"):
         acc.fit_timing_model(tf * 0.01, tf, 2 * tf, tf)
+    # plain calls plus a single gamma: rounds and draft forwards move together
+    tf = np.array([48.0, 48, 48, 30, 25, 28, 33])
+    df = np.array([0.0, 0, 0, 87, 72, 81, 96])
+    ar = np.where(df > 0, tf, 0)
+    with pytest.raises(ValueError, match="two or more gammas"):
+        acc.fit_timing_model(tf * 0.003, tf, df, ar)
 
 
 @pytest.mark.parametrize("bad,match", [
