@@ -21,6 +21,17 @@ COMMAND_MODULES = [
 ]
 
 
+def positive_int(text: str) -> int:
+    """argparse ``type=`` for options that take a positive integer (counts, seconds)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="specnb",

@@ -309,19 +309,9 @@ def _cmd_run(args) -> int:
     return 1 if any(r.status != "ok" for r in results) else 0
 
 
-def _positive_int(text: str) -> int:
-    import argparse
-
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer (seconds), got {value}")
-    return value
-
-
 def register(sub) -> None:
+    from .cli import positive_int
+
     p = sub.add_parser("run", help="execute the notebooks headless and write the HTML report",
                        description="Execute notebooks with papermill; write executed copies, "
                                    "HTML pages and index.html under --output.")
@@ -332,6 +322,6 @@ def register(sub) -> None:
     p.add_argument("--output", default="build", metavar="DIR", help="output folder (build)")
     p.add_argument("--notebooks", default=str(NOTEBOOK_DIR), metavar="DIR",
                    help="folder of NN_slug.ipynb notebooks")
-    p.add_argument("--cell-timeout", type=_positive_int, default=CELL_TIMEOUT_S, metavar="S",
+    p.add_argument("--cell-timeout", type=positive_int, default=CELL_TIMEOUT_S, metavar="S",
                    help=f"seconds a cell may run (default {CELL_TIMEOUT_S})")
     p.set_defaults(func=_cmd_run)

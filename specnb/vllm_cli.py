@@ -21,6 +21,8 @@ import argparse
 import json
 import sys
 
+from .cli import positive_int
+
 __all__ = ["register"]
 
 
@@ -43,16 +45,6 @@ def _read_text(arg: str) -> str:
     # Bytes that are not UTF-8 are kept as surrogate escapes, as Python (and so vLLM) decodes
     # command-line arguments; the checker then names them.
     return _stdin("surrogateescape") if arg == "-" else arg
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
-    return value
 
 
 def _tolerance(text: str) -> float:
@@ -261,7 +253,7 @@ def register(sub) -> None:
                                    "and the implied alpha.")
     m.add_argument("files", nargs="+", metavar="FILE",
                    help="scrape, or BEFORE AFTER scrapes, or a log file; - for stdin")
-    m.add_argument("--num-speculative-tokens", "-k", type=_positive_int, metavar="N",
+    m.add_argument("--num-speculative-tokens", "-k", type=positive_int, metavar="N",
                    help="gamma for alpha (default: inferred)")
     m.add_argument("--model-name", help="keep only series with this model_name label")
     m.set_defaults(func=_cmd_metrics)
