@@ -45,6 +45,20 @@ class Result:
     html: Path | None = None
     error: str = ""
     parameters: dict = field(default_factory=dict)
+    title: str = ""
+
+
+def notebook_title(path) -> str:
+    """The first Markdown heading of a notebook ("" if it has none)."""
+    import nbformat
+
+    nb = nbformat.read(str(path), as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            for line in cell.source.splitlines():
+                if line.startswith("#"):
+                    return line.lstrip("#").strip()
+    return ""
 
 
 def find_notebooks(folder: Path | str = NOTEBOOK_DIR) -> dict[str, Path]:
@@ -249,7 +263,8 @@ def run_notebooks(names=None, output_dir="build", parameters: dict | None = None
             status = "failed"
             error = _describe(exc)
         seconds = time.perf_counter() - start
-        res = Result(stem, status, seconds, dst, error=error, parameters=params)
+        res = Result(stem, status, seconds, dst, error=error, parameters=params,
+                     title=notebook_title(src))
         if report and dst.exists():
             res.html = _export_html(dst)
         results.append(res)
@@ -265,8 +280,10 @@ def write_report(results: list[Result], out_dir) -> Path:
     for r in results:
         link = (f'<a href="{html.escape(r.html.name)}">{html.escape(r.name)}</a>'
                 if r.html else html.escape(r.name))
-        rows.append(f"<tr class='{r.status}'><td>{link}</td><td>{r.status}</td>"
-                    f"<td>{r.seconds:.1f}</td><td>{html.escape(r.error)}</td></tr>")
+        rows.append(f"<tr class='{r.status}'><td class='notebook'>{link}</td>"
+                    f"<td class='question'>{html.escape(r.title)}</td>"
+                    f"<td class='status'>{r.status}</td><td class='seconds'>{r.seconds:.1f}</td>"
+                    f"<td class='error'>{html.escape(r.error)}</td></tr>")
     total = sum(r.seconds for r in results)
     page = f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>specnb report</title>
@@ -275,7 +292,7 @@ td,th{{padding:.3em .8em;text-align:left}} tr.failed td{{color:#b00}}</style></h
 <body><h1>specnb: executed notebooks</h1>
 <p>Should I turn on speculative decoding, with which method and draft length, and what will it
 save me? Each notebook reproduces a section of the source article from published data.</p>
-<table><thead><tr><th>notebook</th><th>status</th><th>seconds</th><th>error</th></tr></thead>
+<table><thead><tr><th>notebook</th><th>question</th><th>status</th><th>seconds</th><th>error</th></tr></thead>
 <tbody>
 {chr(10).join(rows)}
 </tbody></table>

@@ -276,9 +276,9 @@ def check_report(page, index: Path, expected_pages: list[str]) -> dict:
     assert page.title() == "specnb report"
     problems = []
     for row in page.locator("tbody tr").all():
-        cells = row.locator("td").all_inner_texts()
-        if cells[1].strip() != "ok":
-            problems.append(f"index.html: {cells[0]} is {cells[1]}: {cells[3][:300]}")
+        name, status, error = (row.locator(f"td.{c}").inner_text() for c in ("notebook", "status", "error"))
+        if status.strip() != "ok":
+            problems.append(f"index.html: {name} is {status}: {error[:300]}")
     hrefs = [a.get_attribute("href") for a in page.locator("tbody a[href]").all()]
     assert sorted(hrefs) == sorted(expected_pages), "index.html should link every notebook page"
 
