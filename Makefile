@@ -5,20 +5,24 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-# CPU build of torch that these machines hold on local disk. On a GPU machine use e.g.
-#   make TORCH='torch' run        (any recent torch works; pyproject only asks torch>=2.4)
+# The torch to install first. torch==2.13.0 is the CPU build these development and CI machines
+# hold on local disk (on a plain PyPI setup that version may resolve to a CUDA build). With a
+# torch of your own already in .venv (e.g. a CUDA build), use an empty TORCH to keep it:
+#   make TORCH= run           (pyproject only asks torch>=2.4)
 TORCH  ?= torch==2.13.0
-STAMP  := $(VENV)/.specnb-installed
+# One stamp per TORCH setting, so changing TORCH re-runs the install.
+STAMP  := $(VENV)/.specnb-installed-$(subst =,_,$(subst /,_,$(if $(TORCH),$(TORCH),own-torch)))
 
-.PHONY: install test run lab bench clean
+.PHONY: install test run lab bench clean distclean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q '$(TORCH)'
+	$(if $(TORCH),$(BIN)/python -m pip install -q '$(TORCH)')
 	$(BIN)/python -m pip install -q -e '.[all]'
+	rm -f $(VENV)/.specnb-installed*
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -40,3 +44,7 @@ bench: install
 
 clean:
 	rm -rf build .pytest_cache .hypothesis
+
+# Remove the virtual environment too (the next make test/run reinstalls).
+distclean: clean
+	rm -rf $(VENV)

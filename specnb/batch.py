@@ -10,7 +10,8 @@ import numpy as np
 
 from . import _check
 
-__all__ = ["ratio_table", "largest_paying_batch", "first_losing_batch", "article_format"]
+__all__ = ["ratio_table", "largest_paying_batch", "first_losing_batch", "nearest_measured",
+           "article_format"]
 
 
 def ratio_table(name: str = "eagle3_table3_sglang_batch"):
@@ -59,6 +60,25 @@ def first_losing_batch(batch_sizes, ratios):
     b, r = _pairs(batch_sizes, ratios)
     losing = [bs for bs, x in zip(b, r) if x < 1.0]
     return min(losing) if losing else None
+
+
+def nearest_measured(batch_sizes, batch: int):
+    """The measured batch sizes just below and just above ``batch`` (None where there is none).
+
+    Nothing is interpolated: throughput ratios are not linear in batch size (EAGLE-3 Table 3
+    goes 1.32 -> 1.38 -> 1.34 -> 1.38 from batch 32 to 64), so a value between two measured
+    batches is not made up.
+
+    Raises
+    ------
+    ValueError
+        a batch size < 1 or fractional.
+    """
+    sizes = sorted(int(x) for x in _check.integer("batch_sizes", list(batch_sizes), lo=1))
+    b = _check.scalar_int("batch", batch, lo=1)
+    below = [s for s in sizes if s <= b]
+    above = [s for s in sizes if s >= b]
+    return (below[-1] if below else None), (above[0] if above else None)
 
 
 def _pairs(batch_sizes, ratios):

@@ -100,8 +100,19 @@ def resolve_device(device: str = "auto") -> str:
         return device
     if re.fullmatch(r"cuda(:\d+)?", str(device)):
         if not torch.cuda.is_available():
-            raise ValueError(f"device {device!r} was asked for but torch sees no GPU "
-                             f"(torch {torch.__version__}); use device='cpu' or 'auto'")
+            if torch.version.cuda is None:
+                raise ValueError(
+                    f"device {device!r} (--device on the command line) needs a CUDA build of "
+                    f"torch, but this torch {torch.__version__} is CPU-only: install a CUDA "
+                    "build into .venv (the command for your CUDA version is on "
+                    "https://pytorch.org/get-started/locally/, e.g. .venv/bin/pip install torch "
+                    "--index-url https://download.pytorch.org/whl/cu126), then run make with an "
+                    "empty TORCH (make TORCH= run) so it keeps that torch instead of the CPU "
+                    "pin; or use device 'cpu' or 'auto'")
+            raise ValueError(f"device {device!r} (--device on the command line) was asked for "
+                             f"but torch {torch.__version__} (CUDA {torch.version.cuda}) sees no "
+                             "GPU: check the driver (nvidia-smi) and CUDA_VISIBLE_DEVICES, or use "
+                             "device 'cpu' or 'auto'")
         return device
     raise ValueError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {device!r}")
 
@@ -247,8 +258,8 @@ def load_prompts(path=None, *, tasks=None, per_task: int | None = None) -> list[
         Defaults to the bundled :data:`BUNDLED_PROMPTS` (held-out standard-library text).
     tasks : iterable of str, optional
         Keep only these task families (in the given order).
-    per_task : int >= 1, optional
-        Keep the first ``per_task`` prompts of each family.
+    per_task : int >= 0, optional
+        Keep the first ``per_task`` prompts of each family (0 or None: all).
 
     Returns
     -------
@@ -260,7 +271,7 @@ def load_prompts(path=None, *, tasks=None, per_task: int | None = None) -> list[
         No such file.
     ValueError
         A line that is not a JSON object with string ``task`` and ``prompt``; an unknown task
-        in ``tasks``; ``per_task`` < 1; no prompt left.
+        in ``tasks``; ``per_task`` < 0; no prompt left.
     """
     path = Path(path) if path is not None else BUNDLED_PROMPTS
     if not path.is_file():
@@ -290,7 +301,8 @@ def load_prompts(path=None, *, tasks=None, per_task: int | None = None) -> list[
             raise ValueError(f"tasks {unknown} not in {path}; its tasks are {order}")
         order = tasks
     if per_task is not None:
-        per_task = _check.scalar_int("per_task", per_task, lo=1)
+        per_task = _check.scalar_int("per_task (--per-task on the command line; 0 or None = all "
+                                     "prompts)", per_task, lo=0)
     out = []
     for t in order:
         group = [i for i in items if i["task"] == t]
@@ -590,15 +602,19 @@ class Measurement:
 
     * ``betas``: (draft, temperature, prompt): task, positions, sum of betas, the sequence.
     * ``alpha``: (draft, temperature, task incl. ``"all"``): alpha, 95% CI, prompts, positions.
-    * ``runs``: every generate call: method (plain / assisted / pld), draft, gamma,
+    * ``runs``: every generate call: method (plain / plain_short / assisted / pld; plain_short
+      is plain decoding of max_new_tokens // 2 tokens, timed only for the timing model), draft, gamma,
       temperature, prompt, repeat, wall_s, new_tokens, target/draft forwards, rounds, tau,
       lossless (greedy only).
     * ``summary``: (draft, gamma, temperature): alpha, alpha_counted, tau_measured,
       tau_predicted (Eq. 1), tau_betas (no i.i.d.), speedup_measured, speedup_predicted
-      (Thm 3.8 with c), speedup_betas, speedup_timing_model, c, lossless.
+      (Thm 3.8 with c), speedup_betas, speedup_timing_model (the fitted timing model's
+      predicted wall times of the same calls, per-call cost included), c, lossless.
     * ``pld``: (gamma, temperature, task incl. ``"all"``): tau, speedup, lossless.
-    * ``timing``: (draft): fitted t_call, t_target, t_draft, t_round (s), c_fit, r2; and the
-      directly timed forwards t_target_forward, t_draft_forward, c.
+    * ``timing``: (draft): the timing model fitted jointly to all drafts' runs
+      (:func:`specnb.acceptance.fit_timing_models`: t_call, t_target and t_round shared, t_draft
+      per draft, all >= 0, in s), c_fit, r2, ``warnings`` (what the runs could not identify,
+      "" when nothing); and the directly timed forwards t_target_forward, t_draft_forward, c.
     * ``config``: the arguments, model paths, device, dtype and library versions.
     """
 
@@ -663,7 +679,7 @@ def _as_list(x, name):
 
 def measure(target=None, drafts=None, *, prompts=None, tasks=None, per_task: int | None = 2,
             gammas=(1, 2, 3, 5), temperatures=(0.0, 1.0), max_new_tokens: int = 48,
-            device: str = "auto", dtype: str = "auto", repeats: int = 3, warmup: int = 1,
+            device: str = "auto", dtype: str = "auto", repeats: int = 2, warmup: int = 1,
             pld: bool = True, chat_template="auto", seed: int = 0, progress: bool = True,
             cpu_threads: int | None = 1, models: dict | None = None) -> Measurement:
     """Measure alpha, tau and speedup of ``drafts`` against ``target`` on ``prompts``.
@@ -678,7 +694,7 @@ def measure(target=None, drafts=None, *, prompts=None, tasks=None, per_task: int
     prompts : str, Path or list of dict, optional
         A JSON-lines file (see :func:`load_prompts`) or already loaded prompts; defaults to the
         bundled held-out prompts.
-    tasks, per_task : see :func:`load_prompts` (``per_task`` 2 by default; None = all).
+    tasks, per_task : see :func:`load_prompts` (``per_task`` 2 by default; 0 or None = all).
     gammas : ints >= 1
         Draft lengths (``num_assistant_tokens`` / ``num_speculative_tokens``).
     temperatures : floats >= 0
@@ -730,7 +746,7 @@ def measure(target=None, drafts=None, *, prompts=None, tasks=None, per_task: int
 
     # ---- progress
     n_calls = len(temps) * n_p * (1 + len(dmodels)) + reps * len(temps) * n_p * (
-        1 + len(dmodels) * len(gam) + (len(gam) if pld else 0))
+        1 + (mnt >= 4) + len(dmodels) * len(gam) + (len(gam) if pld else 0))
     bar = None
     if progress:
         from tqdm.auto import tqdm
@@ -744,7 +760,9 @@ def measure(target=None, drafts=None, *, prompts=None, tasks=None, per_task: int
     transformers.logging.set_verbosity_error()
     threads = torch.get_num_threads()
     if cpu_threads is not None and dev == "cpu":
-        torch.set_num_threads(_check.scalar_int("cpu_threads", cpu_threads, lo=1))
+        torch.set_num_threads(_check.scalar_int(
+            "cpu_threads (--threads on the command line, where 0 = torch's setting)",
+            cpu_threads, lo=1))
     try:
         return _measure(tmodel, dmodels, prompt_items, ids, gam, temps, mnt, reps, warm, pld,
                         seed, dev, torch_dtype, tick, dict(
@@ -761,6 +779,18 @@ def measure(target=None, drafts=None, *, prompts=None, tasks=None, per_task: int
         transformers.logging.set_verbosity(verbosity)
         if bar is not None:
             bar.close()
+
+
+def _model_speedup(model, assisted_runs, runs, t):
+    """tokens/s the timing model predicts for these assisted calls over what it predicts for the
+    plain calls at temperature ``t`` (the per-call cost included, like the measured speedup)."""
+    if model is None:
+        return np.nan
+    plain = runs[(runs["method"] == "plain") & (runs["temperature"] == t)]
+    pa = model.predict(assisted_runs["target_forwards"], assisted_runs["draft_forwards"],
+                       assisted_runs["rounds"]).sum()
+    pp = model.predict(plain["target_forwards"], 0, 0).sum()
+    return float((assisted_runs["new_tokens"].sum() / pa) / (plain["new_tokens"].sum() / pp))
 
 
 def _seed_for(seed, ti, pi):
@@ -852,6 +882,8 @@ def _measure(tmodel, dmodels, prompts, ids, gammas, temps, mnt, reps, warm, pld,
 
     # ---- 3. timed runs, interleaved: repeat -> temperature -> prompt -> setting
     settings = [("plain", None, None)]
+    if mnt >= 4:  # plain calls of two lengths separate the per-call cost from t_target
+        settings.append(("plain_short", None, None))
     settings += [("assisted", d, g) for d in dmodels for g in gammas]
     if pld:
         settings += [("pld", None, g) for g in gammas]
@@ -862,6 +894,8 @@ def _measure(tmodel, dmodels, prompts, ids, gammas, temps, mnt, reps, warm, pld,
             return run_generate(tmodel, ids[pi], draft=dmodels[dname][0], gamma=g, **kw)
         if method == "pld":
             return run_generate(tmodel, ids[pi], prompt_lookup=g, **kw)
+        if method == "plain_short":
+            kw["max_new_tokens"] = mnt // 2
         return run_generate(tmodel, ids[pi], **kw)
 
     for _ in range(warm):
@@ -875,10 +909,11 @@ def _measure(tmodel, dmodels, prompts, ids, gammas, temps, mnt, reps, warm, pld,
                     run = call(method, dname, g, pi, t, ti)
                     tick()
                     lossless = None
-                    if t == 0 and method != "plain":
+                    if t == 0 and method not in ("plain", "plain_short"):
                         lossless = run.tokens == conts[(t, pi)]
                     rounds = len(run.accept_lengths)
-                    if method != "plain" and rounds != run.target_forwards:
+                    plain = method in ("plain", "plain_short")
+                    if not plain and rounds != run.target_forwards:
                         raise RuntimeError(
                             f"internal check failed: {rounds} streamed rounds but "
                             f"{run.target_forwards} target forwards ({method}, gamma {g})")
@@ -886,7 +921,7 @@ def _measure(tmodel, dmodels, prompts, ids, gammas, temps, mnt, reps, warm, pld,
                         method=method, draft=dname, gamma=g, temperature=t, prompt=p["id"],
                         task=p["task"], repeat=r, wall_s=run.wall_s, new_tokens=len(run.tokens),
                         target_forwards=run.target_forwards, draft_forwards=run.draft_forwards,
-                        rounds=rounds if method != "plain" else 0,
+                        rounds=rounds if not plain else 0,
                         tau=len(run.tokens) / rounds if rounds else float("nan"),
                         accept_lengths=run.accept_lengths, lossless=lossless))
     runs = pd.DataFrame(run_rows)
@@ -908,24 +943,23 @@ def _measure(tmodel, dmodels, prompts, ids, gammas, temps, mnt, reps, warm, pld,
             f = f[f["task"] == task]
         return tok_per_s(f)
 
-    # ---- 4. timing model per draft (all temperatures; plain + assisted runs)
+    # ---- 4. one timing model for all drafts (all temperatures; plain + assisted runs):
+    # shared target-side times, one draft time per draft, all >= 0
+    f = runs[runs["method"].isin(["plain", "plain_short", "assisted"])]
+    is_a = (f["method"] == "assisted").to_numpy()
+    fit = acc.fit_timing_models(f["wall_s"], f["target_forwards"],
+                                np.where(is_a, f["draft_forwards"], 0),
+                                np.where(is_a, f["rounds"], 0),
+                                drafts=np.where(is_a, f["draft"].fillna("").astype(str), ""))
     timing_rows, models_fit = [], {}
     for dname in dmodels:
-        f = runs[(runs["method"] == "plain") | ((runs["method"] == "assisted")
-                                                 & (runs["draft"] == dname))]
-        is_a = (f["method"] == "assisted").to_numpy()
         row = dict(draft=dname, t_target_forward=t_target, t_draft_forward=t_draft[dname],
                    c=t_draft[dname] / t_target)
-        try:
-            m = acc.fit_timing_model(f["wall_s"], f["target_forwards"],
-                                     np.where(is_a, f["draft_forwards"], 0),
-                                     np.where(is_a, f["rounds"], 0))
+        m = fit.model(dname)
+        if m.t_target > 0:
             models_fit[dname] = m
-            row.update(t_call=m.t_call, t_target=m.t_target, t_draft=m.t_draft,
-                       t_round=m.t_round, c_fit=m.c, r2=m.r2)
-        except ValueError:
-            row.update(t_call=np.nan, t_target=np.nan, t_draft=np.nan, t_round=np.nan,
-                       c_fit=np.nan, r2=np.nan)
+        row.update(t_call=m.t_call, t_target=m.t_target, t_draft=m.t_draft,
+                   t_round=m.t_round, c_fit=m.c, r2=m.r2, warnings="; ".join(m.warnings))
         timing_rows.append(row)
     timing = pd.DataFrame(timing_rows)
 
@@ -956,8 +990,7 @@ def _measure(tmodel, dmodels, prompts, ids, gammas, temps, mnt, reps, warm, pld,
                     speedup_measured=tok_per_s(fm) / base_rate(t),
                     speedup_predicted=theory.walltime_speedup(a_row["alpha"], g, c),
                     speedup_betas=acc.speedup_from_tau(tau_b, g, c),
-                    speedup_timing_model=(float(models_fit[dname].speedup(tau_meas, g))
-                                          if dname in models_fit else np.nan),
+                    speedup_timing_model=_model_speedup(models_fit.get(dname), fr, runs, t),
                     c=c, tokens_per_s=tok_per_s(fm), tokens_per_s_plain=base_rate(t),
                     target_forwards=int(fr["target_forwards"].sum()),
                     draft_forwards=int(fr["draft_forwards"].sum()),

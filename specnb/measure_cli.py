@@ -46,12 +46,18 @@ def register(subparsers) -> argparse.ArgumentParser:
                    help="temperatures, 0 = greedy (default 0 1)")
     p.add_argument("--max-new-tokens", type=int, default=48, metavar="N",
                    help="tokens generated per prompt (default 48)")
-    p.add_argument("--repeats", type=int, default=3, metavar="R",
-                   help="timed runs per prompt and setting, median kept (default 3)")
+    p.add_argument("--repeats", type=int, default=2, metavar="R",
+                   help="timed runs per prompt and setting, median kept (default 2)")
     p.add_argument("--no-pld", action="store_true", help="skip prompt lookup decoding")
-    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
-    p.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"],
+                   help="where to run the models (default auto: cuda when torch sees a GPU, "
+                        "else cpu; cuda needs a CUDA build of torch)")
+    p.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"],
+                   help="model weights and activations (default auto: float32 on a CPU, "
+                        "bfloat16 on a GPU that supports it, else float16)")
+    p.add_argument("--seed", type=int, default=0, metavar="S",
+                   help="seed for sampling at T > 0; each prompt and temperature derives its "
+                        "own seed from it (default 0)")
     p.add_argument("--threads", type=int, default=1, metavar="N",
                    help="torch threads on a CPU while measuring (default 1: steadier timings "
                         "when other processes share the cores; 0 = leave torch's setting)")
@@ -92,10 +98,33 @@ def format_report(m) -> str:
             timing[col] = 1e3 * timing[col]
         timing = timing.rename(columns={c: c + "_ms" for c in timing.columns
                                         if c.startswith("t_")})
-        parts += ["", "timing (ms): single forwards timed directly, and the model fitted to the "
-                  "runs", timing.to_string(index=False), "",
+        warns = list(dict.fromkeys(w for ws in timing.pop("warnings") if ws
+                                   for w in ws.split("; ")))
+        parts += ["", "timing (ms): single forwards timed directly, and one model fitted to all "
+                  "drafts' runs (t_call, t_target, t_round shared; t_draft per draft; all >= 0)",
+                  timing.to_string(index=False)]
+        parts += [f"  warning: {w}" for w in warns]
+        parts += ["",
                   f"lossless (greedy outputs identical to plain greedy): {m.lossless}"]
     return "\n".join(parts)
+
+
+def _check_flags(args) -> str | None:
+    """The first out-of-range flag, as a message naming the flag (None when all are fine)."""
+    checks = [
+        ("--per-task", [args.per_task], 0, "(0 = all prompts)"),
+        ("--threads", [args.threads], 0, "(0 = leave torch's setting)"),
+        ("--repeats", [args.repeats], 1, ""),
+        ("--max-new-tokens", [args.max_new_tokens], 1, ""),
+        ("--gamma", args.gamma, 1, ""),
+        ("--temperature", args.temperature, 0, "(0 = greedy)"),
+        ("--seed", [args.seed], 0, ""),
+    ]
+    for flag, values, lo, note in checks:
+        for v in values:
+            if not v >= lo:
+                return f"{flag} must be >= {lo} {note}".rstrip() + f", got {v:g}"
+    return None
 
 
 def run(args) -> int:
@@ -105,6 +134,10 @@ def run(args) -> int:
     except ImportError:
         print(MISSING_EXTRA, file=sys.stderr)
         return 3
+    bad = _check_flags(args)
+    if bad:
+        print(f"specnb measure: error: {bad}", file=sys.stderr)
+        return 2
     try:
         m = M.measure(
             args.target, args.draft, prompts=args.prompts,

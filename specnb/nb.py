@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 __all__ = ["RECORD_MIME", "show_versions", "record", "reproduce", "read_records", "is_headless",
-           "interact"]
+           "interact", "slider", "log_slider", "choice"]
 
 #: MIME type of a recorded value in a notebook's outputs.
 RECORD_MIME = "application/vnd.specnb.record+json"
@@ -103,11 +103,9 @@ def _display_records(values: dict, quiet: bool) -> None:
         return
     if get_ipython() is None:
         return
-    if quiet:
-        text = ""
-    else:
-        text = "; ".join(f"recorded {k} = {v if isinstance(v, (int, float, str, bool)) else type(v).__name__}"
-                         for k, v in values.items())
+    scalars = {k: v for k, v in values.items() if isinstance(v, (int, float, str, bool))}
+    # Tables and lists are shown by the cell itself; only scalars get a "recorded" line.
+    text = "" if quiet else "; ".join(f"recorded {k} = {v}" for k, v in scalars.items())
     display({RECORD_MIME: payload, "text/plain": text}, raw=True)
 
 
@@ -170,17 +168,92 @@ def interact(fn, **controls):
 
     Returns the ipywidgets ``interactive`` object (interactive) or ``fn``'s result (headless).
     """
+    import functools
+
     from IPython.display import display
+
+    @functools.wraps(fn)  # keeps fn's signature, which ipywidgets matches to the controls
+    def shown(**kwargs):
+        result = fn(**kwargs)
+        if isinstance(result, str):  # text reads better printed than as a quoted repr
+            print(result)
+            return None
+        return result
 
     defaults = {k: w.value for k, w in controls.items()}
     if is_headless():
-        result = fn(**defaults)
+        result = shown(**defaults)
         if result is not None:
             display(result)
         return result
     import ipywidgets as widgets
 
     # auto_display: show fn's return value in the output area (interactive() does not by default)
-    ui = widgets.interactive(fn, {"auto_display": True}, **controls)
+    ui = widgets.interactive(shown, {"auto_display": True}, **controls)
     display(ui)
     return ui
+
+
+# --- controls that never clip -------------------------------------------------------------------
+# ipywidgets clips a slider's value into [min, max] and refuses a Dropdown value outside its
+# options, silently in the first case. A notebook parameter outside a control's range would
+# then be shown (and computed) as a different value. These builders widen the range, or add the
+# option, so the parameter cell's value is always the one used; invalid values then reach the
+# specnb function, which raises a clear error.
+
+def slider(value, lo, hi, step=None, description: str = ""):
+    """An IntSlider (int value, bounds and step) or FloatSlider whose range includes ``value``.
+
+    Raises
+    ------
+    TypeError
+        ``value`` is not a real number (bool included).
+    ValueError
+        ``value`` is NaN or infinite.
+    """
+    import ipywidgets as widgets
+
+    from . import _check
+
+    name = description or "value"
+    v = float(_check.real(name, value))
+    is_int = all(isinstance(x, int) and not isinstance(x, bool) for x in (value, lo, hi)) and \
+        (step is None or isinstance(step, int))
+    lo, hi = min(lo, value), max(hi, value)
+    if is_int:
+        return widgets.IntSlider(value=int(v), min=lo, max=hi, step=step or 1, description=description)
+    step = step if step is not None else (hi - lo) / 100 or 0.01
+    return widgets.FloatSlider(value=v, min=lo, max=hi, step=step, description=description)
+
+
+def log_slider(value, lo_exp: float, hi_exp: float, description: str = ""):
+    """A FloatLogSlider (base 10) whose exponent range includes ``value``.
+
+    Raises
+    ------
+    ValueError
+        ``value`` <= 0, NaN or infinite.
+    """
+    import math
+
+    import ipywidgets as widgets
+
+    from . import _check
+
+    v = float(_check.real(description or "value", value, lo=0.0, lo_open=True))
+    e = math.log10(v)
+    return widgets.FloatLogSlider(value=v, base=10, min=min(lo_exp, math.floor(e)),
+                                  max=max(hi_exp, math.ceil(e)), description=description,
+                                  readout_format=".3~g")
+
+
+def choice(value, options, description: str = ""):
+    """A Dropdown whose options include ``value`` (added, and numbers kept sorted, if missing)."""
+    import ipywidgets as widgets
+
+    opts = list(options)
+    if value not in opts:
+        opts.append(value)
+        if all(isinstance(o, (int, float)) and not isinstance(o, bool) for o in opts):
+            opts.sort()
+    return widgets.Dropdown(options=opts, value=value, description=description)

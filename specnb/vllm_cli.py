@@ -127,6 +127,9 @@ def _cmd_build(args) -> int:
         return _err("config build", str(exc), 2)
     for f in check_speculative_config(cfg).warnings:
         print(f"# {f.severity}: {f.key or '-'}: {f.message}", file=sys.stderr)
+    if args.format != "json" and args.target == "<target-model>":
+        print("# note: <target-model> is a placeholder: replace it, or pass --target",
+              file=sys.stderr)
     return 0
 
 
@@ -157,13 +160,15 @@ def _cmd_metrics(args) -> int:
     except ValueError as exc:
         return _err("metrics", str(exc), 1)
     is_log = ["SpecDecoding metrics:" in t or "Speculative metrics:" in t for t in texts]
+    header = []  # printed only once the numbers are known to be usable
     try:
         if all(is_log):
             if len(texts) != 1:
                 return _err("metrics", "give one log file (its lines are summed), or one or "
                             "two /metrics scrapes", 2)
             counts = log_counts(texts[0], strict=False)
-            print(f"source: {len(texts[0].splitlines())} log lines, spec-decode lines summed")
+            header.append(f"source: {len(texts[0].splitlines())} log lines, spec-decode lines "
+                          "summed")
             skipped = read_spec_decode_log(texts[0], strict=False).attrs["skipped"]
             if skipped:
                 try:
@@ -171,7 +176,7 @@ def _cmd_metrics(args) -> int:
                     why = ""
                 except ValueError as exc:  # the first unreadable line, with its reason
                     why = f" ({exc})"
-                print(f"note: skipped unreadable spec-decode line(s) {skipped}{why}")
+                header.append(f"note: skipped unreadable spec-decode line(s) {skipped}{why}")
         elif any(is_log):
             return _err("metrics", "do not mix a log file with a /metrics scrape", 2)
         else:
@@ -179,15 +184,13 @@ def _cmd_metrics(args) -> int:
             counts = after - read_metrics(texts[0], args.model_name) if len(texts) == 2 \
                 else after
             what = "window between the two scrapes" if len(texts) == 2 else "one scrape"
-            print(f"source: {what}, {counts.label_sets} label set(s) summed")
+            header.append(f"source: {what}, {counts.label_sets} label set(s) summed")
         stats = acceptance_stats(counts, args.num_speculative_tokens)
     except ValueError as exc:
         return _err("metrics", str(exc), 1)
-    table = stats.to_frame()
-    digits = {"steps": 0, "tokens": 0, "%": 2, "tokens/step": 2, "": 3}
-    table["value"] = [("-" if v is None or v != v else f"{v:,.{digits[u]}f}")
-                      for v, u in zip(table["value"], table["unit"])]
-    print(table.to_string(index=False))
+    for line in header:
+        print(_printable(line))
+    print(stats.to_frame(formatted=True).to_string(index=False))
     if stats.per_position:
         print()
         pos = stats.per_position_frame()
@@ -233,7 +236,9 @@ def register(sub) -> None:
 
     b = csub.add_parser("build", help="build a speculative_config and render it",
                         description="Build a checked speculative_config and print it as a "
-                                    "vllm serve line, JSON, a --config YAML file or Python.")
+                                    "vllm serve line, JSON, a --config YAML file or Python. "
+                                    "Exit status: 0 printed (warnings go to stderr), 1 vLLM "
+                                    "would reject what was asked for, 2 usage error.")
     b.add_argument("method", help="ngram, suffix, draft_model, eagle, eagle3, mtp, medusa, "
                                   "mlp_speculator, ...")
     b.add_argument("-k", "--num-speculative-tokens", type=int, metavar="N",
@@ -242,15 +247,22 @@ def register(sub) -> None:
     b.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="any other key, e.g. --set prompt_lookup_min=2 (value parsed as JSON, "
                         "else a string); repeatable")
-    b.add_argument("--target", default="<target-model>", help="target model for vllm serve")
-    b.add_argument("--format", choices=("serve", "json", "yaml", "python"), default="serve")
+    b.add_argument("--target", default="<target-model>",
+                   help="target model for vllm serve (default: the placeholder "
+                        "<target-model>, to replace)")
+    b.add_argument("--format", choices=("serve", "json", "yaml", "python"), default="serve",
+                   help="serve: a vllm serve line; json: the --speculative-config value; yaml: "
+                        "a --config file; python: an LLM(...) call (default: serve)")
     b.set_defaults(func=_cmd_build)
 
     m = sub.add_parser("metrics", help="acceptance from a /metrics scrape (pair) or a log",
                        description="Read one /metrics scrape, a before/after pair (the window "
                                    "between them), or a vLLM log with SpecDecoding lines; print "
                                    "acceptance rate, mean acceptance length, per-position rates "
-                                   "and the implied alpha.")
+                                   "and the implied alpha. Exit status: 0 printed, 1 no usable "
+                                   "data (not UTF-8, not a scrape or log, inconsistent counts, a "
+                                   "-k the counts contradict), 2 usage error (a file that cannot "
+                                   "be read, - twice, a bad option).")
     m.add_argument("files", nargs="+", metavar="FILE",
                    help="scrape, or BEFORE AFTER scrapes, or a log file; - for stdin")
     m.add_argument("--num-speculative-tokens", "-k", type=positive_int, metavar="N",
@@ -260,10 +272,15 @@ def register(sub) -> None:
 
     bb = sub.add_parser("bench", help="compare vllm bench serve results, speculation on vs off",
                         description="Compare two `vllm bench serve --save-result` files and "
-                                    "give a verdict for the goal.")
+                                    "give a verdict for the goal. Exit status: 0 printed, 1 a "
+                                    "file that is not a bench result (not JSON, wrong values), "
+                                    "2 usage error (a file that cannot be read: missing, a "
+                                    "directory, no permission; a bad option).")
     bb.add_argument("on", metavar="ON.json", help="result with speculative decoding")
     bb.add_argument("off", metavar="OFF.json", help="result without")
-    bb.add_argument("--goal", choices=("latency", "throughput"), default="latency")
+    bb.add_argument("--goal", choices=("latency", "throughput"), default="latency",
+                    help="latency: judge by TPOT (median, else mean); throughput: by output "
+                         "tokens/s (default: latency)")
     bb.add_argument("--tolerance", type=_tolerance, default=0.05,
                     help="relative change treated as noise (default 0.05)")
     bb.set_defaults(func=_cmd_bench)

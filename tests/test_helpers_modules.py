@@ -171,3 +171,26 @@ def test_mixture_and_empirical():
     assert verify.empirical([0, 0, 1, 2], 3).tolist() == [0.5, 0.25, 0.25]
     with pytest.raises(ValueError, match="tokens"):
         verify.empirical([0, 5], 3)
+
+
+def test_nearest_measured():
+    assert batch.nearest_measured([2, 4, 64, 8], 20) == (8, 64)
+    assert batch.nearest_measured([2, 4], 1) == (None, 2)
+    assert batch.nearest_measured([2, 4], 128) == (4, None)
+    assert batch.nearest_measured([2, 4], 4) == (4, 4)
+
+
+def test_controls_never_clip():
+    from specnb import nb
+
+    s = nb.slider(1.7, 0.0, 1.0, 0.01, "alpha")
+    assert s.value == 1.7 and s.max == 1.7
+    g = nb.slider(5, 1, 16, 1, "gamma")
+    assert type(g).__name__ == "IntSlider" and g.value == 5
+    assert nb.slider(131072, 256, 32768, 256, "seq_len").value == 131072
+    assert nb.log_slider(1e12, 7, 10, "params").value == 1e12
+    assert nb.choice(128, [2, 64], "batch").options == (2, 64, 128)
+    with pytest.raises(TypeError, match="alpha"):
+        nb.slider(True, 0, 1, 1, "alpha")
+    with pytest.raises(ValueError, match="params"):
+        nb.log_slider(0.0, 7, 10, "params")

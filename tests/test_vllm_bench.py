@@ -69,6 +69,16 @@ def test_within_tolerance_is_no_clear_difference():
         "turn it on"
 
 
+def test_acceptance_caution_depends_on_gamma():
+    # k = 1 (PR #48892): tau 1.84 < 2 is all gamma 1 allows; no "shrink" caution
+    r = compare_bench(MTP1, MTP8)
+    text = " ".join(r.cautions)
+    assert "shrink" not in text and "at gamma 1" in text and "try a larger" in text
+    r = compare_bench(_run(spec_decode_acceptance_length=1.6, spec_decode_num_drafts=100,
+                           spec_decode_draft_tokens=300), _run())
+    assert any("1.60 < 2 at gamma 3: shrink" in c for c in r.cautions)
+
+
 def test_comparability_and_failures_are_flagged():
     r = compare_bench(_run(max_concurrency=8, failed=3), _run(max_concurrency=64))
     text = " ".join(r.cautions)

@@ -102,6 +102,24 @@ def test_metrics_errors(capsys, tmp_path):
     assert run(capsys, "metrics", str(tmp_path / "missing"))[0] == 2
 
 
+def test_metrics_gamma_the_data_contradicts_exits_1(capsys):
+    code, out, err = run(capsys, "metrics", str(sample_path("metrics_after.prom")), "-k", "5")
+    assert code == 1 and out == ""
+    assert "num_speculative_tokens=5 contradicts" in err and "gamma >= 8" in err
+
+
+def test_metrics_k1_log_advice_and_sources(capsys):
+    code, out, _ = run(capsys, "metrics", str(sample_path("spec_decode_v09.log")))
+    assert code == 0 and "shrink" not in out and "try a larger num_speculative_tokens" in out
+    assert "log: Drafted" in out and "vllm:spec_decode_num_drafts" not in out
+
+
+def test_metrics_error_prints_nothing_on_stdout(capsys):
+    after = str(sample_path("metrics_after.prom"))
+    code, out, err = run(capsys, "metrics", after, after)
+    assert code == 1 and out == "" and "no speculation in this window" in err
+
+
 def test_bench(capsys):
     code, out, _ = run(capsys, "bench", str(sample_path("bench_mtp8.json")),
                        str(sample_path("bench_mtp1.json")))

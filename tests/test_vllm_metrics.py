@@ -209,7 +209,7 @@ def test_gamma_inference_and_override():
     uneven = SpecDecodeCounts(100, 290, 150)
     s = acceptance_stats(uneven)
     assert s.alpha is None and any("gamma unknown" in n for n in s.notes)
-    with pytest.raises(ValueError, match="tau must be in"):
+    with pytest.raises(ValueError, match="num_speculative_tokens=1 contradicts.*gamma >= 3"):
         acceptance_stats(SpecDecodeCounts(100, 300, 250), num_speculative_tokens=1)
 
 
@@ -231,10 +231,62 @@ def test_advice_follows_the_article_and_the_theory():
     good = acceptance_stats(read_metrics(SECTION_3_5))
     assert "already the best gamma" in good.advice(c=0.05)[-1]
     poor = acceptance_stats(SpecDecodeCounts(1000, 4000, 500, (400, 80, 15, 5)))
-    assert "< 2: shrink num_speculative_tokens" in poor.advice()[0]
+    assert "< 2 at gamma 4: shrink num_speculative_tokens" in poor.advice()[0]
     assert "at most" in poor.advice(c=0.05)[-1]  # a shorter gamma would do better
     hopeless = acceptance_stats(SpecDecodeCounts(1000, 4000, 40, (40, 0, 0, 0)))
     assert "turn it off" in hopeless.advice(c=0.5)[-1]
+
+
+def test_advice_depends_on_gamma():
+    # PR #48892's MTP k = 1 run: tau 1.83 can never reach 2 at gamma 1, and gamma cannot shrink
+    k1 = acceptance_stats(log_counts(sample_path("spec_decode_v09.log").read_text()))
+    assert k1.num_speculative_tokens == 1
+    first = k1.advice()[0]
+    assert "shrink" not in first
+    assert "gamma 1" in first and "try a larger num_speculative_tokens" in first
+    weak = acceptance_stats(SpecDecodeCounts(1000, 1000, 300, (300,)))
+    assert "change method" in weak.advice()[0] and "shrink" not in weak.advice()[0]
+    # from gamma 2 on, the article's rule holds, and the gamma is named
+    two = acceptance_stats(SpecDecodeCounts(1000, 2000, 800, (600, 200)))
+    assert "1.80 < 2 at gamma 2: shrink num_speculative_tokens" in two.advice()[0]
+
+
+def test_acceptance_length_advice_actions():
+    from specnb.vllm import acceptance_length_advice
+
+    assert acceptance_length_advice(1.9, 1)[0] == "grow"
+    assert acceptance_length_advice(1.2, 1)[0] == "change"
+    assert acceptance_length_advice(1.2, 1, acceptance_rate=0.9)[0] == "grow"  # rate decides
+    assert acceptance_length_advice(1.9, 3)[0] == "shrink"
+    assert acceptance_length_advice(1.9, None)[0] == "shrink"
+    assert acceptance_length_advice(2.5, 3) == (
+        "ok", "mean acceptance length 2.50 >= 2: each verification fixes 2.50 tokens on "
+              "average (at most 4 at gamma 3)")
+
+
+def test_a_gamma_the_counts_contradict_is_an_error():
+    after = read_metrics(sample_path("metrics_after.prom").read_text())  # k = 8 in the data
+    with pytest.raises(ValueError, match=r"num_speculative_tokens=5 contradicts the counts.*"
+                                         r"8\.00 tokens per step.*8 per-position series.*"
+                                         r"gamma >= 8"):
+        acceptance_stats(after, num_speculative_tokens=5)
+    # the per-position series alone is enough
+    with pytest.raises(ValueError, match=r"num_speculative_tokens=2 .* 3 per-position series"):
+        acceptance_stats(SpecDecodeCounts(100, 200, 60, (30, 20, 10)), num_speculative_tokens=2)
+    # fewer draft tokens than gamma x drafts stays allowed (structured output, dynamic depth)
+    s = acceptance_stats(SpecDecodeCounts(100, 250, 60), num_speculative_tokens=3)
+    assert s.num_speculative_tokens == 3 and any("fewer tokens" in n for n in s.notes)
+    assert acceptance_stats(after, num_speculative_tokens=8).alpha == pytest.approx(0.812, abs=1e-3)
+    with pytest.raises(ValueError, match="inconsistent.*exceeds the 2 per-position series"):
+        acceptance_stats(SpecDecodeCounts(100, 300, 60, (40, 20)))
+
+
+def test_formatted_frame_and_log_sources():
+    scrape = acceptance_stats(read_metrics(SECTION_3_5)).to_frame(formatted=True)
+    assert scrape["value"].iloc[0] == "11,043" and scrape["value"].iloc[-1] == "0.812"
+    assert scrape["from"].iloc[0] == "vllm:spec_decode_num_drafts"
+    log = acceptance_stats(log_counts(sample_path("spec_decode_current.log").read_text()))
+    assert log.to_frame()["from"].iloc[0].startswith("log:")
 
 
 def test_promql_uses_series_that_exist():

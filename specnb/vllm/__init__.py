@@ -53,10 +53,12 @@ from .config import (
 )
 from .metrics import (
     MIN_ACCEPTANCE_LENGTH,
+    MIN_ACCEPTANCE_RATE_GAMMA_1,
     PROMQL,
     WATCH,
     AcceptanceStats,
     SpecDecodeCounts,
+    acceptance_length_advice,
     acceptance_stats,
     log_counts,
     metrics_delta,
@@ -71,6 +73,7 @@ __all__ = [
     "ConfigSyntaxError",
     "read_metrics", "metrics_delta", "read_spec_decode_log", "log_counts", "acceptance_stats",
     "SpecDecodeCounts", "AcceptanceStats", "PROMQL", "WATCH", "MIN_ACCEPTANCE_LENGTH",
+    "MIN_ACCEPTANCE_RATE_GAMMA_1", "acceptance_length_advice",
     "read_bench", "bench_summary", "compare_bench", "BenchComparison",
     "recommend", "recommendation_table", "Recommendation", "Situation", "ARTICLE_SITUATIONS",
     "HIGH_TEMPERATURE", "MEASURE_BATCH",

@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .metrics import MIN_ACCEPTANCE_LENGTH
+from .metrics import acceptance_length_advice
 
 __all__ = ["GOALS", "read_bench", "bench_summary", "compare_bench", "BenchComparison"]
 
@@ -197,6 +197,24 @@ def _change(off, on):
     return on / off, 100.0 * (on / off - 1.0)
 
 
+def _gamma(acceptance: dict):
+    """num_speculative_tokens implied by a run's spec-decode section, or None."""
+    tokens, drafts = (acceptance.get("spec_decode_draft_tokens"),
+                      acceptance.get("spec_decode_num_drafts"))
+    if isinstance(tokens, (int, float)) and isinstance(drafts, (int, float)) and drafts > 0:
+        ratio = tokens / drafts
+        if ratio >= 1 and math.isclose(ratio, round(ratio)):
+            return int(round(ratio))
+    rates = acceptance.get("spec_decode_per_position_acceptance_rates")
+    return len(rates) if isinstance(rates, list) and rates else None
+
+
+def _rate(acceptance: dict):
+    """The run's acceptance rate as a fraction, or None."""
+    rate = acceptance.get("spec_decode_acceptance_rate")
+    return rate / 100 if isinstance(rate, (int, float)) else None
+
+
 def compare_bench(on, off, goal: str = "latency", tolerance: float = 0.05) -> BenchComparison:
     """Put a run with speculation (``on``) beside one without (``off``) and decide.
 
@@ -310,7 +328,10 @@ def compare_bench(on, off, goal: str = "latency", tolerance: float = 0.05) -> Be
     if any(k in off_d for k in SPEC_KEYS):
         cautions.append("the OFF run has spec-decode counters: was speculation really off?")
     length = acceptance.get("spec_decode_acceptance_length")
-    if isinstance(length, (int, float)) and length < MIN_ACCEPTANCE_LENGTH:
-        cautions.append(f"mean acceptance length {length:.2f} < {MIN_ACCEPTANCE_LENGTH:g}: "
-                        "shrink gamma or change method (article checklist, step 3)")
+    if isinstance(length, (int, float)):
+        action, sentence = acceptance_length_advice(length, _gamma(acceptance),
+                                                    _rate(acceptance))
+        if action != "ok":
+            cautions.append(sentence + (" (article checklist, step 3)" if action == "shrink"
+                                        else ""))
     return BenchComparison(table, acceptance, goal, verdict, tuple(reasons), tuple(cautions))

@@ -30,8 +30,9 @@ import re
 from dataclasses import dataclass, field
 
 __all__ = [
-    "COUNTERS", "PROMQL", "WATCH", "MIN_ACCEPTANCE_LENGTH", "SpecDecodeCounts", "AcceptanceStats", "read_metrics", "metrics_delta",
-    "read_spec_decode_log", "log_counts", "acceptance_stats",
+    "COUNTERS", "PROMQL", "WATCH", "MIN_ACCEPTANCE_LENGTH", "MIN_ACCEPTANCE_RATE_GAMMA_1",
+    "SpecDecodeCounts", "AcceptanceStats", "read_metrics", "metrics_delta",
+    "read_spec_decode_log", "log_counts", "acceptance_stats", "acceptance_length_advice",
 ]
 
 #: Exposed sample names of vLLM's V1 spec-decode counters.
@@ -55,14 +56,21 @@ PROMQL = {
 }
 
 #: The article's threshold (checklist step 3): below 2 tokens per verification, shrink gamma
-#: or change method.
+#: or change method. It applies from gamma = 2 on: at gamma = 1, tau = 1 + acceptance rate
+#: can never exceed 2 and gamma cannot go lower (see :func:`acceptance_length_advice`).
 MIN_ACCEPTANCE_LENGTH = 2.0
+#: The bar at gamma = 1, where tau cannot reach 2: the acceptance rate. 0.5 is the i.i.d.
+#: alpha at which tau = (1 - alpha^(gamma+1)) / (1 - alpha) tends to the article's 2 as gamma
+#: grows, so it is the same bar expressed per token.
+MIN_ACCEPTANCE_RATE_GAMMA_1 = 0.5
 
 #: What to watch after launch: (what, where, act when). Sources: the article's checklist,
 #: vLLM's metrics (``vllm/v1/spec_decode/metrics.py``) and ``vllm bench serve`` keys.
 WATCH = (
     ("mean acceptance length", PROMQL["mean acceptance length"],
-     f"below {MIN_ACCEPTANCE_LENGTH:g}: shrink num_speculative_tokens or change method"),
+     f"below {MIN_ACCEPTANCE_LENGTH:g} at gamma >= 2: shrink num_speculative_tokens or change "
+     f"method (at gamma 1, tau <= 2 always: judge by the acceptance rate, below "
+     f"{MIN_ACCEPTANCE_RATE_GAMMA_1:.0%} change method, above it try a larger gamma)"),
     ("per-position acceptance", PROMQL["per-position acceptance"],
      "the last positions near 0: those draft tokens are wasted work; lower gamma"),
     ("acceptance rate", PROMQL["acceptance rate"],
@@ -73,6 +81,42 @@ WATCH = (
      "below the off run at the peak batch: turn it off or use dynamic speculation"),
     ("TTFT p99", "vllm bench serve: p99_ttft_ms", "a rise: the draft adds prefill work"),
 )
+
+def acceptance_length_advice(tau: float, gamma: int | None = None,
+                             acceptance_rate: float | None = None) -> tuple[str, str]:
+    """The article's step-3 rule made to depend on gamma: ``(action, sentence)``.
+
+    * gamma >= 2 (or unknown): tau below :data:`MIN_ACCEPTANCE_LENGTH` -> ``"shrink"`` (shrink
+      num_speculative_tokens or change method), else ``"ok"``;
+    * gamma = 1: tau = 1 + acceptance rate <= 2 always and gamma cannot go lower, so the rule
+      is judged by the acceptance rate: below :data:`MIN_ACCEPTANCE_RATE_GAMMA_1` ->
+      ``"change"`` (a better method, or turn speculation off), else ``"grow"`` (the drafter is
+      good: try a larger num_speculative_tokens and measure).
+
+    Parameters
+    ----------
+    tau : mean acceptance length (tokens per verification, bonus token included).
+    gamma : num_speculative_tokens, or None when unknown.
+    acceptance_rate : accepted / draft tokens (fraction); at gamma 1 it defaults to tau - 1.
+    """
+    if gamma == 1:
+        rate = tau - 1.0 if acceptance_rate is None else acceptance_rate
+        head = (f"acceptance rate {100 * rate:.1f}% at gamma 1 (there tau = 1 + acceptance "
+                f"rate <= 2, so the 'tau < {MIN_ACCEPTANCE_LENGTH:g}' rule does not apply)")
+        if rate < MIN_ACCEPTANCE_RATE_GAMMA_1:
+            return "change", (f"{head}: below {MIN_ACCEPTANCE_RATE_GAMMA_1:.0%} and gamma cannot "
+                              "go lower: change method (a better drafter) or turn speculation "
+                              "off if TPOT / throughput does not improve")
+        return "grow", (f"{head}: the drafter is usually right; try a larger "
+                        "num_speculative_tokens (e.g. 2-4) and compare TPOT / throughput")
+    if tau < MIN_ACCEPTANCE_LENGTH:
+        at = f" at gamma {gamma}" if gamma is not None else ""
+        return "shrink", (f"mean acceptance length {tau:.2f} < {MIN_ACCEPTANCE_LENGTH:g}{at}: "
+                          "shrink num_speculative_tokens or change method")
+    most = f" (at most {gamma + 1} at gamma {gamma})" if gamma is not None else ""
+    return "ok", (f"mean acceptance length {tau:.2f} >= {MIN_ACCEPTANCE_LENGTH:g}: each "
+                  f"verification fixes {tau:.2f} tokens on average{most}")
+
 
 _V0_GAUGES = ("vllm:spec_decode_draft_acceptance_rate", "vllm:spec_decode_efficiency")
 
@@ -436,16 +480,33 @@ class AcceptanceStats:
     counts: SpecDecodeCounts
     notes: tuple = field(default=())
 
-    def to_frame(self):
-        """One row per quantity: name, value, unit, formula."""
+    def to_frame(self, formatted: bool = False):
+        """One row per quantity: name, value, unit, from (the counter or formula used).
+
+        Parameters
+        ----------
+        formatted : bool
+            False: numeric values (None where unknown). True: values as text the way
+            ``specnb metrics`` prints them (counts as whole numbers with thousands separators,
+            % and tokens/step to 2 decimals, alpha to 3; "-" where unknown).
+        """
         import pandas as pd
 
         c = self.counts
+        if c.source.startswith("log (V0"):
+            where = ("log: draft tokens / k", "log: Number of draft tokens",
+                     "log: emitted - steps")
+        elif c.source.startswith("log"):
+            where = ("log: Drafted / k, or Accepted / (length - 1) (estimated)",
+                     "log: Drafted: N tokens (lines summed)",
+                     "log: Accepted: N tokens (lines summed)")
+        else:
+            where = ("vllm:spec_decode_num_drafts", "vllm:spec_decode_num_draft_tokens",
+                     "vllm:spec_decode_num_accepted_tokens")
         rows = [
-            ("drafts (verification steps)", c.drafts, "steps", "vllm:spec_decode_num_drafts"),
-            ("draft tokens", c.draft_tokens, "tokens", "vllm:spec_decode_num_draft_tokens"),
-            ("accepted tokens", c.accepted_tokens, "tokens",
-             "vllm:spec_decode_num_accepted_tokens"),
+            ("drafts (verification steps)", c.drafts, "steps", where[0]),
+            ("draft tokens", c.draft_tokens, "tokens", where[1]),
+            ("accepted tokens", c.accepted_tokens, "tokens", where[2]),
             ("acceptance rate", 100 * self.acceptance_rate, "%", "accepted / draft tokens"),
             ("mean acceptance length (tau)", self.mean_acceptance_length, "tokens/step",
              "1 + accepted / drafts"),
@@ -453,7 +514,12 @@ class AcceptanceStats:
              "given or inferred"),
             ("implied alpha", self.alpha, "", "Eq. 1 inverted at gamma"),
         ]
-        return pd.DataFrame(rows, columns=["quantity", "value", "unit", "from"])
+        table = pd.DataFrame(rows, columns=["quantity", "value", "unit", "from"])
+        if formatted:
+            digits = {"steps": 0, "tokens": 0, "%": 2, "tokens/step": 2, "": 3}
+            table["value"] = [("-" if v is None or v != v else f"{v:,.{digits[u]}f}")
+                              for v, u in zip(table["value"], table["unit"])]
+        return table
 
     def per_position_frame(self):
         """Per-position acceptance: position, rate (fraction), count."""
@@ -465,6 +531,10 @@ class AcceptanceStats:
 
     def advice(self, c: float | None = None) -> list[str]:
         """What these numbers say to do (article checklist, step 3; theory with ``c``).
+
+        The first line is :func:`acceptance_length_advice` at this gamma: the article's
+        "tau below 2: shrink gamma" from gamma 2 on; at gamma 1 (where tau <= 2 always) a
+        judgement on the acceptance rate, suggesting a larger gamma when it is high.
 
         Parameters
         ----------
@@ -482,14 +552,8 @@ class AcceptanceStats:
 
         if c is not None:
             c = _check.scalar_real("c", c, lo=0.0)
-        out = []
-        tau = self.mean_acceptance_length
-        if tau < MIN_ACCEPTANCE_LENGTH:
-            out.append(f"mean acceptance length {tau:.2f} < {MIN_ACCEPTANCE_LENGTH:g}: shrink "
-                       "num_speculative_tokens or change method")
-        else:
-            out.append(f"mean acceptance length {tau:.2f} >= {MIN_ACCEPTANCE_LENGTH:g}: each "
-                       f"verification fixes {tau:.2f} tokens on average")
+        out = [acceptance_length_advice(self.mean_acceptance_length,
+                                        self.num_speculative_tokens, self.acceptance_rate)[1]]
         if self.per_position:
             last = self.per_position[-1]
             out.append(f"the last draft position is accepted in {100 * last:.1f}% of steps")
@@ -544,7 +608,9 @@ def acceptance_stats(counts: SpecDecodeCounts, num_speculative_tokens: int | Non
     ValueError
         no drafts or no draft tokens in the window (nothing was speculated); a count that is
         negative, NaN or infinite; accepted tokens above draft tokens, or a per-position count
-        above the drafts (inconsistent counts); gamma < 1; a tau above gamma + 1 (wrong gamma).
+        above the drafts (inconsistent counts); gamma < 1; a ``num_speculative_tokens`` the
+        counts contradict (draft tokens above gamma x drafts, or more per-position series than
+        gamma; the message names the gamma the data implies); a tau above gamma + 1.
     TypeError
         a count that is not a number; ``num_speculative_tokens`` not an integer.
     """
@@ -579,19 +645,41 @@ def acceptance_stats(counts: SpecDecodeCounts, num_speculative_tokens: int | Non
         notes.append("V0 log: accepted = emitted - steps (prefix-accepted drafts); V0's own "
                      "printed acceptance rate also counts tokens after a rejection")
     gamma = None
+    # The counts bound gamma from below: a step drafts at most gamma tokens, and vLLM keeps
+    # one per-position series per draft position. Drafts read from log lines are estimated
+    # from a rounded tau, hence the slack there.
+    ratio = counts.draft_tokens / counts.drafts
+    slack = 1.01 if counts.drafts_estimated else 1.0 + 1e-9
     if num_speculative_tokens is not None:
         gamma = _check.scalar_int("num_speculative_tokens", num_speculative_tokens, lo=1)
+        implied = []
+        if ratio > gamma * slack:
+            implied.append(f"draft tokens / drafts = {counts.draft_tokens:,.0f} / "
+                           f"{counts.drafts:,.0f} = {ratio:.2f} tokens per step")
+        if len(per_pos) > gamma:
+            implied.append(f"{len(per_pos)} per-position series (positions 0-{len(per_pos) - 1})")
+        if implied:
+            least = max(len(per_pos), math.ceil(ratio / slack))
+            raise ValueError(
+                f"num_speculative_tokens={gamma} contradicts the counts: "
+                f"{' and '.join(implied)} imply gamma >= {least}; a step drafts at most gamma "
+                f"tokens. Give the server's num_speculative_tokens (here at least {least}), or "
+                "omit it to infer gamma")
     elif per_pos:
         gamma = len(per_pos)
         notes.append(f"gamma = {gamma} inferred from the per-position series")
     else:
-        ratio = counts.draft_tokens / counts.drafts
         if math.isclose(ratio, round(ratio)) and round(ratio) >= 1:
             gamma = int(round(ratio))
             notes.append(f"gamma = {gamma} inferred from draft tokens / drafts")
         else:
             notes.append("gamma unknown (draft tokens / drafts is not whole): pass "
                          "num_speculative_tokens to get alpha")
+    if gamma is not None and ratio > gamma * slack:  # inferred from per-position series
+        raise ValueError(
+            f"the counts are inconsistent: draft tokens / drafts = {ratio:.2f} tokens per step "
+            f"exceeds the {gamma} per-position series (gamma = {gamma}); a step drafts at most "
+            "gamma tokens (scrapes of different servers, or counters edited by hand)")
     if gamma is not None and not math.isclose(counts.draft_tokens, gamma * counts.drafts):
         notes.append(f"draft tokens != gamma x drafts ({counts.draft_tokens:g} vs "
                      f"{gamma * counts.drafts:g}): some steps drafted fewer tokens (structured "
