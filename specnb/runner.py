@@ -48,6 +48,25 @@ class Result:
     title: str = ""
 
 
+def _kernel_manager_class():
+    """A kernel manager that talks to the kernel over local IPC sockets (in the temp folder).
+
+    Over the default TCP loopback transport, ipykernel 7 warns on every start that the
+    connection is unencrypted; IPC sockets are local files, so there is nothing to warn about.
+    """
+    import tempfile
+
+    from jupyter_client.manager import AsyncKernelManager
+
+    class IPCKernelManager(AsyncKernelManager):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.transport = "ipc"
+            self.ip = os.path.join(tempfile.gettempdir(), f"specnb-kernel-{os.getpid()}")
+
+    return IPCKernelManager
+
+
 def notebook_title(path) -> str:
     """The first Markdown heading of a notebook ("" if it has none)."""
     import nbformat
@@ -258,7 +277,8 @@ def run_notebooks(names=None, output_dir="build", parameters: dict | None = None
         try:
             pm.execute_notebook(str(src), str(dst), parameters=params, kernel_name=KERNEL,
                                 cwd=str(src.parent), execution_timeout=cell_timeout,
-                                progress_bar=False, log_output=False)
+                                progress_bar=False, log_output=False,
+                                kernel_manager_class=_kernel_manager_class())
         except Exception as exc:  # noqa: BLE001 - a failing notebook must not stop the run
             status = "failed"
             error = _describe(exc)
