@@ -102,6 +102,30 @@ def test_07_bench_comparisons(rec):
     assert r["batch.first_losing"] == {"EAGLE": 24, "EAGLE-3": None}
 
 
+def test_07_k1_run_is_not_told_to_shrink(rec):
+    # gamma 1: tau 1.83 < 2 is all gamma 1 allows; 83 % acceptance means try a longer draft
+    first = rec["07_vllm_turn_it_on"]["log.k1.advice"][0]
+    assert "shrink" not in first and "gamma 1" in first and "try a larger" in first
+
+
+def test_06_controls_never_clip_a_parameter(tmp_path):
+    """A parameter outside a control's range (peak batch 512 > the slider's 256, temperature 2.0
+    > 1.5, a goal not among the options) is used as given, not clipped by ipywidgets."""
+    import nbformat
+
+    from specnb.runner import run_notebooks
+
+    (result,) = run_notebooks(["06"], output_dir=tmp_path, progress=False, report=False,
+                              parameters={"06": {"peak_batch": 512, "temperature": 2.0}})
+    assert result.status == "ok", result.error
+    nb = nbformat.read(result.output, as_version=4)
+    (cell,) = [c for c in nb.cells if "mine = interact(" in c.source]
+    shown = "".join(o.get("text", "") for o in cell.outputs)
+    assert "peak batch 512" in shown and "256" not in shown
+    mine = read_records(result.output)["mine.recommendation"]
+    assert mine["gamma"] == 2  # temperature 2.0 kept: a high temperature keeps drafts short
+
+
 def test_07_checklist_steps(rec):
     r = rec["07_vllm_turn_it_on"]
     assert r["mine.label"] == "measure on and off under real load"

@@ -105,6 +105,20 @@ def test_the_suggested_fix_is_valid_json(text, cause, key, pos):
     assert isinstance(fixed, dict) and "method" in fixed
 
 
+def test_the_fix_for_stripped_quotes_passes_vllms_rules():
+    # {method: ngram} repairs to {"method": "ngram"}, which vLLM rejects without a draft length
+    (finding,) = check_speculative_config("{method: ngram}").findings
+    assert finding.fix == 'use {"method": "ngram", "num_speculative_tokens": 4}'
+    assert check_speculative_config(finding.fix[4:]).accepted
+
+
+def test_unknown_key_list_says_which_version_it_is():
+    old = check_speculative_config('{"method": "ngram", "num_speculative_tokens": 4, "foo": 1}',
+                                   vllm_version="0.11.0")
+    (foo,) = [f for f in old if f.key == "foo"]
+    assert "valid keys in current vLLM" in foo.fix and "0.11.0 may lack" in foo.fix
+
+
 def test_a_quoted_json_string_is_named_as_kept_quotes():
     inner = {"method": "ngram", "num_speculative_tokens": 4}
     result = check_speculative_config(json.dumps(json.dumps(inner)))

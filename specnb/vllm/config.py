@@ -423,6 +423,31 @@ _RULES = [
 ]
 
 
+def _use(fixed: str) -> str:
+    """The fix "use <JSON>" for repaired JSON, completed so that vLLM accepts it where it can.
+
+    ``{method: ngram}`` repairs to ``{"method": "ngram"}``, which vLLM still rejects (no
+    ``num_speculative_tokens``); the suggestion then adds the docs' starting value
+    (:data:`specnb.vllm.advise.DEFAULT_GAMMA`). The fix stays pure JSON after "use ", so it can
+    be pasted; anything else vLLM would reject shows on the next check.
+    """
+    shown = fixed.strip()
+    try:
+        obj = _loads(fixed)
+        if check_speculative_config(obj).accepted:
+            return f"use {shown}"
+    except (ValueError, TypeError, RecursionError):
+        return f"use {shown}"
+    if isinstance(obj, dict) and "num_speculative_tokens" not in obj and \
+            isinstance(obj.get("method"), str):
+        from .advise import DEFAULT_GAMMA
+
+        completed = {**obj, "num_speculative_tokens": DEFAULT_GAMMA.get(obj["method"], 3)}
+        if check_speculative_config(completed).accepted:
+            return f"use {json.dumps(completed)}"
+    return f"use {shown}"
+
+
 def _diagnose(text: str, err: json.JSONDecodeError, depth: int = 0):
     """Return (cause, fix, key, index) for text that json.loads rejected."""
     if text.strip() in ("", "None"):
@@ -455,7 +480,7 @@ def _diagnose(text: str, err: json.JSONDecodeError, depth: int = 0):
             return cause, "", key, idx
         try:
             _loads(fixed)
-            return cause, f"use {fixed.strip()}", key, idx
+            return cause, _use(fixed), key, idx
         except json.JSONDecodeError as err2:
             if depth < 3 and fixed != text:
                 more, fix2, key2, _ = _diagnose(fixed, err2, depth + 1)
@@ -645,8 +670,11 @@ class _Checker:
                     self.unknown(key, f"unknown key '{key}'; did you mean '{close[0]}'?",
                                  f"rename '{key}' to '{close[0]}'")
                 else:
+                    which = ("valid keys" if self.era == "current" else
+                             f"valid keys in current vLLM ({S.SOURCE}; vLLM {self.version} "
+                             "may lack some of them)")
                     self.unknown(key, f"unknown key '{key}'",
-                                 f"remove '{key}'; valid keys: {', '.join(known)}")
+                                 f"remove '{key}'; {which}: {', '.join(known)}")
 
     # ---- typed values
     def int_value(self, key, value, minimum=None, exclusive=False):
