@@ -243,8 +243,7 @@ def log_slider(value, lo_exp: float, hi_exp: float, description: str = ""):
     v = float(_check.real(description or "value", value, lo=0.0, lo_open=True))
     e = math.log10(v)
     return widgets.FloatLogSlider(value=v, base=10, min=min(lo_exp, math.floor(e)),
-                                  max=max(hi_exp, math.ceil(e)), description=description,
-                                  readout_format=".3~g")
+                                  max=max(hi_exp, math.ceil(e)), description=description)
 
 
 def choice(value, options, description: str = ""):
