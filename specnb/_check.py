@@ -179,6 +179,13 @@ def choice(name: str, value, allowed) -> str:
     return value
 
 
+def utf8_error(where: str, exc: UnicodeDecodeError, hint: str) -> ValueError:
+    """The ValueError for input ``where`` that is not UTF-8: the first bad byte, its offset,
+    and ``hint`` (what the input should be)."""
+    return ValueError(f"{where}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset "
+                      f"{exc.start}); {hint}")
+
+
 def finite_result(what: str, x, hint: str = "check the units of the inputs"):
     """Raise ValueError if a computed result overflowed float64 (inf); return it unchanged."""
     arr = np.asarray(x)

@@ -60,14 +60,20 @@ def _betas(betas, *, binary: bool = False) -> np.ndarray:
     return arr
 
 
-def _cap(n: int, max_new_tokens) -> int:
+def _rounds_args(betas, gamma, max_new_tokens, *, binary: bool = False):
+    """``(betas, gamma, max_new_tokens)`` checked; max_new_tokens defaults to len(betas)."""
+    b = _betas(betas, binary=binary)
+    g = _check.scalar_int("gamma", gamma, lo=1)
+    n = b.size
+    if n == 0:
+        raise ValueError("betas must hold at least one position, got an empty sequence")
     if max_new_tokens is None:
-        return n
+        return b, g, n
     m = _check.scalar_int("max_new_tokens", max_new_tokens, lo=1)
     if m < n:
         raise ValueError(f"max_new_tokens must be >= the number of generated positions "
                          f"len(betas) = {n}, got {m}")
-    return m
+    return b, g, m
 
 
 def draft_length(generated: int, gamma: int, max_new_tokens: int) -> int:
@@ -151,12 +157,9 @@ def greedy_rounds(betas, gamma: int, max_new_tokens: int | None = None) -> Round
     ValueError
         betas not 1-D, empty, or not all 0/1; gamma < 1; max_new_tokens < N.
     """
-    b = _betas(betas, binary=True).astype(bool)
-    g = _check.scalar_int("gamma", gamma, lo=1)
+    b, g, m = _rounds_args(betas, gamma, max_new_tokens, binary=True)
+    b = b.astype(bool)
     n = b.size
-    if n == 0:
-        raise ValueError("betas must hold at least one position, got an empty sequence")
-    m = _cap(n, max_new_tokens)
     ks, acc, rej, prod = [], [], [], []
     i = 0
     while i < n:
@@ -198,12 +201,8 @@ def expected_rounds(betas, gamma: int, max_new_tokens: int | None = None) -> flo
     ValueError
         betas outside [0, 1], NaN, not 1-D or empty; gamma < 1; max_new_tokens < N.
     """
-    b = _betas(betas)
-    g = _check.scalar_int("gamma", gamma, lo=1)
+    b, g, m = _rounds_args(betas, gamma, max_new_tokens)
     n = b.size
-    if n == 0:
-        raise ValueError("betas must hold at least one position, got an empty sequence")
-    m = _cap(n, max_new_tokens)
     r = np.zeros(n + 1)
     for i in range(n - 1, -1, -1):
         k = min(g, m - i - 1)

@@ -32,6 +32,17 @@ def positive_int(text: str) -> int:
     return value
 
 
+def printable(text: str) -> str:
+    """``text`` with characters stdout cannot encode (e.g. undecodable bytes) escaped."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def error(prog: str, msg: str, code: int = 2) -> int:
+    """Print ``specnb PROG: error: MSG`` to stderr; return ``code`` (the exit status)."""
+    print(f"specnb {prog}: error: {printable(msg)}", file=sys.stderr)
+    return code
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="specnb",

@@ -937,6 +937,10 @@ def _measure(tmodel, dmodels, prompts, ids, gammas, temps, mnt, reps, warm, pld,
     def tok_per_s(frame):
         return float(frame["new_tokens"].sum() / frame["wall_s"].sum())
 
+    def all_lossless(frame):  # None when no greedy run
+        ll = frame["lossless"].dropna()
+        return bool(ll.all()) if len(ll) else None
+
     def base_rate(t, task=None):
         f = med[(med["method"] == "plain") & (med["temperature"] == t)]
         if task is not None:
@@ -980,21 +984,21 @@ def _measure(tmodel, dmodels, prompts, ids, gammas, temps, mnt, reps, warm, pld,
                          & (med["gamma"] == g) & (med["temperature"] == t)]
                 tau_pred = theory.expected_tokens_per_step(a_row["alpha"], g)
                 tau_b = acc.tau_from_betas(bseq, g, mnt)
-                ll = fr["lossless"].dropna()
+                rate, rate_plain = tok_per_s(fm), base_rate(t)
                 summary_rows.append(dict(
                     draft=dname, gamma=g, temperature=t, alpha=a_row["alpha"],
                     alpha_ci_low=a_row["ci_low"], alpha_ci_high=a_row["ci_high"],
                     alpha_counted=acc.alpha_from_rounds(rounds),
                     draft_acceptance_rate=acc.draft_acceptance_rate(rounds),
                     tau_measured=tau_meas, tau_predicted=tau_pred, tau_betas=tau_b,
-                    speedup_measured=tok_per_s(fm) / base_rate(t),
+                    speedup_measured=rate / rate_plain,
                     speedup_predicted=theory.walltime_speedup(a_row["alpha"], g, c),
                     speedup_betas=acc.speedup_from_tau(tau_b, g, c),
                     speedup_timing_model=_model_speedup(models_fit.get(dname), fr, runs, t),
-                    c=c, tokens_per_s=tok_per_s(fm), tokens_per_s_plain=base_rate(t),
+                    c=c, tokens_per_s=rate, tokens_per_s_plain=rate_plain,
                     target_forwards=int(fr["target_forwards"].sum()),
                     draft_forwards=int(fr["draft_forwards"].sum()),
-                    lossless=bool(ll.all()) if len(ll) else None))
+                    lossless=all_lossless(fr)))
     summary = pd.DataFrame(summary_rows)
     summary["lossless"] = summary["lossless"].astype(object)
 
@@ -1010,12 +1014,11 @@ def _measure(tmodel, dmodels, prompts, ids, gammas, temps, mnt, reps, warm, pld,
                 for task in [*dict.fromkeys(fr["task"]), "all"]:
                     sel = fr if task == "all" else fr[fr["task"] == task]
                     selm = fm if task == "all" else fm[fm["task"] == task]
-                    ll = sel["lossless"].dropna()
                     pld_rows.append(dict(
                         gamma=g, temperature=t, task=task,
                         tau=float(sel["new_tokens"].sum() / sel["rounds"].sum()),
                         speedup=tok_per_s(selm) / base_rate(t, None if task == "all" else task),
-                        lossless=bool(ll.all()) if len(ll) else None))
+                        lossless=all_lossless(sel)))
     pld_df = pd.DataFrame(pld_rows)
     return Measurement(betas=betas, alpha=alpha, runs=runs, summary=summary, pld=pld_df,
                        timing=timing, config=config)

@@ -10,6 +10,8 @@ import argparse
 import json
 import sys
 
+from .cli import error
+
 __all__ = ["register", "run", "format_report"]
 
 MISSING_EXTRA = ("specnb measure needs torch and transformers: install the measure extra with\n"
@@ -136,8 +138,7 @@ def run(args) -> int:
         return 3
     bad = _check_flags(args)
     if bad:
-        print(f"specnb measure: error: {bad}", file=sys.stderr)
-        return 2
+        return error("measure", bad)
     try:
         m = M.measure(
             args.target, args.draft, prompts=args.prompts,
@@ -148,8 +149,7 @@ def run(args) -> int:
             progress=not args.no_progress and not args.json,
         )
     except (FileNotFoundError, ValueError, TypeError) as exc:
-        print(f"specnb measure: error: {exc}", file=sys.stderr)
-        return 2
+        return error("measure", str(exc))
     if args.json:
         print(json.dumps(m.to_json()))
     else:

@@ -340,8 +340,9 @@ def _cmd_run(args) -> int:
         results = run_notebooks(args.only or None, args.output, params,
                                 notebook_dir=args.notebooks, cell_timeout=args.cell_timeout)
     except (ValueError, FileNotFoundError) as exc:
-        print(f"specnb run: error: {exc}", file=sys.stderr)
-        return 2
+        from .cli import error
+
+        return error("run", str(exc))
     _print_summary(results, args.output)
     return 1 if any(r.status != "ok" for r in results) else 0
 

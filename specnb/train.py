@@ -47,6 +47,9 @@ __all__ = [
     "main",
 ]
 
+#: Where the bundled family lives (the default ``--out``).
+_DEFAULT_OUT = Path(__file__).resolve().parent.parent / "data" / "models"
+
 #: The one special token: end of text; also bos and pad.
 EOT = "<|endoftext|>"
 
@@ -658,7 +661,7 @@ def main(argv=None) -> int:
                     help="only measure alpha of the trained drafts and (re)write MODEL_CARD.md")
     args = ap.parse_args(argv)
     if args.card:
-        out = Path(args.out) if args.out else Path(__file__).resolve().parent.parent / "data" / "models"
+        out = Path(args.out) if args.out else _DEFAULT_OUT
         print(f"wrote {_card(out)}")
         return 0
     if args.prompts:
@@ -671,7 +674,7 @@ def main(argv=None) -> int:
             import tempfile
             args.out = tempfile.mkdtemp(prefix="specnb-smoke-")
         else:
-            args.out = str(Path(__file__).resolve().parent.parent / "data" / "models")
+            args.out = str(_DEFAULT_OUT)
 
     def log(msg):
         print(msg, flush=True)

@@ -21,19 +21,11 @@ import argparse
 import json
 import sys
 
+from .cli import error as _err
 from .cli import positive_int
+from .cli import printable as _printable
 
 __all__ = ["register"]
-
-
-def _err(prog: str, msg: str, code: int) -> int:
-    print(f"specnb {prog}: error: {_printable(msg)}", file=sys.stderr)
-    return code
-
-
-def _printable(text: str) -> str:
-    """``text`` with characters stdout cannot encode (e.g. undecodable bytes) escaped."""
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _stdin(errors: str) -> str:
@@ -141,13 +133,15 @@ def _read_file(path: str) -> str:
         with open(path, encoding="utf-8") as fh:
             return fh.read()
     except UnicodeDecodeError as exc:
-        raise ValueError(f"{'stdin' if path == '-' else path}: not UTF-8 text (byte "
-                         f"0x{exc.object[exc.start]:02x} at offset {exc.start}); give a "
-                         "/metrics scrape or a vLLM log") from None
+        from ._check import utf8_error
+
+        raise utf8_error("stdin" if path == "-" else path, exc,
+                         "give a /metrics scrape or a vLLM log") from None
 
 
 def _cmd_metrics(args) -> int:
-    from .vllm import acceptance_stats, log_counts, read_metrics, read_spec_decode_log
+    from .vllm import acceptance_stats, metrics_delta, read_metrics, read_spec_decode_log
+    from .vllm.metrics import _counts_from_log
 
     if len(args.files) > 2:
         return _err("metrics", "give one or two files", 2)
@@ -166,10 +160,11 @@ def _cmd_metrics(args) -> int:
             if len(texts) != 1:
                 return _err("metrics", "give one log file (its lines are summed), or one or "
                             "two /metrics scrapes", 2)
-            counts = log_counts(texts[0], strict=False)
+            frame = read_spec_decode_log(texts[0], strict=False)
+            counts = _counts_from_log(frame)
             header.append(f"source: {len(texts[0].splitlines())} log lines, spec-decode lines "
                           "summed")
-            skipped = read_spec_decode_log(texts[0], strict=False).attrs["skipped"]
+            skipped = frame.attrs["skipped"]
             if skipped:
                 try:
                     read_spec_decode_log(texts[0], strict=True)
@@ -180,9 +175,8 @@ def _cmd_metrics(args) -> int:
         elif any(is_log):
             return _err("metrics", "do not mix a log file with a /metrics scrape", 2)
         else:
-            after = read_metrics(texts[-1], args.model_name)
-            counts = after - read_metrics(texts[0], args.model_name) if len(texts) == 2 \
-                else after
+            counts = (metrics_delta(*texts, args.model_name) if len(texts) == 2
+                      else read_metrics(texts[0], args.model_name))
             what = "window between the two scrapes" if len(texts) == 2 else "one scrape"
             header.append(f"source: {what}, {counts.label_sets} label set(s) summed")
         stats = acceptance_stats(counts, args.num_speculative_tokens)

@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import _check
 from .metrics import acceptance_length_advice
 
 __all__ = ["GOALS", "read_bench", "bench_summary", "compare_bench", "BenchComparison"]
@@ -87,9 +88,8 @@ def read_bench(path_or_dict) -> dict:
         try:
             data = json.loads(Path(path_or_dict).read_text(encoding="utf-8"))
         except UnicodeDecodeError as exc:
-            raise ValueError(f"{where}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at "
-                             f"offset {exc.start}); is it a `vllm bench serve --save-result` "
-                             "JSON file?") from None
+            raise _check.utf8_error(where, exc, "is it a `vllm bench serve --save-result` JSON "
+                                    "file?") from None
         except json.JSONDecodeError as exc:
             raise ValueError(f"{where}: not JSON ({exc.msg} at line {exc.lineno} column "
                              f"{exc.colno})") from None
@@ -117,8 +117,8 @@ def _num(d, key):
 def _rows(on: dict, off: dict):
     rows = []
     for m in LATENCY_METRICS:
-        pct = sorted({float(_PCT.match(k).group(1)) for d in (on, off) for k in d
-                      if _PCT.match(k) and _PCT.match(k).group(2) == m})
+        pct = sorted({float(hit.group(1)) for d in (on, off) for k in d
+                      if (hit := _PCT.match(k)) and hit.group(2) == m})
         stats = [("mean", f"mean_{m}_ms"), ("median", f"median_{m}_ms")]
         stats += [(f"p{p:g}", f"p{p:g}_{m}_ms") for p in pct]
         for stat, key in stats:
@@ -248,7 +248,6 @@ def compare_bench(on, off, goal: str = "latency", tolerance: float = 0.05) -> Be
     ValueError
         unknown goal; tolerance outside [0, 1); files as in :func:`read_bench`.
     """
-    from .. import _check
     from ..cost import relative_cost
 
     _check.choice("goal", goal, GOALS)

@@ -438,7 +438,11 @@ def log_counts(text: str, strict: bool = True) -> SpecDecodeCounts:
     ValueError
         as :func:`read_spec_decode_log`.
     """
-    df = read_spec_decode_log(text, strict=strict)
+    return _counts_from_log(read_spec_decode_log(text, strict=strict))
+
+
+def _counts_from_log(df) -> SpecDecodeCounts:
+    """:func:`log_counts` of a frame :func:`read_spec_decode_log` already returned."""
     v1 = df[df["format"] != "v0"]
     if len(v1):
         drafts = float(v1["drafts"].fillna(0).sum())
