@@ -1,36 +1,156 @@
-"""specnb.vllm.recommend: the article's recommendation table, row by row, from inputs."""
+"""specnb.vllm.recommend: situation inputs in, advice out by sourced rules; the article's table
+beside it, with the rows where its advice or reason does not follow from the data."""
 
 from __future__ import annotations
 
+import inspect
 import json
 
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specnb.theory import optimal_gamma
+from specnb.article import agrees
+from specnb.theory import optimal_gamma, walltime_speedup
 from specnb.vllm import (
     ARTICLE_SITUATIONS,
     MEASURE_BATCH,
+    RULES,
+    SAMPLING_GAMMA_CAP,
+    WORKLOADS,
     check_speculative_config,
+    compare_with_article,
+    gamma1_verdict,
     recommend,
     recommendation_table,
+    watch_table,
+)
+from specnb.vllm.advise import (
+    batch_evidence,
+    measure_threshold,
+    sampling_gamma_evidence,
+    theorem_sentence,
+    theorem_vs_measured,
+    workload_evidence,
 )
 
 #: The article's section 7 table as printed (../shared/reference/article-tables.md), in order.
 PRINTED = ["eagle3 (if a drafter exists)", "mtp", "start with ngram or suffix", "draft_model",
            "measure on and off under real load", "small gamma, 2-3"]
+PRINTED_WHY = ["longest acceptance on code, small batches", "the draft layers are in the checkpoint",
+               "output copies the input, accepted without training",
+               "no training, large low-QPS gain", "measured below 1x at batch 24-64",
+               "low acceptance, long drafts waste compute"]
+#: Inputs that describe a situation (no label, no method, no gamma can be passed in).
+SITUATION_FACTS = {"workload", "target_has_mtp", "eagle3_drafter", "small_draft_model",
+                   "spare_memory", "peak_batch", "temperature", "goal"}
 
 
 def test_the_situations_are_the_articles_rows_in_order():
     assert [s.printed for s in ARTICLE_SITUATIONS] == PRINTED
+    assert [s.printed_why for s in ARTICLE_SITUATIONS] == PRINTED_WHY
 
 
 @pytest.mark.parametrize("situation", ARTICLE_SITUATIONS, ids=lambda s: s.situation)
-def test_recommend_reproduces_each_row(situation):
+def test_inputs_describe_the_situation_only(situation):
+    assert set(situation.inputs) <= SITUATION_FACTS
     rec = recommend(**situation.inputs)
-    assert rec.label == situation.printed
+    assert rec.rules, "every piece of advice names the rules that produced it"
+    names = {r.name for r in RULES}
+    assert set(rec.rules) <= names
+    assert all(r.source for r in RULES)
+    if rec.config is not None:
+        assert check_speculative_config(rec.config).accepted
+
+
+def test_rules_reproduce_rows_1_to_5_and_not_row_6():
+    df = recommendation_table()
+    assert list(df["article recommendation"]) == PRINTED
+    assert list(df["advice agrees"]) == [True, True, True, True, True, False]
+    assert list(df["method"])[:5] == ["eagle3", "mtp", "ngram", "draft_model", "eagle3"]
+    assert list(df["recommendation"])[:5] == PRINTED[:5]
+    # row 6, creative writing with nothing but n-gram available: keep it off, not n-gram gamma 2
+    creative = df.iloc[5]
+    assert creative["recommendation"] == "keep it off" and pd.isna(creative["method"])
+    assert "2-3" in creative["differs because"]
+
+
+def test_row_5_reason_holds_for_eagle1_only():
+    """'measured below 1x at batch 24-64' is true of EAGLE-1, not of the EAGLE-3 recommended."""
+    ev = batch_evidence().set_index(["table", "method"])
+    assert ev.loc[("SGLang, Table 3", "EAGLE"), "first_below_1x"] == 24
+    assert ev.loc[("vLLM, Table 5", "EAGLE"), "first_below_1x"] == 32
+    assert ev["first_below_1x"].isna().tolist() == [False, True, False, True]
+    assert agrees(ev.loc[("SGLang, Table 3", "EAGLE-3"), "lowest"], 1.32, 2)
+    assert agrees(ev.loc[("vLLM, Table 5", "EAGLE-3"), "lowest"], 1.01, 2)
+    row = recommendation_table().iloc[4]
+    assert row["method"] == "eagle3" and row["article reason holds"] == "no, for eagle3"
+    assert "EAGLE-3 never did" in row["evidence"] and "1.01x at batch 56" in row["evidence"]
+
+
+def test_reasons_of_rows_1_3_6_hold_by_the_numbers():
+    code, copy = workload_evidence("code"), workload_evidence("copy-heavy")
+    assert code["eagle3_best_task"] == "humaneval" and agrees(code["eagle3"], 6.47, 2)
+    assert copy["pld_best_task"] == "cnndm" and agrees(copy["pld"], 2.42, 2)
+    # the article: PLD 1.16-1.85x on the other four tasks
+    assert agrees(copy["pld_others"][0], 1.16, 2) and agrees(copy["pld_others"][1], 1.85, 2)
+    df = recommendation_table()
+    assert list(df["article reason holds"]) == ["yes", "not a number", "yes", "not a number",
+                                                "no, for eagle3", "yes"]
+
+
+def test_sampling_cap_is_backed_by_leviathan_table4():
+    ev = sampling_gamma_evidence()
+    assert len(ev) == 6  # the six temperature-1 rows
+    for r in ev.itertuples():
+        g, best = optimal_gamma(r.alpha, r.c)
+        assert r._5 == g and r._6 == pytest.approx(best)
+        assert r.share_of_best == pytest.approx(walltime_speedup(r.alpha, SAMPLING_GAMMA_CAP,
+                                                                 r.c) / best)
+    assert round(ev["share_of_best"].min(), 2) == 0.93  # printed "at least 93%"
+    assert (ev[f"operations at {SAMPLING_GAMMA_CAP}"] <= ev["operations at best"] + 1e-12).all()
+
+
+@pytest.mark.parametrize("temperature", [0.1, 0.7, 1.0])
+def test_any_sampling_temperature_caps_long_drafts(temperature):
+    """No unsourced 'high temperature' threshold: every temperature > 0 is sampling."""
+    for kwargs in ({"workload": "copy-heavy"}, {"small_draft_model": True, "spare_memory": True}):
+        rec = recommend(temperature=temperature, **kwargs)
+        assert rec.gamma == SAMPLING_GAMMA_CAP and "sampling" in rec.rules
+    assert recommend(workload="copy-heavy", temperature=0.0).gamma == 4
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.sampled_from(list(WORKLOADS)), st.booleans(), st.sampled_from([True, False, None]),
+       st.booleans(), st.booleans(), st.integers(1, 512), st.floats(0, 2),
+       st.sampled_from(["latency", "throughput"]))
+def test_every_situation_gets_checked_advice_that_explains_its_gamma(workload, mtp, eagle, small,
+                                                                     spare, batch, temp, goal):
+    rec = recommend(workload=workload, target_has_mtp=mtp, eagle3_drafter=eagle,
+                    small_draft_model=small, spare_memory=spare, peak_batch=batch,
+                    temperature=temp, goal=goal)
+    if rec.method is None:  # only creative output with nothing but n-gram is kept off
+        assert workload == "creative" and not mtp and eagle is False
+        assert not (small and spare) and rec.config is None
+        return
     assert check_speculative_config(rec.config).accepted
+    assert rec.gamma >= 1 and rec.config["num_speculative_tokens"] == rec.gamma
+    assert rec.measure_first == (batch >= MEASURE_BATCH)
+    # the reasons explain the gamma shown (the widget showed gamma 2 beside "gamma 4: ...")
+    assert sum(r.startswith(f"gamma {rec.gamma}") for r in rec.reasons) == 1
+    assert not any(r.startswith("gamma ") and not r.startswith(f"gamma {rec.gamma}")
+                   for r in rec.reasons)
+    if temp > 0:
+        assert rec.gamma <= SAMPLING_GAMMA_CAP
+    if mtp:
+        assert rec.method == "mtp"
+
+
+def test_measure_threshold_is_where_the_paper_measured_a_loss():
+    batch, source = measure_threshold()
+    assert batch == MEASURE_BATCH == int(batch_evidence()["first_below_1x"].min())
+    assert "Table 3" in source
 
 
 def test_row_details():
@@ -42,24 +162,43 @@ def test_row_details():
                                         '"prompt_lookup_min": 2, "prompt_lookup_max": 5}')
     assert ngram.alternatives == ("suffix",)
     assert by["draft_model"].gamma == 5  # vLLM's draft-model examples use 5
-    creative = by["small gamma, 2-3"]
-    assert creative.gamma_range == (2, 3) and 2 <= creative.gamma <= 3
+    assert any("tokenizer and vocabulary" in r and "two orders" in r
+               for r in by["draft_model"].reasons)
     assert by["measure on and off under real load"].measure_first
     assert by["eagle3 (if a drafter exists)"].alternatives == ("ngram",)
 
 
-def test_table_matches_every_row():
-    df = recommendation_table()
-    assert df["matches"].all() and len(df) == 6
+def test_creative_with_a_trained_drafter_drafts_short():
+    rec = recommend(workload="creative", temperature=1.0, eagle3_drafter=True)
+    assert rec.method == "eagle3" and rec.gamma == 3 <= SAMPLING_GAMMA_CAP
+    unchecked = recommend(workload="creative", temperature=1.0, eagle3_drafter=None)
+    assert unchecked.alternatives == () and "keep it off" in unchecked.reasons[-2]
+
+
+def test_copy_heavy_flag_still_works():
+    assert recommend(copy_heavy=True) == recommend(workload="copy-heavy")
+    with pytest.raises(ValueError, match="copy_heavy=True means workload='copy-heavy'"):
+        recommend(copy_heavy=True, workload="code")
+    assert "workload" in inspect.signature(recommend).parameters
 
 
 def test_measured_alpha_sets_gamma_through_the_theory():
     rec = recommend(eagle3_drafter=True, alpha=0.8, c=0.05)
     assert rec.gamma == 8  # the article: at alpha 0.8 gamma 8 reaches only 3.09x
     assert rec.gamma == optimal_gamma(0.8, 0.05)[0]
-    assert "3.09x" in " ".join(rec.reasons)
+    text = " ".join(rec.reasons)
+    assert "3.09x" in text and "upper bound" not in text
     off = recommend(alpha=0.05, c=0.1)
     assert off.method is None and off.config is None and off.label == "keep it off"
+
+
+def test_theorem_3_8_is_not_an_upper_bound_in_leviathan_table4():
+    t = theorem_vs_measured()
+    assert agrees(t["ratio"].min(), 0.68, 2) and agrees(t["ratio"].max(), 1.29, 2)
+    small = t[t["draft"] == "T5-small"]["ratio"]
+    assert agrees(small.min(), 1.06, 2) and agrees(small.max(), 1.29, 2)
+    assert (small > 1).all()  # every T5-small run measured above the theorem
+    assert "0.68x to 1.29x" in theorem_sentence() and "1.06x to 1.29x" in theorem_sentence()
 
 
 def test_model_ids_go_into_the_config():
@@ -75,9 +214,17 @@ def test_no_spare_memory_means_no_draft_model():
     assert any("KV cache" in r for r in rec.reasons)
 
 
+def test_compare_with_article_uses_the_claims():
+    s = ARTICLE_SITUATIONS[5]
+    on = compare_with_article(s, recommend(workload="creative", temperature=1.0,
+                                           eagle3_drafter=True))
+    assert on["advice agrees"] and on["differs because"] == ""
+
+
 @pytest.mark.parametrize("kwargs,match", [
     ({"target_has_mtp": "yes"}, "target_has_mtp must be True or False"),
     ({"eagle3_drafter": 1}, "eagle3_drafter must be True, False or None"),
+    ({"workload": "poetry"}, "workload must be one of"),
     ({"peak_batch": 0}, "peak_batch"),
     ({"temperature": -1}, "temperature"),
     ({"goal": "speed"}, "goal must be one of"),
@@ -90,24 +237,23 @@ def test_bad_inputs_are_named(kwargs, match):
         recommend(**kwargs)
 
 
-@settings(max_examples=150, deadline=None)
-@given(st.booleans(), st.sampled_from([True, False, None]), st.booleans(), st.booleans(),
-       st.booleans(), st.integers(1, 512), st.floats(0, 2), st.sampled_from(["latency",
-                                                                             "throughput"]))
-def test_every_situation_gets_a_config_vllm_accepts(mtp, eagle, small, spare, copy, batch,
-                                                    temp, goal):
-    rec = recommend(target_has_mtp=mtp, eagle3_drafter=eagle, small_draft_model=small,
-                    spare_memory=spare, copy_heavy=copy, peak_batch=batch, temperature=temp,
-                    goal=goal)
-    assert check_speculative_config(rec.config).accepted
-    assert rec.gamma >= 1 and rec.config["num_speculative_tokens"] == rec.gamma
-    assert rec.measure_first == (batch >= MEASURE_BATCH)
-    if mtp:
-        assert rec.method == "mtp"
+# ----------------------------------------------------------------------------- watch
+def test_gamma1_verdict_follows_corollary_3_9():
+    # PR #48892's k = 1 run: 83.39 % acceptance
+    action, text = gamma1_verdict(0.8339, 0.05)
+    assert action == "grow" and f"{(1 + 0.8339) / 1.05:.2f}x" in text
+    assert gamma1_verdict(0.05, 0.05)[0] == "off"  # alpha <= c: no gamma pays
+    assert gamma1_verdict(0.06, 0.05)[0] != "off"  # just above c it pays, whatever 50 % says
+    assert gamma1_verdict(0.3, 0.2)[0] == "ok"  # optimal_gamma(0.3, 0.2) is 1
+    with pytest.raises(ValueError, match="acceptance_rate"):
+        gamma1_verdict(1.2, 0.05)
 
 
-def test_measure_threshold_is_where_the_paper_measured_a_loss():
-    from specnb import batch
-
-    ratios = batch.ratio_table("eagle3_table3_sglang_batch")
-    assert batch.first_losing_batch(ratios.index, ratios["EAGLE"]) == MEASURE_BATCH
+def test_watch_table_has_no_unsourced_fifty_percent():
+    w = watch_table()
+    text = " ".join(w["act when"])
+    assert "50%" not in text and "50 %" not in text and "Corollary 3.9" in text
+    assert "the draft adds prefill work" not in text  # a possibility, not a known cause
+    assert "per-request acceptance" in set(w["what"])
+    from specnb.vllm import WATCH
+    assert {"mean acceptance length", "TTFT p99"} <= {row[0] for row in WATCH}

@@ -16,8 +16,11 @@ Bench
     :func:`read_bench`, :func:`bench_summary`, :func:`compare_bench` ->
     :class:`BenchComparison`
 Advise
-    :func:`recommend` -> :class:`Recommendation`; :data:`ARTICLE_SITUATIONS`,
-    :func:`recommendation_table`
+    :func:`recommend` -> :class:`Recommendation` (situation in: a workload kind and facts;
+    :data:`RULES` with sources); :data:`ARTICLE_SITUATIONS`, :func:`recommendation_table`,
+    :func:`compare_with_article`
+Watch
+    :func:`watch_table` (what to watch after launch), :func:`gamma1_verdict` (Corollary 3.9)
 Samples
     :func:`sample_path` -- the bundled, labelled sample inputs under ``data/samples/``.
 
@@ -32,10 +35,13 @@ from pathlib import Path
 from ._schema import BUILD_METHODS, METHODS
 from .advise import (
     ARTICLE_SITUATIONS,
-    HIGH_TEMPERATURE,
     MEASURE_BATCH,
+    RULES,
+    SAMPLING_GAMMA_CAP,
+    WORKLOADS,
     Recommendation,
     Situation,
+    compare_with_article,
     recommend,
     recommendation_table,
 )
@@ -51,6 +57,7 @@ from .config import (
     speculative_config,
     yaml_config,
 )
+from .watch import gamma1_verdict, watch_table
 from .metrics import (
     MIN_ACCEPTANCE_LENGTH,
     MIN_ACCEPTANCE_RATE_GAMMA_1,
@@ -76,7 +83,8 @@ __all__ = [
     "MIN_ACCEPTANCE_RATE_GAMMA_1", "acceptance_length_advice",
     "read_bench", "bench_summary", "compare_bench", "BenchComparison",
     "recommend", "recommendation_table", "Recommendation", "Situation", "ARTICLE_SITUATIONS",
-    "HIGH_TEMPERATURE", "MEASURE_BATCH",
+    "MEASURE_BATCH", "SAMPLING_GAMMA_CAP", "WORKLOADS", "RULES", "compare_with_article",
+    "gamma1_verdict", "watch_table",
     "sample_path", "sample_names",
 ]
 

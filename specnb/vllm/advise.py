@@ -1,44 +1,121 @@
-"""What to turn on: the article's recommendation table (section 7) as one decision function.
+"""What to turn on: a situation in, a vLLM method, gamma and config out, each rule with its source.
 
-:func:`recommend` maps a situation (does the target carry MTP layers, does an EAGLE-3
-drafter exist, is there a same-family small model and spare memory, is the output copy-heavy,
-the peak batch, the sampling temperature, optionally a measured alpha and cost ratio c) to a
-vLLM method, a draft length gamma, the reasons and a checked ``speculative_config``.
-:data:`ARTICLE_SITUATIONS` holds the article's six situations as inputs beside the
-recommendation the article prints, so the table can be regenerated and tested row by row.
+:func:`recommend` takes a description of how you serve: the **workload** (``"code"``,
+``"copy-heavy"``, ``"chat"``, ``"math"``, ``"creative"`` or ``"general"``) and facts
+(does the target carry MTP layers, does an EAGLE-3 drafter exist, a same-family small model
+and spare memory, the peak batch, the sampling temperature, the goal, optionally a measured
+alpha and cost ratio c). The rules of :data:`RULES` turn it into a vLLM method, a draft length
+gamma, the reasons (with the numbers from ``data/`` behind them) and a checked
+``speculative_config``.
 
-Rules, in order (the article's summary: "MTP if the model has it, EAGLE-3 if a drafter exists,
-otherwise start with n-gram"):
+:data:`ARTICLE_SITUATIONS` holds the six rows of the article's section 7 table as situation
+inputs (only what the row says, plus what is stated in ``assumed``) beside what the article
+prints; :func:`recommendation_table` sets the rules' advice beside the article's and says,
+row by row, whether the advice and the article's reason follow from the data, and why not.
 
-1. method by what is available: ``mtp`` > ``eagle3`` (drafter exists) > ``ngram`` (copy-heavy
-   output; ``suffix`` is the alternative) > ``draft_model`` (same-family small model and
-   spare memory) > ``eagle3`` if you have not checked for a drafter > ``ngram``;
-2. gamma: measured ``alpha`` and ``c`` given -> :func:`specnb.theory.optimal_gamma` (gamma 0
-   means leave it off); otherwise the examples in vLLM's docs and the article's FAQ: ngram 4
-   (with ``prompt_lookup_min`` 2, ``prompt_lookup_max`` 5), draft_model 5, eagle3 3 (the
-   article's "start at 3-5"; EAGLE-3's batch tables use chain length 2-3), mtp 1 (vLLM's MTP
-   example; more reruns the same MTP layer);
-3. a high temperature (>= :data:`HIGH_TEMPERATURE`, our threshold; the article says "creative
-   writing, high temperature") and no measured alpha -> gamma 2 ("small gamma, 2-3");
-4. a peak batch >= :data:`MEASURE_BATCH` -> measure on and off under real load first
-   (EAGLE-3 paper Table 3: EAGLE below 1x from batch 24; vLLM Table 5: below 1x from 32).
+Rules, in order (:data:`RULES` has each with its source):
+
+1. ``mtp`` when the target ships MTP layers;
+2. ``eagle3`` when an EAGLE-3 drafter exists (EAGLE-3 Table 1: fastest method on every task);
+3. ``ngram`` (``suffix`` the alternative) for copy-heavy output (Table 1: prompt lookup's best
+   task is CNN/DM summarisation, 2.42x, against 1.16-1.85x elsewhere);
+4. ``draft_model`` for a same-family small model with spare memory (SpS 1.92x mean in Table 1;
+   the same tokenizer and vocabulary are required);
+5. ``eagle3 (if a drafter exists)`` when nobody checked;
+6. creative output with none of the above: keep it off (n-gram drafts copy the prompt, which
+   creative text rarely repeats: the article's own alpha 0.2 row, 1.25x for 3.21x operations);
+7. otherwise ``ngram`` (the article's summary: "otherwise start with n-gram").
+
+Draft length: a measured alpha and c give :func:`specnb.theory.optimal_gamma`; otherwise the
+starting points of :data:`DEFAULT_GAMMA`, capped at :data:`SAMPLING_GAMMA_CAP` when sampling
+(temperature > 0). A peak batch >= :func:`measure_threshold` means: measure on and off at the
+peak first; the reason given is what the batch tables show for the method recommended.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from .config import speculative_config
 
-__all__ = ["HIGH_TEMPERATURE", "MEASURE_BATCH", "DEFAULT_GAMMA", "Recommendation", "Situation",
-           "ARTICLE_SITUATIONS", "recommend", "recommendation_table"]
+__all__ = ["MEASURE_BATCH", "DEFAULT_GAMMA", "SAMPLING_GAMMA_CAP", "WORKLOADS", "RULES", "Rule",
+           "Recommendation", "Situation", "ARTICLE_SITUATIONS", "recommend",
+           "recommendation_table", "measure_threshold", "workload_evidence", "batch_evidence",
+           "sampling_gamma_evidence", "theorem_vs_measured", "theorem_sentence",
+           "compare_with_article"]
 
-#: Temperature from which we treat sampling as "high" (our threshold, not the article's).
-HIGH_TEMPERATURE = 0.7
-#: Peak batch from which speculation can cost throughput (EAGLE-3 Table 3, EAGLE at batch 24).
+#: Peak batch from which speculation has cost throughput: the smallest batch at which any
+#: method in the EAGLE-3 paper's batch tables fell below 1x (Table 3, SGLang: EAGLE 0.93x at
+#: batch 24; Table 5, vLLM: EAGLE 0.93x at 32). EAGLE-3 stayed above 1x in both.
 MEASURE_BATCH = 24
-#: Starting draft length per method when no alpha is measured (sources in the module doc).
+#: Starting draft length per method when no alpha is measured (sources in :data:`RULES`).
 DEFAULT_GAMMA = {"mtp": 1, "eagle3": 3, "ngram": 4, "draft_model": 5}
+#: Longest starting draft when sampling (temperature > 0): the upper end of the article's
+#: "2-3". Backed by :func:`sampling_gamma_evidence`: on every temperature-1 row of Leviathan et
+#: al. Table 4 (alpha 0.53-0.71, c 0.02-0.11), Theorem 3.8 at gamma 3 reaches at least 93% of the
+#: best gamma's speedup, with fewer operations (Theorem 3.11).
+SAMPLING_GAMMA_CAP = 3
+
+#: Workload kinds: the EAGLE-3 Table 1 task that stands for each (None: no task measures it).
+WORKLOADS = {
+    "general": "mean",        # mixed traffic: the mean over the five tasks
+    "chat": "mtbench",        # multi-turn chat: MT-bench
+    "code": "humaneval",      # writing code (a coding assistant): HumanEval
+    "math": "gsm8k",          # step-by-step arithmetic: GSM8K
+    "copy-heavy": "cnndm",    # output copies the input (RAG answers, summaries, code edits)
+    "creative": None,         # creative writing: no benchmark in the tables, sampled
+}
+_TASK_NAMES = {"mean": "the five-task mean", "mtbench": "MT-bench", "humaneval": "HumanEval",
+               "gsm8k": "GSM8K", "cnndm": "CNN/DM", "alpaca": "Alpaca"}
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One decision rule of :func:`recommend`: its name, what it says, and its source."""
+
+    name: str
+    says: str
+    source: str
+
+
+#: The rules :func:`recommend` applies, in order; ``Recommendation.rules`` names those that fired.
+RULES = (
+    Rule("mtp", "the target ships MTP layers -> mtp, gamma 1",
+         "vLLM docs 'Method Selection at a Glance' (MTP: best when the target has native MTP); "
+         "article section 6 (no extra weights); vLLM's MTP example uses 1 (more reruns the same "
+         "layer)"),
+    Rule("eagle3", "an EAGLE-3 drafter exists -> eagle3, gamma 3",
+         "EAGLE-3 paper (arXiv 2503.01840) Table 1: EAGLE-3 is the fastest method on every "
+         "task; gamma 3: chain length 3 in Table 3, the article's 'start at 3-5'"),
+    Rule("copy", "copy-heavy output -> ngram (suffix the alternative), gamma 4, lookup 2-5",
+         "EAGLE-3 Table 1 (Vicuna 13B, T=0): prompt lookup (PLD) 2.42x on CNN/DM against "
+         "1.16-1.85x on the other tasks, the only task where it beats a draft model (SpS 1.93x); "
+         "vLLM docs' n-gram example (4, prompt_lookup_min 2, prompt_lookup_max 5)"),
+    Rule("draft_model", "a same-family small model and spare memory -> draft_model, gamma 5",
+         "EAGLE-3 Table 1: SpS (Vicuna-68M draft) 1.92x mean against PLD 1.74x; vLLM docs: "
+         "'high gain' at low QPS, example gamma 5; needs the target's tokenizer and vocabulary "
+         "(vLLM raises otherwise); Leviathan et al. section 3.6: drafts about two orders of "
+         "magnitude smaller did best"),
+    Rule("eagle3_unchecked", "EAGLE-3 drafter not checked -> eagle3 if one exists, else the "
+         "next rule", "as rule eagle3"),
+    Rule("creative", "creative output and none of the above -> keep it off",
+         "n-gram drafts only what the prompt or earlier output already contains; the article's "
+         "gamma table, row 1 (Leviathan section 3.6): at bigram-level alpha 0.2, gamma 3 gives "
+         "1.25x for 3.21x the operations"),
+    Rule("ngram", "nothing else -> ngram, gamma 4", "the article's summary ('otherwise start "
+         "with n-gram'); vLLM docs: light and easy to enable"),
+    Rule("measured", "a measured alpha and c -> gamma = optimal_gamma(alpha, c); off if alpha <= c",
+         "Leviathan et al. (arXiv 2211.17192) Theorem 3.8, section 3.5 and Corollary 3.9"),
+    Rule("sampling", f"temperature > 0 and no measured alpha -> gamma at most "
+         f"{SAMPLING_GAMMA_CAP}", "sampling lowers acceptance (EAGLE-3 Table 1: LLaMA 3.1 8B "
+         "EAGLE-3 4.44x at T=0, 3.45x at T=1); at Leviathan Table 4's T=1 alphas gamma 3 "
+         "reaches >= 93% of the best speedup (sampling_gamma_evidence); the article's '2-3'. "
+         "The tables measure T=0 and T=1 only, so no threshold in between has a source"),
+    Rule("peak_batch", f"peak batch >= {MEASURE_BATCH} -> measure on and off at the peak first",
+         "EAGLE-3 Table 3 (SGLang): EAGLE below 1x from batch 24; Table 5 (vLLM): from 32; the "
+         "article's checklist step 4"),
+)
 
 
 @dataclass(frozen=True)
@@ -49,15 +126,16 @@ class Recommendation:
     ----------
     method : vLLM method to configure, or None (leave speculative decoding off).
     gamma : ``num_speculative_tokens`` to start with, or None.
-    label : the advice in the words of the article's table ("mtp", "start with ngram or
-        suffix", "measure on and off under real load", "small gamma, 2-3"...).
-    why : the headline reason.
-    reasons : every reason, with sources and numbers.
+    label : the advice in a few words ("mtp", "start with ngram or suffix", "measure on and
+        off under real load", "keep it off"...).
+    why : the headline reason, with the number behind it.
+    reasons : every reason, with sources and numbers; one of them explains the gamma shown.
     config : the checked ``speculative_config`` dict (placeholders for unknown model ids),
         or None when the advice is to leave it off.
     alternatives : other methods worth trying (e.g. ``("suffix",)`` beside ngram).
     measure_first : True when the gain must be measured at peak load before committing.
-    gamma_range : the range the article gives, when it gives one.
+    gamma_range : kept for compatibility; always None (the rules give one gamma).
+    rules : names of the :data:`RULES` that fired, in order.
     """
 
     method: str | None
@@ -69,43 +147,226 @@ class Recommendation:
     alternatives: tuple = field(default=())
     measure_first: bool = False
     gamma_range: tuple | None = None
+    rules: tuple = field(default=())
 
     def to_row(self) -> dict:
         return {"method": self.method, "gamma": self.gamma, "recommendation": self.label,
                 "why": self.why, "alternatives": ", ".join(self.alternatives),
-                "measure first": self.measure_first}
+                "measure first": self.measure_first, "rules": ", ".join(self.rules)}
 
 
 @dataclass(frozen=True)
 class Situation:
-    """One row of the article's table: the situation, our inputs for it, what it prints."""
+    """One row of the article's table as situation inputs, beside what the article prints.
+
+    ``inputs`` holds only what the row's words say; ``assumed`` names any input the row does
+    not state. ``claims`` is what the article's advice asserts, to compare with the rules'
+    advice: ``method`` (a tuple of acceptable methods), ``measure_first`` (bool),
+    ``gamma_range`` ((lo, hi)); ``reason`` names the check of the article's reason
+    (``"code"``, ``"copy"``, ``"below_1x"``, ``"sampling"``) or is None when the reason is a
+    statement without a number.
+    """
 
     situation: str
     inputs: dict
     printed: str
     printed_why: str
+    claims: dict = field(default_factory=dict)
+    reason: str | None = None
+    assumed: str = ""
 
 
-#: The article's section 7 table ("What to turn on"), as inputs to :func:`recommend`.
+#: The article's section 7 table ("What to turn on"), as situation inputs to :func:`recommend`.
 ARTICLE_SITUATIONS = (
     Situation("in-house coding assistant, a few concurrent users",
-              {"eagle3_drafter": None, "peak_batch": 4, "temperature": 0.0},
-              "eagle3 (if a drafter exists)", "longest acceptance on code, small batches"),
+              {"workload": "code", "eagle3_drafter": None, "peak_batch": 4},
+              "eagle3 (if a drafter exists)", "longest acceptance on code, small batches",
+              {"method": ("eagle3",)}, "code",
+              "peak_batch 4 for 'a few users'; eagle3_drafter None: the article's '(if a "
+              "drafter exists)'"),
     Situation("serving DeepSeek-V3 / GLM-4.5 families", {"target_has_mtp": True},
-              "mtp", "the draft layers are in the checkpoint"),
-    Situation("RAG answers, document summaries, code edits", {"copy_heavy": True},
-              "start with ngram or suffix", "output copies the input, accepted without training"),
+              "mtp", "the draft layers are in the checkpoint", {"method": ("mtp",)}),
+    Situation("RAG answers, document summaries, code edits", {"workload": "copy-heavy"},
+              "start with ngram or suffix", "output copies the input, accepted without training",
+              {"method": ("ngram", "suffix")}, "copy"),
     Situation("a small model of the same family and spare memory",
               {"small_draft_model": True, "spare_memory": True},
-              "draft_model", "no training, large low-QPS gain"),
+              "draft_model", "no training, large low-QPS gain", {"method": ("draft_model",)}),
     Situation("peaks of tens of sequences per batch, throughput is the goal",
-              {"eagle3_drafter": True, "peak_batch": 64, "goal": "throughput"},
-              "measure on and off under real load", "measured below 1x at batch 24-64"),
-    Situation("creative writing, high temperature", {"temperature": 1.0},
-              "small gamma, 2-3", "low acceptance, long drafts waste compute"),
+              {"peak_batch": 64, "goal": "throughput", "eagle3_drafter": True},
+              "measure on and off under real load", "measured below 1x at batch 24-64",
+              {"measure_first": True}, "below_1x",
+              "peak_batch 64: the largest batch measured; eagle3_drafter True: the batch tables "
+              "the article cites measure EAGLE and EAGLE-3"),
+    Situation("creative writing, high temperature", {"workload": "creative", "temperature": 1.0},
+              "small gamma, 2-3", "low acceptance, long drafts waste compute",
+              {"gamma_range": (2, 3)}, "sampling",
+              "temperature 1.0: the only sampling temperature the tables measure"),
 )
 
 
+# ----------------------------------------------------------------------------- evidence
+@lru_cache(maxsize=1)
+def _table1():
+    from .. import data
+
+    df = data.load("eagle3_table1")
+    return df[(df["model"] == "Vicuna 13B") & (df["temperature"] == 0)]
+
+
+def workload_evidence(workload: str) -> dict:
+    """What EAGLE-3 Table 1 (Vicuna 13B, temperature 0) measured on the workload's task.
+
+    Returns ``{"task", "eagle3", "pld", "sps", "eagle3_best_task", "pld_best_task"}``: the
+    task of :data:`WORKLOADS` (None for ``"creative"``, then the speedups are None), the
+    speedups (x) of EAGLE-3, prompt lookup (PLD) and a draft model (SpS) on it, and the task on
+    which EAGLE-3 and PLD are fastest. Source: arXiv 2503.01840 Table 1.
+
+    Raises ValueError for a workload not in :data:`WORKLOADS`.
+    """
+    from .. import _check
+
+    _check.choice("workload", workload, WORKLOADS)
+    t1 = _table1()
+    tasks = t1[t1["task"] != "mean"]
+
+    def best(method):
+        rows = tasks[tasks["method"] == method]
+        return str(rows.loc[rows["speedup"].idxmax(), "task"])
+
+    task = WORKLOADS[workload]
+    pld = tasks[(tasks["method"] == "PLD") & (tasks["task"] != task)]["speedup"]
+    out = {"task": task, "eagle3_best_task": best("EAGLE-3"), "pld_best_task": best("PLD"),
+           "pld_others": (float(pld.min()), float(pld.max()))}
+    for key, method in (("eagle3", "EAGLE-3"), ("pld", "PLD"), ("sps", "SpS")):
+        if task is None:
+            out[key] = None
+        else:
+            (v,) = t1[(t1["method"] == method) & (t1["task"] == task)]["speedup"]
+            out[key] = float(v)
+    return out
+
+
+@lru_cache(maxsize=1)
+def batch_evidence():
+    """The EAGLE-3 paper's batch tables, summarised per table and method.
+
+    Returns a DataFrame with one row per (table, method): ``table`` ("SGLang, Table 3" or
+    "vLLM, Table 5"), ``method`` ("EAGLE" = EAGLE-1, "EAGLE-3"), ``first_below_1x`` (smallest
+    batch with throughput ratio < 1, or None), ``lowest`` (smallest ratio, x) and
+    ``lowest_at`` (its batch). Source: arXiv 2503.01840 Tables 3 and 5
+    (``data/eagle3_table3_sglang_batch.csv``, ``data/eagle3_table5_vllm_batch.csv``).
+    """
+    import pandas as pd
+
+    from .. import batch
+
+    rows = []
+    for name, label in (("eagle3_table3_sglang_batch", "SGLang, Table 3"),
+                        ("eagle3_table5_vllm_batch", "vLLM, Table 5")):
+        ratios = batch.ratio_table(name)
+        for m in ratios.columns:
+            col = ratios[m].dropna()
+            first = batch.first_losing_batch(col.index, col.to_numpy())
+            rows.append({"table": label, "method": m,
+                         "first_below_1x": None if first is None else int(first),
+                         "lowest": float(col.min()), "lowest_at": int(col.idxmin())})
+    out = pd.DataFrame(rows)
+    out["first_below_1x"] = out["first_below_1x"].astype("Int64")
+    return out
+
+
+def _batch_sentence(method: str | None) -> tuple[str, bool | None]:
+    """(what the batch tables show for ``method``, whether it fell below 1x: None = not measured)."""
+    import pandas as pd
+
+    ev = batch_evidence()
+
+    def fell(m):
+        sub = ev[ev["method"] == m]
+        return ", ".join(f"{r.table}: from batch {int(r.first_below_1x)}"
+                         for r in sub.itertuples() if pd.notna(r.first_below_1x))
+
+    eagle1 = f"EAGLE-1 fell below 1x ({fell('EAGLE')})"
+    e3 = ev[ev["method"] == "EAGLE-3"]
+    eagle3 = ("EAGLE-3 never did (lowest " + ", ".join(
+        f"{r.lowest:.2f}x at batch {r.lowest_at} on {r.table.split(',')[0]}"
+        for r in e3.itertuples()) + ")")
+    if method == "eagle3":
+        below = bool(e3["first_below_1x"].notna().any())
+        return f"{eagle1}; {eagle3}: the margin shrinks but stays above 1x", below
+    return (f"{eagle1}; {eagle3}; no batch table measures {method or 'this method'}", None)
+
+
+@lru_cache(maxsize=1)
+def sampling_gamma_evidence():
+    """Theorem 3.8 and 3.11 at the temperature-1 rows of Leviathan et al. Table 4.
+
+    One row per measured (task, draft) at temperature 1: ``alpha``, ``c``, the best gamma
+    (:func:`specnb.theory.optimal_gamma`) and its speedup, the speedup and operations at gamma
+    :data:`SAMPLING_GAMMA_CAP`, ``share_of_best`` (speedup at the cap / best speedup) and the
+    operations at the best gamma. Operations take c_hat = c, as the article does. Source:
+    arXiv 2211.17192 v2 Table 4 (``data/leviathan_table4_theory_vs_measured.csv``).
+    """
+    import pandas as pd
+
+    from .. import data
+    from ..theory import operations_factor, optimal_gamma, walltime_speedup
+
+    df = data.load("leviathan_table4_theory_vs_measured")
+    rows = []
+    for r in df[df["temperature"] == 1].itertuples():
+        g, best = optimal_gamma(r.alpha, r.c)
+        at_cap = walltime_speedup(r.alpha, SAMPLING_GAMMA_CAP, r.c)
+        rows.append({"task": r.task, "draft": r.draft, "alpha": r.alpha, "c": r.c,
+                     "best gamma": g, "best speedup": best,
+                     "operations at best": operations_factor(r.alpha, g, r.c),
+                     f"speedup at {SAMPLING_GAMMA_CAP}": at_cap,
+                     f"operations at {SAMPLING_GAMMA_CAP}":
+                         operations_factor(r.alpha, SAMPLING_GAMMA_CAP, r.c),
+                     "share_of_best": at_cap / best})
+    return pd.DataFrame(rows)
+
+
+@lru_cache(maxsize=1)
+def theorem_vs_measured():
+    """Measured speedup over Theorem 3.8's expected speedup, per row of Leviathan et al. Table 4.
+
+    Returns a DataFrame with task, draft, temperature, gamma, ``expected`` (the paper's
+    Theorem 3.8 value), ``measured`` and ``ratio`` (measured / expected). Source: arXiv
+    2211.17192 v2 Table 4 (``data/leviathan_table4_theory_vs_measured.csv``).
+    """
+    from .. import data
+
+    df = data.load("leviathan_table4_theory_vs_measured")
+    out = df[["task", "draft", "temperature", "gamma"]].copy()
+    out["expected"] = df["speedup_expected"]
+    out["measured"] = df["speedup_measured"]
+    out["ratio"] = df["speedup_measured"] / df["speedup_expected"]
+    return out
+
+
+def theorem_sentence() -> str:
+    """What Leviathan Table 4 shows about Theorem 3.8 against measurement, in one clause."""
+    t = theorem_vs_measured()
+    small = t[t["draft"] == "T5-small"]["ratio"]
+    return (f"measured speedups land on either side of Theorem 3.8 (Leviathan Table 4: "
+            f"{t['ratio'].min():.2f}x to {t['ratio'].max():.2f}x of it; the T5-small draft "
+            f"{small.min():.2f}x to {small.max():.2f}x), so measure")
+
+
+def measure_threshold() -> tuple[int, str]:
+    """The peak batch from which :func:`recommend` asks to measure on and off first.
+
+    Returns ``(batch, source)``: today :data:`MEASURE_BATCH` and its source. This is the place
+    for a model-based threshold (GPU, model and context given) to replace the fixed one; the
+    fixed one stays as the fallback.
+    """
+    return MEASURE_BATCH, ("the EAGLE-3 paper's batch tables: EAGLE below 1x from batch 24 "
+                           "(SGLang, Table 3) and 32 (vLLM, Table 5)")
+
+
+# ----------------------------------------------------------------------------- the rules
 def _bool(name, value, allow_none=False):
     if value is None and allow_none:
         return None
@@ -115,16 +376,82 @@ def _bool(name, value, allow_none=False):
     return value
 
 
-def recommend(*, target_has_mtp: bool = False, eagle3_drafter: bool | None = False,
-              small_draft_model: bool = False, spare_memory: bool = False,
-              copy_heavy: bool = False, peak_batch: int = 1, temperature: float = 0.0,
-              goal: str = "latency", alpha: float | None = None, c: float | None = None,
-              draft_model: str | None = None, eagle3_model: str | None = None
-              ) -> Recommendation:
+def _pick_method(workload, target_has_mtp, eagle3_drafter, small_draft_model, spare_memory):
+    """(method, label, why, reasons, alternatives, rules) by what is available."""
+    ev = workload_evidence(workload)
+    task = _TASK_NAMES.get(ev["task"], "")
+    if target_has_mtp:
+        return ("mtp", "mtp", "the draft layers are in the checkpoint: no extra model",
+                ["MTP reuses layers already in the checkpoint: no extra model, no extra weights "
+                 "to load (vLLM docs: best when the target has native MTP; article section 6)"],
+                (), ("mtp",))
+    e3 = ("EAGLE-3 is the fastest method on every task of the EAGLE-3 paper's Table 1 "
+          "(Vicuna 13B, T=0)" + (f": {ev['eagle3']:.2f}x on {task}" if ev["eagle3"] else "")
+          + (f", its best task ({_TASK_NAMES[ev['eagle3_best_task']]})"
+             if ev["task"] == ev["eagle3_best_task"] else ""))
+    if eagle3_drafter:
+        return ("eagle3", "eagle3", e3.split(" (")[0] + (f": {ev['eagle3']:.2f}x on {task}"
+                                                         if ev["eagle3"] else ""),
+                [e3], (), ("eagle3",))
+    if workload == "copy-heavy":
+        return ("ngram", "start with ngram or suffix",
+                f"output copies the input: prompt lookup {ev['pld']:.2f}x on {task}, its best "
+                "task (no training)",
+                [f"prompt lookup (vLLM's ngram) drafts from the prompt and earlier output: "
+                 f"{ev['pld']:.2f}x on {task} against {ev['pld_others'][0]:.2f}-"
+                 f"{ev['pld_others'][1]:.2f}x on the other tasks, and above a "
+                 f"draft model there ({ev['sps']:.2f}x) (EAGLE-3 Table 1, Vicuna 13B, T=0); "
+                 "suffix decoding also drafts without a model (vLLM docs)"],
+                ("suffix",), ("copy",))
+    if small_draft_model and spare_memory:
+        t1 = _table1()
+        (sps,) = t1[(t1["method"] == "SpS") & (t1["task"] == "mean")]["speedup"]
+        (pld,) = t1[(t1["method"] == "PLD") & (t1["task"] == "mean")]["speedup"]
+        return ("draft_model", "draft_model",
+                f"no training; a draft model {sps:.2f}x against prompt lookup {pld:.2f}x (mean)",
+                [f"a same-family small model needs no training: SpS (Vicuna-68M draft) "
+                 f"{sps:.2f}x mean against prompt lookup {pld:.2f}x (EAGLE-3 Table 1); vLLM's "
+                 "docs rate draft models 'high gain' at low QPS",
+                 "it must share the target's tokenizer and vocabulary (vLLM raises 'Target and "
+                 "draft model should have the same vocabulary size'; transformers' universal "
+                 "assisted decoding handles different tokenizers); drafts about two orders of "
+                 "magnitude smaller than the target did best (Leviathan et al. section 3.6)"],
+                (), ("draft_model",))
+    if eagle3_drafter is None:
+        alternatives = () if workload == "creative" else ("ngram",)
+        fallback = ("keep it off (creative text gives n-gram little to copy)"
+                    if workload == "creative" else "start with ngram")
+        return ("eagle3", "eagle3 (if a drafter exists)", e3.split(" (")[0]
+                + (f": {ev['eagle3']:.2f}x on {task}" if ev["eagle3"] else ""),
+                [e3, f"check for a published EAGLE-3 drafter for your target first; without "
+                     f"one, {fallback}"], alternatives, ("eagle3_unchecked",))
+    if workload == "creative":
+        return (None, "keep it off",
+                "creative text rarely repeats the prompt: n-gram drafts would be rejected",
+                ["with no MTP layers, no EAGLE-3 drafter and no draft model, only n-gram is "
+                 "left, and it drafts only what the prompt or earlier output contains; the "
+                 "article's own gamma table shows the cost at bigram-level acceptance (alpha "
+                 "0.2, gamma 3): 1.25x for 3.21x the operations (Theorem 3.11)",
+                 "to try n-gram anyway, measure its acceptance first (specnb metrics): it pays "
+                 "only while alpha > c (Corollary 3.9)"], (), ("creative",))
+    return ("ngram", "ngram", "no draft model or training needed",
+            ["no MTP layers, no drafter, no spare draft model: n-gram needs nothing (the "
+             "article's summary: otherwise start with n-gram)"], (), ("ngram",))
+
+
+def recommend(*, workload: str = "general", target_has_mtp: bool = False,
+              eagle3_drafter: bool | None = False, small_draft_model: bool = False,
+              spare_memory: bool = False, copy_heavy: bool = False, peak_batch: int = 1,
+              temperature: float = 0.0, goal: str = "latency", alpha: float | None = None,
+              c: float | None = None, draft_model: str | None = None,
+              eagle3_model: str | None = None) -> Recommendation:
     """Recommend a vLLM speculative method, gamma and config for a serving situation.
 
     Parameters
     ----------
+    workload : one of :data:`WORKLOADS`
+        What the output is: ``"code"`` (writing code), ``"copy-heavy"`` (RAG answers,
+        summaries, code edits), ``"chat"``, ``"math"``, ``"creative"`` or ``"general"``.
     target_has_mtp : bool
         The target checkpoint ships MTP layers (DeepSeek-V3, GLM-4.5, MiMo, Qwen3-Next...).
     eagle3_drafter : bool or None
@@ -135,11 +462,12 @@ def recommend(*, target_has_mtp: bool = False, eagle3_drafter: bool | None = Fal
     spare_memory : bool
         The GPU has memory to spare for a draft model's weights and KV cache.
     copy_heavy : bool
-        Output copies the input (RAG answers, summaries, code edits).
+        Kept for compatibility: True means ``workload="copy-heavy"`` (an error with another
+        workload).
     peak_batch : int >= 1
         Peak sequences per batch (concurrency) the server sees.
     temperature : float >= 0
-        The sampling temperature most requests use.
+        The sampling temperature most requests use; any value above 0 counts as sampling.
     goal : "latency" or "throughput"
         What speculation should buy (article checklist, step 1).
     alpha, c : float or None
@@ -151,23 +479,31 @@ def recommend(*, target_has_mtp: bool = False, eagle3_drafter: bool | None = Fal
     Returns
     -------
     Recommendation
+        ``method`` None and ``config`` None when the advice is to keep speculation off.
 
     Raises
     ------
     ValueError
-        a flag that is not a bool, peak_batch < 1, temperature < 0, an unknown goal, alpha
-        outside [0, 1], c < 0, any NaN or infinity, or only one of alpha and c.
+        an unknown workload, copy_heavy with another workload, a flag that is not a bool,
+        peak_batch < 1, temperature < 0, an unknown goal, alpha outside [0, 1], c < 0, any NaN
+        or infinity, or only one of alpha and c.
     TypeError
         a number given as a string, an array or a list.
     """
     from .. import _check
     from ..theory import operations_factor, optimal_gamma
 
+    _check.choice("workload", workload, WORKLOADS)
     target_has_mtp = _bool("target_has_mtp", target_has_mtp)
     eagle3_drafter = _bool("eagle3_drafter", eagle3_drafter, allow_none=True)
     small_draft_model = _bool("small_draft_model", small_draft_model)
     spare_memory = _bool("spare_memory", spare_memory)
     copy_heavy = _bool("copy_heavy", copy_heavy)
+    if copy_heavy:
+        if workload not in ("general", "copy-heavy"):
+            raise ValueError(f"copy_heavy=True means workload='copy-heavy'; got workload="
+                             f"{workload!r} as well (give one of them)")
+        workload = "copy-heavy"
     peak_batch = _check.scalar_int("peak_batch", peak_batch, lo=1)
     temperature = _check.scalar_real("temperature", temperature, lo=0.0)
     _check.choice("goal", goal, ("latency", "throughput"))
@@ -181,82 +517,67 @@ def recommend(*, target_has_mtp: bool = False, eagle3_drafter: bool | None = Fal
         if value is not None and (not isinstance(value, str) or not value.strip()):
             raise ValueError(f"{name} must be a checkpoint id or path, got {value!r}")
 
-    reasons: list[str] = []
-    alternatives: tuple = ()
-    if target_has_mtp:
-        method, label, why = "mtp", "mtp", "the draft layers are in the checkpoint"
-        reasons.append("MTP reuses layers already in the checkpoint: no extra model, no extra "
-                       "weights to load (article section 6)")
-    elif eagle3_drafter:
-        method, label = "eagle3", "eagle3"
-        why = "longest acceptance of the methods compared" + (
-            ", small batches" if peak_batch < MEASURE_BATCH else "")
-        reasons.append("EAGLE-3 has the longest acceptance in the EAGLE-3 paper's Table 1 "
-                       "(e.g. 6.47x on HumanEval)")
-    elif copy_heavy:
-        method, label = "ngram", "start with ngram or suffix"
-        why = "output copies the input, accepted without training"
-        alternatives = ("suffix",)
-        reasons.append("n-gram and suffix decoding draft from the prompt and earlier output: no "
-                       "model, no training (vLLM docs: light and easy to enable)")
-    elif small_draft_model and spare_memory:
-        method, label, why = "draft_model", "draft_model", "no training, large low-QPS gain"
-        reasons.append("a same-family small model needs no training; vLLM's docs rate draft "
-                       "models 'high gain' at low QPS; it needs the same tokenizer and "
-                       "vocabulary as the target")
-    elif eagle3_drafter is None:
-        method, label = "eagle3", "eagle3 (if a drafter exists)"
-        why = "longest acceptance of the methods compared" + (
-            ", small batches" if peak_batch < MEASURE_BATCH else "")
-        alternatives = ("ngram",)
-        reasons.append("check for a published EAGLE-3 drafter for your target first; "
-                       "without one, start with ngram")
-    else:
-        method, label = "ngram", "ngram"
-        why = "no draft model or training needed"
-        reasons.append("no MTP layers, no drafter, no spare draft model: n-gram needs nothing "
-                       "(article summary: otherwise start with n-gram)")
+    method, label, why, reasons, alternatives, rules = _pick_method(
+        workload, target_has_mtp, eagle3_drafter, small_draft_model, spare_memory)
     if small_draft_model and not spare_memory and method != "draft_model":
         reasons.append("a draft model would take weights and KV cache from the target, so "
                        "fewer requests fit at once (article section 6)")
+    if method is None:
+        return Recommendation(None, None, label, why, tuple(reasons), rules=rules)
 
     gamma = DEFAULT_GAMMA[method]
-    gamma_range = None
     if alpha is not None:
         g, speed = optimal_gamma(alpha, c)
+        rules += ("measured",)
         if g == 0:
             return Recommendation(
                 None, None, "keep it off",
                 f"alpha {alpha:g} <= c {c:g}: no draft length beats plain decoding",
                 tuple(reasons + [f"Corollary 3.9 of Leviathan et al.: speculation pays only "
-                                 f"when alpha > c (here alpha={alpha:g}, c={c:g})"]))
+                                 f"when alpha > c (here alpha={alpha:g}, c={c:g})"]),
+                rules=rules)
         gamma = int(g)
-        reasons.append(f"optimal_gamma(alpha={alpha:g}, c={c:g}) = {gamma}: theoretical "
-                       f"speedup {speed:.2f}x at {operations_factor(alpha, gamma, c):.2f}x the "
-                       "operations (Theorems 3.8 and 3.11; an upper bound, measurements come "
-                       "out lower)")
+        reasons.append(f"gamma {gamma} = optimal_gamma(alpha={alpha:g}, c={c:g}): Theorem 3.8 "
+                       f"gives {speed:.2f}x at {operations_factor(alpha, gamma, c):.2f}x the "
+                       f"operations (Theorem 3.11); {theorem_sentence()}")
         if method == "mtp" and gamma > 1:
             reasons.append("with a single MTP layer vLLM warns that gamma > 1 reruns the same "
                            "layer and lowers acceptance; multi-layer MTP checkpoints avoid it")
     else:
-        reasons.append(f"gamma {gamma}: the starting point for {method} (vLLM's docs use 4 for "
-                       "n-gram and 5 for a draft model; the article says start at 3-5)"
-                       if method != "mtp" else
-                       "gamma 1: vLLM's MTP example; more reruns the same MTP layer and "
-                       "lowers acceptance (vLLM's warning)")
-        if temperature >= HIGH_TEMPERATURE:
-            if gamma >= 3:
-                gamma, gamma_range = 2, (2, 3)
-                label, why = "small gamma, 2-3", "low acceptance, long drafts waste compute"
-            reasons.append(f"temperature {temperature:g} >= {HIGH_TEMPERATURE:g}: acceptance "
-                           "drops under sampling, so drafts are kept short (article table)")
-    measure_first = peak_batch >= MEASURE_BATCH
+        start = {"mtp": "vLLM's MTP example; more reruns the same MTP layer and lowers "
+                        "acceptance (vLLM's warning)",
+                 "eagle3": "the article's 'start at 3-5'; EAGLE-3's SGLang batch table uses "
+                           "chain length 3",
+                 "ngram": "vLLM's docs and the article's n-gram example",
+                 "draft_model": "vLLM's draft-model examples"}[method]
+        if temperature > 0 and gamma > SAMPLING_GAMMA_CAP:
+            ev = sampling_gamma_evidence()
+            rules += ("sampling",)
+            reasons.append(
+                f"gamma {SAMPLING_GAMMA_CAP}: {method} starts at {gamma} ({start}), capped at "
+                f"{SAMPLING_GAMMA_CAP} because temperature {temperature:g} samples: acceptance "
+                f"drops, and at Leviathan Table 4's temperature-1 alphas "
+                f"({ev['alpha'].min():.2f}-{ev['alpha'].max():.2f}) gamma {SAMPLING_GAMMA_CAP} "
+                f"reaches at least {ev['share_of_best'].min():.0%} of the best gamma's "
+                "Theorem 3.8 speedup with fewer operations (the article: 'small gamma, 2-3')")
+            gamma = SAMPLING_GAMMA_CAP
+        else:
+            reasons.append(f"gamma {gamma}: the starting point for {method} ({start})"
+                           + (f"; temperature {temperature:g} samples, and {gamma} is already "
+                              f"at most {SAMPLING_GAMMA_CAP} (the article: 'small gamma, 2-3')"
+                              if temperature > 0 else ""))
+            if temperature > 0:
+                rules += ("sampling",)
+    threshold, _source = measure_threshold()
+    measure_first = peak_batch >= threshold
     if measure_first:
-        label, why = "measure on and off under real load", "measured below 1x at batch 24-64"
+        rules += ("peak_batch",)
+        sentence, _ = _batch_sentence(method)
+        label = "measure on and off under real load"
+        why = sentence.split(";")[0] + ("; EAGLE-3 stayed above 1x" if method == "eagle3" else "")
         what = "output tok/s" if goal == "throughput" else "TPOT p50/p99"
-        reasons.append(f"peak batch {peak_batch} >= {MEASURE_BATCH}: the EAGLE-3 paper measured "
-                       "EAGLE below 1x from batch 24 (SGLang, Table 3) and from 32 (vLLM, Table "
-                       f"5); compare {what} with speculation on and off at the peak "
+        reasons.append(f"peak batch {peak_batch} >= {threshold}: {sentence}; "
+                       f"compare {what} with speculation on and off at the peak "
                        "(specnb.vllm.compare_bench)")
     options: dict = {}
     if method == "ngram":
@@ -267,22 +588,89 @@ def recommend(*, target_has_mtp: bool = False, eagle3_drafter: bool | None = Fal
         options = {"model": eagle3_model or "<eagle3-drafter>"}
     config = speculative_config(method, gamma, **options)
     return Recommendation(method, gamma, label, why, tuple(reasons), config, alternatives,
-                          measure_first, gamma_range)
+                          measure_first, None, rules)
+
+
+# ----------------------------------------------------------------------------- vs the article
+def _reason_check(kind: str | None, rec: Recommendation, situation: Situation) -> tuple[str, str]:
+    """(holds: "yes" / "no" / "not a number", the number behind it) for the article's reason."""
+    if kind is None:
+        return "not a number", "a statement about the method, not a measured figure"
+    if kind == "code":
+        ev = workload_evidence("code")
+        ok = ev["eagle3_best_task"] == "humaneval"
+        return ("yes" if ok else "no",
+                f"EAGLE-3's best task in Table 1 is {_TASK_NAMES[ev['eagle3_best_task']]} "
+                f"({ev['eagle3']:.2f}x on HumanEval)")
+    if kind == "copy":
+        ev = workload_evidence("copy-heavy")
+        ok = ev["pld_best_task"] == "cnndm"
+        return ("yes" if ok else "no",
+                f"prompt lookup's best task in Table 1 is {_TASK_NAMES[ev['pld_best_task']]} "
+                f"({ev['pld']:.2f}x)")
+    if kind == "below_1x":
+        sentence, below = _batch_sentence(rec.method)
+        if below is None:
+            return "not measured", sentence
+        return ("yes" if below else f"no, for {rec.method}", sentence)
+    if kind == "sampling":
+        ev = sampling_gamma_evidence()
+        return ("yes", f"at Leviathan Table 4's temperature-1 alphas "
+                       f"({ev['alpha'].min():.2f}-{ev['alpha'].max():.2f}) gamma "
+                       f"{SAMPLING_GAMMA_CAP} reaches >= {ev['share_of_best'].min():.0%} of "
+                       "the best speedup with fewer operations")
+    raise ValueError(f"reason check must be code, copy, below_1x, sampling or None; got {kind!r}")
+
+
+def compare_with_article(situation: Situation, rec: Recommendation | None = None) -> dict:
+    """The rules' advice for one article row beside the article's, and whether they agree.
+
+    Returns ``{"advice agrees": bool, "differs because": str, "article reason holds": str,
+    "evidence": str}``. The advice agrees when every claim in ``situation.claims`` holds for
+    ``rec`` (computed with ``recommend(**situation.inputs)`` when None).
+    """
+    rec = recommend(**situation.inputs) if rec is None else rec
+    notes = []
+    claims = situation.claims
+    if "method" in claims and rec.method not in claims["method"]:
+        notes.append(f"the article names {' or '.join(claims['method'])}; the rules give "
+                     f"{rec.method or 'off'}: {rec.why}")
+    if "measure_first" in claims and rec.measure_first != claims["measure_first"]:
+        notes.append("measure-first differs")
+    if "gamma_range" in claims:
+        lo, hi = claims["gamma_range"]
+        if rec.gamma is None:
+            notes.append(f"the article keeps drafting at gamma {lo}-{hi}; with nothing but "
+                         f"n-gram available the rules keep it off ({rec.why}); with MTP or an "
+                         f"EAGLE-3 drafter they give gamma {DEFAULT_GAMMA['mtp']} or "
+                         f"{min(DEFAULT_GAMMA['eagle3'], SAMPLING_GAMMA_CAP)}")
+        elif not lo <= rec.gamma <= hi:
+            notes.append(f"gamma {rec.gamma} outside the article's {lo}-{hi}")
+    holds, evidence = _reason_check(situation.reason, rec, situation)
+    return {"advice agrees": not notes, "differs because": "; ".join(notes),
+            "article reason holds": holds, "evidence": evidence}
 
 
 def recommendation_table(situations=ARTICLE_SITUATIONS):
-    """The article's table regenerated: one :func:`recommend` call per situation.
+    """The article's table beside the rules' advice: one :func:`recommend` call per situation.
 
-    Returns a pandas DataFrame with columns situation, method, gamma, recommendation, why,
-    article recommendation, article why, matches (recommendation == the printed one).
+    Returns a pandas DataFrame with columns situation, inputs, assumed, method, gamma,
+    recommendation, why, rules, article recommendation, article why, advice agrees, differs
+    because, article reason holds, evidence; and ``matches`` (= advice agrees, kept for
+    compatibility).
     """
     import pandas as pd
 
     rows = []
     for s in situations:
         rec = recommend(**s.inputs)
-        rows.append({"situation": s.situation, "method": rec.method, "gamma": rec.gamma,
-                     "recommendation": rec.label, "why": rec.why,
+        cmp = compare_with_article(s, rec)
+        rows.append({"situation": s.situation,
+                     "inputs": ", ".join(f"{k}={v!r}" for k, v in s.inputs.items()),
+                     "assumed": s.assumed, "method": rec.method, "gamma": rec.gamma,
+                     "recommendation": rec.label, "why": rec.why, "rules": ", ".join(rec.rules),
                      "article recommendation": s.printed, "article why": s.printed_why,
-                     "matches": rec.label == s.printed})
-    return pd.DataFrame(rows)
+                     **cmp, "matches": cmp["advice agrees"]})
+    out = pd.DataFrame(rows)
+    out["gamma"] = out["gamma"].astype("Int64")
+    return out
