@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = ["NOTEBOOK_DIR", "KERNEL", "find_notebooks", "resolve", "load_parameters",
-           "check_parameters", "run_notebooks", "write_report", "register"]
+           "check_parameters", "run_notebooks", "write_report", "register", "notebook_title",
+           "notebook_summary"]
 
 NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 KERNEL = "python3"
@@ -46,6 +47,8 @@ class Result:
     error: str = ""
     parameters: dict = field(default_factory=dict)
     title: str = ""
+    question: str = ""
+    answer: str = ""
 
 
 def _kernel_manager_class():
@@ -78,6 +81,31 @@ def notebook_title(path) -> str:
                 if line.startswith("#"):
                     return line.lstrip("#").strip()
     return ""
+
+
+def _paragraph(text: str, lead: str) -> str:
+    """The blank-line separated paragraph of ``text`` that starts with ``lead`` ("" if none)."""
+    import re
+
+    for para in re.split(r"\n\s*\n", text):
+        if para.strip().startswith(lead):
+            return " ".join(line.strip() for line in para.strip().splitlines())
+    return ""
+
+
+def notebook_summary(path) -> dict:
+    """Title, question and answer of a notebook, from its first Markdown cell.
+
+    Returns ``{"title": str, "question": str, "answer": str}``: the first heading, and the
+    Markdown paragraphs that start with ``**Question.**`` and ``**Answer.**`` (the collection's
+    convention; lines joined with spaces, the bold lead kept). Missing parts are "".
+    """
+    import nbformat
+
+    nb = nbformat.read(str(path), as_version=4)
+    first = next((c.source for c in nb.cells if c.cell_type == "markdown"), "")
+    return {"title": notebook_title(path), "question": _paragraph(first, "**Question.**"),
+            "answer": _paragraph(first, "**Answer.**")}
 
 
 def find_notebooks(folder: Path | str = NOTEBOOK_DIR) -> dict[str, Path]:
@@ -284,7 +312,7 @@ def run_notebooks(names=None, output_dir="build", parameters: dict | None = None
             error = _describe(exc)
         seconds = time.perf_counter() - start
         res = Result(stem, status, seconds, dst, error=error, parameters=params,
-                     title=notebook_title(src))
+                     **notebook_summary(src))
         if report and dst.exists():
             res.html = _export_html(dst)
         results.append(res)
@@ -293,26 +321,41 @@ def run_notebooks(names=None, output_dir="build", parameters: dict | None = None
     return results
 
 
+def _inline_markdown(text: str) -> str:
+    """Markdown to HTML with mistune (nbconvert's Markdown library); raw HTML is escaped."""
+    import mistune
+
+    return mistune.create_markdown(escape=True)(text).strip()
+
+
 def write_report(results: list[Result], out_dir) -> Path:
-    """Write ``index.html`` linking every executed notebook's HTML page with status and time."""
+    """Write ``index.html``: every executed notebook's HTML page, its title, question and
+    answer (from the first Markdown cell, see :func:`notebook_summary`), status and time."""
     out_dir = Path(out_dir)
     rows = []
     for r in results:
         link = (f'<a href="{html.escape(r.html.name)}">{html.escape(r.name)}</a>'
                 if r.html else html.escape(r.name))
+        qa = f"<div class='title'>{html.escape(r.title)}</div>"
+        if r.question:
+            qa += f"<div class='q'>{_inline_markdown(r.question)}</div>"
+        if r.answer:
+            qa += f"<div class='a'>{_inline_markdown(r.answer)}</div>"
         rows.append(f"<tr class='{r.status}'><td class='notebook'>{link}</td>"
-                    f"<td class='question'>{html.escape(r.title)}</td>"
+                    f"<td class='question'>{qa}</td>"
                     f"<td class='status'>{r.status}</td><td class='seconds'>{r.seconds:.1f}</td>"
                     f"<td class='error'>{html.escape(r.error)}</td></tr>")
     total = sum(r.seconds for r in results)
     page = f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>specnb report</title>
-<style>body{{font-family:sans-serif;max-width:60em;margin:2em auto}}
-td,th{{padding:.3em .8em;text-align:left}} tr.failed td{{color:#b00}}</style></head>
+<style>body{{font-family:sans-serif;max-width:70em;margin:2em auto}}
+td,th{{padding:.3em .8em;text-align:left;vertical-align:top}} tr.failed td{{color:#b00}}
+td.question p{{margin:.3em 0}} td.question .title{{font-weight:bold}}
+tbody tr{{border-top:1px solid #ddd}} table{{border-collapse:collapse}}</style></head>
 <body><h1>specnb: executed notebooks</h1>
 <p>Should I turn on speculative decoding, with which method and draft length, and what will it
 save me? Each notebook reproduces a section of the source article from published data.</p>
-<table><thead><tr><th>notebook</th><th>question</th><th>status</th><th>seconds</th><th>error</th></tr></thead>
+<table><thead><tr><th>notebook</th><th>question and answer</th><th>status</th><th>seconds</th><th>error</th></tr></thead>
 <tbody>
 {chr(10).join(rows)}
 </tbody></table>

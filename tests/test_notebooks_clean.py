@@ -27,3 +27,17 @@ def test_committed_without_outputs_and_one_parameters_cell(path):
     for node in ast.parse("".join(tagged[0]["source"])).body:
         assert isinstance(node, ast.Assign), f"{path.name}: parameters cell must only assign literals"
         ast.literal_eval(node.value)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_first_cell_has_question_and_answer(path):
+    """The first Markdown cell carries a **Question.** paragraph and, after it, a short
+    **Answer.** paragraph (the report's index shows both)."""
+    from specnb.runner import notebook_summary
+
+    s = notebook_summary(path)
+    assert s["question"], f"{path.name}: no '**Question.** ...' paragraph in the first cell"
+    assert s["answer"], f"{path.name}: no '**Answer.** ...' paragraph in the first cell"
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    first = "".join(next(c for c in nb["cells"] if c["cell_type"] == "markdown")["source"])
+    assert first.index("**Question.**") < first.index("**Answer.**")

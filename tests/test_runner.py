@@ -63,3 +63,45 @@ def test_cli_usage_errors(nbdir, tmp_path, capsys):
     bad = tmp_path / "bad.yaml"
     bad.write_text(json.dumps([1, 2]))
     assert cli.main(["run", "--notebooks", str(nbdir), "--parameters", str(bad), "--output", str(tmp_path)]) == 2
+
+
+def _nb_with_intro(path, intro):
+    nb = new_notebook(cells=[nbformat.v4.new_markdown_cell(intro),
+                             new_code_cell("x = 1", metadata={"tags": ["parameters"]})])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, path)
+
+
+INTRO = ("# 9. A title\n\n**Question.** Does it pay\nat <my> batch?\n\n"
+         "**Answer.** Yes below batch 24 (`ratio` 1.4x);\nmeasure above it.\n\nMore text.")
+
+
+def test_notebook_summary_reads_question_and_answer(tmp_path):
+    _nb_with_intro(tmp_path / "09_x.ipynb", INTRO)
+    s = runner.notebook_summary(tmp_path / "09_x.ipynb")
+    assert s == {"title": "9. A title", "question": "**Question.** Does it pay at <my> batch?",
+                 "answer": "**Answer.** Yes below batch 24 (`ratio` 1.4x); measure above it."}
+    _nb_with_intro(tmp_path / "10_y.ipynb", "# Only a title")
+    assert runner.notebook_summary(tmp_path / "10_y.ipynb")["answer"] == ""
+
+
+def test_index_shows_each_answer_beside_its_question(tmp_path):
+    _nb_with_intro(tmp_path / "09_x.ipynb", INTRO)
+    r = runner.Result("09_x", "ok", 1.0, tmp_path / "09_x.ipynb",
+                      **runner.notebook_summary(tmp_path / "09_x.ipynb"))
+    page = runner.write_report([r], tmp_path).read_text()
+    row = page.split("<tbody>")[1].split("</tbody>")[0]
+    assert row.index("Question.") < row.index("Answer.")  # same row, question first
+    assert "<strong>Answer.</strong> Yes below batch 24 (<code>ratio</code> 1.4x)" in row
+    assert "&lt;my&gt;" in row and "<my>" not in row  # Markdown rendered, raw HTML escaped
+    assert "More text" not in row
+
+
+def test_index_of_the_real_notebooks_has_their_answers(tmp_path):
+    """The report shows the answer of every notebook that has one (no execution needed)."""
+    results = [runner.Result(stem, "ok", 0.0, path, **runner.notebook_summary(path))
+               for stem, path in runner.find_notebooks().items()]
+    page = runner.write_report(results, tmp_path).read_text()
+    for r in results:
+        if r.answer:
+            assert r.answer.split("**Answer.**")[1].split()[0] in page

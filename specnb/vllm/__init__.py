@@ -20,7 +20,8 @@ Advise
     :data:`RULES` with sources); :data:`ARTICLE_SITUATIONS`, :func:`recommendation_table`,
     :func:`compare_with_article`
 Watch
-    :func:`watch_table` (what to watch after launch), :func:`gamma1_verdict` (Corollary 3.9)
+    :func:`watch_table` (what to watch after launch), :func:`gamma1_verdict` (Corollary 3.9),
+    :func:`advice` (what measured acceptance says to do)
 Samples
     :func:`sample_path` -- the bundled, labelled sample inputs under ``data/samples/``.
 
@@ -57,7 +58,7 @@ from .config import (
     speculative_config,
     yaml_config,
 )
-from .watch import gamma1_verdict, watch_table
+from .watch import advice, gamma1_verdict, watch_table
 from .metrics import (
     MIN_ACCEPTANCE_LENGTH,
     MIN_ACCEPTANCE_RATE_GAMMA_1,
@@ -84,7 +85,7 @@ __all__ = [
     "read_bench", "bench_summary", "compare_bench", "BenchComparison",
     "recommend", "recommendation_table", "Recommendation", "Situation", "ARTICLE_SITUATIONS",
     "MEASURE_BATCH", "SAMPLING_GAMMA_CAP", "WORKLOADS", "RULES", "compare_with_article",
-    "gamma1_verdict", "watch_table",
+    "gamma1_verdict", "watch_table", "advice",
     "sample_path", "sample_names",
 ]
 

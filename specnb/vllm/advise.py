@@ -545,7 +545,7 @@ def recommend(*, workload: str = "general", target_has_mtp: bool = False,
                            "layer and lowers acceptance; multi-layer MTP checkpoints avoid it")
     else:
         start = {"mtp": "vLLM's MTP example; more reruns the same MTP layer and lowers "
-                        "acceptance (vLLM's warning)",
+                        "acceptance, vLLM warns",
                  "eagle3": "the article's 'start at 3-5'; EAGLE-3's SGLang batch table uses "
                            "chain length 3",
                  "ngram": "vLLM's docs and the article's n-gram example",

@@ -5,12 +5,14 @@ fixed acceptance-rate bar: at gamma 1 the mean acceptance length is tau = 1 + al
 Theorem 3.8 gives a speedup of (1 + alpha) / (1 + c), above 1 exactly when alpha > c.
 :func:`watch_table` is the after-launch watch list (:data:`specnb.vllm.metrics.WATCH`) with
 that rule in its first row, TTFT stated as something to explain rather than a known cause, and
-vLLM's per-request acceptance metrics (the article's checklist step 3) added.
+vLLM's per-request acceptance metrics (the article's checklist step 3) added. :func:`advice`
+reads an :class:`~specnb.vllm.metrics.AcceptanceStats` the same way, and states Theorem 3.8 as
+what Leviathan et al.'s own Table 4 shows it to be: measurements land on either side of it.
 """
 
 from __future__ import annotations
 
-__all__ = ["gamma1_verdict", "watch_table"]
+__all__ = ["gamma1_verdict", "watch_table", "advice"]
 
 #: vLLM's per-request acceptance metrics (docs/features/speculative_decoding/
 #: acceptance_metrics.md @ 02cf515f; ../shared/reference/vllm.md section 3.4).
@@ -90,3 +92,61 @@ def watch_table():
     rows = [(what, where, restated.get(what, act)) for what, where, act in WATCH]
     rows.append(PER_REQUEST)
     return pd.DataFrame(rows, columns=["what", "where", "act when"])
+
+
+def advice(stats, c: float | None = None) -> list[str]:
+    """What measured acceptance says to do, each line with its rule and source.
+
+    * gamma 1: :func:`gamma1_verdict` (needs ``c``; without it, the acceptance rate and that
+      gamma 1 pays while it is above c);
+    * gamma >= 2 (or unknown): the article's checklist step 3 via
+      :func:`specnb.vllm.metrics.acceptance_length_advice` (tau below 2: shrink or change);
+    * the last draft position's acceptance, when per-position counts exist;
+    * with ``c`` and an implied alpha: Theorem 3.8 at this gamma and at the best gamma, and
+      :func:`specnb.vllm.advise.theorem_sentence` (measured speedups land on either side).
+
+    Parameters
+    ----------
+    stats : AcceptanceStats
+        From :func:`specnb.vllm.acceptance_stats`.
+    c : float >= 0 or None
+        Draft / target time per forward.
+
+    Raises
+    ------
+    ValueError, TypeError
+        ``c`` negative, NaN, infinite or not a single number.
+    """
+    from .. import _check
+    from ..theory import optimal_gamma, walltime_speedup
+    from .advise import theorem_sentence
+    from .metrics import acceptance_length_advice
+
+    if c is not None:
+        c = _check.scalar_real("c", c, lo=0.0)
+    k = stats.num_speculative_tokens
+    if k == 1:
+        if c is None:
+            out = [f"gamma 1, acceptance rate {100 * stats.acceptance_rate:.1f}%: tau = 1 + "
+                   "acceptance rate <= 2 always, so the 'tau < 2' rule does not apply; gamma 1 "
+                   "pays while the acceptance rate is above c (Corollary 3.9): give c to judge"]
+        else:
+            out = [gamma1_verdict(stats.acceptance_rate, c)[1]]
+    else:
+        out = [acceptance_length_advice(stats.mean_acceptance_length, k,
+                                        stats.acceptance_rate)[1]]
+    if stats.per_position:
+        out.append(f"the last draft position is accepted in {100 * stats.per_position[-1]:.1f}% "
+                   "of steps")
+    if c is not None and stats.alpha is not None and k and k > 1:
+        g, best = optimal_gamma(stats.alpha, c)
+        now = walltime_speedup(stats.alpha, k, c)
+        head = (f"at the implied alpha {stats.alpha:.3f} and c {c:g}, Theorem 3.8 gives "
+                f"{now:.2f}x at gamma {k}")
+        if g == 0:
+            out.append(f"{head}; no gamma beats plain decoding (alpha <= c): turn it off")
+        elif g == k:
+            out.append(f"{head}, already the best gamma; {theorem_sentence()}")
+        else:
+            out.append(f"{head} and {best:.2f}x at gamma {g}; {theorem_sentence()}")
+    return out
