@@ -98,7 +98,8 @@ RULES = (
          "(vLLM raises otherwise); Leviathan et al. section 3.6: drafts about two orders of "
          "magnitude smaller did best"),
     Rule("eagle3_unchecked", "EAGLE-3 drafter not checked -> eagle3 if one exists, else the "
-         "next rule", "as rule eagle3"),
+         "next rule", "as rule eagle3 (EAGLE-3 Table 1); the article's table, row 1: 'eagle3 "
+         "(if a drafter exists)'"),
     Rule("creative", "creative output and none of the above -> keep it off",
          "n-gram drafts only what the prompt or earlier output already contains; the article's "
          "gamma table, row 1 (Leviathan section 3.6): at bigram-level alpha 0.2, gamma 3 gives "
