@@ -101,6 +101,8 @@ def test_06_and_07_answer_up_front_and_faq_in_the_html(executed_notebooks):
         assert phrase in page07, phrase
     assert "upper bound" not in page07 and "still paid at concurrency 64" not in page07
     assert "other methods fall below 1x" not in page07
+    assert "drafting adds work to every step, prefill included" not in page07  # now a possibility
+    assert "TTFT rose 17 %</strong>: these numbers do not say why" in page07
 
 
 def test_06_ngram_example(rec):
