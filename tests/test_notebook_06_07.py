@@ -89,6 +89,10 @@ def test_06_faq_draft_sizes(rec):
     sizes = rec["06_what_to_turn_on"]["faq.draft_size_speedups"]
     assert list(sizes["draft"]) == ["T5-small", "T5-base", "T5-large"]
     assert list(sizes["EnDe"]) == [3.4, 2.8, 1.7] and list(sizes["CNNDM"]) == [3.1, 3.0, 2.2]
+    # "accepts the most (0.82 against 0.75) ... c more than five times the small draft's"
+    faq = rec["06_what_to_turn_on"]["faq.draft_size_table"].set_index("draft")
+    assert list(faq["EnDe alpha"]) == [0.75, 0.80, 0.82]
+    assert faq.loc["T5-large", "c (Table 4)"] / faq.loc["T5-small", "c (Table 4)"] > 5
 
 
 def test_06_and_07_answer_up_front_and_faq_in_the_html(executed_notebooks):
