@@ -38,7 +38,8 @@ from specnb.vllm.advise import (
 #: The article's section 7 table as printed (../shared/reference/article-tables.md), in order.
 PRINTED = ["eagle3 (if a drafter exists)", "mtp", "start with ngram or suffix", "draft_model",
            "measure on and off under real load", "small gamma, 2-3"]
-PRINTED_WHY = ["longest acceptance on code, small batches", "the draft layers are in the checkpoint",
+PRINTED_WHY = ["longest acceptance on code, small batches",
+               "the draft layers are in the checkpoint",
                "output copies the input, accepted without training",
                "no training, large low-QPS gain", "measured below 1x at batch 24-64",
                "low acceptance, long drafts waste compute"]

@@ -22,8 +22,10 @@ Rules, in order (:data:`RULES` has each with its source):
 4. ``draft_model`` for a same-family small model with spare memory (SpS 1.92x mean in Table 1;
    the same tokenizer and vocabulary are required);
 5. ``eagle3 (if a drafter exists)`` when nobody checked;
-6. creative output with none of the above: keep it off (n-gram drafts copy the prompt, which
-   creative text rarely repeats: the article's own alpha 0.2 row, 1.25x for 3.21x operations);
+6. creative output with none of the above and no measured alpha: keep it off until n-gram's
+   acceptance is measured (n-gram drafts copy the prompt, which creative text rarely repeats;
+   no bundled table measures it there; the article's own low-acceptance row, alpha 0.2, gives
+   1.25x for 3.21x the operations); with a measured alpha and c, n-gram by the theory;
 7. otherwise ``ngram`` (the article's summary: "otherwise start with n-gram").
 
 Draft length: a measured alpha and c give :func:`specnb.theory.optimal_gamma`; otherwise the
@@ -100,10 +102,12 @@ RULES = (
     Rule("eagle3_unchecked", "EAGLE-3 drafter not checked -> eagle3 if one exists, else the "
          "next rule", "as rule eagle3 (EAGLE-3 Table 1); the article's table, row 1: 'eagle3 "
          "(if a drafter exists)'"),
-    Rule("creative", "creative output and none of the above -> keep it off",
-         "n-gram drafts only what the prompt or earlier output already contains; the article's "
-         "gamma table, row 1 (Leviathan section 3.6): at bigram-level alpha 0.2, gamma 3 gives "
-         "1.25x for 3.21x the operations"),
+    Rule("creative", "creative output, none of the above, no measured alpha -> keep it off "
+         "until n-gram's acceptance is measured",
+         "n-gram drafts only what the prompt or earlier output already contains, and no bundled "
+         "table measures it on creative writing; the article's gamma table, row 1 (Leviathan "
+         "section 3.6): at bigram-level alpha 0.2, gamma 3 gives 1.25x for 3.21x the "
+         "operations"),
     Rule("ngram", "nothing else -> ngram, gamma 4", "the article's summary ('otherwise start "
          "with n-gram'); vLLM docs: light and easy to enable"),
     Rule("measured", "a measured alpha and c -> gamma = optimal_gamma(alpha, c); off if alpha <= c",
@@ -278,7 +282,7 @@ def batch_evidence():
 
 
 def _batch_sentence(method: str | None) -> tuple[str, bool | None]:
-    """(what the batch tables show for ``method``, whether it fell below 1x: None = not measured)."""
+    """(what the batch tables show for ``method``, did it fall below 1x: None = not measured)."""
     import pandas as pd
 
     ev = batch_evidence()
@@ -377,7 +381,8 @@ def _bool(name, value, allow_none=False):
     return value
 
 
-def _pick_method(workload, target_has_mtp, eagle3_drafter, small_draft_model, spare_memory):
+def _pick_method(workload, target_has_mtp, eagle3_drafter, small_draft_model, spare_memory,
+                 measured=False):
     """(method, label, why, reasons, alternatives, rules) by what is available."""
     ev = workload_evidence(workload)
     task = _TASK_NAMES.get(ev["task"], "")
@@ -420,21 +425,23 @@ def _pick_method(workload, target_has_mtp, eagle3_drafter, small_draft_model, sp
                 (), ("draft_model",))
     if eagle3_drafter is None:
         alternatives = () if workload == "creative" else ("ngram",)
-        fallback = ("keep it off (creative text gives n-gram little to copy)"
-                    if workload == "creative" else "start with ngram")
+        fallback = ("keep it off until n-gram's acceptance is measured (creative text gives "
+                    "it little to copy)" if workload == "creative" else "start with ngram")
         return ("eagle3", "eagle3 (if a drafter exists)", e3.split(" (")[0]
                 + (f": {ev['eagle3']:.2f}x on {task}" if ev["eagle3"] else ""),
                 [e3, f"check for a published EAGLE-3 drafter for your target first; without "
                      f"one, {fallback}"], alternatives, ("eagle3_unchecked",))
-    if workload == "creative":
+    if workload == "creative" and not measured:
         return (None, "keep it off",
-                "creative text rarely repeats the prompt: n-gram drafts would be rejected",
+                "only n-gram is left, and creative text gives it little to copy: measure its "
+                "acceptance first",
                 ["with no MTP layers, no EAGLE-3 drafter and no draft model, only n-gram is "
-                 "left, and it drafts only what the prompt or earlier output contains; the "
-                 "article's own gamma table shows the cost at bigram-level acceptance (alpha "
-                 "0.2, gamma 3): 1.25x for 3.21x the operations (Theorem 3.11)",
-                 "to try n-gram anyway, measure its acceptance first (specnb metrics): it pays "
-                 "only while alpha > c (Corollary 3.9)"], (), ("creative",))
+                 "left, and it drafts only what the prompt or earlier output contains; no "
+                 "bundled table measures it on creative writing. At low acceptance it buys "
+                 "little for much work: the article's own gamma table, at bigram-level alpha 0.2 "
+                 "and gamma 3, gives 1.25x for 3.21x the operations (Theorems 3.8 and 3.11)",
+                 "to try n-gram, measure its acceptance (specnb metrics) and pass alpha and c: "
+                 "it pays only while alpha > c (Corollary 3.9)"], (), ("creative",))
     return ("ngram", "ngram", "no draft model or training needed",
             ["no MTP layers, no drafter, no spare draft model: n-gram needs nothing (the "
              "article's summary: otherwise start with n-gram)"], (), ("ngram",))
@@ -519,7 +526,8 @@ def recommend(*, workload: str = "general", target_has_mtp: bool = False,
             raise ValueError(f"{name} must be a checkpoint id or path, got {value!r}")
 
     method, label, why, reasons, alternatives, rules = _pick_method(
-        workload, target_has_mtp, eagle3_drafter, small_draft_model, spare_memory)
+        workload, target_has_mtp, eagle3_drafter, small_draft_model, spare_memory,
+        measured=alpha is not None)
     if small_draft_model and not spare_memory and method != "draft_model":
         reasons.append("a draft model would take weights and KV cache from the target, so "
                        "fewer requests fit at once (article section 6)")
@@ -641,9 +649,11 @@ def compare_with_article(situation: Situation, rec: Recommendation | None = None
     if "gamma_range" in claims:
         lo, hi = claims["gamma_range"]
         if rec.gamma is None:
-            notes.append(f"the article keeps drafting at gamma {lo}-{hi}; with nothing but "
-                         f"n-gram available the rules keep it off ({rec.why}); with MTP or an "
-                         f"EAGLE-3 drafter they give gamma {DEFAULT_GAMMA['mtp']} or "
+            notes.append(f"the article keeps drafting at gamma {lo}-{hi} without naming a "
+                         f"method; with only n-gram available the rules keep it off until its "
+                         f"acceptance is measured (its own warning: alpha 0.2 buys 1.25x for "
+                         f"3.21x the operations); with MTP or an EAGLE-3 drafter they give "
+                         f"gamma {DEFAULT_GAMMA['mtp']} or "
                          f"{min(DEFAULT_GAMMA['eagle3'], SAMPLING_GAMMA_CAP)}")
         elif not lo <= rec.gamma <= hi:
             notes.append(f"gamma {rec.gamma} outside the article's {lo}-{hi}")
