@@ -601,7 +601,7 @@ def recommend(*, workload: str = "general", target_has_mtp: bool = False,
 
 
 # ----------------------------------------------------------------------------- vs the article
-def _reason_check(kind: str | None, rec: Recommendation, situation: Situation) -> tuple[str, str]:
+def _reason_check(kind: str | None, rec: Recommendation) -> tuple[str, str]:
     """(holds: "yes" / "no" / "not a number", the number behind it) for the article's reason."""
     if kind is None:
         return "not a number", "a statement about the method, not a measured figure"
@@ -657,7 +657,7 @@ def compare_with_article(situation: Situation, rec: Recommendation | None = None
                          f"{min(DEFAULT_GAMMA['eagle3'], SAMPLING_GAMMA_CAP)}")
         elif not lo <= rec.gamma <= hi:
             notes.append(f"gamma {rec.gamma} outside the article's {lo}-{hi}")
-    holds, evidence = _reason_check(situation.reason, rec, situation)
+    holds, evidence = _reason_check(situation.reason, rec)
     return {"advice agrees": not notes, "differs because": "; ".join(notes),
             "article reason holds": holds, "evidence": evidence}
 
