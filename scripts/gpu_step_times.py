@@ -144,7 +144,8 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", required=True)
     p.add_argument("--smoke", action="store_true", help="tiny model on the CPU, few points")
-    p.add_argument("--budget-s", type=float, default=240.0, help="stop starting new points after this")
+    p.add_argument("--budget-s", type=float, nargs=2, default=[90.0, 30.0], metavar=("TARGET", "DRAFT"),
+                   help="seconds after which no new point is started, per role (model build included)")
     p.add_argument("--reps", type=int, default=10)
     p.add_argument("--max-kv-tokens", type=int, default=2**19, help="largest B x (S + q) measured")
     p.add_argument("--no-graphs", action="store_true")
@@ -169,15 +170,16 @@ def main(argv=None) -> int:
     with open(a.out, "w", newline="") as fh:
         wr = csv.writer(fh)
         wr.writerow(["role", "batch_size", "context", "query_tokens", "ms", "model", "gpu", "backend"])
-        for role, name, batches, contexts, qs in plan:
+        for (role, name, batches, contexts, qs), budget in zip(plan, a.budget_s):
+            t_role = time.perf_counter()
             model = Decoder(SHAPES[name], a.max_kv_tokens, device, dtype)
             for S in contexts:
                 for B in batches:
                     for q in qs:
                         if B * (S + q) > a.max_kv_tokens:
                             continue
-                        if time.perf_counter() - t_start > a.budget_s:
-                            print("time budget reached; stopping", flush=True)
+                        if time.perf_counter() - t_role > budget:
+                            print(f"{role}: time budget reached at B={B} S={S} q={q}", flush=True)
                             break
                         ms, backend = time_step(model, B, S, q, a.reps, not a.no_graphs)
                         row = [role, B, S, q, f"{ms:.4f}", name, gpu, backend]
