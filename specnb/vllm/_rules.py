@@ -506,7 +506,7 @@ class _Checker:
         example = "e.g. [[1, 64, 3], [65, 128, 1], [129, 512, 0]] (vLLM docs)"
         problems = schedule_problems(schedule)
         for problem in problems:
-            self.add("error", key, f"{key} {problem} (vLLM's schedule validation, "
+            self.add("error", key, f"{key}: {problem} (vLLM's schedule validation, "
                      "vllm/v1/spec_decode/dynamic/utils.py @ a6f6bb1d)", example)
         if problems:
             return
