@@ -43,7 +43,7 @@ from .advise import (
     recommend,
     recommendation_table,
 )
-from .bench import BenchComparison, bench_summary, compare_bench, read_bench
+from .bench import BenchComparison, bench_summary, comparability, compare_bench, read_bench
 from .check import check_speculative_config, parse_speculative_config, suggest_fix
 from .config import speculative_config
 from .findings import ConfigCheck, Finding
@@ -81,7 +81,7 @@ __all__ = [
     "SpecDecodeCounts", "AcceptanceStats", "PROMQL", "WATCH", "MIN_ACCEPTANCE_LENGTH",
     "MIN_ACCEPTANCE_RATE_GAMMA_1", "acceptance_length_advice", "acceptance_rate_ci",
     "best_draft_length", "MIN_DRAFTS", "TAIL_DRAFT_COST",
-    "read_bench", "bench_summary", "compare_bench", "BenchComparison",
+    "read_bench", "bench_summary", "compare_bench", "comparability", "BenchComparison",
     "recommend", "recommendation_table", "Recommendation", "Situation", "ARTICLE_SITUATIONS",
     "HIGH_TEMPERATURE", "MEASURE_BATCH",
     "sample_path", "sample_names",
