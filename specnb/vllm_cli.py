@@ -54,7 +54,10 @@ def _cmd_check(args) -> int:
 
     text = _read_text(args.config)
     try:
-        result = check_speculative_config(text, vllm_version=args.vllm_version)
+        result = check_speculative_config(text, vllm_version=args.vllm_version,
+                                          draft_config=args.draft_config)
+    except OSError as exc:
+        return _err("config check", f"cannot read {exc.filename}: {exc.strerror}", 2)
     except ValueError as exc:
         return _err("config check", str(exc), 2)
     if args.json:
@@ -215,6 +218,9 @@ def register(sub) -> None:
     c.add_argument("config", help="the JSON value as vLLM receives it, or - to read stdin")
     c.add_argument("--vllm-version", metavar="X.Y.Z",
                    help="the server's vLLM version (default: current vLLM)")
+    c.add_argument("--draft-config", metavar="PATH",
+                   help="the draft checkpoint's local config.json (or its folder): checks the "
+                        "method against its architectures / model_type")
     c.add_argument("--json", action="store_true", help="print the findings as JSON")
     c.set_defaults(func=_cmd_check)
 
