@@ -504,6 +504,12 @@ class _Checker:
             return
         key = "num_speculative_tokens_per_batch_size"
         example = "e.g. [[1, 64, 3], [65, 128, 1], [129, 512, 0]] (vLLM docs)"
+        if self.era == "lenient":
+            self.add("warning", key, f"{key} came with dynamic speculative decoding (PR #32374, "
+                     f"merged about January 2026, after the versions that ignore unknown keys); "
+                     f"vLLM {self.version} most likely ignores it silently and drafts "
+                     "num_speculative_tokens at every batch size", "upgrade vLLM, or drop it")
+            return
         problems = schedule_problems(schedule)
         for problem in problems:
             self.add("error", key, f"{key}: {problem} (vLLM's schedule validation, "
