@@ -555,8 +555,9 @@ class _Checker:
 
     def method_vs_checkpoint(self, method, model):
         """An explicit method the checkpoint (path or config.json) contradicts."""
-        if model is None and self.draft_config is None:
-            return
+        loads_checkpoint = (S.NEEDS_MODEL - {"custom_class"}) | {"mtp", "dspark"}
+        if (model is None and self.draft_config is None) or method not in loads_checkpoint:
+            return  # n-gram, suffix, hidden states, custom proposers: no draft checkpoint
         found = checkpoint_method(model or "", self.draft_config)
         if found is None:
             if method in ("eagle", "eagle3") and _is_full_causal_lm(self.draft_config):

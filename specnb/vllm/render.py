@@ -7,7 +7,8 @@
 * :func:`python_snippet`: ``LLM(model=..., speculative_config={...})``.
 
 Rendering does not check the config against vLLM's rules: build it with
-:func:`specnb.vllm.speculative_config` or check it with :func:`specnb.vllm.check_speculative_config`.
+:func:`specnb.vllm.speculative_config` or check it with
+:func:`specnb.vllm.check_speculative_config`.
 """
 
 from __future__ import annotations

@@ -388,7 +388,7 @@ def _too_deep(text: str) -> int:
 
 
 def _syntax_error(text: str, err: json.JSONDecodeError) -> ConfigSyntaxError:
-    """The :class:`ConfigSyntaxError` for ``text``, which :func:`json.loads` refused with ``err``."""
+    """The :class:`ConfigSyntaxError` for ``text``, which :func:`json.loads` refused."""
     cause, fix, key, idx, repaired = _diagnose(text, err)
     line, col = _linecol(text, idx)
     return ConfigSyntaxError(cause, line=line, column=col, fix=fix, key=key,
