@@ -366,7 +366,7 @@ def _all_texts():
     out = [json.loads(t)["config"] for t in texts]
     out += [c.get("config_text") or c["config"] for c in CONFIG_CASES]
     out += [cfg for cfg, *_ in OWN_CONFIGS]
-    out += ["{method: ngram}", "{'method': 'eagle3', 'model': 'x-eagle3'}",
+    out += ["{method: ngram}", "{method: eagle}", "{'method': 'eagle3', 'model': 'x-eagle3'}",
             "{speculative_model = \"[ngram]\", ngram_prompt_lookup_min = 1}",
             '{"speculative_model": "[ngram]", "num_speculative_tokens": 3,}',
             "{'speculative_model': 'facebook/opt-125m', 'num_speculative_tokens': 5, "

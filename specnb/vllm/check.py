@@ -103,7 +103,11 @@ def _draft_config(draft_config):
 
 
 def _completed(exc: ConfigSyntaxError) -> ConfigSyntaxError:
-    """Replace the syntax error's "use <repaired>" by a fix current vLLM accepts, if any."""
+    """Make the syntax error's "use <JSON>" fix one current vLLM accepts.
+
+    The repaired JSON stays when the checker accepts it; else :func:`suggest_fix` completes it;
+    when neither passes, the fix shows the repaired JSON as a step, not as "use ...".
+    """
     if exc.repaired is None:
         return exc
     try:
@@ -118,6 +122,9 @@ def _completed(exc: ConfigSyntaxError) -> ConfigSyntaxError:
     better = suggest_fix(obj)
     if better is not None:
         exc.fix = f"use {json.dumps(better)}"
+    else:
+        exc.fix = (f"repaired JSON, which vLLM would still reject (check it again and fix "
+                   f"what it reports): {exc.repaired}")
     return exc
 
 
@@ -145,7 +152,7 @@ def parse_speculative_config(text: str):
     ConfigSyntaxError
         the text is not JSON (also: nested deeper than Python's json module can read, or an
         integer longer than Python's 4300-digit limit); the error has ``line``, ``column``,
-        ``cause`` and ``fix``.
+        ``cause`` and ``fix`` (a "use <JSON>" fix is always one current vLLM accepts).
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
