@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ._defaults import DEFAULT_GAMMA  # noqa: F401  (defined there: no config <-> advise cycle)
 from .config import speculative_config
 
 __all__ = ["HIGH_TEMPERATURE", "MEASURE_BATCH", "DEFAULT_GAMMA", "Recommendation", "Situation",
@@ -37,8 +38,6 @@ __all__ = ["HIGH_TEMPERATURE", "MEASURE_BATCH", "DEFAULT_GAMMA", "Recommendation
 HIGH_TEMPERATURE = 0.7
 #: Peak batch from which speculation can cost throughput (EAGLE-3 Table 3, EAGLE at batch 24).
 MEASURE_BATCH = 24
-#: Starting draft length per method when no alpha is measured (sources in the module doc).
-DEFAULT_GAMMA = {"mtp": 1, "eagle3": 3, "ngram": 4, "draft_model": 5}
 
 
 @dataclass(frozen=True)
