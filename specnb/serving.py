@@ -24,13 +24,15 @@ Step time
 Drafts and the setup
     :class:`Draft` / :func:`draft` (``ngram``, ``suffix``, ``eagle``, ``eagle3``, ``mtp``, a
     catalogue name or ``config.json``, ``self``; optional KV budget); :class:`Setup` /
-    :func:`setup` (GPU, GPUs, target, dtypes, draft, efficiencies).
+    :func:`setup` (GPU, GPUs, target, dtypes, draft, efficiencies);
+    :func:`max_batch_in_memory`.
 Times and speedup (arrays broadcast: batch x context x gamma)
     :func:`t_plain_ms`, :func:`t_verify_ms`, :func:`t_draft_ms`, :func:`tokens_per_step`,
     :func:`speedup`, :func:`per_token_latency_ms`, :func:`verdict`.
 Grids and decisions
     :func:`evaluate` -> :class:`Grid` (``.frame()``, ``.best()``); :func:`best_gamma`;
-    :func:`crossover_batch`; :func:`schedule`, :func:`check_schedule`,
+    :func:`crossover_batch`; :func:`schedule`, :func:`schedule_gammas`,
+    :func:`plan_schedule`, :func:`check_schedule`,
     :func:`schedule_lookup`, :func:`schedule_config`; :data:`SCHEDULE_TAX`.
 Calibration
     :func:`read_measurements` (CSV ``role, batch_size, context, query_tokens, ms``);
@@ -59,11 +61,12 @@ __all__ = [
     "SCHEDULE_TAX",
     "gpu", "gpu_names", "architecture", "architecture_names", "ridge_point",
     "step_breakdown", "step_time_ms",
-    "draft", "setup",
+    "draft", "setup", "max_batch_in_memory",
     "t_plain_ms", "t_verify_ms", "t_draft_ms", "tokens_per_step", "speedup",
     "per_token_latency_ms", "verdict",
     "evaluate", "best_gamma", "crossover_batch",
-    "schedule", "check_schedule", "schedule_lookup", "schedule_config",
+    "schedule", "schedule_gammas", "plan_schedule", "check_schedule", "schedule_lookup",
+    "schedule_config", "setup_config", "model_id",
     "read_measurements", "calibrate",
     "MAGICDEC_TABLES", "MAGICDEC_SNAPKV_BUDGET", "magicdec_table", "magicdec_setup",
     "table_measurements", "predict_table",
@@ -660,6 +663,39 @@ class Setup:
         return w <= self.gpus * self.gpu.memory_bytes
 
 
+def max_batch_in_memory(st: Setup, context, memory_fraction: float = 0.9):
+    """Most sequences of ``context`` tokens whose KV cache (target, plus the draft's for
+    model, self and head drafts, within its KV budget) fits beside the weights in
+    ``memory_fraction`` of the GPUs' memory (vLLM's default gpu_memory_utilization is 0.9).
+    Activations and CUDA graphs are not counted, so the real limit is lower. 0 when the
+    weights alone do not fit. Scalar context -> int, array -> int array.
+
+    Raises
+    ------
+    ValueError
+        context < 0 or fractional; memory_fraction outside (0, 1].
+    """
+    s = _check.integer("context", context, lo=0).astype(float)
+    frac = _check.scalar_real("memory_fraction", memory_fraction, lo=0.0, hi=1.0,
+                              lo_open=True)
+    kv_dtype = st.kv_dtype or ("fp8" if st.dtype == "fp8" else "bf16")
+    w = st.target.weight_bytes(st.dtype)
+    per_seq = s * st.target.kv_bytes_per_token(kv_dtype)
+    d = st.draft
+    if d.kind in ("model", "self", "head"):
+        ds = s if d.kv_budget is None else np.minimum(s, d.kv_budget)
+        per_seq = per_seq + ds * d.arch.kv_bytes_per_token(kv_dtype)
+        if d.kind == "model":
+            w += d.arch.weight_bytes(d.dtype or st.draft_dtype or st.dtype)
+        elif d.kind == "head":
+            w += d.arch.layer_params * DTYPES[d.dtype or st.dtype]
+    room = frac * st.gpus * st.gpu.memory_bytes - w
+    with np.errstate(divide="ignore"):
+        n = np.where(room <= 0, 0.0, np.floor(room / np.maximum(per_seq, 1e-300)))
+    n = np.minimum(n, 2.0 ** 53).astype(np.int64)
+    return int(n) if n.ndim == 0 else n
+
+
 def setup(gpu_name, model, draft_spec="eagle3", *, gpus=1, dtype="bf16", draft_dtype=None,
           kv_dtype=None, draft_kv_budget=None, target_efficiency=None, draft_efficiency=None,
           sd_overhead_ms=SD_OVERHEAD_MS) -> Setup:
@@ -1046,6 +1082,30 @@ def schedule(batch_sizes, gammas, *, max_batch: int | None = None) -> list[list[
     return out
 
 
+def schedule_gammas(grid: Grid):
+    """Per batch size of a :class:`Grid`, the gamma for a schedule that serves every context
+    of the grid: the gamma whose worst speedup over the contexts is highest, or 0 when that
+    worst speedup is not above 1. With one context this is :func:`best_gamma`. Returns
+    (gammas, worst-case speedups), each of shape (B,)."""
+    worst = grid.speedup.min(axis=1)  # (B, G)
+    i = np.argmax(worst, axis=1)
+    sp = worst[np.arange(worst.shape[0]), i]
+    pays = sp > 1.0
+    return np.where(pays, grid.gammas[i], 0), np.where(pays, sp, 1.0)
+
+
+def plan_schedule(st: Setup, contexts, gammas, *, max_batch: int, alpha=None, tau=None,
+                  acceptance_rates=None) -> list[list[int]]:
+    """The ``num_speculative_tokens_per_batch_size`` schedule for batch sizes 1..max_batch:
+    the model on every integer batch size, :func:`schedule_gammas` over ``contexts``, then
+    :func:`schedule`. Every K is one of ``gammas`` or 0."""
+    mb = _check.scalar_int("max_batch", max_batch, lo=1)
+    grid = evaluate(st, np.arange(1, mb + 1), contexts, gammas, alpha=alpha, tau=tau,
+                    acceptance_rates=acceptance_rates)
+    k, _ = schedule_gammas(grid)
+    return schedule(grid.batch_sizes, k)
+
+
 def check_schedule(sched, num_speculative_tokens: int | None = None) -> list[list[int]]:
     """Check a schedule against vLLM's rules and return it normalized (sorted, ints).
 
@@ -1144,6 +1204,68 @@ def schedule_config(sched, method: str, *, model: str | None = None, **options) 
         return speculative_config(method, kmax, model=model, **options)
     return speculative_config(method, kmax, model=model,
                               num_speculative_tokens_per_batch_size=rows, **options)
+
+
+def model_id(arch: Architecture) -> str:
+    """What ``vllm serve`` / a draft ``model`` should name: the Hugging Face id of a catalogue
+    model, or the folder of a config.json."""
+    if arch.source and os.path.basename(arch.source) == "config.json":
+        return os.path.dirname(arch.source) or "."
+    try:
+        rec = _catalogue("model_architectures", "model").get(arch.name.lower())
+    except (ValueError, FileNotFoundError):
+        rec = None
+    return rec["hf_id"] if rec else arch.name
+
+
+def setup_config(st: Setup, sched, *, checkpoint: str | None = None):
+    """The vLLM ``speculative_config`` for a setup and a schedule, with notes.
+
+    Method and ``model`` follow the draft: ``ngram`` (with prompt_lookup_min 2 and max 5, the
+    vLLM docs' example), ``suffix``, ``mtp`` (no model), ``eagle`` / ``eagle3`` (``checkpoint``,
+    else the placeholder ``<eagle3-checkpoint>`` to replace), a draft model (its Hugging Face
+    id or folder), ``self`` (``draft_model`` with the target itself; vLLM has no sparse-KV
+    self-draft, so a KV budget cannot be expressed).
+
+    Returns
+    -------
+    (config or None, notes): None when the schedule never drafts (K = 0 everywhere).
+
+    Raises
+    ------
+    ValueError
+        an invalid schedule or a config vLLM would reject.
+    """
+    d = st.draft
+    notes = []
+    opts: dict = {}
+    model = None
+    if d.method == "ngram":
+        opts = {"prompt_lookup_min": 2, "prompt_lookup_max": 5}
+    elif d.kind == "head" and d.method != "mtp":
+        model = checkpoint or f"<{d.method}-checkpoint>"
+        if checkpoint is None:
+            notes.append(f"replace <{d.method}-checkpoint> with the {d.method} head trained "
+                         f"for {st.target.name}")
+    elif d.kind == "model":
+        model = checkpoint or model_id(d.arch)
+    elif d.kind == "self":
+        model = checkpoint or model_id(st.target)
+        notes.append("vLLM has no sparse-KV self-draft: with method draft_model the target "
+                     "drafts for itself with its full KV cache"
+                     + (f"; the modelled KV budget {d.kv_budget} is not expressible"
+                        if d.kv_budget else ""))
+    cfg = schedule_config(sched, d.method, model=model, **opts)
+    if cfg is not None and "num_speculative_tokens_per_batch_size" in cfg:
+        lo, hi = SCHEDULE_TAX["tpot_increase"]
+        notes.append(f"turning the schedule on costs time even at K = 0: TPOT +{100 * lo:.1f} % "
+                     f"at concurrency 2 and +{100 * hi:.1f} % at 189 in one report "
+                     f"({SCHEDULE_TAX['source']}); the model does not include it, so compare "
+                     "against a static num_speculative_tokens; the schedule is disabled "
+                     "under data parallelism > 1")
+    if cfg is None:
+        notes.append("no gamma pays at any batch size: leave speculative decoding off")
+    return cfg, notes
 
 
 # --------------------------------------------------------------------------- calibration
