@@ -67,7 +67,8 @@ __all__ = [
     "evaluate", "best_gamma", "crossover_batch",
     "schedule", "schedule_gammas", "plan_schedule", "check_schedule", "schedule_lookup",
     "schedule_config", "setup_config", "model_id",
-    "read_measurements", "calibrate",
+    "read_measurements", "calibrate", "MEASURED_COLUMNS", "OVERLAP_GRID",
+    "FIT_EFFICIENCY_RANGE", "default_efficiency_sources",
     "MAGICDEC_TABLES", "MAGICDEC_SNAPKV_BUDGET", "magicdec_table", "magicdec_setup",
     "table_measurements", "predict_table",
 ]
@@ -398,19 +399,26 @@ class Efficiency:
         the two rooflines do not count).
     allreduce_us : float >= 0
         Latency of one all-reduce under tensor parallelism, microseconds (two per layer).
+    overlap : float in [0, 1]
+        How memory and compute time combine within one part (weights vs matmuls, KV vs
+        attention): ``max(m, c) + (1 - overlap) min(m, c)``. 1 is the ideal roofline
+        (perfect overlap), 0 the additive form ``m + c`` that SpecDecode-Bench fitted to vLLM
+        (and SmartSpec's regression uses).
     """
 
     bandwidth: float = 0.996
     compute: float = 0.773
     fixed_ms: float = 1.07
     token_us: float = 0.0
-    allreduce_us: float = 41.0
+    allreduce_us: float = 38.0
+    overlap: float = 0.0
 
     def __post_init__(self):
         for name in ("bandwidth", "compute"):
             _check.scalar_real(name, getattr(self, name), lo=0.0, hi=1.5, lo_open=True)
         for name in ("fixed_ms", "token_us", "allreduce_us"):
             _check.scalar_real(name, getattr(self, name), lo=0.0)
+        _check.scalar_real("overlap", self.overlap, lo=0.0, hi=1.0)
 
 
 #: Defaults from published data (``shared/reference/batch-model.md`` section 4.1): the
@@ -418,10 +426,10 @@ class Efficiency:
 #: predictor.py ``Llama8BH100``): KV streams at 131072 B / 3.926e-8 s = 3.34 TB/s = 0.996 of
 #: 3.35 TB/s; 2 x 8.03e9 FLOP / 2.101e-5 s = 764 TFLOP/s = 0.773 of 989.4; the fixed 5.886 ms
 #: less the bf16 weight read (16.06 GB at 3.34 TB/s = 4.81 ms) leaves 1.07 ms. The all-reduce
-#: latency (41 us, two per layer under TP) is DERIVED from MagicDec appendix Table 4 (8x H100,
+#: latency (38 us, two per layer under TP) is DERIVED from MagicDec appendix Table 4 (8x H100,
 #: TP8, Llama-3.1-8B, S 32000): the mean of its three T_AR rows less the modelled weight, KV
-#: and fixed costs, 2.63 ms per step, over 64 all-reduces. See
-#: :func:`default_efficiency_sources`.
+#: and fixed costs, 2.43 ms per step, over 64 all-reduces. ``overlap`` 0 (memory and compute
+#: times add) is the form of SpecDecode-Bench's fit. See :func:`default_efficiency_sources`.
 DEFAULT_EFFICIENCY = Efficiency()
 
 #: Default for EAGLE / EAGLE-3 / MTP heads: as :data:`DEFAULT_EFFICIENCY` but a fixed cost of
@@ -445,7 +453,9 @@ def default_efficiency_sources() -> dict:
         "token_us": "0: the additive fit's per-token cost is carried by the compute roofline",
         "allreduce_us": "DERIVED from MagicDec (arXiv 2408.11049) appendix Table 4 T_AR rows "
                         "(8x H100, TP8): the mean per-step time not explained by weights, KV "
-                        "and the fixed cost (2.63 ms), over 2 x 32 all-reduces = 41 us",
+                        "and the fixed cost (2.43 ms), over 2 x 32 all-reduces = 38 us",
+        "overlap": "0: SpecDecode-Bench's fitted model is additive (c_kv x KV tokens + "
+                   "c_compute x query tokens + c_fixed), i.e. memory and compute times add",
     }
 
 
@@ -477,7 +487,12 @@ def _step(arch, g, eff, dtype, kv_dtype, n, b, s, q, kv_budget=None, parts=False
     t_w, t_lin = w / bw * 1e3, f_lin * (1e3 / fl)
     t_kv, t_att = kv * (1e3 / bw), f_att * (1e3 / fl)
     fixed = eff.fixed_ms + (eff.token_us * 1e-3) * tokens
-    total = fixed + np.maximum(t_w, t_lin) + np.maximum(t_kv, t_att)
+    o = 1.0 - eff.overlap
+    if o:
+        total = (fixed + np.maximum(t_w, t_lin) + o * np.minimum(t_w, t_lin)
+                 + np.maximum(t_kv, t_att) + o * np.minimum(t_kv, t_att))
+    else:
+        total = fixed + t_w + t_lin + t_kv + t_att
     comm = 0.0
     if n > 1:
         comm = 2 * arch.n_layers * (eff.allreduce_us * 1e-3
@@ -499,8 +514,9 @@ def step_breakdown(arch, gpu_name, batch_size, context, query_tokens=1, *, dtype
     with n = ``gpus`` (tensor parallelism; weights and FLOPs split n ways, KV split
     min(n, kv_heads) ways)::
 
-        t_linear = max(W / (e_bw BW), F_lin / (e_c FLOPS))     # weights vs matmuls
-        t_attn   = max(KV / (e_bw BW), F_att / (e_c FLOPS))    # KV read vs attention math
+        t_linear = comb(W / (e_bw BW), F_lin / (e_c FLOPS))    # weights vs matmuls
+        t_attn   = comb(KV / (e_bw BW), F_att / (e_c FLOPS))   # KV read vs attention math
+        comb(m, c) = max(m, c) + (1 - overlap) min(m, c)       # overlap 1: ideal roofline
         t_comm   = 2 layers (allreduce_us + 2 (n-1)/n x B q hidden x 2 bytes / link)  (n > 1)
         t        = fixed_ms + t_linear + t_attn + token_us x B q + t_comm
 
@@ -1397,9 +1413,10 @@ def _fit_role(terms, y, start: Efficiency, free: set):
         if key == prev:
             break
         prev = key
+        o = 1.0 - start.overlap
         cols = {"fixed": np.ones_like(y),
-                "bandwidth": np.where(lin_mem, t_w, 0.0) + np.where(att_mem, t_kv, 0.0),
-                "compute": np.where(lin_mem, 0.0, t_lin) + np.where(att_mem, 0.0, t_att),
+                "bandwidth": (np.where(lin_mem, 1.0, o) * t_w + np.where(att_mem, 1.0, o) * t_kv),
+                "compute": (np.where(lin_mem, o, 1.0) * t_lin + np.where(att_mem, o, 1.0) * t_att),
                 "token": tokens}
         # a column that is all zeros (e.g. never compute-bound) cannot be fitted
         active = [k for k in _FIT_ORDER if k in free and k not in held
@@ -1430,27 +1447,46 @@ def _fit_role(terms, y, start: Efficiency, free: set):
             known["token"] * 1e3)
 
 
-def calibrate(st: Setup, measurements, *, fit=("bandwidth", "compute", "fixed_ms",
-                                                 "token_us")) -> Calibration:
+#: Overlap values :func:`calibrate` tries when ``"overlap"`` is fitted.
+OVERLAP_GRID = (0.0, 0.25, 0.5, 0.75, 1.0)
+
+_FIT_FIELDS = {"bandwidth": "bandwidth", "compute": "compute", "fixed_ms": "fixed",
+               "token_us": "token", "overlap": None}
+
+
+def _role_time(st: Setup, role: str, rows) -> np.ndarray:
+    kw = _target_kw(st) if role == "target" else _draft_kw(st)
+    arch = st.target if role == "target" else st.draft.arch
+    return step_breakdown(arch, st.gpu, rows["batch_size"].to_numpy(),
+                          rows["context"].to_numpy(), rows["query_tokens"].to_numpy(),
+                          **kw)["time_ms"]
+
+
+def calibrate(st: Setup, measurements, *, fit=("bandwidth", "compute", "fixed_ms", "token_us",
+                                                 "overlap")) -> Calibration:
     """Fit the efficiency factors and fixed costs of each role to measured step times.
 
-    For each role present (``target``, and ``draft`` for model, self and EAGLE/MTP drafts),
-    the step time of :func:`step_breakdown` is linear in 1/bandwidth, 1/compute, fixed_ms and
+    For each role present (``target``; ``draft`` for model, self and EAGLE/MTP drafts), the
+    step time of :func:`step_breakdown` is linear in 1/bandwidth, 1/compute, fixed_ms and
     token_us once it is known which side of each roofline a row sits on; the fit alternates
-    between a least-squares solve (numpy ``lstsq``) and re-deciding the sides. The all-reduce
-    latency is folded into ``fixed_ms`` (``allreduce_us`` becomes 0; the per-byte term stays).
-    A factor the rows cannot determine (e.g. compute when every row is memory-bound) keeps its
-    value from ``st``. Fitted efficiencies are clipped to nothing: a value above 1 means the
-    datasheet understates the hardware or the shape is wrong, and is reported in ``notes``.
+    between a weighted least-squares solve (relative errors; numpy ``lstsq``) and re-deciding
+    the sides. ``overlap`` is chosen from :data:`OVERLAP_GRID` by the smallest squared
+    relative error. The all-reduce latency is folded into ``fixed_ms`` (``allreduce_us``
+    becomes 0; the per-byte term stays). A factor the rows cannot determine (e.g. compute when
+    no row does much arithmetic) keeps its value from ``st``; so does an efficiency that would
+    fall outside :data:`FIT_EFFICIENCY_RANGE`. A fitted efficiency above 1 is kept and reported
+    in ``notes`` (the datasheet understates the hardware, or the shape or units are wrong).
 
-    A CSV measured with transformers on one GPU (Llama-3.1-8B-shaped, bf16) works directly:
-    ``calibrate(setup("H200", "Llama-3.1-8B", "self"), "steps.csv")``.
+    A CSV measured with transformers on one GPU (e.g. a Llama-3.1-8B-shaped model in bf16 on
+    an H200, ``role`` target, plain and multi-token forwards) works directly:
+    ``calibrate(setup("H200", "Llama-3.1-8B", "eagle3"), "steps.csv")``; target rows alone
+    calibrate the target and leave the draft's defaults.
 
     Parameters
     ----------
     st : Setup
     measurements : CSV path, file object or DataFrame (see :func:`read_measurements`)
-    fit : which fields to fit, any of bandwidth, compute, fixed_ms, token_us
+    fit : which fields to fit: any of bandwidth, compute, fixed_ms, token_us, overlap
 
     Returns
     -------
@@ -1460,17 +1496,16 @@ def calibrate(st: Setup, measurements, *, fit=("bandwidth", "compute", "fixed_ms
     ------
     ValueError
         a malformed CSV (:func:`read_measurements`); draft rows for an n-gram / suffix draft
-        (no model to time); an unknown name in ``fit``; a fitted efficiency outside (0, 1.5].
+        (no model to time); an unknown name in ``fit``.
     """
     df = read_measurements(measurements)
-    names = {"bandwidth": "bandwidth", "compute": "compute", "fixed_ms": "fixed", "token_us":
-             "token"}
+    if isinstance(fit, str):
+        fit = (fit,)
     for f in fit:
-        _check.choice("fit", f, names)
-    free = {names[f] for f in fit}
+        _check.choice("fit", f, _FIT_FIELDS)
+    free = {_FIT_FIELDS[f] for f in fit} - {None}
     out_setup = st
     fitted, notes = {}, []
-    pred = np.full(len(df), np.nan)
     for role in ("target", "draft"):
         rows = df[df["role"] == role]
         if rows.empty:
@@ -1478,45 +1513,38 @@ def calibrate(st: Setup, measurements, *, fit=("bandwidth", "compute", "fixed_ms
         if role == "draft" and st.draft.kind == "none":
             raise ValueError(f"the measurements hold draft rows but the draft is "
                              f"{st.draft.method!r}, which has no model to time; drop them")
-        start = st.target_efficiency if role == "target" else st.draft_efficiency
+        base = st.target_efficiency if role == "target" else st.draft_efficiency
         terms = _role_terms(st, role, rows)
         layers = (st.target if role == "target" else st.draft.arch).n_layers
-        latency = 2 * layers * start.allreduce_us * 1e-3 if st.gpus > 1 else 0.0
-        start = dataclasses.replace(start, fixed_ms=start.fixed_ms + latency)
-        bw, cp, fixed, tok = _fit_role(terms, rows["ms"].to_numpy(float), start, free)
-        eff = Efficiency(bandwidth=bw, compute=cp, fixed_ms=max(fixed, 0.0),
-                         token_us=max(tok, 0.0), allreduce_us=0.0)
-        for nm, v in (("bandwidth", bw), ("compute", cp)):
+        latency = 2 * layers * base.allreduce_us * 1e-3 if st.gpus > 1 else 0.0
+        y = rows["ms"].to_numpy(float)
+        best = None
+        for ov in (OVERLAP_GRID if "overlap" in fit else (base.overlap,)):
+            start = dataclasses.replace(base, fixed_ms=base.fixed_ms + latency, overlap=ov)
+            bw, cp, fixed, tok = _fit_role(terms, y, start, free)
+            eff = Efficiency(bandwidth=bw, compute=cp, fixed_ms=max(fixed, 0.0),
+                             token_us=max(tok, 0.0), allreduce_us=0.0, overlap=ov)
+            trial = dataclasses.replace(
+                out_setup, **{f"{role}_efficiency": eff})
+            err = float(np.sum((_role_time(trial, role, rows) / y - 1.0) ** 2))
+            if best is None or err < best[0] - 1e-12:
+                best = (err, eff)
+        eff = best[1]
+        for nm in ("bandwidth", "compute"):
+            v = getattr(eff, nm)
             if v > 1.0:
                 notes.append(f"{role}: fitted {nm} efficiency {v:.2f} is above 1 (faster than "
                              "the datasheet): check the GPU, the model shape and the units")
-        fitted[role] = sorted(f for f in fit)
-        if role == "target":
-            out_setup = dataclasses.replace(out_setup, target_efficiency=eff)
-        else:
-            out_setup = dataclasses.replace(out_setup, draft_efficiency=eff)
-        if len(rows) < 4:
-            notes.append(f"{role}: only {len(rows)} rows for up to 4 parameters: the fit is "
+        fitted[role] = sorted(fit)
+        out_setup = dataclasses.replace(out_setup, **{f"{role}_efficiency": eff})
+        if len(rows) < 5:
+            notes.append(f"{role}: only {len(rows)} rows for up to 5 parameters: the fit is "
                          "underdetermined; unfitted directions keep their defaults")
-    # predictions with the fitted setup
+    pred = np.full(len(df), np.nan)
     for role in ("target", "draft"):
         idx = df.index[df["role"] == role]
-        if not len(idx):
-            continue
-        r = df.loc[idx]
-        if role == "target":
-            t = step_breakdown(out_setup.target, out_setup.gpu, r["batch_size"].to_numpy(),
-                               r["context"].to_numpy(), r["query_tokens"].to_numpy(),
-                               **_target_kw(out_setup))["time_ms"]
-        else:
-            d = out_setup.draft
-            t = step_breakdown(d.arch, out_setup.gpu, r["batch_size"].to_numpy(),
-                               r["context"].to_numpy(), r["query_tokens"].to_numpy(),
-                               dtype=d.dtype or out_setup.draft_dtype or out_setup.dtype,
-                               kv_dtype=out_setup.kv_dtype, gpus=out_setup.gpus,
-                               efficiency=out_setup.draft_efficiency,
-                               kv_budget=d.kv_budget)["time_ms"]
-        pred[idx] = t
+        if len(idx):
+            pred[idx] = _role_time(out_setup, role, df.loc[idx])
     report = df.copy()
     report["predicted_ms"] = pred
     report["relative_error"] = pred / df["ms"].to_numpy() - 1.0
