@@ -109,7 +109,7 @@ def main():
         e = part["relative_error"].abs()
         print(f"    {t}: median {100 * e.median():.1f} %, max {100 * e.max():.1f} %, verdicts "
               f"{100 * verdict_share(part):.0f} % ({len(part)} rows)")
-    print("  Table 4 is in-sample for the all-reduce latency default (38 us, derived from its "
+    print("  Table 4 is in-sample for the all-reduce latency default (33 us, derived from its "
           "T_AR rows);\n  Tables 2 and 4 assume the SnapKV draft budget "
           f"{S.MAGICDEC_SNAPKV_BUDGET} (not printed).")
     wrong = pred[(pred["speedup"] > 1) != (pred["speedup_printed"] > 1)]
