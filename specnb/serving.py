@@ -18,8 +18,9 @@ Catalogues (``data/gpus.csv``, ``data/model_architectures.csv``; names case-inse
     -> :class:`Architecture`; :func:`architecture_names`; :func:`ridge_point`.
 Step time
     :class:`Efficiency` (bandwidth and compute fractions of peak, fixed per-step cost,
-    per-token cost, all-reduce latency); :data:`DEFAULT_EFFICIENCY` (from SpecDecode-Bench's
-    fitted constants); :func:`step_breakdown` (bytes, FLOPs, times, bound);
+    per-token cost, all-reduce latency, memory/compute overlap); :data:`DEFAULT_EFFICIENCY`
+    (from SpecDecode-Bench's fitted constants), :data:`DEFAULT_HEAD_EFFICIENCY`,
+    :func:`default_efficiency_sources`; :func:`step_breakdown` (bytes, FLOPs, times, bound);
     :func:`step_time_ms`.
 Drafts and the setup
     :class:`Draft` / :func:`draft` (``ngram``, ``suffix``, ``eagle``, ``eagle3``, ``mtp``, a
@@ -32,11 +33,15 @@ Times and speedup (arrays broadcast: batch x context x gamma)
 Grids and decisions
     :func:`evaluate` -> :class:`Grid` (``.frame()``, ``.best()``); :func:`best_gamma`;
     :func:`crossover_batch`; :func:`schedule`, :func:`schedule_gammas`,
-    :func:`plan_schedule`, :func:`check_schedule`,
-    :func:`schedule_lookup`, :func:`schedule_config`; :data:`SCHEDULE_TAX`.
+    :func:`plan_schedule`, :func:`check_schedule`, :func:`schedule_lookup` (vLLM's per-batch K),
+    :func:`schedule_config`, :func:`setup_config` (config + notes for a setup),
+    :func:`model_id`; :data:`SCHEDULE_TAX` (measured cost of turning the schedule on).
 Calibration
     :func:`read_measurements` (CSV ``role, batch_size, context, query_tokens, ms``);
-    :func:`calibrate` -> :class:`Calibration` (``.setup``, ``.report``).
+    :func:`calibrate` -> :class:`Calibration` (``.setup``, ``.report``, ``.notes``).
+Reference tables (``data/magicdec_steps.csv``)
+    :data:`MAGICDEC_TABLES`, :func:`magicdec_table`, :func:`magicdec_setup`,
+    :func:`table_measurements` (rows -> calibration format), :func:`predict_table`.
 
 Units: times in milliseconds (``_ms``), bytes in bytes, FLOP/s and bytes/s in SI units.
 Scalars give Python floats; arrays broadcast with numpy's rules.
@@ -58,8 +63,8 @@ from . import _check
 
 __all__ = [
     "GPU", "Architecture", "Efficiency", "Draft", "Setup", "Grid", "Calibration",
-    "DEFAULT_EFFICIENCY", "DEFAULT_HEAD_EFFICIENCY", "DTYPES", "DRAFT_METHODS", "SD_OVERHEAD_MS", "NGRAM_DRAFT_FRACTION",
-    "SCHEDULE_TAX",
+    "DEFAULT_EFFICIENCY", "DEFAULT_HEAD_EFFICIENCY", "DTYPES", "DRAFT_METHODS",
+    "SD_OVERHEAD_MS", "NGRAM_DRAFT_FRACTION", "SCHEDULE_TAX",
     "gpu", "gpu_names", "architecture", "architecture_names", "ridge_point",
     "step_breakdown", "step_time_ms",
     "draft", "setup", "max_batch_in_memory",
