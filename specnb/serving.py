@@ -41,7 +41,9 @@ Calibration
     :func:`calibrate` -> :class:`Calibration` (``.setup``, ``.report``, ``.notes``).
 Reference tables (``data/magicdec_steps.csv``)
     :data:`MAGICDEC_TABLES`, :func:`magicdec_table`, :func:`magicdec_setup`,
-    :func:`table_measurements` (rows -> calibration format), :func:`predict_table`.
+    :func:`table_measurements` (rows -> calibration format), :func:`predict_table`,
+    :func:`fit_and_predict` (calibrate on some rows, predict all);
+    :func:`batch_table_comparison` (EAGLE-3 Tables 3 and 5 beside the model, tau assumed).
 
 Units: times in milliseconds (``_ms``), bytes in bytes, FLOP/s and bytes/s in SI units.
 Scalars give Python floats; arrays broadcast with numpy's rules.
@@ -76,7 +78,8 @@ __all__ = [
     "read_measurements", "calibrate", "MEASURED_COLUMNS", "OVERLAP_GRID",
     "FIT_EFFICIENCY_RANGE", "default_efficiency_sources",
     "MAGICDEC_TABLES", "MAGICDEC_SNAPKV_BUDGET", "magicdec_table", "magicdec_setup",
-    "table_measurements", "predict_table",
+    "table_measurements", "predict_table", "fit_and_predict",
+    "EAGLE3_BATCH_TABLES", "batch_table_comparison",
 ]
 
 #: Bytes per stored weight for each supported weight dtype (int4 packs two per byte).
@@ -1631,3 +1634,82 @@ def predict_table(st: Setup, rows):
                         "speedup_printed": rows["speedup"].to_numpy(float)})
     out["relative_error"] = out["speedup"] / out["speedup_printed"] - 1.0
     return out
+
+
+def fit_and_predict(table_id: str, *, max_train_batch: int | None = None,
+                    max_train_context: int | None = None):
+    """Calibrate on some rows of a MagicDec table and predict all of them.
+
+    Rows with batch_size <= ``max_train_batch`` and context <= ``max_train_context`` (either
+    limit may be None) are turned into step-time measurements (:func:`table_measurements`) and
+    fitted (:func:`calibrate`); every row is then predicted with its printed tau.
+
+    Returns
+    -------
+    (Calibration, DataFrame): the predictions of :func:`predict_table` plus a boolean column
+    ``fitted`` (the row was used in the fit).
+
+    Raises
+    ------
+    ValueError
+        unknown table; no row or every row selected for the fit (nothing to predict).
+    """
+    rows = magicdec_table(table_id)
+    train = np.ones(len(rows), dtype=bool)
+    if max_train_batch is not None:
+        train &= rows["batch_size"].to_numpy() <= _check.scalar_int(
+            "max_train_batch", max_train_batch, lo=1)
+    if max_train_context is not None:
+        train &= rows["context"].to_numpy() <= _check.scalar_int(
+            "max_train_context", max_train_context, lo=0)
+    if not train.any() or train.all():
+        raise ValueError(f"{table_id}: the limits select {int(train.sum())} of {len(rows)} rows "
+                         "for the fit; leave some rows to fit and some to predict")
+    cal = calibrate(magicdec_setup(table_id),
+                    table_measurements(rows[train])[list(MEASURED_COLUMNS)])
+    pred = predict_table(cal.setup, rows)
+    pred["fitted"] = train
+    return cal, pred
+
+
+#: EAGLE-3 batch tables in ``data/`` (throughput ratio by batch size, no tau printed).
+EAGLE3_BATCH_TABLES = ("eagle3_table3_sglang_batch", "eagle3_table5_vllm_batch")
+
+
+def batch_table_comparison(name: str, gpu_name, *, context: int = 512, alpha=None, tau=None,
+                           acceptance_rates=None):
+    """An EAGLE-3 batch table (Table 3, SGLang on 1x H100, chain 3; Table 5, vLLM, chain 2,
+    hardware stated inconsistently) beside the model for Llama-3.1-8B on ``gpu_name``.
+
+    The tables print no tau and no context, so both are assumptions the caller states: the
+    acceptance (one of alpha, tau, acceptance_rates, applied to both EAGLE and EAGLE-3) and
+    ``context`` (default 512 tokens, roughly an MT-bench turn). EAGLE rows use an ``eagle``
+    draft, EAGLE-3 rows ``eagle3`` (the same one-layer head in this model).
+
+    Returns
+    -------
+    DataFrame: method, batch_size, gamma (the chain length), printed (throughput ratio),
+    model (predicted speedup), relative_error.
+
+    Raises
+    ------
+    ValueError
+        unknown table or GPU; acceptance errors as :func:`tokens_per_step`.
+    """
+    import pandas as pd
+
+    _check.choice("name", name, EAGLE3_BATCH_TABLES)
+    df = _load(name)
+    out = []
+    for method, part in df.groupby("method", sort=False):
+        st = setup(gpu_name, "Llama-3.1-8B", "eagle3" if method == "EAGLE-3" else "eagle")
+        gamma = int(part["chain_length"].iloc[0])
+        sp = speedup(st, part["batch_size"].to_numpy(), context, gamma, alpha=alpha, tau=tau,
+                     acceptance_rates=acceptance_rates)
+        out.append(pd.DataFrame({"method": method, "batch_size": part["batch_size"].to_numpy(),
+                                 "gamma": gamma,
+                                 "printed": part["throughput_ratio"].to_numpy(float),
+                                 "model": np.atleast_1d(sp)}))
+    res = pd.concat(out, ignore_index=True)
+    res["relative_error"] = res["model"] / res["printed"] - 1.0
+    return res

@@ -292,22 +292,17 @@ def test_verdict():
 
 
 # --------------------------------------------------------------------------- MagicDec
-def _calibrated(table, train):
-    rows = S.magicdec_table(table)
-    st_ = S.magicdec_setup(table)
-    cal = S.calibrate(st_, S.table_measurements(rows[train(rows)])[list(S.MEASURED_COLUMNS)])
-    return S.predict_table(cal.setup, rows[~train(rows)])
-
-
 @pytest.mark.parametrize("table", ["table3a", "table3b"])
-@pytest.mark.parametrize("train", [lambda r: r["batch_size"] <= 64, lambda r: r["context"] <= 8000],
+@pytest.mark.parametrize("limits", [{"max_train_batch": 64}, {"max_train_context": 8000}],
                          ids=["batch-split", "context-split"])
-def test_magicdec_rows_not_fitted_on_are_reproduced(table, train):
+def test_magicdec_rows_not_fitted_on_are_reproduced(table, limits):
     """Fit on some rows of MagicDec appendix Table 3, predict the others' speedup (printed to 2
     decimals) within 10 %, the calibrated goal (benchmarks/bench_serving_model.py prints the
     median and max: 2.6 % and 9.7 % for the batch split, 3.2 % and 9.2 % for the context split),
     and every pays / does-not-pay verdict."""
-    pred = _calibrated(table, train)
+    _, pred = S.fit_and_predict(table, **limits)
+    assert pred["fitted"].sum() >= 8
+    pred = pred[~pred["fitted"]]
     assert len(pred) >= 2
     assert pred["relative_error"].abs().max() <= 0.10
     assert ((pred["speedup"] > 1) == (pred["speedup_printed"] > 1)).all()
@@ -322,6 +317,19 @@ def test_magicdec_tables_transcribed_consistently():
     gap = df["omega"] * df["t_sd_ms"] - df["gamma_t_draft_ms"] - df["t_verify_ms"]
     t3 = df["table_id"].str.startswith("table3")
     assert gap[t3].between(1.25, 1.85).all()  # 1.29-1.81 ms; SD_OVERHEAD_MS is 1.21 ms
+
+
+def test_fit_and_predict_needs_rows_on_both_sides():
+    with pytest.raises(ValueError, match="leave some rows to fit and some to predict"):
+        S.fit_and_predict("table4", max_train_batch=64)
+
+
+def test_eagle3_batch_table_beside_the_model():
+    res = S.batch_table_comparison("eagle3_table3_sglang_batch", "H100", alpha=0.7)
+    assert len(res) == 18 and set(res["gamma"]) == {3}
+    assert res["printed"].tolist()[:2] == [1.40, 1.38]
+    with pytest.raises(ValueError, match="name must be one of"):
+        S.batch_table_comparison("eagle3_table1", "H100", alpha=0.7)
 
 
 def test_uncalibrated_defaults_meet_the_goal_on_magicdec():
