@@ -503,3 +503,17 @@ def test_setup_is_a_plain_dataclass():
     st_ = S.setup("H100", "Llama-3.1-8B", "eagle")
     fast = dataclasses.replace(st_, gpu=S.gpu("B200"))
     assert S.t_plain_ms(fast, 8, 1000) < S.t_plain_ms(st_, 8, 1000)
+
+
+@settings(max_examples=30, deadline=None)
+@given(b=st.integers(1, 1024), s=st.integers(0, 64_000), g=st.integers(1, 8),
+       a=st.floats(0.0, 0.95), draft=st.sampled_from(["ngram", "eagle3", "Llama-3.2-1B", "self"]))
+def test_speedup_properties(b, s, g, a, draft):
+    st_ = S.setup("H100", "Llama-3.1-8B", draft)
+    # nothing accepted: one token per step at a higher cost, always slower
+    assert S.speedup(st_, b, s, g, tau=1.0) < 1
+    # more acceptance never hurts
+    assert S.speedup(st_, b, s, g, alpha=min(a + 0.05, 1.0)) >= S.speedup(st_, b, s, g, alpha=a)
+    # per-token latency with speculation = plain step / speedup
+    assert S.per_token_latency_ms(st_, b, s, g, alpha=a) == pytest.approx(
+        S.t_plain_ms(st_, b, s) / S.speedup(st_, b, s, g, alpha=a))
