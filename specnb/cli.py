@@ -18,6 +18,7 @@ COMMAND_MODULES = [
     "specnb.runner",       # specnb run
     "specnb.measure_cli",  # specnb measure
     "specnb.vllm_cli",     # specnb config / metrics / bench
+    "specnb.plan_cli",     # specnb plan
 ]
 
 

@@ -54,7 +54,10 @@ def _cmd_check(args) -> int:
 
     text = _read_text(args.config)
     try:
-        result = check_speculative_config(text, vllm_version=args.vllm_version)
+        result = check_speculative_config(text, vllm_version=args.vllm_version,
+                                          draft_config=args.draft_config)
+    except OSError as exc:
+        return _err("config check", f"cannot read {exc.filename}: {exc.strerror}", 2)
     except ValueError as exc:
         return _err("config check", str(exc), 2)
     if args.json:
@@ -140,8 +143,7 @@ def _read_file(path: str) -> str:
 
 
 def _cmd_metrics(args) -> int:
-    from .vllm import acceptance_stats, metrics_delta, read_metrics, read_spec_decode_log
-    from .vllm.metrics import _counts_from_log
+    from .vllm import read_acceptance
 
     if len(args.files) > 2:
         return _err("metrics", "give one or two files", 2)
@@ -153,36 +155,16 @@ def _cmd_metrics(args) -> int:
         return _err("metrics", f"cannot read {exc.filename}: {exc.strerror}", 2)
     except ValueError as exc:
         return _err("metrics", str(exc), 1)
-    is_log = ["SpecDecoding metrics:" in t or "Speculative metrics:" in t for t in texts]
-    header = []  # printed only once the numbers are known to be usable
     try:
-        if all(is_log):
-            if len(texts) != 1:
-                return _err("metrics", "give one log file (its lines are summed), or one or "
-                            "two /metrics scrapes", 2)
-            frame = read_spec_decode_log(texts[0], strict=False)
-            counts = _counts_from_log(frame)
-            header.append(f"source: {len(texts[0].splitlines())} log lines, spec-decode lines "
-                          "summed")
-            skipped = frame.attrs["skipped"]
-            if skipped:
-                try:
-                    read_spec_decode_log(texts[0], strict=True)
-                    why = ""
-                except ValueError as exc:  # the first unreadable line, with its reason
-                    why = f" ({exc})"
-                header.append(f"note: skipped unreadable spec-decode line(s) {skipped}{why}")
-        elif any(is_log):
-            return _err("metrics", "do not mix a log file with a /metrics scrape", 2)
-        else:
-            counts = (metrics_delta(*texts, args.model_name) if len(texts) == 2
-                      else read_metrics(texts[0], args.model_name))
-            what = "window between the two scrapes" if len(texts) == 2 else "one scrape"
-            header.append(f"source: {what}, {counts.label_sets} label set(s) summed")
-        stats = acceptance_stats(counts, args.num_speculative_tokens)
+        reading = read_acceptance(texts, args.num_speculative_tokens, args.model_name)
+        advice = reading.stats.advice(args.draft_cost)
     except ValueError as exc:
-        return _err("metrics", str(exc), 1)
-    for line in header:
+        message = str(exc)
+        if message.startswith("usage: "):
+            return _err("metrics", message[len("usage: "):], 2)
+        return _err("metrics", message, 1)
+    stats = reading.stats
+    for line in reading.header:  # printed only once the numbers are known to be usable
         print(_printable(line))
     print(stats.to_frame(formatted=True).to_string(index=False))
     if stats.per_position:
@@ -193,9 +175,20 @@ def _cmd_metrics(args) -> int:
         print(pos.to_string(index=False))
     for note in stats.notes:
         print(f"note: {note}")
-    for line in stats.advice():
+    for line in advice:
         print(f"advice: {line}")
     return 0
+
+
+def _draft_cost(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text!r}") from None
+    if not value >= 0.0 or value == float("inf"):  # also refuses nan
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0 (draft/target cost per "
+                                         f"forward, e.g. 0.05), got {text}")
+    return value
 
 
 def _cmd_bench(args) -> int:
@@ -225,6 +218,9 @@ def register(sub) -> None:
     c.add_argument("config", help="the JSON value as vLLM receives it, or - to read stdin")
     c.add_argument("--vllm-version", metavar="X.Y.Z",
                    help="the server's vLLM version (default: current vLLM)")
+    c.add_argument("--draft-config", metavar="PATH",
+                   help="the draft checkpoint's local config.json (or its folder): checks the "
+                        "method against its architectures / model_type")
     c.add_argument("--json", action="store_true", help="print the findings as JSON")
     c.set_defaults(func=_cmd_check)
 
@@ -251,17 +247,23 @@ def register(sub) -> None:
 
     m = sub.add_parser("metrics", help="acceptance from a /metrics scrape (pair) or a log",
                        description="Read one /metrics scrape, a before/after pair (the window "
-                                   "between them), or a vLLM log with SpecDecoding lines; print "
+                                   "between them), a vLLM log (V1 SpecDecoding lines of any "
+                                   "version, V0 Speculative metrics lines) or the printout of "
+                                   "vLLM's examples/offline_inference/spec_decode.py; print "
                                    "acceptance rate, mean acceptance length, per-position rates "
                                    "and the implied alpha. Exit status: 0 printed, 1 no usable "
                                    "data (not UTF-8, not a scrape or log, inconsistent counts, a "
                                    "-k the counts contradict), 2 usage error (a file that cannot "
                                    "be read, - twice, a bad option).")
     m.add_argument("files", nargs="+", metavar="FILE",
-                   help="scrape, or BEFORE AFTER scrapes, or a log file; - for stdin")
+                   help="scrape, or BEFORE AFTER scrapes, or a log file, or a spec_decode.py "
+                        "printout; - for stdin")
     m.add_argument("--num-speculative-tokens", "-k", type=positive_int, metavar="N",
                    help="gamma for alpha (default: inferred)")
     m.add_argument("--model-name", help="keep only series with this model_name label")
+    m.add_argument("--draft-cost", "-c", type=_draft_cost, metavar="C",
+                   help="draft/target cost per forward for the per-position advice (default "
+                        "0.05, Leviathan et al.'s bound)")
     m.set_defaults(func=_cmd_metrics)
 
     bb = sub.add_parser("bench", help="compare vllm bench serve results, speculation on vs off",

@@ -258,3 +258,21 @@ def test_watch_table_has_no_unsourced_fifty_percent():
     assert "per-request acceptance" in set(w["what"])
     from specnb.vllm import WATCH
     assert {"mean acceptance length", "TTFT p99"} <= {row[0] for row in WATCH}
+
+
+def test_advice_restates_gamma1_and_theorem_lines():
+    from specnb.vllm import acceptance_stats, advice, log_counts, metrics_delta, sample_path
+
+    k1 = acceptance_stats(log_counts(sample_path("spec_decode_v09.log").read_text()))
+    lines = advice(k1, c=0.05)
+    assert lines[0].startswith("gamma 1, acceptance rate 83.4%") and "Corollary 3.9" in lines[0]
+    # the theory line is folded into the gamma-1 verdict (which names the best gamma); the rest
+    # is kept as AcceptanceStats.advice writes it
+    assert len(lines) == len(k1.advice(0.05)) - 1 and "gamma 9" in lines[0]
+    assert lines[1:] == [x for x in k1.advice(0.05) if not x.startswith(("acceptance rate",
+                                                                             "at alpha"))]
+    k8 = acceptance_stats(metrics_delta(sample_path("metrics_before.prom").read_text(),
+                                        sample_path("metrics_after.prom").read_text()))
+    text = " ".join(advice(k8, c=0.05))
+    assert "upper bound" not in text and "0.68x to 1.29x" in text
+    assert advice(k8) == k8.advice()  # without c nothing is restated

@@ -455,16 +455,29 @@ def test_serve_command_survives_the_shell(cfg, model):
 @settings(max_examples=120, deadline=None)
 @given(configs)
 def test_yaml_round_trips(cfg):
-    yaml = pytest.importorskip("yaml")
+    import yaml  # a core dependency: yaml_config is written by PyYAML
+
     assert yaml.safe_load(yaml_config(cfg)) == {"speculative-config": cfg}
 
 
 def test_yaml_for_the_articles_example():
-    yaml = pytest.importorskip("yaml")
+    import yaml
+
     cfg = speculative_config("ngram", 4, prompt_lookup_min=2, prompt_lookup_max=5)
     text = yaml_config(cfg, model="Qwen/Qwen3-8B")
-    assert "speculative-config:\n  method: \"ngram\"\n  num_speculative_tokens: 4\n" in text
+    assert "speculative-config:\n  method: ngram\n  num_speculative_tokens: 4\n" in text
     assert yaml.safe_load(text) == {"model": "Qwen/Qwen3-8B", "speculative-config": cfg}
+
+
+def test_yaml_keeps_a_dynamic_schedule_as_lists_and_odd_text():
+    import yaml
+
+    cfg = {"method": "eagle", "model": "a: b #c", "num_speculative_tokens": 3,
+           "num_speculative_tokens_per_batch_size": [[1, 64, 3], [65, 128, 1], [129, 512, 0]],
+           "x\x85y": "\u2028 yes", "on": 1e-05}
+    text = yaml_config(cfg, model="m")
+    assert "num_speculative_tokens_per_batch_size: [[1, 64, 3], [65, 128, 1], [129, 512, 0]]" in text
+    assert yaml.safe_load(text) == {"model": "m", "speculative-config": cfg}
 
 
 @settings(max_examples=80, deadline=None)

@@ -7,11 +7,15 @@ Build and render
 Check
     :func:`check_speculative_config` -> :class:`ConfigCheck` of :class:`Finding`;
     :func:`parse_speculative_config` (raises :class:`ConfigSyntaxError` with line, column
-    and likely cause)
+    and likely cause); :func:`suggest_fix`; the dynamic schedule: :func:`validate_schedule`,
+    :func:`schedule_lookup`, :func:`describe_schedule`
 Metrics
-    :func:`read_metrics`, :func:`metrics_delta`, :func:`read_spec_decode_log`,
-    :func:`log_counts` -> :class:`SpecDecodeCounts`; :func:`acceptance_stats` ->
-    :class:`AcceptanceStats` (acceptance rate, mean acceptance length, per position, alpha)
+    :func:`read_acceptance` (any format) -> :class:`Reading`; :func:`read_metrics`,
+    :func:`metrics_delta`, :func:`read_spec_decode_log`, :func:`log_counts`,
+    :func:`read_offline_printout` -> :class:`SpecDecodeCounts`; :func:`acceptance_stats`,
+    :func:`log_stats` -> :class:`AcceptanceStats` (acceptance rate and its interval, mean
+    acceptance length, per position, alpha, advice); :func:`acceptance_rate_ci`,
+    :func:`best_draft_length`
 Bench
     :func:`read_bench`, :func:`bench_summary`, :func:`compare_bench` ->
     :class:`BenchComparison`
@@ -46,43 +50,46 @@ from .advise import (
     recommend,
     recommendation_table,
 )
-from .bench import BenchComparison, bench_summary, compare_bench, read_bench
-from .config import (
-    ConfigCheck,
-    ConfigSyntaxError,
-    Finding,
-    check_speculative_config,
-    parse_speculative_config,
-    python_snippet,
-    serve_command,
-    speculative_config,
-    yaml_config,
-)
+from .bench import BenchComparison, bench_summary, comparability, compare_bench, read_bench
+from .check import check_speculative_config, parse_speculative_config, suggest_fix
+from .config import speculative_config
+from .findings import ConfigCheck, Finding
+from .logs import log_counts, log_stats, read_offline_printout, read_spec_decode_log
 from .watch import advice, gamma1_verdict, watch_table
 from .metrics import (
+    FORMATS,
     MIN_ACCEPTANCE_LENGTH,
     MIN_ACCEPTANCE_RATE_GAMMA_1,
+    MIN_DRAFTS,
     PROMQL,
+    TAIL_DRAFT_COST,
     WATCH,
     AcceptanceStats,
     SpecDecodeCounts,
     acceptance_length_advice,
+    acceptance_rate_ci,
     acceptance_stats,
-    log_counts,
+    best_draft_length,
     metrics_delta,
     read_metrics,
-    read_spec_decode_log,
 )
+from .read import Reading, read_acceptance
+from .render import python_snippet, serve_command, yaml_config
+from .schedule import describe_schedule, schedule_lookup, validate_schedule
+from .syntax import ConfigSyntaxError
 
 __all__ = [
     "METHODS", "BUILD_METHODS",
     "speculative_config", "serve_command", "yaml_config", "python_snippet",
     "check_speculative_config", "parse_speculative_config", "ConfigCheck", "Finding",
-    "ConfigSyntaxError",
+    "ConfigSyntaxError", "suggest_fix", "validate_schedule", "schedule_lookup",
+    "describe_schedule",
+    "read_acceptance", "Reading", "FORMATS", "read_offline_printout", "log_stats",
     "read_metrics", "metrics_delta", "read_spec_decode_log", "log_counts", "acceptance_stats",
     "SpecDecodeCounts", "AcceptanceStats", "PROMQL", "WATCH", "MIN_ACCEPTANCE_LENGTH",
-    "MIN_ACCEPTANCE_RATE_GAMMA_1", "acceptance_length_advice",
-    "read_bench", "bench_summary", "compare_bench", "BenchComparison",
+    "MIN_ACCEPTANCE_RATE_GAMMA_1", "acceptance_length_advice", "acceptance_rate_ci",
+    "best_draft_length", "MIN_DRAFTS", "TAIL_DRAFT_COST",
+    "read_bench", "bench_summary", "compare_bench", "comparability", "BenchComparison",
     "recommend", "recommendation_table", "Recommendation", "Situation", "ARTICLE_SITUATIONS",
     "MEASURE_BATCH", "SAMPLING_GAMMA_CAP", "WORKLOADS", "RULES", "compare_with_article",
     "gamma1_verdict", "watch_table", "advice",

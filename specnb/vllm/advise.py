@@ -39,6 +39,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from ._defaults import DEFAULT_GAMMA  # noqa: F401  (defined there: no config <-> advise cycle)
 from .config import speculative_config
 
 __all__ = ["MEASURE_BATCH", "DEFAULT_GAMMA", "SAMPLING_GAMMA_CAP", "WORKLOADS", "RULES", "Rule",
@@ -51,8 +52,6 @@ __all__ = ["MEASURE_BATCH", "DEFAULT_GAMMA", "SAMPLING_GAMMA_CAP", "WORKLOADS", 
 #: method in the EAGLE-3 paper's batch tables fell below 1x (Table 3, SGLang: EAGLE 0.93x at
 #: batch 24; Table 5, vLLM: EAGLE 0.93x at 32). EAGLE-3 stayed above 1x in both.
 MEASURE_BATCH = 24
-#: Starting draft length per method when no alpha is measured (sources in :data:`RULES`).
-DEFAULT_GAMMA = {"mtp": 1, "eagle3": 3, "ngram": 4, "draft_model": 5}
 #: Longest starting draft when sampling (temperature > 0): the upper end of the article's
 #: "2-3". Backed by :func:`sampling_gamma_evidence`: on every temperature-1 row of Leviathan et
 #: al. Table 4 (alpha 0.53-0.71, c 0.02-0.11), Theorem 3.8 at gamma 3 reaches at least 93% of the

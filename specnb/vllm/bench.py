@@ -25,7 +25,8 @@ from pathlib import Path
 from .. import _check
 from .metrics import acceptance_length_advice
 
-__all__ = ["GOALS", "read_bench", "bench_summary", "compare_bench", "BenchComparison"]
+__all__ = ["GOALS", "COMPARABLE", "read_bench", "bench_summary", "compare_bench",
+           "comparability", "BenchComparison"]
 
 GOALS = ("latency", "throughput")
 LATENCY_METRICS = ("ttft", "tpot", "itl", "e2el")
@@ -36,7 +37,7 @@ SPEC_KEYS = ("spec_decode_acceptance_rate", "spec_decode_acceptance_length",
              "spec_decode_num_drafts", "spec_decode_draft_tokens",
              "spec_decode_accepted_tokens", "spec_decode_per_position_acceptance_rates")
 COMPARABLE = ("model_id", "num_prompts", "max_concurrency", "request_rate", "burstiness",
-              "endpoint_type", "dataset_name")
+              "endpoint_type", "dataset_name", "dataset_path", "dataset", "completed")
 _PCT = re.compile(r"^p(\d+(?:\.\d+)?)_(ttft|tpot|itl|e2el)_ms$")
 #: Keys whose values must be finite numbers >= 0 (latencies, throughputs, counts).
 _NUMERIC = re.compile(r"^(?:(?:mean|median|std|p\d+(?:\.\d+)?)_(?:ttft|tpot|itl|e2el)_ms"
@@ -162,7 +163,11 @@ class BenchComparison:
     goal : "latency" or "throughput".
     verdict : "turn it on", "keep it off", "no clear difference" or "cannot tell".
     reasons : why, with the numbers.
-    cautions : what else to look at (tail latency, TTFT, ITL, comparability, failures).
+    cautions : what else to look at (tail latency, TTFT, ITL, comparability, failures); the
+        comparability flags come first.
+    comparability : why the two runs are not like for like (model, prompts, dataset, request
+        rate, concurrency, completed requests, output tokens, a single request); printed above
+        the verdict, which stands but must be read with them.
     """
 
     table: object
@@ -171,6 +176,7 @@ class BenchComparison:
     verdict: str
     reasons: tuple = field(default=())
     cautions: tuple = field(default=())
+    comparability: tuple = field(default=())
 
     def __str__(self) -> str:
         import pandas as pd
@@ -185,10 +191,57 @@ class BenchComparison:
             if "spec_decode_acceptance_length" in a:
                 lines.append(f"acceptance length (ON)  {a['spec_decode_acceptance_length']:.2f}")
         lines.append("")
+        if self.comparability:
+            lines.append("not a like-for-like comparison; read the verdict with this in mind:")
+            lines += [f"  ! {c}" for c in self.comparability]
         lines.append(f"goal: {self.goal} -> {self.verdict}")
         lines += [f"  because {r}" for r in self.reasons]
-        lines += [f"  caution: {c}" for c in self.cautions]
+        lines += [f"  caution: {c}" for c in self.cautions if c not in self.comparability]
         return "\n".join(lines)
+
+
+def comparability(on, off, tolerance: float = 0.05) -> list[str]:
+    """Why two ``vllm bench serve`` results are not like for like, as sentences.
+
+    Flags (ours, stated): a different value of any :data:`COMPARABLE` key present in both
+    (model, prompts, concurrency, request rate, burstiness, endpoint, dataset, completed
+    requests); output tokens per request (``total_output_tokens / completed``) that differ by
+    more than ``tolerance`` (TPOT and throughput then average over different outputs); a run
+    of a single request (``completed`` or ``num_prompts`` 1: one output, no batching, no spread
+    to put a percentile on -- not a benchmark).
+
+    Parameters
+    ----------
+    on, off : dict (as :func:`read_bench` returns) or path
+    tolerance : float in [0, 1)
+    """
+    on_d, off_d = read_bench(on), read_bench(off)
+    tol = float(_check.real("tolerance", tolerance, lo=0.0, hi=1.0, hi_open=True))
+    out = []
+    for k in COMPARABLE:
+        if k in on_d and k in off_d and on_d[k] != off_d[k]:
+            out.append(f"the runs differ in {k} ({off_d[k]!r} off vs {on_d[k]!r} on): "
+                       "not a like-for-like comparison")
+    tokens = [_num(d, "total_output_tokens") for d in (off_d, on_d)]
+    done = [_num(d, "completed") for d in (off_d, on_d)]
+    if not any(math.isnan(t) for t in tokens):
+        per = [t / n if n == n and n > 0 else t for t, n in zip(tokens, done)]
+        unit = "per request" if all(n == n and n > 0 for n in done) else "in total"
+        if per[0] > 0 and abs(per[1] / per[0] - 1) > tol:
+            out.append(f"the runs produced different numbers of output tokens: {tokens[0]:,.0f} "
+                       f"off vs {tokens[1]:,.0f} on ({per[0]:,.1f} vs {per[1]:,.1f} {unit}, "
+                       f"{100 * (per[1] / per[0] - 1):+.1f}%, beyond the {100 * tol:.0f}% "
+                       "tolerance): TPOT and throughput average over different outputs (set "
+                       "--ignore-eos or a fixed output length so both runs decode the same "
+                       "number of tokens)")
+    single = [name for name, d in (("OFF", off_d), ("ON", on_d))
+              if _num(d, "completed") == 1 or _num(d, "num_prompts") == 1]
+    if single:
+        out.append(f"the {' and '.join(single)} run{'s' * (len(single) > 1)} measured a single "
+                   "request: one output, no batching and no spread to put a percentile on; one "
+                   "request is not a benchmark (run vllm bench serve with many prompts, at the "
+                   "concurrency you serve)")
+    return out
 
 
 def _change(off, on):
@@ -227,9 +280,11 @@ def compare_bench(on, off, goal: str = "latency", tolerance: float = 0.05) -> Be
       ``1 - tolerance`` -> "keep it off", else "no clear difference". Cost per token changes
       by 1 / ratio (:func:`specnb.cost.relative_cost`).
 
-    Cautions flag a p99 TPOT or median TTFT that got worse by more than the tolerance, ITL up
-    while TPOT is down, runs that differ in model, prompts, concurrency or request rate, failed
-    requests, an ON run without a spec-decode section, and an OFF run with one.
+    Cautions flag runs that are not like for like (:func:`comparability`: model, prompts,
+    dataset, concurrency, request rate, completed requests, output tokens per request, a
+    single request; also in ``comparability`` and printed above the verdict, which stands), a
+    p99 TPOT or median TTFT that got worse by more than the tolerance, ITL up while TPOT is
+    down, failed requests, an ON run without a spec-decode section, and an OFF run with one.
 
     Parameters
     ----------
@@ -313,10 +368,8 @@ def compare_bench(on, off, goal: str = "latency", tolerance: float = 0.05) -> Be
             tpot["better"] != "off":
         cautions.append(f"ITL rose {itl['change (%)']:+.1f}% while TPOT did not: ITL is per "
                         "streamed chunk and a chunk now carries several tokens; judge by TPOT")
-    for k in COMPARABLE:
-        if k in on_d and k in off_d and on_d[k] != off_d[k]:
-            cautions.append(f"the runs differ in {k} ({off_d[k]!r} off vs {on_d[k]!r} on): "
-                            "not a like-for-like comparison")
+    flags = comparability(on_d, off_d, tol)
+    cautions = flags + cautions
     for name, d in (("ON", on_d), ("OFF", off_d)):
         if _num(d, "failed") > 0:
             cautions.append(f"the {name} run had {int(_num(d, 'failed'))} failed requests")
@@ -333,4 +386,5 @@ def compare_bench(on, off, goal: str = "latency", tolerance: float = 0.05) -> Be
         if action != "ok":
             cautions.append(sentence + (" (article checklist, step 3)" if action == "shrink"
                                         else ""))
-    return BenchComparison(table, acceptance, goal, verdict, tuple(reasons), tuple(cautions))
+    return BenchComparison(table, acceptance, goal, verdict, tuple(reasons), tuple(cautions),
+                           tuple(flags))

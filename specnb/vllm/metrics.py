@@ -1,4 +1,7 @@
-"""Read vLLM's speculative-decoding counters (``/metrics``) and log lines into acceptance.
+"""Read vLLM's speculative-decoding counters (``/metrics``) into acceptance, and judge it.
+
+Log lines and the offline example's printout are read in :mod:`specnb.vllm.logs`; one entry
+point for every format is :func:`specnb.vllm.read.read_acceptance`.
 
 vLLM V1 exposes four Prometheus counters per engine (``vllm/v1/spec_decode/metrics.py`` @
 ``ee4ceaae``; ``_total`` and ``_created`` series come from prometheus_client):
@@ -28,11 +31,13 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from statistics import NormalDist
 
 __all__ = [
     "COUNTERS", "PROMQL", "WATCH", "MIN_ACCEPTANCE_LENGTH", "MIN_ACCEPTANCE_RATE_GAMMA_1",
+    "EVIDENCE_HALF_WIDTH", "MIN_DRAFTS", "TAIL_DRAFT_COST", "FORMATS",
     "SpecDecodeCounts", "AcceptanceStats", "read_metrics", "metrics_delta",
-    "read_spec_decode_log", "log_counts", "acceptance_stats", "acceptance_length_advice",
+    "acceptance_stats", "acceptance_length_advice", "acceptance_rate_ci", "best_draft_length",
 ]
 
 #: Exposed sample names of vLLM's V1 spec-decode counters.
@@ -63,6 +68,20 @@ MIN_ACCEPTANCE_LENGTH = 2.0
 #: alpha at which tau = (1 - alpha^(gamma+1)) / (1 - alpha) tends to the article's 2 as gamma
 #: grows, so it is the same bar expressed per token.
 MIN_ACCEPTANCE_RATE_GAMMA_1 = 0.5
+
+#: Half-width of the 95% interval on the acceptance rate below which a window supports a
+#: verdict: 5 percentage points (our threshold; the same 5% ``specnb bench`` treats as noise).
+EVIDENCE_HALF_WIDTH = 0.05
+#: Drafts a window needs before its acceptance rate supports a verdict: the number of
+#: independent trials at which the 95% interval at p = 0.5 (the widest) has half-width
+#: :data:`EVIDENCE_HALF_WIDTH`: ceil(1.96^2 x 0.25 / 0.05^2) = 385. Drafts, not draft tokens,
+#: are counted: acceptance inside one draft stops at the first rejection, so its tokens are
+#: not independent trials.
+MIN_DRAFTS = math.ceil(NormalDist().inv_cdf(0.975) ** 2 * 0.25 / EVIDENCE_HALF_WIDTH ** 2)
+#: Draft/target cost per forward used by the per-position tail rule when none is measured:
+#: Leviathan et al. (arXiv 2211.17192 v2), Definition 3.7: c "was always less than 0.05" in
+#: their experiments. A costlier draft makes the best draft length shorter still.
+TAIL_DRAFT_COST = 0.05
 
 #: What to watch after launch: (what, where, act when). Sources: the article's checklist,
 #: vLLM's metrics (``vllm/v1/spec_decode/metrics.py``) and ``vllm bench serve`` keys.
@@ -116,6 +135,94 @@ def acceptance_length_advice(tau: float, gamma: int | None = None,
     most = f" (at most {gamma + 1} at gamma {gamma})" if gamma is not None else ""
     return "ok", (f"mean acceptance length {tau:.2f} >= {MIN_ACCEPTANCE_LENGTH:g}: each "
                   f"verification fixes {tau:.2f} tokens on average{most}")
+
+
+def acceptance_rate_ci(accepted: float, draft_tokens: float, confidence: float = 0.95
+                       ) -> tuple[float, float]:
+    """Wilson score interval on the acceptance rate accepted / draft tokens.
+
+    Uses ``scipy.stats.binomtest(...).proportion_ci(method="wilson")`` when SciPy is installed,
+    else the same closed form (Wilson 1927, JASA 22: 209-212):
+    ``(p + z^2/2n +- z sqrt(p(1-p)/n + z^2/4n^2)) / (1 + z^2/n)``. Treats draft tokens as
+    independent trials; they are not (acceptance stops at a draft's first rejection), so the
+    true interval is wider: read it as a lower bound on the uncertainty.
+
+    Parameters
+    ----------
+    accepted, draft_tokens : counts, 0 <= accepted <= draft_tokens, draft_tokens > 0 (whole
+        numbers; log-derived counts are rounded).
+    confidence : in (0, 1), default 0.95.
+
+    Returns
+    -------
+    (low, high), fractions in [0, 1].
+
+    Raises
+    ------
+    ValueError
+        counts outside those ranges, NaN, or confidence outside (0, 1).
+    """
+    from .. import _check
+
+    n = _check.scalar_real("draft_tokens", draft_tokens, lo=0.0)
+    k = _check.scalar_real("accepted", accepted, lo=0.0)
+    conf = _check.scalar_real("confidence", confidence, lo=0.0, hi=1.0)
+    if n <= 0 or k > n or not 0 < conf < 1:
+        raise ValueError(f"need 0 <= accepted <= draft_tokens, draft_tokens > 0 and confidence "
+                         f"in (0, 1); got accepted={accepted!r}, draft_tokens={draft_tokens!r}, "
+                         f"confidence={confidence!r}")
+    n_i, k_i = int(round(n)), int(round(k))
+    try:
+        from scipy.stats import binomtest
+    except ImportError:
+        binomtest = None
+    if binomtest is not None:
+        ci = binomtest(k_i, n_i).proportion_ci(confidence_level=conf, method="wilson")
+        return float(ci.low), float(ci.high)
+    z = NormalDist().inv_cdf(0.5 + conf / 2)
+    p = k_i / n_i
+    centre = p + z * z / (2 * n_i)
+    half = z * math.sqrt(p * (1 - p) / n_i + z * z / (4 * n_i * n_i))
+    den = 1 + z * z / n_i
+    return max(0.0, (centre - half) / den), min(1.0, (centre + half) / den)
+
+
+def best_draft_length(per_position, c: float = TAIL_DRAFT_COST) -> tuple[int, float]:
+    """The draft length that pays best for measured per-position acceptance: (k, speedup).
+
+    k maximises tau(k) / (1 + k c) over k = 0 .. len(per_position), with tau(k) = 1 + the sum
+    of the first k per-position rates: Leviathan et al.'s cost model (arXiv 2211.17192 v2,
+    Theorem 3.8: k draft forwards at c each plus one target forward per step) with the measured
+    rates in place of the i.i.d. alpha; the AL(k) / time form vLLM's dynamic-SD manager uses.
+    Acceptance is prefix-based, so the rate at a position does not depend on later positions
+    and shortening the draft keeps the earlier rates. Ties go to the shorter draft.
+
+    Parameters
+    ----------
+    per_position : sequence of fractions in [0, 1] (position 0 first).
+    c : draft/target cost per forward, >= 0 (default :data:`TAIL_DRAFT_COST`).
+
+    Returns
+    -------
+    (k, speedup): the best k (0 = speculation does not pay) and tau(k) / (1 + k c), an upper
+    bound on the walltime gain (no batching or verification overhead).
+
+    Raises
+    ------
+    ValueError
+        a rate outside [0, 1] or NaN; c negative or NaN.
+    """
+    from .. import _check
+
+    rates = [float(r) for r in _check.real("per_position", list(per_position), lo=0.0, hi=1.0)]
+    c = _check.scalar_real("c", c, lo=0.0)
+    best_k, best, tau = 0, 1.0, 1.0
+    for k, r in enumerate(rates, 1):
+        tau += r
+        value = tau / (1 + k * c)
+        if value > best + 1e-12:
+            best_k, best = k, value
+    return best_k, best
 
 
 _V0_GAUGES = ("vllm:spec_decode_draft_acceptance_rate", "vllm:spec_decode_efficiency")
@@ -174,15 +281,23 @@ class SpecDecodeCounts:
                                 self.drafts_estimated or before.drafts_estimated)
 
 
+#: The inputs specnb reads, named in every "cannot read this" message.
+FORMATS = ("a Prometheus /metrics scrape of a vLLM V1 server (vllm:spec_decode_*_total "
+           "counters; one scrape, or a before/after pair), a vLLM log with 'SpecDecoding "
+           "metrics:' lines (V1: current, v0.9, v0.8) or 'Speculative metrics:' lines (V0, with "
+           "counts or rates only), or the printout of vLLM's "
+           "examples/offline_inference/spec_decode.py (num_drafts: ..., num_draft_tokens: ...)")
+
+
 def _parse_families(text: str):
     from prometheus_client.parser import text_string_to_metric_families
 
     try:
         return [s for fam in text_string_to_metric_families(text) for s in fam.samples]
-    except Exception as exc:  # the parser raises ValueError/IndexError/... on bad lines
+    except Exception:  # the parser raises ValueError/IndexError/... on bad lines
         hint = (" (this looks like a Prometheus UI table with '|'; save the raw text of "
                 "GET /metrics instead)" if "|" in text else "")
-        raise ValueError(f"not Prometheus text exposition format: {exc}{hint}") from None
+        raise ValueError(f"not a format specnb reads{hint}; it reads {FORMATS}") from None
 
 
 def read_metrics(text: str, model_name: str | None = None) -> SpecDecodeCounts:
@@ -276,189 +391,6 @@ def metrics_delta(before: str, after: str, model_name: str | None = None) -> Spe
     return read_metrics(after, model_name) - read_metrics(before, model_name)
 
 
-# --------------------------------------------------------------------------- log lines
-_NUM = r"([0-9]*\.?[0-9]+|nan)"
-_RE = {
-    "mean_acceptance_length": re.compile(r"Mean acceptance length:\s*" + _NUM),
-    "accepted": re.compile(r"Accepted:\s*(\d+)\s*tokens"),
-    "drafted": re.compile(r"Drafted:\s*(\d+)\s*tokens"),
-    "per_position": re.compile(r"Per-position acceptance rate:\s*([0-9.,\s]*)"),
-    "avg_rate": re.compile(r"Avg Draft acceptance rate:\s*" + _NUM + "%"),
-    "old_rate": re.compile(r"Draft acceptance rate:\s*" + _NUM + "%"),
-    "depth": re.compile(r"Current speculative depth:\s*(\d+)"),
-}
-_V0 = re.compile(
-    r"Speculative metrics: Draft acceptance rate:\s*" + _NUM + r",\s*System efficiency:\s*"
-    + _NUM + r",\s*Number of speculative tokens:\s*(\d+),\s*Number of accepted tokens:\s*(\d+),"
-    r"\s*Number of draft tokens:\s*(\d+),\s*Number of emitted tokens:\s*(\d+)")
-
-
-def _float(s):
-    return float("nan") if s == "nan" else float(s)
-
-
-def _parse_v1(line: str, lineno: int):
-    body = line.split("SpecDecoding metrics:", 1)[1]
-    got = {k: r.search(body) for k, r in _RE.items()}
-    need = ["mean_acceptance_length", "accepted", "drafted"]
-    missing = [k for k in need if not got[k]]
-    if missing:
-        raise ValueError(f"line {lineno}: SpecDecoding line without {', '.join(missing)}: "
-                         f"{line.strip()[:120]}")
-    rates = []
-    if got["per_position"]:
-        listed = got["per_position"].group(1).strip().rstrip(",").strip()
-        try:
-            rates = [float(x) for x in listed.split(",")] if listed else []
-        except ValueError:
-            raise ValueError(f"line {lineno}: per-position acceptance rates {listed!r} are not "
-                             "a comma-separated list of numbers") from None
-        if not all(0.0 <= r <= 1.0 for r in rates):
-            raise ValueError(f"line {lineno}: per-position acceptance rates must be fractions "
-                             f"in [0, 1], got {listed!r}")
-    fmt = "current" if got["avg_rate"] else ("older" if got["old_rate"] else "current")
-    printed = got["avg_rate"] or got["old_rate"]
-    accepted, drafted = int(got["accepted"].group(1)), int(got["drafted"].group(1))
-    al = _float(got["mean_acceptance_length"].group(1))
-    k = len(rates) or None
-    drafts = None
-    if k and drafted % k == 0:
-        drafts = drafted // k
-        if drafts and al == al and abs(1 + accepted / drafts - al) > 0.006:
-            drafts = None  # not every step drafted k tokens (grammar, dynamic depth)
-    if drafts is None and al == al and al > 1:
-        drafts = accepted / (al - 1)  # from the printed (rounded) length: approximate
-    return {
-        "line": lineno, "format": fmt, "mean_acceptance_length": al,
-        "accepted": accepted, "drafted": drafted,
-        "acceptance_rate": (_float(printed.group(1)) / 100) if printed else
-        (accepted / drafted if drafted else float("nan")),
-        "per_position": rates, "num_speculative_tokens": k,
-        "speculative_depth": int(got["depth"].group(1)) if got["depth"] else None,
-        "drafts": drafts, "emitted": None,
-    }
-
-
-def _parse_v0(line: str, lineno: int):
-    m = _V0.search(line)
-    if not m:
-        raise ValueError(f"line {lineno}: V0 'Speculative metrics' line not understood: "
-                         f"{line.strip()[:120]}")
-    rate, eff, k, acc, draft, emitted = m.groups()
-    k, draft, emitted = int(k), int(draft), int(emitted)
-    if k < 1:
-        raise ValueError(f"line {lineno}: 'Number of speculative tokens: {k}' must be >= 1: "
-                         f"{line.strip()[:120]}")
-    steps = draft / k
-    return {
-        "line": lineno, "format": "v0",
-        "mean_acceptance_length": emitted / steps if steps else float("nan"),
-        "accepted": int(acc), "drafted": draft, "acceptance_rate": _float(rate),
-        "per_position": [], "num_speculative_tokens": k, "speculative_depth": None,
-        "drafts": steps, "emitted": emitted, "system_efficiency": _float(eff),
-    }
-
-
-def read_spec_decode_log(text: str, strict: bool = True):
-    """Parse vLLM's spec-decode log lines into a DataFrame, one row per line.
-
-    Formats (``SpecDecodingLogging.log``, ``vllm/v1/spec_decode/metrics.py``):
-
-    * current: ``SpecDecoding metrics: Mean acceptance length: 4.50, Accepted throughput: ...
-      tokens/s, Drafted throughput: ... tokens/s, Accepted: N tokens, Drafted: M tokens,
-      Per-position acceptance rate: 0.762, ..., Avg Draft acceptance rate: 43.7%`` (extra
-      fields such as ``Current speculative depth`` are tolerated);
-    * older V1 (v0.9): ``SpecDecoding metrics: Draft acceptance rate: 61.0%, Mean acceptance
-      length: 2.83, Accepted: N tokens, Drafted: M tokens, Per-position acceptance rate: ...``;
-    * V0: ``Speculative metrics: Draft acceptance rate: 0.642, System efficiency: 0.598,
-      Number of speculative tokens: 3, Number of accepted tokens: ..., Number of draft
-      tokens: ..., Number of emitted tokens: ...``. V0's acceptance rate also counts tokens
-      after a rejection; the mean acceptance length here is emitted / steps (steps = draft
-      tokens / k), which equals V0's system efficiency x (k + 1).
-
-    V1 lines cover one logging interval each (the logger resets after printing). They print
-    no draft count; ``drafts`` is drafted / k (k = number of per-position rates) when that
-    reproduces the printed length, else accepted / (length - 1) from the rounded length.
-
-    Parameters
-    ----------
-    text : str
-        Log text; lines without these markers are ignored (any prefix is fine).
-    strict : bool
-        Raise on a marked line that cannot be read (True), or skip it (False; the skipped line
-        numbers are in ``df.attrs["skipped"]``).
-
-    Returns
-    -------
-    pandas.DataFrame with columns line, format, mean_acceptance_length, accepted, drafted,
-    acceptance_rate (fraction), per_position (list), num_speculative_tokens, speculative_depth,
-    drafts, emitted (V0 only), system_efficiency (V0 only).
-
-    Raises
-    ------
-    ValueError
-        no spec-decode line at all; an unreadable marked line when ``strict``.
-    """
-    import pandas as pd
-
-    if not isinstance(text, str):
-        raise TypeError(f"text must be a str (log text), got {type(text).__name__}")
-    rows, skipped, first_error = [], [], ""
-    for i, line in enumerate(text.splitlines(), 1):
-        try:
-            if "SpecDecoding metrics:" in line:
-                rows.append(_parse_v1(line, i))
-            elif "Speculative metrics:" in line:
-                rows.append(_parse_v0(line, i))
-        except ValueError as exc:
-            if strict:
-                raise
-            skipped.append(i)
-            first_error = first_error or str(exc)
-    if not rows:
-        raise ValueError("no 'SpecDecoding metrics:' or 'Speculative metrics:' line "
-                         + (f"could be read (unreadable lines: {skipped}; {first_error})"
-                            if skipped else "found"))
-    cols = ["line", "format", "mean_acceptance_length", "accepted", "drafted",
-            "acceptance_rate", "per_position", "num_speculative_tokens", "speculative_depth",
-            "drafts", "emitted", "system_efficiency"]
-    df = pd.DataFrame(rows).reindex(columns=cols)
-    df.attrs["skipped"] = skipped
-    return df
-
-
-def log_counts(text: str, strict: bool = True) -> SpecDecodeCounts:
-    """Spec-decode counts from log text: V1 lines summed (each covers one interval).
-
-    A log with only V0 lines uses the last one (V0 counters are cumulative since start), with
-    accepted tokens = emitted - steps (prefix-accepted drafts, so tau matches V0's efficiency).
-
-    Raises
-    ------
-    ValueError
-        as :func:`read_spec_decode_log`.
-    """
-    return _counts_from_log(read_spec_decode_log(text, strict=strict))
-
-
-def _counts_from_log(df) -> SpecDecodeCounts:
-    """:func:`log_counts` of a frame :func:`read_spec_decode_log` already returned."""
-    v1 = df[df["format"] != "v0"]
-    if len(v1):
-        drafts = float(v1["drafts"].fillna(0).sum())
-        k = int(max((len(p) for p in v1["per_position"]), default=0))
-        per_pos = [0.0] * k
-        for rates, d in zip(v1["per_position"], v1["drafts"].fillna(0)):
-            for i, r in enumerate(rates):
-                per_pos[i] += r * d
-        return SpecDecodeCounts(drafts, float(v1["drafted"].sum()),
-                                float(v1["accepted"].sum()), tuple(per_pos), 1, "log", True)
-    last = df.iloc[-1]
-    steps = float(last["drafts"])
-    return SpecDecodeCounts(steps, float(last["drafted"]), float(last["emitted"]) - steps, (),
-                            1, "log (V0, cumulative)", False)
-
-
 # --------------------------------------------------------------------------- statistics
 @dataclass(frozen=True)
 class AcceptanceStats:
@@ -474,6 +406,11 @@ class AcceptanceStats:
         Eq. 1 (:func:`specnb.theory.alpha_from_acceptance_length`), or None without gamma.
     counts : the :class:`SpecDecodeCounts` these come from.
     notes : caveats (estimated drafts, gamma inferred...).
+    acceptance_rate_ci : 95% Wilson interval on the acceptance rate
+        (:func:`acceptance_rate_ci`), or None without counts.
+
+    ``mean_acceptance_length`` is NaN when the input prints no draft count and gamma is
+    unknown (v0.8 log lines without ``-k``): tau needs k.
     """
 
     acceptance_rate: float
@@ -483,6 +420,18 @@ class AcceptanceStats:
     alpha: float | None
     counts: SpecDecodeCounts
     notes: tuple = field(default=())
+    acceptance_rate_ci: tuple | None = None
+
+    @property
+    def thin(self) -> bool:
+        """True when the window is too small for a verdict: fewer than :data:`MIN_DRAFTS`
+        drafts (when the drafts are unknown, fewer draft tokens than that), or no counts."""
+        c = self.counts
+        if c.drafts == c.drafts:
+            return c.drafts < MIN_DRAFTS
+        if c.draft_tokens == c.draft_tokens:
+            return c.draft_tokens < MIN_DRAFTS
+        return True
 
     def to_frame(self, formatted: bool = False):
         """One row per quantity: name, value, unit, from (the counter or formula used).
@@ -497,9 +446,14 @@ class AcceptanceStats:
         import pandas as pd
 
         c = self.counts
-        if c.source.startswith("log (V0"):
+        if c.source == "log (V0, rates only)":
+            where = ("not printed", "not printed", "not printed")
+        elif c.source.startswith("log (V0"):
             where = ("log: draft tokens / k", "log: Number of draft tokens",
                      "log: emitted - steps")
+        elif c.source == "offline printout":
+            where = ("printout: num_drafts", "printout: num_draft_tokens",
+                     "printout: num_accepted_tokens")
         elif c.source.startswith("log"):
             where = ("log: Drafted / k, or Accepted / (length - 1) (estimated)",
                      "log: Drafted: N tokens (lines summed)",
@@ -507,13 +461,22 @@ class AcceptanceStats:
         else:
             where = ("vllm:spec_decode_num_drafts", "vllm:spec_decode_num_draft_tokens",
                      "vllm:spec_decode_num_accepted_tokens")
+        rate_from = ("(system efficiency x (k + 1) - 1) / k" if c.source == "log (V0, rates only)"
+                     else "accepted / draft tokens")
+        tau_from = ("system efficiency x (k + 1)" if c.source == "log (V0, rates only)"
+                    else "1 + accepted / drafts")
+        ci = self.acceptance_rate_ci
         rows = [
             ("drafts (verification steps)", c.drafts, "steps", where[0]),
             ("draft tokens", c.draft_tokens, "tokens", where[1]),
             ("accepted tokens", c.accepted_tokens, "tokens", where[2]),
-            ("acceptance rate", 100 * self.acceptance_rate, "%", "accepted / draft tokens"),
+            ("acceptance rate", 100 * self.acceptance_rate, "%", rate_from),
+            ("acceptance rate, 95% CI low", None if ci is None else 100 * ci[0], "%",
+             "Wilson interval (tokens as independent trials)"),
+            ("acceptance rate, 95% CI high", None if ci is None else 100 * ci[1], "%",
+             "Wilson interval (tokens as independent trials)"),
             ("mean acceptance length (tau)", self.mean_acceptance_length, "tokens/step",
-             "1 + accepted / drafts"),
+             tau_from),
             ("num_speculative_tokens (gamma)", self.num_speculative_tokens, "tokens",
              "given or inferred"),
             ("implied alpha", self.alpha, "", "Eq. 1 inverted at gamma"),
@@ -534,17 +497,26 @@ class AcceptanceStats:
                              "accepted": list(self.counts.accepted_per_position)})
 
     def advice(self, c: float | None = None) -> list[str]:
-        """What these numbers say to do (article checklist, step 3; theory with ``c``).
+        """What these numbers say to do, most important first.
 
-        The first line is :func:`acceptance_length_advice` at this gamma: the article's
-        "tau below 2: shrink gamma" from gamma 2 on; at gamma 1 (where tau <= 2 always) a
-        judgement on the acceptance rate, suggesting a larger gamma when it is high.
+        1. No accepted token at all -> a misconfiguration (wrong method for the checkpoint, a
+           draft with another tokenizer, a dummy or random-weight draft), not a tuning matter;
+           nothing else is advised.
+        2. A thin window (:attr:`thin`: fewer than :data:`MIN_DRAFTS` drafts) -> it cannot
+           support a verdict; the 95% interval on the acceptance rate is given.
+        3. :func:`acceptance_length_advice` at this gamma: the article's "tau below 2: shrink
+           gamma" from gamma 2 on; at gamma 1 (where tau <= 2 always) a judgement on the
+           acceptance rate. Without tau (no draft count, no gamma): say that tau needs k.
+        4. Per-position rates: when a shorter draft pays better, name it
+           (:func:`best_draft_length` with ``c``, else :data:`TAIL_DRAFT_COST`), with the
+           positions that do not pay and the rule.
+        5. With ``c``: the gamma that maximises Theorem 3.8 at the implied alpha
+           (:func:`specnb.theory.optimal_gamma`).
 
         Parameters
         ----------
         c : float or None
-            Draft/target cost per forward; with it, the gamma that maximises Theorem 3.8 at the
-            implied alpha is suggested (:func:`specnb.theory.optimal_gamma`).
+            Draft/target cost per forward (>= 0).
 
         Raises
         ------
@@ -556,14 +528,68 @@ class AcceptanceStats:
 
         if c is not None:
             c = _check.scalar_real("c", c, lo=0.0)
-        out = [acceptance_length_advice(self.mean_acceptance_length,
-                                        self.num_speculative_tokens, self.acceptance_rate)[1]]
-        if self.per_position:
-            last = self.per_position[-1]
-            out.append(f"the last draft position is accepted in {100 * last:.1f}% of steps")
-        if c is not None and self.alpha is not None and self.num_speculative_tokens:
+        counts = self.counts
+        out = []
+        if counts.accepted_tokens == 0:
+            out.append(f"no draft token was accepted ({counts.draft_tokens:,.0f} drafted): that "
+                       "points to a misconfiguration, not to tuning -- a method that does not "
+                       "match the draft checkpoint (e.g. an EAGLE head run as draft_model; check "
+                       "it with `specnb config check`), a draft with another tokenizer or "
+                       "vocabulary, or a dummy / random-weight draft")
+        if self.thin:
+            ci = self.acceptance_rate_ci
+            if counts.drafts == counts.drafts:
+                size = f"only {counts.drafts:,.0f} drafts in this window"
+            elif counts.draft_tokens == counts.draft_tokens:
+                size = f"only {counts.draft_tokens:,.0f} draft tokens in this window"
+            else:
+                size = None
+            if size is None:
+                out.append("this input prints no counts, so the window's size is unknown and it "
+                           "cannot support a verdict; read a log with counts or scrape /metrics")
+            else:
+                interval = (f"; acceptance rate {100 * self.acceptance_rate:.1f}%, 95% CI "
+                            f"{100 * ci[0]:.1f}-{100 * ci[1]:.1f}% (Wilson, tokens taken as "
+                            "independent; the real interval is wider)" if ci else "")
+                out.append(f"{size} (< {MIN_DRAFTS}, the drafts for a 95% interval of "
+                           f"+-{100 * EVIDENCE_HALF_WIDTH:.0f} points on the acceptance rate): "
+                           f"it cannot support a verdict{interval}; measure a longer window")
+        if counts.accepted_tokens == 0:
+            return out
+        tau = self.mean_acceptance_length
+        if tau != tau:
+            out.append(f"acceptance rate {100 * self.acceptance_rate:.1f}%; the mean acceptance "
+                       "length tau needs the number of drafts, which this input does not print: "
+                       "pass num_speculative_tokens (-k) to get drafts = draft tokens / k and tau")
+        else:
+            out.append(acceptance_length_advice(tau, self.num_speculative_tokens,
+                                                 self.acceptance_rate)[1])
+        k = self.num_speculative_tokens
+        if self.per_position and k:
+            cost = TAIL_DRAFT_COST if c is None else c
+            best, gain = best_draft_length(self.per_position, cost)
+            if best < len(self.per_position):
+                tail = self.per_position[best:]
+                where = (f"positions {best + 1}-{len(self.per_position)}" if len(tail) > 1
+                         else f"position {best + 1}")
+                rates = ", ".join(f"{100 * r:.1f}%" for r in tail)
+                src = ("measured c" if c is not None else
+                       "c = 0.05, Leviathan et al. Definition 3.7's bound; pass your c")
+                if best == 0:
+                    what = "no draft length pays: turn speculation off or change method"
+                else:
+                    what = f"consider num_speculative_tokens = {best} (now {k})"
+                out.append(f"draft {where} of {len(self.per_position)} are accepted in only "
+                           f"{rates} of steps: {what}. Rule: the k that maximises "
+                           f"(1 + sum of the first k per-position rates) / (1 + k c) "
+                           f"(Leviathan et al. Theorem 3.8's cost model with measured "
+                           f"per-position rates; {src}), {gain:.2f}x at k = {best}")
+            else:
+                last = self.per_position[-1]
+                out.append(f"the last draft position is accepted in {100 * last:.1f}% of steps; "
+                           f"every position pays at c = {cost:g}")
+        if c is not None and self.alpha is not None and k:
             g, best = optimal_gamma(self.alpha, c)
-            k = self.num_speculative_tokens
             now = walltime_speedup(self.alpha, k, c)
             head = f"at alpha {self.alpha:.3f} and c {c:g}, Theorem 3.8 gives {now:.2f}x at gamma {k}"
             if g == k:
@@ -577,8 +603,10 @@ class AcceptanceStats:
 
     def __str__(self) -> str:
         pos = ", ".join(f"{100 * p:.2f}" for p in self.per_position)
+        tau = self.mean_acceptance_length
         lines = [f"acceptance rate         {100 * self.acceptance_rate:.2f} %",
-                 f"mean acceptance length  {self.mean_acceptance_length:.2f}"]
+                 f"mean acceptance length  " + (f"{tau:.2f}" if tau == tau else
+                                                "- (needs num_speculative_tokens)")]
         if pos:
             lines.append(f"per-position (%)        {pos}")
         if self.alpha is not None:
@@ -617,14 +645,43 @@ def acceptance_stats(counts: SpecDecodeCounts, num_speculative_tokens: int | Non
         gamma; the message names the gamma the data implies); a tau above gamma + 1.
     TypeError
         a count that is not a number; ``num_speculative_tokens`` not an integer.
+
+    ``counts.drafts`` may be NaN with ``drafts_estimated=True`` (unknown: v0.8 log lines print
+    no draft count; elsewhere NaN is refused). With
+    ``num_speculative_tokens`` the drafts are then draft tokens / gamma (every step drafted
+    gamma tokens, noted); without it only the acceptance rate is known and tau is NaN.
     """
     from .. import _check
     from ..theory import alpha_from_acceptance_length
 
     if not isinstance(counts, SpecDecodeCounts):
         raise TypeError(f"counts must be a SpecDecodeCounts, got {type(counts).__name__}")
-    for name in ("drafts", "draft_tokens", "accepted_tokens"):
+    for name in ("draft_tokens", "accepted_tokens"):
         _check.real(f"counts.{name}", getattr(counts, name), lo=0.0)
+    if counts.drafts_estimated and isinstance(counts.drafts, float) and math.isnan(counts.drafts):
+        if counts.draft_tokens <= 0:
+            raise ValueError("no speculation in this window (draft tokens=0); vLLM reports no "
+                             "acceptance then")
+        if counts.accepted_tokens > counts.draft_tokens:
+            raise ValueError(f"accepted tokens ({counts.accepted_tokens:g}) exceed draft tokens "
+                             f"({counts.draft_tokens:g}): the counts are inconsistent")
+        if num_speculative_tokens is None:
+            rate = counts.accepted_tokens / counts.draft_tokens
+            return AcceptanceStats(
+                rate, math.nan, (), None, None, counts,
+                ("the input prints no number of drafts (vLLM v0.8 log lines), so tau = 1 + "
+                 "accepted / drafts needs num_speculative_tokens (-k): drafts = draft tokens / k",),
+                acceptance_rate_ci(counts.accepted_tokens, counts.draft_tokens))
+        k = _check.scalar_int("num_speculative_tokens", num_speculative_tokens, lo=1)
+        counts = SpecDecodeCounts(counts.draft_tokens / k, counts.draft_tokens,
+                                  counts.accepted_tokens, counts.accepted_per_position,
+                                  counts.label_sets, counts.source, True)
+        derived = (f"drafts = draft tokens / k = {counts.draft_tokens:,.0f} / {k} = "
+                   f"{counts.drafts:,.2f} (the input prints no draft count; assumes every step "
+                   "drafted k tokens)")
+    else:
+        derived = None
+    _check.real("counts.drafts", counts.drafts, lo=0.0)
     _check.real("counts.accepted_per_position", list(counts.accepted_per_position), lo=0.0)
     if counts.drafts <= 0 or counts.draft_tokens <= 0:
         raise ValueError(f"no speculation in this window (drafts={counts.drafts:g}, draft "
@@ -639,11 +696,11 @@ def acceptance_stats(counts: SpecDecodeCounts, num_speculative_tokens: int | Non
                          f"({counts.accepted_per_position[over[0]]:g}) exceeds the drafts "
                          f"({counts.drafts:g}): a position is accepted at most once per draft; "
                          "the counts are inconsistent")
-    notes = []
+    notes = [derived] if derived else []
     rate = counts.accepted_tokens / counts.draft_tokens
     tau = 1.0 + counts.accepted_tokens / counts.drafts
     per_pos = tuple(x / counts.drafts for x in counts.accepted_per_position)
-    if counts.drafts_estimated:
+    if counts.drafts_estimated and not derived:
         notes.append("drafts estimated from log lines (they print no draft count)")
     if "V0" in counts.source:
         notes.append("V0 log: accepted = emitted - steps (prefix-accepted drafts); V0's own "
@@ -689,4 +746,5 @@ def acceptance_stats(counts: SpecDecodeCounts, num_speculative_tokens: int | Non
                      f"{gamma * counts.drafts:g}): some steps drafted fewer tokens (structured "
                      "output, dynamic depth), so alpha is approximate")
     alpha = alpha_from_acceptance_length(tau, gamma) if gamma is not None else None
-    return AcceptanceStats(rate, tau, per_pos, gamma, alpha, counts, tuple(notes))
+    ci = acceptance_rate_ci(counts.accepted_tokens, counts.draft_tokens)
+    return AcceptanceStats(rate, tau, per_pos, gamma, alpha, counts, tuple(notes), ci)

@@ -95,20 +95,22 @@ def watch_table():
 
 
 def advice(stats, c: float | None = None) -> list[str]:
-    """What measured acceptance says to do, each line with its rule and source.
+    """What measured acceptance says to do: :meth:`AcceptanceStats.advice`, with two lines
+    restated so that each rule has its source.
 
-    * gamma 1: :func:`gamma1_verdict` (needs ``c``; without it, the acceptance rate and that
-      gamma 1 pays while it is above c);
-    * gamma >= 2 (or unknown): the article's checklist step 3 via
-      :func:`specnb.vllm.metrics.acceptance_length_advice` (tau below 2: shrink or change);
-    * the last draft position's acceptance, when per-position counts exist;
-    * with ``c`` and an implied alpha: Theorem 3.8 at this gamma and at the best gamma, and
-      :func:`specnb.vllm.advise.theorem_sentence` (measured speedups land on either side).
+    * gamma 1 with ``c``: the acceptance-rate judgement becomes :func:`gamma1_verdict`
+      (Corollary 3.9: gamma 1 pays exactly when alpha > c), not a fixed 50% bar;
+    * with ``c`` and an implied alpha: Theorem 3.8 at this gamma and at the best gamma, followed
+      by :func:`specnb.vllm.advise.theorem_sentence` (measured speedups land on either side of
+      the theorem in Leviathan et al.'s Table 4), instead of "an upper bound".
+
+    Every other line (no accepted token, a thin window, the article's "tau below 2" from gamma 2
+    on, tail positions that do not pay) is kept as :meth:`AcceptanceStats.advice` writes it.
 
     Parameters
     ----------
     stats : AcceptanceStats
-        From :func:`specnb.vllm.acceptance_stats`.
+        From :func:`specnb.vllm.acceptance_stats` (or any reader).
     c : float >= 0 or None
         Draft / target time per forward.
 
@@ -124,29 +126,25 @@ def advice(stats, c: float | None = None) -> list[str]:
 
     if c is not None:
         c = _check.scalar_real("c", c, lo=0.0)
+    lines = list(stats.advice(c))
     k = stats.num_speculative_tokens
-    if k == 1:
-        if c is None:
-            out = [f"gamma 1, acceptance rate {100 * stats.acceptance_rate:.1f}%: tau = 1 + "
-                   "acceptance rate <= 2 always, so the 'tau < 2' rule does not apply; gamma 1 "
-                   "pays while the acceptance rate is above c (Corollary 3.9): give c to judge"]
-        else:
-            out = [gamma1_verdict(stats.acceptance_rate, c)[1]]
-    else:
-        out = [acceptance_length_advice(stats.mean_acceptance_length, k,
-                                        stats.acceptance_rate)[1]]
-    if stats.per_position:
-        out.append(f"the last draft position is accepted in {100 * stats.per_position[-1]:.1f}% "
-                   "of steps")
-    if c is not None and stats.alpha is not None and k and k > 1:
-        g, best = optimal_gamma(stats.alpha, c)
-        now = walltime_speedup(stats.alpha, k, c)
-        head = (f"at the implied alpha {stats.alpha:.3f} and c {c:g}, Theorem 3.8 gives "
-                f"{now:.2f}x at gamma {k}")
-        if g == 0:
-            out.append(f"{head}; no gamma beats plain decoding (alpha <= c): turn it off")
-        elif g == k:
-            out.append(f"{head}, already the best gamma; {theorem_sentence()}")
-        else:
-            out.append(f"{head} and {best:.2f}x at gamma {g}; {theorem_sentence()}")
-    return out
+    tau = stats.mean_acceptance_length
+    if k == 1 and c is not None and tau == tau:
+        old = acceptance_length_advice(tau, 1, stats.acceptance_rate)[1]
+        lines = [gamma1_verdict(stats.acceptance_rate, c)[1] if line == old else line
+                 for line in lines]
+    if c is not None and stats.alpha is not None and k:
+        prefix = f"at alpha {stats.alpha:.3f} and c {c:g}, Theorem 3.8 gives"
+        lines = [line for line in lines if not line.startswith(prefix)]
+        if k > 1:
+            g, best = optimal_gamma(stats.alpha, c)
+            now = walltime_speedup(stats.alpha, k, c)
+            head = (f"at the implied alpha {stats.alpha:.3f} and c {c:g}, Theorem 3.8 gives "
+                    f"{now:.2f}x at gamma {k}")
+            if g == 0:
+                lines.append(f"{head}; no gamma beats plain decoding (alpha <= c): turn it off")
+            elif g == k:
+                lines.append(f"{head}, already the best gamma; {theorem_sentence()}")
+            else:
+                lines.append(f"{head} and {best:.2f}x at gamma {g}; {theorem_sentence()}")
+    return lines

@@ -1,0 +1,97 @@
+"""What the checker reports: :class:`Finding` (one problem) and :class:`ConfigCheck` (all of them).
+
+Kept apart from the rules (:mod:`specnb.vllm._rules`) and the JSON diagnosis
+(:mod:`specnb.vllm.syntax`) so that each can be read and tested on its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["SEVERITIES", "Finding", "ConfigCheck"]
+
+SEVERITIES = ("error", "warning")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem in a speculative config.
+
+    Attributes
+    ----------
+    severity : "error" (vLLM refuses the config) or "warning" (it starts, but not as meant).
+    key : the config key concerned, or None for the config as a whole (e.g. broken JSON).
+    message : what is wrong, quoting vLLM's own message where it has one.
+    fix : what to write instead.
+    line, column : 1-based position in the checked text, when known.
+    """
+
+    severity: str
+    key: str | None
+    message: str
+    fix: str = ""
+    line: int | None = None
+    column: int | None = None
+
+    def __str__(self) -> str:
+        where = f" (line {self.line}, column {self.column})" if self.line else ""
+        key = self.key if self.key is not None else "-"
+        text = f"{self.severity}: {key}{where}: {self.message}"
+        return text + (f"\n  fix: {self.fix}" if self.fix else "")
+
+
+@dataclass(frozen=True)
+class ConfigCheck:
+    """The result of :func:`check_speculative_config`: findings plus the parsed mapping.
+
+    Iterating yields the :class:`Finding` objects. ``accepted`` is True when vLLM would
+    accept the config (no errors; warnings allowed).
+    """
+
+    findings: tuple[Finding, ...]
+    config: dict | None
+    vllm_version: str | None = None
+
+    def __iter__(self):
+        return iter(self.findings)
+
+    def __len__(self) -> int:
+        return len(self.findings)
+
+    def __getitem__(self, i):
+        return self.findings[i]
+
+    @property
+    def errors(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == "error"]
+
+    @property
+    def warnings(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == "warning"]
+
+    @property
+    def accepted(self) -> bool:
+        """True when vLLM would accept the config (warnings allowed)."""
+        return not self.errors
+
+    def keys(self) -> set:
+        """The keys that have at least one finding (None for whole-config findings)."""
+        return {f.key for f in self.findings}
+
+    def to_frame(self):
+        """The findings as a pandas DataFrame (columns severity, key, line, column, message, fix)."""
+        import pandas as pd
+
+        cols = ["severity", "key", "line", "column", "message", "fix"]
+        return pd.DataFrame([{c: getattr(f, c) for c in cols} for f in self.findings],
+                            columns=cols)
+
+    def __str__(self) -> str:
+        who = f"vLLM {self.vllm_version}" if self.vllm_version else "current vLLM"
+        n_err, n_warn = len(self.errors), len(self.warnings)
+        verdict = (f"{who} would accept this config" if self.accepted
+                   else f"{who} would reject this config")
+        lines = [str(f) for f in self.findings]
+        lines.append(f"{verdict} ({n_err} error{'s' * (n_err != 1)}, "
+                     f"{n_warn} warning{'s' * (n_warn != 1)}).")
+        return "\n".join(lines)

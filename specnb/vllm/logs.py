@@ -1,0 +1,374 @@
+"""Read the spec-decode lines vLLM writes to its log, and the offline example's printout.
+
+Formats, newest first (``SpecDecodingLogging.log`` in ``vllm/v1/spec_decode/metrics.py`` @
+``ee4ceaae``; older forms from the issue threads named):
+
+* current V1: ``SpecDecoding metrics: Mean acceptance length: 2.91, Accepted throughput: ...
+  tokens/s, Drafted throughput: ... tokens/s, Accepted: 44 tokens, Drafted: 161 tokens,
+  Per-position acceptance rate: 0.739, ..., Avg Draft acceptance rate: 27.3%`` (extra fields
+  such as ``Current speculative depth`` are tolerated);
+* v0.9 V1 (issue #19254): ``SpecDecoding metrics: Draft acceptance rate: 61.0%, Mean acceptance
+  length: 2.83, Accepted: N tokens, Drafted: M tokens, Per-position acceptance rate: ...``;
+* v0.8 V1 (PR #15902): ``SpecDecoding metrics: Draft acceptance rate: 100.0%, Accepted: 66
+  tokens, Drafted: 66 tokens`` -- no mean acceptance length and no per-position rates, so the
+  number of drafts (and tau) needs k;
+* V0 with counts (issues #9539, #7301): ``Speculative metrics: Draft acceptance rate: 0.642,
+  System efficiency: 0.598, Number of speculative tokens: 3, Number of accepted tokens: ...,
+  Number of draft tokens: ..., Number of emitted tokens: ...``;
+* V0 rates only (issue #16258): ``Speculative metrics: Draft acceptance rate: 0.698, System
+  efficiency: 0.426, Number of speculative tokens: 5``;
+* the printout of ``examples/offline_inference/spec_decode.py``: ``num_drafts: 4816``,
+  ``num_draft_tokens: 33712``, ``num_accepted_tokens: 12208``, ``mean acceptance length:
+  3.53`` and ``acceptance at token i: 0.74`` lines (issue #26191).
+
+V1 lines cover one logging interval each (the logger resets after printing): they are summed.
+V0 counters are cumulative since the server started: the last line is the total and earlier
+lines are not added. V0's "draft acceptance rate" counts every accepted draft token, also
+those after a rejection (issue #9565, maintainer: acceptance vector [1, 0, 1, 0] gives 2/4 =
+0.5); the prefix-accepted tokens that make up tau come from the system efficiency instead:
+tau = efficiency x (k + 1) = emitted / steps (efficiency = emitted / (steps (k + 1))).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from .metrics import AcceptanceStats, SpecDecodeCounts, acceptance_stats
+
+__all__ = ["read_spec_decode_log", "log_counts", "log_stats", "read_offline_printout",
+           "is_spec_decode_log", "is_offline_printout"]
+
+V1_MARK, V0_MARK = "SpecDecoding metrics:", "Speculative metrics:"
+
+_NUM = r"([0-9]*\.?[0-9]+|nan)"
+_RE = {
+    "mean_acceptance_length": re.compile(r"Mean acceptance length:\s*" + _NUM),
+    "accepted": re.compile(r"Accepted:\s*(\d+)\s*tokens"),
+    "drafted": re.compile(r"Drafted:\s*(\d+)\s*tokens"),
+    "per_position": re.compile(r"Per-position acceptance rate:\s*([0-9.,\s]*)"),
+    "avg_rate": re.compile(r"Avg Draft acceptance rate:\s*" + _NUM + "%"),
+    "old_rate": re.compile(r"Draft acceptance rate:\s*" + _NUM + "%"),
+    "depth": re.compile(r"Current speculative depth:\s*(\d+)"),
+}
+_V0 = re.compile(
+    r"Speculative metrics: Draft acceptance rate:\s*" + _NUM + r",\s*System efficiency:\s*"
+    + _NUM + r",\s*Number of speculative tokens:\s*(\d+),\s*Number of accepted tokens:\s*(\d+),"
+    r"\s*Number of draft tokens:\s*(\d+),\s*Number of emitted tokens:\s*(\d+)")
+_V0_RATES = re.compile(
+    r"Speculative metrics: Draft acceptance rate:\s*" + _NUM + r",\s*System efficiency:\s*"
+    + _NUM + r",\s*Number of speculative tokens:\s*(\d+)\s*[,.]?\s*$")
+_OFFLINE = {
+    "drafts": re.compile(r"^\s*num_drafts:\s*(\d+)\s*$", re.M),
+    "draft_tokens": re.compile(r"^\s*num_draft_tokens:\s*(\d+)\s*$", re.M),
+    "accepted_tokens": re.compile(r"^\s*num_accepted_tokens:\s*(\d+)\s*$", re.M),
+    "mean_acceptance_length": re.compile(r"^\s*mean acceptance length:\s*" + _NUM + r"\s*$",
+                                         re.M),
+    "output_tokens": re.compile(r"^\s*total_num_output_tokens:\s*(\d+)\s*$", re.M),
+}
+_OFFLINE_POS = re.compile(r"^\s*acceptance at token\s*(\d+)\s*:\s*" + _NUM + r"\s*$", re.M)
+
+
+def is_spec_decode_log(text: str) -> bool:
+    """True when ``text`` has a V1 ``SpecDecoding metrics:`` or V0 ``Speculative metrics:`` line."""
+    return V1_MARK in text or V0_MARK in text
+
+
+def is_offline_printout(text: str) -> bool:
+    """True when ``text`` looks like the printout of ``spec_decode.py`` (``num_drafts: N``)."""
+    return bool(_OFFLINE["drafts"].search(text) and _OFFLINE["draft_tokens"].search(text))
+
+
+def _float(s):
+    return float("nan") if s == "nan" else float(s)
+
+
+def _parse_v1(line: str, lineno: int):
+    body = line.split(V1_MARK, 1)[1]
+    got = {k: r.search(body) for k, r in _RE.items()}
+    missing = [k for k in ("accepted", "drafted") if not got[k]]
+    if missing:
+        raise ValueError(f"line {lineno}: SpecDecoding line without {', '.join(missing)}: "
+                         f"{line.strip()[:120]}")
+    rates = []
+    if got["per_position"]:
+        listed = got["per_position"].group(1).strip().rstrip(",").strip()
+        try:
+            rates = [float(x) for x in listed.split(",")] if listed else []
+        except ValueError:
+            raise ValueError(f"line {lineno}: per-position acceptance rates {listed!r} are not "
+                             "a comma-separated list of numbers") from None
+        if not all(0.0 <= r <= 1.0 for r in rates):
+            raise ValueError(f"line {lineno}: per-position acceptance rates must be fractions "
+                             f"in [0, 1], got {listed!r}")
+    if got["avg_rate"]:
+        fmt = "current"
+    elif got["mean_acceptance_length"]:
+        fmt = "older"  # v0.9 (issue #19254); the name is kept for compatibility
+    else:
+        fmt = "v0.8"  # rate and counts, no mean acceptance length (PR #15902)
+    printed = got["avg_rate"] or got["old_rate"]
+    accepted, drafted = int(got["accepted"].group(1)), int(got["drafted"].group(1))
+    if accepted > drafted:
+        raise ValueError(f"line {lineno}: Accepted {accepted} tokens exceeds Drafted {drafted}: "
+                         "the line is damaged")
+    al = (_float(got["mean_acceptance_length"].group(1)) if got["mean_acceptance_length"]
+          else math.nan)
+    k = len(rates) or None
+    drafts = None
+    if k and drafted % k == 0:
+        drafts = drafted // k
+        if drafts and al == al and abs(1 + accepted / drafts - al) > 0.006:
+            drafts = None  # not every step drafted k tokens (grammar, dynamic depth)
+    if drafts is None and al == al and al > 1:
+        drafts = accepted / (al - 1)  # from the printed (rounded) length: approximate
+    return {
+        "line": lineno, "format": fmt, "mean_acceptance_length": al,
+        "accepted": accepted, "drafted": drafted,
+        "acceptance_rate": (_float(printed.group(1)) / 100) if printed else
+        (accepted / drafted if drafted else float("nan")),
+        "per_position": rates, "num_speculative_tokens": k,
+        "speculative_depth": int(got["depth"].group(1)) if got["depth"] else None,
+        "drafts": drafts, "emitted": None,
+    }
+
+
+def _parse_v0(line: str, lineno: int):
+    m = _V0.search(line)
+    rates_only = None if m else _V0_RATES.search(line)
+    if not m and not rates_only:
+        raise ValueError(f"line {lineno}: V0 'Speculative metrics' line not understood: "
+                         f"{line.strip()[:120]}")
+    if rates_only:
+        rate, eff, k = rates_only.groups()
+        k = int(k)
+    else:
+        rate, eff, k, acc, draft, emitted = m.groups()
+        k, draft, emitted = int(k), int(draft), int(emitted)
+    if k < 1:
+        raise ValueError(f"line {lineno}: 'Number of speculative tokens: {k}' must be >= 1: "
+                         f"{line.strip()[:120]}")
+    eff_f = _float(eff)
+    if not 0.0 <= eff_f <= 1.0:
+        raise ValueError(f"line {lineno}: System efficiency {eff} must be in [0, 1]: "
+                         f"{line.strip()[:120]}")
+    if rates_only:
+        return {
+            "line": lineno, "format": "v0 (rates only)",
+            "mean_acceptance_length": eff_f * (k + 1), "accepted": None, "drafted": None,
+            "acceptance_rate": _float(rate), "per_position": [], "num_speculative_tokens": k,
+            "speculative_depth": None, "drafts": None, "emitted": None,
+            "system_efficiency": eff_f,
+        }
+    steps = draft / k
+    return {
+        "line": lineno, "format": "v0",
+        "mean_acceptance_length": emitted / steps if steps else float("nan"),
+        "accepted": int(acc), "drafted": draft, "acceptance_rate": _float(rate),
+        "per_position": [], "num_speculative_tokens": k, "speculative_depth": None,
+        "drafts": steps, "emitted": emitted, "system_efficiency": eff_f,
+    }
+
+
+def read_spec_decode_log(text: str, strict: bool = True):
+    """Parse vLLM's spec-decode log lines into a DataFrame, one row per line.
+
+    Reads every format in the module docstring (current, v0.9 and v0.8 V1 lines; V0 lines with
+    counts or with rates only); any prefix before the marker is fine (timestamps,
+    ``(APIServer pid=...)``, docker-compose service names).
+
+    V1 lines print no draft count; ``drafts`` is drafted / k (k = number of per-position rates)
+    when that reproduces the printed length, else accepted / (length - 1) from the rounded
+    length; None when neither is printed (v0.8 lines: pass k to :func:`log_stats`).
+
+    Parameters
+    ----------
+    text : str
+        Log text; lines without the markers are ignored.
+    strict : bool
+        Raise on a marked line that cannot be read (True), or skip it (False; the skipped line
+        numbers are in ``df.attrs["skipped"]``).
+
+    Returns
+    -------
+    pandas.DataFrame with columns line, format ("current", "older" (v0.9), "v0.8", "v0",
+    "v0 (rates only)"), mean_acceptance_length (NaN when not printed), accepted, drafted,
+    acceptance_rate (fraction, as printed: V0's counts tokens after a rejection too),
+    per_position (list), num_speculative_tokens, speculative_depth, drafts, emitted (V0 only),
+    system_efficiency (V0 only).
+
+    Raises
+    ------
+    TypeError
+        ``text`` is not a string.
+    ValueError
+        no spec-decode line at all; an unreadable marked line when ``strict``.
+    """
+    import pandas as pd
+
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str (log text), got {type(text).__name__}")
+    rows, skipped, first_error = [], [], ""
+    for i, line in enumerate(text.splitlines(), 1):
+        try:
+            if V1_MARK in line:
+                rows.append(_parse_v1(line, i))
+            elif V0_MARK in line:
+                rows.append(_parse_v0(line, i))
+        except ValueError as exc:
+            if strict:
+                raise
+            skipped.append(i)
+            first_error = first_error or str(exc)
+    if not rows:
+        raise ValueError(f"no '{V1_MARK}' or '{V0_MARK}' line "
+                         + (f"could be read (unreadable lines: {skipped}; {first_error})"
+                            if skipped else "found"))
+    cols = ["line", "format", "mean_acceptance_length", "accepted", "drafted",
+            "acceptance_rate", "per_position", "num_speculative_tokens", "speculative_depth",
+            "drafts", "emitted", "system_efficiency"]
+    df = pd.DataFrame(rows).reindex(columns=cols)
+    df.attrs["skipped"] = skipped
+    df.attrs["first_error"] = first_error
+    return df
+
+
+def log_counts(text: str, strict: bool = True) -> SpecDecodeCounts:
+    """Spec-decode counts from log text: V1 lines summed (each covers one interval).
+
+    A log with only V0 lines uses the last one (V0 counters are cumulative since start), with
+    accepted tokens = emitted - steps (prefix-accepted drafts, so tau matches V0's efficiency).
+    v0.8 lines print no mean acceptance length: ``drafts`` is then NaN (unknown) and
+    :func:`~specnb.vllm.acceptance_stats` needs ``num_speculative_tokens`` to get tau.
+
+    Raises
+    ------
+    ValueError
+        as :func:`read_spec_decode_log`; a V0 log whose last line prints rates only (no counts:
+        use :func:`log_stats`).
+    """
+    return _counts_from_log(read_spec_decode_log(text, strict=strict))
+
+
+def _is_v0(df):
+    return df["format"].astype(str).str.startswith("v0 ") | (df["format"] == "v0")
+
+
+def _counts_from_log(df) -> SpecDecodeCounts:
+    """:func:`log_counts` of a frame :func:`read_spec_decode_log` already returned."""
+    v1 = df[~_is_v0(df)]
+    if len(v1):
+        drafts_col = v1["drafts"]
+        drafts = (math.nan if drafts_col.isna().any() else float(drafts_col.sum()))
+        k = int(max((len(p) for p in v1["per_position"]), default=0))
+        per_pos = [0.0] * k
+        for rates, d in zip(v1["per_position"], drafts_col.fillna(0)):
+            for i, r in enumerate(rates):
+                per_pos[i] += r * d
+        return SpecDecodeCounts(drafts, float(v1["drafted"].sum()),
+                                float(v1["accepted"].sum()), tuple(per_pos), 1, "log", True)
+    last = df.iloc[-1]
+    if last["format"] == "v0 (rates only)":
+        raise ValueError(f"line {last['line']}: this V0 line prints rates only (no counts); "
+                         "read it with log_stats")
+    steps = float(last["drafts"])
+    return SpecDecodeCounts(steps, float(last["drafted"]), float(last["emitted"]) - steps, (),
+                            1, "log (V0, cumulative)", False)
+
+
+def _v0_rate_stats(row, num_speculative_tokens=None) -> AcceptanceStats:
+    """AcceptanceStats from a V0 line with rates only: tau = efficiency x (k + 1)."""
+    from .. import _check
+    from ..theory import alpha_from_acceptance_length
+
+    k = int(row["num_speculative_tokens"])
+    if num_speculative_tokens is not None:
+        given = _check.scalar_int("num_speculative_tokens", num_speculative_tokens, lo=1)
+        if given != k:
+            raise ValueError(f"num_speculative_tokens={given} contradicts the log line "
+                             f"{row['line']}, which prints 'Number of speculative tokens: {k}'")
+    eff = float(row["system_efficiency"])
+    tau = eff * (k + 1)
+    rate = (tau - 1.0) / k
+    printed = float(row["acceptance_rate"])
+    nan = math.nan
+    counts = SpecDecodeCounts(nan, nan, nan, (), 1, "log (V0, rates only)", False)
+    notes = (
+        f"V0 line with rates only (line {row['line']}, the last one: V0's rates cover the "
+        "whole run): tau = system efficiency x (k + 1) = "
+        f"{eff:.3f} x {k + 1} = {tau:.2f}; acceptance rate = (tau - 1) / k = {rate:.3f}",
+        f"V0's printed 'draft acceptance rate' {printed:.3f} counts accepted draft tokens after "
+        "a rejection too (issue #9565), so it is not the prefix acceptance that tau is made "
+        "of; use the efficiency-based numbers above",
+    )
+    alpha = alpha_from_acceptance_length(tau, k) if 1.0 <= tau <= k + 1 else None
+    return AcceptanceStats(rate, tau, (), k, alpha, counts, notes, None)
+
+
+def log_stats(text: str, num_speculative_tokens: int | None = None,
+              strict: bool = True) -> AcceptanceStats:
+    """Acceptance from log text in any format :func:`read_spec_decode_log` reads.
+
+    V1 lines are summed; V0 uses the last line (cumulative); a V0 line with rates only gives
+    tau = system efficiency x (k + 1) and acceptance (tau - 1) / k, without counts.
+
+    Raises
+    ------
+    ValueError, TypeError
+        as :func:`read_spec_decode_log` and :func:`~specnb.vllm.acceptance_stats`.
+    """
+    return _stats_from_log(read_spec_decode_log(text, strict=strict), num_speculative_tokens)
+
+
+def _stats_from_log(df, num_speculative_tokens=None) -> AcceptanceStats:
+    v0 = _is_v0(df)
+    if not (~v0).any() and df.iloc[-1]["format"] == "v0 (rates only)":
+        return _v0_rate_stats(df.iloc[-1], num_speculative_tokens)
+    return acceptance_stats(_counts_from_log(df), num_speculative_tokens)
+
+
+def read_offline_printout(text: str) -> SpecDecodeCounts:
+    """Counts from the printout of vLLM's ``examples/offline_inference/spec_decode.py``.
+
+    Reads ``num_drafts``, ``num_draft_tokens``, ``num_accepted_tokens`` (exact counts summed
+    over the run), checks the printed ``mean acceptance length`` against 1 + accepted / drafts
+    (to its 2 printed decimals), and turns the ``acceptance at token i: r`` lines (rates to 2
+    decimals) into per-position counts r x drafts (so those are approximate).
+
+    Raises
+    ------
+    TypeError
+        ``text`` is not a string.
+    ValueError
+        a count is missing, a per-position rate is outside [0, 1], or the printed mean
+        acceptance length disagrees with the counts (the printout was edited or mixed).
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str (the printout), got {type(text).__name__}")
+    got = {k: r.findall(text) for k, r in _OFFLINE.items()}
+    missing = [f"num_{k}" if k != "drafts" else "num_drafts" for k in
+               ("drafts", "draft_tokens", "accepted_tokens") if not got[k]]
+    if missing:
+        raise ValueError(f"spec_decode.py printout without {', '.join(missing)}")
+    many = [k for k in ("drafts", "draft_tokens", "accepted_tokens") if len(got[k]) > 1]
+    if many:
+        raise ValueError(f"the printout holds {len(got[many[0]])} runs (num_{many[0]} printed "
+                         "more than once); give one run's printout")
+    drafts, tokens, accepted = (float(got[k][0]) for k in ("drafts", "draft_tokens",
+                                                           "accepted_tokens"))
+    if got["mean_acceptance_length"] and drafts > 0:
+        printed = _float(got["mean_acceptance_length"][0])
+        if abs(1 + accepted / drafts - printed) > 0.006:
+            raise ValueError(f"the printed mean acceptance length {printed} disagrees with "
+                             f"1 + num_accepted_tokens / num_drafts = {1 + accepted / drafts:.4f}"
+                             ": the printout was edited or mixes two runs")
+    per_pos = {}
+    for pos, rate in _OFFLINE_POS.findall(text):
+        r = _float(rate)
+        if not 0.0 <= r <= 1.0:
+            raise ValueError(f"acceptance at token {pos}: {rate} must be a fraction in [0, 1]")
+        per_pos[int(pos)] = r * drafts
+    n = max(per_pos) + 1 if per_pos else 0
+    return SpecDecodeCounts(drafts, tokens, accepted, tuple(per_pos.get(i, 0.0)
+                                                             for i in range(n)),
+                            1, "offline printout", False)

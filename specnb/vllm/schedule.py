@@ -1,0 +1,178 @@
+"""vLLM's dynamic draft length: ``num_speculative_tokens_per_batch_size``.
+
+Each entry is ``[range_start, range_end, K]``: while the number of requests scheduled in a step
+lies in the inclusive range, vLLM drafts K tokens (0 = no drafting). Sources, as transcribed in
+the project's notes (``shared/reference/batch-model.md`` section 5):
+
+* ``vllm/config/speculative.py`` @ ``002e77c1``: the field is ``list[tuple[int, int, int]] |
+  None``, ranges inclusive; dynamic SD is on whenever the field is not None;
+* ``vllm/v1/spec_decode/dynamic/utils.py`` @ ``a6f6bb1d``,
+  ``validate_and_normalize_dynamic_sd_schedule``: a non-empty list of 3-item entries cast to
+  int; bounds positive, ``range_start <= range_end``, ``K >= 0``; after sorting, no overlap;
+  the first range starts at 1; ranges need not be contiguous nor reach ``max_num_seqs``;
+* same file, ``build_dynamic_sd_schedule_lookup``: a dense table for batch sizes
+  1..``max_num_seqs``; gaps take the previous range's K; sizes past the last range take the
+  last K; every K is clamped with ``min(num_speculative_tokens, K)`` (silently; the newer docs
+  ``dynamic_speculative_decoding.md`` @ ``015a47e1`` call a larger K an error);
+* the docs: not compatible with ``--data-parallel-size > 1`` (vLLM disables the schedule and
+  falls back to the static ``num_speculative_tokens``); full CUDA graphs only on Model Runner
+  V2, piecewise on V1.
+
+The measured cost of turning it on (:data:`SCHEDULE_TAX`): vLLM issue #49548, a comment with
+gemma-4-31B-it-qat-FP8 on one H100 NVL, vLLM 0.27.1, K = 0 everywhere (the schedule on, nothing
+drafted): TPOT 14.374 -> 15.317 ms at concurrency 2 and 77.164 -> 93.820 ms at 189 against
+speculation off (piecewise CUDA graphs on Model Runner V1).
+"""
+
+from __future__ import annotations
+
+__all__ = ["SCHEDULE_TAX", "SCHEDULE_SEMANTICS", "schedule_problems", "validate_schedule",
+           "schedule_lookup", "describe_schedule", "schedule_tax_text"]
+
+#: (concurrency, TPOT ms with speculation off, TPOT ms with the schedule on and K = 0
+#: everywhere): vLLM issue #49548 (comment), vLLM 0.27.1, 1x H100 NVL, Model Runner V1.
+SCHEDULE_TAX = ((2, 14.374, 15.317), (189, 77.164, 93.820))
+
+#: How vLLM reads the schedule, in words (sources in the module docstring).
+SCHEDULE_SEMANTICS = (
+    "batch size = the number of requests scheduled in a step; ranges are inclusive; a gap "
+    "between ranges takes the previous range's K; sizes past the last range take the last K; "
+    "K = 0 drafts nothing; K above num_speculative_tokens is clamped to it; vLLM disables the "
+    "schedule (static num_speculative_tokens) with --data-parallel-size > 1")
+
+
+def schedule_tax_text() -> str:
+    """The measured cost of turning the schedule on, as a sentence with its source."""
+    parts = [f"+{100 * (on / off - 1):.1f}% at concurrency {c} ({off:g} -> {on:g} ms)"
+             for c, off, on in SCHEDULE_TAX]
+    return ("turning the schedule on costs time even where it drafts nothing: TPOT "
+            + " and ".join(parts) + " with K = 0 everywhere against speculation off (vLLM issue "
+            "#49548, vLLM 0.27.1, H100 NVL, piecewise CUDA graphs on Model Runner V1)")
+
+
+def _is_int(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def schedule_problems(schedule) -> list[str]:
+    """Everything vLLM's validation would refuse in ``schedule``, as sentences (empty if none).
+
+    Follows ``validate_and_normalize_dynamic_sd_schedule`` @ ``a6f6bb1d``: a non-empty list of
+    ``[range_start, range_end, K]`` integer triples; positive bounds; ``range_start <=
+    range_end``; ``K >= 0``; no two ranges overlap (after sorting); the first range starts at
+    batch size 1. Stops at the first malformed entry (the later checks need triples).
+    """
+    if not isinstance(schedule, (list, tuple)) or isinstance(schedule, str):
+        return [f"must be a list of [range_start, range_end, K] entries, got {schedule!r}"]
+    if not schedule:
+        return ["must not be empty (vLLM requires at least one [range_start, range_end, K] "
+                "entry; omit the key to keep a static num_speculative_tokens)"]
+    problems = []
+    rows = []
+    for row in schedule:
+        if not isinstance(row, (list, tuple)) or len(row) != 3 or not all(map(_is_int, row)):
+            extra = (" (5-item [bs_lo, bs_hi, ctx_lo, ctx_hi, K] entries come from a newer "
+                     "vLLM, PR #48944; the version checked here, @ 002e77c1, takes 3 items)"
+                     if isinstance(row, (list, tuple)) and len(row) == 5 else "")
+            return [f"each entry must be [range_start, range_end, K] with 3 integers, got "
+                    f"{row!r}{extra}"]
+        start, end, k = row
+        if start < 1 or end < 1:
+            problems.append(f"batch-size bounds must be positive, got {list(row)}")
+        elif start > end:
+            problems.append(f"range_start must be <= range_end, got {list(row)}")
+        if k < 0:
+            problems.append(f"K must be >= 0 (0 = no drafting), got {list(row)}")
+        rows.append((start, end, k))
+    if problems:
+        return problems
+    rows.sort()
+    for (s0, e0, _), (s1, e1, _) in zip(rows, rows[1:]):
+        if s1 <= e0:
+            problems.append(f"ranges must not overlap: [{s0}, {e0}] and [{s1}, {e1}] share "
+                            f"batch size{'s' * (min(e0, e1) > s1)} {s1}"
+                            + (f"-{min(e0, e1)}" if min(e0, e1) > s1 else ""))
+    if rows[0][0] != 1:
+        problems.append(f"the first range must start at batch size 1 (so every batch size has a "
+                        f"K), got {rows[0][0]}")
+    return problems
+
+
+def validate_schedule(schedule) -> list[tuple[int, int, int]]:
+    """The schedule sorted by range, as vLLM normalises it; ValueError if vLLM would refuse it.
+
+    Raises
+    ------
+    ValueError
+        ``num_speculative_tokens_per_batch_size`` with every problem of
+        :func:`schedule_problems` named.
+    """
+    problems = schedule_problems(schedule)
+    if problems:
+        raise ValueError("num_speculative_tokens_per_batch_size " + "; ".join(problems))
+    return sorted(tuple(row) for row in schedule)
+
+
+def schedule_lookup(schedule, num_speculative_tokens: int, max_num_seqs: int) -> list[int]:
+    """K at every batch size, as ``build_dynamic_sd_schedule_lookup`` @ ``a6f6bb1d`` builds it.
+
+    Parameters
+    ----------
+    schedule : list of [range_start, range_end, K]
+    num_speculative_tokens : int >= 1, the maximum draft length (K is clamped to it).
+    max_num_seqs : int >= 1, the largest batch (vLLM's ``--max-num-seqs``).
+
+    Returns
+    -------
+    list of int, length ``max_num_seqs + 1``: element b is K at batch size b (element 0 is 0
+    and unused). Gaps take the previous range's K; sizes past the last range take the last K;
+    ranges past ``max_num_seqs`` are cut.
+
+    Raises
+    ------
+    ValueError
+        a schedule vLLM refuses (:func:`validate_schedule`); ``num_speculative_tokens`` or
+        ``max_num_seqs`` not an integer >= 1.
+    """
+    for name, value in (("num_speculative_tokens", num_speculative_tokens),
+                        ("max_num_seqs", max_num_seqs)):
+        if not _is_int(value) or value < 1:
+            raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+    rows = validate_schedule(schedule)
+    table = [0] * (max_num_seqs + 1)
+    current = None
+    i = 0
+    for b in range(1, max_num_seqs + 1):
+        while i < len(rows) and rows[i][0] <= b:
+            current = rows[i]
+            i += 1
+        table[b] = min(num_speculative_tokens, current[2])
+    return table
+
+
+def describe_schedule(schedule, num_speculative_tokens: int | None = None) -> str:
+    """What vLLM does with a valid schedule, range by range, e.g. "K=3 for 1-64, off from 129".
+
+    Gaps say which K they inherit; K above ``num_speculative_tokens`` says it is clamped.
+
+    Raises
+    ------
+    ValueError
+        a schedule vLLM refuses.
+    """
+    rows = validate_schedule(schedule)
+    parts = []
+    for idx, (start, end, k) in enumerate(rows):
+        shown = k if num_speculative_tokens is None else min(k, num_speculative_tokens)
+        what = "off (K=0)" if shown == 0 else f"K={shown}"
+        if num_speculative_tokens is not None and k > num_speculative_tokens:
+            what += f" (K={k} clamped to num_speculative_tokens)"
+        last = idx == len(rows) - 1
+        span = f"{start}-{end}" if start != end else f"{start}"
+        parts.append(f"{what} for batch sizes {span}")
+        if not last and rows[idx + 1][0] > end + 1:
+            parts.append(f"{what.split(' (')[0]} for the gap {end + 1}-{rows[idx + 1][0] - 1} "
+                         "(previous K)")
+        if last:
+            parts.append(f"{what.split(' (')[0]} above {end} (last K)")
+    return "; ".join(parts)

@@ -1,0 +1,402 @@
+"""Diagnose ``--speculative-config`` text that is not JSON: line, column, likely cause, repair.
+
+vLLM's flag type is ``optional_type(json.loads)`` (``vllm/engine/arg_utils.py`` @ ``99d7eb5d``):
+"" and "None" mean no config, anything else must be JSON. When :func:`json.loads` refuses the
+text, :func:`syntax_error` walks a list of likely causes (undecodable bytes, a byte-order mark,
+smart quotes, kept outer quotes, shell-kept backslashes, template placeholders, Python dict
+literals, trailing commas, comments, ``key=value`` pairs, stripped quotes, missing braces) and
+returns a :class:`ConfigSyntaxError` with the position, the cause and, where one could be
+derived, the repaired JSON text (``repaired``). Whether the repaired config is one vLLM accepts
+is the rules' business (:mod:`specnb.vllm.check` completes the fix); this module knows JSON only.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+
+__all__ = ["ConfigSyntaxError", "loads", "syntax_error", "linecol", "mask_strings", "too_deep",
+           "PLACEHOLDER_STRING_RE"]
+
+
+class ConfigSyntaxError(ValueError):
+    """The text is not JSON vLLM can read; carries the position and the likely cause.
+
+    Attributes: ``line``, ``column`` (1-based), ``cause`` (the likely reason, in words),
+    ``fix`` ("use <JSON>" when a repair could be derived, else advice), ``key`` (the key whose
+    value is broken, when known), ``parser_message`` (what :func:`json.loads` said),
+    ``repaired`` (the repaired JSON text, or None).
+    """
+
+    def __init__(self, cause: str, *, line: int, column: int, fix: str = "",
+                 key: str | None = None, parser_message: str = "",
+                 repaired: str | None = None):
+        self.cause, self.line, self.column = cause, line, column
+        self.fix, self.key, self.parser_message = fix, key, parser_message
+        self.repaired = repaired
+        super().__init__(f"not valid JSON (line {line}, column {column}): {cause}"
+                         + (f" [json: {parser_message}]" if parser_message else ""))
+
+
+# --------------------------------------------------------------------------- JSON diagnosis
+_SMART = {
+    "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"', "\u2033": '"', "\uff02": '"',
+    "\u00ab": '"', "\u00bb": '"',
+    "\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'", "\u2032": "'", "\uff07": "'",
+    "\uff5b": "{", "\uff5d": "}", "\uff1a": ":", "\uff0c": ",", "\u3001": ",", "\uff3b": "[",
+    "\uff3d": "]", "\u00a0": " ", "\u3000": " ",
+}
+_STRING_RE = re.compile(r'"(?:\\.|[^"\\])*"')
+_PLACEHOLDER_VALUE_RE = re.compile(
+    r"\{\{[^{}]*\}\}"                     # {{ var }}  (Jinja, Helm, Go templates)
+    r"|\$\{[A-Za-z_]\w*\}|\$[A-Za-z_]\w*"  # ${VAR} / $VAR (shell variable not expanded)
+    r"|\{\s*[A-Za-z_][\w.]*\s*\}"          # {name}    (str.format / f-string not applied)
+    r"|<[A-Za-z_][^<>\"]*>"                # <name>    (documentation placeholder)
+    r"|%\(\w+\)[sd]|%[sd]"                 # %(name)s / %s
+)
+_PLACEHOLDER_STRING_RE = re.compile(r"^\s*(?:" + _PLACEHOLDER_VALUE_RE.pattern + r")\s*$")
+
+
+def _linecol(text: str, index: int) -> tuple[int, int]:
+    index = max(0, min(index, len(text)))
+    line = text.count("\n", 0, index) + 1
+    col = index - (text.rfind("\n", 0, index) + 1) + 1
+    return line, col
+
+
+def _mask_strings(text: str) -> str:
+    """Replace the inside of double-quoted strings by spaces (same length)."""
+    return _STRING_RE.sub(lambda m: '"' + " " * (len(m.group()) - 2) + '"', text)
+
+
+def _loads(text: str):
+    return json.loads(text, object_pairs_hook=_pairs)
+
+
+def _pairs(pairs):
+    out = {}
+    dups = []
+    for k, v in pairs:
+        if k in out:
+            dups.append(k)
+        out[k] = v
+    if dups:
+        out = _DupDict(out)
+        out.duplicates = dups
+    return out
+
+
+class _DupDict(dict):
+    duplicates: list
+
+
+def _parses(text: str) -> bool:
+    try:
+        json.loads(text)
+        return True
+    except ValueError:
+        return False
+
+
+def _key_before(text: str, index: int) -> str | None:
+    m = re.search(r"[\"']?([A-Za-z_][\w\-]*)[\"']?\s*:\s*$", text[:index])
+    return m.group(1) if m else None
+
+
+def _python_literal(text: str):
+    try:
+        value = ast.literal_eval(text.strip())
+    except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+# Each rule: detect(text, masked) -> index or None; transform(text) -> text or None; cause.
+_UNDECODABLE = re.compile("[\udc80-\udcff\x00]")
+
+
+def _r_undecodable(text, masked):
+    m = _UNDECODABLE.search(text)
+    return m.start() if m else None
+
+
+def _r_bom(text, masked):
+    i = text.find("\ufeff")
+    return i if i >= 0 else None
+
+
+def _t_bom(text):
+    return text.replace("\ufeff", "")
+
+
+def _r_smart(text, masked):
+    idx = [i for i, ch in enumerate(text) if ch in _SMART]
+    return idx[0] if idx else None
+
+
+def _t_smart(text):
+    return "".join(_SMART.get(ch, ch) for ch in text)
+
+
+def _r_outer_quotes(text, masked):
+    s = text.strip()
+    if len(s) >= 2 and s[0] == s[-1] == "'" and s[1:-1].strip().startswith("{"):
+        return text.index("'")
+    if len(s) >= 4 and s[0] == '"' and s[-1] == '"' and s[1:-1].strip().startswith("{") \
+            and not _parses(s):
+        return text.index('"')
+    return None
+
+
+def _t_outer_quotes(text):
+    return text.strip()[1:-1]
+
+
+def _r_backslash(text, masked):
+    m = re.search(r"\\+[\"']", text)
+    if m and re.match(r"\s*\{\s*\\+[\"']", text):
+        return m.start()
+    return None
+
+
+def _t_backslash(text):
+    return re.sub(r"\\+([\"'])", r"\1", text)
+
+
+def _r_template(text, masked):
+    # only placeholders that stand where a value or the whole config should be (not in strings)
+    for m in _PLACEHOLDER_VALUE_RE.finditer(masked):
+        before = masked[:m.start()].rstrip()
+        if before.endswith(":") or before == "" or before.endswith(","):
+            if before == "" and masked.strip().startswith("{") and m.group().startswith("{"):
+                continue  # the config's own braces
+            return m.start()
+    return None
+
+
+def _r_single_quotes(text, masked):
+    i = masked.find("'")
+    return i if i >= 0 else None
+
+
+def _t_single_quotes(text):
+    value = _python_literal(text)
+    if value is not None:
+        return json.dumps(value)
+    return text.replace("'", '"')
+
+
+def _r_python_literals(text, masked):
+    m = re.search(r"\b(True|False|None)\b", masked)
+    return m.start() if m else None
+
+
+def _t_python_literals(text):
+    masked = _mask_strings(text)
+    out = list(text)
+    for m in re.finditer(r"\b(True|False|None)\b", masked):
+        repl = {"True": "true", "False": "false", "None": "null"}[m.group()]
+        out[m.start():m.end()] = list(repl) + [""] * (m.end() - m.start() - len(repl))
+    return "".join(out)
+
+
+def _r_trailing_comma(text, masked):
+    m = re.search(r",\s*[}\]]", masked)
+    return m.start() if m else None
+
+
+def _t_trailing_comma(text):
+    masked = _mask_strings(text)
+    cut = {m.start() for m in re.finditer(r",(?=\s*[}\]])", masked)}
+    return "".join(ch for i, ch in enumerate(text) if i not in cut)
+
+
+def _r_comments(text, masked):
+    m = re.search(r"(?m)(//|/\*|^\s*#|\s#)", masked)
+    return m.start() if m else None
+
+
+def _t_comments(text):
+    masked = _mask_strings(text)
+    spans = [(m.start(), m.end()) for m in
+             re.finditer(r"//[^\n]*|/\*.*?\*/|(?:^|(?<=\s))#[^\n]*", masked, re.S | re.M)]
+    out, last = [], 0
+    for a, b in spans:
+        out.append(text[last:a])
+        last = b
+    out.append(text[last:])
+    return "".join(out)
+
+
+def _r_key_equals(text, masked):
+    m = re.match(r"\s*\{?\s*[A-Za-z_]\w*\s*=", masked)
+    return m.end() - 1 if m else None
+
+
+def _t_key_equals(text):
+    body = text.strip().strip("{}")
+    out = {}
+    for part in re.split(r"[,\s]+(?=[A-Za-z_]\w*\s*=)", body.strip()):
+        if "=" not in part:
+            return None
+        k, v = part.split("=", 1)
+        v = v.strip().rstrip(",")
+        try:
+            out[k.strip()] = json.loads(v)
+        except ValueError:
+            out[k.strip()] = v.strip("'\"")
+    return json.dumps(out)
+
+
+_BARE_KEY = re.compile(r"([{,]\s*)([A-Za-z_][\w\-.]*)(\s*:)")
+_BARE_VALUE = re.compile(r"(:\s*)([A-Za-z_][\w\-./]*)(\s*[,}\]])")
+
+
+def _r_unquoted(text, masked):
+    m = _BARE_KEY.search(masked)
+    return m.start(2) if m else None
+
+
+def _t_unquoted(text):
+    fixed = _BARE_KEY.sub(lambda m: f'{m.group(1)}"{m.group(2)}"{m.group(3)}', text)
+
+    def value(m):
+        word = m.group(2)
+        if word in ("true", "false", "null"):
+            return m.group(0)
+        return f'{m.group(1)}"{word}"{m.group(3)}'
+
+    # apply twice: adjacent matches share a delimiter
+    return _BARE_VALUE.sub(value, _BARE_VALUE.sub(value, fixed))
+
+
+def _r_braces(text, masked):
+    s = masked.strip()
+    if not s:
+        return None
+    if not s.startswith("{") and re.match(r'\s*"[^"]*"\s*:', masked):
+        return len(masked) - len(masked.lstrip())
+    if masked.count("{") != masked.count("}"):
+        return len(text.rstrip()) if masked.count("{") > masked.count("}") else \
+            masked.rfind("}")
+    return None
+
+
+def _t_braces(text):
+    masked = _mask_strings(text)
+    s = text.strip()
+    if not s.startswith("{"):
+        s = "{" + s
+    diff = _mask_strings(s).count("{") - _mask_strings(s).count("}")
+    if diff > 0:
+        s = s + "}" * diff
+    elif masked.count("}") > masked.count("{"):
+        return None
+    return s
+
+
+_RULES = [
+    ("bytes that are not UTF-8 text, or NUL characters (the value was saved as UTF-16 or "
+     "Latin-1, or read from a binary file)", _r_undecodable, None),
+    ("a byte-order mark (U+FEFF) before the JSON: the file was saved as 'UTF-8 with BOM'",
+     _r_bom, _t_bom),
+    ("smart or full-width quotes/punctuation (a word processor, chat app or input method "
+     "replaced the ASCII characters)", _r_smart, _t_smart),
+    ("the quotes around the value reached vLLM literally (a YAML, docker-compose or Kubernetes "
+     "args list, or a quoted shell variable, keeps them)", _r_outer_quotes, _t_outer_quotes),
+    ("backslash-escaped quotes (\\\"): inside single quotes the shell keeps the backslashes, "
+     "so vLLM sees them", _r_backslash, _t_backslash),
+    ("an unsubstituted template placeholder", _r_template, None),
+    ("single quotes: this is a Python dict literal, not JSON (JSON strings and keys need "
+     "double quotes)", _r_single_quotes, _t_single_quotes),
+    ("Python True/False/None: JSON spells them true/false/null", _r_python_literals,
+     _t_python_literals),
+    ("a trailing comma before } or ]: JSON allows none", _r_trailing_comma, _t_trailing_comma),
+    ("a comment: JSON has no comments", _r_comments, _t_comments),
+    ("key=value pairs: the value must be a JSON object {\"key\": value} (or use the dotted "
+     "flags --speculative-config.method ngram)", _r_key_equals, _t_key_equals),
+    ("keys and strings without double quotes: the shell or a launch script stripped them "
+     "(e.g. the JSON was wrapped in double quotes, so its own quotes ended the shell string, "
+     "or it went through eval/echo/an environment variable)", _r_unquoted, _t_unquoted),
+    ("missing braces: the value must be one JSON object {...}", _r_braces, _t_braces),
+]
+
+
+def _diagnose(text: str, err: json.JSONDecodeError, depth: int = 0):
+    """Return (cause, fix, key, index, repaired) for text that json.loads rejected.
+
+    ``repaired`` is JSON text that :func:`json.loads` reads, or None; ``fix`` is then
+    "use <repaired>".
+    """
+    if text.strip() in ("", "None"):
+        what = "only whitespace" if not text.strip() else "None with spaces around it"
+        return (f"{what}: vLLM reads exactly '' or 'None' as no speculative config; anything "
+                "else must be JSON", "pass '' (or drop --speculative-config) to leave "
+                "speculative decoding off, or a JSON object to turn it on", None,
+                len(text) - len(text.lstrip()) if text.strip() else 0, None)
+    masked = _mask_strings(text)
+    for cause, detect, transform in _RULES:
+        idx = detect(text, masked)
+        if idx is None:
+            continue
+        key = None
+        if transform is None and detect is _r_undecodable:
+            ch = text[idx]
+            what = "a NUL character" if ch == "\x00" else f"the byte 0x{ord(ch) - 0xdc00:02x}"
+            return (f"{cause}: {what}", "save the value as UTF-8 text and pass it again", None,
+                    idx, None)
+        if transform is None:  # template placeholder: name it, suggest a value
+            ph = _PLACEHOLDER_VALUE_RE.match(masked, idx).group()
+            ph = text[idx:idx + len(ph)]
+            key = _key_before(text, idx)
+            cause = f"{cause} {ph}" + (f" as the value of {key!r}" if key else "")
+            what = ("an integer (e.g. 4)" if key == "num_speculative_tokens"
+                    else "the real value")
+            return cause, f"substitute {what} for {ph} before starting vLLM", key, idx, None
+        fixed = transform(text)
+        if fixed is None:
+            return cause, "", key, idx, None
+        try:
+            _loads(fixed)
+            return cause, f"use {fixed.strip()}", key, idx, fixed.strip()
+        except json.JSONDecodeError as err2:
+            if depth < 3 and fixed != text:
+                more, fix2, key2, _, repaired = _diagnose(fixed, err2, depth + 1)
+                return f"{cause}; then {more}", fix2, key2, idx, repaired
+            return cause, "", key, idx, None
+        except (RecursionError, ValueError):  # nested too deeply, or an over-long integer
+            return cause, "", key, idx, None
+    if err.msg.startswith("Extra data"):
+        return ("text after the end of the object (two objects, or a stray character)", "",
+                None, err.pos, None)
+    return f"JSON parser: {err.msg}", "", None, err.pos, None
+
+
+
+def _too_deep(text: str) -> int:
+    """Index of the first bracket nested deeper than 500 levels (outside strings)."""
+    depth = 0
+    for i, ch in enumerate(_mask_strings(text)):
+        if ch in "[{":
+            depth += 1
+            if depth > 500:
+                return i
+        elif ch in "]}":
+            depth -= 1
+    return 0
+
+
+def _syntax_error(text: str, err: json.JSONDecodeError) -> ConfigSyntaxError:
+    """The :class:`ConfigSyntaxError` for ``text``, which :func:`json.loads` refused."""
+    cause, fix, key, idx, repaired = _diagnose(text, err)
+    line, col = _linecol(text, idx)
+    return ConfigSyntaxError(cause, line=line, column=col, fix=fix, key=key,
+                             parser_message=f"{err.msg} at line {err.lineno} column {err.colno}",
+                             repaired=repaired)
+
+
+# public names for the checker (the underscored ones stay for this module's rules)
+loads, linecol, mask_strings, syntax_error, too_deep = (_loads, _linecol, _mask_strings,
+                                                        _syntax_error, _too_deep)
+PLACEHOLDER_STRING_RE = _PLACEHOLDER_STRING_RE
