@@ -107,9 +107,7 @@ def plan(args) -> dict:
         acceptance["tau"] = args.tau[0] if len(args.tau) == 1 else np.asarray(args.tau)
     else:
         acceptance["acceptance_rates"] = args.acceptance_rates
-    # validate the acceptance first: its message names the flag's quantity
-    S.tokens_per_step(sorted(args.gamma), **acceptance) if args.tau is None or len(
-        args.tau) == 1 else S.tokens_per_step(args.gamma, **acceptance)
+    S.tokens_per_step(args.gamma, **acceptance)  # bad acceptance input fails before fitting
     calibration = None
     if args.calibrate:
         cal = S.calibrate(st, args.calibrate)

@@ -18,8 +18,9 @@ Catalogues (``data/gpus.csv``, ``data/model_architectures.csv``; names case-inse
     -> :class:`Architecture`; :func:`architecture_names`; :func:`ridge_point`.
 Step time
     :class:`Efficiency` (bandwidth and compute fractions of peak, fixed per-step cost,
-    per-token cost, all-reduce latency); :data:`DEFAULT_EFFICIENCY` (from SpecDecode-Bench's
-    fitted constants); :func:`step_breakdown` (bytes, FLOPs, times, bound);
+    per-token cost, all-reduce latency, memory/compute overlap); :data:`DEFAULT_EFFICIENCY`
+    (from SpecDecode-Bench's fitted constants), :data:`DEFAULT_HEAD_EFFICIENCY`,
+    :func:`default_efficiency_sources`; :func:`step_breakdown` (bytes, FLOPs, times, bound);
     :func:`step_time_ms`.
 Drafts and the setup
     :class:`Draft` / :func:`draft` (``ngram``, ``suffix``, ``eagle``, ``eagle3``, ``mtp``, a
@@ -32,11 +33,17 @@ Times and speedup (arrays broadcast: batch x context x gamma)
 Grids and decisions
     :func:`evaluate` -> :class:`Grid` (``.frame()``, ``.best()``); :func:`best_gamma`;
     :func:`crossover_batch`; :func:`schedule`, :func:`schedule_gammas`,
-    :func:`plan_schedule`, :func:`check_schedule`,
-    :func:`schedule_lookup`, :func:`schedule_config`; :data:`SCHEDULE_TAX`.
+    :func:`plan_schedule`, :func:`check_schedule`, :func:`schedule_lookup` (vLLM's per-batch K),
+    :func:`schedule_config`, :func:`setup_config` (config + notes for a setup),
+    :func:`model_id`; :data:`SCHEDULE_TAX` (measured cost of turning the schedule on).
 Calibration
     :func:`read_measurements` (CSV ``role, batch_size, context, query_tokens, ms``);
-    :func:`calibrate` -> :class:`Calibration` (``.setup``, ``.report``).
+    :func:`calibrate` -> :class:`Calibration` (``.setup``, ``.report``, ``.notes``).
+Reference tables (``data/magicdec_steps.csv``)
+    :data:`MAGICDEC_TABLES`, :func:`magicdec_table`, :func:`magicdec_setup`,
+    :func:`table_measurements` (rows -> calibration format), :func:`predict_table`,
+    :func:`fit_and_predict` (calibrate on some rows, predict all);
+    :func:`batch_table_comparison` (EAGLE-3 Tables 3 and 5 beside the model, tau assumed).
 
 Units: times in milliseconds (``_ms``), bytes in bytes, FLOP/s and bytes/s in SI units.
 Scalars give Python floats; arrays broadcast with numpy's rules.
@@ -45,6 +52,7 @@ Scalars give Python floats; arrays broadcast with numpy's rules.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import os
@@ -57,8 +65,8 @@ from . import _check
 
 __all__ = [
     "GPU", "Architecture", "Efficiency", "Draft", "Setup", "Grid", "Calibration",
-    "DEFAULT_EFFICIENCY", "DEFAULT_HEAD_EFFICIENCY", "DTYPES", "DRAFT_METHODS", "SD_OVERHEAD_MS", "NGRAM_DRAFT_FRACTION",
-    "SCHEDULE_TAX",
+    "DEFAULT_EFFICIENCY", "DEFAULT_HEAD_EFFICIENCY", "DTYPES", "DRAFT_METHODS",
+    "SD_OVERHEAD_MS", "NGRAM_DRAFT_FRACTION", "SCHEDULE_TAX",
     "gpu", "gpu_names", "architecture", "architecture_names", "ridge_point",
     "step_breakdown", "step_time_ms",
     "draft", "setup", "max_batch_in_memory",
@@ -70,7 +78,8 @@ __all__ = [
     "read_measurements", "calibrate", "MEASURED_COLUMNS", "OVERLAP_GRID",
     "FIT_EFFICIENCY_RANGE", "default_efficiency_sources",
     "MAGICDEC_TABLES", "MAGICDEC_SNAPKV_BUDGET", "magicdec_table", "magicdec_setup",
-    "table_measurements", "predict_table",
+    "table_measurements", "predict_table", "fit_and_predict",
+    "EAGLE3_BATCH_TABLES", "batch_table_comparison",
 ]
 
 #: Bytes per stored weight for each supported weight dtype (int4 packs two per byte).
@@ -134,7 +143,9 @@ def _load(name: str):
     return data.load(name)
 
 
+@functools.lru_cache(maxsize=None)
 def _catalogue(table: str, key: str) -> dict[str, dict]:
+    """{lower-case name or alias: row} of a catalogue CSV (read once per process)."""
     rows = {}
     for rec in _load(table).to_dict("records"):
         names = [rec[key]] + [a for a in str(rec.get("aliases", "")).split(";") if a]
@@ -145,7 +156,7 @@ def _catalogue(table: str, key: str) -> dict[str, dict]:
 
 def gpu_names() -> list[str]:
     """Catalogue GPU names (``data/gpus.csv``), in file order."""
-    return list(_load("gpus")["gpu"])
+    return list(dict.fromkeys(r["gpu"] for r in _catalogue("gpus", "gpu").values()))
 
 
 def gpu(name) -> GPU:
@@ -271,7 +282,8 @@ class Architecture:
 
 def architecture_names() -> list[str]:
     """Catalogue model names (``data/model_architectures.csv``), in file order."""
-    return list(_load("model_architectures")["model"])
+    return list(dict.fromkeys(r["model"] for r in _catalogue("model_architectures",
+                                                             "model").values()))
 
 
 def _as_bool(x) -> bool:
@@ -407,10 +419,10 @@ class Efficiency:
     """
 
     bandwidth: float = 0.996
-    compute: float = 0.773
-    fixed_ms: float = 1.07
+    compute: float = 0.722
+    fixed_ms: float = 1.39
     token_us: float = 0.0
-    allreduce_us: float = 38.0
+    allreduce_us: float = 33.0
     overlap: float = 0.0
 
     def __post_init__(self):
@@ -423,13 +435,16 @@ class Efficiency:
 
 #: Defaults from published data (``shared/reference/batch-model.md`` section 4.1): the
 #: SpecDecode-Bench simulator's fit for Llama-3.1-8B on 1x H100 with vLLM (arXiv 2601.11580,
-#: predictor.py ``Llama8BH100``): KV streams at 131072 B / 3.926e-8 s = 3.34 TB/s = 0.996 of
-#: 3.35 TB/s; 2 x 8.03e9 FLOP / 2.101e-5 s = 764 TFLOP/s = 0.773 of 989.4; the fixed 5.886 ms
-#: less the bf16 weight read (16.06 GB at 3.34 TB/s = 4.81 ms) leaves 1.07 ms. The all-reduce
-#: latency (38 us, two per layer under TP) is DERIVED from MagicDec appendix Table 4 (8x H100,
+#: predictor.py ``Llama8BH100``), restated in this model's terms: KV streams at
+#: 131072 B / 3.926e-8 s = 3.34 TB/s = 0.996 of 3.35 TB/s; the per-token cost 2.101e-5 s
+#: carries 2 x 7.50e9 matmul FLOPs (layers + LM head) at 714 TFLOP/s = 0.722 of 989.4 (the
+#: reference's 77 % counts all 8.03e9 parameters); the fixed 5.886 ms less the weight read
+#: per step (15.01 GB, the input embedding is not read in full, at 3.34 TB/s = 4.50 ms) leaves
+#: 1.39 ms. ``overlap`` 0 (memory and compute times add) is the form of that fit, so with these
+#: defaults the target step equals the simulator's up to attention FLOPs. The all-reduce
+#: latency (33 us, two per layer under TP) is DERIVED from MagicDec appendix Table 4 (8x H100,
 #: TP8, Llama-3.1-8B, S 32000): the mean of its three T_AR rows less the modelled weight, KV
-#: and fixed costs, 2.43 ms per step, over 64 all-reduces. ``overlap`` 0 (memory and compute
-#: times add) is the form of SpecDecode-Bench's fit. See :func:`default_efficiency_sources`.
+#: and fixed costs, over 64 all-reduces. See :func:`default_efficiency_sources`.
 DEFAULT_EFFICIENCY = Efficiency()
 
 #: Default for EAGLE / EAGLE-3 / MTP heads: as :data:`DEFAULT_EFFICIENCY` but a fixed cost of
@@ -446,14 +461,14 @@ def default_efficiency_sources() -> dict:
     return {
         "bandwidth": "SpecDecode-Bench (arXiv 2601.11580) target_c_kv 3.92645679e-08 s/token: "
                      "131072 B / c_kv = 3.34 TB/s = 0.996 of H100 SXM's 3.35 TB/s",
-        "compute": "SpecDecode-Bench target_c_compute 2.10103129e-05 s/token: 2 x 8.03e9 FLOP / "
-                   "c = 764 TFLOP/s = 0.773 of 989.4 TFLOP/s",
-        "fixed_ms": "SpecDecode-Bench target_c_fixed 5.886 ms less the bf16 weight read of "
-                    "Llama-3.1-8B (16.06 GB / (0.996 x 3.35 TB/s) = 4.81 ms)",
+        "compute": "SpecDecode-Bench target_c_compute 2.10103129e-05 s/token: 2 x 7.505e9 "
+                   "matmul FLOP (layers + LM head) / c = 714 TFLOP/s = 0.722 of 989.4 TFLOP/s",
+        "fixed_ms": "SpecDecode-Bench target_c_fixed 5.886 ms less the bf16 weight read per "
+                    "step of Llama-3.1-8B (15.01 GB / (0.996 x 3.35 TB/s) = 4.50 ms)",
         "token_us": "0: the additive fit's per-token cost is carried by the compute roofline",
         "allreduce_us": "DERIVED from MagicDec (arXiv 2408.11049) appendix Table 4 T_AR rows "
                         "(8x H100, TP8): the mean per-step time not explained by weights, KV "
-                        "and the fixed cost (2.43 ms), over 2 x 32 all-reduces = 38 us",
+                        "and the fixed cost (2.10 ms), over 2 x 32 all-reduces = 33 us",
         "overlap": "0: SpecDecode-Bench's fitted model is additive (c_kv x KV tokens + "
                    "c_compute x query tokens + c_fixed), i.e. memory and compute times add",
     }
@@ -487,12 +502,12 @@ def _step(arch, g, eff, dtype, kv_dtype, n, b, s, q, kv_budget=None, parts=False
     t_w, t_lin = w / bw * 1e3, f_lin * (1e3 / fl)
     t_kv, t_att = kv * (1e3 / bw), f_att * (1e3 / fl)
     fixed = eff.fixed_ms + (eff.token_us * 1e-3) * tokens
-    o = 1.0 - eff.overlap
-    if o:
+    if eff.overlap == 0.0:  # additive: max + min = sum
+        total = fixed + t_w + t_lin + t_kv + t_att
+    else:
+        o = 1.0 - eff.overlap
         total = (fixed + np.maximum(t_w, t_lin) + o * np.minimum(t_w, t_lin)
                  + np.maximum(t_kv, t_att) + o * np.minimum(t_kv, t_att))
-    else:
-        total = fixed + t_w + t_lin + t_kv + t_att
     comm = 0.0
     if n > 1:
         comm = 2 * arch.n_layers * (eff.allreduce_us * 1e-3
@@ -1619,3 +1634,82 @@ def predict_table(st: Setup, rows):
                         "speedup_printed": rows["speedup"].to_numpy(float)})
     out["relative_error"] = out["speedup"] / out["speedup_printed"] - 1.0
     return out
+
+
+def fit_and_predict(table_id: str, *, max_train_batch: int | None = None,
+                    max_train_context: int | None = None):
+    """Calibrate on some rows of a MagicDec table and predict all of them.
+
+    Rows with batch_size <= ``max_train_batch`` and context <= ``max_train_context`` (either
+    limit may be None) are turned into step-time measurements (:func:`table_measurements`) and
+    fitted (:func:`calibrate`); every row is then predicted with its printed tau.
+
+    Returns
+    -------
+    (Calibration, DataFrame): the predictions of :func:`predict_table` plus a boolean column
+    ``fitted`` (the row was used in the fit).
+
+    Raises
+    ------
+    ValueError
+        unknown table; no row or every row selected for the fit (nothing to predict).
+    """
+    rows = magicdec_table(table_id)
+    train = np.ones(len(rows), dtype=bool)
+    if max_train_batch is not None:
+        train &= rows["batch_size"].to_numpy() <= _check.scalar_int(
+            "max_train_batch", max_train_batch, lo=1)
+    if max_train_context is not None:
+        train &= rows["context"].to_numpy() <= _check.scalar_int(
+            "max_train_context", max_train_context, lo=0)
+    if not train.any() or train.all():
+        raise ValueError(f"{table_id}: the limits select {int(train.sum())} of {len(rows)} rows "
+                         "for the fit; leave some rows to fit and some to predict")
+    cal = calibrate(magicdec_setup(table_id),
+                    table_measurements(rows[train])[list(MEASURED_COLUMNS)])
+    pred = predict_table(cal.setup, rows)
+    pred["fitted"] = train
+    return cal, pred
+
+
+#: EAGLE-3 batch tables in ``data/`` (throughput ratio by batch size, no tau printed).
+EAGLE3_BATCH_TABLES = ("eagle3_table3_sglang_batch", "eagle3_table5_vllm_batch")
+
+
+def batch_table_comparison(name: str, gpu_name, *, context: int = 512, alpha=None, tau=None,
+                           acceptance_rates=None):
+    """An EAGLE-3 batch table (Table 3, SGLang on 1x H100, chain 3; Table 5, vLLM, chain 2,
+    hardware stated inconsistently) beside the model for Llama-3.1-8B on ``gpu_name``.
+
+    The tables print no tau and no context, so both are assumptions the caller states: the
+    acceptance (one of alpha, tau, acceptance_rates, applied to both EAGLE and EAGLE-3) and
+    ``context`` (default 512 tokens, roughly an MT-bench turn). EAGLE rows use an ``eagle``
+    draft, EAGLE-3 rows ``eagle3`` (the same one-layer head in this model).
+
+    Returns
+    -------
+    DataFrame: method, batch_size, gamma (the chain length), printed (throughput ratio),
+    model (predicted speedup), relative_error.
+
+    Raises
+    ------
+    ValueError
+        unknown table or GPU; acceptance errors as :func:`tokens_per_step`.
+    """
+    import pandas as pd
+
+    _check.choice("name", name, EAGLE3_BATCH_TABLES)
+    df = _load(name)
+    out = []
+    for method, part in df.groupby("method", sort=False):
+        st = setup(gpu_name, "Llama-3.1-8B", "eagle3" if method == "EAGLE-3" else "eagle")
+        gamma = int(part["chain_length"].iloc[0])
+        sp = speedup(st, part["batch_size"].to_numpy(), context, gamma, alpha=alpha, tau=tau,
+                     acceptance_rates=acceptance_rates)
+        out.append(pd.DataFrame({"method": method, "batch_size": part["batch_size"].to_numpy(),
+                                 "gamma": gamma,
+                                 "printed": part["throughput_ratio"].to_numpy(float),
+                                 "model": np.atleast_1d(sp)}))
+    res = pd.concat(out, ignore_index=True)
+    res["relative_error"] = res["model"] / res["printed"] - 1.0
+    return res

@@ -1,0 +1,505 @@
+"""The serving step-time model (specnb.serving): catalogues against the reference, the
+physics, tau sources, reproduction of MagicDec rows it was not fitted on, vLLM's schedule
+rules, calibration and bad input. Reference numbers: shared/reference/batch-model.md."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from specnb import data, theory
+from specnb import serving as S
+from specnb.vllm import check_speculative_config
+
+
+# --------------------------------------------------------------------------- catalogues
+@pytest.mark.parametrize("model, kib", [("Llama-3.1-8B", 128), ("Llama-3.1-70B", 320),
+                                        ("Llama-2-7B", 512)])
+def test_kv_bytes_per_token_match_the_reference(model, kib):
+    # reference 6.2: 131,072 B = 128 KiB; 327,680 B = 320 KiB; 524,288 B = 512 KiB (bf16)
+    assert S.architecture(model).kv_bytes_per_token("bf16") == kib * 1024
+    assert S.architecture(model).kv_bytes_per_token("fp8") == kib * 512
+
+
+def test_parameter_counts_match_the_reference_at_printed_precision():
+    a = S.architecture("Llama-3.1-8B")
+    assert round(a.params / 1e9, 3) == 8.030  # "8.030 B (6.980 B non-embedding)"
+    assert round((a.params - 2 * a.embedding_params) / 1e9, 3) == 6.980
+    assert round(a.weight_bytes("bf16") / 1e9, 2) == 16.06  # "16.06 GB"
+    b = S.architecture("Llama-3.1-70B")
+    assert round(b.params / 1e9, 2) == 70.55 and round(b.weight_bytes() / 1e9, 1) == 141.1
+
+
+@pytest.mark.parametrize("model, k_tokens", [("Llama-3.1-8B", 122.5), ("Llama-3.1-70B", 430.6),
+                                             ("Llama-2-7B", 25.7)])
+def test_batch_tokens_where_kv_equals_weights(model, k_tokens):
+    a = S.architecture(model)
+    assert round(a.weight_bytes() / a.kv_bytes_per_token() / 1e3, 1) == k_tokens
+
+
+def test_every_catalogue_model_agrees_with_its_published_count():
+    for name in S.architecture_names():
+        a = S.architecture(name)
+        assert abs(a.params / a.params_published - 1) < 0.01, name
+    # Qwen3-0.6B: 0.44 B non-embedding on its card; tied embeddings
+    q = S.architecture("qwen3-0.6b")
+    assert round((q.params - q.embedding_params) / 1e9, 2) == 0.44
+
+
+@pytest.mark.parametrize("gpu, ridge", [("H100-SXM", 295), ("H200", 206), ("A100-SXM-80GB", 153),
+                                        ("L40S", 419), ("RTX-3090", 76), ("RTX-4090", 164),
+                                        ("B200", 281)])
+def test_ridge_points_match_the_reference(gpu, ridge):
+    assert round(S.ridge_point(gpu)) == ridge
+
+
+def test_catalogues_hold_the_required_rows_with_provenance():
+    gpus = {"H100-SXM", "H200", "A100-SXM-80GB", "A40", "L40", "L40S", "RTX-3090", "RTX-4090",
+            "B200"}
+    assert gpus <= set(S.gpu_names())
+    models = {"Llama-3.1-8B", "Llama-3.1-70B", "Llama-3.2-1B", "Llama-2-7B", "TinyLlama-1.1B",
+              "Mistral-7B-v0.3", "Qwen2.5-7B", "Qwen2.5-32B", "Qwen3-8B", "Qwen3-0.6B"}
+    assert models <= set(S.architecture_names())
+    for name in ("gpus", "model_architectures"):
+        assert (data.load(name)["source"] != "").all()
+
+
+def test_names_are_case_insensitive_and_aliases_work():
+    assert S.gpu("h100").name == S.gpu("H100 SXM 80GB").name == "H100-SXM"
+    assert S.architecture("LLAMA-3.1-8B-INSTRUCT").name == "Llama-3.1-8B"
+    assert S.gpu("a100").fp8_flops is None and S.gpu("A100").flops("fp8") == 312e12
+    assert S.gpu("H100").flops("fp8") == pytest.approx(2 * S.gpu("H100").flops("bf16"), rel=1e-3)
+
+
+def test_unknown_names_list_the_known_ones():
+    with pytest.raises(ValueError, match="unknown GPU 'V100'.*H100-SXM.*B200"):
+        S.gpu("V100")
+    with pytest.raises(ValueError, match="unknown model 'gpt-5'.*Llama-3.1-8B.*Qwen3-0.6B"):
+        S.architecture("gpt-5")
+
+
+def _llama8b_config():
+    return {"model_type": "llama", "num_hidden_layers": 32, "hidden_size": 4096,
+            "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336,
+            "vocab_size": 128256, "tie_word_embeddings": False}
+
+
+def test_config_json_reads_like_the_catalogue(tmp_path):
+    path = tmp_path / "m" / "config.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(_llama8b_config()))
+    for arg in (path, str(path), str(path.parent)):
+        a = S.architecture(arg)
+        assert a.params == S.architecture("Llama-3.1-8B").params
+        assert a.kv_bytes_per_token() == 131072
+    # a multimodal config's text_config; Qwen2 gets q/k/v biases by default
+    qwen = {"text_config": {"model_type": "qwen2", "num_hidden_layers": 28, "hidden_size": 3584,
+                            "num_attention_heads": 28, "num_key_value_heads": 4,
+                            "intermediate_size": 18944, "vocab_size": 152064}}
+    assert S.architecture(qwen).params == S.architecture("Qwen2.5-7B").params
+
+
+def test_bad_config_json(tmp_path):
+    bad = tmp_path / "config.json"
+    bad.write_text('{"num_hidden_layers": 32,\n "hidden_size": 4096,}')
+    with pytest.raises(ValueError, match="line 2, column"):
+        S.architecture(bad)
+    cfg = _llama8b_config()
+    del cfg["vocab_size"]
+    with pytest.raises(ValueError, match="missing key 'vocab_size'"):
+        S.architecture(cfg)
+    with pytest.raises(ValueError, match="mixture-of-experts"):
+        S.architecture({**_llama8b_config(), "num_local_experts": 8})
+    with pytest.raises(ValueError, match="hidden_size must be a positive integer"):
+        S.architecture({**_llama8b_config(), "hidden_size": 0})
+    with pytest.raises(FileNotFoundError):
+        S.architecture(str(tmp_path / "nothing" / "config.json"))
+
+
+# --------------------------------------------------------------------------- step time
+def test_step_breakdown_bytes_and_flops():
+    br = S.step_breakdown("Llama-3.1-8B", "H100", 32, 1000, 4)
+    a = S.architecture("Llama-3.1-8B")
+    assert br["kv_bytes"] == 32 * 1000 * 131072
+    assert br["weight_bytes"] == a.step_params * 2
+    assert br["linear_flops"] == 2 * a.matmul_params_per_token * 32 * 4
+    assert br["attention_flops"] == 4 * 32 * 32 * 128 * 32 * 4 * 1000
+    assert str(br["bound"]) == "memory"
+    assert str(S.step_breakdown("Llama-3.1-8B", "H100", 512, 0, 8)["bound"]) == "compute"
+    # tensor parallelism splits weights and FLOPs n ways, KV min(n, kv_heads) ways
+    tp = S.step_breakdown("Llama-3.1-8B", "H100", 32, 1000, 4, gpus=16)
+    assert tp["weight_bytes"] == br["weight_bytes"] / 16 and tp["kv_bytes"] == br["kv_bytes"] / 8
+    assert tp["t_comm_ms"] > 0 and br["t_comm_ms"] == 0
+    # weight dtypes: fp8 halves, int4 quarters the weight bytes
+    assert S.step_breakdown("Llama-3.1-8B", "H100", 1, 0, dtype="int4")["weight_bytes"] == \
+        br["weight_bytes"] / 4
+    # a KV budget caps the context read
+    capped = S.step_breakdown("Llama-3.1-8B", "H100", 32, 100000, kv_budget=512)
+    assert capped["kv_bytes"] == 32 * 512 * 131072
+
+
+def test_additive_default_reproduces_specdecode_bench_fit():
+    """With the defaults (derived from SpecDecode-Bench's Llama8BH100 constants), the target step
+    is c_kv x KV tokens + c_compute x query tokens + c_fixed up to attention FLOPs."""
+    pred = data.load("specdecode_bench_predictor").set_index("constant")["value"]
+    eff = S.DEFAULT_EFFICIENCY
+    g = S.gpu("H100-SXM")
+    assert round(131072 / pred["target_c_kv"] / g.bandwidth, 3) == eff.bandwidth
+    a = S.architecture("Llama-3.1-8B")
+    assert round(2 * a.matmul_params_per_token / pred["target_c_compute"] / g.bf16_flops, 3) \
+        == eff.compute
+    w = a.step_params * 2 / (eff.bandwidth * g.bandwidth)
+    assert round(1e3 * pred["target_c_fixed"] - 1e3 * w, 2) == eff.fixed_ms
+    b, s, q = 16, 2000, 4
+    br = S.step_breakdown("Llama-3.1-8B", "H100-SXM", b, s, q)
+    additive = 1e3 * (pred["target_c_kv"] * b * s + pred["target_c_compute"] * b * q
+                      + pred["target_c_fixed"])
+    assert float(br["time_ms"]) == pytest.approx(additive, rel=0.02)
+
+
+def test_allreduce_default_is_derived_from_magicdec_table4():
+    st = S.magicdec_setup("table4", target_efficiency=S.Efficiency(allreduce_us=0.0))
+    r = S.magicdec_table("table4")
+    res = r["t_ar_ms"].to_numpy() - S.t_plain_ms(st, r["batch_size"].to_numpy(),
+                                                r["context"].to_numpy())
+    assert round(res.mean() / 64 * 1e3) == S.DEFAULT_EFFICIENCY.allreduce_us
+
+
+@settings(max_examples=40, deadline=None)
+@given(b=st.integers(1, 512), s=st.integers(0, 100_000), q=st.integers(1, 16),
+       overlap=st.sampled_from([0.0, 0.5, 1.0]))
+def test_step_time_grows_with_batch_context_and_query(b, s, q, overlap):
+    eff = S.Efficiency(overlap=overlap)
+    t = lambda *a: S.step_time_ms("Llama-3.1-8B", "A100", *a, efficiency=eff)  # noqa: E731
+    # strictly with partial overlap; the ideal roofline is flat while memory-bound
+    grows = (lambda x, y: x > y) if overlap < 1 else (lambda x, y: x >= y)  # noqa: E731
+    assert grows(t(b + 1, s, q), t(b, s, q))
+    assert t(b, s + 1000, q) > t(b, s, q)
+    assert grows(t(b, s, q + 1), t(b, s, q))
+    # the ideal roofline (overlap 1) is never slower than partial overlap
+    assert S.step_time_ms("Llama-3.1-8B", "A100", b, s, q, efficiency=S.Efficiency(overlap=1)) \
+        <= t(b, s, q) + 1e-12
+
+
+def test_step_time_bad_input():
+    with pytest.raises(ValueError, match="batch_size must be an integer >= 1, got 0"):
+        S.step_time_ms("Llama-3.1-8B", "H100", 0, 100)
+    with pytest.raises(ValueError, match="dtype must be one of"):
+        S.step_time_ms("Llama-3.1-8B", "H100", 1, 100, dtype="fp4")
+    with pytest.raises(ValueError, match="gpus must be an integer >= 1"):
+        S.step_time_ms("Llama-3.1-8B", "H100", 1, 100, gpus=0)
+    with pytest.raises(ValueError, match="overlap must be in"):
+        S.Efficiency(overlap=2)
+    with pytest.raises(ValueError, match="bandwidth must be in"):
+        S.Efficiency(bandwidth=0)
+
+
+# --------------------------------------------------------------------------- drafts
+def test_drafts():
+    tgt = "Llama-3.1-8B"
+    head = S.draft("eagle3", tgt)
+    assert head.kind == "head" and head.arch.n_layers == 1 and head.arch.vocab_size == 128256
+    assert S.draft("ngram", tgt).arch is None
+    assert S.draft("Llama-3.2-1B", tgt).method == "draft_model"
+    assert S.draft("self", tgt, kv_budget=512).kv_budget == 512
+    with pytest.raises(ValueError, match="vocab_size 151936 but the target Llama-3.1-8B has "
+                                         "128256"):
+        S.draft("Qwen3-0.6B", tgt)
+    with pytest.raises(ValueError, match="ngram drafting reads no KV"):
+        S.draft("ngram", tgt, kv_budget=512)
+    with pytest.raises(ValueError, match="unknown draft 'medusa2'.*ngram.*Llama-3.2-1B"):
+        S.draft("medusa2", tgt)
+    with pytest.raises(ValueError, match="draft_kv_budget must be an integer >= 1"):
+        S.draft("self", tgt, kv_budget=0)
+
+
+def test_draft_times_follow_the_draft():
+    st_ng = S.setup("H100", "Llama-3.1-8B", "ngram")
+    assert S.t_draft_ms(st_ng, 8, 1000, 3) == pytest.approx(
+        S.NGRAM_DRAFT_FRACTION * S.t_verify_ms(st_ng, 8, 1000, 3))
+    st_self = S.setup("H100", "Llama-3.1-8B", "self")
+    assert S.t_draft_ms(st_self, 8, 1000, 3) == pytest.approx(3 * S.t_plain_ms(st_self, 8, 1000))
+    budget = S.setup("H100", "Llama-3.1-8B", "self", draft_kv_budget=512)
+    assert S.t_draft_ms(budget, 8, 100000, 1) == pytest.approx(S.t_plain_ms(budget, 8, 512))
+
+
+# --------------------------------------------------------------------------- tau
+def test_tokens_per_step_sources():
+    g = np.arange(1, 6)
+    assert np.allclose(S.tokens_per_step(g, alpha=0.7), theory.expected_tokens_per_step(0.7, g))
+    assert S.tokens_per_step(3, tau=2.5) == 2.5
+    # SpecDecode-Bench GSM8K acc_eagle: P(L >= 1 + i) for i = 1..5
+    r = data.load("specdecode_bench_acceptance").iloc[0]
+    rates = [r[f"p_ge_{i}"] for i in range(2, 7)]
+    assert S.tokens_per_step(g, acceptance_rates=rates).tolist() == pytest.approx(
+        [1.716, 2.198, 2.513, 2.719, 2.853])
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(tau=4.5), r"tau must be in \[1, gamma \+ 1\] = \[1, 4\] for gamma = 3, got 4.5"),
+    (dict(tau=0.5), "tau must be in"),
+    (dict(alpha=1.2), r"alpha must be in \[0, 1\]"),
+    (dict(acceptance_rates=[0.8, 1.3, 0.2]), r"acceptance_rates must be in \[0, 1\].*1.3"),
+    (dict(acceptance_rates=[0.5, 0.7, 0.2]), "must not increase.*0.5 then 0.7"),
+    (dict(acceptance_rates=[0.5, 0.3]), "gamma 3 needs 3 acceptance rates, got 2"),
+    (dict(alpha=0.5, tau=2.0), "exactly one of alpha, tau or acceptance_rates"),
+    (dict(), "exactly one"),
+])
+def test_tokens_per_step_bad_input(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        S.tokens_per_step(3, **kwargs)
+
+
+# --------------------------------------------------------------------------- speedup, grid
+def test_speedup_formula_and_grid_agree():
+    st_ = S.setup("A100", "Llama-3.1-8B", "Llama-3.2-1B")
+    b, s, g = 16, 4000, 3
+    tau = float(S.tokens_per_step(g, alpha=0.6))
+    cost = S.t_draft_ms(st_, b, s, g) + S.t_verify_ms(st_, b, s, g) + S.SD_OVERHEAD_MS
+    assert S.speedup(st_, b, s, g, alpha=0.6) == pytest.approx(tau * S.t_plain_ms(st_, b, s) / cost)
+    assert S.per_token_latency_ms(st_, b, s, g, alpha=0.6) == pytest.approx(cost / tau)
+    grid = S.evaluate(st_, [1, 16, 256], [0, 4000], [1, 3, 5], alpha=0.6)
+    assert grid.speedup.shape == (3, 2, 3)
+    assert grid.speedup[1, 1, 1] == pytest.approx(S.speedup(st_, b, s, g, alpha=0.6))
+    frame = grid.frame()
+    assert len(frame) == 18 and set(frame["bound"]) <= {"memory", "compute"}
+    best, sp = grid.best()
+    i = np.argmax(grid.speedup, axis=2)
+    assert np.array_equal(best, np.where(sp > 1, grid.gammas[i], 0))
+
+
+def test_speculation_stops_paying_at_large_batch_and_long_context_brings_it_back():
+    st_ = S.setup("H100", "Llama-3.1-8B", "eagle3")
+    sp = S.speedup(st_, np.array([1, 1024])[:, None], np.array([500, 32000])[None, :], 3,
+                   alpha=0.7)
+    assert sp[0, 0] > 1 > sp[1, 0]  # short context: pays at batch 1, not at 1024
+    assert sp[1, 1] > sp[0, 1] > 1  # long context: pays more at 1024 (MagicDec's finding)
+    cross = S.crossover_batch(st_, [500, 32000], [3], max_batch=1024, alpha=0.7)
+    assert 1 < cross[0] < 1024 and cross[1] == 1024
+    assert S.crossover_batch(st_, 500, [1, 2, 3], max_batch=64, tau=1.0) == 0
+
+
+def test_verdict():
+    assert S.verdict(1.2) == "pays" and S.verdict(1.0) == "does not pay"
+    assert S.verdict(1.02, tolerance=0.05) == "break-even"
+    assert list(S.verdict(np.array([0.9, 1.1]))) == ["does not pay", "pays"]
+
+
+# --------------------------------------------------------------------------- MagicDec
+@pytest.mark.parametrize("table", ["table3a", "table3b"])
+@pytest.mark.parametrize("limits", [{"max_train_batch": 64}, {"max_train_context": 8000}],
+                         ids=["batch-split", "context-split"])
+def test_magicdec_rows_not_fitted_on_are_reproduced(table, limits):
+    """Fit on some rows of MagicDec appendix Table 3, predict the others' speedup (printed to 2
+    decimals) within 10 %, the calibrated goal (benchmarks/bench_serving_model.py prints the
+    median and max: 2.6 % and 9.7 % for the batch split, 3.2 % and 9.2 % for the context split),
+    and every pays / does-not-pay verdict."""
+    _, pred = S.fit_and_predict(table, **limits)
+    assert pred["fitted"].sum() >= 8
+    pred = pred[~pred["fitted"]]
+    assert len(pred) >= 2
+    assert pred["relative_error"].abs().max() <= 0.10
+    assert ((pred["speedup"] > 1) == (pred["speedup_printed"] > 1)).all()
+
+
+def test_magicdec_tables_transcribed_consistently():
+    """Every row satisfies x = T_AR / T_SD within 0.01 (reference 2.2), and the model's
+    speedup formula reproduces x from the printed times within MagicDec's overhead gap."""
+    df = data.load("magicdec_steps")
+    assert len(df) == 39
+    assert ((df["t_ar_ms"] / df["t_sd_ms"] - df["speedup"]).abs() <= 0.01 + 1e-9).all()
+    gap = df["omega"] * df["t_sd_ms"] - df["gamma_t_draft_ms"] - df["t_verify_ms"]
+    t3 = df["table_id"].str.startswith("table3")
+    assert gap[t3].between(1.25, 1.85).all()  # 1.29-1.81 ms; SD_OVERHEAD_MS is 1.21 ms
+
+
+def test_fit_and_predict_needs_rows_on_both_sides():
+    with pytest.raises(ValueError, match="leave some rows to fit and some to predict"):
+        S.fit_and_predict("table4", max_train_batch=64)
+
+
+def test_eagle3_batch_table_beside_the_model():
+    res = S.batch_table_comparison("eagle3_table3_sglang_batch", "H100", alpha=0.7)
+    assert len(res) == 18 and set(res["gamma"]) == {3}
+    assert res["printed"].tolist()[:2] == [1.40, 1.38]
+    with pytest.raises(ValueError, match="name must be one of"):
+        S.batch_table_comparison("eagle3_table1", "H100", alpha=0.7)
+
+
+def test_uncalibrated_defaults_meet_the_goal_on_magicdec():
+    pred = pd.concat([S.predict_table(S.magicdec_setup(t), S.magicdec_table(t))
+                      for t in S.MAGICDEC_TABLES])
+    assert pred["relative_error"].abs().median() <= 0.20
+    assert ((pred["speedup"] > 1) == (pred["speedup_printed"] > 1)).mean() >= 0.85
+
+
+# --------------------------------------------------------------------------- calibration
+@pytest.mark.parametrize("overlap", [0.0, 1.0])
+def test_calibration_recovers_known_efficiencies(overlap):
+    true = S.Efficiency(bandwidth=0.8, compute=0.5, fixed_ms=2.0, token_us=5.0, overlap=overlap)
+    st_ = S.setup("H200", "Llama-3.1-8B", "self")
+    b = np.array([1, 4, 16, 64, 256, 1, 4, 16, 64, 256, 8, 128])
+    s = np.array([128, 128, 128, 128, 128, 8000, 8000, 8000, 8000, 8000, 30000, 512])
+    q = np.array([1, 1, 4, 4, 8, 1, 4, 1, 8, 1, 2, 16])
+    ms = S.step_time_ms(st_.target, st_.gpu, b, s, q, efficiency=true)
+    df = pd.DataFrame({"role": "target", "batch_size": b, "context": s, "query_tokens": q,
+                       "ms": ms})
+    cal = S.calibrate(st_, df)
+    got = cal.setup.target_efficiency
+    assert got.overlap == overlap
+    for f in ("bandwidth", "compute", "fixed_ms", "token_us"):
+        assert getattr(got, f) == pytest.approx(getattr(true, f), rel=1e-6), f
+    assert cal.report["relative_error"].abs().max() < 1e-9
+    assert cal.setup.draft_efficiency == st_.draft_efficiency  # no draft rows: untouched
+
+
+def test_calibration_csv_file(tmp_path):
+    """A CSV in the calibration format (as a transformers measurement on one GPU would give:
+    target rows only, ms to 2 decimals) is read and fitted directly."""
+    true = S.Efficiency(bandwidth=0.85, compute=0.6, fixed_ms=3.0, token_us=10.0)
+    st_ = S.setup("H200", "Llama-3.1-8B", "eagle3")
+    grid = [(b, s, q) for b in (1, 4, 16, 64) for s in (512, 4096) for q in (1, 4)]
+    lines = ["role,batch_size,context,query_tokens,ms"]
+    for b, s, q in grid:
+        ms = S.step_time_ms(st_.target, st_.gpu, b, s, q, efficiency=true)
+        lines.append(f"target,{b},{s},{q},{ms:.2f}")
+    p = tmp_path / "steps.csv"
+    p.write_text("\n".join(lines) + "\n")
+    cal = S.calibrate(st_, p)
+    assert cal.report["relative_error"].abs().max() < 0.005
+    assert S.t_plain_ms(cal.setup, 256, 8192) == pytest.approx(
+        S.step_time_ms(st_.target, st_.gpu, 256, 8192, efficiency=true), rel=0.02)
+
+
+@pytest.mark.parametrize("text, match", [
+    ("role,batch_size,context,ms\ntarget,1,10,5\n", "missing column.*query_tokens"),
+    ("role,batch_size,context,query_tokens,ms\ntarget,1,10,1,0\n", "row 2: ms must be a positive"),
+    ("role,batch_size,context,query_tokens,ms\ntarget,1,10,1,-3\n", "ms must be a positive"),
+    ("role,batch_size,context,query_tokens,ms\ntarget,1,10,1,abc\n", "ms must be a positive"),
+    ("role,batch_size,context,query_tokens,ms\nverify,1,10,1,3\n", "role must be 'target' or"),
+    ("role,batch_size,context,query_tokens,ms\ntarget,1.5,10,1,3\n", "batch_size must be an "
+                                                                      "integer >= 1"),
+    ("role,batch_size,context,query_tokens,ms\n", "no rows"),
+    ("", "empty file"),
+])
+def test_bad_calibration_csv(tmp_path, text, match):
+    p = tmp_path / "bad.csv"
+    p.write_text(text)
+    with pytest.raises(ValueError, match=match):
+        S.read_measurements(p)
+
+
+def test_calibration_rejects_draft_rows_without_a_draft_model():
+    df = pd.DataFrame({"role": ["draft"], "batch_size": [1], "context": [1], "query_tokens": [1],
+                       "ms": [1.0]})
+    with pytest.raises(ValueError, match="no model to time"):
+        S.calibrate(S.setup("H100", "Llama-3.1-8B", "ngram"), df)
+    with pytest.raises(ValueError, match="fit must be one of"):
+        S.calibrate(S.setup("H100", "Llama-3.1-8B", "self"), df, fit=("speed",))
+
+
+# --------------------------------------------------------------------------- schedule
+def _vllm_valid(rows, nst):
+    """vLLM's rules (reference 5.2), checked directly rather than through check_schedule."""
+    assert rows and all(len(r) == 3 and all(type(x) is int for x in r) for r in rows)
+    assert all(r[0] >= 1 and r[0] <= r[1] and r[2] >= 0 for r in rows)
+    srt = sorted(rows)
+    assert srt[0][0] == 1
+    assert all(b[0] > a[1] for a, b in zip(srt, srt[1:]))
+    assert nst > 0 and all(r[2] <= nst for r in rows)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 600), st.integers(0, 8)), min_size=1, max_size=12,
+                unique_by=lambda x: x[0]))
+def test_schedule_follows_vllms_rules_and_means_what_was_asked(pairs):
+    b = [p[0] for p in pairs]
+    k = [p[1] for p in pairs]
+    rows = S.schedule(b, k)
+    nst = max(max(k), 1)
+    _vllm_valid(rows, nst)
+    assert S.check_schedule(rows, nst) == rows
+    assert [r[1] + 1 for r in rows[:-1]] == [r[0] for r in rows[1:]]  # contiguous
+    assert all(x[2] != y[2] for x, y in zip(rows, rows[1:]))  # equal neighbours merged
+    lookup = S.schedule_lookup(rows, nst, max(b))
+    order = np.argsort(b)
+    for i, j in enumerate(order):  # each listed batch size gets its own K, up to the next
+        nxt = b[order[i + 1]] if i + 1 < len(b) else max(b) + 1
+        lo = 1 if i == 0 else b[j]
+        assert (lookup[lo - 1:nxt - 1] == k[j]).all()
+
+
+def test_schedule_lookup_follows_vllm_semantics():
+    # vLLM's code comment: [(1,16,3),(32,128,2)] maps 17-31 to K = 3; past the last range -> last
+    lk = S.schedule_lookup([[1, 16, 3], [32, 128, 2]], 3, 200)
+    assert (lk[16:31] == 3).all() and (lk[31:128] == 2).all() and (lk[128:] == 2).all()
+    assert (S.schedule_lookup([[1, 64, 5]], 3, 10) == 3).all()  # clamped to num_speculative_tokens
+
+
+@pytest.mark.parametrize("sched", [
+    [[1, 64, 3], [65, 128, 1], [129, 512, 0]],  # EAGLE-1 docs example
+    [[1, 16, 5], [17, 32, 4], [33, 64, 3], [65, 128, 1], [129, 512, 0]],  # EAGLE-3 example
+    [[1, 16, 3], [32, 128, 2]],  # a gap is allowed
+])
+def test_documented_schedules_pass(sched):
+    assert S.check_schedule(sched, 5) == sched
+    cfg = S.schedule_config(sched, "eagle3", model="yuhuili/EAGLE3-LLaMA3.1-Instruct-8B")
+    assert cfg["num_speculative_tokens_per_batch_size"] == sched
+    assert check_speculative_config(cfg).accepted
+
+
+@pytest.mark.parametrize("sched, nst, match", [
+    ([], None, "non-empty list"),
+    ([[1, 64]], None, r"\[range_start, range_end, K\]"),
+    ([[1, 64, True]], None, "integers"),
+    ([[0, 64, 3]], None, "must be positive"),
+    ([[1, 64, 3], [70, 65, 1]], None, "range_start must be <= range_end"),
+    ([[1, 64, -1]], None, "K must be >= 0"),
+    ([[1, 64, 3], [64, 128, 1]], None, "must not overlap"),
+    ([[2, 64, 3]], None, "start at batch size 1"),
+    ([[1, 64, 5]], 3, "every K must be <= num_speculative_tokens = 3"),
+])
+def test_bad_schedules(sched, nst, match):
+    with pytest.raises(ValueError, match=match):
+        S.check_schedule(sched, nst)
+
+
+def test_plan_schedule_builds_an_accepted_config():
+    st_ = S.setup("H100", "Llama-3.1-8B", "eagle3")
+    rows = S.plan_schedule(st_, [1000], [1, 2, 3, 4, 5], max_batch=1024, alpha=0.6)
+    ks = [r[2] for r in rows]
+    assert ks == sorted(ks, reverse=True) and ks[0] >= 3 and ks[-1] < ks[0]
+    cfg, notes = S.setup_config(st_, rows, checkpoint="yuhuili/EAGLE3-LLaMA3.1-Instruct-8B")
+    _vllm_valid(cfg["num_speculative_tokens_per_batch_size"], cfg["num_speculative_tokens"])
+    assert cfg["num_speculative_tokens"] == max(ks)
+    assert check_speculative_config(cfg).accepted
+    assert any("+6.6 %" in n for n in notes)
+    # every K 0: leave speculation off; one K everywhere: a static config
+    assert S.schedule_config([[1, 512, 0]], "eagle3", model="x/y") is None
+    assert "num_speculative_tokens_per_batch_size" not in S.schedule_config(
+        [[1, 512, 2]], "ngram", prompt_lookup_min=2, prompt_lookup_max=5)
+
+
+def test_schedule_tax_matches_the_report():
+    lo, hi = S.SCHEDULE_TAX["tpot_increase"]
+    # printed +6.56 % and +21.58 %; 93.820 / 77.164 - 1 = 0.215852 (the report truncates)
+    assert abs((15.317 / 14.374 - 1) - lo) < 5e-5 and abs((93.820 / 77.164 - 1) - hi) < 1e-4
+
+
+def test_max_batch_in_memory():
+    st_ = S.setup("H100", "Llama-3.1-8B", "ngram")
+    room = 0.9 * 80e9 - S.architecture("Llama-3.1-8B").weight_bytes()
+    assert S.max_batch_in_memory(st_, 8000) == int(room // (8000 * 131072))
+    assert S.max_batch_in_memory(S.setup("RTX-4090", "Llama-3.1-70B", "ngram"), 100) == 0
+
+
+def test_setup_is_a_plain_dataclass():
+    st_ = S.setup("H100", "Llama-3.1-8B", "eagle")
+    fast = dataclasses.replace(st_, gpu=S.gpu("B200"))
+    assert S.t_plain_ms(fast, 8, 1000) < S.t_plain_ms(st_, 8, 1000)
