@@ -952,7 +952,8 @@ class Grid:
     ``speedup``, ``t_plain_ms``, ``t_verify_ms``, ``t_draft_ms`` (gamma x T_D),
     ``latency_ms`` (per token with speculation), ``compute_bound`` (bool: the verification
     step's compute roofline exceeds its memory roofline); property ``bound`` gives
-    ``"memory"`` / ``"compute"`` strings.
+    ``"memory"`` / ``"compute"`` strings. The arrays are read-only broadcast views (copy one
+    before changing it).
     """
 
     batch_sizes: np.ndarray

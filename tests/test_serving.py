@@ -503,3 +503,30 @@ def test_setup_is_a_plain_dataclass():
     st_ = S.setup("H100", "Llama-3.1-8B", "eagle")
     fast = dataclasses.replace(st_, gpu=S.gpu("B200"))
     assert S.t_plain_ms(fast, 8, 1000) < S.t_plain_ms(st_, 8, 1000)
+
+
+@settings(max_examples=30, deadline=None)
+@given(b=st.integers(1, 1024), s=st.integers(0, 64_000), g=st.integers(1, 8),
+       a=st.floats(0.0, 0.95), draft=st.sampled_from(["ngram", "eagle3", "Llama-3.2-1B", "self"]))
+def test_speedup_properties(b, s, g, a, draft):
+    st_ = S.setup("H100", "Llama-3.1-8B", draft)
+    # nothing accepted: one token per step at a higher cost, always slower
+    assert S.speedup(st_, b, s, g, tau=1.0) < 1
+    # more acceptance never hurts
+    assert S.speedup(st_, b, s, g, alpha=min(a + 0.05, 1.0)) >= S.speedup(st_, b, s, g, alpha=a)
+    # per-token latency with speculation = plain step / speedup
+    assert S.per_token_latency_ms(st_, b, s, g, alpha=a) == pytest.approx(
+        S.t_plain_ms(st_, b, s) / S.speedup(st_, b, s, g, alpha=a))
+
+
+def test_plan_schedule_gives_vllm_the_chosen_gamma_at_every_batch_size():
+    st_ = S.setup("A100", "Llama-3.1-8B", "Llama-3.2-1B")
+    gammas = [1, 2, 3, 4, 6]
+    rows = S.plan_schedule(st_, [2000, 16000], gammas, max_batch=300, alpha=0.75)
+    grid = S.evaluate(st_, np.arange(1, 301), [2000, 16000], gammas, alpha=0.75)
+    chosen, worst = S.schedule_gammas(grid)
+    nst = max(r[2] for r in rows)
+    assert (S.schedule_lookup(rows, nst, 300) == chosen).all()
+    # the chosen gamma is the best for the least favourable context
+    i = np.argmax(grid.speedup.min(axis=1), axis=1)
+    assert (np.where(worst > 1, grid.gammas[i], 0) == chosen).all()
