@@ -64,6 +64,9 @@ def test_ridge_points_and_compute_bound_batches(rec, p):
     # ... and the order follows the ridge point (the notebook says so)
     assert ridge["plain, context 0"].is_monotonic_increasing
     assert ridge[f"verify gamma {p['gamma']}, context 0"].is_monotonic_increasing
+    # with context, furthest on the highest ridge points (missing = beyond the probe)
+    with_ctx = ridge[f"verify gamma {p['gamma']}, context {p['context']}"]
+    assert with_ctx.astype(float).fillna(np.inf).is_monotonic_increasing
 
 
 def test_crossover_and_memory(rec, p):
