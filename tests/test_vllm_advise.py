@@ -251,28 +251,44 @@ def test_gamma1_verdict_follows_corollary_3_9():
 
 
 def test_watch_table_has_no_unsourced_fifty_percent():
+    from specnb.vllm import WATCH
+
     w = watch_table()
     text = " ".join(w["act when"])
     assert "50%" not in text and "50 %" not in text and "Corollary 3.9" in text
     assert "the draft adds prefill work" not in text  # a possibility, not a known cause
     assert "per-request acceptance" in set(w["what"])
-    from specnb.vllm import WATCH
-    assert {"mean acceptance length", "TTFT p99"} <= {row[0] for row in WATCH}
+    assert [tuple(r) for r in w.itertuples(index=False)] == list(WATCH)  # one list, not two
 
 
 def test_advice_restates_gamma1_and_theorem_lines():
+    from specnb.theory import optimal_gamma
     from specnb.vllm import acceptance_stats, advice, log_counts, metrics_delta, sample_path
 
     k1 = acceptance_stats(log_counts(sample_path("spec_decode_v09.log").read_text()))
     lines = advice(k1, c=0.05)
+    assert lines == k1.advice(0.05)  # one implementation: AcceptanceStats.advice
+    assert lines[0].startswith(gamma1_verdict(k1.acceptance_rate, 0.05)[1])
     assert lines[0].startswith("gamma 1, acceptance rate 83.4%") and "Corollary 3.9" in lines[0]
-    # the theory line is folded into the gamma-1 verdict (which names the best gamma); the rest
-    # is kept as AcceptanceStats.advice writes it
-    assert len(lines) == len(k1.advice(0.05)) - 1 and "gamma 9" in lines[0]
-    assert lines[1:] == [x for x in k1.advice(0.05) if not x.startswith(("acceptance rate",
-                                                                             "at alpha"))]
+    # the theory line is folded into the gamma-1 verdict, which names the best gamma
+    assert f"gamma {optimal_gamma(k1.alpha, 0.05)[0]} would give" in lines[0]
+    assert not any(x.startswith("at the implied alpha") for x in lines)
     k8 = acceptance_stats(metrics_delta(sample_path("metrics_before.prom").read_text(),
                                         sample_path("metrics_after.prom").read_text()))
     text = " ".join(advice(k8, c=0.05))
     assert "upper bound" not in text and "0.68x to 1.29x" in text
-    assert advice(k8) == k8.advice()  # without c nothing is restated
+    assert advice(k8) == k8.advice() and "Theorem 3.8" not in " ".join(advice(k8))
+
+
+def test_theorem_advice_names_both_gammas_and_table4():
+    from specnb.theory import optimal_gamma, walltime_speedup
+    from specnb.vllm import theorem_advice
+
+    g, best = optimal_gamma(0.6, 0.05)
+    line = theorem_advice(0.6, 8, 0.05)
+    assert f"{walltime_speedup(0.6, 8, 0.05):.2f}x at gamma 8 and {best:.2f}x at gamma {g}" in line
+    assert theorem_sentence() in line
+    assert "already the best gamma" in theorem_advice(0.6, g, 0.05)
+    assert "turn it off" in theorem_advice(0.1, 3, 0.2)
+    with pytest.raises(ValueError, match="gamma"):
+        theorem_advice(0.6, 0, 0.05)
