@@ -292,3 +292,108 @@ def test_theorem_advice_names_both_gammas_and_table4():
     assert "turn it off" in theorem_advice(0.1, 3, 0.2)
     with pytest.raises(ValueError, match="gamma"):
         theorem_advice(0.6, 0, 0.05)
+
+
+# ----------------------------------------------------------------------------- model threshold
+def _rates(method: str, dataset: str, gamma: int) -> list[float]:
+    """SpecDecode-Bench's per-position acceptance, read here from the CSV, not via advise."""
+    from specnb import data
+
+    df = data.load("specdecode_bench_acceptance")
+    row = df[(df["method"] == method) & (df["dataset"] == dataset)].iloc[0]
+    return [float(row[f"p_ge_{i}"]) for i in range(2, 2 + gamma)]
+
+
+#: (recommend's situation, setup arguments for specnb.serving, acceptance for crossover_batch)
+MODEL_CASES = [
+    (dict(eagle3_drafter=True, workload="chat", peak_batch=64, gpu="H200",
+          model="Llama-3.1-8B", context=4000),
+     ("H200", "Llama-3.1-8B", "eagle3", 1), dict(acceptance_rates=_rates("acc_eagle",
+                                                                         "ShareGPT", 3))),
+    (dict(workload="copy-heavy", peak_batch=256, gpu="h200", model="meta-llama/Llama-3.1-8B",
+          context=1000),
+     ("H200", "Llama-3.1-8B", "ngram", 1), dict(acceptance_rates=_rates("acc_ngram", "CNN/DM",
+                                                                        4))),
+    (dict(target_has_mtp=True, alpha=0.8, c=0.05, peak_batch=512, gpu="H100-SXM",
+          model="Llama-3.1-70B", gpus=4, context=8000),
+     ("H100-SXM", "Llama-3.1-70B", "mtp", 4), dict(alpha=0.8)),
+    (dict(small_draft_model=True, spare_memory=True, draft_model="Llama-3.2-1B", alpha=0.7,
+          c=0.1, peak_batch=8, gpu="A100", model="Llama-3.1-8B", context=2000),
+     ("A100", "Llama-3.1-8B", "Llama-3.2-1B", 1), dict(alpha=0.7)),
+]
+
+
+@pytest.mark.parametrize("situation,setup,acceptance", MODEL_CASES)
+def test_model_threshold_is_the_crossover_batch(situation, setup, acceptance):
+    from specnb import serving
+
+    rec = recommend(**situation)
+    gpu, model, spec, gpus = setup
+    st = serving.setup(gpu, model, spec, gpus=gpus)
+    top = max(1024, situation["peak_batch"])
+    cross = serving.crossover_batch(st, situation["context"], [rec.gamma], max_batch=top,
+                                    **acceptance)
+    assert rec.crossover == cross
+    assert rec.measure_first == (situation["peak_batch"] > cross)
+    assert "peak_batch_model" in rec.rules and "peak_batch" not in rec.rules
+    (reason,) = [r for r in rec.reasons if r.startswith("peak batch")]
+    for part in (st.target.name, st.gpu.name, f"{situation['context']:,} tokens",
+                 f"crossover {cross}", "A model prediction, not a measurement",
+                 f"says {MEASURE_BATCH}"):
+        assert part in reason
+    if rec.measure_first:
+        assert rec.label == "measure on and off under real load"
+        assert f"crossover {cross}" in rec.why and "compare" in reason
+
+
+def test_model_cases_cover_both_sides_of_the_crossover():
+    firsts = {recommend(**s).measure_first for s, _, _ in MODEL_CASES}
+    assert firsts == {True, False}
+
+
+def test_fixed_threshold_stays_the_fallback():
+    rec = recommend(eagle3_drafter=True, peak_batch=64)
+    assert rec.crossover is None and rec.measure_first and "peak_batch" in rec.rules
+    assert measure_threshold()[0] == MEASURE_BATCH
+    assert recommend(eagle3_drafter=True, peak_batch=MEASURE_BATCH - 1).measure_first is False
+    # the model can move the threshold either way: below 24 ...
+    low = recommend(workload="copy-heavy", peak_batch=16, gpu="H200", model="Llama-3.1-8B",
+                    context=100, alpha=0.2, c=0.02)
+    assert low.crossover is not None and low.crossover < 16 and low.measure_first
+
+
+def test_workload_acceptance_reads_the_table():
+    from specnb import data
+    from specnb.vllm.advise import workload_acceptance
+
+    rates, source = workload_acceptance("eagle3", "math")
+    assert list(rates) == _rates("acc_eagle", "GSM8K", 5) and "SpecDecode-Bench" in source
+    df = data.load("specdecode_bench_acceptance")
+    mean = df[df["method"] == "acc_ngram"]["p_ge_2"].mean()
+    assert workload_acceptance("ngram", "general")[0][0] == pytest.approx(mean)
+    assert workload_acceptance("mtp", "chat") is None
+    assert workload_acceptance("eagle3", "creative") is None
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(gpu="H200"), r"gpu, model and context go together.*missing model, context"),
+    (dict(model="Llama-3.1-8B", context=1000), r"missing gpu"),
+    (dict(gpus=2), r"gpus only with them"),
+    (dict(gpu="H9000", model="Llama-3.1-8B", context=1000), r"gpu='H9000': unknown GPU.*H200"),
+    (dict(gpu="H200", model="Llama-9", context=1000), r"model='Llama-9': unknown model"),
+    (dict(gpu="H200", model="no/such/config.json", context=1000), r"model='no/such"),
+    (dict(gpu="H200", model="Llama-3.1-8B", context=0), r"context must be an integer >= 1"),
+    (dict(gpu="H200", model="Llama-3.1-8B", context=1000, gpus=0), r"gpus"),
+    (dict(target_has_mtp=True, gpu="H200", model="Llama-3.1-8B", context=1000),
+     r"acceptance of mtp.*pass the measured alpha"),
+    (dict(workload="creative", eagle3_drafter=True, gpu="H200", model="Llama-3.1-8B",
+          context=1000), r"acceptance of eagle3 on creative"),
+    (dict(small_draft_model=True, spare_memory=True, gpu="H200", model="Llama-3.1-8B",
+          context=1000, alpha=0.7, c=0.1), r"give draft_model="),
+    (dict(small_draft_model=True, spare_memory=True, draft_model="Qwen3-0.6B", gpu="H200",
+          model="Llama-3.1-8B", context=1000, alpha=0.7, c=0.1),
+     r"draft_model='Qwen3-0.6B'.*vocab_size"),
+])
+def test_model_threshold_bad_inputs_are_named(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        recommend(**kwargs)
