@@ -447,20 +447,31 @@ def _architecture(name: str, value):
                          "model") from None
 
 
-def _serving_names(gpu, model, gpus):
-    """Check gpu, model and gpus with :mod:`specnb.serving`; errors name the parameter."""
+def _serving_inputs(gpu, model, context, gpus):
+    """None when gpu, model, context and gpus are all None; else (GPU, Architecture, context,
+    gpus) checked with :mod:`specnb.serving`. Errors name the parameter."""
     from .. import _check, serving
 
+    given = {"gpu": gpu, "model": model, "context": context}
+    if all(v is None for v in given.values()) and gpus is None:
+        return None
+    missing = [k for k, v in given.items() if v is None]
+    if missing:
+        raise ValueError(f"gpu, model and context go together (the crossover batch needs all "
+                         f"three{'; gpus only with them' if gpus is not None else ''}); missing "
+                         f"{', '.join(missing)}; got gpu={gpu!r}, model={model!r}, "
+                         f"context={context!r}")
     try:
         g = serving.gpu(gpu)
     except ValueError as exc:
         raise ValueError(f"gpu={gpu!r}: {exc}") from None
-    return g, _architecture("model", model), _check.scalar_int("gpus", gpus, lo=1)
+    return (g, _architecture("model", model), _check.scalar_int("context", context, lo=1),
+            _check.scalar_int("gpus", 1 if gpus is None else gpus, lo=1))
 
 
 def measure_threshold(gpu=None, model=None, context=None, *, method: str = "eagle3",
                       gamma: int | None = None, alpha: float | None = None,
-                      workload: str = "general", gpus: int = 1, draft_model=None,
+                      workload: str = "general", gpus: int | None = None, draft_model=None,
                       max_batch: int = MODEL_MAX_BATCH) -> tuple[int, str]:
     """The peak batch from which :func:`recommend` asks to measure on and off first.
 
@@ -487,7 +498,7 @@ def measure_threshold(gpu=None, model=None, context=None, *, method: str = "eagl
     alpha : float in [0, 1] or None
         Acceptance rate (Eq. 1); None: the per-position rates of :func:`workload_acceptance`.
     workload : one of :data:`WORKLOADS` (picks the acceptance when ``alpha`` is None)
-    gpus : int >= 1, tensor-parallel size
+    gpus : int >= 1 or None, tensor-parallel size (None: 1); only with gpu, model and context
     draft_model : catalogue name, its Hugging Face id or config.json path of the draft (method
         ``draft_model``)
     max_batch : int >= 1, the batch range searched (:data:`MODEL_MAX_BATCH`)
@@ -501,20 +512,14 @@ def measure_threshold(gpu=None, model=None, context=None, *, method: str = "eagl
         for the method and workload: pass the measured alpha); gamma beyond the 5 measured
         positions without ``alpha``.
     """
-    given = {"gpu": gpu, "model": model, "context": context}
-    if all(v is None for v in given.values()):
+    inputs = _serving_inputs(gpu, model, context, gpus)
+    if inputs is None:
         return MEASURE_BATCH, ("the EAGLE-3 paper's batch tables: EAGLE below 1x from batch 24 "
                                "(SGLang, Table 3) and 32 (vLLM, Table 5)")
-    missing = [k for k, v in given.items() if v is None]
-    if missing:
-        raise ValueError(f"gpu, model and context go together (the crossover batch needs all "
-                         f"three); missing {', '.join(missing)}; got gpu={gpu!r}, model={model!r}, "
-                         f"context={context!r}")
     from .. import _check, serving
 
     _check.choice("method", method, DEFAULT_GAMMA)
-    g, arch, n = _serving_names(gpu, model, gpus)
-    s = _check.scalar_int("context", context, lo=1)
+    g, arch, s, n = inputs
     gamma = DEFAULT_GAMMA[method] if gamma is None else _check.scalar_int("gamma", gamma, lo=1)
     mb = _check.scalar_int("max_batch", max_batch, lo=1)
     if method == "draft_model":
@@ -545,14 +550,13 @@ def measure_threshold(gpu=None, model=None, context=None, *, method: str = "eagl
         acceptance = {"acceptance_rates": list(rates[:gamma])}
         said = (f"per-position acceptance {', '.join(f'{r:.3f}' for r in rates[:gamma])} "
                 f"({source})")
-    top = mb
-    cross = serving.crossover_batch(st, s, [gamma], max_batch=top, **acceptance)
+    cross = serving.crossover_batch(st, s, [gamma], max_batch=mb, **acceptance)
     where = (f"{method} at gamma {gamma} on {arch.name}, {n}x {g.name}, context {s:,} tokens, "
              f"{said}")
     if cross == 0:
         verdict = "does not pay even at batch 1"
-    elif cross >= top:
-        verdict = f"pays at every batch up to {top} (the range searched)"
+    elif cross >= mb:
+        verdict = f"pays at every batch up to {mb} (the range searched)"
     else:
         verdict = f"pays up to batch {cross} and not from batch {cross + 1}"
     fits = serving.max_batch_in_memory(st, s)
@@ -740,16 +744,7 @@ def recommend(*, workload: str = "general", target_has_mtp: bool = False,
     for name, value in (("draft_model", draft_model), ("eagle3_model", eagle3_model)):
         if value is not None and (not isinstance(value, str) or not value.strip()):
             raise ValueError(f"{name} must be a checkpoint id or path, got {value!r}")
-    serving = {"gpu": gpu, "model": model, "context": context}
-    if any(v is not None for v in serving.values()) or gpus is not None:
-        missing = [k for k, v in serving.items() if v is None]
-        if missing:
-            raise ValueError(f"gpu, model and context go together (the crossover batch needs "
-                             f"all three{'; gpus only with them' if gpus is not None else ''}); "
-                             f"missing {', '.join(missing)}; got gpu={gpu!r}, model={model!r}, "
-                             f"context={context!r}")
-        gpu_row = _serving_names(gpu, model, 1 if gpus is None else gpus)[0]
-        _check.scalar_int("context", context, lo=1)
+    modelled = _serving_inputs(gpu, model, context, gpus)
 
     method, label, why, reasons, alternatives, rules = _pick_method(
         workload, target_has_mtp, eagle3_drafter, small_draft_model, spare_memory,
@@ -805,7 +800,7 @@ def recommend(*, workload: str = "general", target_has_mtp: bool = False,
                 rules += ("sampling",)
     what = "output tok/s" if goal == "throughput" else "TPOT p50/p99"
     crossover = None
-    if gpu is None:
+    if modelled is None:
         threshold, _source = measure_threshold()
         measure_first = peak_batch >= threshold
         if measure_first:
@@ -820,7 +815,7 @@ def recommend(*, workload: str = "general", target_has_mtp: bool = False,
     else:
         threshold, sentence = measure_threshold(
             gpu, model, context, method=method, gamma=gamma, alpha=alpha, workload=workload,
-            gpus=1 if gpus is None else gpus, draft_model=draft_model,
+            gpus=gpus, draft_model=draft_model,
             max_batch=max(MODEL_MAX_BATCH, peak_batch))
         crossover = threshold - 1
         measure_first = peak_batch >= threshold
@@ -828,8 +823,8 @@ def recommend(*, workload: str = "general", target_has_mtp: bool = False,
         if measure_first:
             label = "measure on and off under real load"
             why = (f"the step-time model predicts no gain from batch {threshold} "
-                   f"(crossover {crossover}) at context {context:,} on {gpu_row.name}: confirm "
-                   "at the peak")
+                   f"(crossover {crossover}) at context {context:,} on {modelled[0].name}: "
+                   "confirm at the peak")
             reasons.append(f"peak batch {peak_batch} > crossover {crossover}: {sentence}; "
                            f"compare {what} with speculation on and off at the peak "
                            "(specnb.vllm.compare_bench)")
