@@ -397,3 +397,17 @@ def test_workload_acceptance_reads_the_table():
 def test_model_threshold_bad_inputs_are_named(kwargs, match):
     with pytest.raises(ValueError, match=match):
         recommend(**kwargs)
+
+
+def test_measure_threshold_with_the_model_is_the_batch_after_the_crossover():
+    from specnb import serving
+
+    st = serving.setup("L40S", "Qwen2.5-7B", "eagle3")
+    cross = serving.crossover_batch(st, 2000, [2], max_batch=300, alpha=0.4)
+    batch, source = measure_threshold("l40s", "Qwen2.5-7B", 2000, method="eagle3", gamma=2,
+                                      alpha=0.4, max_batch=300)
+    assert 1 < batch == cross + 1 < 300 and f"crossover {cross}" in source and "L40S" in source
+    with pytest.raises(ValueError, match="method must be one of"):
+        measure_threshold("H200", "Llama-3.1-8B", 1000, method="medusa")
+    with pytest.raises(ValueError, match="gamma 6 needs 6 per-position acceptance rates"):
+        measure_threshold("H200", "Llama-3.1-8B", 1000, method="eagle3", gamma=6)
