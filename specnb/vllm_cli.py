@@ -262,8 +262,11 @@ def register(sub) -> None:
                    help="gamma for alpha (default: inferred)")
     m.add_argument("--model-name", help="keep only series with this model_name label")
     m.add_argument("--draft-cost", "-c", type=_draft_cost, metavar="C",
-                   help="draft/target cost per forward for the per-position advice (default "
-                        "0.05, Leviathan et al.'s bound)")
+                   help="draft/target cost per forward c, for the per-position advice and the "
+                        "gamma-1 verdict (Corollary 3.9: gamma 1 pays while the acceptance rate "
+                        "is above c), both assuming 0.05 without it (Leviathan et al. "
+                        "Definition 3.7: c was always below 0.05 there); with it, also "
+                        "Theorem 3.8 at the implied alpha")
     m.set_defaults(func=_cmd_metrics)
 
     bb = sub.add_parser("bench", help="compare vllm bench serve results, speculation on vs off",

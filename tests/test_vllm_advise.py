@@ -251,28 +251,163 @@ def test_gamma1_verdict_follows_corollary_3_9():
 
 
 def test_watch_table_has_no_unsourced_fifty_percent():
+    from specnb.vllm import WATCH
+
     w = watch_table()
     text = " ".join(w["act when"])
     assert "50%" not in text and "50 %" not in text and "Corollary 3.9" in text
     assert "the draft adds prefill work" not in text  # a possibility, not a known cause
     assert "per-request acceptance" in set(w["what"])
-    from specnb.vllm import WATCH
-    assert {"mean acceptance length", "TTFT p99"} <= {row[0] for row in WATCH}
+    assert [tuple(r) for r in w.itertuples(index=False)] == list(WATCH)  # one list, not two
 
 
 def test_advice_restates_gamma1_and_theorem_lines():
+    from specnb.theory import optimal_gamma
     from specnb.vllm import acceptance_stats, advice, log_counts, metrics_delta, sample_path
 
     k1 = acceptance_stats(log_counts(sample_path("spec_decode_v09.log").read_text()))
     lines = advice(k1, c=0.05)
+    assert lines == k1.advice(0.05)  # one implementation: AcceptanceStats.advice
+    assert lines[0].startswith(gamma1_verdict(k1.acceptance_rate, 0.05)[1])
     assert lines[0].startswith("gamma 1, acceptance rate 83.4%") and "Corollary 3.9" in lines[0]
-    # the theory line is folded into the gamma-1 verdict (which names the best gamma); the rest
-    # is kept as AcceptanceStats.advice writes it
-    assert len(lines) == len(k1.advice(0.05)) - 1 and "gamma 9" in lines[0]
-    assert lines[1:] == [x for x in k1.advice(0.05) if not x.startswith(("acceptance rate",
-                                                                             "at alpha"))]
+    # the theory line is folded into the gamma-1 verdict, which names the best gamma
+    assert f"gamma {optimal_gamma(k1.alpha, 0.05)[0]} would give" in lines[0]
+    assert not any(x.startswith("at the implied alpha") for x in lines)
     k8 = acceptance_stats(metrics_delta(sample_path("metrics_before.prom").read_text(),
                                         sample_path("metrics_after.prom").read_text()))
     text = " ".join(advice(k8, c=0.05))
     assert "upper bound" not in text and "0.68x to 1.29x" in text
-    assert advice(k8) == k8.advice()  # without c nothing is restated
+    assert advice(k8) == k8.advice() and "Theorem 3.8" not in " ".join(advice(k8))
+
+
+def test_theorem_advice_names_both_gammas_and_table4():
+    from specnb.theory import optimal_gamma, walltime_speedup
+    from specnb.vllm import theorem_advice
+
+    g, best = optimal_gamma(0.6, 0.05)
+    line = theorem_advice(0.6, 8, 0.05)
+    assert f"{walltime_speedup(0.6, 8, 0.05):.2f}x at gamma 8 and {best:.2f}x at gamma {g}" in line
+    assert theorem_sentence() in line
+    assert "already the best gamma" in theorem_advice(0.6, g, 0.05)
+    assert "turn it off" in theorem_advice(0.1, 3, 0.2)
+    with pytest.raises(ValueError, match="gamma"):
+        theorem_advice(0.6, 0, 0.05)
+
+
+# ----------------------------------------------------------------------------- model threshold
+def _rates(method: str, dataset: str, gamma: int) -> list[float]:
+    """SpecDecode-Bench's per-position acceptance, read here from the CSV, not via advise."""
+    from specnb import data
+
+    df = data.load("specdecode_bench_acceptance")
+    row = df[(df["method"] == method) & (df["dataset"] == dataset)].iloc[0]
+    return [float(row[f"p_ge_{i}"]) for i in range(2, 2 + gamma)]
+
+
+#: (recommend's situation, setup arguments for specnb.serving, acceptance for crossover_batch)
+MODEL_CASES = [
+    (dict(eagle3_drafter=True, workload="chat", peak_batch=64, gpu="H200",
+          model="Llama-3.1-8B", context=4000),
+     ("H200", "Llama-3.1-8B", "eagle3", 1), dict(acceptance_rates=_rates("acc_eagle",
+                                                                         "ShareGPT", 3))),
+    (dict(workload="copy-heavy", peak_batch=256, gpu="h200", model="meta-llama/Llama-3.1-8B",
+          context=1000),
+     ("H200", "Llama-3.1-8B", "ngram", 1), dict(acceptance_rates=_rates("acc_ngram", "CNN/DM",
+                                                                        4))),
+    (dict(target_has_mtp=True, alpha=0.8, c=0.05, peak_batch=512, gpu="H100-SXM",
+          model="Llama-3.1-70B", gpus=4, context=8000),
+     ("H100-SXM", "Llama-3.1-70B", "mtp", 4), dict(alpha=0.8)),
+    (dict(small_draft_model=True, spare_memory=True, draft_model="Llama-3.2-1B", alpha=0.7,
+          c=0.1, peak_batch=8, gpu="A100", model="Llama-3.1-8B", context=2000),
+     ("A100", "Llama-3.1-8B", "Llama-3.2-1B", 1), dict(alpha=0.7)),
+]
+
+
+@pytest.mark.parametrize("situation,setup,acceptance", MODEL_CASES)
+def test_model_threshold_is_the_crossover_batch(situation, setup, acceptance):
+    from specnb import serving
+
+    rec = recommend(**situation)
+    gpu, model, spec, gpus = setup
+    st = serving.setup(gpu, model, spec, gpus=gpus)
+    top = max(1024, situation["peak_batch"])
+    cross = serving.crossover_batch(st, situation["context"], [rec.gamma], max_batch=top,
+                                    **acceptance)
+    assert rec.crossover == cross
+    assert rec.measure_first == (situation["peak_batch"] > cross)
+    assert "peak_batch_model" in rec.rules and "peak_batch" not in rec.rules
+    (reason,) = [r for r in rec.reasons if r.startswith("peak batch")]
+    for part in (st.target.name, st.gpu.name, f"{situation['context']:,} tokens",
+                 f"crossover {cross}", "A model prediction, not a measurement",
+                 f"says {MEASURE_BATCH}"):
+        assert part in reason
+    if rec.measure_first:
+        assert rec.label == "measure on and off under real load"
+        assert f"crossover {cross}" in rec.why and "compare" in reason
+
+
+def test_model_cases_cover_both_sides_of_the_crossover():
+    firsts = {recommend(**s).measure_first for s, _, _ in MODEL_CASES}
+    assert firsts == {True, False}
+
+
+def test_fixed_threshold_stays_the_fallback():
+    rec = recommend(eagle3_drafter=True, peak_batch=64)
+    assert rec.crossover is None and rec.measure_first and "peak_batch" in rec.rules
+    assert measure_threshold()[0] == MEASURE_BATCH
+    assert recommend(eagle3_drafter=True, peak_batch=MEASURE_BATCH - 1).measure_first is False
+    # the model can move the threshold either way: below 24 ...
+    low = recommend(workload="copy-heavy", peak_batch=16, gpu="H200", model="Llama-3.1-8B",
+                    context=100, alpha=0.2, c=0.02)
+    assert low.crossover is not None and low.crossover < 16 and low.measure_first
+
+
+def test_workload_acceptance_reads_the_table():
+    from specnb import data
+    from specnb.vllm.advise import workload_acceptance
+
+    rates, source = workload_acceptance("eagle3", "math")
+    assert list(rates) == _rates("acc_eagle", "GSM8K", 5) and "SpecDecode-Bench" in source
+    df = data.load("specdecode_bench_acceptance")
+    mean = df[df["method"] == "acc_ngram"]["p_ge_2"].mean()
+    assert workload_acceptance("ngram", "general")[0][0] == pytest.approx(mean)
+    assert workload_acceptance("mtp", "chat") is None
+    assert workload_acceptance("eagle3", "creative") is None
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(gpu="H200"), r"gpu, model and context go together.*missing model, context"),
+    (dict(model="Llama-3.1-8B", context=1000), r"missing gpu"),
+    (dict(gpus=2), r"gpus only with them"),
+    (dict(gpu="H9000", model="Llama-3.1-8B", context=1000), r"gpu='H9000': unknown GPU.*H200"),
+    (dict(gpu="H200", model="Llama-9", context=1000), r"model='Llama-9': unknown model"),
+    (dict(gpu="H200", model="no/such/config.json", context=1000), r"model='no/such"),
+    (dict(gpu="H200", model="Llama-3.1-8B", context=0), r"context must be an integer >= 1"),
+    (dict(gpu="H200", model="Llama-3.1-8B", context=1000, gpus=0), r"gpus"),
+    (dict(target_has_mtp=True, gpu="H200", model="Llama-3.1-8B", context=1000),
+     r"acceptance of mtp.*pass the measured alpha"),
+    (dict(workload="creative", eagle3_drafter=True, gpu="H200", model="Llama-3.1-8B",
+          context=1000), r"acceptance of eagle3 on creative"),
+    (dict(small_draft_model=True, spare_memory=True, gpu="H200", model="Llama-3.1-8B",
+          context=1000, alpha=0.7, c=0.1), r"give draft_model="),
+    (dict(small_draft_model=True, spare_memory=True, draft_model="Qwen3-0.6B", gpu="H200",
+          model="Llama-3.1-8B", context=1000, alpha=0.7, c=0.1),
+     r"draft_model='Qwen3-0.6B'.*vocab_size"),
+])
+def test_model_threshold_bad_inputs_are_named(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        recommend(**kwargs)
+
+
+def test_measure_threshold_with_the_model_is_the_batch_after_the_crossover():
+    from specnb import serving
+
+    st = serving.setup("L40S", "Qwen2.5-7B", "eagle3")
+    cross = serving.crossover_batch(st, 2000, [2], max_batch=300, alpha=0.4)
+    batch, source = measure_threshold("l40s", "Qwen2.5-7B", 2000, method="eagle3", gamma=2,
+                                      alpha=0.4, max_batch=300)
+    assert 1 < batch == cross + 1 < 300 and f"crossover {cross}" in source and "L40S" in source
+    with pytest.raises(ValueError, match="method must be one of"):
+        measure_threshold("H200", "Llama-3.1-8B", 1000, method="medusa")
+    with pytest.raises(ValueError, match="gamma 6 needs 6 per-position acceptance rates"):
+        measure_threshold("H200", "Llama-3.1-8B", 1000, method="eagle3", gamma=6)

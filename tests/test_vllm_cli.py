@@ -112,6 +112,20 @@ def test_metrics_k1_log_advice_and_sources(capsys):
     code, out, _ = run(capsys, "metrics", str(sample_path("spec_decode_v09.log")))
     assert code == 0 and "shrink" not in out and "try a larger num_speculative_tokens" in out
     assert "log: Drafted" in out and "vllm:spec_decode_num_drafts" not in out
+    # gamma 1: Corollary 3.9 with the assumed c named, no fixed 50 % bar
+    assert "Corollary 3.9" in out and "0.05 assumed" in out and "50%" not in out
+
+
+def test_metrics_draft_cost_decides_gamma1_and_states_theorem_3_8(capsys):
+    # 83.4 % acceptance at gamma 1: pays at c 0.05; at a measured c 0.9, alpha <= c
+    code, out, _ = run(capsys, "metrics", str(sample_path("spec_decode_v09.log")), "-c", "0.9")
+    assert code == 0 and "(1 + 0.834) / (1 + 0.9) = 0.97x" in out
+    assert "alpha <= c, so no gamma pays (Corollary 3.9)" in out and "assumed" not in out
+    # gamma 8 with c: Theorem 3.8 as Leviathan Table 4 shows it, not "an upper bound"
+    code, out, _ = run(capsys, "metrics", str(sample_path("metrics_before.prom")),
+                       str(sample_path("metrics_after.prom")), "-c", "0.05")
+    assert code == 0 and "Theorem 3.8 gives" in out and "0.68x to 1.29x of it" in out
+    assert "upper bound" not in out
 
 
 def test_metrics_error_prints_nothing_on_stdout(capsys):

@@ -104,6 +104,11 @@ def test_v08_line_without_tau_needs_k(capsys):
     assert f"{with_k.mean_acceptance_length:.2f}" == "4.00"
     code, out, _ = run(capsys, "metrics", str(FIELD / "metrics_v08_no_tau.log"), "-k", "3")
     assert code == 0 and "4.00" in out and "22" in out
+    # at -k 1 the 100 % acceptance is judged by Corollary 3.9 (alpha > c, c assumed and named);
+    # the best gamma of Theorem 3.8 at alpha 1 is optimal_gamma's search limit, and it says so
+    code, out, _ = run(capsys, "metrics", str(FIELD / "metrics_v08_no_tau.log"), "-k", "1")
+    assert code == 0 and "alpha > c, so it pays (Corollary 3.9)" in out
+    assert "0.05 assumed" in out and "search limit" in out and "50%" not in out
 
 
 def test_v08_own_input_two_intervals_are_summed():
@@ -151,6 +156,10 @@ def test_few_drafts_numbers_as_printed_and_thin_and_tail_advice():
     assert "78 drafts" in text and "cannot support a verdict" in text and "95% CI" in text
     assert "positions 6-7 of 7" in text and "num_speculative_tokens = 5" in text
     assert all(r < 0.10 for r in s.per_position[5:])  # positions 6-7 under 10 %
+    # with a c, Theorem 3.8 at the implied alpha, stated as Leviathan Table 4 shows it
+    text = advice_text(s, c=0.05)
+    assert "Theorem 3.8 gives" in text and "either side of Theorem 3.8" in text
+    assert "upper bound" not in text
 
 
 def test_few_drafts_own_input_names_a_shorter_k():

@@ -25,6 +25,7 @@ Advise
     :func:`compare_with_article`
 Watch
     :func:`watch_table` (what to watch after launch), :func:`gamma1_verdict` (Corollary 3.9),
+    :func:`theorem_advice` (Theorem 3.8 at a run's alpha, with what Table 4 shows of it),
     :func:`advice` (what measured acceptance says to do)
 Samples
     :func:`sample_path` -- the bundled, labelled sample inputs under ``data/samples/``.
@@ -55,11 +56,10 @@ from .check import check_speculative_config, parse_speculative_config, suggest_f
 from .config import speculative_config
 from .findings import ConfigCheck, Finding
 from .logs import log_counts, log_stats, read_offline_printout, read_spec_decode_log
-from .watch import advice, gamma1_verdict, watch_table
+from .watch import advice, gamma1_verdict, theorem_advice, watch_table
 from .metrics import (
     FORMATS,
     MIN_ACCEPTANCE_LENGTH,
-    MIN_ACCEPTANCE_RATE_GAMMA_1,
     MIN_DRAFTS,
     PROMQL,
     TAIL_DRAFT_COST,
@@ -87,12 +87,12 @@ __all__ = [
     "read_acceptance", "Reading", "FORMATS", "read_offline_printout", "log_stats",
     "read_metrics", "metrics_delta", "read_spec_decode_log", "log_counts", "acceptance_stats",
     "SpecDecodeCounts", "AcceptanceStats", "PROMQL", "WATCH", "MIN_ACCEPTANCE_LENGTH",
-    "MIN_ACCEPTANCE_RATE_GAMMA_1", "acceptance_length_advice", "acceptance_rate_ci",
+    "acceptance_length_advice", "acceptance_rate_ci",
     "best_draft_length", "MIN_DRAFTS", "TAIL_DRAFT_COST",
     "read_bench", "bench_summary", "compare_bench", "comparability", "BenchComparison",
     "recommend", "recommendation_table", "Recommendation", "Situation", "ARTICLE_SITUATIONS",
     "MEASURE_BATCH", "SAMPLING_GAMMA_CAP", "WORKLOADS", "RULES", "compare_with_article",
-    "gamma1_verdict", "watch_table", "advice",
+    "gamma1_verdict", "theorem_advice", "watch_table", "advice",
     "sample_path", "sample_names",
 ]
 

@@ -31,7 +31,12 @@ Rules, in order (:data:`RULES` has each with its source):
 Draft length: a measured alpha and c give :func:`specnb.theory.optimal_gamma`; otherwise the
 starting points of :data:`DEFAULT_GAMMA`, capped at :data:`SAMPLING_GAMMA_CAP` when sampling
 (temperature > 0). A peak batch >= :func:`measure_threshold` means: measure on and off at the
-peak first; the reason given is what the batch tables show for the method recommended.
+peak first. Without a GPU, model and context that threshold is :data:`MEASURE_BATCH` (24) and
+the reason is what the EAGLE-3 paper's batch tables show for the method recommended; with them
+(``recommend(..., gpu=, model=, context=, gpus=)``) it comes from the step-time model of
+:mod:`specnb.serving`: the crossover batch of the recommended method at the recommended gamma,
+with ``alpha`` or the per-position acceptance SpecDecode-Bench measured for the workload
+(:func:`workload_acceptance`), stated as a prediction to confirm by measurement.
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ from .config import speculative_config
 __all__ = ["MEASURE_BATCH", "DEFAULT_GAMMA", "SAMPLING_GAMMA_CAP", "WORKLOADS", "RULES", "Rule",
            "Recommendation", "Situation", "ARTICLE_SITUATIONS", "recommend",
            "recommendation_table", "measure_threshold", "workload_evidence", "batch_evidence",
+           "workload_acceptance", "ACCEPTANCE_DATASETS", "MODEL_MAX_BATCH",
            "sampling_gamma_evidence", "theorem_vs_measured", "theorem_sentence",
            "compare_with_article"]
 
@@ -119,6 +125,11 @@ RULES = (
     Rule("peak_batch", f"peak batch >= {MEASURE_BATCH} -> measure on and off at the peak first",
          "EAGLE-3 Table 3 (SGLang): EAGLE below 1x from batch 24; Table 5 (vLLM): from 32; the "
          "article's checklist step 4"),
+    Rule("peak_batch_model", "GPU, model and context given -> measure on and off first when "
+         "the peak batch is above the step-time model's crossover batch (replaces peak_batch)",
+         "specnb.serving (MagicDec arXiv 2408.11049 eq. 2 with a per-step overhead; "
+         "SpecDecode-Bench arXiv 2601.11580 fitted constants; acceptance from alpha or "
+         "SpecDecode-Bench's per-position data); a prediction to confirm by measurement"),
 )
 
 
@@ -140,6 +151,8 @@ class Recommendation:
     measure_first : True when the gain must be measured at peak load before committing.
     gamma_range : kept for compatibility; always None (the rules give one gamma).
     rules : names of the :data:`RULES` that fired, in order.
+    crossover : the step-time model's crossover batch (:func:`measure_threshold`) when
+        ``recommend`` was given gpu, model and context; None otherwise.
     """
 
     method: str | None
@@ -152,6 +165,7 @@ class Recommendation:
     measure_first: bool = False
     gamma_range: tuple | None = None
     rules: tuple = field(default=())
+    crossover: int | None = None
 
     def to_row(self) -> dict:
         return {"method": self.method, "gamma": self.gamma, "recommendation": self.label,
@@ -359,15 +373,204 @@ def theorem_sentence() -> str:
             f"{small.min():.2f}x to {small.max():.2f}x), so measure")
 
 
-def measure_threshold() -> tuple[int, str]:
+#: Workload kind -> the SpecDecode-Bench dataset whose per-position acceptance stands for it
+#: (``data/specdecode_bench_acceptance.csv``; Llama-3.1-8B target); ``"mean"``: the
+#: per-position mean over the four datasets; None: no dataset measures it.
+ACCEPTANCE_DATASETS = {
+    "general": "mean",             # mixed traffic: the four datasets weighted equally
+    "chat": "ShareGPT",            # real user conversations
+    "code": "InstructCoder",       # instruction-driven code edits: the nearest to code
+    "math": "GSM8K",
+    "copy-heavy": "CNN/DM",        # summaries copy the input
+    "creative": None,
+}
+#: vLLM method -> the method of ``data/specdecode_bench_acceptance.csv`` measured for it
+#: (whether ``acc_eagle`` is EAGLE-1 or EAGLE-3 is not stated by the source).
+_ACCEPTANCE_METHODS = {"eagle3": "acc_eagle", "ngram": "acc_ngram"}
+#: Largest batch :func:`measure_threshold` searches with the step-time model: a crossover at
+#: this batch means "pays at every batch up to here" (the peak batch is searched when larger).
+MODEL_MAX_BATCH = 1024
+
+
+def workload_acceptance(method: str, workload: str):
+    """The per-position acceptance measured for a vLLM method on the workload's dataset.
+
+    Returns ``(rates, source)``: rates P(L >= 1 + i) for draft positions i = 1..5 (fractions,
+    non-increasing; tau(k) = 1 + r_1 + ... + r_k as :func:`specnb.serving.tokens_per_step`),
+    and a clause naming the data, dataset and source; or None when no bundled table measures
+    the method (``mtp``, ``draft_model``) or the workload (``creative``). Source: SpecDecode-
+    Bench's released data, Llama-3.1-8B target (arXiv 2601.11580;
+    ``data/specdecode_bench_acceptance.csv``, derived in ``shared/reference/batch-model.md``
+    section 4.2); whether its EAGLE is EAGLE-1 or EAGLE-3 is not stated there.
+
+    Raises
+    ------
+    ValueError
+        a workload not in :data:`WORKLOADS`.
+    """
+    from .. import _check, data
+
+    _check.choice("workload", workload, WORKLOADS)
+    dataset = ACCEPTANCE_DATASETS[workload]
+    key = _ACCEPTANCE_METHODS.get(method)
+    if dataset is None or key is None:
+        return None
+    df = data.load("specdecode_bench_acceptance")
+    df = df[df["method"] == key]
+    cols = [f"p_ge_{i}" for i in range(2, 7)]
+    if dataset == "mean":
+        rates = tuple(float(x) for x in df[cols].mean())
+        where = f"the mean over {', '.join(df['dataset'])}"
+    else:
+        rates = tuple(float(x) for x in df[df["dataset"] == dataset][cols].iloc[0])
+        where = dataset
+    return rates, (f"{key} on {where}, SpecDecode-Bench's released data for a Llama-3.1-8B "
+                   "target, arXiv 2601.11580" + ("; whether its EAGLE is EAGLE-1 or EAGLE-3 is "
+                                                 "not stated" if key == "acc_eagle" else ""))
+
+
+def _architecture(name: str, value):
+    """:func:`specnb.serving.architecture`, also taking a catalogue model's Hugging Face id
+    (``serving.model_id``: ``meta-llama/Llama-3.2-1B``), which a vLLM config names; errors
+    name the parameter."""
+    from .. import serving
+
+    try:
+        return serving.architecture(value)
+    except (ValueError, FileNotFoundError) as exc:
+        if isinstance(value, str):
+            ids = {serving.model_id(serving.architecture(n)).lower(): n
+                   for n in serving.architecture_names()}
+            if value.strip().lower() in ids:
+                return serving.architecture(ids[value.strip().lower()])
+        raise ValueError(f"{name}={value!r}: {exc}; or the Hugging Face id of a catalogue "
+                         "model") from None
+
+
+def _serving_inputs(gpu, model, context, gpus):
+    """None when gpu, model, context and gpus are all None; else (GPU, Architecture, context,
+    gpus) checked with :mod:`specnb.serving`. Errors name the parameter."""
+    from .. import _check, serving
+
+    given = {"gpu": gpu, "model": model, "context": context}
+    if all(v is None for v in given.values()) and gpus is None:
+        return None
+    missing = [k for k, v in given.items() if v is None]
+    if missing:
+        raise ValueError(f"gpu, model and context go together (the crossover batch needs all "
+                         f"three{'; gpus only with them' if gpus is not None else ''}); missing "
+                         f"{', '.join(missing)}; got gpu={gpu!r}, model={model!r}, "
+                         f"context={context!r}")
+    try:
+        g = serving.gpu(gpu)
+    except ValueError as exc:
+        raise ValueError(f"gpu={gpu!r}: {exc}") from None
+    return (g, _architecture("model", model), _check.scalar_int("context", context, lo=1),
+            _check.scalar_int("gpus", 1 if gpus is None else gpus, lo=1))
+
+
+def measure_threshold(gpu=None, model=None, context=None, *, method: str = "eagle3",
+                      gamma: int | None = None, alpha: float | None = None,
+                      workload: str = "general", gpus: int | None = None, draft_model=None,
+                      max_batch: int = MODEL_MAX_BATCH) -> tuple[int, str]:
     """The peak batch from which :func:`recommend` asks to measure on and off first.
 
-    Returns ``(batch, source)``: today :data:`MEASURE_BATCH` and its source. This is the place
-    for a model-based threshold (GPU, model and context given) to replace the fixed one; the
-    fixed one stays as the fallback.
+    Without ``gpu``, ``model`` and ``context``: ``(MEASURE_BATCH, source)``, the EAGLE-3
+    paper's batch tables (EAGLE-1 below 1x from batch 24).
+
+    With all three: the step-time model's answer, ``(crossover + 1, sentence)``, where crossover
+    = :func:`specnb.serving.crossover_batch` for ``method`` at ``gamma`` (the largest batch up
+    to ``max_batch`` at which speculation pays at every batch from 1; 0 = not even at batch 1;
+    ``max_batch`` = at every batch searched): from the batch after it, the model predicts no
+    gain. The sentence names the
+    model, GPU, context, acceptance and crossover, and that it is a prediction to confirm by
+    measurement (README, the serving model's assumptions and limits).
+
+    Parameters
+    ----------
+    gpu : catalogue GPU name (``specnb.serving.gpu_names()``), case-insensitive, or None
+    model : catalogue model name (``specnb.serving.architecture_names()``), its Hugging Face id,
+        or a config.json path
+    context : int >= 1, tokens per sequence (prompt plus output so far)
+    method : ``"eagle3"``, ``"ngram"``, ``"mtp"`` or ``"draft_model"`` (the draft modelled:
+        an EAGLE-3 / MTP head of one target layer, n-gram lookup, or ``draft_model``)
+    gamma : int >= 1, ``num_speculative_tokens`` (default: :data:`DEFAULT_GAMMA` of method)
+    alpha : float in [0, 1] or None
+        Acceptance rate (Eq. 1); None: the per-position rates of :func:`workload_acceptance`.
+    workload : one of :data:`WORKLOADS` (picks the acceptance when ``alpha`` is None)
+    gpus : int >= 1 or None, tensor-parallel size (None: 1); only with gpu, model and context
+    draft_model : catalogue name, its Hugging Face id or config.json path of the draft (method
+        ``draft_model``)
+    max_batch : int >= 1, the batch range searched (:data:`MODEL_MAX_BATCH`)
+
+    Raises
+    ------
+    ValueError
+        only some of gpu, model and context; an unknown GPU or model, or a draft the model
+        cannot take (the message names the parameter and lists the known names); context < 1;
+        gamma < 1; an unknown method; no acceptance to use (no ``alpha`` and no bundled table
+        for the method and workload: pass the measured alpha); gamma beyond the 5 measured
+        positions without ``alpha``.
     """
-    return MEASURE_BATCH, ("the EAGLE-3 paper's batch tables: EAGLE below 1x from batch 24 "
-                           "(SGLang, Table 3) and 32 (vLLM, Table 5)")
+    inputs = _serving_inputs(gpu, model, context, gpus)
+    if inputs is None:
+        return MEASURE_BATCH, ("the EAGLE-3 paper's batch tables: EAGLE below 1x from batch 24 "
+                               "(SGLang, Table 3) and 32 (vLLM, Table 5)")
+    from .. import _check, serving
+
+    _check.choice("method", method, DEFAULT_GAMMA)
+    g, arch, s, n = inputs
+    gamma = DEFAULT_GAMMA[method] if gamma is None else _check.scalar_int("gamma", gamma, lo=1)
+    mb = _check.scalar_int("max_batch", max_batch, lo=1)
+    if method == "draft_model":
+        if draft_model is None:
+            raise ValueError("method draft_model: give draft_model= as a catalogue model name "
+                             f"({', '.join(serving.architecture_names())}) or a config.json path "
+                             "so that the draft's cost can be modelled")
+        spec = _architecture("draft_model", draft_model)
+    else:
+        spec = method
+    try:
+        st = serving.setup(g, arch, spec, gpus=n)
+    except ValueError as exc:  # a draft model whose vocabulary differs from the target's
+        raise ValueError(f"draft_model={draft_model!r}: {exc}") from None
+    if alpha is not None:
+        alpha = _check.scalar_real("alpha", alpha, lo=0.0, hi=1.0)
+        acceptance, said = {"alpha": alpha}, f"alpha {alpha:g}"
+    else:
+        found = workload_acceptance(method, workload)
+        if found is None:
+            raise ValueError(f"the crossover needs the acceptance of {method} on {workload} "
+                             "traffic, which no bundled table measures: pass the measured alpha "
+                             "(and c), e.g. from specnb metrics")
+        rates, source = found
+        if gamma > len(rates):
+            raise ValueError(f"gamma {gamma} needs {gamma} per-position acceptance rates; the "
+                             f"bundled table measures {len(rates)}: pass the measured alpha")
+        acceptance = {"acceptance_rates": list(rates[:gamma])}
+        said = (f"per-position acceptance {', '.join(f'{r:.3f}' for r in rates[:gamma])} "
+                f"({source})")
+    cross = serving.crossover_batch(st, s, [gamma], max_batch=mb, **acceptance)
+    where = (f"{method} at gamma {gamma} on {arch.name}, {n}x {g.name}, context {s:,} tokens, "
+             f"{said}")
+    if cross == 0:
+        verdict = "does not pay even at batch 1"
+    elif cross >= mb:
+        verdict = f"pays at every batch up to {mb} (the range searched)"
+    else:
+        verdict = f"pays up to batch {cross} and not from batch {cross + 1}"
+    fits = serving.max_batch_in_memory(st, s)
+    if cross > fits:
+        verdict += (f" (but the KV cache of only {fits:,} sequences of this context fits beside "
+                    "the weights, serving.max_batch_in_memory: beyond that vLLM queues or "
+                    "preempts)")
+    return cross + 1, (f"the step-time model (specnb.serving.crossover_batch: crossover {cross}) "
+                       f"predicts that {where}, {verdict}. A model prediction, not a measurement "
+                       "(static batches of equal contexts; defaults fitted at batch <= 64 on one "
+                       "H100: README, the serving model's assumptions and limits): calibrate it "
+                       "on your own step times (specnb plan --calibrate) and confirm at the "
+                       "peak; the fixed rule, from the EAGLE-3 paper's batch tables, says "
+                       f"{MEASURE_BATCH}")
 
 
 # ----------------------------------------------------------------------------- the rules
@@ -451,7 +654,8 @@ def recommend(*, workload: str = "general", target_has_mtp: bool = False,
               spare_memory: bool = False, copy_heavy: bool = False, peak_batch: int = 1,
               temperature: float = 0.0, goal: str = "latency", alpha: float | None = None,
               c: float | None = None, draft_model: str | None = None,
-              eagle3_model: str | None = None) -> Recommendation:
+              eagle3_model: str | None = None, gpu: str | None = None, model=None,
+              context: int | None = None, gpus: int | None = None) -> Recommendation:
     """Recommend a vLLM speculative method, gamma and config for a serving situation.
 
     Parameters
@@ -481,7 +685,21 @@ def recommend(*, workload: str = "general", target_has_mtp: bool = False,
         Measured acceptance rate (in [0, 1]) and draft/target cost ratio (>= 0); give both or
         neither. With them gamma comes from :func:`specnb.theory.optimal_gamma`.
     draft_model, eagle3_model : str or None
-        Checkpoint ids to put in the config (placeholders otherwise).
+        Checkpoint ids to put in the config (placeholders otherwise). With ``gpu``, a
+        ``draft_model`` recommendation models ``draft_model``: a catalogue name, a catalogue
+        model's Hugging Face id or a config.json path.
+    gpu, model, context : str, str or path, int >= 1; or None (all three, or none)
+        The GPU (catalogue name, :func:`specnb.serving.gpu_names`), the target (catalogue
+        name, its Hugging Face id or a config.json path,
+        :func:`specnb.serving.architecture_names`) and the context
+        length in tokens. With them the peak-batch rule comes from the step-time model's
+        crossover batch for the recommended method and gamma (:func:`measure_threshold`):
+        measure first when ``peak_batch`` > the crossover. The acceptance is ``alpha`` when
+        given, else :func:`workload_acceptance` (SpecDecode-Bench's per-position rates for
+        eagle3 and ngram; mtp, draft_model and creative traffic need ``alpha``). Without them
+        the fixed rule: :data:`MEASURE_BATCH`, from the EAGLE-3 paper's batch tables.
+    gpus : int >= 1 or None
+        Tensor-parallel size for the model (default 1); only with ``gpu``.
 
     Returns
     -------
@@ -493,7 +711,10 @@ def recommend(*, workload: str = "general", target_has_mtp: bool = False,
     ValueError
         an unknown workload, copy_heavy with another workload, a flag that is not a bool,
         peak_batch < 1, temperature < 0, an unknown goal, alpha outside [0, 1], c < 0, any NaN
-        or infinity, or only one of alpha and c.
+        or infinity, or only one of alpha and c; only some of gpu, model and context, gpus
+        without them, an unknown GPU or model (the message names the parameter and lists the
+        known names), context < 1, and the model's needs of :func:`measure_threshold` (an
+        acceptance for the method, a modelled draft).
     TypeError
         a number given as a string, an array or a list.
     """
@@ -523,6 +744,7 @@ def recommend(*, workload: str = "general", target_has_mtp: bool = False,
     for name, value in (("draft_model", draft_model), ("eagle3_model", eagle3_model)):
         if value is not None and (not isinstance(value, str) or not value.strip()):
             raise ValueError(f"{name} must be a checkpoint id or path, got {value!r}")
+    modelled = _serving_inputs(gpu, model, context, gpus)
 
     method, label, why, reasons, alternatives, rules = _pick_method(
         workload, target_has_mtp, eagle3_drafter, small_draft_model, spare_memory,
@@ -576,17 +798,38 @@ def recommend(*, workload: str = "general", target_has_mtp: bool = False,
                               if temperature > 0 else ""))
             if temperature > 0:
                 rules += ("sampling",)
-    threshold, _source = measure_threshold()
-    measure_first = peak_batch >= threshold
-    if measure_first:
-        rules += ("peak_batch",)
-        sentence, _ = _batch_sentence(method)
-        label = "measure on and off under real load"
-        why = sentence.split(";")[0] + ("; EAGLE-3 stayed above 1x" if method == "eagle3" else "")
-        what = "output tok/s" if goal == "throughput" else "TPOT p50/p99"
-        reasons.append(f"peak batch {peak_batch} >= {threshold}: {sentence}; "
-                       f"compare {what} with speculation on and off at the peak "
-                       "(specnb.vllm.compare_bench)")
+    what = "output tok/s" if goal == "throughput" else "TPOT p50/p99"
+    crossover = None
+    if modelled is None:
+        threshold, _source = measure_threshold()
+        measure_first = peak_batch >= threshold
+        if measure_first:
+            rules += ("peak_batch",)
+            sentence, _ = _batch_sentence(method)
+            label = "measure on and off under real load"
+            why = sentence.split(";")[0] + ("; EAGLE-3 stayed above 1x" if method == "eagle3"
+                                            else "")
+            reasons.append(f"peak batch {peak_batch} >= {threshold}: {sentence}; "
+                           f"compare {what} with speculation on and off at the peak "
+                           "(specnb.vllm.compare_bench)")
+    else:
+        threshold, sentence = measure_threshold(
+            gpu, model, context, method=method, gamma=gamma, alpha=alpha, workload=workload,
+            gpus=gpus, draft_model=draft_model,
+            max_batch=max(MODEL_MAX_BATCH, peak_batch))
+        crossover = threshold - 1
+        measure_first = peak_batch >= threshold
+        rules += ("peak_batch_model",)
+        if measure_first:
+            label = "measure on and off under real load"
+            why = (f"the step-time model predicts no gain from batch {threshold} "
+                   f"(crossover {crossover}) at context {context:,} on {modelled[0].name}: "
+                   "confirm at the peak")
+            reasons.append(f"peak batch {peak_batch} > crossover {crossover}: {sentence}; "
+                           f"compare {what} with speculation on and off at the peak "
+                           "(specnb.vllm.compare_bench)")
+        else:
+            reasons.append(f"peak batch {peak_batch} <= crossover {crossover}: {sentence}")
     options: dict = {}
     if method == "ngram":
         options = {"prompt_lookup_min": 2, "prompt_lookup_max": 5}
@@ -596,7 +839,7 @@ def recommend(*, workload: str = "general", target_has_mtp: bool = False,
         options = {"model": eagle3_model or "<eagle3-drafter>"}
     config = speculative_config(method, gamma, **options)
     return Recommendation(method, gamma, label, why, tuple(reasons), config, alternatives,
-                          measure_first, None, rules)
+                          measure_first, None, rules, crossover)
 
 
 # ----------------------------------------------------------------------------- vs the article

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from statistics import NormalDist
 
 __all__ = [
-    "COUNTERS", "PROMQL", "WATCH", "MIN_ACCEPTANCE_LENGTH", "MIN_ACCEPTANCE_RATE_GAMMA_1",
+    "COUNTERS", "PROMQL", "WATCH", "MIN_ACCEPTANCE_LENGTH",
     "EVIDENCE_HALF_WIDTH", "MIN_DRAFTS", "TAIL_DRAFT_COST", "FORMATS",
     "SpecDecodeCounts", "AcceptanceStats", "read_metrics", "metrics_delta",
     "acceptance_stats", "acceptance_length_advice", "acceptance_rate_ci", "best_draft_length",
@@ -62,13 +62,10 @@ PROMQL = {
 
 #: The article's threshold (checklist step 3): below 2 tokens per verification, shrink gamma
 #: or change method. It applies from gamma = 2 on: at gamma = 1, tau = 1 + acceptance rate
-#: can never exceed 2 and gamma cannot go lower (see :func:`acceptance_length_advice`).
+#: can never exceed 2 and gamma cannot go lower, so there Leviathan et al.'s Corollary 3.9
+#: decides (gamma 1 pays while the acceptance rate is above c; see
+#: :func:`specnb.vllm.watch.gamma1_verdict` and :func:`acceptance_length_advice`).
 MIN_ACCEPTANCE_LENGTH = 2.0
-#: The bar at gamma = 1, where tau cannot reach 2: the acceptance rate. 0.5 is the i.i.d.
-#: alpha at which tau = (1 - alpha^(gamma+1)) / (1 - alpha) tends to the article's 2 as gamma
-#: grows, so it is the same bar expressed per token.
-MIN_ACCEPTANCE_RATE_GAMMA_1 = 0.5
-
 #: Half-width of the 95% interval on the acceptance rate below which a window supports a
 #: verdict: 5 percentage points (our threshold; the same 5% ``specnb bench`` treats as noise).
 EVIDENCE_HALF_WIDTH = 0.05
@@ -78,18 +75,23 @@ EVIDENCE_HALF_WIDTH = 0.05
 #: are counted: acceptance inside one draft stops at the first rejection, so its tokens are
 #: not independent trials.
 MIN_DRAFTS = math.ceil(NormalDist().inv_cdf(0.975) ** 2 * 0.25 / EVIDENCE_HALF_WIDTH ** 2)
-#: Draft/target cost per forward used by the per-position tail rule when none is measured:
-#: Leviathan et al. (arXiv 2211.17192 v2), Definition 3.7: c "was always less than 0.05" in
-#: their experiments. A costlier draft makes the best draft length shorter still.
+#: Draft/target cost per forward assumed when none is measured, by the per-position tail rule
+#: and the gamma-1 verdict (the advice says so and asks for the measured c): Leviathan et al.
+#: (arXiv 2211.17192 v2), Definition 3.7: c "was always less than 0.05" in their experiments.
+#: A costlier draft makes the best draft length shorter still.
 TAIL_DRAFT_COST = 0.05
 
 #: What to watch after launch: (what, where, act when). Sources: the article's checklist,
-#: vLLM's metrics (``vllm/v1/spec_decode/metrics.py``) and ``vllm bench serve`` keys.
+#: vLLM's metrics (``vllm/v1/spec_decode/metrics.py``), ``vllm bench serve`` keys, and vLLM's
+#: per-request acceptance metrics (docs/features/speculative_decoding/acceptance_metrics.md @
+#: 02cf515f; ``../shared/reference/vllm.md`` section 3.4). At gamma 1 the rule is Leviathan et
+#: al.'s Corollary 3.9 (:func:`specnb.vllm.watch.gamma1_verdict`), not a fixed acceptance rate.
 WATCH = (
     ("mean acceptance length", PROMQL["mean acceptance length"],
      f"below {MIN_ACCEPTANCE_LENGTH:g} at gamma >= 2: shrink num_speculative_tokens or change "
-     f"method (at gamma 1, tau <= 2 always: judge by the acceptance rate, below "
-     f"{MIN_ACCEPTANCE_RATE_GAMMA_1:.0%} change method, above it try a larger gamma)"),
+     "method (the article's checklist step 3). At gamma 1, tau = 1 + acceptance rate <= 2 "
+     "always: it pays while the acceptance rate is above c (Corollary 3.9: "
+     "(1 + alpha) / (1 + c) > 1); gamma1_verdict says whether a longer draft would pay"),
     ("per-position acceptance", PROMQL["per-position acceptance"],
      "the last positions near 0: those draft tokens are wasted work; lower gamma"),
     ("acceptance rate", PROMQL["acceptance rate"],
@@ -98,36 +100,55 @@ WATCH = (
      "no better than with speculation off: turn it off (judge TPOT, not ITL)"),
     ("output tokens/s at peak (throughput goal)", "vllm bench serve: output_throughput",
      "below the off run at the peak batch: turn it off or use dynamic speculation"),
-    ("TTFT p99", "vllm bench serve: p99_ttft_ms", "a rise: the draft adds prefill work"),
+    ("TTFT p99", "vllm bench serve: p99_ttft_ms",
+     "a rise: find out why before blaming the draft (drafting in the prefill step, more "
+     "queueing at the same load, different prompts)"),
+    ("per-request acceptance",
+     "--per-request-spec-decode-metrics summary|detailed: metrics.speculative_decoding in each "
+     "response (mean_acceptance_length, draft_acceptance_rate; n == 1 only)",
+     "some kinds of request accept far less than the average: the mean hides them, so look "
+     "before changing gamma for everyone"),
 )
 
+
 def acceptance_length_advice(tau: float, gamma: int | None = None,
-                             acceptance_rate: float | None = None) -> tuple[str, str]:
+                             acceptance_rate: float | None = None,
+                             c: float | None = None) -> tuple[str, str]:
     """The article's step-3 rule made to depend on gamma: ``(action, sentence)``.
 
     * gamma >= 2 (or unknown): tau below :data:`MIN_ACCEPTANCE_LENGTH` -> ``"shrink"`` (shrink
       num_speculative_tokens or change method), else ``"ok"``;
-    * gamma = 1: tau = 1 + acceptance rate <= 2 always and gamma cannot go lower, so the rule
-      is judged by the acceptance rate: below :data:`MIN_ACCEPTANCE_RATE_GAMMA_1` ->
-      ``"change"`` (a better method, or turn speculation off), else ``"grow"`` (the drafter is
-      good: try a larger num_speculative_tokens and measure).
+    * gamma = 1: tau = 1 + acceptance rate <= 2 always and gamma cannot go lower, so the
+      article's rule cannot apply; Leviathan et al.'s Corollary 3.9 decides, through
+      :func:`specnb.vllm.watch.gamma1_verdict`: ``"off"`` (acceptance rate <= c: no gamma
+      pays; change method or turn speculation off), ``"grow"`` (it pays and a longer draft
+      would pay more by Theorem 3.8: try it and measure) or ``"ok"`` (gamma 1 is the best).
+      Without a measured ``c`` the verdict assumes :data:`TAIL_DRAFT_COST` (0.05, Leviathan et
+      al. Definition 3.7) and says so.
 
     Parameters
     ----------
     tau : mean acceptance length (tokens per verification, bonus token included).
     gamma : num_speculative_tokens, or None when unknown.
     acceptance_rate : accepted / draft tokens (fraction); at gamma 1 it defaults to tau - 1.
+    c : draft / target cost per forward (>= 0), used at gamma 1; None = not measured.
+
+    Raises
+    ------
+    ValueError, TypeError
+        at gamma 1: an acceptance rate outside [0, 1] or a negative ``c`` (as
+        :func:`~specnb.vllm.watch.gamma1_verdict`).
     """
     if gamma == 1:
+        from .watch import gamma1_verdict
+
         rate = tau - 1.0 if acceptance_rate is None else acceptance_rate
-        head = (f"acceptance rate {100 * rate:.1f}% at gamma 1 (there tau = 1 + acceptance "
-                f"rate <= 2, so the 'tau < {MIN_ACCEPTANCE_LENGTH:g}' rule does not apply)")
-        if rate < MIN_ACCEPTANCE_RATE_GAMMA_1:
-            return "change", (f"{head}: below {MIN_ACCEPTANCE_RATE_GAMMA_1:.0%} and gamma cannot "
-                              "go lower: change method (a better drafter) or turn speculation "
-                              "off if TPOT / throughput does not improve")
-        return "grow", (f"{head}: the drafter is usually right; try a larger "
-                        "num_speculative_tokens (e.g. 2-4) and compare TPOT / throughput")
+        action, sentence = gamma1_verdict(rate, TAIL_DRAFT_COST if c is None else c)
+        if c is None:
+            sentence += (f" (c not measured: {TAIL_DRAFT_COST:g} assumed, Leviathan et al. "
+                         "Definition 3.7, where c was always below 0.05; pass the measured c)")
+        return action, (f"{sentence}; at gamma 1, tau = 1 + acceptance rate <= 2, so the "
+                        f"article's 'tau < {MIN_ACCEPTANCE_LENGTH:g}' rule does not apply")
     if tau < MIN_ACCEPTANCE_LENGTH:
         at = f" at gamma {gamma}" if gamma is not None else ""
         return "shrink", (f"mean acceptance length {tau:.2f} < {MIN_ACCEPTANCE_LENGTH:g}{at}: "
@@ -505,13 +526,17 @@ class AcceptanceStats:
         2. A thin window (:attr:`thin`: fewer than :data:`MIN_DRAFTS` drafts) -> it cannot
            support a verdict; the 95% interval on the acceptance rate is given.
         3. :func:`acceptance_length_advice` at this gamma: the article's "tau below 2: shrink
-           gamma" from gamma 2 on; at gamma 1 (where tau <= 2 always) a judgement on the
-           acceptance rate. Without tau (no draft count, no gamma): say that tau needs k.
+           gamma" from gamma 2 on; at gamma 1 (where tau <= 2 always) Corollary 3.9 through
+           :func:`specnb.vllm.watch.gamma1_verdict`: gamma 1 pays while the acceptance rate is
+           above ``c`` (:data:`TAIL_DRAFT_COST` assumed, and said, without ``c``). Without tau
+           (no draft count, no gamma): say that tau needs k.
         4. Per-position rates: when a shorter draft pays better, name it
            (:func:`best_draft_length` with ``c``, else :data:`TAIL_DRAFT_COST`), with the
            positions that do not pay and the rule.
-        5. With ``c``: the gamma that maximises Theorem 3.8 at the implied alpha
-           (:func:`specnb.theory.optimal_gamma`).
+        5. With ``c`` and gamma >= 2: Theorem 3.8 at this gamma and at the gamma that
+           maximises it at the implied alpha (:func:`specnb.vllm.watch.theorem_advice`), with
+           what Leviathan et al.'s Table 4 shows of the theorem against measurement (either
+           side of it). At gamma 1 the verdict of item 3 already names the best gamma.
 
         Parameters
         ----------
@@ -524,7 +549,6 @@ class AcceptanceStats:
             ``c`` negative, NaN, infinite or not a single number.
         """
         from .. import _check
-        from ..theory import optimal_gamma, walltime_speedup
 
         if c is not None:
             c = _check.scalar_real("c", c, lo=0.0)
@@ -563,7 +587,7 @@ class AcceptanceStats:
                        "pass num_speculative_tokens (-k) to get drafts = draft tokens / k and tau")
         else:
             out.append(acceptance_length_advice(tau, self.num_speculative_tokens,
-                                                 self.acceptance_rate)[1])
+                                                 self.acceptance_rate, c)[1])
         k = self.num_speculative_tokens
         if self.per_position and k:
             cost = TAIL_DRAFT_COST if c is None else c
@@ -588,17 +612,10 @@ class AcceptanceStats:
                 last = self.per_position[-1]
                 out.append(f"the last draft position is accepted in {100 * last:.1f}% of steps; "
                            f"every position pays at c = {cost:g}")
-        if c is not None and self.alpha is not None and k:
-            g, best = optimal_gamma(self.alpha, c)
-            now = walltime_speedup(self.alpha, k, c)
-            head = f"at alpha {self.alpha:.3f} and c {c:g}, Theorem 3.8 gives {now:.2f}x at gamma {k}"
-            if g == k:
-                out.append(f"{head}, already the best gamma (an upper bound; measure)")
-            elif g == 0:
-                out.append(f"{head}; no gamma beats plain decoding (alpha <= c): turn it off")
-            else:
-                out.append(f"{head} and at most {best:.2f}x at gamma {g} (upper bounds; "
-                           "measure)")
+        if c is not None and self.alpha is not None and k and k > 1:
+            from .watch import theorem_advice
+
+            out.append(theorem_advice(self.alpha, k, c))
         return out
 
     def __str__(self) -> str:
