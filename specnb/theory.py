@@ -37,6 +37,14 @@ __all__ = [
 #: gamma x input elements :func:`optimal_gamma` evaluates at once (8 MiB per float array).
 _CHUNK = 1 << 20
 
+#: Newton on Eq. 1 (:func:`alpha_from_acceptance_length`): iteration cap and step tolerance.
+#: Convergence is quadratic, so a last step under 1e-10 leaves an error near 1e-20 (far below
+#: double precision); every case tested needs at most 6 iterations.
+_NEWTON_MAX_ITER = 60
+_NEWTON_TOL = 1e-10
+#: The largest double below 1: the upper end of the Newton bracket (keeps 1 - alpha > 0).
+_BELOW_ONE = float(np.nextafter(1.0, 0.0))
+
 
 def _alpha(alpha):
     return _check.real("alpha", alpha, lo=0.0, hi=1.0)
@@ -44,12 +52,16 @@ def _alpha(alpha):
 
 def _tokens(a: np.ndarray, g: np.ndarray) -> np.ndarray:
     """Eq. 1 on checked arrays; exact limit gamma + 1 at alpha = 1, stable near 1."""
-    a, g = np.broadcast_arrays(a, g.astype(float))
+    g1 = np.asarray(np.add(g, 1.0))  # float gamma + 1
     with np.errstate(divide="ignore", invalid="ignore"):
         # 1 - a^(g+1) = -expm1((g+1) log a) keeps its digits when a is close to 1.
-        num = -np.expm1((g + 1.0) * np.log(a))
-        res = num / (1.0 - a)
-    return np.where(a == 1.0, g + 1.0, res)
+        res = np.asarray(np.multiply(np.log(a), g1))  # the broadcast shape; then in place
+        np.expm1(res, out=res)
+        res /= np.subtract(a, 1.0)
+    one = a == 1.0
+    if one.any():
+        np.copyto(res, g1, where=one)
+    return res
 
 
 def expected_tokens_per_step(alpha, gamma):
@@ -114,7 +126,8 @@ def walltime_speedup(alpha, gamma, c):
     a = _alpha(alpha)
     g = _check.integer("gamma", gamma, lo=0)
     cc = _check.real("c", c, lo=0.0)
-    a, g, cc = _check.broadcast(alpha=a, gamma=g, c=cc)
+    _check.broadcast(alpha=a, gamma=g, c=cc)  # shape check only
+    # Computed on the inputs' own shapes: Eq. 1 on alpha x gamma, then one broadcast divide.
     return _check.out(_tokens(a, g) / (g * cc + 1.0))
 
 
@@ -147,7 +160,7 @@ def operations_factor(alpha, gamma, c_hat):
     a = _alpha(alpha)
     g = _check.integer("gamma", gamma, lo=0)
     ch = _check.real("c_hat", c_hat, lo=0.0)
-    a, g, ch = _check.broadcast(alpha=a, gamma=g, c_hat=ch)
+    _check.broadcast(alpha=a, gamma=g, c_hat=ch)  # shape check only
     return _check.out((g * ch + g + 1.0) / _tokens(a, g))
 
 
@@ -224,7 +237,9 @@ def alpha_from_acceptance_length(tau, gamma):
     alpha in [0, 1]. This is how alpha is read off vLLM's spec-decode metrics, where
     ``tau = 1 + accepted_tokens / drafts`` at a fixed ``num_speculative_tokens = gamma``.
     Eq. 1 is strictly increasing in alpha for gamma >= 1, so the root is unique; it is found
-    by bisection to full double precision.
+    by a guarded, vectorized Newton iteration (at most 6 steps on every case tested, gamma 1 to
+    1000), to within a few units of double precision (|alpha - exact| < 1e-12; Eq. 1 at the
+    result reproduces tau to about 1e-15 relative).
 
     Parameters
     ----------
@@ -256,15 +271,79 @@ def alpha_from_acceptance_length(tau, gamma):
             f"{int(g.ravel()[i])}, got {float(t.ravel()[i])!r}; tau counts accepted draft "
             "tokens per verification + 1, so it cannot exceed gamma + 1"
         )
-    lo = np.zeros(t.shape)
-    hi = np.ones(t.shape)
-    for _ in range(64):
-        mid = 0.5 * (lo + hi)
-        below = _tokens(mid, g) < t
-        lo = np.where(below, mid, lo)
-        hi = np.where(below, hi, mid)
-    res = np.where(t >= g + 1, 1.0, np.where(t <= 1.0, 0.0, 0.5 * (lo + hi)))
-    return _check.out(res)
+    return _check.out(_alpha_from_tau(t, g))
+
+
+def _alpha_from_tau(t: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """Solve Eq. 1 for alpha on checked, broadcast arrays (1 <= t <= g + 1, g >= 1).
+
+    Guarded Newton on S(a) = sum_{k=0..g} a^k = t. S is increasing and convex on [0, 1]
+    (every coefficient is positive), so from any point right of the root Newton's iterates
+    fall monotonically onto it, and from the left the first step lands right of it. Start:
+    the root lies in [1 - 1/t, 1 - 2 (g + 1 - t) / (g (g + 1))] (S < 1 / (1 - a) gives the
+    lower end, the tangent at a = 1, which S lies above, the upper end); start at the upper
+    end where it is within 1/g of 1 (root near 1, tangent nearly exact), else at the lower end
+    (root far from 1, a^(g+1) small, so 1 - 1/t is nearly exact). Every iterate is kept inside
+    that bracket. Converges in at most 6 iterations on every case tested (gamma 1..1000).
+    """
+    t, g = np.broadcast_arrays(t, g)
+    res = np.empty(t.shape)
+    flat_t, flat_g = t.ravel(), g.ravel()
+    out = res.ravel()  # a view: res is freshly allocated and contiguous
+    edge_lo, edge_hi = flat_t <= 1.0, flat_t >= flat_g + 1
+    out[edge_lo] = 0.0
+    out[edge_hi] = 1.0
+    idx = np.flatnonzero(~(edge_lo | edge_hi))
+    tt = flat_t[idx]
+    gf = flat_g[idx].astype(float)
+    g1 = gf + 1.0
+    lo = 1.0 - 1.0 / tt
+    hi = np.minimum(1.0 - 2.0 * (g1 - tt) / (gf * g1), _BELOW_ONE)
+    a = np.where(gf * (1.0 - hi) < 1.0, hi, lo)
+    # Iterates never exceed hi, so only these can come within 1e-4 / g of 1 (Taylor form).
+    maybe_near = bool((gf * (1.0 - hi) < 1e-4).any())
+    for it in range(_NEWTON_MAX_ITER):
+        e = 1.0 - a
+        em = np.log(a)
+        em *= g1
+        np.expm1(em, out=em)                     # a^(g+1) - 1, exact near a = 1
+        s = em / e
+        s *= -1.0                                # Eq. 1
+        # S'(a) = (S - (g+1) a^g) / (1 - a); the difference cancels near a = 1, where the
+        # Taylor form S'(1) - S''(1) (1 - a) replaces it (relative error ~ (g (1 - a))^2).
+        ds = em + 1.0
+        ds *= g1
+        ds /= a
+        np.subtract(s, ds, out=ds)
+        ds /= e
+        if maybe_near:
+            near = gf * e < 1e-4
+            gn, en = gf[near], e[near]
+            ds[near] = gn * (gn + 1.0) * (0.5 - (gn - 1.0) * en / 3.0)
+        s -= tt
+        s /= ds                                  # the Newton step
+        new = a - s
+        if it == 0:
+            # Only a first step from lo can pass the root; Newton on a convex increasing
+            # function then falls monotonically onto it, so hi needs no later check.
+            np.minimum(new, hi, out=new)
+        np.abs(s, out=s)
+        done = s <= _NEWTON_TOL
+        n_done = np.count_nonzero(done)
+        if n_done == done.size:
+            out[idx] = new
+            break
+        if n_done * 8 >= done.size:  # drop converged points once there are enough of them
+            fin = np.flatnonzero(done)
+            out[idx[fin]] = new[fin]
+            keep = np.flatnonzero(~done)  # positions once, then take: cheaper than 6 masks
+            idx, tt, gf, new = (x.take(keep) for x in (idx, tt, gf, new))
+            g1 = gf + 1.0
+        a = new
+    else:  # pragma: no cover - not reached on any input tested
+        raise RuntimeError("alpha_from_acceptance_length: Newton did not converge for "
+                           f"tau = {tt[0]!r}, gamma = {int(gf[0])}; please report it")
+    return res
 
 
 def summary(alpha: float, gamma: int, c: float, c_hat: float | None = None,
