@@ -13,7 +13,8 @@ Notation, as in the paper and in vLLM:
 All functions take scalars or numpy arrays that broadcast against each other. A scalar input
 gives a Python ``float``; an array input gives an ``ndarray``. Every function assumes i.i.d.
 betas, as the paper does, and Theorem 3.8 further assumes the target verifies gamma + 1
-positions in the time of one (section 3.3), so measured speedups come out lower.
+positions in the time of one (section 3.3). Measurements land on both sides of it: in
+Leviathan Table 4, T5-small drafts measure 1.06-1.29x the theorem and T5-large 0.68-1.10x.
 """
 
 from __future__ import annotations
