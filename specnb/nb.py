@@ -113,12 +113,13 @@ def reproduce(computed: dict):
     """Record each computed article value and return the article-vs-exact comparison table.
 
     ``computed`` maps keys of ``data/article_values.csv`` to exact values; each is stored with
-    :func:`record` under its key, and :func:`specnb.article.compare` builds the table
-    (printed value, exact value, whether they agree at the printed precision, notes).
+    :func:`record` under its key, and :func:`specnb.article.compare` builds the table, indexed
+    by key: the value as the article prints it ("1.6"), its decimals, the exact value rounded
+    the same way, the exact value, whether they agree at the printed precision, notes.
     """
     from . import article
 
-    table = article.compare(computed)
+    table = article.compare(computed).set_index("key")
     _display_records({k: float(v) for k, v in computed.items()}, quiet=True)
     return table
 
