@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 __all__ = ["RECORD_MIME", "show_versions", "record", "reproduce", "read_records", "is_headless",
-           "interact", "slider", "log_slider", "choice", "number", "labelled"]
+           "interact", "slider", "log_slider", "choice", "number", "labelled", "heatmap"]
 
 #: MIME type of a recorded value in a notebook's outputs.
 RECORD_MIME = "application/vnd.specnb.record+json"
@@ -310,3 +310,44 @@ def number(value, description: str = "", step=None):
     if isinstance(value, int) and not isinstance(value, bool):
         return labelled(widgets.IntText(value=int(v), step=step or 1, description=description))
     return labelled(widgets.FloatText(value=v, step=step, description=description))
+
+
+def heatmap(table, ax=None, fmt: str = "{:.2f}", title: str = "", colorbar_label: str = "",
+            cmap: str = "viridis"):
+    """Draw a DataFrame as a heatmap with every value written in its cell; return the axes.
+
+    Rows and columns are categories (labels from the index and columns, in order), so nothing
+    is interpolated between them; the text colour flips on dark cells so each value stays
+    readable without hovering. ``fmt`` formats each value.
+
+    Raises
+    ------
+    ValueError
+        an empty table.
+    """
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    values = np.asarray(table.to_numpy(), dtype=float)
+    if values.size == 0:
+        raise ValueError("table must have at least one row and one column, got shape "
+                         f"{values.shape}")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(max(5.0, 0.8 * values.shape[1] + 2.5),
+                                      0.45 * values.shape[0] + 1.6))
+    im = ax.imshow(values, cmap=cmap, aspect="auto")
+    ax.set_xticks(range(values.shape[1]), [str(c) for c in table.columns])
+    ax.set_yticks(range(values.shape[0]), [str(i) for i in table.index])
+    if table.columns.name:
+        ax.set_xlabel(str(table.columns.name))
+    if table.index.name:
+        ax.set_ylabel(str(table.index.name))
+    lo, hi = np.nanmin(values), np.nanmax(values)
+    mid = lo + 0.5 * (hi - lo)
+    for (i, j), v in np.ndenumerate(values):
+        ax.text(j, i, fmt.format(v), ha="center", va="center", fontsize=8,
+                color="black" if v >= mid else "white")
+    if title:
+        ax.set_title(title)
+    ax.figure.colorbar(im, ax=ax, label=colorbar_label)
+    return ax
