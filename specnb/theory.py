@@ -28,6 +28,7 @@ __all__ = [
     "walltime_speedup",
     "operations_factor",
     "optimal_gamma",
+    "optimum_beyond_limit",
     "alpha_from_acceptance_length",
     "summary",
     "gamma_tradeoff",
@@ -231,6 +232,42 @@ def optimal_gamma(alpha, c, gamma_max: int = 64):
     return best, best_speed
 
 
+def optimum_beyond_limit(alpha, c, gamma_max: int = 64):
+    """True where a draft length above ``gamma_max`` beats every gamma up to it (Theorem 3.8).
+
+    Then :func:`optimal_gamma` returns ``gamma_max`` because it stopped searching there, not
+    because gamma_max is optimal. As a function of real gamma, Theorem 3.8's speedup is a
+    concave function (1 - alpha^(gamma+1)) over a positive affine one ((1 - alpha)(gamma c + 1)),
+    hence quasi-concave: it rises to one peak and falls. So the optimum lies beyond the limit
+    exactly when the speedup still rises from ``gamma_max`` to ``gamma_max + 1``. With c = 0
+    and alpha > 0, or alpha = 1 and c < 1, it rises for ever (no finite optimum).
+
+    Parameters
+    ----------
+    alpha : float or array, in [0, 1]
+    c : float or array, >= 0
+    gamma_max : int, in [1, 2**53 - 1]
+
+    Returns
+    -------
+    bool for scalar inputs, boolean ndarray otherwise.
+
+    Raises
+    ------
+    ValueError
+        as :func:`optimal_gamma`.
+    TypeError
+        a non-number; gamma_max not a single integer.
+    """
+    a = _alpha(alpha)
+    cc = _check.real("c", c, lo=0.0)
+    gmax = _check.scalar_int("gamma_max", gamma_max, lo=1, hi=_check.MAX_EXACT_INT - 1)
+    a, cc = _check.broadcast(alpha=a, c=cc)
+    g = np.int64(gmax)
+    rising = _tokens(a, g + 1) / ((g + 1) * cc + 1.0) > _tokens(a, g) / (g * cc + 1.0)
+    return bool(rising) if rising.ndim == 0 else rising
+
+
 def alpha_from_acceptance_length(tau, gamma):
     """The acceptance rate alpha for which Eq. 1 equals a measured mean acceptance length.
 
@@ -356,7 +393,9 @@ def summary(alpha: float, gamma: int, c: float, c_hat: float | None = None,
     Returns
     -------
     dict with keys ``tokens_per_step``, ``speedup``, ``operations``, ``optimal_gamma`` and
-    ``optimal_speedup`` (floats, the gamma an int).
+    ``optimal_speedup`` (floats, the gamma an int; the optimum searched over gamma in
+    [0, ``gamma_max``]) and ``optimum_beyond_limit`` (bool, :func:`optimum_beyond_limit`: the
+    true optimum lies above ``gamma_max``, so ``optimal_gamma`` is only the search limit).
 
     Raises
     ------
@@ -376,6 +415,7 @@ def summary(alpha: float, gamma: int, c: float, c_hat: float | None = None,
         "operations": float(operations_factor(alpha, gamma, c_hat)),
         "optimal_gamma": int(g_opt),
         "optimal_speedup": float(s_opt),
+        "optimum_beyond_limit": optimum_beyond_limit(alpha, c, gamma_max),
     }
 
 
