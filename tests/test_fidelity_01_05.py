@@ -362,3 +362,31 @@ def test_02_widget_wording_at_the_extremes(records):
     assert df["change"].tolist() == [cost.describe_change(2000 / 10), cost.describe_change(10 / 2000),
                                      cost.describe_change(137.0 / 158.34)]
     assert df["change"].iloc[1] == "200.0x the cost per token"
+
+
+@pytest.mark.parametrize("call,param", [
+    (lambda: theory.optimum_beyond_limit(1.5, 0.1, 16), "alpha"),
+    (lambda: theory.optimum_beyond_limit(0.5, -0.1, 16), "c"),
+    (lambda: theory.optimum_beyond_limit(0.5, 0.1, 0), "gamma_max"),
+    (lambda: cost.describe_change(0.0), "throughput_ratio"),
+    (lambda: cost.describe_change(float("nan")), "throughput_ratio"),
+    (lambda: article.rounded(float("inf"), 2), "value"),
+    (lambda: article.rounded(1.0, -1), "decimals"),
+    (lambda: methods.specbench_cross_check(specbench_model="Vicuna-70B"), "specbench_model"),
+])
+def test_new_helpers_name_the_bad_parameter(call, param):
+    with pytest.raises(ValueError, match=param):
+        call()
+
+
+def test_heatmap_writes_every_value_and_refuses_an_empty_table():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import pandas as pd
+
+    df = pd.DataFrame([[1.0, 2.5], [3.25, 4.0]], index=["a", "b"], columns=["x", "y"])
+    ax = nb.heatmap(df, fmt="{:.2f}")
+    assert sorted(t.get_text() for t in ax.texts) == ["1.00", "2.50", "3.25", "4.00"]
+    with pytest.raises(ValueError, match="table"):
+        nb.heatmap(pd.DataFrame())
