@@ -340,6 +340,7 @@ def _alpha_from_tau(t: np.ndarray, g: np.ndarray) -> np.ndarray:
     a = np.where(gf * (1.0 - hi) < 1.0, hi, lo)
     # Iterates never exceed hi, so only these can come within 1e-4 / g of 1 (Taylor form).
     maybe_near = bool((gf * (1.0 - hi) < 1e-4).any())
+    pending = np.ones(idx.size, dtype=bool)
     for it in range(_NEWTON_MAX_ITER):
         e = 1.0 - a
         em = np.log(a)
@@ -366,17 +367,20 @@ def _alpha_from_tau(t: np.ndarray, g: np.ndarray) -> np.ndarray:
             # function then falls monotonically onto it, so hi needs no later check.
             np.minimum(new, hi, out=new)
         np.abs(s, out=s)
-        done = s <= _NEWTON_TOL
-        n_done = np.count_nonzero(done)
-        if n_done == done.size:
-            out[idx] = new
-            break
-        if n_done * 8 >= done.size:  # drop converged points once there are enough of them
-            fin = np.flatnonzero(done)
+        # A point's answer is its iterate at the first step under the tolerance, whatever else
+        # is in the batch (so a vectorized call equals the scalar ones bit for bit).
+        fin = np.flatnonzero((s <= _NEWTON_TOL) & pending)
+        if fin.size:
             out[idx[fin]] = new[fin]
-            keep = np.flatnonzero(~done)  # positions once, then take: cheaper than 6 masks
+            pending[fin] = False
+        n_left = np.count_nonzero(pending)
+        if n_left == 0:
+            break
+        if (pending.size - n_left) * 8 >= pending.size:  # drop finished points in batches
+            keep = np.flatnonzero(pending)  # positions once, then take: cheaper than masks
             idx, tt, gf, new = (x.take(keep) for x in (idx, tt, gf, new))
             g1 = gf + 1.0
+            pending = np.ones(keep.size, dtype=bool)
         a = new
     else:  # pragma: no cover - not reached on any input tested
         raise RuntimeError("alpha_from_acceptance_length: Newton did not converge for "
