@@ -321,8 +321,9 @@ def _alpha_from_tau(t: np.ndarray, g: np.ndarray) -> np.ndarray:
     the root lies in [1 - 1/t, 1 - 2 (g + 1 - t) / (g (g + 1))] (S < 1 / (1 - a) gives the
     lower end, the tangent at a = 1, which S lies above, the upper end); start at the upper
     end where it is within 1/g of 1 (root near 1, tangent nearly exact), else at the lower end
-    (root far from 1, a^(g+1) small, so 1 - 1/t is nearly exact). Every iterate is kept inside
-    that bracket. Converges in at most 6 iterations on every case tested (gamma 1..1000).
+    (root far from 1, a^(g+1) small, so 1 - 1/t is nearly exact). The first step is clamped to
+    the upper end (a step from the lower end may overshoot); after it the iterates fall
+    monotonically onto the root. At most 6 iterations on every case tested (gamma 1 to 1e5).
     """
     t, g = np.broadcast_arrays(t, g)
     res = np.empty(t.shape)
@@ -384,7 +385,8 @@ def _alpha_from_tau(t: np.ndarray, g: np.ndarray) -> np.ndarray:
         a = new
     else:  # pragma: no cover - not reached on any input tested
         raise RuntimeError("alpha_from_acceptance_length: Newton did not converge for "
-                           f"tau = {tt[0]!r}, gamma = {int(gf[0])}; please report it")
+                           f"tau = {float(tt[pending][0])!r}, gamma = {int(gf[pending][0])}; "
+                           "please report it")
     return res
 
 
