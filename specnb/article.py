@@ -13,16 +13,43 @@ import math
 
 from . import _check
 
-__all__ = ["printed", "agrees", "compare"]
+__all__ = ["printed", "agrees", "rounded", "compare"]
 
 
 def printed():
-    """The article's printed values as a DataFrame indexed by ``key``."""
+    """The article's printed values as a DataFrame indexed by ``key``.
+
+    ``printed`` is the value as a float; ``printed_text`` is the string exactly as the CSV
+    (and the article) writes it ("1.6", "1", "0.93"), with ``decimals`` its precision.
+    """
+    import pandas as pd
+
     from . import data
 
     df = data.load("article_values").set_index("key")
     df["loose"] = df["loose"].astype(str).str.lower().eq("true")
+    text = pd.read_csv(data.path("article_values"), dtype=str, keep_default_na=False)
+    df["printed_text"] = text.set_index("key")["printed"].str.strip()
     return df
+
+
+def rounded(value, decimals: int) -> str:
+    """``value`` written at ``decimals`` decimals, rounding half away from zero, as the
+    article rounds (1.6167 -> "1.62" at 2, "1.6" at 1; 2.5 -> "3" at 0).
+
+    Raises
+    ------
+    ValueError
+        NaN or infinite ``value``, negative ``decimals``.
+    TypeError
+        an array or a non-number.
+    """
+    from decimal import ROUND_HALF_UP, Decimal
+
+    v = _check.scalar_real("value", value)
+    d = _check.scalar_int("decimals", decimals, lo=0)
+    q = Decimal(repr(v)).quantize(Decimal(1).scaleb(-d), rounding=ROUND_HALF_UP)
+    return f"{q:.{d}f}"
 
 
 def agrees(value, printed_value, decimals: int) -> bool:
@@ -55,7 +82,9 @@ def compare(computed: dict):
 
     Returns
     -------
-    DataFrame with columns key, quantity, printed, exact, agrees, loose, note.
+    DataFrame with columns key, quantity, printed (the article's string, "1.6"), decimals
+    (its precision), ``at printed precision`` (the exact value rounded the same way, a
+    string), exact (float), agrees, loose, note.
 
     Raises
     ------
@@ -76,12 +105,15 @@ def compare(computed: dict):
     for key, value in computed.items():
         r = ref.loc[key]
         dec = int(r["decimals"])
+        nan = math.isnan(float(value))
         rows.append({
             "key": key,
             "quantity": r["quantity"],
-            "printed": float(r["printed"]),
+            "printed": r["printed_text"],
+            "decimals": dec,
+            "at printed precision": "nan" if nan else rounded(float(value), dec),
             "exact": float(value),
-            "agrees": agrees(value, r["printed"], dec) if not math.isnan(float(value)) else False,
+            "agrees": agrees(value, r["printed"], dec) if not nan else False,
             "loose": bool(r["loose"]),
             "note": r["note"],
         })

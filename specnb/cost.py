@@ -11,7 +11,7 @@ import numpy as np
 
 from . import _check
 
-__all__ = ["usd_per_million_tokens", "seconds_for_tokens", "relative_cost", "saving"]
+__all__ = ["usd_per_million_tokens", "seconds_for_tokens", "relative_cost", "saving", "describe_change"]
 
 
 def usd_per_million_tokens(usd_per_hour, tokens_per_second):
@@ -113,3 +113,29 @@ def saving(throughput_ratio):
         throughput_ratio <= 0, infinite or NaN.
     """
     return _check.out(1.0 - relative_cost(throughput_ratio))
+
+
+def describe_change(throughput_ratio) -> str:
+    """The change in cost per token, in words, for one throughput ratio (on / off).
+
+    A saving reads "57.6% cheaper per token"; a cost increase below 2x reads "13.6% more
+    expensive per token"; from 2x on it reads as a multiple, "200.0x the cost per token"
+    (throughput 10 tokens/s against 2,000), never as a saving of -19,900%. Percentages always
+    have one decimal and multiples one decimal, whatever the value.
+
+    Raises
+    ------
+    ValueError
+        throughput_ratio <= 0, infinite or NaN.
+    TypeError
+        an array or a non-number.
+    """
+    r = _check.scalar_real("throughput_ratio", throughput_ratio, lo=0.0, lo_open=True)
+    rel = float(relative_cost(r))
+    if rel < 1.0:
+        return f"{1.0 - rel:.1%} cheaper per token"
+    if rel == 1.0:
+        return "the same cost per token"
+    if rel < 2.0:
+        return f"{rel - 1.0:.1%} more expensive per token"
+    return f"{rel:,.1f}x the cost per token"

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 __all__ = ["RECORD_MIME", "show_versions", "record", "reproduce", "read_records", "is_headless",
-           "interact", "slider", "log_slider", "choice"]
+           "interact", "slider", "log_slider", "choice", "number", "labelled", "heatmap"]
 
 #: MIME type of a recorded value in a notebook's outputs.
 RECORD_MIME = "application/vnd.specnb.record+json"
@@ -113,12 +113,13 @@ def reproduce(computed: dict):
     """Record each computed article value and return the article-vs-exact comparison table.
 
     ``computed`` maps keys of ``data/article_values.csv`` to exact values; each is stored with
-    :func:`record` under its key, and :func:`specnb.article.compare` builds the table
-    (printed value, exact value, whether they agree at the printed precision, notes).
+    :func:`record` under its key, and :func:`specnb.article.compare` builds the table, indexed
+    by key: the value as the article prints it ("1.6"), its decimals, the exact value rounded
+    the same way, the exact value, whether they agree at the printed precision, notes.
     """
     from . import article
 
-    table = article.compare(computed)
+    table = article.compare(computed).set_index("key")
     _display_records({k: float(v) for k, v in computed.items()}, quiet=True)
     return table
 
@@ -201,6 +202,34 @@ def interact(fn, **controls):
 # option, so the parameter cell's value is always the one used; invalid values then reach the
 # specnb function, which raises a clear error.
 
+#: Width of a control's track (slider, box, dropdown) beside its label, in CSS pixels.
+CONTROL_WIDTH_PX = 300
+#: Approximate CSS pixels per label character (JupyterLab's 13 px UI font), for the layout.
+_PX_PER_CHAR = 8
+
+
+def labelled(widget, description: str | None = None):
+    """Give ``widget`` room for its whole label and return it.
+
+    ipywidgets truncates a description to 80 px by default ("temperat...", "KV budge...").
+    This sets ``style.description_width = "initial"`` (the label takes the width it needs)
+    and widens the widget's layout by the label's length, so the control itself keeps
+    :data:`CONTROL_WIDTH_PX`. The full text is also the widget's hover ``tooltip``.
+    ``description`` (optional) replaces the widget's own.
+    """
+    import ipywidgets as widgets
+
+    if description is not None:
+        widget.description = description
+    text = widget.description or ""
+    widget.style = {"description_width": "initial"}
+    width = CONTROL_WIDTH_PX + _PX_PER_CHAR * len(text) + 16
+    widget.layout = widgets.Layout(width=f"{width}px", max_width="100%")
+    if text:
+        widget.tooltip = text
+    return widget
+
+
 def slider(value, lo, hi, step=None, description: str = ""):
     """An IntSlider (int value, bounds and step) or FloatSlider whose range includes ``value``.
 
@@ -221,9 +250,10 @@ def slider(value, lo, hi, step=None, description: str = ""):
         (step is None or isinstance(step, int))
     lo, hi = min(lo, value), max(hi, value)
     if is_int:
-        return widgets.IntSlider(value=int(v), min=lo, max=hi, step=step or 1, description=description)
+        return labelled(widgets.IntSlider(value=int(v), min=lo, max=hi, step=step or 1,
+                                          description=description))
     step = step if step is not None else (hi - lo) / 100 or 0.01
-    return widgets.FloatSlider(value=v, min=lo, max=hi, step=step, description=description)
+    return labelled(widgets.FloatSlider(value=v, min=lo, max=hi, step=step, description=description))
 
 
 def log_slider(value, lo_exp: float, hi_exp: float, description: str = ""):
@@ -242,8 +272,8 @@ def log_slider(value, lo_exp: float, hi_exp: float, description: str = ""):
 
     v = float(_check.real(description or "value", value, lo=0.0, lo_open=True))
     e = math.log10(v)
-    return widgets.FloatLogSlider(value=v, base=10, min=min(lo_exp, math.floor(e)),
-                                  max=max(hi_exp, math.ceil(e)), description=description)
+    return labelled(widgets.FloatLogSlider(value=v, base=10, min=min(lo_exp, math.floor(e)),
+                                           max=max(hi_exp, math.ceil(e)), description=description))
 
 
 def choice(value, options, description: str = ""):
@@ -255,4 +285,69 @@ def choice(value, options, description: str = ""):
         opts.append(value)
         if all(isinstance(o, (int, float)) and not isinstance(o, bool) for o in opts):
             opts.sort()
-    return widgets.Dropdown(options=opts, value=value, description=description)
+    return labelled(widgets.Dropdown(options=opts, value=value, description=description))
+
+
+def number(value, description: str = "", step=None):
+    """A number box (FloatText, or IntText for an int ``value``) that takes any exact value.
+
+    Unlike a slider there is no range and no snapping to steps: typing 3e9 gives 3e9. Nothing
+    is clipped (ipywidgets' Bounded* boxes would clip silently), so an invalid entry reaches
+    the specnb function, which raises a clear error naming the parameter.
+
+    Raises
+    ------
+    TypeError
+        ``value`` is not a real number (bool included).
+    ValueError
+        ``value`` is NaN or infinite.
+    """
+    import ipywidgets as widgets
+
+    from . import _check
+
+    v = float(_check.real(description or "value", value))
+    if isinstance(value, int) and not isinstance(value, bool):
+        return labelled(widgets.IntText(value=int(v), step=step or 1, description=description))
+    return labelled(widgets.FloatText(value=v, step=step, description=description))
+
+
+def heatmap(table, ax=None, fmt: str = "{:.2f}", title: str = "", colorbar_label: str = "",
+            cmap: str = "viridis"):
+    """Draw a DataFrame as a heatmap with every value written in its cell; return the axes.
+
+    Rows and columns are categories (labels from the index and columns, in order), so nothing
+    is interpolated between them; the text colour flips on dark cells so each value stays
+    readable without hovering. ``fmt`` formats each value.
+
+    Raises
+    ------
+    ValueError
+        an empty table.
+    """
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    values = np.asarray(table.to_numpy(), dtype=float)
+    if values.size == 0:
+        raise ValueError("table must have at least one row and one column, got shape "
+                         f"{values.shape}")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(max(5.0, 0.8 * values.shape[1] + 2.5),
+                                      0.45 * values.shape[0] + 1.6))
+    im = ax.imshow(values, cmap=cmap, aspect="auto")
+    ax.set_xticks(range(values.shape[1]), [str(c) for c in table.columns])
+    ax.set_yticks(range(values.shape[0]), [str(i) for i in table.index])
+    if table.columns.name:
+        ax.set_xlabel(str(table.columns.name))
+    if table.index.name:
+        ax.set_ylabel(str(table.index.name))
+    lo, hi = np.nanmin(values), np.nanmax(values)
+    mid = lo + 0.5 * (hi - lo)
+    for (i, j), v in np.ndenumerate(values):
+        ax.text(j, i, fmt.format(v), ha="center", va="center", fontsize=8,
+                color="black" if v >= mid else "white")
+    if title:
+        ax.set_title(title)
+    ax.figure.colorbar(im, ax=ax, label=colorbar_label)
+    return ax

@@ -83,6 +83,6 @@ def test_memory_figures():
 
 def test_compare_table():
     df = article.compare({"gamma_table.5.speedup": theory.walltime_speedup(0.8, 5, 0.05)})
-    assert df["agrees"].all() and df["printed"].iloc[0] == 2.95
+    assert df["agrees"].all() and df["printed"].iloc[0] == "2.95"
     with pytest.raises(KeyError):
         article.compare({"no.such.key": 1.0})

@@ -169,3 +169,95 @@ def test_non_number_is_a_type_error():
         theory.walltime_speedup("high", 3, 0.1)
     with pytest.raises(TypeError, match="gamma"):
         theory.walltime_speedup(0.5, True, 0.1)
+
+
+# --- alpha_from_acceptance_length: the vectorized Newton inversion of Eq. 1 ----------------------
+
+def _alpha_by_bisection(tau, gamma):
+    """Independent reference: bisection on the geometric sum itself (no cancellation near 1),
+    in plain Python, until the bracket stops shrinking."""
+    if tau <= 1.0:
+        return 0.0
+    if tau >= gamma + 1:
+        return 1.0
+    lo, hi = 0.0, 1.0
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if mid in (lo, hi):
+            break
+        s = math.fsum(mid ** k for k in range(gamma + 1))
+        lo, hi = (mid, hi) if s < tau else (lo, mid)
+    return 0.5 * (lo + hi)
+
+
+alphas_wide = st.one_of(
+    alphas,
+    st.floats(min_value=-16, max_value=0).map(lambda e: 1.0 - 10.0 ** e),  # close to 1
+    st.floats(min_value=-16, max_value=0).map(lambda e: 10.0 ** e),        # close to 0
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(alphas_wide, st.integers(1, 1000))
+def test_alpha_inversion_round_trip_exact(alpha, gamma):
+    """alpha -> Eq. 1 -> inverse gives alpha back to ~1e-12 wherever Eq. 1 resolves it."""
+    tau = theory.expected_tokens_per_step(alpha, gamma)
+    back = theory.alpha_from_acceptance_length(tau, gamma)
+    assert 0.0 <= back <= 1.0
+    # tau is rounded to a double; the alphas that Eq. 1 maps to that same double are all
+    # correct answers. Its slope is at least 1, so they lie within a few ulps of tau.
+    assert abs(back - alpha) <= 1e-12 + 4 * np.spacing(tau)
+    assert theory.expected_tokens_per_step(back, gamma) == pytest.approx(tau, rel=1e-14, abs=0)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.floats(min_value=0.0, max_value=1.0), st.integers(1, 200))
+def test_alpha_inversion_matches_bisection(frac, gamma):
+    tau = 1.0 + frac * gamma  # anywhere in [1, gamma + 1]
+    got = theory.alpha_from_acceptance_length(tau, gamma)
+    assert got == pytest.approx(_alpha_by_bisection(tau, gamma), abs=1e-12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.floats(min_value=0.0, max_value=1.0), st.integers(1, 64)),
+                min_size=1, max_size=50))
+def test_alpha_inversion_vectorized_equals_scalar(points):
+    taus = np.array([1.0 + f * g for f, g in points])
+    gammas = np.array([g for _, g in points])
+    vec = theory.alpha_from_acceptance_length(taus, gammas)
+    assert isinstance(vec, np.ndarray) and vec.shape == taus.shape
+    for v, t, g in zip(vec, taus, gammas):
+        assert v == theory.alpha_from_acceptance_length(float(t), int(g))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.floats(min_value=0.0, max_value=1.0), st.floats(min_value=0.0, max_value=1.0),
+       st.integers(1, 100))
+def test_alpha_inversion_monotonic(f1, f2, gamma):
+    lo, hi = sorted((f1, f2))
+    a_lo = theory.alpha_from_acceptance_length(1 + lo * gamma, gamma)
+    a_hi = theory.alpha_from_acceptance_length(1 + hi * gamma, gamma)
+    assert a_lo <= a_hi + 1e-15
+
+
+def test_alpha_inversion_edges_and_shapes():
+    g = np.array([[1], [4], [1000]])
+    out = theory.alpha_from_acceptance_length(np.array([1.0, 2.0]), g)
+    assert out.shape == (3, 2)
+    assert out[:, 0].tolist() == [0.0, 0.0, 0.0]
+    assert out[0, 1] == 1.0                      # tau = gamma + 1 at gamma 1
+    assert out[1, 1] == pytest.approx(_alpha_by_bisection(2.0, 4), abs=1e-15)
+    assert theory.alpha_from_acceptance_length(np.nextafter(5.0, 0), 4) == pytest.approx(1.0, abs=1e-12)
+    assert theory.alpha_from_acceptance_length(np.nextafter(1.0, 2), 4) == pytest.approx(0.0, abs=1e-12)
+
+
+@pytest.mark.parametrize("tau,gamma,param", [
+    (np.array([2.0, 5.5]), 3, "tau"),            # above gamma + 1 inside an array
+    (np.array([2.0, np.nan]), 3, "tau"),
+    (2.0, np.array([2, 0]), "gamma"),
+    (2.0, 1.5, "gamma"),
+    (np.inf, 3, "tau"),
+])
+def test_alpha_inversion_bad_arrays(tau, gamma, param):
+    with pytest.raises(ValueError, match=param):
+        theory.alpha_from_acceptance_length(tau, gamma)
