@@ -144,9 +144,12 @@ def lenient_sample(p, q, w: float, n: int, rng: np.random.Generator):
 def chi_square(tokens, p) -> dict:
     """Pearson chi-square goodness of fit of sampled ``tokens`` to distribution ``p``.
 
-    Returns {"chi2", "dof", "z"}: z = (chi2 - dof) / sqrt(2 dof), the statistic's distance from
-    its mean under H0 in standard deviations (normal approximation, fine for V >= 10 and
-    expected counts >= 5). |z| below about 4 is "within sampling error".
+    Returns {"chi2", "dof", "z"}: z is the statistic mapped to a standard normal deviate under
+    H0 by the Wilson-Hilferty cube-root transform, z = ((chi2/dof)^(1/3) - (1 - 2/(9 dof))) /
+    sqrt(2/(9 dof)) (Wilson & Hilferty, PNAS 17, 1931), which stays accurate in the tail for
+    small dof, where (chi2 - dof) / sqrt(2 dof) is skewed (at dof 2 that plain z exceeds 6 with
+    probability 9e-4, the cube-root z with about 1e-9). |z| below about 4 is "within sampling
+    error"; expected counts should be >= 5.
     Categories with p = 0 must have no samples (else chi2 is infinite) and are not counted.
 
     Raises
@@ -168,7 +171,8 @@ def chi_square(tokens, p) -> dict:
     expected = n * p[keep]
     chi2 = float(((counts[keep] - expected) ** 2 / expected).sum())
     dof = int(keep.sum() - 1)
-    return {"chi2": chi2, "dof": dof, "z": float((chi2 - dof) / np.sqrt(2 * dof))}
+    v = 2.0 / (9.0 * dof)
+    return {"chi2": chi2, "dof": dof, "z": float((np.cbrt(chi2 / dof) - (1.0 - v)) / np.sqrt(v))}
 
 
 def total_variation(tokens, p) -> float:

@@ -194,3 +194,24 @@ def test_controls_never_clip():
         nb.slider(True, 0, 1, 1, "alpha")
     with pytest.raises(ValueError, match="params"):
         nb.log_slider(0.0, 7, 10, "params")
+
+
+@pytest.mark.parametrize("tail", [1e-2, 1e-4, 1e-6, 1e-9])
+def test_chi_square_z_matches_the_exact_tail_at_dof_2(tail):
+    # dof 2: P(chi2 > x) = exp(-x / 2) exactly. Build counts whose statistic is x = -2 ln(tail)
+    # and check the cube-root z against the normal deviate of the same tail probability.
+    from statistics import NormalDist
+    x = -2.0 * np.log(tail)
+    n = 1_000_000
+    # three equally likely tokens: chi2 = (d^2 + d^2 + 4 d^2) / (n/3) for counts n/3 + d, n/3 + d, n/3 - 2d
+    d = np.sqrt(x * (n / 3) / 6.0)
+    counts = np.rint([n / 3 + d, n / 3 + d, n / 3 - 2 * d]).astype(int)
+    tokens = np.repeat(np.arange(3), counts)
+    res = verify.chi_square(tokens, np.full(3, 1 / 3))
+    assert res["dof"] == 2
+    exact_z = NormalDist().inv_cdf(1.0 - np.exp(-res["chi2"] / 2.0))
+    # Wilson-Hilferty is close in the tail at dof 2 (within 8%: 5.57 for 6.00 at 1e-9), where the
+    # plain (chi2 - dof) / sqrt(2 dof) gives 19.7
+    assert res["z"] == pytest.approx(exact_z, rel=0.08)
+    plain = (res["chi2"] - 2) / 2
+    assert abs(res["z"] - exact_z) < abs(plain - exact_z)
