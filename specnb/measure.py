@@ -357,10 +357,52 @@ def _sync(device) -> None:
         torch.cuda.synchronize()
 
 
-def _sampling_kwargs(temperature: float) -> dict:
+def _first_id(v):
+    """The first token id of an id, a list/tuple of ids or a tensor (None when there is none)."""
+    if v is None or isinstance(v, bool):
+        return None
+    if isinstance(v, torch.Tensor):
+        v = v.flatten().tolist()
+    if isinstance(v, (list, tuple)):
+        for x in v:
+            x = _first_id(x)
+            if x is not None:
+                return x
+        return None
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def pad_token_id(model) -> int | None:
+    """The one pad id to pass to ``generate`` (batch size 1: it never pads), from any form
+    transformers accepts: ``pad_token_id`` of the generation config (or the model config), else
+    the first of ``eos_token_id`` (an int, a list such as Llama 3's ``[128001, 128009]``, or a
+    tensor), as ``generate`` itself does; None when the configs name neither."""
+    gc = model.generation_config
+    cfg = model.config.get_text_config()
+    for src, key in ((gc, "pad_token_id"), (cfg, "pad_token_id"), (gc, "eos_token_id"),
+                     (cfg, "eos_token_id")):
+        v = _first_id(getattr(src, key, None))
+        if v is not None:
+            return v
+    return None
+
+
+def _sampling_kwargs(temperature: float, model=None) -> dict:
+    """generate() kwargs for temperature T. T > 0: sampling at T with the top-k / top-p the
+    model's generation_config sets; where it sets none, transformers' library default
+    (top_k = 50) is switched off explicitly, so that sampling is pure temperature sampling."""
     if temperature == 0:
         return {"do_sample": False}
-    return {"do_sample": True, "temperature": float(temperature), "top_k": 0, "top_p": 1.0}
+    kw = {"do_sample": True, "temperature": float(temperature)}
+    gc = getattr(model, "generation_config", None)
+    if getattr(gc, "top_k", None) is None:
+        kw["top_k"] = 0
+    if getattr(gc, "top_p", None) is None:
+        kw["top_p"] = 1.0
+    return kw
 
 
 class _RoundStreamer(BaseStreamer):
@@ -455,9 +497,10 @@ def run_generate(target, input_ids, *, max_new_tokens: int, temperature: float =
     device = target.device
     ids = input_ids.to(device)[None, :]
     kwargs = dict(attention_mask=torch.ones_like(ids), max_new_tokens=int(max_new_tokens),
-                  **_sampling_kwargs(temperature))
-    if getattr(target.generation_config, "pad_token_id", None) is None:
-        kwargs["pad_token_id"] = target.generation_config.eos_token_id
+                  **_sampling_kwargs(temperature, target))
+    pad = pad_token_id(target)
+    if pad is not None and getattr(target.generation_config, "pad_token_id", None) is None:
+        kwargs["pad_token_id"] = pad
     if prompt_lookup is not None:
         kwargs["prompt_lookup_num_tokens"] = int(prompt_lookup)
     streamer = _RoundStreamer()
