@@ -70,7 +70,7 @@ __all__ = [
     "MODELS_DIR", "BUNDLED_TARGET", "BUNDLED_DRAFTS", "BUNDLED_PROMPTS", "BUNDLED_LOGGED",
     "TOKENIZER_FILES", "pad_token_id", "model_contexts", "Processing", "generation_processing",
     "teacher_forced_betas_all", "encode_responses", "LoggedAlpha", "alpha_from_logged",
-    "logged_responses",
+    "logged_responses", "processing_note",
     "resolve_device", "resolve_dtype", "load_model", "check_pair", "context_length",
     "load_prompts", "encode_prompts", "generate_continuation", "teacher_forced_betas",
     "forward_time", "GenRun", "run_generate", "Measurement", "measure",
@@ -1420,6 +1420,19 @@ def _measure(tmodel, dmodels, prompts, ids, gammas, temps, mnt, reps, warm, pld,
     pld_df = pd.DataFrame(pld_rows)
     return Measurement(betas=betas, alpha=alpha, runs=runs, summary=summary, pld=pld_df,
                        timing=timing, config=config)
+
+
+def processing_note(config: dict) -> str:
+    """One sentence saying which logits processing (from the target's ``generation_config``)
+    a :class:`Measurement` or :class:`LoggedAlpha` applied, per temperature."""
+    proc = config.get("processing") or {}
+    if not any(proc.values()):
+        return ("logits processing from the target's generation_config: none (plain argmax at "
+                "T = 0, pure temperature sampling at T > 0)")
+    return ("logits processing from the target's generation_config, applied identically in "
+            "generation and teacher forcing (min length on the target only, as transformers' "
+            "assistant drops it): " + "; ".join(f"T={t}: {', '.join(v) or 'none'}"
+                                                for t, v in proc.items()))
 
 
 # --------------------------------------------------------------------------- logged traffic

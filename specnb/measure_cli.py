@@ -82,6 +82,8 @@ def format_report(m) -> str:
     """Human-readable tables of a :class:`specnb.measure.Measurement`."""
     import pandas as pd
 
+    from . import measure as M
+
     with pd.option_context("display.width", 160, "display.max_columns", 30,
                            "display.float_format", "{:.3f}".format):
         cols = ["draft", "gamma", "temperature", "alpha", "alpha_counted", "tau_measured",
@@ -96,7 +98,7 @@ def format_report(m) -> str:
             "alpha by teacher forcing (95% CI over prompts):",
             m.alpha.to_string(index=False),
             "",
-            _processing_line(m.config),
+            M.processing_note(m.config),
             "",
             "tau: measured vs predicted:",
             m.summary[cols].to_string(index=False),
@@ -128,6 +130,8 @@ def format_logged_report(m) -> str:
     """Human-readable tables of a :class:`specnb.measure.LoggedAlpha`."""
     import pandas as pd
 
+    from . import measure as M
+
     cfg = m.config
     with pd.option_context("display.width", 160, "display.max_columns", 30,
                            "display.float_format", "{:.3f}".format):
@@ -136,7 +140,7 @@ def format_logged_report(m) -> str:
             f"({cfg['n_records']} records, T {cfg['temperatures']})  device {cfg['device']} "
             f"{cfg['dtype']}; forward passes {cfg['forward_pass_s']:.2f} s for "
             f"{cfg['positions']} positions, no generation",
-            _processing_line(cfg),
+            M.processing_note(cfg),
             "",
             "alpha along the served responses (95% CI over prompts):",
             m.alpha.to_string(index=False),
@@ -146,17 +150,6 @@ def format_logged_report(m) -> str:
             m.summary.to_string(index=False),
         ]
     return "\n".join(parts)
-
-
-def _processing_line(cfg) -> str:
-    proc = cfg.get("processing") or {}
-    if not any(proc.values()):
-        return ("logits processing from the target's generation_config: none (plain argmax at "
-                "T = 0, pure temperature sampling at T > 0)")
-    return ("logits processing from the target's generation_config, applied identically in "
-            "generation and teacher forcing (min length on the target only, as transformers' "
-            "assistant drops it): " + "; ".join(f"T={t}: {', '.join(v) or 'none'}"
-                                                for t, v in proc.items()))
 
 
 def _check_flags(args) -> str | None:
