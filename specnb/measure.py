@@ -26,11 +26,21 @@ arXiv 2211.17192 v2; transformers 5.x assisted decoding, checked on 5.24.0):
    to the runs (:func:`specnb.acceptance.fit_timing_model`).
 4. **Losslessness.** Every greedy assisted and prompt-lookup output is compared token by token
    with plain greedy output.
+5. **Leave one gamma out.** ``speedup_predicted_loo``: the timing model fitted without a
+   gamma's runs, applied to the rounds the betas imply at that gamma.
 
-Sampling runs use pure temperature sampling: ``top_k = 0`` and ``top_p = 1.0`` are passed
-explicitly (transformers 5.x otherwise applies ``top_k = 50`` by default), so the teacher-forced
-``p_T`` and ``q_T`` are the distributions the verifier uses. Batch size is 1 (transformers'
-assisted decoding supports no other).
+:func:`alpha_from_logged` does step 1 on logged traffic instead: the served responses replace
+the target's generation, so the whole (draft x gamma) grid costs one forward pass per model.
+
+Logits processing: whatever the target's ``generation_config`` sets that changes the next-token
+distribution (repetition / n-gram penalties, bad or suppressed tokens, min length, top-k / top-p
+at T > 0) is applied in teacher forcing exactly as ``generate`` applies it
+(:func:`generation_processing` takes the processor list from ``generate`` itself; the draft's
+side drops min length, as transformers' assistant does). Where the config sets no top-k / top-p,
+``top_k = 0`` and ``top_p = 1.0`` are passed (transformers 5.x otherwise applies ``top_k = 50``
+by default), so sampling is pure temperature sampling. Batch size is 1 (transformers' assisted
+decoding supports no other). Every model's context (target and each draft) is checked against
+the prompts before anything runs.
 
 Loading rules: a local folder, or a hub id only when the caller names one (then transformers may
 use the network); safetensors only (``use_safetensors=True``); ``trust_remote_code=False``.
