@@ -208,7 +208,7 @@ def test_mismatched_vocabularies_are_refused(models, tmp_path):
 def test_prompt_longer_than_context_is_refused(models):
     tmodel, tok = models["target"]
     long = [{"id": "long", "task": "code-completion", "prompt": "x = 1\n" * 200}]
-    with pytest.raises(ValueError, match="'long'.*context is 256"):
+    with pytest.raises(ValueError, match="'long'.*has a context of 256 positions"):
         M.encode_prompts(tok, long, max_new_tokens=32, context=M.context_length(tmodel))
 
 
