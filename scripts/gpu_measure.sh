@@ -51,7 +51,7 @@ else
   LOGGED_ARGS=(--per-task 0)
   # float32: the stored responses are the target's float32 greedy output; in bf16 the target's
   # own argmax differs from them at some positions, and the agreement check would test numerics
-  BENCH=(--per-task 4 --gamma 1 2 3 5 --dtype float32)
+  BENCH=(--per-task 2 --gamma 1 2 3 5 --dtype float32)
   TRAIN=(--recipe gpu --device cuda --minutes "${SPECNB_GPU_TRAIN_MIN:-2.2}")
   GPU_PAIR=(--per-task 2 --gamma 1 3 5 --temperature 0 1 --max-new-tokens 64 --repeats 1 --no-pld)
   CAP_BUNDLED=80; CAP_LOGGED=30; CAP_BENCH=45; CAP_TRAIN=200; CAP_PAIR=80
