@@ -54,8 +54,9 @@ def _measure_section(title: str, obj) -> list[str]:
     if obj.get("timing"):
         keys = ["draft", "t_target_forward", "t_draft_forward", "c", "t_call", "t_target",
                 "t_draft", "t_round", "c_fit", "r2"]
-        lines += ["timing (s):", ""] + _table({k: [r.get(k) for r in obj["timing"]] for k in keys},
-                                             keys) + [""]
+        ms = {k: [(1e3 * r[k] if k.startswith("t_") and isinstance(r.get(k), (int, float))
+                   else r.get(k)) for r in obj["timing"]] for k in keys}
+        lines += ["timing (t_* in ms):", ""] + _table(ms, keys) + [""]
     return lines
 
 
