@@ -284,10 +284,17 @@ def check_pair(target, draft, target_tokenizer=None, draft_tokenizer=None) -> No
             "model.save_pretrained(folder) (the extra rows are ids the tokenizer never "
             "produces); or use a draft saved with the target's vocab_size.")
     if vt != vd:
+        hint = ""
+        if target_tokenizer is not None and len(target_tokenizer) <= min(vt, vd):
+            hint = (f" If the draft uses the target's tokenizer ({len(target_tokenizer)} tokens) "
+                    "and only its embedding is padded to another size, pad the smaller "
+                    f"embedding to {max(vt, vd)} rows (model.resize_token_embeddings"
+                    f"({max(vt, vd)}, mean_resizing=False); model.save_pretrained(folder)).")
         raise ValueError(
             f"mismatched vocabularies: target vocab_size = {vt}, draft vocab_size = {vd}. "
             "Assisted decoding measured here needs a draft with the target's tokenizer and "
-            "vocab_size (e.g. two models of one family, or the bundled pair); pick such a draft.")
+            "vocab_size (e.g. two models of one family, or the bundled pair); pick such a "
+            "draft." + hint)
     if target_tokenizer is not None and draft_tokenizer is not None:
         if target_tokenizer.get_vocab() != draft_tokenizer.get_vocab():
             raise ValueError(

@@ -71,8 +71,8 @@ def register(subparsers) -> argparse.ArgumentParser:
                         "when other processes share the cores; 0 = leave torch's setting)")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object (keys include alpha, gamma, temperature, "
-                        "tau_measured, tau_predicted, speedup_measured, speedup_predicted, c, "
-                        "lossless) instead of tables")
+                        "tau_measured, tau_predicted, speedup_measured, speedup_predicted, "
+                        "speedup_predicted_loo, c, lossless) instead of tables")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
     return p
@@ -193,7 +193,7 @@ def run(args) -> int:
                                     per_task=args.per_task or None, gammas=args.gamma,
                                     device=args.device, dtype=args.dtype,
                                     cpu_threads=args.threads or None, seed=args.seed)
-        except (FileNotFoundError, ValueError, TypeError) as exc:
+        except (FileNotFoundError, ValueError, TypeError, RuntimeError) as exc:
             return error("measure", str(exc))
         print(json.dumps(m.to_json()) if args.json else format_logged_report(m))
         return 0

@@ -202,6 +202,9 @@ def test_padded_embedding_message_says_only_the_size_differs(tok):
     with pytest.raises(ValueError, match="only the embedding size differs.*2048.*2112.*"
                                          r"resize_token_embeddings\(2112"):
         M.check_pair(gpt2(1), gpt2(1, vocab=2112), tok, tok)
+    # a draft folder without its own tokenizer: the message still says what to try
+    with pytest.raises(ValueError, match=r"only its embedding is padded.*resize_token_embeddings"):
+        M.check_pair(gpt2(1), gpt2(1, vocab=2112), tok, None)
 
 
 def test_prompts_are_validated_before_any_model_loads(tmp_path, monkeypatch):
