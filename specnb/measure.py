@@ -197,8 +197,10 @@ def load_model(name_or_path, *, device: str = "cpu", dtype="auto", need_tokenize
     Raises
     ------
     FileNotFoundError
-        A path that does not exist, a folder without safetensors weights, or a name that is
-        neither a folder nor a loadable hub id.
+        A path that does not exist (a local-looking name fails at once, without the hub), a
+        folder without safetensors weights, a folder without tokenizer files when
+        ``need_tokenizer``, or a name that is neither a folder nor a loadable hub id (with
+        ``HF_HUB_OFFLINE=1``: not in the hub cache; nothing is requested).
     """
     name = str(name_or_path)
     path = Path(name).expanduser()
@@ -213,21 +215,33 @@ def load_model(name_or_path, *, device: str = "cpu", dtype="auto", need_tokenize
                 f"model path {name!r} holds no *.safetensors file; specnb loads safetensors only "
                 "(convert with model.save_pretrained(dir, safe_serialization=True))")
         src, kwargs["local_files_only"] = str(path), True
-    elif _looks_like_path(name) or _offline():
-        why = ("HF_HUB_OFFLINE is set, so it is not looked up on the model hub"
-               if _offline() and not _looks_like_path(name) else "it is a local path")
+    elif _looks_like_path(name):
         raise FileNotFoundError(
-            f"model path {name!r} does not exist ({why}). The bundled pair is "
-            "data/models/target-4x256 with data/models/draft-2x128 (retrain it with  python -m "
-            "specnb.train); or pass a hub id such as 'org/name' to download one (needs network; "
-            f"{_OFFLINE_HINT}).")
+            f"model path {name!r} does not exist (it is a local path, so it is not looked up on "
+            "the model hub). The bundled pair is data/models/target-4x256 with "
+            "data/models/draft-2x128 (retrain it with  python -m specnb.train); or pass a hub id "
+            f"such as 'org/name' to download one (needs network; {_OFFLINE_HINT}).")
     else:
         src = name
+        if _offline():  # the hub cache only, no request
+            kwargs["local_files_only"] = True
+    no_tokenizer = path.is_dir() and not any((path / f).is_file() for f in TOKENIZER_FILES)
+    if no_tokenizer and need_tokenizer:
+        raise FileNotFoundError(
+            f"model folder {name!r} holds no tokenizer files (one of "
+            f"{', '.join(TOKENIZER_FILES)}): save the tokenizer it was trained with into it "
+            "(tokenizer.save_pretrained(folder)); for the bundled family copy "
+            "data/models/tokenizer/* there")
     bars = transformers.utils.logging.is_progress_bar_enabled()
     transformers.utils.logging.disable_progress_bar()
     try:
         model = AutoModelForCausalLM.from_pretrained(src, **kwargs)
     except OSError as exc:
+        if _offline():
+            raise FileNotFoundError(
+                f"could not load model {name!r}: it is not a local folder, and HF_HUB_OFFLINE is "
+                "set, so only the hub cache was searched and it is not there (unset "
+                f"HF_HUB_OFFLINE to download it): {exc}") from exc
         raise FileNotFoundError(
             f"could not load model {name!r}: it is not a local folder, and loading it as a hub "
             f"id failed (no network, a typo, or no safetensors weights; {_OFFLINE_HINT} to skip "
@@ -237,13 +251,7 @@ def load_model(name_or_path, *, device: str = "cpu", dtype="auto", need_tokenize
             transformers.utils.logging.enable_progress_bar()
     model.eval().to(device)
     tok = None
-    if "local_files_only" in kwargs and not any((path / f).is_file() for f in TOKENIZER_FILES):
-        if need_tokenizer:
-            raise FileNotFoundError(
-                f"model folder {name!r} holds no tokenizer files (one of "
-                f"{', '.join(TOKENIZER_FILES)}): save the tokenizer it was trained with into it "
-                "(tokenizer.save_pretrained(folder)); for the bundled family copy "
-                "data/models/tokenizer/* there")
+    if no_tokenizer:
         return model, None
     try:
         tok = AutoTokenizer.from_pretrained(src, trust_remote_code=False,
