@@ -112,6 +112,7 @@ else
 fi
 
 timeout 15 "$PY" scripts/gpu_summary.py "$OUT" > "$OUT/summary.md" 2>> "$LOG"
+[ -n "${SHORT:-}" ] && rm -f "$SHORT"
 echo "== done in $(( $(date +%s) - T0 ))s" >> "$LOG"
 ls -l "$OUT" >> "$LOG"
 exit 0
