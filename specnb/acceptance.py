@@ -34,6 +34,7 @@ __all__ = [
     "Rounds",
     "greedy_rounds",
     "expected_rounds",
+    "expected_round_counts",
     "tau_from_betas",
     "rounds_from_accept_lengths",
     "alpha_from_rounds",
@@ -201,22 +202,43 @@ def expected_rounds(betas, gamma: int, max_new_tokens: int | None = None) -> flo
     ValueError
         betas outside [0, 1], NaN, not 1-D or empty; gamma < 1; max_new_tokens < N.
     """
+    return expected_round_counts(betas, gamma, max_new_tokens)[0]
+
+
+def expected_round_counts(betas, gamma: int, max_new_tokens: int | None = None):
+    """Expected target forwards (rounds) and expected drafted tokens (draft forwards) to produce
+    a continuation with per-position acceptance probabilities ``betas``: the dynamic programme
+    of :func:`expected_rounds`, also summing the draft length ``k`` of every round
+    (:func:`draft_length`). With 0/1 betas these equal ``greedy_rounds(...).n_rounds`` and
+    ``greedy_rounds(...).draft_len.sum()``. They are the counts a timing model
+    (:meth:`TimingModel.predict`) needs to predict a gamma that was not run.
+
+    Parameters and errors as in :func:`expected_rounds`.
+
+    Returns
+    -------
+    (rounds, drafted) : two floats.
+    """
     b, g, m = _rounds_args(betas, gamma, max_new_tokens)
     n = b.size
     r = np.zeros(n + 1)
+    d = np.zeros(n + 1)
     for i in range(n - 1, -1, -1):
         k = min(g, m - i - 1)
-        prefix, e = 1.0, 1.0
+        prefix, e, dd = 1.0, 1.0, float(k)
         for a in range(k + 1):
             if i + a >= n:  # every remaining position accepted: the sequence ends here
                 break
             if a == k:
                 e += prefix * r[i + k + 1]
+                dd += prefix * d[i + k + 1]
                 break
-            e += prefix * (1.0 - b[i + a]) * r[i + a + 1]
+            w = prefix * (1.0 - b[i + a])
+            e += w * r[i + a + 1]
+            dd += w * d[i + a + 1]
             prefix *= b[i + a]
-        r[i] = e
-    return float(r[0])
+        r[i], d[i] = e, dd
+    return float(r[0]), float(d[0])
 
 
 def tau_from_betas(beta_sequences, gamma: int, max_new_tokens: int | None = None) -> float:

@@ -26,11 +26,21 @@ arXiv 2211.17192 v2; transformers 5.x assisted decoding, checked on 5.24.0):
    to the runs (:func:`specnb.acceptance.fit_timing_model`).
 4. **Losslessness.** Every greedy assisted and prompt-lookup output is compared token by token
    with plain greedy output.
+5. **Leave one gamma out.** ``speedup_predicted_loo``: the timing model fitted without a
+   gamma's runs, applied to the rounds the betas imply at that gamma.
 
-Sampling runs use pure temperature sampling: ``top_k = 0`` and ``top_p = 1.0`` are passed
-explicitly (transformers 5.x otherwise applies ``top_k = 50`` by default), so the teacher-forced
-``p_T`` and ``q_T`` are the distributions the verifier uses. Batch size is 1 (transformers'
-assisted decoding supports no other).
+:func:`alpha_from_logged` does step 1 on logged traffic instead: the served responses replace
+the target's generation, so the whole (draft x gamma) grid costs one forward pass per model.
+
+Logits processing: whatever the target's ``generation_config`` sets that changes the next-token
+distribution (repetition / n-gram penalties, bad or suppressed tokens, min length, top-k / top-p
+at T > 0) is applied in teacher forcing exactly as ``generate`` applies it
+(:func:`generation_processing` takes the processor list from ``generate`` itself; the draft's
+side drops min length, as transformers' assistant does). Where the config sets no top-k / top-p,
+``top_k = 0`` and ``top_p = 1.0`` are passed (transformers 5.x otherwise applies ``top_k = 50``
+by default), so sampling is pure temperature sampling. Batch size is 1 (transformers' assisted
+decoding supports no other). Every model's context (target and each draft) is checked against
+the prompts before anything runs.
 
 Loading rules: a local folder, or a hub id only when the caller names one (then transformers may
 use the network); safetensors only (``use_safetensors=True``); ``trust_remote_code=False``.
@@ -67,7 +77,10 @@ from . import acceptance as acc
 from .data import DATA_DIR
 
 __all__ = [
-    "MODELS_DIR", "BUNDLED_TARGET", "BUNDLED_DRAFTS", "BUNDLED_PROMPTS",
+    "MODELS_DIR", "BUNDLED_TARGET", "BUNDLED_DRAFTS", "BUNDLED_PROMPTS", "BUNDLED_LOGGED",
+    "TOKENIZER_FILES", "pad_token_id", "model_contexts", "Processing", "generation_processing",
+    "teacher_forced_betas_all", "encode_responses", "LoggedAlpha", "alpha_from_logged",
+    "logged_responses", "processing_note",
     "resolve_device", "resolve_dtype", "load_model", "check_pair", "context_length",
     "load_prompts", "encode_prompts", "generate_continuation", "teacher_forced_betas",
     "forward_time", "GenRun", "run_generate", "Measurement", "measure",
@@ -79,6 +92,9 @@ MODELS_DIR = DATA_DIR / "models"
 BUNDLED_TARGET = MODELS_DIR / "target-4x256"
 BUNDLED_DRAFTS = (MODELS_DIR / "draft-2x128", MODELS_DIR / "draft-1x64")
 BUNDLED_PROMPTS = DATA_DIR / "prompts" / "stdlib_heldout.jsonl"
+#: The bundled target's own responses to every held-out prompt (greedy and T = 1), as a request
+#: log would hold them (``scripts/make_logged_responses.py``; provenance in data/prompts/README.md).
+BUNDLED_LOGGED = DATA_DIR / "prompts" / "stdlib_heldout_responses.jsonl"
 
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 
@@ -138,9 +154,27 @@ def resolve_dtype(dtype: str = "auto", device: str = "cpu") -> torch.dtype:
     return _DTYPES[dtype]
 
 
+_OFFLINE_HINT = ("to stay offline (no hub requests: only local folders and the hub cache) set "
+                 "HF_HUB_OFFLINE=1")
+
+#: Files one of which a folder needs for AutoTokenizer (fast, sentencepiece or BPE vocab).
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json",
+                   "spiece.model", "sentencepiece.bpe.model", "vocab.txt")
+
+
 def _looks_like_path(name: str) -> bool:
-    """A name that cannot be a hub id ("org/name" or "name") is meant as a local path."""
-    return name.startswith((".", "/", "~")) or "\\" in name or not _HUB_ID.match(name)
+    """Whether ``name`` is meant as a local path, so that a missing one fails at once instead
+    of going to the model hub: a name that cannot be a hub id ("org/name" or "name"), or an
+    "a/b" whose first part is a local folder (``models/nosuch`` beside a ``models/``)."""
+    if name.startswith((".", "/", "~")) or "\\" in name or not _HUB_ID.match(name):
+        return True
+    return "/" in name and Path(name.split("/")[0]).expanduser().is_dir()
+
+
+def _offline() -> bool:
+    import os
+
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
 
 
 def load_model(name_or_path, *, device: str = "cpu", dtype="auto", need_tokenizer: bool = True):
@@ -163,8 +197,10 @@ def load_model(name_or_path, *, device: str = "cpu", dtype="auto", need_tokenize
     Raises
     ------
     FileNotFoundError
-        A path that does not exist, a folder without safetensors weights, or a name that is
-        neither a folder nor a loadable hub id.
+        A path that does not exist (a local-looking name fails at once, without the hub), a
+        folder without safetensors weights, a folder without tokenizer files when
+        ``need_tokenizer``, or a name that is neither a folder nor a loadable hub id (with
+        ``HF_HUB_OFFLINE=1``: not in the hub cache; nothing is requested).
     """
     name = str(name_or_path)
     path = Path(name).expanduser()
@@ -181,24 +217,42 @@ def load_model(name_or_path, *, device: str = "cpu", dtype="auto", need_tokenize
         src, kwargs["local_files_only"] = str(path), True
     elif _looks_like_path(name):
         raise FileNotFoundError(
-            f"model path {name!r} does not exist. The bundled pair is data/models/target-4x256 "
-            "with data/models/draft-2x128 (retrain it with  python -m specnb.train); or pass a "
-            "hub id such as 'org/name' to download one (needs network).")
+            f"model path {name!r} does not exist (it is a local path, so it is not looked up on "
+            "the model hub). The bundled pair is data/models/target-4x256 with "
+            "data/models/draft-2x128 (retrain it with  python -m specnb.train); or pass a hub id "
+            f"such as 'org/name' to download one (needs network; {_OFFLINE_HINT}).")
     else:
         src = name
+        if _offline():  # the hub cache only, no request
+            kwargs["local_files_only"] = True
+    no_tokenizer = path.is_dir() and not any((path / f).is_file() for f in TOKENIZER_FILES)
+    if no_tokenizer and need_tokenizer:
+        raise FileNotFoundError(
+            f"model folder {name!r} holds no tokenizer files (one of "
+            f"{', '.join(TOKENIZER_FILES)}): save the tokenizer it was trained with into it "
+            "(tokenizer.save_pretrained(folder)); for the bundled family copy "
+            "data/models/tokenizer/* there")
     bars = transformers.utils.logging.is_progress_bar_enabled()
     transformers.utils.logging.disable_progress_bar()
     try:
         model = AutoModelForCausalLM.from_pretrained(src, **kwargs)
     except OSError as exc:
+        if _offline():
+            raise FileNotFoundError(
+                f"could not load model {name!r}: it is not a local folder, and HF_HUB_OFFLINE is "
+                "set, so only the hub cache was searched and it is not there (unset "
+                f"HF_HUB_OFFLINE to download it): {exc}") from exc
         raise FileNotFoundError(
             f"could not load model {name!r}: it is not a local folder, and loading it as a hub "
-            f"id failed (no network, a typo, or no safetensors weights): {exc}") from exc
+            f"id failed (no network, a typo, or no safetensors weights; {_OFFLINE_HINT} to skip "
+            f"the hub for local folders): {exc}") from exc
     finally:
         if bars:
             transformers.utils.logging.enable_progress_bar()
     model.eval().to(device)
     tok = None
+    if no_tokenizer:
+        return model, None
     try:
         tok = AutoTokenizer.from_pretrained(src, trust_remote_code=False,
                                             local_files_only=kwargs.get("local_files_only", False))
@@ -223,16 +277,60 @@ def check_pair(target, draft, target_tokenizer=None, draft_tokenizer=None) -> No
         its universal assisted decoding, which re-encodes text and is not what specnb measures.)
     """
     vt, vd = _vocab_size(target), _vocab_size(draft)
+    if vt != vd and target_tokenizer is not None and draft_tokenizer is not None \
+            and target_tokenizer.get_vocab() == draft_tokenizer.get_vocab():
+        n = len(target_tokenizer)
+        small = "draft" if vt > vd else "target"
+        raise ValueError(
+            f"mismatched vocabularies, but only the embedding size differs: target and draft "
+            f"share one tokenizer ({n} tokens), while the target's embedding has vocab_size = "
+            f"{vt} rows and the draft's {vd} (padding rows, as Qwen pairs ship). transformers' "
+            "shared-tokenizer assisted decoding compares vocab_size and refuses the pair (it "
+            "would ask for tokenizer/assistant_tokenizer and re-encode text), so it cannot be "
+            f"measured as is. To measure it, pad the {small}'s embedding to {max(vt, vd)} rows "
+            f"and save it: model.resize_token_embeddings({max(vt, vd)}, mean_resizing=False); "
+            "model.save_pretrained(folder) (the extra rows are ids the tokenizer never "
+            "produces); or use a draft saved with the target's vocab_size.")
     if vt != vd:
+        hint = ""
+        if target_tokenizer is not None and len(target_tokenizer) <= min(vt, vd):
+            hint = (f" If the draft uses the target's tokenizer ({len(target_tokenizer)} tokens) "
+                    "and only its embedding is padded to another size, pad the smaller "
+                    f"embedding to {max(vt, vd)} rows (model.resize_token_embeddings"
+                    f"({max(vt, vd)}, mean_resizing=False); model.save_pretrained(folder)).")
         raise ValueError(
             f"mismatched vocabularies: target vocab_size = {vt}, draft vocab_size = {vd}. "
             "Assisted decoding measured here needs a draft with the target's tokenizer and "
-            "vocab_size (e.g. two models of one family, or the bundled pair); pick such a draft.")
+            "vocab_size (e.g. two models of one family, or the bundled pair); pick such a "
+            "draft." + hint)
     if target_tokenizer is not None and draft_tokenizer is not None:
         if target_tokenizer.get_vocab() != draft_tokenizer.get_vocab():
             raise ValueError(
                 "mismatched vocabularies: target and draft tokenizers have the same size "
                 f"({vt}) but different tokens; the draft must share the target's tokenizer")
+
+
+def model_contexts(target, drafts: dict) -> dict:
+    """Positions of every model: ``{"target": n, "draft 'name'": n, ...}`` (None: no limit
+    declared). ``drafts`` maps labels to models or to (model, tokenizer) pairs."""
+    out = {"target": context_length(target)}
+    for name, d in drafts.items():
+        out[f"draft {name!r}"] = context_length(d[0] if isinstance(d, tuple) else d)
+    return out
+
+
+def _check_fits(what: str, needed: int, context, advice: str) -> None:
+    """Raise a ValueError when ``needed`` positions exceed a model's context. ``context`` is an
+    int, None, or a dict from :func:`model_contexts` (the smallest one that is too small is
+    named, with the others)."""
+    ctx = context if isinstance(context, dict) else {"the model": context}
+    small = {k: v for k, v in ctx.items() if v is not None and needed > v}
+    if not small:
+        return
+    who = min(small, key=small.get)
+    others = ", ".join(f"{k}: {v}" for k, v in ctx.items() if k != who)
+    raise ValueError(f"{what} needs {needed} positions but {who} has a context of {small[who]} "
+                     f"positions{f' ({others})' if others else ''}: {advice}")
 
 
 def context_length(model) -> int | None:
@@ -248,9 +346,34 @@ def context_length(model) -> int | None:
 
 # --------------------------------------------------------------------------- prompts
 
-def load_prompts(path=None, *, tasks=None, per_task: int | None = None) -> list[dict]:
+def _check_logged(path, n, obj) -> None:
+    """Validate a logged-traffic record's ``response``, ``temperature`` and ``response_ids``."""
+    r = obj.get("response")
+    if not isinstance(r, str) or not r:
+        raise ValueError(f"{path}:{n}: 'response' must be a non-empty string (the response the "
+                         f"target served for this prompt), got {r!r}")
+    t = obj.get("temperature")
+    if "temperature" not in obj:
+        raise ValueError(f"{path}:{n}: a record with a 'response' must give the 'temperature' "
+                         "it was served at (0 = greedy), got none")
+    if isinstance(t, bool) or not isinstance(t, (int, float)) or not (t >= 0 and math.isfinite(t)):
+        raise ValueError(f"{path}:{n}: 'temperature' must be a number >= 0 (0 = greedy), got {t!r}")
+    ids = obj.get("response_ids")
+    if ids is not None and (not isinstance(ids, list) or not ids or not all(
+            isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in ids)):
+        raise ValueError(f"{path}:{n}: 'response_ids' must be a non-empty list of token ids "
+                         f"(ints >= 0), got {str(ids)[:80]}")
+
+
+def load_prompts(path=None, *, tasks=None, per_task: int | None = None,
+                 logged: bool = False) -> list[dict]:
     """Read prompts from a JSON-lines file (one object a line, with at least ``task`` and
     ``prompt``; ``id`` defaults to ``"<task>-<n>"``).
+
+    Logged traffic (``logged=True``, or any record that has a ``response``): each record also
+    carries ``response``, the text the target served (non-empty), and ``temperature``, the
+    temperature it was served at (>= 0, 0 = greedy); optionally ``response_ids``, the served
+    token ids (used instead of re-encoding ``response``, which need not give the same ids).
 
     Parameters
     ----------
@@ -270,10 +393,12 @@ def load_prompts(path=None, *, tasks=None, per_task: int | None = None) -> list[
     FileNotFoundError
         No such file.
     ValueError
-        A line that is not a JSON object with string ``task`` and ``prompt``; an unknown task
-        in ``tasks``; ``per_task`` < 0; no prompt left.
+        A line that is not a JSON object with string ``task`` and ``prompt``; with ``logged``
+        a record without ``response``; a record whose ``response`` is empty or not a string,
+        whose ``temperature`` is missing or negative, or whose ``response_ids`` are not ids; an
+        unknown task in ``tasks``; ``per_task`` < 0; no prompt left.
     """
-    path = Path(path) if path is not None else BUNDLED_PROMPTS
+    path = Path(path) if path is not None else (BUNDLED_LOGGED if logged else BUNDLED_PROMPTS)
     if not path.is_file():
         raise FileNotFoundError(f"prompts file {str(path)!r} does not exist; the bundled one is "
                                 f"{BUNDLED_PROMPTS}")
@@ -289,6 +414,11 @@ def load_prompts(path=None, *, tasks=None, per_task: int | None = None) -> list[
                 or not isinstance(obj.get("prompt"), str) or not obj["prompt"]:
             raise ValueError(f"{path}:{n}: each line must be a JSON object with string 'task' and "
                              f"non-empty string 'prompt'; got keys {sorted(obj) if isinstance(obj, dict) else type(obj).__name__}")
+        if logged or "response" in obj:
+            if logged and "response" not in obj:
+                raise ValueError(f"{path}:{n}: logged traffic needs each record's 'response' "
+                                 "(the served text) and 'temperature'; this record has none")
+            _check_logged(path, n, obj)
         k = counts.get(obj["task"], 0)
         counts[obj["task"]] = k + 1
         obj.setdefault("id", f"{obj['task']}-{k:02d}")
@@ -324,8 +454,10 @@ def encode_prompts(tokenizer, prompts, *, max_new_tokens: int, context: int | No
     Raises
     ------
     ValueError
-        A prompt whose tokens plus ``max_new_tokens`` exceed ``context`` (the model's positions),
-        or ``chat_template=True`` without a template.
+        A prompt whose tokens plus ``max_new_tokens`` exceed ``context`` (the model's positions:
+        an int, None, or a dict of every model's from :func:`model_contexts`, so that a draft
+        with a shorter context than the target's is caught before measuring), or
+        ``chat_template=True`` without a template.
     """
     has_template = bool(getattr(tokenizer, "chat_template", None))
     if chat_template is True and not has_template:
@@ -340,12 +472,39 @@ def encode_prompts(tokenizer, prompts, *, max_new_tokens: int, context: int | No
             ids = tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"]
         else:
             ids = tokenizer(p["prompt"], verbose=False)["input_ids"]
-        if context is not None and len(ids) + max_new_tokens > context:
-            raise ValueError(
-                f"prompt {p.get('id', '?')!r} (task {p.get('task')!r}) is {len(ids)} tokens; with "
-                f"max_new_tokens = {max_new_tokens} it needs {len(ids) + max_new_tokens} "
-                f"positions but the model's context is {context}: lower --max-new-tokens, or "
-                "use shorter prompts")
+        _check_fits(f"prompt {p.get('id', '?')!r} (task {p.get('task')!r}) is {len(ids)} "
+                    f"tokens; with max_new_tokens = {max_new_tokens} it", len(ids) + max_new_tokens,
+                    context, "lower --max-new-tokens, use shorter prompts, or drop that model")
+        out.append(torch.tensor(ids, dtype=torch.long))
+    return out
+
+
+def encode_responses(tokenizer, items, prompt_ids, *, context, vocab_size: int | None = None
+                     ) -> list[torch.Tensor]:
+    """Token ids (1-D LongTensor) of each logged record's served response: its
+    ``response_ids`` when given, else ``response`` encoded without special tokens.
+
+    Raises
+    ------
+    ValueError
+        A response that encodes to no token, an id outside the vocabulary, or prompt + response
+        longer than a model's context (``context`` as in :func:`encode_prompts`; named).
+    """
+    out = []
+    for it, pids in zip(items, prompt_ids):
+        ids = it.get("response_ids")
+        if ids is None:
+            ids = tokenizer(it["response"], add_special_tokens=False, verbose=False)["input_ids"]
+        name = f"logged record {it.get('id', '?')!r} (task {it.get('task')!r})"
+        if not ids:
+            raise ValueError(f"{name}: its response encodes to no token")
+        if vocab_size is not None and max(ids) >= vocab_size:
+            raise ValueError(f"{name}: response token id {max(ids)} is outside the target's "
+                             f"vocabulary (vocab_size {vocab_size}); was it served by this target?")
+        _check_fits(f"{name}: prompt ({pids.numel()} tokens) + response ({len(ids)} tokens)",
+                    pids.numel() + len(ids), context,
+                    "teacher forcing runs each model over prompt + response; drop the record or "
+                    "truncate the response (or drop that model)")
         out.append(torch.tensor(ids, dtype=torch.long))
     return out
 
@@ -357,10 +516,177 @@ def _sync(device) -> None:
         torch.cuda.synchronize()
 
 
-def _sampling_kwargs(temperature: float) -> dict:
+def _first_id(v):
+    """The first token id of an id, a list/tuple of ids or a tensor (None when there is none)."""
+    if v is None or isinstance(v, bool):
+        return None
+    if isinstance(v, torch.Tensor):
+        v = v.flatten().tolist()
+    if isinstance(v, (list, tuple)):
+        for x in v:
+            x = _first_id(x)
+            if x is not None:
+                return x
+        return None
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def pad_token_id(model) -> int | None:
+    """The one pad id to pass to ``generate`` (batch size 1: it never pads), from any form
+    transformers accepts: ``pad_token_id`` of the generation config (or the model config), else
+    the first of ``eos_token_id`` (an int, a list such as Llama 3's ``[128001, 128009]``, or a
+    tensor), as ``generate`` itself does; None when the configs name neither."""
+    gc = model.generation_config
+    cfg = model.config.get_text_config()
+    for src, key in ((gc, "pad_token_id"), (cfg, "pad_token_id"), (gc, "eos_token_id"),
+                     (cfg, "eos_token_id")):
+        v = _first_id(getattr(src, key, None))
+        if v is not None:
+            return v
+    return None
+
+
+def _sampling_kwargs(temperature: float, model=None) -> dict:
+    """generate() kwargs for temperature T. T > 0: sampling at T with the top-k / top-p the
+    model's generation_config sets; where it sets none, transformers' library default
+    (top_k = 50) is switched off explicitly, so that sampling is pure temperature sampling."""
     if temperature == 0:
         return {"do_sample": False}
-    return {"do_sample": True, "temperature": float(temperature), "top_k": 0, "top_p": 1.0}
+    kw = {"do_sample": True, "temperature": float(temperature)}
+    gc = getattr(model, "generation_config", None)
+    if getattr(gc, "top_k", None) is None:
+        kw["top_k"] = 0
+    if getattr(gc, "top_p", None) is None:
+        kw["top_p"] = 1.0
+    return kw
+
+
+def _generate_kwargs(target, ids, max_new_tokens: int, temperature: float) -> dict:
+    kwargs = dict(attention_mask=torch.ones_like(ids), max_new_tokens=int(max_new_tokens),
+                  **_sampling_kwargs(temperature, target))
+    pad = pad_token_id(target)
+    if pad is not None and getattr(target.generation_config, "pad_token_id", None) is None:
+        kwargs["pad_token_id"] = pad
+    return kwargs
+
+
+class _Captured(Exception):
+    pass
+
+
+#: Processors that look at the scores only (not at the prefix): applied to all positions at once.
+_PREFIX_FREE = frozenset({
+    "TemperatureLogitsWarper", "TopKLogitsWarper", "TopPLogitsWarper", "MinPLogitsWarper",
+    "TypicalLogitsWarper", "EpsilonLogitsWarper", "EtaLogitsWarper",
+    "SuppressTokensLogitsProcessor", "InfNanRemoveLogitsProcessor",
+})
+
+
+@dataclass
+class Processing:
+    """The logits processing ``generate`` applies for one prompt and temperature, as
+    transformers builds it from the target's ``generation_config`` (repetition and n-gram
+    penalties, bad or suppressed tokens, min length, and at T > 0 temperature, top-k, top-p, ...).
+
+    ``target``: the target's list (what verification applies). ``draft``: the draft's, as
+    transformers' assistant builds it: the same list without the min-length processors (the
+    assistant's copy of the config drops ``min_length`` / ``min_new_tokens``).
+    """
+
+    target: list
+    draft: list
+
+    @property
+    def empty(self) -> bool:
+        return not self.target and not self.draft
+
+    def describe(self) -> list[str]:
+        """One string per target processor, e.g. ``RepetitionPenaltyLogitsProcessor(penalty=1.05)``."""
+        out = []
+        for p in self.target:
+            args = {k: v for k, v in vars(p).items()
+                    if isinstance(v, (int, float, str)) and not k.startswith("_")}
+            inner = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
+                              for k, v in args.items())
+            out.append(f"{type(p).__name__}({inner})"
+                       + ("" if p in self.draft else " [target only]"))
+        return out
+
+
+@torch.inference_mode()
+def generation_processing(target, input_ids, *, temperature: float = 0.0,
+                          max_new_tokens: int = 1) -> Processing:
+    """The logits processors ``target.generate`` builds for this prompt, temperature and length
+    (taken from transformers itself: ``generate`` is started with the kwargs
+    :func:`run_generate` uses and stopped before its first forward, once its processor list is
+    built), so that teacher forcing applies exactly what generation and verification apply.
+
+    Parameters
+    ----------
+    target : causal LM; input_ids : 1-D LongTensor (the prompt);
+    temperature : float >= 0; max_new_tokens : int >= 1 (length-dependent processors).
+
+    Returns
+    -------
+    Processing
+
+    Raises
+    ------
+    RuntimeError
+        This transformers builds its processors elsewhere (the capture found nothing).
+    """
+    from transformers.generation.logits_process import (MinLengthLogitsProcessor,
+                                                        MinNewTokensLengthLogitsProcessor)
+
+    ids = input_ids.to(target.device)[None, :]
+    box = {}
+    orig = target._get_logits_processor
+
+    def grab(*a, **k):
+        box["list"] = orig(*a, **k)
+        raise _Captured
+
+    target._get_logits_processor = grab
+    try:
+        target.generate(ids, **_generate_kwargs(target, ids, max_new_tokens, temperature))
+    except _Captured:
+        pass
+    finally:
+        del target._get_logits_processor
+    if "list" not in box:
+        raise RuntimeError(
+            f"could not read the logits processors of transformers {transformers.__version__}'s "
+            "generate (no _get_logits_processor call); teacher forcing would not match "
+            "generation: use the transformers version in pyproject.toml")
+    procs = list(box["list"])
+    draft = [p for p in procs
+             if not isinstance(p, (MinLengthLogitsProcessor, MinNewTokensLengthLogitsProcessor))]
+    return Processing(procs, draft)
+
+
+def _process(procs: list, full, logits, p0: int):
+    """Apply ``procs`` to ``logits`` (n, V) float32, row i predicting ``full[0, p0 + i]`` from
+    the prefix ``full[:, :p0 + i]``, as generate applies them one step at a time."""
+    if not procs:
+        return logits
+    n = logits.shape[0]
+    full = full.to(logits.device)
+    if all(type(p).__name__ in _PREFIX_FREE for p in procs):
+        x = logits.clone()
+        prefix = full[:, :p0].expand(n, -1)
+        for p in procs:
+            x = p(prefix, x)
+        return x
+    rows = []
+    for i in range(n):
+        x = logits[i:i + 1].clone()
+        for p in procs:
+            x = p(full[:, :p0 + i], x)
+        rows.append(x)
+    return torch.cat(rows)
 
 
 class _RoundStreamer(BaseStreamer):
@@ -454,10 +780,7 @@ def run_generate(target, input_ids, *, max_new_tokens: int, temperature: float =
         raise ValueError("gamma (num_assistant_tokens) is required with a draft")
     device = target.device
     ids = input_ids.to(device)[None, :]
-    kwargs = dict(attention_mask=torch.ones_like(ids), max_new_tokens=int(max_new_tokens),
-                  **_sampling_kwargs(temperature))
-    if getattr(target.generation_config, "pad_token_id", None) is None:
-        kwargs["pad_token_id"] = target.generation_config.eos_token_id
+    kwargs = _generate_kwargs(target, ids, max_new_tokens, temperature)
     if prompt_lookup is not None:
         kwargs["prompt_lookup_num_tokens"] = int(prompt_lookup)
     streamer = _RoundStreamer()
@@ -488,23 +811,30 @@ def generate_continuation(target, input_ids, *, max_new_tokens: int, temperature
 
 
 @torch.inference_mode()
-def teacher_forced_betas(target, draft, input_ids, continuation, temperature: float = 0.0):
+def teacher_forced_betas(target, draft, input_ids, continuation, temperature: float = 0.0, *,
+                         processing: Processing | None = None):
     """Per-position acceptance beta of ``draft`` along the target's ``continuation``.
 
     One forward of each model over prompt + continuation (Leviathan et al., section 3.1):
 
     * T = 0: ``beta_i = 1`` when the draft's argmax at position i equals the target's token
       ``continuation[i]`` (its greedy choice), else 0;
-    * T > 0: ``beta_i = sum_x min(p_T(x), q_T(x))`` with p, q the softmaxes of target and
-      draft logits divided by T (Corollary 3.6: the acceptance probability of speculative
+    * T > 0: ``beta_i = sum_x min(p(x), q(x))`` with p, q the target's and the draft's
+      next-token distributions (Corollary 3.6: the acceptance probability of speculative
       sampling given the prefix).
+
+    With ``processing`` (:func:`generation_processing`) the logits go through the same
+    processors generation and verification apply (the draft's list for the draft, the target's
+    for the target; at T > 0 that list holds the temperature and top-k / top-p warpers); without
+    it, p and q are the plain softmaxes of logits / T (argmax at T = 0).
 
     Parameters
     ----------
     target, draft : causal LMs sharing one vocabulary.
     input_ids : 1-D LongTensor, the prompt (P tokens).
-    continuation : sequence of N >= 1 token ids.
+    continuation : sequence of N >= 1 token ids (the target's output, or a logged response).
     temperature : float >= 0
+    processing : Processing, optional
 
     Returns
     -------
@@ -515,25 +845,46 @@ def teacher_forced_betas(target, draft, input_ids, continuation, temperature: fl
     ValueError
         Empty continuation or negative temperature.
     """
+    return teacher_forced_betas_all(target, {"d": draft}, input_ids, continuation, temperature,
+                                    processing=processing)["d"]
+
+
+@torch.inference_mode()
+def teacher_forced_betas_all(target, drafts: dict, input_ids, continuation,
+                             temperature: float = 0.0, *, processing: Processing | None = None):
+    """:func:`teacher_forced_betas` for several drafts at once: at T > 0 the target's forward
+    pass and distributions are computed once and shared; at T = 0 the target is not run at all
+    (its tokens are the continuation). ``drafts`` maps labels to models; returns
+    ``{label: betas}``."""
     t = float(_check.real("temperature", temperature, lo=0.0))
     cont = torch.as_tensor(list(continuation), dtype=torch.long)
     if cont.numel() == 0:
         raise ValueError("continuation must hold at least one token, got none")
-    full = torch.cat([input_ids.cpu(), cont])[None, :].to(target.device)
+    full = torch.cat([input_ids.cpu(), cont])[None, :]
     p0, n = input_ids.numel(), cont.numel()
-    mask = torch.ones_like(full)
-    ld = draft(input_ids=full.to(draft.device), attention_mask=mask.to(draft.device)
-               ).logits[0, p0 - 1:p0 - 1 + n].float()
-    if t == 0:
-        # the greedy continuation IS the target's argmax: no target forward needed
-        beta = (ld.argmax(-1) == cont.to(ld.device)).double()
-    else:
-        lt = target(input_ids=full, attention_mask=mask).logits[0, p0 - 1:p0 - 1 + n].float()
-        ld = ld.to(lt.device)
-        p = torch.softmax(lt / t, dim=-1)
-        q = torch.softmax(ld / t, dim=-1)
-        beta = torch.minimum(p, q).sum(-1).double().clamp(0.0, 1.0)
-    return beta.cpu().numpy()
+    proc = processing if processing is not None and not processing.empty else None
+    p = None
+    if t > 0:
+        dev = target.device
+        lt = target(input_ids=full.to(dev), attention_mask=torch.ones_like(full).to(dev)
+                    ).logits[0, p0 - 1:p0 - 1 + n].float()
+        lt = _process(proc.target, full, lt, p0) if proc else lt / t
+        p = torch.softmax(lt, dim=-1)
+    out = {}
+    for name, draft in drafts.items():
+        dev = draft.device
+        ld = draft(input_ids=full.to(dev), attention_mask=torch.ones_like(full).to(dev)
+                   ).logits[0, p0 - 1:p0 - 1 + n].float()
+        if proc:
+            ld = _process(proc.draft, full, ld, p0)
+        if t == 0:
+            # the greedy continuation IS the target's (processed) argmax: no target forward
+            beta = (ld.argmax(-1) == cont.to(ld.device)).double()
+        else:
+            q = torch.softmax(ld.to(p.device) if proc else ld.to(p.device) / t, dim=-1)
+            beta = torch.minimum(p, q).sum(-1).double().clamp(0.0, 1.0)
+        out[name] = beta.cpu().numpy()
+    return out
 
 
 @torch.inference_mode()
@@ -609,7 +960,10 @@ class Measurement:
     * ``summary``: (draft, gamma, temperature): alpha, alpha_counted, tau_measured,
       tau_predicted (Eq. 1), tau_betas (no i.i.d.), speedup_measured, speedup_predicted
       (Thm 3.8 with c), speedup_betas, speedup_timing_model (the fitted timing model's
-      predicted wall times of the same calls, per-call cost included), c, lossless.
+      predicted wall times of the same calls, per-call cost included), speedup_predicted_loo
+      (leave one gamma out: the timing model fitted without this gamma's runs, applied to the
+      rounds the teacher-forced betas imply at this gamma; what a user can predict before
+      running a gamma; NaN with a single gamma), c, lossless.
     * ``pld``: (gamma, temperature, task incl. ``"all"``): tau, speedup, lossless.
     * ``timing``: (draft): the timing model fitted jointly to all drafts' runs
       (:func:`specnb.acceptance.fit_timing_models`: t_call, t_target and t_round shared, t_draft
@@ -637,7 +991,8 @@ class Measurement:
         """One JSON-able object. The keys ``draft``, ``gamma``, ``temperature``, ``alpha``,
         ``alpha_counted``, ``tau_measured``, ``tau_predicted``, ``tau_betas``,
         ``speedup_measured``, ``speedup_predicted``, ``speedup_betas``,
-        ``speedup_timing_model``, ``c`` and ``lossless`` are aligned lists, one entry per
+        ``speedup_timing_model``, ``speedup_predicted_loo``, ``c`` and ``lossless`` are aligned
+        lists, one entry per
         summary row (draft x gamma x temperature); ``lossless_all`` is the overall verdict;
         ``alpha_by_task``, ``pld`` and ``timing`` are lists of records; ``config`` as run."""
         s = self.summary
@@ -737,11 +1092,11 @@ def measure(target=None, drafts=None, *, prompts=None, tasks=None, per_task: int
     reps = _check.scalar_int("repeats", repeats, lo=1)
     warm = _check.scalar_int("warmup", warmup, lo=0)
     seed = _check.scalar_int("seed", seed, lo=0)
+    prompt_items, prompts_src = _prompts(prompts, tasks, per_task)  # before any model loads
     tmodel, ttok, dmodels, target_name, (dev, torch_dtype) = _load(target, drafts, models,
                                                                    device, dtype)
-    prompt_items, prompts_src = _prompts(prompts, tasks, per_task)
-    ids = encode_prompts(ttok, prompt_items, max_new_tokens=mnt, context=context_length(tmodel),
-                         chat_template=chat_template)
+    ids = encode_prompts(ttok, prompt_items, max_new_tokens=mnt,
+                         context=model_contexts(tmodel, dmodels), chat_template=chat_template)
     n_p = len(prompt_items)
 
     # ---- progress
@@ -765,7 +1120,7 @@ def measure(target=None, drafts=None, *, prompts=None, tasks=None, per_task: int
             cpu_threads, lo=1))
     try:
         return _measure(tmodel, dmodels, prompt_items, ids, gam, temps, mnt, reps, warm, pld,
-                        seed, dev, torch_dtype, tick, dict(
+                        seed, dev, torch_dtype, tick, dict(processing={},
                             target=target_name, drafts=list(dmodels), prompts=prompts_src,
                             n_prompts=n_p, tasks=list(dict.fromkeys(p["task"] for p in prompt_items)),
                             gammas=gam, temperatures=temps, max_new_tokens=mnt, repeats=reps,
@@ -793,31 +1148,69 @@ def _model_speedup(model, assisted_runs, runs, t):
     return float((assisted_runs["new_tokens"].sum() / pa) / (plain["new_tokens"].sum() / pp))
 
 
+def _loo_speedup(model, betas, runs, dname, gamma, t, mnt):
+    """Speedup at ``gamma`` predicted by a timing model fitted without that gamma's runs: the
+    target forwards and draft forwards come from the teacher-forced betas
+    (:func:`specnb.acceptance.expected_round_counts`; exact greedy rounds at T = 0), the plain
+    rate from the plain runs (which every gamma shares)."""
+    seqs = [b for b in betas[(betas["draft"] == dname) & (betas["temperature"] == t)]["betas"]
+            if len(b)]
+    if not seqs:
+        return np.nan
+    counts = [acc.expected_round_counts(b, gamma, mnt) for b in seqs]
+    tokens = sum(len(b) for b in seqs)
+    wall = sum(float(model.predict(r, d, r)) for r, d in counts)
+    plain = runs[(runs["method"] == "plain") & (runs["temperature"] == t)]
+    pp = model.predict(plain["target_forwards"], 0, 0).sum()
+    return float((tokens / wall) / (plain["new_tokens"].sum() / pp))
+
+
 def _seed_for(seed, ti, pi):
     return seed * 1_000_003 + ti * 10_007 + pi
 
 
-def _teacher_forcing(tmodel, dmodels, prompts, ids, temps, mnt, seed, tick):
+def _teacher_forcing(tmodel, dmodels, prompts, ids, temps, mnt, seed, tick, processing=None):
+    """Continuations, betas (processed as generation processes), alpha per task. Appends the
+    processors used at each temperature to ``processing`` (a dict) when given."""
     conts, beta_rows = {}, []
+    drafts = {name: dm for name, (dm, _) in dmodels.items()}
     for ti, t in enumerate(temps):
         for pi, p in enumerate(prompts):
             conts[(t, pi)] = generate_continuation(tmodel, ids[pi], max_new_tokens=mnt,
                                                    temperature=t, seed=_seed_for(seed, ti, pi))
             tick()
-            for dname, (dm, _) in dmodels.items():
-                b = teacher_forced_betas(tmodel, dm, ids[pi], conts[(t, pi)], t)
+            proc = generation_processing(tmodel, ids[pi], temperature=t, max_new_tokens=mnt)
+            if processing is not None:
+                processing.setdefault(f"{t:g}", proc.describe())
+            if conts[(t, pi)]:
+                bs = teacher_forced_betas_all(tmodel, drafts, ids[pi], conts[(t, pi)], t,
+                                              processing=proc)
+            else:  # the target ended at once (an end-of-sequence token first): no position
+                bs = {name: np.zeros(0) for name in drafts}
+            for dname in drafts:
+                b = bs[dname]
                 beta_rows.append(dict(draft=dname, temperature=t, prompt=p["id"], task=p["task"],
                                       positions=int(b.size), beta_sum=float(b.sum()), betas=b))
                 tick()
     betas = pd.DataFrame(beta_rows)
-    alpha_rows = []
-    for (dname, t), g in betas.groupby(["draft", "temperature"], sort=False):
+    return conts, betas, _alpha_table(betas, ["draft", "temperature"], seed)
+
+
+def _alpha_table(betas: pd.DataFrame, keys: list, seed: int) -> pd.DataFrame:
+    """alpha per ``keys`` and task (and ``"all"``) with a cluster-bootstrap 95% CI over prompts;
+    prompts with no position are left out (NaN when none is left)."""
+    rows = []
+    for key, g in betas.groupby(keys, sort=False):
+        g = g[g["positions"] > 0]
         for task, gg in [*g.groupby("task", sort=False), ("all", g)]:
-            est, lo, hi = acc.ratio_ci(gg["beta_sum"], gg["positions"], seed=seed)
-            alpha_rows.append(dict(draft=dname, temperature=t, task=task, alpha=est, ci_low=lo,
-                                   ci_high=hi, prompts=len(gg),
-                                   positions=int(gg["positions"].sum())))
-    return conts, betas, pd.DataFrame(alpha_rows)
+            if len(gg):
+                est, lo, hi = acc.ratio_ci(gg["beta_sum"], gg["positions"], seed=seed)
+            else:
+                est = lo = hi = float("nan")
+            rows.append(dict(zip(keys, key if isinstance(key, tuple) else (key,)), task=task,
+                             alpha=est, ci_low=lo, ci_high=hi, prompts=len(gg),
+                             positions=int(gg["positions"].sum())))
+    return pd.DataFrame(rows)
 
 
 def alpha_by_teacher_forcing(target=None, drafts=None, *, prompts=None, tasks=None,
@@ -836,9 +1229,9 @@ def alpha_by_teacher_forcing(target=None, drafts=None, *, prompts=None, tasks=No
                                            lo=0.0)]
     mnt = _check.scalar_int("max_new_tokens", max_new_tokens, lo=1)
     seed = _check.scalar_int("seed", seed, lo=0)
-    tmodel, ttok, dmodels, _, _ = _load(target, drafts, models, device, dtype)
     items, _ = _prompts(prompts, tasks, per_task)
-    ids = encode_prompts(ttok, items, max_new_tokens=mnt, context=context_length(tmodel))
+    tmodel, ttok, dmodels, _, _ = _load(target, drafts, models, device, dtype)
+    ids = encode_prompts(ttok, items, max_new_tokens=mnt, context=model_contexts(tmodel, dmodels))
     _, betas, alpha = _teacher_forcing(tmodel, dmodels, items, ids, temps, mnt, seed, lambda: None)
     return alpha, betas
 
@@ -865,16 +1258,23 @@ def _prompts(prompts, tasks, per_task):
     if prompts is None or isinstance(prompts, (str, Path)):
         items = load_prompts(prompts, tasks=tasks, per_task=per_task)
         return items, str(prompts if prompts is not None else BUNDLED_PROMPTS)
-    items = list(prompts)
+    items = [dict(p) for p in prompts]
     if not items:
         raise ValueError("prompts must hold at least one prompt, got none")
+    counts = {}
+    for i in items:
+        if not isinstance(i.get("task"), str) or not isinstance(i.get("prompt"), str):
+            raise ValueError(f"prompts must be dicts with string 'task' and 'prompt', got {i!r}")
+        k = counts[i["task"]] = counts.get(i["task"], -1) + 1
+        i.setdefault("id", f"{i['task']}-{k:02d}")
     return items, "<in memory>"
 
 
 def _measure(tmodel, dmodels, prompts, ids, gammas, temps, mnt, reps, warm, pld, seed, dev,
              torch_dtype, tick, config) -> Measurement:
     # ---- 1. continuations and teacher-forced betas
-    conts, betas, alpha = _teacher_forcing(tmodel, dmodels, prompts, ids, temps, mnt, seed, tick)
+    conts, betas, alpha = _teacher_forcing(tmodel, dmodels, prompts, ids, temps, mnt, seed, tick,
+                                           config["processing"])
 
     # ---- 2. c: decoding-step forward times, measured side by side
     fwd = forward_time([tmodel] + [dm for dm, _ in dmodels.values()], ids[0])
@@ -967,6 +1367,28 @@ def _measure(tmodel, dmodels, prompts, ids, gammas, temps, mnt, reps, warm, pld,
         timing_rows.append(row)
     timing = pd.DataFrame(timing_rows)
 
+    # ---- 4b. leave one gamma out: fit without that gamma's runs, predict its speedup from
+    # the rounds the teacher-forced betas imply at that gamma (no run at that gamma used)
+    loo = {}
+    if len(gammas) > 1:
+        for g in gammas:
+            keep = ~(is_a & (f["gamma"] == g).to_numpy())
+            fk = f[keep]
+            ka = is_a[keep]
+            fit_g = acc.fit_timing_models(fk["wall_s"], fk["target_forwards"],
+                                          np.where(ka, fk["draft_forwards"], 0),
+                                          np.where(ka, fk["rounds"], 0),
+                                          drafts=np.where(ka, fk["draft"].fillna("").astype(str),
+                                                          ""))
+            for dname in dmodels:
+                if dname not in fit_g.t_draft:
+                    continue
+                m = fit_g.model(dname)
+                if not m.t_target > 0:
+                    continue
+                for t in temps:
+                    loo[(dname, g, t)] = _loo_speedup(m, betas, runs, dname, g, t, mnt)
+
     # ---- 5. summary: prediction beside measurement
     summary_rows = []
     for dname in dmodels:
@@ -995,6 +1417,7 @@ def _measure(tmodel, dmodels, prompts, ids, gammas, temps, mnt, reps, warm, pld,
                     speedup_predicted=theory.walltime_speedup(a_row["alpha"], g, c),
                     speedup_betas=acc.speedup_from_tau(tau_b, g, c),
                     speedup_timing_model=_model_speedup(models_fit.get(dname), fr, runs, t),
+                    speedup_predicted_loo=loo.get((dname, g, t), np.nan),
                     c=c, tokens_per_s=rate, tokens_per_s_plain=rate_plain,
                     target_forwards=int(fr["target_forwards"].sum()),
                     draft_forwards=int(fr["draft_forwards"].sum()),
@@ -1022,3 +1445,192 @@ def _measure(tmodel, dmodels, prompts, ids, gammas, temps, mnt, reps, warm, pld,
     pld_df = pd.DataFrame(pld_rows)
     return Measurement(betas=betas, alpha=alpha, runs=runs, summary=summary, pld=pld_df,
                        timing=timing, config=config)
+
+
+def processing_note(config: dict) -> str:
+    """One sentence saying which logits processing (from the target's ``generation_config``)
+    a :class:`Measurement` or :class:`LoggedAlpha` applied, per temperature."""
+    proc = config.get("processing") or {}
+    if not any(proc.values()):
+        return ("logits processing from the target's generation_config: none (plain argmax at "
+                "T = 0, pure temperature sampling at T > 0)")
+    return ("logits processing from the target's generation_config, applied identically in "
+            "generation and teacher forcing (min length on the target only, as transformers' "
+            "assistant drops it): " + "; ".join(f"T={t}: {', '.join(v) or 'none'}"
+                                                for t, v in proc.items()))
+
+
+# --------------------------------------------------------------------------- logged traffic
+
+@dataclass
+class LoggedAlpha:
+    """What :func:`alpha_from_logged` found (pandas DataFrames).
+
+    * ``betas``: (draft, temperature, prompt): task, positions, sum of betas, the sequence.
+    * ``alpha``: (draft, temperature, task incl. ``"all"``): alpha, 95% CI over prompts.
+    * ``summary``: (draft, gamma, temperature): alpha with its CI; ``alpha_rounds`` (T = 0: the
+      accepted / examined draft tokens of the exact greedy rounds the betas imply at this gamma,
+      what counting assisted-decoding runs gives; NaN at T > 0, where runs draw their own
+      path); ``tau_betas`` (expected tokens per target forward from the betas, no i.i.d.
+      assumption); ``tau_predicted`` (Eq. 1); with timing, ``c`` (single-forward times),
+      ``speedup_predicted`` (Theorem 3.8) and ``speedup_betas``.
+    * ``config``: arguments, processing applied, seconds spent in the forward passes.
+    """
+
+    betas: pd.DataFrame
+    alpha: pd.DataFrame
+    summary: pd.DataFrame
+    config: dict = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        """Aligned lists, one entry per summary row (``draft``, ``gamma``, ``temperature``,
+        ``alpha``, ``alpha_ci_low``, ``alpha_ci_high``, ``alpha_rounds``, ``tau_betas``,
+        ``tau_predicted``, ...), plus ``alpha_by_task`` records and ``config``."""
+        s = self.summary
+        obj = {k: [_plain(v) for v in s[k].tolist()] for k in s.columns}
+        obj["alpha_by_task"] = _records(self.alpha)
+        obj["config"] = self.config
+        return obj
+
+
+def alpha_from_logged(target=None, drafts=None, *, prompts=None, tasks=None,
+                      per_task: int | None = None, gammas=(1, 2, 3, 5), device: str = "auto",
+                      dtype: str = "auto", chat_template="auto", timing: bool = True,
+                      seed: int = 0, cpu_threads: int | None = 1,
+                      models: dict | None = None) -> LoggedAlpha:
+    """alpha of every draft, at every gamma, from logged traffic: one forward pass of each
+    model over each logged prompt + response, no generation.
+
+    How to measure alpha on real traffic: the request log already holds what the target served.
+    Along that path (the served tokens), teacher forcing gives beta per position (Leviathan et
+    al., section 3.1; Corollary 3.6): at T = 0 the served token is the target's greedy choice,
+    so only the drafts run (beta = draft's processed argmax equals the served token); at T > 0
+    one target pass gives p, shared by all drafts (beta = sum min(p, q)). The target's
+    ``generation_config`` processing is applied as in generation (:func:`generation_processing`).
+    Rounds at any gamma follow from the betas (:mod:`specnb.acceptance`), so the whole
+    (draft x gamma) grid costs one pass per model. Logged responses at T = 0 that were not the
+    target's own greedy output (another model, other processing) measure agreement with that
+    text instead.
+
+    Parameters
+    ----------
+    target, drafts : as in :func:`measure`.
+    prompts : str or Path, optional
+        JSON lines with ``task``, ``prompt``, ``response``, ``temperature`` (optionally
+        ``response_ids``), see :func:`load_prompts`; defaults to :data:`BUNDLED_LOGGED`.
+    tasks, per_task : see :func:`load_prompts` (all records by default).
+    gammas : ints >= 1.
+    device, dtype, chat_template : as in :func:`measure` (the prompt must be encoded as it was
+        served: the chat template is applied when the tokenizer has one, unless False).
+    timing : bool, also time single forwards for c and Theorem 3.8's speedup.
+    seed : int >= 0 (bootstrap); cpu_threads : as in :func:`measure`; models : as in
+        :func:`measure`.
+
+    Returns
+    -------
+    LoggedAlpha
+
+    Raises
+    ------
+    ValueError
+        Bad gammas; a bad record (empty response, missing temperature, ...), found before any
+        model loads; a response with ids outside the vocabulary or longer than a model's
+        context; mismatched vocabularies.
+    FileNotFoundError
+        A missing model folder or file.
+    """
+    gam = [int(g) for g in _check.integer("gammas", _as_list(gammas, "gammas"), lo=1)]
+    seed = _check.scalar_int("seed", seed, lo=0)
+    src = Path(prompts) if prompts is not None else BUNDLED_LOGGED
+    items = load_prompts(src, tasks=tasks, per_task=per_task, logged=True)  # before loading
+    tmodel, ttok, dmodels, target_name, (dev, torch_dtype) = _load(target, drafts, models,
+                                                                   device, dtype)
+    contexts = model_contexts(tmodel, dmodels)
+    ids = encode_prompts(ttok, items, max_new_tokens=0, context=contexts,
+                         chat_template=chat_template)
+    resp = encode_responses(ttok, items, ids, context=contexts, vocab_size=_vocab_size(tmodel))
+    threads = torch.get_num_threads()
+    if cpu_threads is not None and dev == "cpu":
+        torch.set_num_threads(_check.scalar_int("cpu_threads", cpu_threads, lo=1))
+    verbosity = transformers.logging.get_verbosity()
+    transformers.logging.set_verbosity_error()
+    drafts_m = {name: dm for name, (dm, _) in dmodels.items()}
+    processing, rows = {}, []
+    try:
+        _sync(dev)
+        t0 = time.perf_counter()
+        for it, pids, rids in zip(items, ids, resp):
+            t = float(it["temperature"])
+            proc = generation_processing(tmodel, pids, temperature=t, max_new_tokens=rids.numel())
+            processing.setdefault(f"{t:g}", proc.describe())
+            bs = teacher_forced_betas_all(tmodel, drafts_m, pids, rids, t, processing=proc)
+            for dname, b in bs.items():
+                rows.append(dict(draft=dname, temperature=t, prompt=it["id"], task=it["task"],
+                                 positions=int(b.size), beta_sum=float(b.sum()), betas=b))
+        _sync(dev)
+        pass_s = time.perf_counter() - t0
+        c = {}
+        if timing:
+            fwd = forward_time([tmodel] + list(drafts_m.values()), ids[0])
+            c = {d: fwd[1 + i] / fwd[0] for i, d in enumerate(drafts_m)}
+    finally:
+        torch.set_num_threads(threads)
+        transformers.logging.set_verbosity(verbosity)
+    betas = pd.DataFrame(rows)
+    alpha = _alpha_table(betas, ["draft", "temperature"], seed)
+    summary = []
+    for (dname, t), g in betas.groupby(["draft", "temperature"], sort=False):
+        a = alpha[(alpha["draft"] == dname) & (alpha["temperature"] == t)
+                  & (alpha["task"] == "all")].iloc[0]
+        seqs = list(g["betas"])
+        for gamma in gam:
+            row = dict(draft=dname, gamma=gamma, temperature=t, alpha=a["alpha"],
+                       alpha_ci_low=a["ci_low"], alpha_ci_high=a["ci_high"],
+                       alpha_rounds=(acc.alpha_from_rounds([acc.greedy_rounds(b, gamma)
+                                                            for b in seqs])
+                                     if t == 0 else np.nan),
+                       tau_betas=acc.tau_from_betas(seqs, gamma),
+                       tau_predicted=theory.expected_tokens_per_step(a["alpha"], gamma))
+            if timing:
+                row.update(c=c[dname],
+                           speedup_predicted=theory.walltime_speedup(a["alpha"], gamma, c[dname]),
+                           speedup_betas=acc.speedup_from_tau(row["tau_betas"], gamma, c[dname]))
+            summary.append(row)
+    config = dict(mode="logged", target=target_name, drafts=list(dmodels), prompts=str(src),
+                  n_records=len(items), tasks=list(dict.fromkeys(i["task"] for i in items)),
+                  temperatures=sorted({float(i["temperature"]) for i in items}), gammas=gam,
+                  device=dev, dtype=str(torch_dtype).replace("torch.", ""),
+                  chat_template=chat_template, processing=processing,
+                  forward_pass_s=pass_s, positions=int(betas["positions"].sum()) // max(1, len(drafts_m)),
+                  versions={"torch": torch.__version__, "transformers": transformers.__version__})
+    return LoggedAlpha(betas=betas, alpha=alpha, summary=pd.DataFrame(summary), config=config)
+
+
+def logged_responses(target, tokenizer, prompts, *, temperatures=(0.0, 1.0),
+                     max_new_tokens: int = 64, seed: int = 0, chat_template="auto") -> list[dict]:
+    """The target's own responses to ``prompts`` as a request log would hold them: one record
+    per prompt and temperature, the prompt's fields plus ``response`` (decoded text),
+    ``response_ids`` (the served ids), ``temperature``, ``max_new_tokens`` and ``seed``
+    (greedy at T = 0, seeded pure temperature sampling otherwise, as :func:`measure`).
+
+    Raises
+    ------
+    ValueError
+        Bad temperatures or max_new_tokens; prompts too long for the context.
+    """
+    temps = [float(t) for t in _check.real("temperatures", _as_list(temperatures, "temperatures"),
+                                           lo=0.0)]
+    mnt = _check.scalar_int("max_new_tokens", max_new_tokens, lo=1)
+    ids = encode_prompts(tokenizer, prompts, max_new_tokens=mnt, context=context_length(target),
+                         chat_template=chat_template)
+    out = []
+    for ti, t in enumerate(temps):
+        for pi, (p, x) in enumerate(zip(prompts, ids)):
+            sd = _seed_for(seed, ti, pi)
+            toks = generate_continuation(target, x, max_new_tokens=mnt, temperature=t, seed=sd)
+            if not toks:
+                continue
+            out.append({**{k: v for k, v in p.items() if k not in ("reference",)},
+                        "response": tokenizer.decode(toks), "response_ids": toks,
+                        "temperature": t, "max_new_tokens": mnt, "seed": sd})
+    return out

@@ -12,7 +12,7 @@ import sys
 
 from .cli import error
 
-__all__ = ["register", "run", "format_report"]
+__all__ = ["register", "run", "format_report", "format_logged_report"]
 
 MISSING_EXTRA = ("specnb measure needs torch and transformers: install the measure extra with\n"
                  "    pip install -e '.[measure]'\n"
@@ -40,12 +40,18 @@ def register(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--prompts", default=None, metavar="FILE",
                    help="JSON lines with 'task' and 'prompt' (default: "
                         "data/prompts/stdlib_heldout.jsonl)")
-    p.add_argument("--per-task", type=int, default=2, metavar="N",
-                   help="prompts per task family (default 2; 0 = all)")
+    p.add_argument("--logged", default=None, metavar="FILE",
+                   help="alpha from logged traffic instead: JSON lines whose records carry the "
+                        "served 'response' and the 'temperature' it was served at (optional "
+                        "'response_ids'); one forward pass per model over the logged text gives "
+                        "alpha, tau and predicted speedup for every draft and gamma, no "
+                        "generation (bundled example: data/prompts/stdlib_heldout_responses.jsonl)")
+    p.add_argument("--per-task", type=int, default=None, metavar="N",
+                   help="prompts per task family (default 2, with --logged all; 0 = all)")
     p.add_argument("--gamma", type=int, nargs="+", default=[1, 2, 3, 5], metavar="G",
                    help="draft lengths (num_assistant_tokens); default 1 2 3 5")
-    p.add_argument("--temperature", type=float, nargs="+", default=[0.0, 1.0], metavar="T",
-                   help="temperatures, 0 = greedy (default 0 1)")
+    p.add_argument("--temperature", type=float, nargs="+", default=None, metavar="T",
+                   help="temperatures, 0 = greedy (default 0 1; with --logged each record's own)")
     p.add_argument("--max-new-tokens", type=int, default=48, metavar="N",
                    help="tokens generated per prompt (default 48)")
     p.add_argument("--repeats", type=int, default=2, metavar="R",
@@ -65,8 +71,8 @@ def register(subparsers) -> argparse.ArgumentParser:
                         "when other processes share the cores; 0 = leave torch's setting)")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object (keys include alpha, gamma, temperature, "
-                        "tau_measured, tau_predicted, speedup_measured, speedup_predicted, c, "
-                        "lossless) instead of tables")
+                        "tau_measured, tau_predicted, speedup_measured, speedup_predicted, "
+                        "speedup_predicted_loo, c, lossless) instead of tables")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
     return p
@@ -76,11 +82,14 @@ def format_report(m) -> str:
     """Human-readable tables of a :class:`specnb.measure.Measurement`."""
     import pandas as pd
 
+    from . import measure as M
+
     with pd.option_context("display.width", 160, "display.max_columns", 30,
                            "display.float_format", "{:.3f}".format):
         cols = ["draft", "gamma", "temperature", "alpha", "alpha_counted", "tau_measured",
-                "tau_predicted", "tau_betas", "speedup_measured", "speedup_predicted",
-                "speedup_timing_model", "c", "lossless"]
+                "tau_predicted", "tau_betas", "lossless"]
+        scols = ["draft", "gamma", "temperature", "c", "speedup_measured", "speedup_predicted",
+                 "speedup_timing_model", "speedup_predicted_loo"]
         parts = [
             f"target {m.config['target']}  prompts {m.config['prompts']} "
             f"({m.config['n_prompts']})  device {m.config['device']} {m.config['dtype']}  "
@@ -89,8 +98,14 @@ def format_report(m) -> str:
             "alpha by teacher forcing (95% CI over prompts):",
             m.alpha.to_string(index=False),
             "",
-            "measured vs predicted:",
+            M.processing_note(m.config),
+            "",
+            "tau: measured vs predicted:",
             m.summary[cols].to_string(index=False),
+            "",
+            "speedup: measured vs predicted (speedup_predicted_loo: timing model fitted without "
+            "that gamma's runs, rounds from the betas; what to expect before running a gamma):",
+            m.summary[scols].to_string(index=False),
         ]
         if not m.pld.empty:
             parts += ["", "prompt lookup decoding:", m.pld.to_string(index=False)]
@@ -111,15 +126,48 @@ def format_report(m) -> str:
     return "\n".join(parts)
 
 
+def format_logged_report(m) -> str:
+    """Human-readable tables of a :class:`specnb.measure.LoggedAlpha`."""
+    import pandas as pd
+
+    from . import measure as M
+
+    cfg = m.config
+    with pd.option_context("display.width", 160, "display.max_columns", 30,
+                           "display.float_format", "{:.3f}".format):
+        parts = [
+            f"alpha from logged traffic: target {cfg['target']}  log {cfg['prompts']} "
+            f"({cfg['n_records']} records, T {cfg['temperatures']})  device {cfg['device']} "
+            f"{cfg['dtype']}; forward passes {cfg['forward_pass_s']:.2f} s for "
+            f"{cfg['positions']} positions, no generation",
+            M.processing_note(cfg),
+            "",
+            "alpha along the served responses (95% CI over prompts):",
+            m.alpha.to_string(index=False),
+            "",
+            "per gamma (alpha_rounds: accepted / examined in the greedy rounds the betas imply; "
+            "tau_betas: tokens per target forward):",
+            m.summary.to_string(index=False),
+        ]
+    return "\n".join(parts)
+
+
 def _check_flags(args) -> str | None:
     """The first out-of-range flag, as a message naming the flag (None when all are fine)."""
+    if args.logged is not None:
+        if args.prompts is not None:
+            return "--logged FILE and --prompts FILE exclude each other (the log holds the prompts)"
+        if args.temperature is not None:
+            return ("--temperature does not apply with --logged: each record gives the "
+                    "temperature its response was served at")
     checks = [
-        ("--per-task", [args.per_task], 0, "(0 = all prompts)"),
+        ("--per-task", [args.per_task if args.per_task is not None else 0], 0,
+         "(0 = all prompts)"),
         ("--threads", [args.threads], 0, "(0 = leave torch's setting)"),
         ("--repeats", [args.repeats], 1, ""),
         ("--max-new-tokens", [args.max_new_tokens], 1, ""),
         ("--gamma", args.gamma, 1, ""),
-        ("--temperature", args.temperature, 0, "(0 = greedy)"),
+        ("--temperature", args.temperature or [], 0, "(0 = greedy)"),
         ("--seed", [args.seed], 0, ""),
     ]
     for flag, values, lo, note in checks:
@@ -139,10 +187,21 @@ def run(args) -> int:
     bad = _check_flags(args)
     if bad:
         return error("measure", bad)
+    if args.logged is not None:
+        try:
+            m = M.alpha_from_logged(args.target, args.draft, prompts=args.logged,
+                                    per_task=args.per_task or None, gammas=args.gamma,
+                                    device=args.device, dtype=args.dtype,
+                                    cpu_threads=args.threads or None, seed=args.seed)
+        except (FileNotFoundError, ValueError, TypeError, RuntimeError) as exc:
+            return error("measure", str(exc))
+        print(json.dumps(m.to_json()) if args.json else format_logged_report(m))
+        return 0
     try:
         m = M.measure(
             args.target, args.draft, prompts=args.prompts,
-            per_task=args.per_task or None, gammas=args.gamma, temperatures=args.temperature,
+            per_task=2 if args.per_task is None else (args.per_task or None), gammas=args.gamma,
+            temperatures=args.temperature if args.temperature is not None else [0.0, 1.0],
             max_new_tokens=args.max_new_tokens, device=args.device, dtype=args.dtype,
             repeats=args.repeats, pld=not args.no_pld, seed=args.seed,
             cpu_threads=args.threads or None,

@@ -14,6 +14,12 @@ Smoke run (seconds; what CI runs through ``tests/test_train.py``)::
 
     python -m specnb.train --smoke --out /tmp/specnb-smoke
 
+A larger pair on a GPU in a few minutes (:data:`GPU`: a 12 x 768 GPT-2 target and a 2 x 256
+draft, bf16 autocast, the wall-clock budget split over the models in proportion to their
+``budget_s``)::
+
+    python -m specnb.train --recipe gpu --device cuda --minutes 3 --out /tmp/gpu-pair
+
 Corpus: every ``.py`` file of the running interpreter's standard library
 (``sysconfig.get_paths()["stdlib"]``) except tests, ``idlelib``, ``lib2to3``, ``ensurepip``,
 ``encodings`` (mapping tables), ``site-packages`` and build configuration. The files in
@@ -41,7 +47,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 __all__ = [
-    "EOT", "HELD_OUT", "EXCLUDED_DIRS", "ModelSpec", "FULL", "SMOKE",
+    "EOT", "HELD_OUT", "EXCLUDED_DIRS", "ModelSpec", "Recipe", "FULL", "SMOKE", "GPU", "RECIPES",
+    "scale_budget",
     "stdlib_dir", "corpus_files", "read_corpus", "corpus_fingerprint",
     "train_tokenizer", "train_family", "TASKS", "build_prompts", "write_prompts", "write_model_card",
     "main",
@@ -119,6 +126,41 @@ SMOKE = Recipe(
         ModelSpec("draft", n_layer=1, n_embd=16, n_head=1, lr=3e-3, max_steps=8, budget_s=60),
     ),
 )
+
+#: A larger pair for a GPU, trained in minutes (time-capped: ``max_steps`` is far off, so the
+#: wall-clock budget ends training; scale it with ``--minutes``). 12 x 768 is GPT-2 small's
+#: shape (about 87M parameters with this vocabulary); the draft has about 1/40 of them.
+GPU = Recipe(
+    vocab_size=2048, n_positions=1024, block=512, batch=32, warmup=100, eval_windows=64, seed=0,
+    models=(
+        ModelSpec("target-12x768", n_layer=12, n_embd=768, n_head=12, lr=6e-4, max_steps=100_000,
+                  budget_s=120),
+        ModelSpec("draft-2x256", n_layer=2, n_embd=256, n_head=4, lr=2e-3, max_steps=100_000,
+                  budget_s=40),
+    ),
+)
+
+#: ``--recipe`` names.
+RECIPES = {"full": FULL, "smoke": SMOKE, "gpu": GPU}
+
+
+def scale_budget(recipe: Recipe, minutes: float) -> Recipe:
+    """``recipe`` with its models' wall-clock budgets scaled so that they add up to
+    ``minutes`` (training only; tokenizer, encoding and evaluation come on top).
+
+    Raises
+    ------
+    ValueError
+        minutes not > 0.
+    """
+    from dataclasses import replace
+
+    if not (isinstance(minutes, (int, float)) and minutes > 0 and math.isfinite(minutes)):
+        raise ValueError(f"minutes must be a number > 0, got {minutes!r}")
+    total = sum(m.budget_s for m in recipe.models)
+    k = 60.0 * minutes / total
+    return replace(recipe, models=tuple(replace(m, budget_s=m.budget_s * k)
+                                        for m in recipe.models))
 
 
 # --------------------------------------------------------------------------- corpus (no torch)
@@ -371,14 +413,24 @@ def _val_windows(ids, block, n):
     return np.stack([ids[i * block:(i + 1) * block] for i in pick]).astype(np.int64)
 
 
-def _evaluate(model, val):
+def _autocast(device):
+    import contextlib
+
+    import torch
+
+    if str(device).startswith("cuda"):
+        return torch.autocast("cuda", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+def _evaluate(model, val, device="cpu"):
     import torch
 
     model.eval()
-    with torch.no_grad():
+    with torch.no_grad(), _autocast(device):
         losses = []
         for i in range(0, len(val), 8):
-            x = torch.from_numpy(val[i:i + 8])
+            x = torch.from_numpy(val[i:i + 8]).to(device)
             losses.append(float(model(input_ids=x, attention_mask=torch.ones_like(x),
                                        labels=x).loss))
     model.train()
@@ -386,7 +438,7 @@ def _evaluate(model, val):
 
 
 def _train_one(spec: ModelSpec, recipe: Recipe, ids, val, vocab_size, eot_id, out_dir: Path,
-               tokenizer, log):
+               tokenizer, log, device="cpu"):
     import numpy as np
     import torch
     from transformers import GPT2Config, GPT2LMHeadModel
@@ -398,7 +450,7 @@ def _train_one(spec: ModelSpec, recipe: Recipe, ids, val, vocab_size, eot_id, ou
         n_layer=spec.n_layer, n_head=spec.n_head, resid_pdrop=0.0, embd_pdrop=0.0,
         attn_pdrop=0.0, bos_token_id=eot_id, eos_token_id=eot_id, pad_token_id=eot_id,
     )
-    model = GPT2LMHeadModel(config)
+    model = GPT2LMHeadModel(config).to(device)
     n_params = sum(p.numel() for p in model.parameters())
     opt = torch.optim.AdamW(model.parameters(), lr=spec.lr, betas=(0.9, 0.95), weight_decay=0.1)
     model.train()
@@ -415,7 +467,9 @@ def _train_one(spec: ModelSpec, recipe: Recipe, ids, val, vocab_size, eot_id, ou
             g["lr"] = lr
         starts = rng.integers(0, len(ids) - recipe.block, size=recipe.batch)
         x = torch.from_numpy(np.stack([ids[s:s + recipe.block] for s in starts]).astype(np.int64))
-        loss = model(input_ids=x, labels=x).loss
+        x = x.to(device)
+        with _autocast(device):
+            loss = model(input_ids=x, labels=x).loss
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -428,9 +482,9 @@ def _train_one(spec: ModelSpec, recipe: Recipe, ids, val, vocab_size, eot_id, ou
             log(f"[{spec.name}] step {step} loss {loss_v:.3f} lr {lr:.2e} "
                 f"{time.perf_counter() - t0:.0f}s")
     train_s = time.perf_counter() - t0
-    val_loss = _evaluate(model, val)
+    val_loss = _evaluate(model, val, device)
     log(f"[{spec.name}] done: {step} steps in {train_s:.0f}s, val loss {val_loss:.3f}")
-    model.eval()
+    model.eval().to("cpu")
     dest = out_dir / spec.name
     model.save_pretrained(dest, safe_serialization=True)
     tokenizer.save_pretrained(dest)
@@ -438,20 +492,23 @@ def _train_one(spec: ModelSpec, recipe: Recipe, ids, val, vocab_size, eot_id, ou
         "name": spec.name, "architecture": "GPT2LMHeadModel", "n_layer": spec.n_layer,
         "n_embd": spec.n_embd, "n_head": spec.n_head, "n_positions": recipe.n_positions,
         "vocab_size": vocab_size, "parameters": int(n_params), "lr": spec.lr,
-        "max_steps": spec.max_steps, "budget_s": spec.budget_s, "steps": step,
+        "max_steps": spec.max_steps, "budget_s": round(spec.budget_s, 1), "steps": step,
+        "device": str(device),
         "tokens_seen": step * recipe.batch * recipe.block, "train_time_s": round(train_s, 1),
         "final_train_loss": round(loss_v, 4), "val_loss": round(val_loss, 4),
         "history": history,
     }
 
 
-def train_family(recipe: Recipe, out_dir, *, root: Path | None = None, log=print) -> dict:
+def train_family(recipe: Recipe, out_dir, *, root: Path | None = None, log=print,
+                 device: str = "cpu") -> dict:
     """Train the tokenizer and every model of ``recipe``; save them under ``out_dir``.
 
     Writes ``out_dir/tokenizer/`` and one folder per :class:`ModelSpec` (``model.safetensors``,
     ``config.json``, ``generation_config.json``, ``tokenizer.json``, ``tokenizer_config.json``),
-    plus ``out_dir/training.json`` with everything the model card needs. Single-threaded on two
-    cores (``torch.set_num_threads(2)``), seeded with ``recipe.seed``.
+    plus ``out_dir/training.json`` with everything the model card needs. On a CPU two threads
+    (``torch.set_num_threads(2)``); on ``device="cuda"`` bf16 autocast (weights kept and saved
+    in float32). Seeded with ``recipe.seed``.
 
     Returns the dictionary written to ``training.json``.
     """
@@ -460,7 +517,15 @@ def train_family(recipe: Recipe, out_dir, *, root: Path | None = None, log=print
     import torch
     import transformers
 
-    torch.set_num_threads(2)
+    if str(device).startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise ValueError(f"device {device!r} (--device) was asked for but torch "
+                             f"{torch.__version__} sees no GPU; use --device cpu")
+        torch.backends.cuda.matmul.allow_tf32 = True
+    elif device != "cpu":
+        raise ValueError(f"device must be 'cpu', 'cuda' or 'cuda:N', got {device!r}")
+    else:
+        torch.set_num_threads(2)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     root = Path(root) if root is not None else stdlib_dir()
@@ -500,12 +565,14 @@ def train_family(recipe: Recipe, out_dir, *, root: Path | None = None, log=print
                      "tokenizers": tokenizers.__version__, "numpy": np.__version__,
                      "python": sys.version.split()[0]},
         "machine": {"platform": platform.platform(), "cpu_count": os.cpu_count(),
-                    "torch_threads": torch.get_num_threads()},
+                    "torch_threads": torch.get_num_threads(), "device": str(device),
+                    "gpu": (torch.cuda.get_device_name(device)
+                            if str(device).startswith("cuda") else None)},
         "models": [],
     }
     for spec in recipe.models:
         info["models"].append(_train_one(spec, recipe, ids, val, vocab_size, eot_id, out_dir,
-                                         fast, log))
+                                         fast, log, device))
         info["total_time_s"] = round(time.perf_counter() - t_start, 1)
         (out_dir / "training.json").write_text(json.dumps(info, indent=1) + "\n")
     return info
@@ -588,6 +655,8 @@ def write_model_card(models_dir, alpha_rows: list | None = None) -> Path:
         f"- Validation loss: mean cross-entropy (nats/token) over {r['eval_windows']} evenly "
         "spaced windows of the held-out files.",
         f"- Machine: {info['machine']['platform']}, {info['machine']['cpu_count']} CPUs, "
+        + (f"GPU {info['machine']['gpu']} (bf16 autocast), " if info["machine"].get("gpu") else "")
+        + 
         f"`torch.set_num_threads({info['machine']['torch_threads']})`, shared with other work "
         "(timings vary run to run). Total wall time "
         f"{info.get('total_time_s', 0) / 60:.1f} min.",
@@ -653,7 +722,17 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m specnb.train", description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default=None, help="output folder (default: data/models, or a temp "
                     "folder with --smoke)")
-    ap.add_argument("--smoke", action="store_true", help="seconds-long run of the same code")
+    ap.add_argument("--smoke", action="store_true", help="seconds-long run of the same code "
+                    "(the same as --recipe smoke)")
+    ap.add_argument("--recipe", choices=sorted(RECIPES), default=None,
+                    help="full (the bundled family, ~35 min on 2 CPU cores; default), smoke "
+                         "(seconds) or gpu (a 12 x 768 target and a 2 x 256 draft, for --device "
+                         "cuda)")
+    ap.add_argument("--device", default="cpu", metavar="DEVICE",
+                    help="cpu (default), cuda or cuda:N (bf16 autocast on a GPU)")
+    ap.add_argument("--minutes", type=float, default=None, metavar="M",
+                    help="total training wall-clock budget in minutes, split over the models in "
+                         "proportion to the recipe's budgets (default: the recipe's own)")
     ap.add_argument("--prompts", metavar="FILE", default=None,
                     help="only (re)write the evaluation prompts from the held-out files to FILE "
                          "(the bundled ones: data/prompts/stdlib_heldout.jsonl) and exit")
@@ -668,18 +747,29 @@ def main(argv=None) -> int:
         items = write_prompts(args.prompts)
         print(f"wrote {len(items)} prompts to {args.prompts}")
         return 0
-    recipe = SMOKE if args.smoke else FULL
+    if args.smoke and args.recipe not in (None, "smoke"):
+        ap.error(f"--smoke and --recipe {args.recipe} contradict each other; pass one")
+    name = "smoke" if args.smoke else (args.recipe or "full")
+    recipe = RECIPES[name]
+    if args.minutes is not None:
+        if not args.minutes > 0:
+            ap.error(f"--minutes must be > 0, got {args.minutes:g}")
+        recipe = scale_budget(recipe, args.minutes)
     if args.out is None:
-        if args.smoke:
+        if name != "full":  # only the full recipe may (re)write the bundled data/models
             import tempfile
-            args.out = tempfile.mkdtemp(prefix="specnb-smoke-")
+            args.out = tempfile.mkdtemp(prefix=f"specnb-{name}-")
         else:
             args.out = str(_DEFAULT_OUT)
 
     def log(msg):
         print(msg, flush=True)
 
-    info = train_family(recipe, args.out, log=log)
+    try:
+        info = train_family(recipe, args.out, log=log, device=args.device)
+    except ValueError as exc:
+        print(f"python -m specnb.train: error: {exc}", file=sys.stderr)
+        return 2
     write_model_card(args.out)
     print(json.dumps({"out": args.out, "total_time_s": info["total_time_s"],
                       "val_loss": {m["name"]: m["val_loss"] for m in info["models"]}}))

@@ -298,3 +298,21 @@ def test_rounds_from_accept_lengths_rejects_impossible_chunks():
         acc.rounds_from_accept_lengths([5, 1], gamma=2, max_new_tokens=10)
     with pytest.raises(ValueError, match="max_new_tokens"):
         acc.rounds_from_accept_lengths([3, 3], gamma=2, max_new_tokens=5)
+
+
+def test_expected_round_counts_match_greedy_rounds_on_0_1_betas():
+    rng = np.random.default_rng(7)
+    for _ in range(40):
+        b = (rng.random(25) < 0.6).astype(float)
+        g, m = int(rng.integers(1, 7)), int(rng.integers(25, 32))
+        r = acc.greedy_rounds(b, g, m)
+        assert acc.expected_round_counts(b, g, m) == (r.n_rounds, int(r.draft_len.sum()))
+
+
+def test_expected_round_counts_with_constant_beta():
+    # gamma 1, beta a everywhere, long sequence: rounds -> N / (1 + a), one draft token per round
+    # except the last position (no draft there)
+    a, n = 0.5, 4000
+    rounds, drafted = acc.expected_round_counts(np.full(n, a), 1)
+    assert rounds == pytest.approx(n / (1 + a), rel=1e-3)
+    assert drafted == pytest.approx(rounds, abs=1.0)

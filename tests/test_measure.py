@@ -103,6 +103,47 @@ def test_predictions_and_timing_model_are_reported(result):
     assert (s["speedup_timing_model"] > 0).all()
 
 
+def test_leave_one_gamma_out_prediction_is_reported(result):
+    s = result.summary
+    loo = s["speedup_predicted_loo"]
+    assert loo.notna().all() and (loo > 0).all()
+    # it is a prediction, not the in-sample fit: it differs from the timing model's own figure
+    assert not np.allclose(loo, s["speedup_timing_model"])
+    obj = json.loads(json.dumps(result.to_json()))
+    assert len(obj["speedup_predicted_loo"]) == len(s)
+
+
+def test_alpha_from_the_stored_logged_responses_matches_assisted_runs(models):
+    tmodel, tok = models["target"]
+    res = M.alpha_from_logged(models=models, per_task=1, gammas=(1, 3), timing=False)
+    assert res.config["n_records"] == 3 and res.config["temperatures"] == [0.0]
+    assert res.config["positions"] == 3 * 64
+    records = M.load_prompts(M.BUNDLED_LOGGED, logged=True, per_task=1)
+    ids = M.encode_prompts(tok, records, max_new_tokens=0, context=None)
+    for dname, (d, _) in models["drafts"].items():
+        for g in (1, 3):
+            rounds = []
+            for x, r in zip(ids, records):
+                run = M.run_generate(tmodel, x, draft=d, gamma=g,
+                                     max_new_tokens=len(r["response_ids"]))
+                rounds.append(acc.rounds_from_accept_lengths(run.accept_lengths, g,
+                                                             len(r["response_ids"])))
+            row = res.summary[(res.summary["draft"] == dname) & (res.summary["gamma"] == g)]
+            assert abs(row["alpha_rounds"].iloc[0] - acc.alpha_from_rounds(rounds)) <= 0.02
+
+
+def test_stored_logged_responses_have_provenance():
+    recs = M.load_prompts(M.BUNDLED_LOGGED, logged=True)
+    prompts = {p["id"]: p["prompt"] for p in M.load_prompts()}
+    assert len(recs) == 2 * len(prompts)
+    assert {r["temperature"] for r in recs} == {0.0, 1.0}
+    for r in recs:
+        assert r["prompt"] == prompts[r["id"]] and r["max_new_tokens"] == 64
+        assert 1 <= len(r["response_ids"]) <= 64 and r["response"]
+    readme = (ROOT / "data" / "prompts" / "README.md").read_text()
+    assert "stdlib_heldout_responses.jsonl" in readme and "make_logged_responses.py" in readme
+
+
 def test_prompt_lookup_runs_on_copy_heavy_prompts(result):
     p = result.pld.set_index(["gamma", "task"])
     assert p["lossless"].all()
@@ -167,7 +208,7 @@ def test_mismatched_vocabularies_are_refused(models, tmp_path):
 def test_prompt_longer_than_context_is_refused(models):
     tmodel, tok = models["target"]
     long = [{"id": "long", "task": "code-completion", "prompt": "x = 1\n" * 200}]
-    with pytest.raises(ValueError, match="'long'.*context is 256"):
+    with pytest.raises(ValueError, match="'long'.*has a context of 256 positions"):
         M.encode_prompts(tok, long, max_new_tokens=32, context=M.context_length(tmodel))
 
 
@@ -204,6 +245,7 @@ def test_cli_json_on_the_bundled_pair(capsys):
     assert rc == 0
     obj = json.loads(capsys.readouterr().out)
     assert obj["gamma"] == [2] and obj["temperature"] == [0.0] and obj["lossless"] == [True]
+    assert obj["speedup_predicted_loo"] == [None]  # one gamma: nothing to leave out
     assert obj["config"]["drafts"] == ["draft-1x64"]
 
 

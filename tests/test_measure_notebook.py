@@ -45,3 +45,20 @@ def test_notebook_prompt_lookup_copies_on_copy_edits(rec):
     greedy = pld[(pld["temperature"] == 0.0) & (pld["gamma"] == pld["gamma"].max())]
     by_task = greedy.set_index("task")["tau"]
     assert by_task["copy-edit"] > by_task["prose"]
+
+
+def test_notebook_predicts_each_gamma_left_out(rec):
+    loo = rec["measure.loo"]
+    assert loo["speedup_predicted_loo"].notna().all() and (loo["speedup_predicted_loo"] > 0).all()
+    err = loo["speedup_predicted_loo"] / loo["speedup_measured"] - 1
+    assert err.tolist() == pytest.approx(loo["loo error"].tolist())
+
+
+def test_notebook_measures_alpha_from_the_logged_responses(rec):
+    lg = rec["measure.logged"]
+    greedy = lg[lg["temperature"] == 0.0]
+    assert len(greedy) > 0 and greedy["alpha_rounds"].between(0, 1).all()
+    assert lg["alpha"].between(0, 1).all() and (lg["tau_betas"] >= 1).all()
+    # the bigger draft agrees with the target more often on the logged text too
+    a = greedy.groupby("draft")["alpha"].first()
+    assert a["draft-2x128"] > a["draft-1x64"]

@@ -114,3 +114,23 @@ def test_bundled_models_share_tokenizer_and_are_small():
     for m in info["models"]:
         assert m["name"] in card and f"{m['val_loss']:.3f}" in card
     assert info["corpus"]["python"] in card
+
+
+def test_scale_budget_splits_the_minutes_in_proportion():
+    r = train.scale_budget(train.GPU, 2.0)
+    assert sum(m.budget_s for m in r.models) == pytest.approx(120.0)
+    ratio = [m.budget_s / o.budget_s for m, o in zip(r.models, train.GPU.models)]
+    assert ratio[0] == pytest.approx(ratio[1])
+    with pytest.raises(ValueError, match="minutes must be a number > 0"):
+        train.scale_budget(train.GPU, 0)
+
+
+def test_gpu_recipe_without_a_gpu_exits_2(tmp_path, capsys):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    assert train.main(["--recipe", "gpu", "--device", "cuda", "--minutes", "0.1",
+                       "--out", str(tmp_path)]) == 2
+    assert "sees no GPU" in capsys.readouterr().err
+    assert not (tmp_path / "training.json").exists()
