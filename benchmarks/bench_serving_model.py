@@ -10,7 +10,9 @@ Prints:
    relative error of the predicted speedup and the share of right "pays / does not pay"
    verdicts; the EAGLE-3 batch tables print no tau, so they are shown with an assumed tau,
    apart from the score;
-3. the time to evaluate a 1,024 batch x 64 context x 8 gamma grid.
+3. the time to evaluate a 1,024 batch x 64 context x 8 gamma grid;
+4. step times this project measured on an H200 (data/measured/, PyTorch kernels, not vLLM):
+   the defaults, and a calibration on batch <= 16 (or context <= 2048), against the other rows.
 
 Goals (issue 9): calibrated median error <= 10 %, uncalibrated <= 20 % with >= 85 % verdicts
 right, grid < 100 ms. Run: .venv/bin/python benchmarks/bench_serving_model.py
@@ -126,6 +128,23 @@ def main():
         times.append(time.perf_counter() - t0)
     print(f"evaluate + best gamma on 1024 x 64 x 8 = {b.size * s.size * g.size:,} points: "
           f"median {1e3 * np.median(times):.1f} ms, best {1e3 * min(times):.1f} ms")
+
+    print("\n== 4. our own H200 step times (data/measured/; PyTorch kernels, see data/README.md) ==")
+    st = S.setup("H200", "Llama-3.1-8B", "Llama-3.2-1B")
+    for name in ("h200_llama_steps", "h200_llama_steps_gqa"):
+        rows = S.read_measurements(data.DATA_DIR / "measured" / f"{name}.csv")
+        e0 = S.predict_measurements(st, rows)["relative_error"].abs()
+        print(f"{name}: {len(rows)} rows; defaults: median |error| {100 * e0.median():.1f} %, "
+              f"max {100 * e0.max():.1f} %")
+        for what, train in (("batch <= 16", rows["batch_size"] <= 16),
+                            ("context <= 2048", rows["context"] <= 2048)):
+            cal = S.calibrate(st, rows[train])
+            held = S.predict_measurements(cal.setup, rows[~train])["relative_error"].abs()
+            d0 = S.predict_measurements(st, rows[~train])["relative_error"].abs()
+            print(f"    fit on {what} ({int(train.sum())} rows), predict the other "
+                  f"{int((~train).sum())}: median |error| {100 * held.median():.1f} %, max "
+                  f"{100 * held.max():.1f} % (defaults on the same rows: "
+                  f"{100 * d0.median():.1f} %, {100 * d0.max():.1f} %)")
 
 
 if __name__ == "__main__":

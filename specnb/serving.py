@@ -38,7 +38,8 @@ Grids and decisions
     :func:`model_id`; :data:`SCHEDULE_TAX` (measured cost of turning the schedule on).
 Calibration
     :func:`read_measurements` (CSV ``role, batch_size, context, query_tokens, ms``);
-    :func:`calibrate` -> :class:`Calibration` (``.setup``, ``.report``, ``.notes``).
+    :func:`calibrate` -> :class:`Calibration` (``.setup``, ``.report``, ``.notes``);
+    :func:`predict_measurements` (the model beside measured rows it was not fitted on).
 Reference tables (``data/magicdec_steps.csv``)
     :data:`MAGICDEC_TABLES`, :func:`magicdec_table`, :func:`magicdec_setup`,
     :func:`table_measurements` (rows -> calibration format), :func:`predict_table`,
@@ -75,7 +76,7 @@ __all__ = [
     "evaluate", "best_gamma", "crossover_batch",
     "schedule", "schedule_gammas", "plan_schedule", "check_schedule", "schedule_lookup",
     "schedule_config", "setup_config", "model_id",
-    "read_measurements", "calibrate", "MEASURED_COLUMNS", "OVERLAP_GRID",
+    "read_measurements", "calibrate", "predict_measurements", "MEASURED_COLUMNS", "OVERLAP_GRID",
     "FIT_EFFICIENCY_RANGE", "default_efficiency_sources",
     "MAGICDEC_TABLES", "MAGICDEC_SNAPKV_BUDGET", "magicdec_table", "magicdec_setup",
     "table_measurements", "predict_table", "fit_and_predict",
@@ -1556,15 +1557,43 @@ def calibrate(st: Setup, measurements, *, fit=("bandwidth", "compute", "fixed_ms
         if len(rows) < 5:
             notes.append(f"{role}: only {len(rows)} rows for up to 5 parameters: the fit is "
                          "underdetermined; unfitted directions keep their defaults")
+    return Calibration(out_setup, predict_measurements(out_setup, df), fitted, notes)
+
+
+def predict_measurements(st: Setup, measurements):
+    """The model's step time for each measured row, beside the measurement.
+
+    Use it to check a calibration on rows it was not fitted on (fit on small batches or short
+    contexts with :func:`calibrate`, then predict the rest with the fitted ``.setup``).
+
+    Parameters
+    ----------
+    st : Setup (its target and draft efficiencies are used for the rows of each role)
+    measurements : CSV path, file object or DataFrame (see :func:`read_measurements`)
+
+    Returns
+    -------
+    DataFrame: the rows with ``predicted_ms`` and ``relative_error`` (predicted / measured - 1)
+    added.
+
+    Raises
+    ------
+    ValueError
+        a malformed CSV; draft rows for a draft with no model (n-gram / suffix).
+    """
+    df = read_measurements(measurements).reset_index(drop=True)
+    if st.draft.arch is None and (df["role"] == "draft").any():
+        raise ValueError(f"measurements: draft rows given, but the draft {st.draft.name!r} "
+                         "has no model to time (n-gram / suffix)")
     pred = np.full(len(df), np.nan)
     for role in ("target", "draft"):
         idx = df.index[df["role"] == role]
         if len(idx):
-            pred[idx] = _role_time(out_setup, role, df.loc[idx])
+            pred[idx] = _role_time(st, role, df.loc[idx])
     report = df.copy()
     report["predicted_ms"] = pred
     report["relative_error"] = pred / df["ms"].to_numpy() - 1.0
-    return Calibration(out_setup, report, fitted, notes)
+    return report
 
 
 # --------------------------------------------------------------------------- reference tables

@@ -530,3 +530,28 @@ def test_plan_schedule_gives_vllm_the_chosen_gamma_at_every_batch_size():
     # the chosen gamma is the best for the least favourable context
     i = np.argmax(grid.speedup.min(axis=1), axis=1)
     assert (np.where(worst > 1, grid.gammas[i], 0) == chosen).all()
+
+
+# ----------------------------------------------------------------- our own measured step times
+def test_measured_h200_files_calibrate_and_predict_held_out_rows():
+    from specnb import data
+    path = data.DATA_DIR / "measured" / "h200_llama_steps.csv"
+    rows = S.read_measurements(path)
+    assert set(rows["role"]) == {"target", "draft"} and (rows["gpu"] == "NVIDIA H200").all()
+    st = S.setup("H200", "Llama-3.1-8B", "Llama-3.2-1B")
+    train = rows["batch_size"] <= 16
+    cal = S.calibrate(st, rows[train])
+    # the report of calibrate is predict_measurements on the rows it was fitted on
+    again = S.predict_measurements(cal.setup, rows[train])
+    np.testing.assert_allclose(again["predicted_ms"], cal.report["predicted_ms"])
+    held = S.predict_measurements(cal.setup, rows[~train])
+    assert len(held) == int((~train).sum()) and held["predicted_ms"].gt(0).all()
+    np.testing.assert_allclose(held["relative_error"],
+                               held["predicted_ms"] / held["ms"] - 1.0)
+
+
+def test_predict_measurements_refuses_draft_rows_without_a_draft_model():
+    rows = pd.DataFrame({"role": ["draft"], "batch_size": [1], "context": [10],
+                         "query_tokens": [1], "ms": [1.0]})
+    with pytest.raises(ValueError, match="no model to time"):
+        S.predict_measurements(S.setup("H200", "Llama-3.1-8B", "ngram"), rows)
