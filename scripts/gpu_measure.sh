@@ -3,7 +3,7 @@
 # logged traffic (the stored responses) and its speed against assisted generation, then a larger
 # pair trained on the GPU in a few minutes (`python -m specnb.train --recipe gpu`) and measured
 # the same way. Every stage has its own time cap and the whole run stays under a total budget
-# (SPECNB_GPU_TOTAL_S, default 400 s), so the script always ends and writes what it has.
+# (SPECNB_GPU_TOTAL_S, default 440 s), so the script always ends and writes what it has.
 #
 #   bash scripts/gpu_measure.sh                         # on the GPU machine, from the repo root
 #   SPECNB_GPU_SMOKE=1 OUT=/tmp/gpu-smoke bash scripts/gpu_measure.sh   # CPU smoke test (~3 min)
@@ -27,7 +27,7 @@ PY="${PYTHON:-python3}"
 export PYTHONPATH=".${PYTHONPATH:+:$PYTHONPATH}"
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=true
 export PYTHONUNBUFFERED=1
-TOTAL="${SPECNB_GPU_TOTAL_S:-400}"
+TOTAL="${SPECNB_GPU_TOTAL_S:-440}"
 PAIR="${SPECNB_GPU_PAIR_DIR:-/tmp/specnb-gpu-pair}"
 LOGGED=data/prompts/stdlib_heldout_responses.jsonl
 
@@ -47,14 +47,17 @@ if [ "${SPECNB_GPU_SMOKE:-0}" = 1 ]; then
   CAP_BUNDLED=150; CAP_LOGGED=90; CAP_BENCH=150; CAP_TRAIN=120; CAP_PAIR=120
 else
   DEV=(--device cuda --dtype bfloat16)
-  BUNDLED=(--per-task 2 --gamma 1 2 3 5 --temperature 0 1 --max-new-tokens 48 --repeats 1)
+  # sizes from the 2026-11-30 H200 run: per-task 2, gamma 1 2 3 5, T 0 1 did not finish in 80 s
+  # (transformers' assisted generation costs ~30 ms of host time per round there); these did,
+  # in 35-50 s (data/measured/h200_measure/)
+  BUNDLED=(--per-task 1 --gamma 1 3 --temperature 0 1 --max-new-tokens 32 --repeats 1)
   LOGGED_ARGS=(--per-task 0)
   # float32: the stored responses are the target's float32 greedy output; in bf16 the target's
   # own argmax differs from them at some positions, and the agreement check would test numerics
   BENCH=(--per-task 2 --gamma 1 2 3 5 --dtype float32)
   TRAIN=(--recipe gpu --device cuda --minutes "${SPECNB_GPU_TRAIN_MIN:-2.2}")
-  GPU_PAIR=(--per-task 2 --gamma 1 3 5 --temperature 0 1 --max-new-tokens 64 --repeats 1 --no-pld)
-  CAP_BUNDLED=80; CAP_LOGGED=30; CAP_BENCH=45; CAP_TRAIN=200; CAP_PAIR=80
+  GPU_PAIR=(--per-task 1 --gamma 1 3 5 --temperature 0 1 --max-new-tokens 48 --repeats 1 --no-pld)
+  CAP_BUNDLED=100; CAP_LOGGED=30; CAP_BENCH=45; CAP_TRAIN=200; CAP_PAIR=100
 fi
 
 T0=$(date +%s)
