@@ -67,7 +67,7 @@ def register(subparsers) -> argparse.ArgumentParser:
                         "role, batch_size, context, query_tokens, ms)")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object: rows, best, schedule, config (and serve, "
-                        "notes, crossover_batch, calibration)")
+                        "notes, crossover_batch, paying_batches, calibration)")
     p.set_defaults(func=run)
     return p
 
@@ -158,6 +158,13 @@ def plan(args) -> dict:
                                  tight.items())
                      + "; larger batch sizes are shown but cannot run at once")
     crossover = S.crossover_batch(st, contexts, gammas, max_batch=max(batches), **acceptance)
+    paying = S.paying_batches(st, contexts, gammas, max_batch=max(batches), **acceptance)
+    if cfg is None and any(paying):
+        # setup_config's "no gamma pays at any batch size" is about the worst context only
+        notes = [n for n in notes if not n.startswith("no gamma pays")]
+        notes.append("no schedule pays at every --context at once, but speculation pays at "
+                     "context " + ", ".join(str(int(s)) for s, r in zip(contexts, paying) if r)
+                     + " (see above): plan with the contexts you serve")
     return {
         "setup": {"gpu": st.gpu.name, "gpus": st.gpus, "model": st.target.name,
                   "draft": st.draft.name, "draft_kv_budget": st.draft.kv_budget,
@@ -170,6 +177,7 @@ def plan(args) -> dict:
         "config": cfg,
         "serve": serve,
         "crossover_batch": {str(int(s)): int(c) for s, c in zip(contexts, crossover)},
+        "paying_batches": {str(int(s)): r for s, r in zip(contexts, paying)},
         "max_batch_in_memory": {str(c): m for c, m in room.items()},
         "calibration": calibration,
         "notes": notes,
@@ -180,6 +188,8 @@ def format_plan(result: dict) -> str:
     """The text report of :func:`plan`'s dict: per context a batch x gamma table of speedups
     with the best gamma marked ``*``, then the schedule, the config and the vllm serve line."""
     import pandas as pd
+
+    from . import serving as S
 
     su = result["setup"]
     acc = ", ".join(f"{k} {v}" for k, v in su["acceptance"].items())
@@ -206,17 +216,13 @@ def format_plan(result: dict) -> str:
         room = result["max_batch_in_memory"][str(s)]
         out["KV fits"] = ["yes" if b <= room else "no" for b in table.index]
         lines.append(out.to_string())
-        cross = result["crossover_batch"][str(s)]
         top = int(rows["batch_size"].max())
-        if cross == 0:
-            lines.append("speculation does not pay even at batch 1")
-        elif cross >= top:
-            lines.append(f"pays at every batch size up to {top}")
-        else:
-            lines.append(f"pays up to batch {cross}, not at {cross + 1}")
+        lines.append(S.describe_paying(result["paying_batches"][str(s)], top))
     lines.append("")
     if result["config"] is None:
-        lines.append("schedule: none (no gamma pays)")
+        lines.append("schedule: none (no gamma pays"
+                     + (" at every context at once)" if len(result["paying_batches"]) > 1
+                        else ")"))
     else:
         lines.append(f"schedule (num_speculative_tokens_per_batch_size): "
                      f"{json.dumps(result['schedule'])}")

@@ -32,7 +32,7 @@ Times and speedup (arrays broadcast: batch x context x gamma)
     :func:`speedup`, :func:`per_token_latency_ms`, :func:`verdict`.
 Grids and decisions
     :func:`evaluate` -> :class:`Grid` (``.frame()``, ``.best()``); :func:`best_gamma`;
-    :func:`crossover_batch`; :func:`schedule`, :func:`schedule_gammas`,
+    :func:`crossover_batch`, :func:`paying_batches`, :func:`describe_paying`; :func:`schedule`, :func:`schedule_gammas`,
     :func:`plan_schedule`, :func:`check_schedule`, :func:`schedule_lookup` (vLLM's per-batch K),
     :func:`schedule_config`, :func:`setup_config` (config + notes for a setup),
     :func:`model_id`; :data:`SCHEDULE_TAX` (measured cost of turning the schedule on).
@@ -73,7 +73,7 @@ __all__ = [
     "draft", "setup", "max_batch_in_memory",
     "t_plain_ms", "t_verify_ms", "t_draft_ms", "tokens_per_step", "speedup",
     "per_token_latency_ms", "verdict",
-    "evaluate", "best_gamma", "crossover_batch",
+    "evaluate", "best_gamma", "crossover_batch", "paying_batches", "describe_paying",
     "schedule", "schedule_gammas", "plan_schedule", "check_schedule", "schedule_lookup",
     "schedule_config", "setup_config", "model_id",
     "read_measurements", "calibrate", "predict_measurements", "MEASURED_COLUMNS", "OVERLAP_GRID",
@@ -1068,6 +1068,64 @@ def crossover_batch(st: Setup, contexts, gammas, *, max_batch: int = 1024, alpha
     losing = ~pays
     first = np.where(losing.any(axis=0), np.argmax(losing, axis=0), mb)
     return int(first[0]) if scalar else first
+
+
+def paying_batches(st: Setup, contexts, gammas, *, max_batch: int = 1024, alpha=None,
+                   tau=None, acceptance_rates=None) -> list[list[list[int]]]:
+    """For each context, the batch sizes 1..max_batch at which speculation (with its best
+    gamma) pays, as inclusive ``[first, last]`` ranges. :func:`crossover_batch` stops at the
+    first batch that loses; at long contexts speculation can lose at batch 1 and pay from a
+    larger batch (MagicDec: the speedup rises with batch once KV reads dominate), which
+    ``crossover_batch`` alone reports as 0 ("does not pay even at batch 1").
+
+    Returns
+    -------
+    list (one entry per context) of lists of ``[first, last]`` (empty: it pays nowhere up to
+    ``max_batch``); a single list of ranges for a scalar context.
+
+    Raises
+    ------
+    ValueError
+        max_batch < 1; as :func:`evaluate`.
+    """
+    mb = _check.scalar_int("max_batch", max_batch, lo=1)
+    scalar = np.ndim(contexts) == 0
+    grid = evaluate(st, np.arange(1, mb + 1), np.atleast_1d(contexts), gammas, alpha=alpha,
+                    tau=tau, acceptance_rates=acceptance_rates)
+    _, sp = best_gamma(grid)
+    out = []
+    for pays in (sp > 1.0).T:
+        edges = np.diff(np.concatenate([[0], pays.astype(np.int8), [0]]))
+        starts, ends = np.flatnonzero(edges == 1) + 1, np.flatnonzero(edges == -1)
+        out.append([[int(a), int(e)] for a, e in zip(starts, ends)])
+    return out[0] if scalar else out
+
+
+def describe_paying(ranges, max_batch: int) -> str:
+    """:func:`paying_batches`' ranges for one context in words: "pays at every batch size up
+    to 256", "pays up to batch 153, not at 154", "does not pay at any batch size up to 256",
+    or "does not pay at batch 1-3; pays at batch 4-64"."""
+    mb = _check.scalar_int("max_batch", max_batch, lo=1)
+    spans = [f"{a}" if a == e else f"{a}-{e}" for a, e in ranges]
+    if not ranges:
+        return f"does not pay at any batch size up to {mb}"
+    if ranges == [[1, mb]]:
+        return f"pays at every batch size up to {mb}"
+    if len(ranges) == 1 and ranges[0][0] == 1:
+        return f"pays up to batch {ranges[0][1]}, not at {ranges[0][1] + 1}"
+    lose = ", ".join(f"{a}" if a == e else f"{a}-{e}" for a, e in _gaps(ranges, mb))
+    return f"does not pay at batch {lose}; pays at batch {', '.join(spans)}"
+
+
+def _gaps(ranges, mb):
+    out, nxt = [], 1
+    for a, e in ranges:
+        if a > nxt:
+            out.append([nxt, a - 1])
+        nxt = e + 1
+    if nxt <= mb:
+        out.append([nxt, mb])
+    return out
 
 
 # --------------------------------------------------------------------------- schedule

@@ -285,6 +285,30 @@ def test_speculation_stops_paying_at_large_batch_and_long_context_brings_it_back
     assert S.crossover_batch(st_, 500, [1, 2, 3], max_batch=64, tau=1.0) == 0
 
 
+def test_paying_batches_finds_speculation_that_pays_only_from_a_larger_batch():
+    # MagicDec's setting (8x A100, TinyLlama draft with a 512-token KV, context 16000): it loses
+    # at batch 1, where crossover_batch stops (0), and pays from a few sequences on
+    st_ = S.setup("A100", "Llama-2-7B", "TinyLlama-1.1B", gpus=8, draft_kv_budget=512)
+    assert S.crossover_batch(st_, 16000, [2], max_batch=64, tau=2.17) == 0
+    ranges = S.paying_batches(st_, 16000, [2], max_batch=64, tau=2.17)
+    sp = S.evaluate(st_, np.arange(1, 65), [16000], [2], tau=2.17).speedup[:, 0, 0]
+    pays = np.flatnonzero(sp > 1) + 1
+    assert ranges == [[int(pays[0]), 64]] and pays[0] > 1 and pays.size == 65 - pays[0]
+    assert S.describe_paying(ranges, 64) == (f"does not pay at batch 1-{pays[0] - 1}; pays at "
+                                              f"batch {pays[0]}-64")
+    # one list per context; agrees with crossover_batch where the run starts at batch 1
+    st2 = S.setup("H100", "Llama-3.1-8B", "eagle3")
+    both = S.paying_batches(st2, [500, 32000], [3], max_batch=1024, alpha=0.7)
+    cross = S.crossover_batch(st2, [500, 32000], [3], max_batch=1024, alpha=0.7)
+    assert both[0][0] == [1, int(cross[0])] and both[1] == [[1, 1024]]
+    assert S.describe_paying(both[0][:1], 1024) == (f"pays up to batch {cross[0]}, not at "
+                                                    f"{cross[0] + 1}")
+    assert S.describe_paying([[1, 1024]], 1024) == "pays at every batch size up to 1024"
+    assert S.describe_paying([], 8) == "does not pay at any batch size up to 8"
+    assert S.describe_paying([[2, 3], [6, 6]], 8) == ("does not pay at batch 1, 4-5, 7-8; pays "
+                                                      "at batch 2-3, 6")
+
+
 def test_verdict():
     assert S.verdict(1.2) == "pays" and S.verdict(1.0) == "does not pay"
     assert S.verdict(1.02, tolerance=0.05) == "break-even"

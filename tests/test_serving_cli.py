@@ -103,6 +103,25 @@ def test_nothing_pays_prints_no_schedule(capsys):
     assert all(b["gamma"] == 0 and b["verdict"] == "does not pay" for b in res["best"])
 
 
+def test_paying_only_from_a_larger_batch_is_not_called_never_paying(capsys):
+    # long context, draft with a KV budget: loses at batch 1, pays at the batches asked for
+    argv = ["plan", "--gpu", "A100", "--gpus", "8", "--model", "Llama-2-7B", "--draft",
+            "TinyLlama-1.1B", "--draft-kv-budget", "512", "--context", "16000", "--batch", "32",
+            "64", "--gamma", "2", "--tau", "2.17"]
+    code, out, _ = run(capsys, *argv)
+    assert code == 0 and "does not pay even at batch 1" not in out
+    code, js, _ = run(capsys, *argv, "--json")
+    res = json.loads(js)
+    (first, last), = res["paying_batches"]["16000"]
+    assert res["crossover_batch"]["16000"] == 0 and 1 < first <= 32 and last == 64
+    assert f"does not pay at batch 1-{first - 1}; pays at batch {first}-64" in out
+    # with a context where nothing pays, the schedule (worst context) is none, and says why
+    code, out, _ = run(capsys, *argv[:-9], "--context", "1024", "16000", *argv[-7:])
+    assert code == 0 and "schedule: none (no gamma pays at every context at once)" in out
+    assert "speculation pays at context 16000" in out
+    assert "no gamma pays at any batch size" not in out
+
+
 def test_config_json_as_model(capsys, tmp_path):
     cfg = {"model_type": "llama", "num_hidden_layers": 32, "hidden_size": 4096,
            "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336,
