@@ -172,6 +172,9 @@ def _cmd_metrics(args) -> int:
         pos = stats.per_position_frame()
         pos["acceptance"] = [f"{100 * x:.2f} %" for x in pos["acceptance"]]
         pos["accepted"] = [f"{x:,.0f}" for x in pos["accepted"]]
+        # counted from 1 as the advice counts them; vLLM's `position` label counts from 0
+        pos.insert(0, "draft position", pos["position"] + 1)
+        pos = pos.rename(columns={"position": "vLLM position"})
         print(pos.to_string(index=False))
     for note in stats.notes:
         print(f"note: {note}")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -99,6 +100,8 @@ def test_v08_line_without_tau_needs_k(capsys):
     assert f"{100 * s.acceptance_rate:.0f}" == "100"
     assert math.isnan(s.mean_acceptance_length) and s.num_speculative_tokens is None
     assert "needs" in advice_text(s) and "-k" in advice_text(s)
+    # without k the window is counted in draft tokens, compared with a threshold in drafts
+    assert "only 66 draft tokens (so at most 66 drafts) in this window" in advice_text(s)
     with_k = read_acceptance(field("metrics_v08_no_tau.log"), num_speculative_tokens=3).stats
     assert with_k.counts.drafts == 22
     assert f"{with_k.mean_acceptance_length:.2f}" == "4.00"
@@ -160,6 +163,18 @@ def test_few_drafts_numbers_as_printed_and_thin_and_tail_advice():
     text = advice_text(s, c=0.05)
     assert "Theorem 3.8 gives" in text and "either side of Theorem 3.8" in text
     assert "upper bound" not in text
+
+
+def test_per_position_table_counts_positions_as_the_advice_does(capsys):
+    # the advice names "positions 6-7 of 7" (from 1); the table shows that count beside vLLM's
+    # position label (from 0), so the two cannot be read against each other wrongly
+    code, out, _ = run(capsys, "metrics", str(FIELD / "metrics_few_drafts.log"))
+    assert code == 0 and "positions 6-7 of 7" in out
+    header = next(line for line in out.splitlines() if "acceptance accepted" in line)
+    assert header.split()[:4] == ["draft", "position", "vLLM", "position"]
+    rows = {int(line.split()[0]): line.split() for line in out.splitlines()
+            if re.match(r"\s+[1-7]\s+[0-6]\s+\d", line)}
+    assert sorted(rows) == list(range(1, 8)) and rows[6][1:3] == ["5", "7.71"]
 
 
 def test_few_drafts_own_input_names_a_shorter_k():

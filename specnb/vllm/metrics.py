@@ -565,7 +565,8 @@ class AcceptanceStats:
             if counts.drafts == counts.drafts:
                 size = f"only {counts.drafts:,.0f} drafts in this window"
             elif counts.draft_tokens == counts.draft_tokens:
-                size = f"only {counts.draft_tokens:,.0f} draft tokens in this window"
+                size = (f"only {counts.draft_tokens:,.0f} draft tokens (so at most "
+                        f"{counts.draft_tokens:,.0f} drafts) in this window")
             else:
                 size = None
             if size is None:
