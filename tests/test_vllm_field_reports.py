@@ -107,6 +107,7 @@ def test_v08_line_without_tau_needs_k(capsys):
     assert f"{with_k.mean_acceptance_length:.2f}" == "4.00"
     code, out, _ = run(capsys, "metrics", str(FIELD / "metrics_v08_no_tau.log"), "-k", "3")
     assert code == 0 and "4.00" in out and "22" in out
+    assert out.startswith("source: 1 log line; ")  # not "1 log lines"
     # at -k 1 the 100 % acceptance is judged by Corollary 3.9 (alpha > c, c assumed and named);
     # the best gamma of Theorem 3.8 at alpha 1 is optimal_gamma's search limit, and it says so
     code, out, _ = run(capsys, "metrics", str(FIELD / "metrics_v08_no_tau.log"), "-k", "1")

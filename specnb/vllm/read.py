@@ -101,9 +101,10 @@ def read_acceptance(texts, num_speculative_tokens: int | None = None,
     frame = logs.read_spec_decode_log(text, strict=False)
     v0 = logs._is_v0(frame)
     n_lines = len(text.splitlines())
+    lines_word = "log line" if n_lines == 1 else "log lines"
     if (~v0).any():
         fmts = sorted(set(frame.loc[~v0, "format"]))
-        header = [f"source: {n_lines} log lines; {int((~v0).sum())} V1 spec-decode line(s) "
+        header = [f"source: {n_lines} {lines_word}; {int((~v0).sum())} V1 spec-decode line(s) "
                   f"({', '.join(fmts)}) summed: each covers one logging interval"]
         if v0.any():
             header.append(f"note: {int(v0.sum())} V0 line(s) ignored (V1 lines present)")
@@ -111,7 +112,7 @@ def read_acceptance(texts, num_speculative_tokens: int | None = None,
         last = frame.iloc[-1]
         total = ("its rates cover the whole run" if last["format"] == "v0 (rates only)"
                  else "its counters are the total")
-        header = [f"source: {n_lines} log lines; {len(frame)} V0 'Speculative metrics' line(s): "
+        header = [f"source: {n_lines} {lines_word}; {len(frame)} V0 'Speculative metrics' line(s): "
                   f"V0 counters are cumulative since the server started, so the last line (line "
                   f"{last['line']}) is used and {total}; earlier lines are not added"]
     skipped = frame.attrs["skipped"]
