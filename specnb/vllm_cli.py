@@ -178,6 +178,12 @@ def _cmd_metrics(args) -> int:
         print(pos.to_string(index=False))
     for note in stats.notes:
         print(f"note: {note}")
+    if stats.alpha is not None and stats.num_speculative_tokens and \
+            stats.num_speculative_tokens > 1:
+        print(f"note: implied alpha {stats.alpha:.3f} is the per-token acceptance that gives "
+              f"this tau under Eq. 1's i.i.d. assumption; the acceptance rate "
+              f"{100 * stats.acceptance_rate:.2f} % (accepted / drafted) counts every draft "
+              "token after a rejection as rejected, so it is lower at gamma > 1")
     for line in advice:
         print(f"advice: {line}")
     return 0

@@ -91,6 +91,10 @@ def test_metrics_pair_and_log(capsys):
     code, out, _ = run(capsys, "metrics", str(sample_path("metrics_before.prom")),
                        str(sample_path("metrics_after.prom")))
     assert code == 0 and "43.71" in out and "4.50" in out and "76.17 %" in out
+    # the implied alpha (0.812) sits beside a 43.71 % acceptance rate: the output says why
+    from specnb.theory import expected_tokens_per_step
+    assert f"{expected_tokens_per_step(0.812, 8):.2f}" == "4.50"  # Eq. 1 at the implied alpha
+    assert "note: implied alpha 0.812 is the per-token acceptance" in out
     code, out, _ = run(capsys, "metrics", str(sample_path("spec_decode_current.log")))
     assert code == 0 and "4.50" in out
 
