@@ -382,7 +382,9 @@ def load_prompts(path=None, *, tasks=None, per_task: int | None = None,
     tasks : iterable of str, optional
         Keep only these task families (in the given order).
     per_task : int >= 0, optional
-        Keep the first ``per_task`` prompts of each family (0 or None: all).
+        Keep the first ``per_task`` prompts of each family (0 or None: all); for logged
+        records, the first ``per_task`` of each family at each served temperature (so a log
+        served at T = 0 and T = 1 keeps both).
 
     Returns
     -------
@@ -436,7 +438,15 @@ def load_prompts(path=None, *, tasks=None, per_task: int | None = None,
     out = []
     for t in order:
         group = [i for i in items if i["task"] == t]
-        out.extend(group[:per_task] if per_task else group)
+        if not per_task:
+            out.extend(group)
+            continue
+        seen = {}  # logged records: per_task at each temperature; prompts: one key
+        for i in group:
+            key = float(i["temperature"]) if "response" in i else None
+            seen[key] = seen.get(key, 0) + 1
+            if seen[key] <= per_task:
+                out.append(i)
     if not out:
         raise ValueError(f"no prompts left in {path}")
     return out

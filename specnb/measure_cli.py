@@ -47,7 +47,8 @@ def register(subparsers) -> argparse.ArgumentParser:
                         "alpha, tau and predicted speedup for every draft and gamma, no "
                         "generation (bundled example: data/prompts/stdlib_heldout_responses.jsonl)")
     p.add_argument("--per-task", type=int, default=None, metavar="N",
-                   help="prompts per task family (default 2, with --logged all; 0 = all)")
+                   help="prompts per task family (default 2; 0 = all); with --logged, records "
+                        "per task family and served temperature (default all)")
     p.add_argument("--gamma", type=int, nargs="+", default=[1, 2, 3, 5], metavar="G",
                    help="draft lengths (num_assistant_tokens); default 1 2 3 5")
     p.add_argument("--temperature", type=float, nargs="+", default=None, metavar="T",

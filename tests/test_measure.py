@@ -113,12 +113,26 @@ def test_leave_one_gamma_out_prediction_is_reported(result):
     assert len(obj["speedup_predicted_loo"]) == len(s)
 
 
-def test_alpha_from_the_stored_logged_responses_matches_assisted_runs(models):
+def test_per_task_on_a_log_keeps_every_served_temperature():
+    # the bundled log holds every prompt at T = 0 and at T = 1 (all T = 0 records first)
+    records = M.load_prompts(M.BUNDLED_LOGGED, logged=True, per_task=1)
+    assert [(r["task"], r["temperature"]) for r in records] == [
+        (t, temp) for t in ("code-completion", "prose", "copy-edit") for temp in (0.0, 1.0)]
+    assert len(M.load_prompts(M.BUNDLED_LOGGED, logged=True, per_task=2)) == 12
+    # prompts without responses: per family, as before
+    assert len(M.load_prompts(per_task=1)) == 3
+
+
+def test_alpha_from_the_stored_logged_responses_matches_assisted_runs(models, tmp_path):
     tmodel, tok = models["target"]
-    res = M.alpha_from_logged(models=models, per_task=1, gammas=(1, 3), timing=False)
+    greedy = [r for r in M.load_prompts(M.BUNDLED_LOGGED, logged=True, per_task=1)
+              if r["temperature"] == 0]
+    log = tmp_path / "greedy.jsonl"
+    log.write_text("".join(json.dumps(r) + "\n" for r in greedy))
+    res = M.alpha_from_logged(models=models, prompts=log, gammas=(1, 3), timing=False)
     assert res.config["n_records"] == 3 and res.config["temperatures"] == [0.0]
     assert res.config["positions"] == 3 * 64
-    records = M.load_prompts(M.BUNDLED_LOGGED, logged=True, per_task=1)
+    records = M.load_prompts(log, logged=True)
     ids = M.encode_prompts(tok, records, max_new_tokens=0, context=None)
     for dname, (d, _) in models["drafts"].items():
         for g in (1, 3):
