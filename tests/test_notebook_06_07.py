@@ -107,6 +107,12 @@ def test_06_and_07_answer_up_front_and_faq_in_the_html(executed_notebooks):
     for phrase in ("Answer.", "per-request-spec-decode-metrics", "Corollary 3.9"):
         assert phrase in page07, phrase
     assert "upper bound" not in page07 and "still paid at concurrency 64" not in page07
+    # the Table 4 runs are counted in full: above, below and equal add up to all of them
+    from specnb.vllm.advise import theorem_vs_measured
+    r = theorem_vs_measured()["ratio"]
+    n = (int((r > 1).sum()), int((r < 1).sum()), int((r == 1).sum()))
+    assert sum(n) == len(r)
+    assert (f"over {len(r)} runs; {n[0]} above it, {n[1]} below, {n[2]} equal" in page07)
     assert "other methods fall below 1x" not in page07
     assert "drafting adds work to every step, prefill included" not in page07  # now a possibility
     assert "TTFT rose 17 %</strong>: these numbers do not say why" in page07
