@@ -354,7 +354,9 @@ td.question p{{margin:.3em 0}} td.question .title{{font-weight:bold}}
 tbody tr{{border-top:1px solid #ddd}} table{{border-collapse:collapse}}</style></head>
 <body><h1>specnb: executed notebooks</h1>
 <p>Should I turn on speculative decoding, with which method and draft length, and what will it
-save me? Each notebook reproduces a section of the source article from published data.</p>
+save me? Each notebook answers one question: 01-07 follow the source article's sections and
+recompute its numbers from published data, 08 measures alpha on a model pair, 09 models batch
+size and context.</p>
 <table><thead><tr><th>notebook</th><th>question and answer</th><th>status</th><th>seconds</th><th>error</th></tr></thead>
 <tbody>
 {chr(10).join(rows)}
