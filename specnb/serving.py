@@ -1339,6 +1339,10 @@ def setup_config(st: Setup, sched, *, checkpoint: str | None = None):
         if checkpoint is None:
             notes.append(f"replace <{d.method}-checkpoint> with the {d.method} head trained "
                          f"for {st.target.name}")
+    elif d.method == "mtp":
+        notes.append(f"mtp needs MTP layers in the target checkpoint (DeepSeek-V3, GLM-4.5, "
+                     f"MiMo and similar ship them); vLLM cannot add them, so check that "
+                     f"{st.target.name} has them before serving this line")
     elif d.kind == "model":
         model = checkpoint or model_id(d.arch)
     elif d.kind == "self":

@@ -122,6 +122,13 @@ def test_paying_only_from_a_larger_batch_is_not_called_never_paying(capsys):
     assert "no gamma pays at any batch size" not in out
 
 
+def test_mtp_plan_says_the_target_needs_mtp_layers(capsys):
+    code, out, _ = run(capsys, "plan", "--gpu", "H100", "--model", "Llama-3.1-8B", "--draft",
+                       "mtp", "--context", "2000", "--batch", "1", "--gamma", "1", "--alpha", "0.7")
+    assert code == 0 and '"method": "mtp"' in out
+    assert "note: mtp needs MTP layers in the target checkpoint" in out
+
+
 def test_config_json_as_model(capsys, tmp_path):
     cfg = {"model_type": "llama", "num_hidden_layers": 32, "hidden_size": 4096,
            "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336,
