@@ -1314,7 +1314,8 @@ def setup_config(st: Setup, sched, *, checkpoint: str | None = None):
     """The vLLM ``speculative_config`` for a setup and a schedule, with notes.
 
     Method and ``model`` follow the draft: ``ngram`` (with prompt_lookup_min 2 and max 5, the
-    vLLM docs' example), ``suffix``, ``mtp`` (no model), ``eagle`` / ``eagle3`` (``checkpoint``,
+    vLLM docs' example), ``suffix``, ``mtp`` (no model; a note that the target checkpoint must
+    carry MTP layers), ``eagle`` / ``eagle3`` (``checkpoint``,
     else the placeholder ``<eagle3-checkpoint>`` to replace), a draft model (its Hugging Face
     id or folder), ``self`` (``draft_model`` with the target itself; vLLM has no sparse-KV
     self-draft, so a KV budget cannot be expressed).
