@@ -198,6 +198,9 @@ def test_answer_quotes_the_computed_numbers(p):
                       S.table_measurements(rows[train])[list(S.MEASURED_COLUMNS)])
     worst = S.predict_table(cal.setup, rows[~train])["relative_error"].abs().max()
     assert f"within {worst:.1%}" in answer
+    # beside the uncalibrated model's worst error on the same rows (calibration's gain is there)
+    base = S.predict_table(S.magicdec_setup("table3a"), rows[~train])["relative_error"].abs()
+    assert f"(uncalibrated: up to {base.max():.1%})" in answer and "Table 3(a)" in answer
     st = S.setup(p["gpu"], p["model"], p["method"], gpus=p["gpus"])
     sched = S.plan_schedule(st, p["contexts"], p["gammas"], max_batch=p["max_batch"],
                             alpha=p["alpha"])
