@@ -150,6 +150,11 @@ def format_logged_report(m) -> str:
             "tau_betas: tokens per target forward):",
             m.summary.to_string(index=False),
         ]
+    if "speedup_predicted" in m.summary:
+        parts += ["", "speedup_predicted (Theorem 3.8 from alpha) and speedup_betas use c from "
+                  "single forwards: they leave out each round's fixed costs, which dominate on "
+                  "small models (the bundled pair measured below 1x with assisted generation); "
+                  "`specnb measure` (without --logged) times the real runs"]
     return "\n".join(parts)
 
 
