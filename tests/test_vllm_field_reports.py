@@ -134,6 +134,11 @@ def test_v0_cumulative_lines_use_the_last_and_the_header_says_so(capsys):
     assert "cumulative" in header and "last line" in header and "summed" not in header
     code, out, _ = run(capsys, "metrics", str(FIELD / "metrics_v0_cumulative.log"))
     assert code == 0 and "cumulative" in out and "lines summed" not in out
+    # the line prints "Number of accepted tokens: 1", yet no prefix was kept (emitted 3 = steps
+    # 3): the advice says which "accepted" it means instead of contradicting the log
+    assert "Number of accepted tokens: 1" in field("metrics_v0_cumulative.log")
+    assert r.stats.counts.accepted_tokens == 0
+    assert "no draft token was accepted as a prefix (15 drafted; V0 may still print" in out
 
 
 def test_v0_cumulative_own_input():

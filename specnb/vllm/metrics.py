@@ -555,7 +555,14 @@ class AcceptanceStats:
         counts = self.counts
         out = []
         if counts.accepted_tokens == 0:
-            out.append(f"no draft token was accepted ({counts.draft_tokens:,.0f} drafted): that "
+            # V0 counts accepted = emitted - steps (prefix tokens); its own "accepted" count
+            # also holds tokens after a rejection, so it can print 1 where no prefix was kept
+            v0 = counts.source.startswith("log (V0")
+            what = (f"no draft token was accepted as a prefix ({counts.draft_tokens:,.0f} "
+                    "drafted; V0 may still print a few accepted tokens after a rejection, which "
+                    "produce no output)" if v0 else
+                    f"no draft token was accepted ({counts.draft_tokens:,.0f} drafted)")
+            out.append(f"{what}: that "
                        "points to a misconfiguration, not to tuning -- a method that does not "
                        "match the draft checkpoint (e.g. an EAGLE head run as draft_model; check "
                        "it with `specnb config check`), a draft with another tokenizer or "
