@@ -49,7 +49,8 @@ def register(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--draft-dtype", choices=DTYPE_CHOICES, default=None,
                    help="draft weight dtype (default: the target's)")
     p.add_argument("--context", type=int, nargs="+", required=True, metavar="S",
-                   help="context lengths in tokens (KV cache per sequence)")
+                   help="context lengths in tokens (KV cache per sequence); one above the "
+                        "model's max_position_embeddings is modelled with a note")
     p.add_argument("--batch", type=int, nargs="+", required=True, metavar="B",
                    help="batch sizes (concurrent sequences per step)")
     p.add_argument("--gamma", type=int, nargs="+", required=True, metavar="G",
@@ -157,6 +158,8 @@ def plan(args) -> dict:
                      + ", ".join(f"context {c}: at most {m} sequences" for c, m in
                                  tight.items())
                      + "; larger batch sizes are shown but cannot run at once")
+    limit_notes = S.context_limit_notes(st, contexts)
+    notes = limit_notes + notes
     crossover = S.crossover_batch(st, contexts, gammas, max_batch=max(batches), **acceptance)
     paying = S.paying_batches(st, contexts, gammas, max_batch=max(batches), **acceptance)
     if cfg is None and any(paying):
@@ -169,6 +172,7 @@ def plan(args) -> dict:
         "setup": {"gpu": st.gpu.name, "gpus": st.gpus, "model": st.target.name,
                   "draft": st.draft.name, "draft_kv_budget": st.draft.kv_budget,
                   "dtype": st.dtype, "draft_dtype": st.draft_dtype or st.dtype,
+                  "max_position_embeddings": st.target.max_position_embeddings,
                   "acceptance": {k: (list(map(float, np.atleast_1d(v))) if k != "alpha"
                                      else float(v)) for k, v in acceptance.items()}},
         "rows": rows,
@@ -180,6 +184,7 @@ def plan(args) -> dict:
         "paying_batches": {str(int(s)): r for s, r in zip(contexts, paying)},
         "max_batch_in_memory": {str(c): m for c, m in room.items()},
         "calibration": calibration,
+        "context_limit_notes": limit_notes,
         "notes": notes,
     }
 
@@ -196,6 +201,8 @@ def format_plan(result: dict) -> str:
     lines = [f"{su['model']} on {su['gpus']} x {su['gpu']} ({su['dtype']}), draft "
              f"{su['draft']}" + (f" (KV budget {su['draft_kv_budget']})"
                                  if su["draft_kv_budget"] else "") + f"; {acc}"]
+    # beyond the model's max_position_embeddings: said first, not only among the notes
+    lines += [f"NOTE: {n}" for n in result.get("context_limit_notes", [])]
     if result["calibration"]:
         c = result["calibration"]
         lines.append(f"calibrated on {c['file']} ({c['rows']} rows): step-time error median "
@@ -227,7 +234,8 @@ def format_plan(result: dict) -> str:
         lines.append(f"schedule (num_speculative_tokens_per_batch_size): "
                      f"{json.dumps(result['schedule'])}")
         lines.append(result["serve"])
-    lines += [f"note: {n}" for n in result["notes"]]
+    lines += [f"note: {n}" for n in result["notes"]
+              if n not in result.get("context_limit_notes", [])]
     return "\n".join(lines)
 
 

@@ -26,7 +26,8 @@ Drafts and the setup
     :class:`Draft` / :func:`draft` (``ngram``, ``suffix``, ``eagle``, ``eagle3``, ``mtp``, a
     catalogue name or ``config.json``, ``self``; optional KV budget); :class:`Setup` /
     :func:`setup` (GPU, GPUs, target, dtypes, draft, efficiencies);
-    :func:`max_batch_in_memory`.
+    :func:`max_batch_in_memory`; :func:`context_limit_notes` (contexts beyond the model's
+    ``max_position_embeddings``).
 Times and speedup (arrays broadcast: batch x context x gamma)
     :func:`t_plain_ms`, :func:`t_verify_ms`, :func:`t_draft_ms`, :func:`tokens_per_step`,
     :func:`speedup`, :func:`per_token_latency_ms`, :func:`verdict`.
@@ -70,7 +71,7 @@ __all__ = [
     "SD_OVERHEAD_MS", "NGRAM_DRAFT_FRACTION", "SCHEDULE_TAX",
     "gpu", "gpu_names", "architecture", "architecture_names", "ridge_point",
     "step_breakdown", "step_time_ms",
-    "draft", "setup", "max_batch_in_memory",
+    "draft", "setup", "max_batch_in_memory", "context_limit_notes",
     "t_plain_ms", "t_verify_ms", "t_draft_ms", "tokens_per_step", "speedup",
     "per_token_latency_ms", "verdict",
     "evaluate", "best_gamma", "crossover_batch", "paying_batches", "describe_paying",
@@ -208,7 +209,8 @@ class Architecture:
     ``n_heads``, ``n_kv_heads``, ``head_dim``, ``intermediate_size`` (gated MLP: 3 matrices),
     ``vocab_size``, ``tie_word_embeddings``, ``attention_bias`` (q/k/v biases),
     ``qk_norm`` (per-head q/k RMSNorm, Qwen3); ``params_published`` (the model card's count,
-    None for a config file); ``source``.
+    None for a config file); ``source``; ``max_position_embeddings`` (the most positions the
+    model takes, tokens: the config's ``max_position_embeddings``; None = unknown).
     """
 
     name: str
@@ -224,6 +226,7 @@ class Architecture:
     qk_norm: bool = False
     params_published: float | None = None
     source: str = ""
+    max_position_embeddings: int | None = None
 
     @property
     def layer_params(self) -> int:
@@ -293,6 +296,12 @@ def _as_bool(x) -> bool:
     return bool(x)
 
 
+def _optional_int(x) -> int | None:
+    if x is None or (isinstance(x, float) and math.isnan(x)) or str(x).strip() == "":
+        return None
+    return int(x)
+
+
 def architecture(name_or_config) -> Architecture:
     """A model shape by catalogue name (case-insensitive, aliases allowed), from a Hugging Face
     ``config.json`` (a file path or a folder holding one), or from a config dict.
@@ -301,8 +310,8 @@ def architecture(name_or_config) -> Architecture:
     ``hidden_size``, ``num_attention_heads``, ``num_key_value_heads`` (default: heads),
     ``head_dim`` (default hidden / heads), ``intermediate_size``, ``vocab_size``,
     ``tie_word_embeddings`` (default False), ``attention_bias`` (default: True for
-    ``model_type`` qwen2), q/k norm for ``model_type`` qwen3; a multimodal config's
-    ``text_config`` is used.
+    ``model_type`` qwen2), q/k norm for ``model_type`` qwen3, ``max_position_embeddings``
+    (absent: unknown, None); a multimodal config's ``text_config`` is used.
 
     Raises
     ------
@@ -330,7 +339,8 @@ def architecture(name_or_config) -> Architecture:
             int(rec["n_kv_heads"]), int(rec["head_dim"]), int(rec["intermediate_size"]),
             int(rec["vocab_size"]), _as_bool(rec["tie_word_embeddings"]),
             _as_bool(rec["attention_bias"]), _as_bool(rec["qk_norm"]),
-            float(rec["params_published"]), rec["source"])
+            float(rec["params_published"]), rec["source"],
+            _optional_int(rec.get("max_position_embeddings")))
     path = Path(text)
     looks_like_path = path.suffix == ".json" or os.sep in text or path.exists()
     if not looks_like_path:
@@ -389,9 +399,11 @@ def _from_config(cfg: dict, where: str) -> Architecture:
     bias = cfg.get("attention_bias")
     bias = (mtype == "qwen2") if bias is None else bool(bias)
     name = cfg.get("_name_or_path") or where
+    max_pos = cfg.get("max_position_embeddings")
+    max_pos = None if max_pos is None else pos_int("max_position_embeddings", max_pos)
     return Architecture(str(name), layers, hidden, heads, kv, hd, inter, vocab,
                         bool(cfg.get("tie_word_embeddings", False)), bias,
-                        mtype.startswith("qwen3"), None, where)
+                        mtype.startswith("qwen3"), None, where, max_pos)
 
 
 # --------------------------------------------------------------------------- step time
@@ -768,6 +780,71 @@ def setup(gpu_name, model, draft_spec="eagle3", *, gpus=1, dtype="bf16", draft_d
         draft_efficiency = DEFAULT_HEAD_EFFICIENCY if d.kind == "head" else DEFAULT_EFFICIENCY
     return Setup(g, tgt, d, n, dtype, draft_dtype, kv_dtype,
                  target_efficiency or DEFAULT_EFFICIENCY, draft_efficiency, over)
+
+
+def _long_context_variants(arch: Architecture, need: int) -> list[str]:
+    """Catalogue models of ``arch``'s shape that take at least ``need`` positions."""
+    shape = lambda a: (a.n_layers, a.hidden_size, a.n_heads, a.n_kv_heads, a.head_dim,
+                       a.intermediate_size, a.vocab_size)
+    out = []
+    for name in architecture_names():
+        other = architecture(name)
+        if (other.name != arch.name and shape(other) == shape(arch)
+                and (other.max_position_embeddings or 0) >= need):
+            out.append(f"{other.name}, {other.max_position_embeddings} positions")
+    return out
+
+
+def context_limit_notes(st, contexts) -> list[str]:
+    """Notes for contexts beyond the model's maximum position count.
+
+    The target (and a separate draft model read in full, i.e. without a KV budget) takes at
+    most ``max_position_embeddings`` positions (its ``config.json``; the catalogue column
+    ``data/model_architectures.csv``). vLLM refuses a ``max_model_len`` above it unless
+    ``VLLM_ALLOW_LONG_MAX_MODEL_LEN=1`` is set, and positions beyond it give NaNs or crash
+    (vLLM PR #7080, #20904; issue #17924). The step-time model does not depend on it, so
+    :func:`setup` and :func:`evaluate` do not raise: these notes say so instead.
+
+    Parameters
+    ----------
+    st : Setup, Architecture, catalogue name or config path (then only the target is checked)
+    contexts : int or sequence of ints >= 0, context lengths in tokens
+
+    Returns
+    -------
+    list of str: one note per model whose maximum some context exceeds, naming the model,
+    its maximum, the contexts above it and a long-context variant of the same shape from the
+    catalogue where one exists; empty when every context fits or the maximum is unknown.
+
+    Raises
+    ------
+    ValueError
+        a context < 0 or fractional.
+    """
+    s = _check.integer("contexts", contexts, lo=0)
+    top = int(np.max(s)) if np.size(s) else 0
+    if isinstance(st, Setup):
+        models = [("target", st.target)]
+        if st.draft.kind == "model" and st.draft.kv_budget is None:
+            models.append(("draft", st.draft.arch))
+    else:
+        models = [("target", architecture(st))]
+    notes = []
+    for role, arch in models:
+        limit = arch.max_position_embeddings
+        if limit is None or top <= limit:
+            continue
+        over = sorted({int(c) for c in np.ravel(s) if c > limit})
+        variants = _long_context_variants(arch, top)
+        fix = (f"use a long-context variant of the same shape ({'; '.join(variants)})"
+               if variants else "use a long-context variant of the model (a larger "
+               "max_position_embeddings, e.g. trained with RoPE scaling)")
+        notes.append(
+            f"context {', '.join(map(str, over))} exceeds the {role} {arch.name}'s maximum of "
+            f"{limit} positions (max_position_embeddings in its config.json): it cannot serve "
+            f"that context (vLLM refuses a max_model_len above {limit}); the step times are "
+            f"modelled regardless. {fix[0].upper() + fix[1:]} or a context within {limit}")
+    return notes
 
 
 def _target_kw(st: Setup) -> dict:
