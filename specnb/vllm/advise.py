@@ -484,7 +484,10 @@ def measure_threshold(gpu=None, model=None, context=None, *, method: str = "eagl
     ``max_batch`` = at every batch searched): from the batch after it, the model predicts no
     gain. The sentence names the
     model, GPU, context, acceptance and crossover, and that it is a prediction to confirm by
-    measurement (README, the serving model's assumptions and limits).
+    measurement (README, the serving model's assumptions and limits); a context beyond the
+    model's ``max_position_embeddings`` adds :func:`specnb.serving.context_limit_notes`' note
+    (the model cannot serve it; no error, the crossover is still modelled), which
+    :func:`recommend` carries into its reasons.
 
     Parameters
     ----------
@@ -570,7 +573,8 @@ def measure_threshold(gpu=None, model=None, context=None, *, method: str = "eagl
                        "H100: README, the serving model's assumptions and limits): calibrate it "
                        "on your own step times (specnb plan --calibrate) and confirm at the "
                        "peak; the fixed rule, from the EAGLE-3 paper's batch tables, says "
-                       f"{MEASURE_BATCH}")
+                       f"{MEASURE_BATCH}"
+                       + "".join(f". Note: {n}" for n in serving.context_limit_notes(st, s)))
 
 
 # ----------------------------------------------------------------------------- the rules
