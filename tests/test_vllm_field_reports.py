@@ -29,6 +29,7 @@ from specnb.vllm import (
     suggest_fix,
     validate_schedule,
 )
+from specnb.vllm.metrics import MAX_PLAUSIBLE_K
 
 CASES = Path(__file__).parent / "cases"
 FIELD = CASES / "field-reports"
@@ -100,8 +101,11 @@ def test_v08_line_without_tau_needs_k(capsys):
     assert f"{100 * s.acceptance_rate:.0f}" == "100"
     assert math.isnan(s.mean_acceptance_length) and s.num_speculative_tokens is None
     assert "needs" in advice_text(s) and "-k" in advice_text(s)
-    # without k the window is counted in draft tokens, compared with a threshold in drafts
-    assert "only 66 draft tokens (so at most 66 drafts) in this window" in advice_text(s)
+    # without k the draft count is unknown: the 66 tokens are 66 / k drafts, never 385
+    assert s.thin
+    text = advice_text(s)
+    assert "66 draft tokens and no draft count in this input" in text
+    assert "66 at k = 1, 22 at k = 3" in text and "reach at no k" in text and "pass -k" in text
     with_k = read_acceptance(field("metrics_v08_no_tau.log"), num_speculative_tokens=3).stats
     assert with_k.counts.drafts == 22
     assert f"{with_k.mean_acceptance_length:.2f}" == "4.00"
@@ -414,3 +418,23 @@ def test_every_suggested_json_fix_passes_the_checker_for_current_vllm(text):
     if isinstance(text, dict):
         better = suggest_fix(text)
         assert better is None or check_speculative_config(better).accepted
+
+
+def test_v08_window_of_1000_draft_tokens_is_not_judged_as_1000_drafts():
+    # 1000 draft tokens hold only 125 drafts at k = 8: without -k the window is thin unless
+    # even k = MAX_PLAUSIBLE_K (32) gives MIN_DRAFTS drafts
+    line = ("INFO 04-01 00:00:00 [loggers.py:80] SpecDecoding metrics: Draft acceptance rate: "
+            "70.0%, Accepted: {a} tokens, Drafted: {n} tokens")
+    s = read_acceptance(line.format(a=700, n=1000)).stats
+    assert s.thin and s.counts.drafts != s.counts.drafts  # NaN: unknown
+    text = advice_text(s)
+    assert f"{1000 / 8:,.0f} at k = 8" == "125 at k = 8" and "125 at k = 8" in text
+    assert f"only if k <= {1000 // MIN_DRAFTS}" in text and "only if k <= 2" in text
+    assert f"1-{MAX_PLAUSIBLE_K}" in text and MAX_PLAUSIBLE_K == 32
+    # k given: 1000 / 2 = 500 drafts >= 385, not thin; k = 3: 333, thin
+    assert not read_acceptance(line.format(a=700, n=1000), num_speculative_tokens=2).stats.thin
+    assert read_acceptance(line.format(a=700, n=1000), num_speculative_tokens=3).stats.thin
+    # enough tokens that even k = 32 gives >= 385 drafts: 12320 / 32 = 385
+    big = read_acceptance(line.format(a=8624, n=385 * MAX_PLAUSIBLE_K)).stats
+    assert not big.thin and "no draft count" not in advice_text(big)
+    assert read_acceptance(line.format(a=8623, n=385 * MAX_PLAUSIBLE_K - 1)).stats.thin

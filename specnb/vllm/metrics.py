@@ -35,7 +35,8 @@ from statistics import NormalDist
 
 __all__ = [
     "COUNTERS", "PROMQL", "WATCH", "MIN_ACCEPTANCE_LENGTH",
-    "EVIDENCE_HALF_WIDTH", "MIN_DRAFTS", "TAIL_DRAFT_COST", "FORMATS",
+    "EVIDENCE_HALF_WIDTH", "MIN_DRAFTS", "MAX_PLAUSIBLE_K", "TAIL_DRAFT_COST", "FORMATS",
+    "drafts_unknown_sentence",
     "SpecDecodeCounts", "AcceptanceStats", "read_metrics", "metrics_delta",
     "acceptance_stats", "acceptance_length_advice", "acceptance_rate_ci", "best_draft_length",
 ]
@@ -75,6 +76,13 @@ EVIDENCE_HALF_WIDTH = 0.05
 #: are counted: acceptance inside one draft stops at the first rejection, so its tokens are
 #: not independent trials.
 MIN_DRAFTS = math.ceil(NormalDist().inv_cdf(0.975) ** 2 * 0.25 / EVIDENCE_HALF_WIDTH ** 2)
+#: The largest ``num_speculative_tokens`` (k) assumed plausible when an input prints draft
+#: tokens but no draft count (vLLM v0.8 lines ``Drafted: N tokens``) and no ``-k`` is given:
+#: the N draft tokens are N / k drafts, at least N / 32. 32 is the largest k in vLLM's own
+#: docs (suffix decoding, ``{"method": "suffix", "num_speculative_tokens": 32}``, suffix.md @
+#: 05084858; ``../shared/reference/vllm.md``); the field reports here use 1-8. Such a window
+#: counts as thin unless even N / 32 reaches :data:`MIN_DRAFTS`.
+MAX_PLAUSIBLE_K = 32
 #: Draft/target cost per forward assumed when none is measured, by the per-position tail rule
 #: and the gamma-1 verdict (the advice says so and asks for the measured c): Leviathan et al.
 #: (arXiv 2211.17192 v2), Definition 3.7: c "was always less than 0.05" in their experiments.
@@ -247,6 +255,18 @@ def best_draft_length(per_position, c: float = TAIL_DRAFT_COST) -> tuple[int, fl
 
 
 _V0_GAUGES = ("vllm:spec_decode_draft_acceptance_rate", "vllm:spec_decode_efficiency")
+
+
+def drafts_unknown_sentence(draft_tokens: float) -> str:
+    """What ``draft_tokens`` draft tokens say about the number of drafts when the input prints
+    no draft count and no ``num_speculative_tokens`` (k) is given: N tokens are N / k drafts,
+    shown for k = 1, 3, 5, 8 and :data:`MAX_PLAUSIBLE_K`. ``draft_tokens`` >= 0."""
+    n = float(draft_tokens)
+    ks = sorted({1, 3, 5, 8, MAX_PLAUSIBLE_K})
+    shown = ", ".join(f"{n / k:,.0f} at k = {k}" for k in ks)
+    return (f"{n:,.0f} draft tokens and no draft count in this input: the count needs "
+            f"num_speculative_tokens k (drafts = draft tokens / k): {shown} (k assumed "
+            f"1-{MAX_PLAUSIBLE_K})")
 
 
 @dataclass(frozen=True)
@@ -446,12 +466,14 @@ class AcceptanceStats:
     @property
     def thin(self) -> bool:
         """True when the window is too small for a verdict: fewer than :data:`MIN_DRAFTS`
-        drafts (when the drafts are unknown, fewer draft tokens than that), or no counts."""
+        drafts; when the drafts are unknown (draft tokens only, no ``-k``), unless even the
+        fewest drafts the tokens allow, draft tokens / :data:`MAX_PLAUSIBLE_K`, reach
+        :data:`MIN_DRAFTS`; or no counts."""
         c = self.counts
         if c.drafts == c.drafts:
             return c.drafts < MIN_DRAFTS
         if c.draft_tokens == c.draft_tokens:
-            return c.draft_tokens < MIN_DRAFTS
+            return c.draft_tokens / MAX_PLAUSIBLE_K < MIN_DRAFTS
         return True
 
     def to_frame(self, formatted: bool = False):
@@ -524,7 +546,9 @@ class AcceptanceStats:
            draft with another tokenizer, a dummy or random-weight draft), not a tuning matter;
            nothing else is advised.
         2. A thin window (:attr:`thin`: fewer than :data:`MIN_DRAFTS` drafts) -> it cannot
-           support a verdict; the 95% interval on the acceptance rate is given.
+           support a verdict; the 95% interval on the acceptance rate is given. With draft
+           tokens but no draft count (v0.8 lines, no ``-k``): the drafts the tokens make at
+           k = 1-:data:`MAX_PLAUSIBLE_K` and the largest k that would reach MIN_DRAFTS.
         3. :func:`acceptance_length_advice` at this gamma: the article's "tau below 2: shrink
            gamma" from gamma 2 on; at gamma 1 (where tau <= 2 always) Corollary 3.9 through
            :func:`specnb.vllm.watch.gamma1_verdict`: gamma 1 pays while the acceptance rate is
@@ -572,8 +596,7 @@ class AcceptanceStats:
             if counts.drafts == counts.drafts:
                 size = f"only {counts.drafts:,.0f} drafts in this window"
             elif counts.draft_tokens == counts.draft_tokens:
-                size = (f"only {counts.draft_tokens:,.0f} draft tokens (so at most "
-                        f"{counts.draft_tokens:,.0f} drafts) in this window")
+                size = drafts_unknown_sentence(counts.draft_tokens)
             else:
                 size = None
             if size is None:
@@ -583,9 +606,17 @@ class AcceptanceStats:
                 interval = (f"; acceptance rate {100 * self.acceptance_rate:.1f}%, 95% CI "
                             f"{100 * ci[0]:.1f}-{100 * ci[1]:.1f}% (Wilson, tokens taken as "
                             "independent; the real interval is wider)" if ci else "")
-                out.append(f"{size} (< {MIN_DRAFTS}, the drafts for a 95% interval of "
-                           f"+-{100 * EVIDENCE_HALF_WIDTH:.0f} points on the acceptance rate): "
-                           f"it cannot support a verdict{interval}; measure a longer window")
+                need = (f"{MIN_DRAFTS}, the drafts for a 95% interval of "
+                        f"+-{100 * EVIDENCE_HALF_WIDTH:.0f} points on the acceptance rate")
+                if counts.drafts == counts.drafts:
+                    out.append(f"{size} (< {need}): it cannot support a verdict{interval}; "
+                               "measure a longer window")
+                else:
+                    k_ok = math.floor(counts.draft_tokens / MIN_DRAFTS)
+                    out.append(f"{size}; a verdict needs {need}, which these tokens reach "
+                               + (f"only if k <= {k_ok}" if k_ok >= 1 else "at no k")
+                               + f"; without k the window cannot support a verdict{interval}; "
+                               "pass -k for the draft count, or measure a longer window")
         if counts.accepted_tokens == 0:
             return out
         tau = self.mean_acceptance_length
