@@ -302,6 +302,18 @@ def _optional_int(x) -> int | None:
     return int(x)
 
 
+def _alias_max_positions(rec: dict, key: str) -> tuple[str, int | None]:
+    """(name, max positions): the row's model and ``max_position_embeddings``, or the alias
+    and its own value where ``max_position_embeddings_by_alias`` lists it
+    (``Qwen2.5-7B-Instruct=32768``: an -Instruct or -Base config.json whose value differs
+    from the row's model)."""
+    for item in str(rec.get("max_position_embeddings_by_alias") or "").split(";"):
+        alias, _, value = item.partition("=")
+        if alias.strip().lower() == key and value.strip():
+            return alias.strip(), int(value)
+    return rec["model"], _optional_int(rec.get("max_position_embeddings"))
+
+
 def architecture(name_or_config) -> Architecture:
     """A model shape by catalogue name (case-insensitive, aliases allowed), from a Hugging Face
     ``config.json`` (a file path or a folder holding one), or from a config dict.
@@ -334,13 +346,13 @@ def architecture(name_or_config) -> Architecture:
     text = name_or_config.strip()
     rec = _catalogue("model_architectures", "model").get(text.lower())
     if rec is not None:
+        name, max_positions = _alias_max_positions(rec, text.lower())
         return Architecture(
-            rec["model"], int(rec["n_layers"]), int(rec["hidden_size"]), int(rec["n_heads"]),
+            name, int(rec["n_layers"]), int(rec["hidden_size"]), int(rec["n_heads"]),
             int(rec["n_kv_heads"]), int(rec["head_dim"]), int(rec["intermediate_size"]),
             int(rec["vocab_size"]), _as_bool(rec["tie_word_embeddings"]),
             _as_bool(rec["attention_bias"]), _as_bool(rec["qk_norm"]),
-            float(rec["params_published"]), rec["source"],
-            _optional_int(rec.get("max_position_embeddings")))
+            float(rec["params_published"]), rec["source"], max_positions)
     path = Path(text)
     looks_like_path = path.suffix == ".json" or os.sep in text or path.exists()
     if not looks_like_path:
@@ -798,8 +810,7 @@ def _long_context_variants(arch: Architecture, need: int) -> list[str]:
 def context_limit_notes(st, contexts) -> list[str]:
     """Notes for contexts beyond the model's maximum position count.
 
-    The target (and a separate draft model read in full, i.e. without a KV budget) takes at
-    most ``max_position_embeddings`` positions (its ``config.json``; the catalogue column
+    The target (and a separate draft model) takes at most ``max_position_embeddings`` positions (its ``config.json``; the catalogue column
     ``data/model_architectures.csv``). vLLM refuses a ``max_model_len`` above it unless
     ``VLLM_ALLOW_LONG_MAX_MODEL_LEN=1`` is set, and positions beyond it give NaNs or crash
     (vLLM PR #7080, #20904; issue #17924). The step-time model does not depend on it, so
@@ -814,7 +825,8 @@ def context_limit_notes(st, contexts) -> list[str]:
     -------
     list of str: one note per model whose maximum some context exceeds, naming the model,
     its maximum, the contexts above it and a long-context variant of the same shape from the
-    catalogue where one exists; empty when every context fits or the maximum is unknown.
+    catalogue where one exists (a draft model with a KV budget within its maximum: that vLLM
+    cannot express the budget); empty when every context fits or the maximum is unknown.
 
     Raises
     ------
@@ -823,16 +835,25 @@ def context_limit_notes(st, contexts) -> list[str]:
     """
     s = _check.integer("contexts", contexts, lo=0)
     top = int(np.max(s)) if np.size(s) else 0
+    budget = None
     if isinstance(st, Setup):
         models = [("target", st.target)]
-        if st.draft.kind == "model" and st.draft.kv_budget is None:
+        if st.draft.kind == "model":
             models.append(("draft", st.draft.arch))
+            budget = st.draft.kv_budget
     else:
         models = [("target", architecture(st))]
     notes = []
     for role, arch in models:
         limit = arch.max_position_embeddings
         if limit is None or top <= limit:
+            continue
+        if role == "draft" and budget is not None and budget <= limit:
+            notes.append(
+                f"the draft {arch.name} takes at most {limit} positions (max_position_embeddings)"
+                f": the modelled draft reads only {budget} context tokens (KV budget, as "
+                f"StreamingLLM), but vLLM's draft_model has no KV budget and would give it the "
+                f"full context ({top}), beyond its maximum")
             continue
         over = sorted({int(c) for c in np.ravel(s) if c > limit})
         variants = _long_context_variants(arch, top)
