@@ -63,8 +63,9 @@ def test_catalogues_hold_the_required_rows_with_provenance():
     gpus = {"H100-SXM", "H200", "A100-SXM-80GB", "A40", "L40", "L40S", "RTX-3090", "RTX-4090",
             "B200"}
     assert gpus <= set(S.gpu_names())
-    models = {"Llama-3.1-8B", "Llama-3.1-70B", "Llama-3.2-1B", "Llama-2-7B", "TinyLlama-1.1B",
-              "Mistral-7B-v0.3", "Qwen2.5-7B", "Qwen2.5-32B", "Qwen3-8B", "Qwen3-0.6B"}
+    models = {"Llama-3.1-8B", "Llama-3.1-70B", "Llama-3.2-1B", "Llama-2-7B", "LLaMA-2-7B-32K",
+              "TinyLlama-1.1B", "Mistral-7B-v0.3", "Qwen2.5-7B", "Qwen2.5-32B", "Qwen3-8B",
+              "Qwen3-0.6B"}
     assert models <= set(S.architecture_names())
     for name in ("gpus", "model_architectures"):
         assert (data.load(name)["source"] != "").all()
@@ -120,6 +121,76 @@ def test_bad_config_json(tmp_path):
         S.architecture({**_llama8b_config(), "hidden_size": 0})
     with pytest.raises(FileNotFoundError):
         S.architecture(str(tmp_path / "nothing" / "config.json"))
+
+
+# --------------------------------------------------------------------------- max positions
+def test_catalogue_max_position_embeddings_with_their_source():
+    # each row's value sits in its note with where it was read (a config.json or a copy of it)
+    expected = {"Llama-3.1-8B": 131072, "Llama-3.1-70B": 131072, "Llama-3.2-1B": 131072,
+                "Llama-2-7B": 4096, "LLaMA-2-7B-32K": 32768, "TinyLlama-1.1B": 2048,
+                "Mistral-7B-v0.3": 32768, "Qwen2.5-7B": 131072, "Qwen2.5-32B": 131072,
+                "Qwen3-8B": 40960, "Qwen3-0.6B": 40960}
+    assert set(S.architecture_names()) == set(expected)
+    rows = data.load("model_architectures").set_index("model")
+    for name, value in expected.items():
+        assert S.architecture(name).max_position_embeddings == value
+        assert f"max_position_embeddings {value}" in rows.loc[name, "note"] + \
+            rows.loc[name, "source"], name
+    # -Instruct / -Base aliases whose config.json differs carry their own value and name
+    inst = S.architecture("qwen2.5-7b-instruct")
+    assert (inst.name, inst.max_position_embeddings) == ("Qwen2.5-7B-Instruct", 32768)
+    assert S.architecture("Qwen3-8B-Base").max_position_embeddings == 32768
+    assert S.architecture("Llama-3.1-8B-Instruct").max_position_embeddings == 131072
+    # MagicDec's 32K target is its own row (same shape as Llama-2-7B), no longer an alias
+    long = S.architecture("togethercomputer/LLaMA-2-7B-32K")
+    short = S.architecture("Llama-2-7b-hf")
+    assert long.name == "LLaMA-2-7B-32K" and short.name == "Llama-2-7B"
+    assert dataclasses.replace(long, name="x", source="", max_position_embeddings=None) == \
+        dataclasses.replace(short, name="x", source="", max_position_embeddings=None)
+    assert S.model_id(long) == "togethercomputer/LLaMA-2-7B-32K"
+    assert S.magicdec_setup("table3a").target.name == "LLaMA-2-7B-32K"
+
+
+def test_config_json_max_position_embeddings(tmp_path):
+    assert S.architecture(_llama8b_config()).max_position_embeddings is None  # absent: unknown
+    cfg = {**_llama8b_config(), "max_position_embeddings": 8192}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    assert S.architecture(path).max_position_embeddings == 8192
+    with pytest.raises(ValueError, match="max_position_embeddings must be a positive integer"):
+        S.architecture({**_llama8b_config(), "max_position_embeddings": "4k"})
+    # a config with a maximum gets the note; one without gets none
+    assert S.context_limit_notes(cfg, [8192]) == []
+    (note,) = S.context_limit_notes(cfg, [1000, 10000])
+    assert "context 10000 exceeds" in note and "maximum of 8192 positions" in note
+    assert S.context_limit_notes(_llama8b_config(), [10 ** 6]) == []
+
+
+def test_context_beyond_the_maximum_is_a_note_not_an_error():
+    # the README's old example: Llama-2-7B (4,096 positions) at context 16,000
+    st_ = S.setup("A100", "Llama-2-7B", "TinyLlama-1.1B", gpus=8, draft_kv_budget=512)
+    grid = S.evaluate(st_, [32], [16000], [2], tau=2.17)  # evaluated: no error
+    assert grid.speedup.shape == (1, 1, 1)
+    notes = S.context_limit_notes(st_, [1000, 16000])
+    assert len(notes) == 2
+    target, draft = notes
+    assert "context 16000 exceeds the target Llama-2-7B's maximum of 4096 positions" in target
+    assert "1000" not in target.split("exceeds")[0]  # only the contexts above it
+    assert "LLaMA-2-7B-32K, 32768 positions" in target and "within 4096" in target
+    # TinyLlama (2,048) reads 512 tokens in the model, but vLLM has no draft KV budget
+    assert "draft TinyLlama-1.1B takes at most 2048 positions" in draft
+    assert "no KV budget" in draft
+    assert S.context_limit_notes(st_, [4096]) == [draft.replace("(16000)", "(4096)")]
+    assert S.context_limit_notes(st_, 2048) == []
+    # the 32K variant serves 16,000; a draft model without a budget beyond its maximum
+    st32 = S.setup("A100", "LLaMA-2-7B-32K", "TinyLlama-1.1B", gpus=8)
+    (note,) = S.context_limit_notes(st32, [16000])
+    assert "exceeds the draft TinyLlama-1.1B's maximum of 2048" in note
+    assert "long-context variant of the model" in note  # no same-shape row to name
+    assert S.context_limit_notes(S.setup("H100", "Llama-2-7B", "eagle3"), [5000])[0].startswith(
+        "context 5000 exceeds the target Llama-2-7B's")
+    with pytest.raises(ValueError, match="contexts"):
+        S.context_limit_notes(st32, [-1])
 
 
 # --------------------------------------------------------------------------- step time
@@ -288,7 +359,7 @@ def test_speculation_stops_paying_at_large_batch_and_long_context_brings_it_back
 def test_paying_batches_finds_speculation_that_pays_only_from_a_larger_batch():
     # MagicDec's setting (8x A100, TinyLlama draft with a 512-token KV, context 16000): it loses
     # at batch 1, where crossover_batch stops (0), and pays from a few sequences on
-    st_ = S.setup("A100", "Llama-2-7B", "TinyLlama-1.1B", gpus=8, draft_kv_budget=512)
+    st_ = S.setup("A100", "LLaMA-2-7B-32K", "TinyLlama-1.1B", gpus=8, draft_kv_budget=512)
     assert S.crossover_batch(st_, 16000, [2], max_batch=64, tau=2.17) == 0
     ranges = S.paying_batches(st_, 16000, [2], max_batch=64, tau=2.17)
     sp = S.evaluate(st_, np.arange(1, 65), [16000], [2], tau=2.17).speedup[:, 0, 0]
