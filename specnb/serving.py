@@ -813,8 +813,9 @@ def context_limit_notes(st, contexts) -> list[str]:
     The target (and a separate draft model) takes at most ``max_position_embeddings``
     positions (its ``config.json``; the catalogue column in ``data/model_architectures.csv``).
     vLLM refuses a ``max_model_len`` above it unless ``VLLM_ALLOW_LONG_MAX_MODEL_LEN=1`` is
-    set, and positions beyond it give NaNs or crash (vLLM PR #7080, #20904; issue #17924). The step-time model does not depend on it, so
-    :func:`setup` and :func:`evaluate` do not raise: these notes say so instead.
+    set, and positions beyond it give NaNs or crash (vLLM PR #7080, #20904; issue #17924).
+    The step-time model does not depend on it, so :func:`setup` and :func:`evaluate` do not
+    raise: these notes say so instead.
 
     Parameters
     ----------
