@@ -78,3 +78,19 @@ def test_batch_tables_shape():
     assert sorted(sgl["batch_size"].unique()) == [2, 4, 8, 16, 24, 32, 48, 56, 64]
     vll = data.load("eagle3_table5_vllm_batch")
     assert 64 not in set(vll["batch_size"])
+
+
+def test_model_max_positions_have_a_value_and_a_source():
+    # every catalogue model has max_position_embeddings (an int), and its note says where the
+    # value was read; alias overrides name aliases of their own row
+    df = data.load("model_architectures")
+    for _, row in df.iterrows():
+        value = int(row["max_position_embeddings"])
+        assert value > 0 and float(row["max_position_embeddings"]) == value, row["model"]
+        assert f"max_position_embeddings {value}" in row["note"] + row["source"], row["model"]
+        overrides = str(row["max_position_embeddings_by_alias"] or "")
+        aliases = {a.lower() for a in str(row["aliases"]).split(";")}
+        for item in filter(None, overrides.split(";")):
+            alias, _, v = item.partition("=")
+            assert alias.lower() in aliases and int(v) > 0, (row["model"], item)
+            assert f"says {v}" in row["note"], (row["model"], item)

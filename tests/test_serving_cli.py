@@ -78,10 +78,36 @@ def test_acceptance_rates_and_calibration_file(capsys, tmp_path):
     assert [r["tau"] for r in res["rows"][:2]] == pytest.approx([1.64, 1.90])
 
 
+def test_context_beyond_the_model_maximum_is_a_prominent_note(capsys):
+    # Llama-2-7B takes 4,096 positions: at 16,000 the plan still runs (exit 0), says so first
+    # in the text and in --json (notes and context_limit_notes), and names the 32K variant
+    argv = ["plan", "--gpu", "A100", "--gpus", "8", "--model", "Llama-2-7B", "--draft",
+            "eagle3", "--context", "2000", "16000", "--batch", "32", "--gamma", "2", "--tau",
+            "2.17"]
+    code, out, _ = run(capsys, *argv)
+    lines = out.splitlines()
+    assert code == 0 and lines[1].startswith("NOTE: context 16000 exceeds the target "
+                                             "Llama-2-7B's maximum of 4096 positions")
+    assert "LLaMA-2-7B-32K, 32768 positions" in lines[1]
+    assert sum("exceeds the target" in line for line in lines) == 1  # not repeated below
+    code, js, _ = run(capsys, *argv, "--json")
+    res = json.loads(js)
+    assert code == 0 and res["setup"]["max_position_embeddings"] == 4096
+    (note,) = res["context_limit_notes"]
+    assert note in res["notes"] and "context 16000 exceeds" in note
+    # within the maximum, or the 32K variant: no such note
+    assert argv[6] == "Llama-2-7B" and argv[10:12] == ["2000", "16000"]
+    code, js, _ = run(capsys, *argv[:6], "LLaMA-2-7B-32K", *argv[7:], "--json")
+    assert code == 0 and json.loads(js)["context_limit_notes"] == []
+    code, out, _ = run(capsys, *argv[:10], "4096", *argv[12:])
+    assert code == 0 and "NOTE:" not in out and "exceeds" not in out
+
+
 def test_self_draft_with_kv_budget_and_a_draft_model(capsys):
-    code, out, _ = run(capsys, "plan", "--gpu", "A100", "--gpus", "8", "--model", "Llama-2-7B",
-                       "--draft", "TinyLlama-1.1B", "--draft-kv-budget", "512", "--context",
-                       "16000", "--batch", "32", "--gamma", "2", "--tau", "2.17", "--json")
+    code, out, _ = run(capsys, "plan", "--gpu", "A100", "--gpus", "8", "--model",
+                       "LLaMA-2-7B-32K", "--draft", "TinyLlama-1.1B", "--draft-kv-budget", "512",
+                       "--context", "16000", "--batch", "32", "--gamma", "2", "--tau", "2.17",
+                       "--json")
     assert code == 0
     res = json.loads(out)
     assert res["config"]["method"] == "draft_model"
@@ -105,7 +131,7 @@ def test_nothing_pays_prints_no_schedule(capsys):
 
 def test_paying_only_from_a_larger_batch_is_not_called_never_paying(capsys):
     # long context, draft with a KV budget: loses at batch 1, pays at the batches asked for
-    argv = ["plan", "--gpu", "A100", "--gpus", "8", "--model", "Llama-2-7B", "--draft",
+    argv = ["plan", "--gpu", "A100", "--gpus", "8", "--model", "LLaMA-2-7B-32K", "--draft",
             "TinyLlama-1.1B", "--draft-kv-budget", "512", "--context", "16000", "--batch", "32",
             "64", "--gamma", "2", "--tau", "2.17"]
     code, out, _ = run(capsys, *argv)

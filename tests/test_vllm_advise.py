@@ -362,6 +362,24 @@ def test_fixed_threshold_stays_the_fallback():
     assert low.crossover is not None and low.crossover < 16 and low.measure_first
 
 
+def test_context_beyond_the_model_maximum_is_a_reason_not_an_error():
+    # Llama-2-7B takes 4,096 positions (data/model_architectures.csv): at context 16,000 the
+    # crossover is still modelled, and the threshold sentence and recommend's reasons say so
+    threshold, sentence = measure_threshold("A100", "Llama-2-7B", 16000)
+    assert threshold >= 1
+    assert ("Note: context 16000 exceeds the target Llama-2-7B's maximum of 4096 positions"
+            in sentence and "LLaMA-2-7B-32K" in sentence)
+    rec = recommend(eagle3_drafter=True, peak_batch=64, gpu="A100", model="Llama-2-7B",
+                    context=16000)
+    assert rec.method == "eagle3"
+    assert any("exceeds the target Llama-2-7B's maximum of 4096" in r for r in rec.reasons)
+    within = recommend(eagle3_drafter=True, peak_batch=64, gpu="A100", model="Llama-2-7B",
+                       context=4096)
+    assert not any("exceeds" in r for r in within.reasons)
+    _, long = measure_threshold("A100", "LLaMA-2-7B-32K", 16000)
+    assert "exceeds" not in long
+
+
 def test_workload_acceptance_reads_the_table():
     from specnb import data
     from specnb.vllm.advise import workload_acceptance
