@@ -19,6 +19,11 @@ __all__ = ["register", "run", "plan", "format_plan"]
 
 DTYPE_CHOICES = ("bf16", "fp16", "fp8", "int8", "int4")
 
+#: Largest --batch: the schedule and crossover evaluate batch sizes 1..max, so 65,536 x 8
+#: gammas x 4 contexts is about 2 million cells (well under a second); 10**8 took 5 minutes.
+#: vLLM's max_num_seqs defaults to 256 to 1,024, far below.
+MAX_BATCH = 65536
+
 
 def register(subparsers) -> argparse.ArgumentParser:
     """Add ``plan`` to the ``specnb`` command line (sets ``func`` to :func:`run`)."""
@@ -81,6 +86,9 @@ def _check_flags(args) -> str | None:
         for v in values:
             if v < lo:
                 return f"{flag} must be >= {lo}, got {v}"
+    if max(args.batch) > MAX_BATCH:
+        return (f"--batch must be <= {MAX_BATCH}, got {max(args.batch)} (the schedule and "
+                "the crossover evaluate every batch size from 1 to the largest)")
     for flag, values in (("--context", args.context), ("--batch", args.batch),
                          ("--gamma", args.gamma)):
         if len(set(values)) != len(values):
@@ -154,8 +162,9 @@ def plan(args) -> dict:
     tight = {c: m for c, m in room.items() if m < max(batches)}
     if tight:
         notes.append("KV cache room (90 % of GPU memory, weights first): "
-                     + ", ".join(f"context {c}: at most {m} sequences" for c, m in
-                                 tight.items())
+                     + ", ".join(f"context {c}: " + (f"at most {m} sequences" if m else
+                                                     "not even one sequence")
+                                 for c, m in tight.items())
                      + "; larger batch sizes are shown but cannot run at once")
     crossover = S.crossover_batch(st, contexts, gammas, max_batch=max(batches), **acceptance)
     return {
@@ -190,6 +199,7 @@ def format_plan(result: dict) -> str:
         c = result["calibration"]
         lines.append(f"calibrated on {c['file']} ({c['rows']} rows): step-time error median "
                      f"{100 * c['median_abs_error']:.1f} %, max {100 * c['max_abs_error']:.1f} %")
+        lines += [f"calibration note: {n}" for n in c["notes"]]
     rows = pd.DataFrame(result["rows"])
     best = {(b["batch_size"], b["context"]): b for b in result["best"]}
     for s, part in rows.groupby("context", sort=True):

@@ -56,6 +56,7 @@ import dataclasses
 import functools
 import json
 import math
+import numbers
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -323,7 +324,14 @@ def architecture(name_or_config) -> Architecture:
         raise TypeError("model must be a catalogue name, a config.json path or a dict, got "
                         f"{type(name_or_config).__name__}")
     text = name_or_config.strip()
+    if not text:
+        raise ValueError(f"model must not be empty; known models: "
+                         f"{', '.join(architecture_names())} (case-insensitive), or give the "
+                         "path of a Hugging Face config.json")
     rec = _catalogue("model_architectures", "model").get(text.lower())
+    if rec is None and not Path(text).exists():  # a catalogue model's Hugging Face id
+        rec = next((r for r in _catalogue("model_architectures", "model").values()
+                    if str(r.get("hf_id", "")).lower() == text.lower()), None)
     if rec is not None:
         return Architecture(
             rec["model"], int(rec["n_layers"]), int(rec["hidden_size"]), int(rec["n_heads"]),
@@ -343,7 +351,7 @@ def architecture(name_or_config) -> Architecture:
         raise FileNotFoundError(f"model config {str(path)!r} does not exist (give a catalogue "
                                 f"name: {', '.join(architecture_names())}; or a config.json)")
     try:
-        raw = path.read_text(encoding="utf-8")
+        raw = path.read_text(encoding="utf-8-sig")  # a BOM (Windows editors) is not data
     except UnicodeDecodeError as exc:
         raise _check.utf8_error(str(path), exc, "give a Hugging Face config.json") from None
     try:
@@ -367,30 +375,48 @@ def _from_config(cfg: dict, where: str) -> Architecture:
 
     def need(key):
         if key not in cfg or cfg[key] is None:
+            mt = cfg.get("model_type")
             raise ValueError(f"{where}: missing key {key!r} (a Hugging Face config.json of a "
                              "decoder-only model has num_hidden_layers, hidden_size, "
-                             "num_attention_heads, intermediate_size, vocab_size)")
+                             "num_attention_heads, intermediate_size, vocab_size"
+                             + (f"; model_type {mt!r} names its sizes differently: the serving "
+                                "model covers LLaMA-style decoders (Llama, Mistral, Qwen2, "
+                                "Qwen3)" if mt and key not in cfg else "") + ")")
         return cfg[key]
 
     def pos_int(key, value):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) \
+                or value < 1:
             raise ValueError(f"{where}: {key} must be a positive integer, got {value!r}")
-        return value
+        return int(value)
+
+    def flag(key, default):
+        value = cfg.get(key)
+        if value is None:
+            return default
+        if not isinstance(value, (bool, np.bool_)):
+            raise ValueError(f"{where}: {key} must be true or false (a JSON boolean), got "
+                             f"{value!r}")
+        return bool(value)
 
     layers = pos_int("num_hidden_layers", need("num_hidden_layers"))
     hidden = pos_int("hidden_size", need("hidden_size"))
     heads = pos_int("num_attention_heads", need("num_attention_heads"))
-    kv = pos_int("num_key_value_heads", cfg.get("num_key_value_heads") or heads)
-    hd = cfg.get("head_dim") or hidden // heads
-    hd = pos_int("head_dim", hd)
+    kv = cfg.get("num_key_value_heads")
+    kv = pos_int("num_key_value_heads", heads if kv is None else kv)
+    if heads % kv:
+        raise ValueError(f"{where}: num_attention_heads ({heads}) must be a multiple of "
+                         f"num_key_value_heads ({kv}): each KV head serves a whole group of "
+                         "query heads (grouped-query attention)")
+    hd = cfg.get("head_dim")
+    hd = pos_int("head_dim", hidden // heads if hd is None else hd)  # transformers' default
     inter = pos_int("intermediate_size", need("intermediate_size"))
     vocab = pos_int("vocab_size", need("vocab_size"))
     mtype = str(cfg.get("model_type", "")).lower()
-    bias = cfg.get("attention_bias")
-    bias = (mtype == "qwen2") if bias is None else bool(bias)
+    bias = flag("attention_bias", mtype == "qwen2")
     name = cfg.get("_name_or_path") or where
     return Architecture(str(name), layers, hidden, heads, kv, hd, inter, vocab,
-                        bool(cfg.get("tie_word_embeddings", False)), bias,
+                        flag("tie_word_embeddings", False), bias,
                         mtype.startswith("qwen3"), None, where)
 
 
@@ -634,10 +660,13 @@ def draft(spec, target, *, kv_budget=None, dtype=None) -> Draft:
         tokenizer); a KV budget with ``ngram`` / ``suffix``.
     """
     tgt = architecture(target)
-    if isinstance(spec, Draft):
-        return spec
     if kv_budget is not None:
         kv_budget = _check.scalar_int("draft_kv_budget", kv_budget, lo=1)
+    if isinstance(spec, Draft):
+        if kv_budget is not None and kv_budget != spec.kv_budget:
+            raise ValueError(f"draft_kv_budget {kv_budget} given with a Draft whose kv_budget "
+                             f"is {spec.kv_budget}; build the Draft with the budget instead")
+        return spec
     if dtype is not None:
         _check.choice("draft_dtype", dtype, DTYPES)
     key = spec.strip().lower() if isinstance(spec, str) else None
@@ -723,7 +752,7 @@ def max_batch_in_memory(st: Setup, context, memory_fraction: float = 0.9):
         elif d.kind == "head":
             w += d.arch.layer_params * DTYPES[d.dtype or st.dtype]
     room = frac * st.gpus * st.gpu.memory_bytes - w
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", over="ignore"):  # context 0: no KV, capped below
         n = np.where(room <= 0, 0.0, np.floor(room / np.maximum(per_seq, 1e-300)))
     n = np.minimum(n, 2.0 ** 53).astype(np.int64)
     return int(n) if n.ndim == 0 else n
@@ -752,7 +781,9 @@ def setup(gpu_name, model, draft_spec="eagle3", *, gpus=1, dtype="bf16", draft_d
     Raises
     ------
     ValueError
-        unknown GPU, model, draft or dtype; gpus < 1; the draft errors of :func:`draft`.
+        unknown GPU, model, draft or dtype; gpus < 1; gpus that vLLM's tensor parallelism
+        cannot split the target or draft model over (heads, KV heads, MLP width); the draft
+        errors of :func:`draft`.
     """
     g = gpu(gpu_name)
     tgt = architecture(model)
@@ -763,11 +794,39 @@ def setup(gpu_name, model, draft_spec="eagle3", *, gpus=1, dtype="bf16", draft_d
         _check.choice("kv_dtype", kv_dtype, DTYPES)
     n = _check.scalar_int("gpus", gpus, lo=1)
     d = draft(draft_spec, tgt, kv_budget=draft_kv_budget, dtype=draft_dtype)
+    _check_tensor_parallel(tgt, n, "target")
+    if d.kind == "model":
+        _check_tensor_parallel(d.arch, n, "draft")
     over = _check.scalar_real("sd_overhead_ms", sd_overhead_ms, lo=0.0)
     if draft_efficiency is None:
         draft_efficiency = DEFAULT_HEAD_EFFICIENCY if d.kind == "head" else DEFAULT_EFFICIENCY
     return Setup(g, tgt, d, n, dtype, draft_dtype, kv_dtype,
                  target_efficiency or DEFAULT_EFFICIENCY, draft_efficiency, over)
+
+
+def _check_tensor_parallel(arch: Architecture, n: int, role: str) -> None:
+    """vLLM's tensor-parallel rules: attention heads and the MLP width split evenly over the
+    n GPUs (``ModelConfig.verify_with_parallel_config``: "Total number of attention heads (28)
+    must be divisible by tensor parallel size (3)"; ``ColumnParallelLinear`` divides
+    ``intermediate_size``), and KV heads split evenly or are replicated a whole number of
+    times (``QKVParallelLinear``: kv_heads % n == 0 or n % kv_heads == 0)."""
+    if n == 1:
+        return
+    bad = None
+    if arch.n_heads % n:
+        bad = f"num_attention_heads ({arch.n_heads})"
+    elif arch.intermediate_size % n:
+        bad = f"intermediate_size ({arch.intermediate_size})"
+    elif arch.n_kv_heads % n and n % arch.n_kv_heads:
+        bad = (f"num_key_value_heads ({arch.n_kv_heads}) (or n a multiple of it, each KV head "
+               "then replicated)")
+    if bad:
+        ok = [k for k in range(1, 2 * arch.n_heads + 1) if arch.n_heads % k == 0
+              and arch.intermediate_size % k == 0
+              and (arch.n_kv_heads % k == 0 or k % arch.n_kv_heads == 0)]
+        raise ValueError(f"gpus = {n} does not divide the {role} {arch.name}'s {bad}: vLLM "
+                         f"refuses tensor_parallel_size {n} for it; allowed GPU counts: "
+                         f"{', '.join(map(str, ok))}")
 
 
 def _target_kw(st: Setup) -> dict:
@@ -1155,6 +1214,8 @@ def check_schedule(sched, num_speculative_tokens: int | None = None) -> list[lis
     ValueError
         the first rule broken, naming the entry.
     """
+    if isinstance(sched, np.ndarray):
+        sched = sched.tolist()  # integer arrays give ints; float arrays stay refused below
     if not isinstance(sched, (list, tuple)) or not sched:
         raise ValueError(f"num_speculative_tokens_per_batch_size must be a non-empty list of "
                          f"[range_start, range_end, K], got {sched!r}")
@@ -1243,7 +1304,7 @@ def schedule_config(sched, method: str, *, model: str | None = None, **options) 
 def model_id(arch: Architecture) -> str:
     """What ``vllm serve`` / a draft ``model`` should name: the Hugging Face id of a catalogue
     model, or the folder of a config.json."""
-    if arch.source and os.path.basename(arch.source) == "config.json":
+    if arch.source and arch.source.endswith(".json"):  # vLLM loads a folder's config.json
         return os.path.dirname(arch.source) or "."
     try:
         rec = _catalogue("model_architectures", "model").get(arch.name.lower())
@@ -1290,6 +1351,12 @@ def setup_config(st: Setup, sched, *, checkpoint: str | None = None):
                      + (f"; the modelled KV budget {d.kv_budget} is not expressible"
                         if d.kv_budget else ""))
     cfg = schedule_config(sched, d.method, model=model, **opts)
+    for a in (st.target, d.arch if d.kind == "model" and checkpoint is None else None):
+        if a is not None and a.source.endswith(".json") \
+                and os.path.basename(a.source) != "config.json":
+            notes.append(f"vLLM loads a model folder's config.json; {a.source} has another "
+                         f"name, so the folder {model_id(a)} named here must hold it as "
+                         "config.json (with the weights)")
     if cfg is not None and "num_speculative_tokens_per_batch_size" in cfg:
         lo, hi = SCHEDULE_TAX["tpot_increase"]
         notes.append(f"turning the schedule on costs time even at K = 0: TPOT +{100 * lo:.1f} % "
@@ -1328,40 +1395,68 @@ def read_measurements(source):
         where = "measurements"
     else:
         where = os.fspath(source) if isinstance(source, (str, os.PathLike)) else "measurements"
+        if isinstance(source, (str, os.PathLike)):
+            if os.path.isdir(source):
+                raise ValueError(f"calibration CSV {where!r} is a folder; give the CSV file")
+            if not os.path.exists(source):
+                raise FileNotFoundError(f"calibration CSV {where!r} does not exist")
         try:
             df = pd.read_csv(source)
         except pd.errors.EmptyDataError:
             raise ValueError(f"{where}: empty file; expected a CSV with columns "
                              f"{', '.join(MEASURED_COLUMNS)}") from None
+        except pd.errors.ParserError as exc:
+            raise ValueError(f"{where}: not a regular CSV ({str(exc).strip()}); every row "
+                             f"needs as many fields as the header") from None
         except UnicodeDecodeError as exc:
             raise _check.utf8_error(where, exc, "give a CSV file") from None
+        if not isinstance(df.index, pd.RangeIndex):  # pandas made the surplus field an index
+            raise ValueError(f"{where}: a row has more fields than the header "
+                             f"({len(df.columns)}: {', '.join(map(str, df.columns))}); every "
+                             "row needs as many fields as the header, which is the first line")
     df.columns = [str(c).strip() for c in df.columns]
+    twice = sorted({c for c in df.columns if df.columns.tolist().count(c) > 1}
+                   | {c for c in MEASURED_COLUMNS if f"{c}.1" in df.columns})
+    if twice:
+        raise ValueError(f"{where}: column(s) {', '.join(twice)} appear more than once in the "
+                         "header; keep one")
     missing = [c for c in MEASURED_COLUMNS if c not in df.columns]
     if missing:
         raise ValueError(f"{where}: missing column(s) {', '.join(missing)}; a calibration CSV "
                          f"needs {', '.join(MEASURED_COLUMNS)} (got {', '.join(df.columns)})")
     if df.empty:
         raise ValueError(f"{where}: no rows")
+    df = df.reset_index(drop=True)
+    raw = df.copy()
+
+    def shown(i, col):
+        v = raw.loc[i, col]
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            return "a missing value (an empty cell, NA or nan)"
+        return repr(v.item() if isinstance(v, np.generic) else v)
+
+    bad = df.index[df["role"].isna()]
     df["role"] = df["role"].astype(str).str.strip().str.lower()
-    bad = df.index[~df["role"].isin(["target", "draft"])]
+    bad = bad.union(df.index[~df["role"].isin(["target", "draft"])])
     if len(bad):
         i = bad[0]
         raise ValueError(f"{where}: row {i + 2}: role must be 'target' or 'draft', got "
-                         f"{df.loc[i, 'role']!r}")
+                         f"{shown(i, 'role')}")
     for col, lo in (("batch_size", 1), ("context", 0), ("query_tokens", 1)):
         vals = pd.to_numeric(df[col], errors="coerce")
-        bad = df.index[vals.isna() | (vals < lo) | (vals != vals.round())]
+        bad = df.index[vals.isna() | (vals < lo) | (vals > _check.MAX_EXACT_INT)
+                       | (vals != vals.round())]
         if len(bad):
             i = bad[0]
-            raise ValueError(f"{where}: row {i + 2}: {col} must be an integer >= {lo}, got "
-                             f"{df.loc[i, col]!r}")
+            raise ValueError(f"{where}: row {i + 2}: {col} must be an integer >= {lo} "
+                             f"(at most 2**53), got {shown(i, col)}")
         df[col] = vals.astype(np.int64)
     ms = pd.to_numeric(df["ms"], errors="coerce")
     bad = df.index[ms.isna() | ~(ms > 0) | ~np.isfinite(ms)]
     if len(bad):
         i = bad[0]
         raise ValueError(f"{where}: row {i + 2}: ms must be a positive time in milliseconds, "
-                         f"got {df.loc[i, 'ms']!r}")
+                         f"got {shown(i, 'ms')}")
     df["ms"] = ms.astype(float)
     return df.reset_index(drop=True)
 
@@ -1554,8 +1649,10 @@ def calibrate(st: Setup, measurements, *, fit=("bandwidth", "compute", "fixed_ms
                              "the datasheet): check the GPU, the model shape and the units")
         fitted[role] = sorted(fit)
         out_setup = dataclasses.replace(out_setup, **{f"{role}_efficiency": eff})
-        if len(rows) < 5:
-            notes.append(f"{role}: only {len(rows)} rows for up to 5 parameters: the fit is "
+        points = len(rows[["batch_size", "context", "query_tokens"]].drop_duplicates())
+        if points < 5:
+            notes.append(f"{role}: only {points} distinct (batch_size, context, query_tokens) "
+                         f"points ({len(rows)} rows) for up to 5 parameters: the fit is "
                          "underdetermined; unfitted directions keep their defaults")
     return Calibration(out_setup, predict_measurements(out_setup, df), fitted, notes)
 

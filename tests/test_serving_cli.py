@@ -175,3 +175,32 @@ def test_argparse_usage_errors_exit_2(capsys):
         main([*BASE, "--alpha", "0.7", "--dtype", "fp4"])
     assert info.value.code == 2
     capsys.readouterr()
+
+
+# ----------------------------------------------------------------- edge and bad input (r2)
+@pytest.mark.parametrize("extra, match", [
+    (["--gpus", "3"], r"gpus = 3 does not divide the target Llama-3.1-8B's num_attention_heads"),
+    (["--model", ""], "model must not be empty; known models"),
+    (["--batch", "1", "65537"], r"--batch must be <= 65536, got 65537"),
+])
+def test_more_bad_input_exits_2(capsys, extra, match):
+    test_bad_input_exits_2(capsys, extra, match)
+
+
+def test_hugging_face_id_of_a_catalogue_model(capsys):
+    code, out, err = run(capsys, "plan", "--gpu", "H100", "--model", "meta-llama/Llama-3.1-8B",
+                         "--draft", "eagle3", "--context", "1000", "--batch", "1",
+                         "--gamma", "2", "--alpha", "0.7", "--json")
+    assert code == 0, err
+    assert json.loads(out)["setup"]["model"] == "Llama-3.1-8B"
+
+
+def test_text_output_shows_calibration_notes_and_a_context_no_sequence_fits(capsys, tmp_path):
+    p = tmp_path / "one.csv"
+    p.write_text("role,batch_size,context,query_tokens,ms\ntarget,1,1024,1,7.1\n")
+    code, out, err = run(capsys, "plan", "--gpu", "H200", "--model", "Llama-3.1-8B", "--draft",
+                         "ngram", "--context", "1024", "100000000", "--batch", "1", "8",
+                         "--gamma", "2", "--alpha", "0.7", "--calibrate", str(p))
+    assert code == 0, err
+    assert "calibration note: target: only 1 distinct" in out  # the fit is underdetermined
+    assert "context 100000000: not even one sequence" in out
