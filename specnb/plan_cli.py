@@ -19,9 +19,8 @@ __all__ = ["register", "run", "plan", "format_plan"]
 
 DTYPE_CHOICES = ("bf16", "fp16", "fp8", "int8", "int4")
 
-#: Largest --batch: the schedule and crossover evaluate batch sizes 1..max, so 65,536 x 8
-#: gammas x 4 contexts is about 2 million cells (well under a second); 10**8 took 5 minutes.
-#: vLLM's max_num_seqs defaults to 256 to 1,024, far below.
+#: Largest --batch: specnb.serving.MAX_BATCH_SEARCH (the schedule and the crossover evaluate
+#: every batch size 1..max; kept here so that registration imports no numpy).
 MAX_BATCH = 65536
 
 

@@ -68,7 +68,7 @@ from . import _check
 __all__ = [
     "GPU", "Architecture", "Efficiency", "Draft", "Setup", "Grid", "Calibration",
     "DEFAULT_EFFICIENCY", "DEFAULT_HEAD_EFFICIENCY", "DTYPES", "DRAFT_METHODS",
-    "SD_OVERHEAD_MS", "NGRAM_DRAFT_FRACTION", "SCHEDULE_TAX",
+    "SD_OVERHEAD_MS", "NGRAM_DRAFT_FRACTION", "SCHEDULE_TAX", "MAX_BATCH_SEARCH",
     "gpu", "gpu_names", "architecture", "architecture_names", "ridge_point",
     "step_breakdown", "step_time_ms",
     "draft", "setup", "max_batch_in_memory",
@@ -111,6 +111,12 @@ SCHEDULE_TAX = {"concurrency": (2, 189), "tpot_increase": (0.0656, 0.2158),
                           "NVL, piecewise CUDA graphs"}
 
 _GIB = 1024 ** 3
+
+#: Largest ``max_batch`` of :func:`crossover_batch` and :func:`plan_schedule`, which evaluate
+#: every batch size 1..max_batch: 65,536 x 8 gammas x 4 contexts is about 2 million cells
+#: (well under a second); 10**8 took 5 minutes and 10**9 exhausted memory. vLLM's
+#: ``max_num_seqs`` defaults to 256-1,024.
+MAX_BATCH_SEARCH = 65536
 
 
 # --------------------------------------------------------------------------- catalogues
@@ -1116,9 +1122,9 @@ def crossover_batch(st: Setup, contexts, gammas, *, max_batch: int = 1024, alpha
     Raises
     ------
     ValueError
-        max_batch < 1; as :func:`evaluate`.
+        max_batch < 1 or above :data:`MAX_BATCH_SEARCH`; as :func:`evaluate`.
     """
-    mb = _check.scalar_int("max_batch", max_batch, lo=1)
+    mb = _check.scalar_int("max_batch", max_batch, lo=1, hi=MAX_BATCH_SEARCH)
     scalar = np.ndim(contexts) == 0
     grid = evaluate(st, np.arange(1, mb + 1), np.atleast_1d(contexts), gammas, alpha=alpha,
                     tau=tau, acceptance_rates=acceptance_rates)
@@ -1191,8 +1197,9 @@ def plan_schedule(st: Setup, contexts, gammas, *, max_batch: int, alpha=None, ta
                   acceptance_rates=None) -> list[list[int]]:
     """The ``num_speculative_tokens_per_batch_size`` schedule for batch sizes 1..max_batch:
     the model on every integer batch size, :func:`schedule_gammas` over ``contexts``, then
-    :func:`schedule`. Every K is one of ``gammas`` or 0."""
-    mb = _check.scalar_int("max_batch", max_batch, lo=1)
+    :func:`schedule`. Every K is one of ``gammas`` or 0. max_batch: 1 to
+    :data:`MAX_BATCH_SEARCH` (ValueError outside)."""
+    mb = _check.scalar_int("max_batch", max_batch, lo=1, hi=MAX_BATCH_SEARCH)
     grid = evaluate(st, np.arange(1, mb + 1), contexts, gammas, alpha=alpha, tau=tau,
                     acceptance_rates=acceptance_rates)
     k, _ = schedule_gammas(grid)
