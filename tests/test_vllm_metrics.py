@@ -329,3 +329,44 @@ def test_sample_files():
     assert "metrics_after.prom" in sample_names()
     with pytest.raises(ValueError, match="must be one of"):
         sample_path("nope.prom")
+
+
+# ----------------------------------------------------------------- edge and bad input (r2)
+_SCRAPE = ("# TYPE vllm:spec_decode_num_drafts_total counter\n"
+           "vllm:spec_decode_num_drafts_total{{model_name=\"m\"}} {d}\n"
+           "# TYPE vllm:spec_decode_num_draft_tokens_total counter\n"
+           "vllm:spec_decode_num_draft_tokens_total{{model_name=\"m\"}} {t}\n"
+           "# TYPE vllm:spec_decode_num_accepted_tokens_total counter\n"
+           "vllm:spec_decode_num_accepted_tokens_total{{model_name=\"m\"}} {a}\n")
+
+
+def test_huge_counters_are_refused_not_a_traceback_or_a_10_to_the_298_tau(tmp_path, capsys):
+    from specnb.cli import main
+    from specnb.vllm.metrics import acceptance_rate_ci
+
+    low, high = acceptance_rate_ci(1e300, 1e308)  # the fallback formula in floats
+    assert 0 <= low <= high <= 1e-7
+    p = tmp_path / "m.prom"
+    p.write_text(_SCRAPE.format(d=100, t="1e308", a="1e300"))
+    assert main(["metrics", str(p)]) == 1
+    err = capsys.readouterr().err
+    assert "draft tokens / drafts = 1e+308 / 100 = 1e+306 tokens per step is no draft" in err
+
+
+def test_a_window_that_accepted_without_drafting_is_inconsistent_not_empty(tmp_path, capsys):
+    from specnb.cli import main
+
+    before, after = tmp_path / "a.prom", tmp_path / "b.prom"
+    before.write_text(_SCRAPE.format(d=100, t=300, a=150))
+    after.write_text(_SCRAPE.format(d=100, t=300, a=500))
+    assert main(["metrics", str(before), str(after)]) == 1
+    err = capsys.readouterr().err
+    assert "accepted tokens (350) exceed draft tokens (0)" in err, err
+
+
+def test_a_negative_log_count_is_named():
+    line = ("INFO [metrics.py:100] SpecDecoding metrics: Mean acceptance length: 2.50, "
+            "Accepted: -150 tokens, Drafted: 300 tokens\n")
+    with pytest.raises(ValueError, match=r"without accepted \(no 'Accepted: N tokens' with N a "
+                                         r"whole number >= 0\)"):
+        read_spec_decode_log(line)
