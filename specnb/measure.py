@@ -403,13 +403,18 @@ def load_prompts(path=None, *, tasks=None, per_task: int | None = None,
         raise FileNotFoundError(f"prompts file {str(path)!r} does not exist; the bundled one is "
                                 f"{BUNDLED_PROMPTS}")
     items, counts = [], {}
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    try:
+        text = path.read_text(encoding="utf-8-sig")  # a BOM (Windows editors) is not data
+    except UnicodeDecodeError as exc:
+        raise _check.utf8_error(str(path), exc, "give JSON lines in UTF-8") from None
+    for n, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}:{n}: not valid JSON ({exc.msg})") from None
+            raise ValueError(f"{path}:{n}: not valid JSON ({exc.msg}; column "
+                             f"{exc.colno})") from None
         if not isinstance(obj, dict) or not isinstance(obj.get("task"), str) \
                 or not isinstance(obj.get("prompt"), str) or not obj["prompt"]:
             raise ValueError(f"{path}:{n}: each line must be a JSON object with string 'task' and "
@@ -472,9 +477,15 @@ def encode_prompts(tokenizer, prompts, *, max_new_tokens: int, context: int | No
             ids = tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"]
         else:
             ids = tokenizer(p["prompt"], verbose=False)["input_ids"]
-        _check_fits(f"prompt {p.get('id', '?')!r} (task {p.get('task')!r}) is {len(ids)} "
-                    f"tokens; with max_new_tokens = {max_new_tokens} it", len(ids) + max_new_tokens,
-                    context, "lower --max-new-tokens, use shorter prompts, or drop that model")
+        if max_new_tokens:
+            _check_fits(f"prompt {p.get('id', '?')!r} (task {p.get('task')!r}) is {len(ids)} "
+                        f"tokens; with max_new_tokens = {max_new_tokens} it",
+                        len(ids) + max_new_tokens, context,
+                        "lower --max-new-tokens, use shorter prompts, or drop that model")
+        else:  # logged traffic: nothing is generated
+            _check_fits(f"prompt {p.get('id', '?')!r} (task {p.get('task')!r}) is {len(ids)} "
+                        "tokens; it", len(ids), context,
+                        "drop the record or use shorter prompts, or drop that model")
         out.append(torch.tensor(ids, dtype=torch.long))
     return out
 
