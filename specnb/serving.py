@@ -314,9 +314,13 @@ def architecture(name_or_config) -> Architecture:
     Raises
     ------
     ValueError
-        unknown name (the message lists the known ones); a config that is not JSON (line and
-        column), lacks a key (named), holds a non-positive size, or describes a
-        mixture-of-experts model (not modelled).
+        unknown or empty name (the message lists the known ones); a config that is not JSON
+        (line and column), lacks a key (named), holds a non-positive or non-integer size (0 is
+        refused, not replaced by a default), a ``tie_word_embeddings`` / ``attention_bias``
+        that is not a JSON boolean, attention heads that are not a multiple of the KV heads,
+        or describes a mixture-of-experts model (not modelled). A catalogue model's Hugging
+        Face id (``meta-llama/Llama-3.1-8B``) names it unless such a local path exists; a
+        UTF-8 BOM is skipped.
     FileNotFoundError
         a path that does not exist.
     """
@@ -663,7 +667,8 @@ def draft(spec, target, *, kv_budget=None, dtype=None) -> Draft:
     ValueError
         unknown method or model; a draft model whose vocabulary size differs from the
         target's (its tokens cannot be verified: vLLM's draft_model method needs the same
-        tokenizer); a KV budget with ``ngram`` / ``suffix``.
+        tokenizer); a KV budget with ``ngram`` / ``suffix``; a ``kv_budget`` that differs
+        from that of a given :class:`Draft`.
     """
     tgt = architecture(target)
     if kv_budget is not None:
@@ -1390,8 +1395,9 @@ def read_measurements(source):
     Raises
     ------
     ValueError
-        a missing column (named), an unknown role, a non-integer or out-of-range count, a
-        non-positive or non-numeric time (row number given), no rows.
+        a missing or repeated column (named), a row with more fields than the header, an
+        unknown role, a non-integer or out-of-range count (above 2**53 included), a
+        non-positive or non-numeric time (row number given), no rows, a folder.
     FileNotFoundError
         a path that does not exist.
     """
