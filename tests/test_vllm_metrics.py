@@ -370,3 +370,14 @@ def test_a_negative_log_count_is_named():
     with pytest.raises(ValueError, match=r"without accepted \(no 'Accepted: N tokens' with N a "
                                          r"whole number >= 0\)"):
         read_spec_decode_log(line)
+
+
+def test_a_k_beyond_2_to_the_53_is_a_usage_error(tmp_path, capsys):
+    from specnb.cli import main
+
+    p = tmp_path / "m.prom"
+    p.write_text(_SCRAPE.format(d=100, t=300, a=150))
+    with pytest.raises(SystemExit) as info:
+        main(["metrics", str(p), "-k", str(10 ** 21)])
+    assert info.value.code == 2
+    assert "must be at most 2**53" in capsys.readouterr().err
