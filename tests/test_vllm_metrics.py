@@ -381,3 +381,17 @@ def test_a_k_beyond_2_to_the_53_is_a_usage_error(tmp_path, capsys):
         main(["metrics", str(p), "-k", str(10 ** 21)])
     assert info.value.code == 2
     assert "must be at most 2**53" in capsys.readouterr().err
+
+
+def test_a_log_that_also_holds_a_scrape_or_printout_says_which_part_it_read():
+    from specnb.vllm.read import read_acceptance
+
+    line = ("INFO [metrics.py:100] SpecDecoding metrics: Mean acceptance length: 2.50, "
+            "Accepted: 150 tokens, Drafted: 300 tokens, Per-position acceptance rate: 0.700, "
+            "0.500, 0.300\n")
+    scrape = _SCRAPE.format(d=100, t=300, a=150)
+    header = read_acceptance(scrape + line).header
+    assert any("also holds a /metrics scrape" in h for h in header), header
+    printout = "num_drafts: 10\nnum_draft_tokens: 30\nnum_accepted_tokens: 15\n"
+    assert any("spec_decode.py printout" in h for h in read_acceptance(printout + line).header)
+    assert not any("also holds" in h for h in read_acceptance(line).header)
