@@ -667,7 +667,10 @@ def draft(spec, target, *, kv_budget=None, dtype=None) -> Draft:
     ValueError
         unknown method or model; a draft model whose vocabulary size differs from the
         target's (its tokens cannot be verified: vLLM's draft_model method needs the same
-        tokenizer); a KV budget with ``ngram`` / ``suffix``; a ``kv_budget`` that differs
+        tokenizer); a config of a draft head (EAGLE, EAGLE-3, MTP, Medusa...: its
+        ``architectures``, ``model_type`` or folder name, read as the vLLM checker reads them)
+        given as a draft model; a KV budget with ``ngram`` / ``suffix``; a ``kv_budget`` that
+        differs
         from that of a given :class:`Draft`.
     """
     tgt = architecture(target)
@@ -699,6 +702,28 @@ def draft(spec, target, *, kv_budget=None, dtype=None) -> Draft:
                              f"), a catalogue model ({', '.join(architecture_names())}) or the "
                              "path of a draft config.json") from None
         raise
+    if arch.params_published is None and isinstance(spec, (str, os.PathLike, dict)):
+        # from a config: is it a draft head, not a model?
+        from .vllm._rules import checkpoint_method
+
+        cfg = spec
+        if not isinstance(spec, dict):
+            with open(arch.source, encoding="utf-8-sig") as fh:
+                cfg = json.load(fh)
+        folder = os.path.dirname(arch.source) if arch.source.endswith(".json") else ""
+        found = checkpoint_method(folder, cfg)
+        if found is not None and found[0] != "draft_model":
+            m, why = found
+            what = (f"give --draft {m} (draft=\"{m}\"; the model times it as one target layer "
+                    f"plus the LM head) and put {folder or 'this checkpoint'} as the config's "
+                    "model" if m in DRAFT_METHODS else
+                    f"the serving model does not model {m} heads; methods modelled: "
+                    f"{', '.join(DRAFT_METHODS)}")
+            raise ValueError(f"draft {spec if isinstance(spec, str) else 'config'!r} is a "
+                             f"checkpoint for method {m} ({why}), not a separate draft model: "
+                             "as vLLM's draft_model it runs with acceptance near 0 or is "
+                             f"refused; "
+                             f"{what}")
     if arch.vocab_size != tgt.vocab_size:
         raise ValueError(f"draft {arch.name} has vocab_size {arch.vocab_size} but the target "
                          f"{tgt.name} has {tgt.vocab_size}: the draft's token ids cannot be "

@@ -682,3 +682,21 @@ def test_calibration_csv_paths_bom_crlf_and_duplicate_rows(tmp_path):
     # six copies of one point still determine one parameter: the note says so
     assert any("only 1 distinct (batch_size, context, query_tokens) points (6 rows)" in n
                for n in cal.notes)
+
+
+@pytest.mark.parametrize("extra, method", [
+    ({"architectures": ["LlamaForCausalLMEagle3"], "draft_vocab_size": 32000}, "eagle3"),
+    ({"architectures": ["MedusaModel"]}, "medusa"),
+])
+def test_a_draft_head_config_is_not_modelled_as_a_draft_model(tmp_path, extra, method):
+    """An EAGLE-3 head's config.json given as a draft model would give a draft_model config,
+    the misconfiguration vLLM runs with acceptance near 0 (issue 11)."""
+    cfg = {**LLAMA_CFG, "hidden_size": 4096, "num_attention_heads": 32,
+           "num_key_value_heads": 8, "intermediate_size": 14336, "num_hidden_layers": 1,
+           **extra}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(ValueError, match=f"is a checkpoint for method {method} .config.json "
+                                         "architectures"):
+        S.setup("H100", "Llama-3.1-8B", str(tmp_path))
+    plain = {k: v for k, v in cfg.items() if k not in extra}
+    assert S.setup("H100", "Llama-3.1-8B", plain).draft.method == "draft_model"
