@@ -667,11 +667,10 @@ def draft(spec, target, *, kv_budget=None, dtype=None) -> Draft:
     ValueError
         unknown method or model; a draft model whose vocabulary size differs from the
         target's (its tokens cannot be verified: vLLM's draft_model method needs the same
-        tokenizer); a config of a draft head (EAGLE, EAGLE-3, MTP, Medusa...: its
-        ``architectures``, ``model_type`` or folder name, read as the vLLM checker reads them)
-        given as a draft model; a KV budget with ``ngram`` / ``suffix``; a ``kv_budget`` that
-        differs
-        from that of a given :class:`Draft`.
+        tokenizer); a KV budget or dtype with ``ngram`` / ``suffix``; a config of a draft
+        head (EAGLE, EAGLE-3, MTP, Medusa...: its ``architectures``, ``model_type`` or folder
+        name, read as the vLLM checker reads them) given as a draft model; a ``kv_budget``
+        that differs from that of a given :class:`Draft`.
     """
     tgt = architecture(target)
     if kv_budget is not None:
@@ -688,6 +687,9 @@ def draft(spec, target, *, kv_budget=None, dtype=None) -> Draft:
         if kv_budget is not None:
             raise ValueError(f"draft_kv_budget applies to model drafts; {key} drafting reads "
                              "no KV cache")
+        if dtype is not None:
+            raise ValueError(f"draft_dtype applies to model drafts; {key} drafting has no "
+                             f"weights, got draft_dtype {dtype!r}")
         return Draft("none", key, None, None, None, key)
     if key in ("eagle", "eagle3", "mtp"):
         return Draft("head", key, tgt.one_layer(f"{key} head of {tgt.name}"), kv_budget, dtype,

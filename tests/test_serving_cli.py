@@ -182,6 +182,8 @@ def test_argparse_usage_errors_exit_2(capsys):
     (["--gpus", "3"], r"gpus = 3 does not divide the target Llama-3.1-8B's num_attention_heads"),
     (["--model", ""], "model must not be empty; known models"),
     (["--batch", "1", "65537"], r"--batch must be <= 65536, got 65537"),
+    (["--draft", "ngram", "--draft-dtype", "fp8"], "draft_dtype applies to model drafts; ngram "
+                                                   "drafting has no weights"),
 ])
 def test_more_bad_input_exits_2(capsys, extra, match):
     test_bad_input_exits_2(capsys, extra, match)
@@ -204,3 +206,9 @@ def test_text_output_shows_calibration_notes_and_a_context_no_sequence_fits(caps
     assert code == 0, err
     assert "calibration note: target: only 1 distinct" in out  # the fit is underdetermined
     assert "context 100000000: not even one sequence" in out
+
+
+def test_the_cli_batch_cap_is_the_serving_models():
+    from specnb import plan_cli
+
+    assert plan_cli.MAX_BATCH == S.MAX_BATCH_SEARCH
