@@ -22,6 +22,8 @@ DTYPE_CHOICES = ("bf16", "fp16", "fp8", "int8", "int4")
 #: Largest --batch: specnb.serving.MAX_BATCH_SEARCH (the schedule and the crossover evaluate
 #: every batch size 1..max; kept here so that registration imports no numpy).
 MAX_BATCH = 65536
+#: specnb.serving.MAX_GRID_CELLS (batch sizes x contexts x gammas), likewise.
+MAX_GRID_CELLS = 2 ** 24
 
 
 def register(subparsers) -> argparse.ArgumentParser:
@@ -88,6 +90,12 @@ def _check_flags(args) -> str | None:
     if max(args.batch) > MAX_BATCH:
         return (f"--batch must be <= {MAX_BATCH}, got {max(args.batch)} (the schedule and "
                 "the crossover evaluate every batch size from 1 to the largest)")
+    cells = max(args.batch) * len(args.context) * len(args.gamma)
+    if cells > MAX_GRID_CELLS:
+        return (f"the largest --batch ({max(args.batch)}) x {len(args.context)} --context "
+                f"values x {len(args.gamma)} --gamma values = {cells:,} model cells, above "
+                f"{MAX_GRID_CELLS:,} (about 1 GB of memory: the schedule and the crossover "
+                "evaluate every batch size from 1 to the largest); give fewer values")
     for flag, values in (("--context", args.context), ("--batch", args.batch),
                          ("--gamma", args.gamma)):
         if len(set(values)) != len(values):

@@ -69,6 +69,7 @@ __all__ = [
     "GPU", "Architecture", "Efficiency", "Draft", "Setup", "Grid", "Calibration",
     "DEFAULT_EFFICIENCY", "DEFAULT_HEAD_EFFICIENCY", "DTYPES", "DRAFT_METHODS",
     "SD_OVERHEAD_MS", "NGRAM_DRAFT_FRACTION", "SCHEDULE_TAX", "MAX_BATCH_SEARCH",
+    "MAX_GRID_CELLS",
     "gpu", "gpu_names", "architecture", "architecture_names", "ridge_point",
     "step_breakdown", "step_time_ms",
     "draft", "setup", "max_batch_in_memory",
@@ -117,6 +118,11 @@ _GIB = 1024 ** 3
 #: (well under a second); 10**8 took 5 minutes and 10**9 exhausted memory. vLLM's
 #: ``max_num_seqs`` defaults to 256-1,024.
 MAX_BATCH_SEARCH = 65536
+
+#: Largest grid :func:`evaluate` builds (batch sizes x contexts x gammas): 65,536 x 16 x 8 =
+#: 2**23 cells took 1.4 s and 0.47 GB at peak, so 2**24 stays near 1 GB; 65,536 batch sizes
+#: x 1,000 contexts x 8 gammas would need about 30 GB.
+MAX_GRID_CELLS = 2 ** 24
 
 
 # --------------------------------------------------------------------------- catalogues
@@ -1110,12 +1116,17 @@ def evaluate(st: Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=None,
     Raises
     ------
     ValueError
-        empty or non-integer axes, batch < 1, context < 0, gamma < 1; acceptance errors as
-        :func:`tokens_per_step`.
+        empty or non-integer axes, batch < 1, context < 0, gamma < 1; more than
+        :data:`MAX_GRID_CELLS` cells; acceptance errors as :func:`tokens_per_step`.
     """
     b = _axis("batch_sizes", batch_sizes, 1)
     s = _axis("contexts", contexts, 0)
     g = _axis("gammas", gammas, 1)
+    if b.size * s.size * g.size > MAX_GRID_CELLS:
+        raise ValueError(f"the grid would have {b.size:,} batch sizes x {s.size:,} contexts x "
+                         f"{g.size:,} gammas = {b.size * s.size * g.size:,} cells, above "
+                         f"MAX_GRID_CELLS = {MAX_GRID_CELLS:,} (about 1 GB of memory); evaluate "
+                         "fewer values or in parts")
     tau_g = np.asarray(tokens_per_step(g, alpha=alpha, tau=tau,
                                        acceptance_rates=acceptance_rates), dtype=float)
     tau_g = np.broadcast_to(tau_g, g.shape)

@@ -212,3 +212,16 @@ def test_the_cli_batch_cap_is_the_serving_models():
     from specnb import plan_cli
 
     assert plan_cli.MAX_BATCH == S.MAX_BATCH_SEARCH
+    assert plan_cli.MAX_GRID_CELLS == S.MAX_GRID_CELLS
+
+
+def test_a_grid_too_large_for_memory_exits_2(capsys):
+    contexts = [str(1000 * i) for i in range(1, 41)]  # 65,536 x 40 x 8 > 2**24 cells
+    code, out, err = run(capsys, "plan", "--gpu", "H100", "--model", "Llama-3.1-8B", "--draft",
+                         "eagle3", "--context", *contexts, "--batch", "1", "65536", "--gamma",
+                         *map(str, range(1, 9)), "--alpha", "0.7")
+    assert code == 2 and out == ""
+    assert "= 20,971,520 model cells, above 16,777,216" in err
+    with pytest.raises(ValueError, match="MAX_GRID_CELLS"):
+        S.evaluate(S.setup("H100", "Llama-3.1-8B", "eagle3"), range(1, 70000), range(300),
+                   [1])
