@@ -171,6 +171,11 @@ def _looks_like_path(name: str) -> bool:
     return "/" in name and Path(name.split("/")[0]).expanduser().is_dir()
 
 
+def _one_line(exc) -> str:
+    """A library's exception text on one line (the CLI prints one-line errors)."""
+    return " ".join(str(exc).split())
+
+
 def _offline() -> bool:
     import os
 
@@ -241,11 +246,11 @@ def load_model(name_or_path, *, device: str = "cpu", dtype="auto", need_tokenize
             raise FileNotFoundError(
                 f"could not load model {name!r}: it is not a local folder, and HF_HUB_OFFLINE is "
                 "set, so only the hub cache was searched and it is not there (unset "
-                f"HF_HUB_OFFLINE to download it): {exc}") from exc
+                f"HF_HUB_OFFLINE to download it): {_one_line(exc)}") from exc
         raise FileNotFoundError(
             f"could not load model {name!r}: it is not a local folder, and loading it as a hub "
             f"id failed (no network, a typo, or no safetensors weights; {_OFFLINE_HINT} to skip "
-            f"the hub for local folders): {exc}") from exc
+            f"the hub for local folders): {_one_line(exc)}") from exc
     finally:
         if bars:
             transformers.utils.logging.enable_progress_bar()
@@ -258,7 +263,8 @@ def load_model(name_or_path, *, device: str = "cpu", dtype="auto", need_tokenize
                                             local_files_only=kwargs.get("local_files_only", False))
     except (OSError, ValueError) as exc:
         if need_tokenizer:
-            raise FileNotFoundError(f"model {name!r} has no loadable tokenizer: {exc}") from exc
+            raise FileNotFoundError(f"model {name!r} has no loadable tokenizer: "
+                                    f"{_one_line(exc)}") from exc
     return model, tok
 
 

@@ -329,3 +329,11 @@ def test_a_long_logged_prompt_is_not_blamed_on_max_new_tokens(models):
                                          r"positions.*: drop the record") as info:
         M.encode_prompts(tok, long, max_new_tokens=0, context=M.context_length(tmodel))
     assert "max-new-tokens" not in str(info.value)
+
+
+def test_a_hub_id_that_cannot_be_loaded_gives_a_one_line_error(monkeypatch):
+    """transformers' own message spans lines; the CLI prints one-line errors."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(FileNotFoundError) as info:
+        M.load_model("nosuch-org/nosuch-model")
+    assert "\n" not in str(info.value) and "HF_HUB_OFFLINE is set" in str(info.value)
