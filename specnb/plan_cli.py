@@ -162,6 +162,15 @@ def plan(args) -> dict:
     if not st.fits_memory():
         notes.append(f"the weights do not fit in {st.gpus} x {st.gpu.name} memory; the times "
                      "are for a machine that could hold them")
+    for role, a in (("target", st.target),
+                    ("draft", st.draft.arch if st.draft.kind == "model" else None)):
+        long = [c for c in contexts if a is not None and a.max_positions is not None
+                and c > a.max_positions]
+        if long:
+            notes.append(f"--context {', '.join(map(str, long))} is above the {role} config's "
+                         f"max_position_embeddings {a.max_positions}: vLLM refuses a longer "
+                         "max_model_len unless rope scaling in the config extends it (or "
+                         "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, at the risk of wrong outputs)")
     if len(contexts) > 1:
         notes.append("the schedule serves every --context: per batch size, the gamma whose "
                       "worst speedup over the contexts is highest (0 if that is not above 1)")

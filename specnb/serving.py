@@ -221,7 +221,8 @@ class Architecture:
     ``n_heads``, ``n_kv_heads``, ``head_dim``, ``intermediate_size`` (gated MLP: 3 matrices),
     ``vocab_size``, ``tie_word_embeddings``, ``attention_bias`` (q/k/v biases),
     ``qk_norm`` (per-head q/k RMSNorm, Qwen3); ``params_published`` (the model card's count,
-    None for a config file); ``source``.
+    None for a config file); ``source``; ``max_positions`` (a config's
+    ``max_position_embeddings``, None when not given or for catalogue models).
     """
 
     name: str
@@ -237,6 +238,7 @@ class Architecture:
     qk_norm: bool = False
     params_published: float | None = None
     source: str = ""
+    max_positions: int | None = None
 
     @property
     def layer_params(self) -> int:
@@ -431,9 +433,12 @@ def _from_config(cfg: dict, where: str) -> Architecture:
     mtype = str(cfg.get("model_type", "")).lower()
     bias = flag("attention_bias", mtype == "qwen2")
     name = cfg.get("_name_or_path") or where
+    pos = cfg.get("max_position_embeddings")
+    pos = pos if isinstance(pos, numbers.Integral) and not isinstance(pos, bool) and pos > 0 \
+        else None
     return Architecture(str(name), layers, hidden, heads, kv, hd, inter, vocab,
                         flag("tie_word_embeddings", False), bias,
-                        mtype.startswith("qwen3"), None, where)
+                        mtype.startswith("qwen3"), None, where, pos)
 
 
 # --------------------------------------------------------------------------- step time

@@ -225,3 +225,19 @@ def test_a_grid_too_large_for_memory_exits_2(capsys):
     with pytest.raises(ValueError, match="MAX_GRID_CELLS"):
         S.evaluate(S.setup("H100", "Llama-3.1-8B", "eagle3"), range(1, 70000), range(300),
                    [1])
+
+
+def test_a_context_beyond_the_configs_positions_is_noted(capsys, tmp_path):
+    cfg = {"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64,
+           "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128,
+           "vocab_size": 1000, "max_position_embeddings": 2048}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    code, out, err = run(capsys, "plan", "--gpu", "H200", "--model", str(tmp_path), "--draft",
+                         "ngram", "--context", "1024", "4096", "--batch", "1", "--gamma", "2",
+                         "--alpha", "0.9", "--json")
+    assert code == 0, err
+    notes = json.loads(out)["notes"]
+    assert any(n.startswith("--context 4096 is above the target config's "
+                            "max_position_embeddings 2048") for n in notes), notes
+    assert S.architecture(tmp_path).max_positions == 2048
+    assert S.architecture("Llama-3.1-8B").max_positions is None
