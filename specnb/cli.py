@@ -30,6 +30,8 @@ def positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+    if value > 2 ** 53:  # not exact in float64, which the formulas use
+        raise argparse.ArgumentTypeError(f"must be at most 2**53 = {2 ** 53}, got {value}")
     return value
 
 

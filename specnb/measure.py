@@ -171,6 +171,11 @@ def _looks_like_path(name: str) -> bool:
     return "/" in name and Path(name.split("/")[0]).expanduser().is_dir()
 
 
+def _one_line(exc) -> str:
+    """A library's exception text on one line (the CLI prints one-line errors)."""
+    return " ".join(str(exc).split())
+
+
 def _offline() -> bool:
     import os
 
@@ -241,11 +246,11 @@ def load_model(name_or_path, *, device: str = "cpu", dtype="auto", need_tokenize
             raise FileNotFoundError(
                 f"could not load model {name!r}: it is not a local folder, and HF_HUB_OFFLINE is "
                 "set, so only the hub cache was searched and it is not there (unset "
-                f"HF_HUB_OFFLINE to download it): {exc}") from exc
+                f"HF_HUB_OFFLINE to download it): {_one_line(exc)}") from exc
         raise FileNotFoundError(
             f"could not load model {name!r}: it is not a local folder, and loading it as a hub "
             f"id failed (no network, a typo, or no safetensors weights; {_OFFLINE_HINT} to skip "
-            f"the hub for local folders): {exc}") from exc
+            f"the hub for local folders): {_one_line(exc)}") from exc
     finally:
         if bars:
             transformers.utils.logging.enable_progress_bar()
@@ -258,7 +263,8 @@ def load_model(name_or_path, *, device: str = "cpu", dtype="auto", need_tokenize
                                             local_files_only=kwargs.get("local_files_only", False))
     except (OSError, ValueError) as exc:
         if need_tokenizer:
-            raise FileNotFoundError(f"model {name!r} has no loadable tokenizer: {exc}") from exc
+            raise FileNotFoundError(f"model {name!r} has no loadable tokenizer: "
+                                    f"{_one_line(exc)}") from exc
     return model, tok
 
 
@@ -405,13 +411,18 @@ def load_prompts(path=None, *, tasks=None, per_task: int | None = None,
         raise FileNotFoundError(f"prompts file {str(path)!r} does not exist; the bundled one is "
                                 f"{BUNDLED_PROMPTS}")
     items, counts = [], {}
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    try:
+        text = path.read_text(encoding="utf-8-sig")  # a BOM (Windows editors) is not data
+    except UnicodeDecodeError as exc:
+        raise _check.utf8_error(str(path), exc, "give JSON lines in UTF-8") from None
+    for n, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}:{n}: not valid JSON ({exc.msg})") from None
+            raise ValueError(f"{path}:{n}: not valid JSON ({exc.msg}; column "
+                             f"{exc.colno})") from None
         if not isinstance(obj, dict) or not isinstance(obj.get("task"), str) \
                 or not isinstance(obj.get("prompt"), str) or not obj["prompt"]:
             raise ValueError(f"{path}:{n}: each line must be a JSON object with string 'task' and "
@@ -482,9 +493,15 @@ def encode_prompts(tokenizer, prompts, *, max_new_tokens: int, context: int | No
             ids = tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"]
         else:
             ids = tokenizer(p["prompt"], verbose=False)["input_ids"]
-        _check_fits(f"prompt {p.get('id', '?')!r} (task {p.get('task')!r}) is {len(ids)} "
-                    f"tokens; with max_new_tokens = {max_new_tokens} it", len(ids) + max_new_tokens,
-                    context, "lower --max-new-tokens, use shorter prompts, or drop that model")
+        if max_new_tokens:
+            _check_fits(f"prompt {p.get('id', '?')!r} (task {p.get('task')!r}) is {len(ids)} "
+                        f"tokens; with max_new_tokens = {max_new_tokens} it",
+                        len(ids) + max_new_tokens, context,
+                        "lower --max-new-tokens, use shorter prompts, or drop that model")
+        else:  # logged traffic: nothing is generated
+            _check_fits(f"prompt {p.get('id', '?')!r} (task {p.get('task')!r}) is {len(ids)} "
+                        "tokens; it", len(ids), context,
+                        "drop the record or use shorter prompts, or drop that model")
         out.append(torch.tensor(ids, dtype=torch.long))
     return out
 

@@ -53,10 +53,11 @@ def register(subparsers) -> argparse.ArgumentParser:
                    help="draft lengths (num_assistant_tokens); default 1 2 3 5")
     p.add_argument("--temperature", type=float, nargs="+", default=None, metavar="T",
                    help="temperatures, 0 = greedy (default 0 1; with --logged each record's own)")
-    p.add_argument("--max-new-tokens", type=int, default=48, metavar="N",
-                   help="tokens generated per prompt (default 48)")
-    p.add_argument("--repeats", type=int, default=2, metavar="R",
-                   help="timed runs per prompt and setting, median kept (default 2)")
+    p.add_argument("--max-new-tokens", type=int, default=None, metavar="N",
+                   help="tokens generated per prompt (default 48; not with --logged)")
+    p.add_argument("--repeats", type=int, default=None, metavar="R",
+                   help="timed runs per prompt and setting, median kept (default 2; not with "
+                        "--logged)")
     p.add_argument("--no-pld", action="store_true", help="skip prompt lookup decoding")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"],
                    help="where to run the models (default auto: cuda when torch sees a GPU, "
@@ -166,6 +167,20 @@ def _check_flags(args) -> str | None:
         if args.temperature is not None:
             return ("--temperature does not apply with --logged: each record gives the "
                     "temperature its response was served at")
+        unused = [f for f, v in (("--max-new-tokens", args.max_new_tokens),
+                                 ("--repeats", args.repeats), ("--no-pld", args.no_pld or None))
+                  if v is not None]
+        if unused:
+            return (f"{', '.join(unused)} " + ("does" if len(unused) == 1 else "do")
+                    + " not apply with --logged: nothing is generated "
+                    "or timed (one forward pass per model over the logged responses)")
+    for flag, values in (("--gamma", args.gamma), ("--draft", args.draft or [])):
+        if len(set(values)) != len(values):
+            return f"{flag} lists a value twice: {' '.join(map(str, values))}"
+    if args.max_new_tokens is None:
+        args.max_new_tokens = 48
+    if args.repeats is None:
+        args.repeats = 2
     checks = [
         ("--per-task", [args.per_task if args.per_task is not None else 0], 0,
          "(0 = all prompts)"),

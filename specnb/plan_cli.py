@@ -19,6 +19,12 @@ __all__ = ["register", "run", "plan", "format_plan"]
 
 DTYPE_CHOICES = ("bf16", "fp16", "fp8", "int8", "int4")
 
+#: Largest --batch: specnb.serving.MAX_BATCH_SEARCH (the schedule and the crossover evaluate
+#: every batch size 1..max; kept here so that registration imports no numpy).
+MAX_BATCH = 65536
+#: specnb.serving.MAX_GRID_CELLS (batch sizes x contexts x gammas), likewise.
+MAX_GRID_CELLS = 2 ** 24
+
 
 def register(subparsers) -> argparse.ArgumentParser:
     """Add ``plan`` to the ``specnb`` command line (sets ``func`` to :func:`run`)."""
@@ -82,6 +88,15 @@ def _check_flags(args) -> str | None:
         for v in values:
             if v < lo:
                 return f"{flag} must be >= {lo}, got {v}"
+    if max(args.batch) > MAX_BATCH:
+        return (f"--batch must be <= {MAX_BATCH}, got {max(args.batch)} (the schedule and "
+                "the crossover evaluate every batch size from 1 to the largest)")
+    cells = max(args.batch) * len(args.context) * len(args.gamma)
+    if cells > MAX_GRID_CELLS:
+        return (f"the largest --batch ({max(args.batch)}) x {len(args.context)} --context "
+                f"values x {len(args.gamma)} --gamma values = {cells:,} model cells, above "
+                f"{MAX_GRID_CELLS:,} (about 1 GB of memory: the schedule and the crossover "
+                "evaluate every batch size from 1 to the largest); give fewer values")
     for flag, values in (("--context", args.context), ("--batch", args.batch),
                          ("--gamma", args.gamma)):
         if len(set(values)) != len(values):
@@ -155,8 +170,9 @@ def plan(args) -> dict:
     tight = {c: m for c, m in room.items() if m < max(batches)}
     if tight:
         notes.append("KV cache room (90 % of GPU memory, weights first): "
-                     + ", ".join(f"context {c}: at most {m} sequences" for c, m in
-                                 tight.items())
+                     + ", ".join(f"context {c}: " + (f"at most {m} sequences" if m else
+                                                     "not even one sequence")
+                                 for c, m in tight.items())
                      + "; larger batch sizes are shown but cannot run at once")
     limit_notes = S.context_limit_notes(st, contexts)
     notes = limit_notes + notes
@@ -207,6 +223,7 @@ def format_plan(result: dict) -> str:
         c = result["calibration"]
         lines.append(f"calibrated on {c['file']} ({c['rows']} rows): step-time error median "
                      f"{100 * c['median_abs_error']:.1f} %, max {100 * c['max_abs_error']:.1f} %")
+        lines += [f"calibration note: {n}" for n in c["notes"]]
     rows = pd.DataFrame(result["rows"])
     best = {(b["batch_size"], b["context"]): b for b in result["best"]}
     for s, part in rows.groupby("context", sort=True):

@@ -57,6 +57,7 @@ import dataclasses
 import functools
 import json
 import math
+import numbers
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,7 +69,8 @@ from . import _check
 __all__ = [
     "GPU", "Architecture", "Efficiency", "Draft", "Setup", "Grid", "Calibration",
     "DEFAULT_EFFICIENCY", "DEFAULT_HEAD_EFFICIENCY", "DTYPES", "DRAFT_METHODS",
-    "SD_OVERHEAD_MS", "NGRAM_DRAFT_FRACTION", "SCHEDULE_TAX",
+    "SD_OVERHEAD_MS", "NGRAM_DRAFT_FRACTION", "SCHEDULE_TAX", "MAX_BATCH_SEARCH",
+    "MAX_GRID_CELLS",
     "gpu", "gpu_names", "architecture", "architecture_names", "ridge_point",
     "step_breakdown", "step_time_ms",
     "draft", "setup", "max_batch_in_memory", "context_limit_notes",
@@ -111,6 +113,17 @@ SCHEDULE_TAX = {"concurrency": (2, 189), "tpot_increase": (0.0656, 0.2158),
                           "NVL, piecewise CUDA graphs"}
 
 _GIB = 1024 ** 3
+
+#: Largest ``max_batch`` of :func:`crossover_batch` and :func:`plan_schedule`, which evaluate
+#: every batch size 1..max_batch: 65,536 x 8 gammas x 4 contexts is about 2 million cells
+#: (well under a second); 10**8 took 5 minutes and 10**9 exhausted memory. vLLM's
+#: ``max_num_seqs`` defaults to 256-1,024.
+MAX_BATCH_SEARCH = 65536
+
+#: Largest grid :func:`evaluate` builds (batch sizes x contexts x gammas): 65,536 x 16 x 8 =
+#: 2**23 cells took 1.4 s and 0.47 GB at peak, so 2**24 stays near 1 GB; 65,536 batch sizes
+#: x 1,000 contexts x 8 gammas would need about 30 GB.
+MAX_GRID_CELLS = 2 ** 24
 
 
 # --------------------------------------------------------------------------- catalogues
@@ -328,9 +341,13 @@ def architecture(name_or_config) -> Architecture:
     Raises
     ------
     ValueError
-        unknown name (the message lists the known ones); a config that is not JSON (line and
-        column), lacks a key (named), holds a non-positive size, or describes a
-        mixture-of-experts model (not modelled).
+        unknown or empty name (the message lists the known ones); a config that is not JSON
+        (line and column), lacks a key (named), holds a non-positive or non-integer size (0 is
+        refused, not replaced by a default), a ``tie_word_embeddings`` / ``attention_bias``
+        that is not a JSON boolean, attention heads that are not a multiple of the KV heads,
+        or describes a mixture-of-experts model (not modelled). A catalogue model's Hugging
+        Face id (``meta-llama/Llama-3.1-8B``) names it unless such a local path exists; a
+        UTF-8 BOM is skipped.
     FileNotFoundError
         a path that does not exist.
     """
@@ -344,7 +361,14 @@ def architecture(name_or_config) -> Architecture:
         raise TypeError("model must be a catalogue name, a config.json path or a dict, got "
                         f"{type(name_or_config).__name__}")
     text = name_or_config.strip()
+    if not text:
+        raise ValueError(f"model must not be empty; known models: "
+                         f"{', '.join(architecture_names())} (case-insensitive), or give the "
+                         "path of a Hugging Face config.json")
     rec = _catalogue("model_architectures", "model").get(text.lower())
+    if rec is None and not Path(text).exists():  # a catalogue model's Hugging Face id
+        rec = next((r for r in _catalogue("model_architectures", "model").values()
+                    if str(r.get("hf_id", "")).lower() == text.lower()), None)
     if rec is not None:
         name, max_positions = _alias_max_positions(rec, text.lower())
         return Architecture(
@@ -365,7 +389,7 @@ def architecture(name_or_config) -> Architecture:
         raise FileNotFoundError(f"model config {str(path)!r} does not exist (give a catalogue "
                                 f"name: {', '.join(architecture_names())}; or a config.json)")
     try:
-        raw = path.read_text(encoding="utf-8")
+        raw = path.read_text(encoding="utf-8-sig")  # a BOM (Windows editors) is not data
     except UnicodeDecodeError as exc:
         raise _check.utf8_error(str(path), exc, "give a Hugging Face config.json") from None
     try:
@@ -389,32 +413,50 @@ def _from_config(cfg: dict, where: str) -> Architecture:
 
     def need(key):
         if key not in cfg or cfg[key] is None:
+            mt = cfg.get("model_type")
             raise ValueError(f"{where}: missing key {key!r} (a Hugging Face config.json of a "
                              "decoder-only model has num_hidden_layers, hidden_size, "
-                             "num_attention_heads, intermediate_size, vocab_size)")
+                             "num_attention_heads, intermediate_size, vocab_size"
+                             + (f"; model_type {mt!r} names its sizes differently: the serving "
+                                "model covers LLaMA-style decoders (Llama, Mistral, Qwen2, "
+                                "Qwen3)" if mt and key not in cfg else "") + ")")
         return cfg[key]
 
     def pos_int(key, value):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) \
+                or value < 1:
             raise ValueError(f"{where}: {key} must be a positive integer, got {value!r}")
-        return value
+        return int(value)
+
+    def flag(key, default):
+        value = cfg.get(key)
+        if value is None:
+            return default
+        if not isinstance(value, (bool, np.bool_)):
+            raise ValueError(f"{where}: {key} must be true or false (a JSON boolean), got "
+                             f"{value!r}")
+        return bool(value)
 
     layers = pos_int("num_hidden_layers", need("num_hidden_layers"))
     hidden = pos_int("hidden_size", need("hidden_size"))
     heads = pos_int("num_attention_heads", need("num_attention_heads"))
-    kv = pos_int("num_key_value_heads", cfg.get("num_key_value_heads") or heads)
-    hd = cfg.get("head_dim") or hidden // heads
-    hd = pos_int("head_dim", hd)
+    kv = cfg.get("num_key_value_heads")
+    kv = pos_int("num_key_value_heads", heads if kv is None else kv)
+    if heads % kv:
+        raise ValueError(f"{where}: num_attention_heads ({heads}) must be a multiple of "
+                         f"num_key_value_heads ({kv}): each KV head serves a whole group of "
+                         "query heads (grouped-query attention)")
+    hd = cfg.get("head_dim")
+    hd = pos_int("head_dim", hidden // heads if hd is None else hd)  # transformers' default
     inter = pos_int("intermediate_size", need("intermediate_size"))
     vocab = pos_int("vocab_size", need("vocab_size"))
     mtype = str(cfg.get("model_type", "")).lower()
-    bias = cfg.get("attention_bias")
-    bias = (mtype == "qwen2") if bias is None else bool(bias)
+    bias = flag("attention_bias", mtype == "qwen2")
     name = cfg.get("_name_or_path") or where
     max_pos = cfg.get("max_position_embeddings")
     max_pos = None if max_pos is None else pos_int("max_position_embeddings", max_pos)
     return Architecture(str(name), layers, hidden, heads, kv, hd, inter, vocab,
-                        bool(cfg.get("tie_word_embeddings", False)), bias,
+                        flag("tie_word_embeddings", False), bias,
                         mtype.startswith("qwen3"), None, where, max_pos)
 
 
@@ -655,13 +697,19 @@ def draft(spec, target, *, kv_budget=None, dtype=None) -> Draft:
     ValueError
         unknown method or model; a draft model whose vocabulary size differs from the
         target's (its tokens cannot be verified: vLLM's draft_model method needs the same
-        tokenizer); a KV budget with ``ngram`` / ``suffix``.
+        tokenizer); a KV budget or dtype with ``ngram`` / ``suffix``; a config of a draft
+        head (EAGLE, EAGLE-3, MTP, Medusa...: its ``architectures``, ``model_type`` or folder
+        name, read as the vLLM checker reads them) given as a draft model; a ``kv_budget``
+        that differs from that of a given :class:`Draft`.
     """
     tgt = architecture(target)
-    if isinstance(spec, Draft):
-        return spec
     if kv_budget is not None:
         kv_budget = _check.scalar_int("draft_kv_budget", kv_budget, lo=1)
+    if isinstance(spec, Draft):
+        if kv_budget is not None and kv_budget != spec.kv_budget:
+            raise ValueError(f"draft_kv_budget {kv_budget} given with a Draft whose kv_budget "
+                             f"is {spec.kv_budget}; build the Draft with the budget instead")
+        return spec
     if dtype is not None:
         _check.choice("draft_dtype", dtype, DTYPES)
     key = spec.strip().lower() if isinstance(spec, str) else None
@@ -669,6 +717,9 @@ def draft(spec, target, *, kv_budget=None, dtype=None) -> Draft:
         if kv_budget is not None:
             raise ValueError(f"draft_kv_budget applies to model drafts; {key} drafting reads "
                              "no KV cache")
+        if dtype is not None:
+            raise ValueError(f"draft_dtype applies to model drafts; {key} drafting has no "
+                             f"weights, got draft_dtype {dtype!r}")
         return Draft("none", key, None, None, None, key)
     if key in ("eagle", "eagle3", "mtp"):
         return Draft("head", key, tgt.one_layer(f"{key} head of {tgt.name}"), kv_budget, dtype,
@@ -683,6 +734,28 @@ def draft(spec, target, *, kv_budget=None, dtype=None) -> Draft:
                              f"), a catalogue model ({', '.join(architecture_names())}) or the "
                              "path of a draft config.json") from None
         raise
+    if arch.params_published is None and isinstance(spec, (str, os.PathLike, dict)):
+        # from a config: is it a draft head, not a model?
+        from .vllm._rules import checkpoint_method
+
+        cfg = spec
+        if not isinstance(spec, dict):
+            with open(arch.source, encoding="utf-8-sig") as fh:
+                cfg = json.load(fh)
+        folder = os.path.dirname(arch.source) if arch.source.endswith(".json") else ""
+        found = checkpoint_method(folder, cfg)
+        if found is not None and found[0] != "draft_model":
+            m, why = found
+            what = (f"give --draft {m} (draft=\"{m}\"; the model times it as one target layer "
+                    f"plus the LM head) and put {folder or 'this checkpoint'} as the config's "
+                    "model" if m in DRAFT_METHODS else
+                    f"the serving model does not model {m} heads; methods modelled: "
+                    f"{', '.join(DRAFT_METHODS)}")
+            raise ValueError(f"draft {spec if isinstance(spec, str) else 'config'!r} is a "
+                             f"checkpoint for method {m} ({why}), not a separate draft model: "
+                             "as vLLM's draft_model it runs with acceptance near 0 or is "
+                             f"refused; "
+                             f"{what}")
     if arch.vocab_size != tgt.vocab_size:
         raise ValueError(f"draft {arch.name} has vocab_size {arch.vocab_size} but the target "
                          f"{tgt.name} has {tgt.vocab_size}: the draft's token ids cannot be "
@@ -747,7 +820,7 @@ def max_batch_in_memory(st: Setup, context, memory_fraction: float = 0.9):
         elif d.kind == "head":
             w += d.arch.layer_params * DTYPES[d.dtype or st.dtype]
     room = frac * st.gpus * st.gpu.memory_bytes - w
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", over="ignore"):  # context 0: no KV, capped below
         n = np.where(room <= 0, 0.0, np.floor(room / np.maximum(per_seq, 1e-300)))
     n = np.minimum(n, 2.0 ** 53).astype(np.int64)
     return int(n) if n.ndim == 0 else n
@@ -776,7 +849,9 @@ def setup(gpu_name, model, draft_spec="eagle3", *, gpus=1, dtype="bf16", draft_d
     Raises
     ------
     ValueError
-        unknown GPU, model, draft or dtype; gpus < 1; the draft errors of :func:`draft`.
+        unknown GPU, model, draft or dtype; gpus < 1; gpus that vLLM's tensor parallelism
+        cannot split the target or draft model over (heads, KV heads, MLP width); the draft
+        errors of :func:`draft`.
     """
     g = gpu(gpu_name)
     tgt = architecture(model)
@@ -787,6 +862,9 @@ def setup(gpu_name, model, draft_spec="eagle3", *, gpus=1, dtype="bf16", draft_d
         _check.choice("kv_dtype", kv_dtype, DTYPES)
     n = _check.scalar_int("gpus", gpus, lo=1)
     d = draft(draft_spec, tgt, kv_budget=draft_kv_budget, dtype=draft_dtype)
+    _check_tensor_parallel(tgt, n, "target")
+    if d.kind == "model":
+        _check_tensor_parallel(d.arch, n, "draft")
     over = _check.scalar_real("sd_overhead_ms", sd_overhead_ms, lo=0.0)
     if draft_efficiency is None:
         draft_efficiency = DEFAULT_HEAD_EFFICIENCY if d.kind == "head" else DEFAULT_EFFICIENCY
@@ -867,6 +945,31 @@ def context_limit_notes(st, contexts) -> list[str]:
             f"that context (vLLM refuses a max_model_len above {limit}); the step times are "
             f"modelled regardless. {fix[0].upper() + fix[1:]} or a context within {limit}")
     return notes
+
+
+def _check_tensor_parallel(arch: Architecture, n: int, role: str) -> None:
+    """vLLM's tensor-parallel rules: attention heads and the MLP width split evenly over the
+    n GPUs (``ModelConfig.verify_with_parallel_config``: "Total number of attention heads (28)
+    must be divisible by tensor parallel size (3)"; ``ColumnParallelLinear`` divides
+    ``intermediate_size``), and KV heads split evenly or are replicated a whole number of
+    times (``QKVParallelLinear``: kv_heads % n == 0 or n % kv_heads == 0)."""
+    if n == 1:
+        return
+    bad = None
+    if arch.n_heads % n:
+        bad = f"num_attention_heads ({arch.n_heads})"
+    elif arch.intermediate_size % n:
+        bad = f"intermediate_size ({arch.intermediate_size})"
+    elif arch.n_kv_heads % n and n % arch.n_kv_heads:
+        bad = (f"num_key_value_heads ({arch.n_kv_heads}) (or n a multiple of it, each KV head "
+               "then replicated)")
+    if bad:
+        ok = [k for k in range(1, 2 * arch.n_heads + 1) if arch.n_heads % k == 0
+              and arch.intermediate_size % k == 0
+              and (arch.n_kv_heads % k == 0 or k % arch.n_kv_heads == 0)]
+        raise ValueError(f"gpus = {n} does not divide the {role} {arch.name}'s {bad}: vLLM "
+                         f"refuses tensor_parallel_size {n} for it; allowed GPU counts: "
+                         f"{', '.join(map(str, ok))}")
 
 
 def _target_kw(st: Setup) -> dict:
@@ -1112,12 +1215,17 @@ def evaluate(st: Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=None,
     Raises
     ------
     ValueError
-        empty or non-integer axes, batch < 1, context < 0, gamma < 1; acceptance errors as
-        :func:`tokens_per_step`.
+        empty or non-integer axes, batch < 1, context < 0, gamma < 1; more than
+        :data:`MAX_GRID_CELLS` cells; acceptance errors as :func:`tokens_per_step`.
     """
     b = _axis("batch_sizes", batch_sizes, 1)
     s = _axis("contexts", contexts, 0)
     g = _axis("gammas", gammas, 1)
+    if b.size * s.size * g.size > MAX_GRID_CELLS:
+        raise ValueError(f"the grid would have {b.size:,} batch sizes x {s.size:,} contexts x "
+                         f"{g.size:,} gammas = {b.size * s.size * g.size:,} cells, above "
+                         f"MAX_GRID_CELLS = {MAX_GRID_CELLS:,} (about 1 GB of memory); evaluate "
+                         "fewer values or in parts")
     tau_g = np.asarray(tokens_per_step(g, alpha=alpha, tau=tau,
                                        acceptance_rates=acceptance_rates), dtype=float)
     tau_g = np.broadcast_to(tau_g, g.shape)
@@ -1156,9 +1264,9 @@ def crossover_batch(st: Setup, contexts, gammas, *, max_batch: int = 1024, alpha
     Raises
     ------
     ValueError
-        max_batch < 1; as :func:`evaluate`.
+        max_batch < 1 or above :data:`MAX_BATCH_SEARCH`; as :func:`evaluate`.
     """
-    mb = _check.scalar_int("max_batch", max_batch, lo=1)
+    mb = _check.scalar_int("max_batch", max_batch, lo=1, hi=MAX_BATCH_SEARCH)
     scalar = np.ndim(contexts) == 0
     grid = evaluate(st, np.arange(1, mb + 1), np.atleast_1d(contexts), gammas, alpha=alpha,
                     tau=tau, acceptance_rates=acceptance_rates)
@@ -1289,8 +1397,9 @@ def plan_schedule(st: Setup, contexts, gammas, *, max_batch: int, alpha=None, ta
                   acceptance_rates=None) -> list[list[int]]:
     """The ``num_speculative_tokens_per_batch_size`` schedule for batch sizes 1..max_batch:
     the model on every integer batch size, :func:`schedule_gammas` over ``contexts``, then
-    :func:`schedule`. Every K is one of ``gammas`` or 0."""
-    mb = _check.scalar_int("max_batch", max_batch, lo=1)
+    :func:`schedule`. Every K is one of ``gammas`` or 0. max_batch: 1 to
+    :data:`MAX_BATCH_SEARCH` (ValueError outside)."""
+    mb = _check.scalar_int("max_batch", max_batch, lo=1, hi=MAX_BATCH_SEARCH)
     grid = evaluate(st, np.arange(1, mb + 1), contexts, gammas, alpha=alpha, tau=tau,
                     acceptance_rates=acceptance_rates)
     k, _ = schedule_gammas(grid)
@@ -1312,6 +1421,8 @@ def check_schedule(sched, num_speculative_tokens: int | None = None) -> list[lis
     ValueError
         the first rule broken, naming the entry.
     """
+    if isinstance(sched, np.ndarray):
+        sched = sched.tolist()  # integer arrays give ints; float arrays stay refused below
     if not isinstance(sched, (list, tuple)) or not sched:
         raise ValueError(f"num_speculative_tokens_per_batch_size must be a non-empty list of "
                          f"[range_start, range_end, K], got {sched!r}")
@@ -1400,7 +1511,7 @@ def schedule_config(sched, method: str, *, model: str | None = None, **options) 
 def model_id(arch: Architecture) -> str:
     """What ``vllm serve`` / a draft ``model`` should name: the Hugging Face id of a catalogue
     model, or the folder of a config.json."""
-    if arch.source and os.path.basename(arch.source) == "config.json":
+    if arch.source and arch.source.endswith(".json"):  # vLLM loads a folder's config.json
         return os.path.dirname(arch.source) or "."
     try:
         rec = _catalogue("model_architectures", "model").get(arch.name.lower())
@@ -1452,6 +1563,12 @@ def setup_config(st: Setup, sched, *, checkpoint: str | None = None):
                      + (f"; the modelled KV budget {d.kv_budget} is not expressible"
                         if d.kv_budget else ""))
     cfg = schedule_config(sched, d.method, model=model, **opts)
+    for a in (st.target, d.arch if d.kind == "model" and checkpoint is None else None):
+        if a is not None and a.source.endswith(".json") \
+                and os.path.basename(a.source) != "config.json":
+            notes.append(f"vLLM loads a model folder's config.json; {a.source} has another "
+                         f"name, so the folder {model_id(a)} named here must hold it as "
+                         "config.json (with the weights)")
     if cfg is not None and "num_speculative_tokens_per_batch_size" in cfg:
         lo, hi = SCHEDULE_TAX["tpot_increase"]
         notes.append(f"turning the schedule on costs time even at K = 0: TPOT +{100 * lo:.1f} % "
@@ -1478,8 +1595,9 @@ def read_measurements(source):
     Raises
     ------
     ValueError
-        a missing column (named), an unknown role, a non-integer or out-of-range count, a
-        non-positive or non-numeric time (row number given), no rows.
+        a missing or repeated column (named), a row with more fields than the header, an
+        unknown role, a non-integer or out-of-range count (above 2**53 included), a
+        non-positive or non-numeric time (row number given), no rows, a folder.
     FileNotFoundError
         a path that does not exist.
     """
@@ -1490,40 +1608,68 @@ def read_measurements(source):
         where = "measurements"
     else:
         where = os.fspath(source) if isinstance(source, (str, os.PathLike)) else "measurements"
+        if isinstance(source, (str, os.PathLike)):
+            if os.path.isdir(source):
+                raise ValueError(f"calibration CSV {where!r} is a folder; give the CSV file")
+            if not os.path.exists(source):
+                raise FileNotFoundError(f"calibration CSV {where!r} does not exist")
         try:
             df = pd.read_csv(source)
         except pd.errors.EmptyDataError:
             raise ValueError(f"{where}: empty file; expected a CSV with columns "
                              f"{', '.join(MEASURED_COLUMNS)}") from None
+        except pd.errors.ParserError as exc:
+            raise ValueError(f"{where}: not a regular CSV ({str(exc).strip()}); every row "
+                             f"needs as many fields as the header") from None
         except UnicodeDecodeError as exc:
             raise _check.utf8_error(where, exc, "give a CSV file") from None
+        if not isinstance(df.index, pd.RangeIndex):  # pandas made the surplus field an index
+            raise ValueError(f"{where}: a row has more fields than the header "
+                             f"({len(df.columns)}: {', '.join(map(str, df.columns))}); every "
+                             "row needs as many fields as the header, which is the first line")
     df.columns = [str(c).strip() for c in df.columns]
+    twice = sorted({c for c in df.columns if df.columns.tolist().count(c) > 1}
+                   | {c for c in MEASURED_COLUMNS if f"{c}.1" in df.columns})
+    if twice:
+        raise ValueError(f"{where}: column(s) {', '.join(twice)} appear more than once in the "
+                         "header; keep one")
     missing = [c for c in MEASURED_COLUMNS if c not in df.columns]
     if missing:
         raise ValueError(f"{where}: missing column(s) {', '.join(missing)}; a calibration CSV "
                          f"needs {', '.join(MEASURED_COLUMNS)} (got {', '.join(df.columns)})")
     if df.empty:
         raise ValueError(f"{where}: no rows")
+    df = df.reset_index(drop=True)
+    raw = df.copy()
+
+    def shown(i, col):
+        v = raw.loc[i, col]
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            return "a missing value (an empty cell, NA or nan)"
+        return repr(v.item() if isinstance(v, np.generic) else v)
+
+    bad = df.index[df["role"].isna()]
     df["role"] = df["role"].astype(str).str.strip().str.lower()
-    bad = df.index[~df["role"].isin(["target", "draft"])]
+    bad = bad.union(df.index[~df["role"].isin(["target", "draft"])])
     if len(bad):
         i = bad[0]
         raise ValueError(f"{where}: row {i + 2}: role must be 'target' or 'draft', got "
-                         f"{df.loc[i, 'role']!r}")
+                         f"{shown(i, 'role')}")
     for col, lo in (("batch_size", 1), ("context", 0), ("query_tokens", 1)):
         vals = pd.to_numeric(df[col], errors="coerce")
-        bad = df.index[vals.isna() | (vals < lo) | (vals != vals.round())]
+        bad = df.index[vals.isna() | (vals < lo) | (vals > _check.MAX_EXACT_INT)
+                       | (vals != vals.round())]
         if len(bad):
             i = bad[0]
-            raise ValueError(f"{where}: row {i + 2}: {col} must be an integer >= {lo}, got "
-                             f"{df.loc[i, col]!r}")
+            raise ValueError(f"{where}: row {i + 2}: {col} must be an integer >= {lo} "
+                             f"(at most 2**53), got {shown(i, col)}")
         df[col] = vals.astype(np.int64)
     ms = pd.to_numeric(df["ms"], errors="coerce")
     bad = df.index[ms.isna() | ~(ms > 0) | ~np.isfinite(ms)]
     if len(bad):
         i = bad[0]
         raise ValueError(f"{where}: row {i + 2}: ms must be a positive time in milliseconds, "
-                         f"got {df.loc[i, 'ms']!r}")
+                         f"got {shown(i, 'ms')}")
     df["ms"] = ms.astype(float)
     return df.reset_index(drop=True)
 
@@ -1716,8 +1862,10 @@ def calibrate(st: Setup, measurements, *, fit=("bandwidth", "compute", "fixed_ms
                              "the datasheet): check the GPU, the model shape and the units")
         fitted[role] = sorted(fit)
         out_setup = dataclasses.replace(out_setup, **{f"{role}_efficiency": eff})
-        if len(rows) < 5:
-            notes.append(f"{role}: only {len(rows)} rows for up to 5 parameters: the fit is "
+        points = len(rows[["batch_size", "context", "query_tokens"]].drop_duplicates())
+        if points < 5:
+            notes.append(f"{role}: only {points} distinct (batch_size, context, query_tokens) "
+                         f"points ({len(rows)} rows) for up to 5 parameters: the fit is "
                          "underdetermined; unfitted directions keep their defaults")
     return Calibration(out_setup, predict_measurements(out_setup, df), fitted, notes)
 

@@ -331,3 +331,35 @@ def test_cli_without_torch_says_install_the_extra(tmp_path):
     proc = subprocess.run(cmd + ["measure"], capture_output=True, text=True, env=env, timeout=60)
     assert proc.returncode == 3
     assert "pip install -e '.[measure]'" in proc.stderr
+
+
+def test_prompt_files_bom_non_utf8_and_a_cut_line(tmp_path):
+    """A BOM is not data; bytes that are not UTF-8 and a truncated JSON line are named."""
+    rec = {"task": "t", "prompt": "p", "response": " r", "temperature": 0}
+    f = tmp_path / "bom.jsonl"
+    f.write_text("\ufeff" + json.dumps(rec) + "\n", encoding="utf-8")
+    assert M.load_prompts(f, logged=True)[0]["response"] == " r"
+    f.write_bytes(json.dumps(rec).encode().replace(b" r", b"caf\xe9") + b"\n")
+    with pytest.raises(ValueError, match=r"bom.jsonl: not UTF-8 text \(byte 0xe9 at offset"):
+        M.load_prompts(f, logged=True)
+    f.write_text(json.dumps(rec)[:-5] + "\n")
+    with pytest.raises(ValueError, match=r"bom.jsonl:1: not valid JSON \(Unterminated string "
+                                         r"starting at; column \d+\)"):
+        M.load_prompts(f, logged=True)
+
+
+def test_a_long_logged_prompt_is_not_blamed_on_max_new_tokens(models):
+    tmodel, tok = models["target"]
+    long = [{"id": "long", "task": "t", "prompt": "x = 1\n" * 200}]
+    with pytest.raises(ValueError, match=r"'long' \(task 't'\) is \d+ tokens; it needs \d+ "
+                                         r"positions.*: drop the record") as info:
+        M.encode_prompts(tok, long, max_new_tokens=0, context=M.context_length(tmodel))
+    assert "max-new-tokens" not in str(info.value)
+
+
+def test_a_hub_id_that_cannot_be_loaded_gives_a_one_line_error(monkeypatch):
+    """transformers' own message spans lines; the CLI prints one-line errors."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(FileNotFoundError) as info:
+        M.load_model("nosuch-org/nosuch-model")
+    assert "\n" not in str(info.value) and "HF_HUB_OFFLINE is set" in str(info.value)

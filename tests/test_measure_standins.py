@@ -304,3 +304,17 @@ def test_cli_logged_flag_conflicts_exit_2(capsys):
     assert main(["measure", "--logged", str(M.BUNDLED_LOGGED), "--temperature", "0"]) == 2
     assert "each record gives the temperature" in capsys.readouterr().err
     assert main(["measure", "--logged", "x.jsonl", "--prompts", "y.jsonl"]) == 2
+
+
+@pytest.mark.parametrize("extra, match", [
+    (["--max-new-tokens", "5"], "--max-new-tokens does not apply with --logged"),
+    (["--repeats", "3", "--no-pld"], "--repeats, --no-pld do not apply with --logged"),
+    (["--gamma", "1", "1"], "--gamma lists a value twice: 1 1"),
+    (["--draft", "d", "d"], "--draft lists a value twice: d d"),
+])
+def test_cli_logged_flags_that_would_be_ignored_or_repeated_exit_2(capsys, extra, match):
+    """Flags --logged has no use for are refused like --temperature, not dropped silently;
+    a repeated gamma or draft would print the same row twice (or merge two drafts)."""
+    assert main(["measure", "--logged", str(M.BUNDLED_LOGGED), *extra]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("specnb measure: error:") and match in err, err

@@ -650,3 +650,148 @@ def test_predict_measurements_refuses_draft_rows_without_a_draft_model():
                          "query_tokens": [1], "ms": [1.0]})
     with pytest.raises(ValueError, match="no model to time"):
         S.predict_measurements(S.setup("H200", "Llama-3.1-8B", "ngram"), rows)
+
+
+# ----------------------------------------------------------------- edge and bad input (r2)
+LLAMA_CFG = {"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64,
+             "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128,
+             "vocab_size": 128256}
+
+
+@pytest.mark.parametrize("change, match", [
+    ({"head_dim": 0}, "head_dim must be a positive integer, got 0"),
+    ({"num_key_value_heads": 0}, "num_key_value_heads must be a positive integer, got 0"),
+    ({"num_key_value_heads": 3}, r"num_attention_heads \(4\) must be a multiple of "
+                                 r"num_key_value_heads \(3\)"),
+    ({"num_key_value_heads": 8}, "must be a multiple of num_key_value_heads"),
+    ({"tie_word_embeddings": "false"}, "tie_word_embeddings must be true or false"),
+    ({"attention_bias": "false"}, "attention_bias must be true or false"),
+])
+def test_config_values_are_not_replaced_or_misread(change, match):
+    """0 is not 'absent' (no silent default) and "false" is not True."""
+    with pytest.raises(ValueError, match=match):
+        S.architecture({**LLAMA_CFG, **change})
+
+
+def test_config_numpy_ints_null_defaults_bom_and_foreign_model_type(tmp_path):
+    a = S.architecture({**LLAMA_CFG, "num_hidden_layers": np.int64(2), "head_dim": None,
+                        "num_key_value_heads": None, "tie_word_embeddings": True})
+    assert (a.n_layers, a.head_dim, a.n_kv_heads, a.tie_word_embeddings) == (2, 16, 4, True)
+    p = tmp_path / "config.json"
+    p.write_text("\ufeff" + json.dumps(LLAMA_CFG), encoding="utf-8")
+    assert S.architecture(p).n_layers == 2
+    with pytest.raises(ValueError, match="model_type 'gpt2' names its sizes differently"):
+        S.architecture({"model_type": "gpt2", "n_layer": 4, "n_embd": 256, "n_head": 4,
+                        "vocab_size": 2048})
+
+
+def test_model_names_empty_and_hugging_face_ids():
+    with pytest.raises(ValueError, match="model must not be empty; known models"):
+        S.architecture("  ")
+    assert S.architecture("meta-llama/Llama-3.1-8B").name == "Llama-3.1-8B"
+    assert S.architecture("qwen/qwen3-8b").name == "Qwen3-8B"
+
+
+@pytest.mark.parametrize("model, gpus, match", [
+    ("Llama-3.1-8B", 3, r"gpus = 3 does not divide the target Llama-3.1-8B's "
+                        r"num_attention_heads \(32\).*allowed GPU counts: 1, 2, 4, 8, 16, 32"),
+    ("Llama-3.1-8B", 64, "num_attention_heads"),
+    ("Qwen2.5-7B", 8, r"num_attention_heads \(28\)"),
+])
+def test_tensor_parallel_sizes_vllm_refuses(model, gpus, match):
+    with pytest.raises(ValueError, match=match):
+        S.setup("H100", model, "eagle3", gpus=gpus)
+    assert S.setup("H100", "Llama-3.1-8B", "eagle3", gpus=16).gpus == 16  # KV heads x 2
+
+
+def test_tensor_parallel_checks_the_draft_model_too():
+    cfg = {**LLAMA_CFG, "num_attention_heads": 6, "num_key_value_heads": 6, "hidden_size": 96}
+    st = S.setup("H100", "Llama-3.1-8B", cfg, gpus=1)
+    assert st.draft.kind == "model"
+    with pytest.raises(ValueError, match="the draft config's num_attention_heads"):
+        S.setup("H100", "Llama-3.1-8B", cfg, gpus=4)
+
+
+def test_a_kv_budget_given_beside_a_built_draft_is_not_dropped():
+    d = S.draft("self", "Llama-3.1-8B")
+    with pytest.raises(ValueError, match="draft_kv_budget 512 given with a Draft whose "
+                                         "kv_budget is None"):
+        S.setup("H100", "Llama-3.1-8B", d, draft_kv_budget=512)
+    assert S.draft(S.draft("self", "Llama-3.1-8B", kv_budget=512), "Llama-3.1-8B",
+                   kv_budget=512).kv_budget == 512
+
+
+def test_check_schedule_takes_integer_arrays_and_context_zero_is_quiet():
+    assert S.check_schedule(np.array([[1, 8, 3], [9, 16, 0]])) == [[1, 8, 3], [9, 16, 0]]
+    with pytest.raises(ValueError, match="with integers"):
+        S.check_schedule(np.array([[1.0, 8.0, 3.0]]))
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert S.max_batch_in_memory(S.setup("H100", "Llama-3.1-8B", "eagle3"), 0) == 2 ** 53
+
+
+def test_model_id_of_a_json_file_is_its_folder_and_the_config_says_so(tmp_path):
+    p = tmp_path / "draft.json"
+    p.write_text(json.dumps(LLAMA_CFG))
+    st = S.setup("H100", "Llama-3.1-8B", str(p))
+    assert S.model_id(st.draft.arch) == str(tmp_path)
+    cfg, notes = S.setup_config(st, [[1, 4, 2]])
+    assert cfg["model"] == str(tmp_path)
+    assert any("draft.json has another name" in n for n in notes)
+
+
+@pytest.mark.parametrize("text, match", [
+    ("role,batch_size,context,query_tokens,ms\ntarget,1,10,1,3,9\n",
+     r"a row has more fields than the header \(5: role, batch_size"),
+    ("role,batch_size,context,query_tokens,ms\ntarget,1,10,1,3\ntarget,2,10,1,3,9\n",
+     "not a regular CSV.*line 3"),
+    ("role,batch_size,context,query_tokens,ms,ms\ntarget,1,10,1,3,4\n",
+     "column.s. ms appear more than once"),
+    ("role,batch_size,context,query_tokens,ms\ntarget,1e30,10,1,3\n",
+     r"batch_size must be an integer >= 1 \(at most 2\*\*53\), got 1e\+30"),
+    ("role,batch_size,context,query_tokens,ms\ntarget,,10,1,3\n",
+     "batch_size must be an integer >= 1 .*got a missing value"),
+    ("role,batch_size,context,query_tokens,ms\n,1,10,1,3\n",
+     "role must be 'target' or 'draft', got a missing value"),
+    ("role,batch_size,context,query_tokens,ms\ntarget,1,10,1,-1\n",
+     "ms must be a positive time in milliseconds, got -1$"),
+])
+def test_calibration_csv_structure_errors(tmp_path, text, match):
+    p = tmp_path / "m.csv"
+    p.write_text(text)
+    with pytest.raises(ValueError, match=match):
+        S.read_measurements(p)
+
+
+def test_calibration_csv_paths_bom_crlf_and_duplicate_rows(tmp_path):
+    with pytest.raises(ValueError, match="is a folder"):
+        S.read_measurements(tmp_path)
+    with pytest.raises(FileNotFoundError, match="calibration CSV .*no.csv' does not exist"):
+        S.read_measurements(tmp_path / "no.csv")
+    p = tmp_path / "m.csv"
+    p.write_bytes(("\ufeffrole,batch_size,context,query_tokens,ms\r\n"
+                   + "target,1,1024,1,7.1\r\n" * 6).encode("utf-8"))
+    assert list(S.read_measurements(p)["ms"]) == [7.1] * 6
+    cal = S.calibrate(S.setup("H200", "Llama-3.1-8B", "ngram"), p)
+    # six copies of one point still determine one parameter: the note says so
+    assert any("only 1 distinct (batch_size, context, query_tokens) points (6 rows)" in n
+               for n in cal.notes)
+
+
+@pytest.mark.parametrize("extra, method", [
+    ({"architectures": ["LlamaForCausalLMEagle3"], "draft_vocab_size": 32000}, "eagle3"),
+    ({"architectures": ["MedusaModel"]}, "medusa"),
+])
+def test_a_draft_head_config_is_not_modelled_as_a_draft_model(tmp_path, extra, method):
+    """An EAGLE-3 head's config.json given as a draft model would give a draft_model config,
+    the misconfiguration vLLM runs with acceptance near 0 (issue 11)."""
+    cfg = {**LLAMA_CFG, "hidden_size": 4096, "num_attention_heads": 32,
+           "num_key_value_heads": 8, "intermediate_size": 14336, "num_hidden_layers": 1,
+           **extra}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(ValueError, match=f"is a checkpoint for method {method} .config.json "
+                                         "architectures"):
+        S.setup("H100", "Llama-3.1-8B", str(tmp_path))
+    plain = {k: v for k, v in cfg.items() if k not in extra}
+    assert S.setup("H100", "Llama-3.1-8B", plain).draft.method == "draft_model"

@@ -227,3 +227,70 @@ def test_argparse_usage_errors_exit_2(capsys):
         main([*BASE, "--alpha", "0.7", "--dtype", "fp4"])
     assert info.value.code == 2
     capsys.readouterr()
+
+
+# ----------------------------------------------------------------- edge and bad input (r2)
+@pytest.mark.parametrize("extra, match", [
+    (["--gpus", "3"], r"gpus = 3 does not divide the target Llama-3.1-8B's num_attention_heads"),
+    (["--model", ""], "model must not be empty; known models"),
+    (["--batch", "1", "65537"], r"--batch must be <= 65536, got 65537"),
+    (["--draft", "ngram", "--draft-dtype", "fp8"], "draft_dtype applies to model drafts; ngram "
+                                                   "drafting has no weights"),
+])
+def test_more_bad_input_exits_2(capsys, extra, match):
+    test_bad_input_exits_2(capsys, extra, match)
+
+
+def test_hugging_face_id_of_a_catalogue_model(capsys):
+    code, out, err = run(capsys, "plan", "--gpu", "H100", "--model", "meta-llama/Llama-3.1-8B",
+                         "--draft", "eagle3", "--context", "1000", "--batch", "1",
+                         "--gamma", "2", "--alpha", "0.7", "--json")
+    assert code == 0, err
+    assert json.loads(out)["setup"]["model"] == "Llama-3.1-8B"
+
+
+def test_text_output_shows_calibration_notes_and_a_context_no_sequence_fits(capsys, tmp_path):
+    p = tmp_path / "one.csv"
+    p.write_text("role,batch_size,context,query_tokens,ms\ntarget,1,1024,1,7.1\n")
+    code, out, err = run(capsys, "plan", "--gpu", "H200", "--model", "Llama-3.1-8B", "--draft",
+                         "ngram", "--context", "1024", "100000000", "--batch", "1", "8",
+                         "--gamma", "2", "--alpha", "0.7", "--calibrate", str(p))
+    assert code == 0, err
+    assert "calibration note: target: only 1 distinct" in out  # the fit is underdetermined
+    assert "context 100000000: not even one sequence" in out
+
+
+def test_the_cli_batch_cap_is_the_serving_models():
+    from specnb import plan_cli
+
+    assert plan_cli.MAX_BATCH == S.MAX_BATCH_SEARCH
+    assert plan_cli.MAX_GRID_CELLS == S.MAX_GRID_CELLS
+
+
+def test_a_grid_too_large_for_memory_exits_2(capsys):
+    contexts = [str(1000 * i) for i in range(1, 41)]  # 65,536 x 40 x 8 > 2**24 cells
+    code, out, err = run(capsys, "plan", "--gpu", "H100", "--model", "Llama-3.1-8B", "--draft",
+                         "eagle3", "--context", *contexts, "--batch", "1", "65536", "--gamma",
+                         *map(str, range(1, 9)), "--alpha", "0.7")
+    assert code == 2 and out == ""
+    assert "= 20,971,520 model cells, above 16,777,216" in err
+    with pytest.raises(ValueError, match="MAX_GRID_CELLS"):
+        S.evaluate(S.setup("H100", "Llama-3.1-8B", "eagle3"), range(1, 70000), range(300),
+                   [1])
+
+
+def test_a_context_beyond_the_configs_positions_is_noted(capsys, tmp_path):
+    cfg = {"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64,
+           "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128,
+           "vocab_size": 1000, "max_position_embeddings": 2048}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    code, out, err = run(capsys, "plan", "--gpu", "H200", "--model", str(tmp_path), "--draft",
+                         "ngram", "--context", "1024", "4096", "--batch", "1", "--gamma", "2",
+                         "--alpha", "0.9", "--json")
+    assert code == 0, err
+    notes = json.loads(out)["notes"]
+    assert any(n.startswith("context 4096 exceeds the target") and "maximum of 2048" in n
+               for n in notes), notes
+    assert not any("context 1024 " in n for n in notes), notes
+    assert S.architecture(tmp_path).max_position_embeddings == 2048
+    assert S.architecture("Llama-3.1-8B").max_position_embeddings == 131072

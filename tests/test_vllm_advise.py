@@ -429,3 +429,31 @@ def test_measure_threshold_with_the_model_is_the_batch_after_the_crossover():
         measure_threshold("H200", "Llama-3.1-8B", 1000, method="medusa")
     with pytest.raises(ValueError, match="gamma 6 needs 6 per-position acceptance rates"):
         measure_threshold("H200", "Llama-3.1-8B", 1000, method="eagle3", gamma=6)
+
+
+# ----------------------------------------------------------------- edge and bad input (r2)
+@pytest.mark.parametrize("kwargs, match", [
+    ({"gamma": 0}, r"gamma=0: only with gpu, model and context"),
+    ({"alpha": 0.7}, r"alpha=0.7: only with gpu, model and context"),
+    ({"gpu": "H100", "model": "Llama-3.1-8B", "context": 4096, "draft_model": "Llama-3.2-1B"},
+     r"draft_model='Llama-3.2-1B' is modelled only with method='draft_model'; got "
+     r"method='eagle3'"),
+    ({"gpu": "H100", "model": "Llama-3.1-8B", "context": 4096, "max_batch": 10 ** 9},
+     r"max_batch must be an integer in \[1, 65536\], got 1000000000"),
+    ({"gpu": "H100", "model": "Llama-3.1-8B", "context": 4096, "gpus": 3},
+     r"^gpus = 3 does not divide the target Llama-3.1-8B's num_attention_heads \(32\)"),
+])
+def test_measure_threshold_refuses_what_it_would_ignore_or_cannot_do(kwargs, match):
+    """Arguments the fixed rule would drop, a draft the method does not model, a search that
+    would not fit in memory (10**9 batch sizes), a TP size vLLM refuses."""
+    with pytest.raises(ValueError, match=match):
+        measure_threshold(**kwargs)
+
+
+def test_recommend_with_a_huge_peak_batch_searches_a_bounded_range():
+    from specnb import serving
+
+    rec = recommend(gpu="H100", model="meta-llama/Llama-3.1-8B", context=4096,
+                    peak_batch=10 ** 9, eagle3_drafter=True, draft_model="org/draft")
+    assert rec.crossover <= serving.MAX_BATCH_SEARCH and rec.measure_first
+    assert f"crossover {rec.crossover}" in rec.reasons[-1]

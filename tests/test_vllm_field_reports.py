@@ -364,6 +364,18 @@ def test_draft_config_json_architecture_is_read(tmp_path):
         check_speculative_config(cfg, draft_config=tmp_path / "missing")
 
 
+def test_draft_config_with_a_bom_is_read_and_non_utf8_is_named(tmp_path):
+    p = tmp_path / "config.json"
+    p.write_text("\ufeff" + json.dumps({"architectures": ["Eagle3LlamaForCausalLM"]}),
+                 encoding="utf-8")
+    cfg = {"method": "draft_model", "model": "m", "num_speculative_tokens": 3}
+    msg = " ".join(f.message for f in check_speculative_config(cfg, draft_config=p))
+    assert "'eagle3'" in msg
+    p.write_bytes(b'{"architectures": ["caf\xe9"]}')
+    with pytest.raises(ValueError, match=r"config.json': not UTF-8 text \(byte 0xe9 at offset"):
+        check_speculative_config(cfg, draft_config=p)
+
+
 # --------------------------------------------------------------------------- the schedule
 I9_LIKE = [[1, 16, 5], [17, 32, 4], [33, 64, 3], [65, 128, 1], [129, 512, 0]]
 

@@ -329,3 +329,69 @@ def test_sample_files():
     assert "metrics_after.prom" in sample_names()
     with pytest.raises(ValueError, match="must be one of"):
         sample_path("nope.prom")
+
+
+# ----------------------------------------------------------------- edge and bad input (r2)
+_SCRAPE = ("# TYPE vllm:spec_decode_num_drafts_total counter\n"
+           "vllm:spec_decode_num_drafts_total{{model_name=\"m\"}} {d}\n"
+           "# TYPE vllm:spec_decode_num_draft_tokens_total counter\n"
+           "vllm:spec_decode_num_draft_tokens_total{{model_name=\"m\"}} {t}\n"
+           "# TYPE vllm:spec_decode_num_accepted_tokens_total counter\n"
+           "vllm:spec_decode_num_accepted_tokens_total{{model_name=\"m\"}} {a}\n")
+
+
+def test_huge_counters_are_refused_not_a_traceback_or_a_10_to_the_298_tau(tmp_path, capsys):
+    from specnb.cli import main
+    from specnb.vllm.metrics import acceptance_rate_ci
+
+    low, high = acceptance_rate_ci(1e300, 1e308)  # the fallback formula in floats
+    assert 0 <= low <= high <= 1e-7
+    p = tmp_path / "m.prom"
+    p.write_text(_SCRAPE.format(d=100, t="1e308", a="1e300"))
+    assert main(["metrics", str(p)]) == 1
+    err = capsys.readouterr().err
+    assert "draft tokens / drafts = 1e+308 / 100 = 1e+306 tokens per step is no draft" in err
+
+
+def test_a_window_that_accepted_without_drafting_is_inconsistent_not_empty(tmp_path, capsys):
+    from specnb.cli import main
+
+    before, after = tmp_path / "a.prom", tmp_path / "b.prom"
+    before.write_text(_SCRAPE.format(d=100, t=300, a=150))
+    after.write_text(_SCRAPE.format(d=100, t=300, a=500))
+    assert main(["metrics", str(before), str(after)]) == 1
+    err = capsys.readouterr().err
+    assert "accepted tokens (350) exceed draft tokens (0)" in err, err
+
+
+def test_a_negative_log_count_is_named():
+    line = ("INFO [metrics.py:100] SpecDecoding metrics: Mean acceptance length: 2.50, "
+            "Accepted: -150 tokens, Drafted: 300 tokens\n")
+    with pytest.raises(ValueError, match=r"without accepted \(no 'Accepted: N tokens' with N a "
+                                         r"whole number >= 0\)"):
+        read_spec_decode_log(line)
+
+
+def test_a_k_beyond_2_to_the_53_is_a_usage_error(tmp_path, capsys):
+    from specnb.cli import main
+
+    p = tmp_path / "m.prom"
+    p.write_text(_SCRAPE.format(d=100, t=300, a=150))
+    with pytest.raises(SystemExit) as info:
+        main(["metrics", str(p), "-k", str(10 ** 21)])
+    assert info.value.code == 2
+    assert "must be at most 2**53" in capsys.readouterr().err
+
+
+def test_a_log_that_also_holds_a_scrape_or_printout_says_which_part_it_read():
+    from specnb.vllm.read import read_acceptance
+
+    line = ("INFO [metrics.py:100] SpecDecoding metrics: Mean acceptance length: 2.50, "
+            "Accepted: 150 tokens, Drafted: 300 tokens, Per-position acceptance rate: 0.700, "
+            "0.500, 0.300\n")
+    scrape = _SCRAPE.format(d=100, t=300, a=150)
+    header = read_acceptance(scrape + line).header
+    assert any("also holds a /metrics scrape" in h for h in header), header
+    printout = "num_drafts: 10\nnum_draft_tokens: 30\nnum_accepted_tokens: 15\n"
+    assert any("spec_decode.py printout" in h for h in read_acceptance(printout + line).header)
+    assert not any("also holds" in h for h in read_acceptance(line).header)

@@ -436,15 +436,9 @@ def _architecture(name: str, value):
     from .. import serving
 
     try:
-        return serving.architecture(value)
+        return serving.architecture(value)  # takes catalogue names and their Hugging Face ids
     except (ValueError, FileNotFoundError) as exc:
-        if isinstance(value, str):
-            ids = {serving.model_id(serving.architecture(n)).lower(): n
-                   for n in serving.architecture_names()}
-            if value.strip().lower() in ids:
-                return serving.architecture(ids[value.strip().lower()])
-        raise ValueError(f"{name}={value!r}: {exc}; or the Hugging Face id of a catalogue "
-                         "model") from None
+        raise ValueError(f"{name}={value!r}: {exc}") from None
 
 
 def _serving_inputs(gpu, model, context, gpus):
@@ -504,18 +498,29 @@ def measure_threshold(gpu=None, model=None, context=None, *, method: str = "eagl
     gpus : int >= 1 or None, tensor-parallel size (None: 1); only with gpu, model and context
     draft_model : catalogue name, its Hugging Face id or config.json path of the draft (method
         ``draft_model``)
-    max_batch : int >= 1, the batch range searched (:data:`MODEL_MAX_BATCH`)
+    max_batch : int in [1, :data:`specnb.serving.MAX_BATCH_SEARCH`], the batch range searched
+        (default :data:`MODEL_MAX_BATCH`; :func:`recommend` searches up to the peak batch)
 
     Raises
     ------
     ValueError
-        only some of gpu, model and context; an unknown GPU or model, or a draft the model
+        only some of gpu, model and context; gamma, alpha or draft_model without them;
+        draft_model with another method; an unknown GPU or model, or a draft the model
         cannot take (the message names the parameter and lists the known names); context < 1;
         gamma < 1; an unknown method; no acceptance to use (no ``alpha`` and no bundled table
         for the method and workload: pass the measured alpha); gamma beyond the 5 measured
         positions without ``alpha``.
     """
     inputs = _serving_inputs(gpu, model, context, gpus)
+    unused = {k: v for k, v in (("gamma", gamma), ("alpha", alpha), ("draft_model", draft_model))
+              if v is not None}
+    if inputs is None and unused:
+        raise ValueError(f"{', '.join(f'{k}={v!r}' for k, v in unused.items())}: only with gpu, "
+                         "model and context (the fixed rule, from the EAGLE-3 paper's batch "
+                         "tables, takes no acceptance, gamma or draft)")
+    if draft_model is not None and method != "draft_model":
+        raise ValueError(f"draft_model={draft_model!r} is modelled only with "
+                         f"method='draft_model'; got method={method!r}")
     if inputs is None:
         return MEASURE_BATCH, ("the EAGLE-3 paper's batch tables: EAGLE below 1x from batch 24 "
                                "(SGLang, Table 3) and 32 (vLLM, Table 5)")
@@ -524,7 +529,7 @@ def measure_threshold(gpu=None, model=None, context=None, *, method: str = "eagl
     _check.choice("method", method, DEFAULT_GAMMA)
     g, arch, s, n = inputs
     gamma = DEFAULT_GAMMA[method] if gamma is None else _check.scalar_int("gamma", gamma, lo=1)
-    mb = _check.scalar_int("max_batch", max_batch, lo=1)
+    mb = _check.scalar_int("max_batch", max_batch, lo=1, hi=serving.MAX_BATCH_SEARCH)
     if method == "draft_model":
         if draft_model is None:
             raise ValueError("method draft_model: give draft_model= as a catalogue model name "
@@ -535,7 +540,9 @@ def measure_threshold(gpu=None, model=None, context=None, *, method: str = "eagl
         spec = method
     try:
         st = serving.setup(g, arch, spec, gpus=n)
-    except ValueError as exc:  # a draft model whose vocabulary differs from the target's
+    except ValueError as exc:  # a draft vocabulary that differs, GPUs that do not divide
+        if not str(exc).startswith("draft "):
+            raise  # the message names gpus
         raise ValueError(f"draft_model={draft_model!r}: {exc}") from None
     if alpha is not None:
         alpha = _check.scalar_real("alpha", alpha, lo=0.0, hi=1.0)
@@ -817,10 +824,12 @@ def recommend(*, workload: str = "general", target_has_mtp: bool = False,
                            f"compare {what} with speculation on and off at the peak "
                            "(specnb.vllm.compare_bench)")
     else:
+        from .. import serving
+
         threshold, sentence = measure_threshold(
             gpu, model, context, method=method, gamma=gamma, alpha=alpha, workload=workload,
-            gpus=gpus, draft_model=draft_model,
-            max_batch=max(MODEL_MAX_BATCH, peak_batch))
+            gpus=gpus, draft_model=draft_model if method == "draft_model" else None,
+            max_batch=min(max(MODEL_MAX_BATCH, peak_batch), serving.MAX_BATCH_SEARCH))
         crossover = threshold - 1
         measure_first = peak_batch >= threshold
         rules += ("peak_batch_model",)

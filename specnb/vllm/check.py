@@ -93,8 +93,12 @@ def _draft_config(draft_config):
         raise ValueError(f"draft_config {str(draft_config)!r}: no config.json there (give the "
                          "draft checkpoint's local config.json or its folder)")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        data = json.loads(path.read_text(encoding="utf-8-sig"))  # a BOM is not data
+    except UnicodeDecodeError as exc:
+        from .._check import utf8_error
+
+        raise utf8_error(f"draft_config {str(path)!r}", exc, "give a JSON config.json") from None
+    except json.JSONDecodeError as exc:
         raise ValueError(f"draft_config {str(path)!r} is not a JSON config.json: {exc}") from None
     if not isinstance(data, dict):
         raise ValueError(f"draft_config {str(path)!r} must hold a JSON object, got "

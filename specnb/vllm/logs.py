@@ -88,8 +88,9 @@ def _parse_v1(line: str, lineno: int):
     got = {k: r.search(body) for k, r in _RE.items()}
     missing = [k for k in ("accepted", "drafted") if not got[k]]
     if missing:
-        raise ValueError(f"line {lineno}: SpecDecoding line without {', '.join(missing)}: "
-                         f"{line.strip()[:120]}")
+        what = " or ".join(f"'{k.capitalize()}: N tokens'" for k in missing)
+        raise ValueError(f"line {lineno}: SpecDecoding line without {', '.join(missing)} "
+                         f"(no {what} with N a whole number >= 0): {line.strip()[:120]}")
     rates = []
     if got["per_position"]:
         listed = got["per_position"].group(1).strip().rstrip(",").strip()

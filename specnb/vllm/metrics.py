@@ -209,10 +209,11 @@ def acceptance_rate_ci(accepted: float, draft_tokens: float, confidence: float =
         ci = binomtest(k_i, n_i).proportion_ci(confidence_level=conf, method="wilson")
         return float(ci.low), float(ci.high)
     z = NormalDist().inv_cdf(0.5 + conf / 2)
+    n_f = float(n_i)  # floats: 4 n^2 of a huge count overflows int -> float conversion
     p = k_i / n_i
-    centre = p + z * z / (2 * n_i)
-    half = z * math.sqrt(p * (1 - p) / n_i + z * z / (4 * n_i * n_i))
-    den = 1 + z * z / n_i
+    centre = p + z * z / (2 * n_f)
+    half = z * math.sqrt(p * (1 - p) / n_f + z * z / (4 * n_f * n_f))
+    den = 1 + z * z / n_f
     return max(0.0, (centre - half) / den), min(1.0, (centre + half) / den)
 
 
@@ -739,6 +740,10 @@ def acceptance_stats(counts: SpecDecodeCounts, num_speculative_tokens: int | Non
         derived = None
     _check.real("counts.drafts", counts.drafts, lo=0.0)
     _check.real("counts.accepted_per_position", list(counts.accepted_per_position), lo=0.0)
+    if counts.accepted_tokens > counts.draft_tokens:  # before "no speculation": 0 drafted
+        raise ValueError(f"accepted tokens ({counts.accepted_tokens:g}) exceed draft tokens "
+                         f"({counts.draft_tokens:g}): the counts are inconsistent (scrapes of "
+                         "different servers, or counters edited by hand)")
     if counts.drafts <= 0 or counts.draft_tokens <= 0:
         raise ValueError(f"no speculation in this window (drafts={counts.drafts:g}, draft "
                          f"tokens={counts.draft_tokens:g}); vLLM reports no acceptance then")
@@ -766,6 +771,10 @@ def acceptance_stats(counts: SpecDecodeCounts, num_speculative_tokens: int | Non
     # one per-position series per draft position. Drafts read from log lines are estimated
     # from a rounded tau, hence the slack there.
     ratio = counts.draft_tokens / counts.drafts
+    if ratio > _check.MAX_EXACT_INT:
+        raise ValueError(f"the counts are inconsistent: draft tokens / drafts = "
+                         f"{counts.draft_tokens:g} / {counts.drafts:g} = {ratio:.3g} tokens per "
+                         "step is no draft length (counters damaged or edited by hand)")
     slack = 1.01 if counts.drafts_estimated else 1.0 + 1e-9
     if num_speculative_tokens is not None:
         gamma = _check.scalar_int("num_speculative_tokens", num_speculative_tokens, lo=1)

@@ -115,6 +115,12 @@ def read_acceptance(texts, num_speculative_tokens: int | None = None,
         header = [f"source: {n_lines} {lines_word}; {len(frame)} V0 'Speculative metrics' line(s): "
                   f"V0 counters are cumulative since the server started, so the last line (line "
                   f"{last['line']}) is used and {total}; earlier lines are not added"]
+    also = [what for what, found in (
+        ("a /metrics scrape (vllm:spec_decode_* series)", "vllm:spec_decode_" in text),
+        ("a spec_decode.py printout (num_drafts: ...)", logs.is_offline_printout(text))) if found]
+    if also:
+        header.append(f"note: the input also holds {' and '.join(also)}, not read: only the log "
+                      "lines are; give that part as its own file to read it")
     skipped = frame.attrs["skipped"]
     if skipped:
         header.append(f"note: skipped unreadable spec-decode line(s) {skipped} "
