@@ -223,7 +223,11 @@ class Architecture:
     ``vocab_size``, ``tie_word_embeddings``, ``attention_bias`` (q/k/v biases),
     ``qk_norm`` (per-head q/k RMSNorm, Qwen3); ``params_published`` (the model card's count,
     None for a config file); ``source``; ``max_position_embeddings`` (the most positions the
-    model takes, tokens: the config's ``max_position_embeddings``; None = unknown).
+    model takes, tokens: the config's ``max_position_embeddings``; None = unknown);
+    ``sliding_window`` (tokens each position attends to, from a config whose
+    ``sliding_window`` is set and ``use_sliding_window`` is not false, e.g. Mistral-7B-v0.1's
+    4096; None = full attention). The step-time model always reads the full KV cache: see
+    :func:`context_limit_notes`.
     """
 
     name: str
@@ -240,6 +244,7 @@ class Architecture:
     params_published: float | None = None
     source: str = ""
     max_position_embeddings: int | None = None
+    sliding_window: int | None = None
 
     @property
     def layer_params(self) -> int:
@@ -455,9 +460,12 @@ def _from_config(cfg: dict, where: str) -> Architecture:
     name = cfg.get("_name_or_path") or where
     max_pos = cfg.get("max_position_embeddings")
     max_pos = None if max_pos is None else pos_int("max_position_embeddings", max_pos)
+    window = cfg.get("sliding_window")
+    window = (None if window is None or not flag("use_sliding_window", True)
+              else pos_int("sliding_window", window))
     return Architecture(str(name), layers, hidden, heads, kv, hd, inter, vocab,
                         flag("tie_word_embeddings", False), bias,
-                        mtype.startswith("qwen3"), None, where, max_pos)
+                        mtype.startswith("qwen3"), None, where, max_pos, window)
 
 
 # --------------------------------------------------------------------------- step time
@@ -902,7 +910,8 @@ def context_limit_notes(st, contexts) -> list[str]:
 
     Returns
     -------
-    list of str: one note per model whose maximum some context exceeds, naming the model,
+    list of str: one note per model whose sliding window some context exceeds (modelled as
+    full attention), and one per model whose maximum some context exceeds, naming the model,
     its maximum, the contexts above it and a long-context variant of the same shape from the
     catalogue where one exists (a draft model with a KV budget within its maximum: that vLLM
     cannot express the budget); empty when every context fits or the maximum is unknown.
@@ -924,6 +933,13 @@ def context_limit_notes(st, contexts) -> list[str]:
         models = [("target", architecture(st))]
     notes = []
     for role, arch in models:
+        window = arch.sliding_window
+        if window is not None and top > window:
+            notes.append(
+                f"the {role} {arch.name} uses sliding-window attention over the last {window} "
+                f"tokens (config.json sliding_window); the step-time model reads the whole KV "
+                f"cache, so above context {window} it overstates the attention bytes and "
+                "FLOPs (the speedup is modelled as if attention were full)")
         limit = arch.max_position_embeddings
         if limit is None or top <= limit:
             continue

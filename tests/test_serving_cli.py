@@ -294,3 +294,22 @@ def test_a_context_beyond_the_configs_positions_is_noted(capsys, tmp_path):
     assert not any("context 1024 " in n for n in notes), notes
     assert S.architecture(tmp_path).max_position_embeddings == 2048
     assert S.architecture("Llama-3.1-8B").max_position_embeddings == 131072
+
+
+def test_a_sliding_window_config_is_noted_above_its_window(tmp_path):
+    cfg = {"model_type": "mistral", "num_hidden_layers": 2, "hidden_size": 64,
+           "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128,
+           "vocab_size": 1000, "max_position_embeddings": 32768, "sliding_window": 4096}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    arch = S.architecture(tmp_path)
+    assert arch.sliding_window == 4096
+    assert S.context_limit_notes(arch and str(tmp_path), [4096]) == []
+    notes = S.context_limit_notes(str(tmp_path), [8192])
+    assert len(notes) == 1 and "sliding-window attention over the last 4096" in notes[0]
+    # Qwen2-style configs carry a window but switch it off
+    (tmp_path / "config.json").write_text(json.dumps({**cfg, "use_sliding_window": False}))
+    assert S.architecture(tmp_path).sliding_window is None
+    assert S.context_limit_notes(str(tmp_path), [8192]) == []
+    (tmp_path / "config.json").write_text(json.dumps({**cfg, "sliding_window": "4k"}))
+    with pytest.raises(ValueError, match="sliding_window must be a positive integer"):
+        S.architecture(tmp_path)
