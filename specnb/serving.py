@@ -1474,7 +1474,8 @@ def schedule_lookup(sched, num_speculative_tokens: int, max_num_seqs: int) -> np
     """The K vLLM uses at each batch size 1..max_num_seqs (index 0 = batch 1), as
     ``build_dynamic_sd_schedule_lookup`` builds it: gaps carry the previous K forward, batch
     sizes past the last range get its K, ranges past max_num_seqs are cut, and every K is
-    clamped to num_speculative_tokens.
+    clamped to num_speculative_tokens. The table is
+    :func:`specnb.vllm.schedule_lookup`'s without its unused element 0, as an array.
 
     Raises
     ------
@@ -1482,20 +1483,12 @@ def schedule_lookup(sched, num_speculative_tokens: int, max_num_seqs: int) -> np
         as :func:`check_schedule` (without the K bound, which vLLM's code clamps);
         num_speculative_tokens or max_num_seqs < 1.
     """
+    from .vllm.schedule import schedule_lookup as vllm_lookup
+
     rows = check_schedule(sched)
     nst = _check.scalar_int("num_speculative_tokens", num_speculative_tokens, lo=1)
     top = _check.scalar_int("max_num_seqs", max_num_seqs, lo=1)
-    out = np.zeros(top, dtype=np.int64)
-    k = rows[0][2]
-    it = iter(rows)
-    row = next(it, None)
-    for bs in range(1, top + 1):
-        while row is not None and bs > row[1]:
-            row = next(it, None)
-        if row is not None and row[0] <= bs <= row[1]:
-            k = row[2]
-        out[bs - 1] = min(nst, k)
-    return out
+    return np.array(vllm_lookup(rows, nst, top)[1:], dtype=np.int64)
 
 
 def schedule_config(sched, method: str, *, model: str | None = None, **options) -> dict | None:
