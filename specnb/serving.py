@@ -1282,15 +1282,42 @@ def crossover_batch(st: Setup, contexts, gammas, *, max_batch: int = 1024, alpha
     ValueError
         max_batch < 1 or above :data:`MAX_BATCH_SEARCH`; as :func:`evaluate`.
     """
-    mb = _check.scalar_int("max_batch", max_batch, lo=1, hi=MAX_BATCH_SEARCH)
-    scalar = np.ndim(contexts) == 0
-    grid = evaluate(st, np.arange(1, mb + 1), np.atleast_1d(contexts), gammas, alpha=alpha,
-                    tau=tau, acceptance_rates=acceptance_rates)
+    grid = _batch_range_grid(st, np.atleast_1d(contexts), gammas, max_batch, alpha=alpha,
+                             tau=tau, acceptance_rates=acceptance_rates)
+    first = _crossover_of(grid)
+    return int(first[0]) if np.ndim(contexts) == 0 else first
+
+
+def _batch_range_grid(st: Setup, contexts, gammas, max_batch, hi=MAX_BATCH_SEARCH,
+                      **acceptance) -> Grid:
+    """:func:`evaluate` on every batch size 1..max_batch (checked: 1 to ``hi``), the grid
+    behind :func:`crossover_batch`, :func:`paying_batches` and :func:`plan_schedule`."""
+    mb = _check.scalar_int("max_batch", max_batch, lo=1, hi=hi)
+    return evaluate(st, np.arange(1, mb + 1), contexts, gammas, **acceptance)
+
+
+def _crossover_of(grid: Grid) -> np.ndarray:
+    """:func:`crossover_batch` of a :func:`_batch_range_grid`, one per context."""
     _, sp = best_gamma(grid)
-    pays = sp > 1.0  # (B, S)
-    losing = ~pays
-    first = np.where(losing.any(axis=0), np.argmax(losing, axis=0), mb)
-    return int(first[0]) if scalar else first
+    losing = ~(sp > 1.0)  # (B, S)
+    return np.where(losing.any(axis=0), np.argmax(losing, axis=0), grid.batch_sizes.size)
+
+
+def _paying_of(grid: Grid) -> list[list[list[int]]]:
+    """:func:`paying_batches` of a :func:`_batch_range_grid`, one list per context."""
+    _, sp = best_gamma(grid)
+    out = []
+    for pays in (sp > 1.0).T:
+        edges = np.diff(np.concatenate([[0], pays.astype(np.int8), [0]]))
+        starts, ends = np.flatnonzero(edges == 1) + 1, np.flatnonzero(edges == -1)
+        out.append([[int(a), int(e)] for a, e in zip(starts, ends)])
+    return out
+
+
+def _schedule_of(grid: Grid) -> list[list[int]]:
+    """:func:`plan_schedule` of a :func:`_batch_range_grid`."""
+    k, _ = schedule_gammas(grid)
+    return schedule(grid.batch_sizes, k)
 
 
 def paying_batches(st: Setup, contexts, gammas, *, max_batch: int = 1024, alpha=None,
@@ -1311,17 +1338,10 @@ def paying_batches(st: Setup, contexts, gammas, *, max_batch: int = 1024, alpha=
     ValueError
         max_batch < 1; as :func:`evaluate`.
     """
-    mb = _check.scalar_int("max_batch", max_batch, lo=1)
-    scalar = np.ndim(contexts) == 0
-    grid = evaluate(st, np.arange(1, mb + 1), np.atleast_1d(contexts), gammas, alpha=alpha,
-                    tau=tau, acceptance_rates=acceptance_rates)
-    _, sp = best_gamma(grid)
-    out = []
-    for pays in (sp > 1.0).T:
-        edges = np.diff(np.concatenate([[0], pays.astype(np.int8), [0]]))
-        starts, ends = np.flatnonzero(edges == 1) + 1, np.flatnonzero(edges == -1)
-        out.append([[int(a), int(e)] for a, e in zip(starts, ends)])
-    return out[0] if scalar else out
+    grid = _batch_range_grid(st, np.atleast_1d(contexts), gammas, max_batch, hi=None,
+                             alpha=alpha, tau=tau, acceptance_rates=acceptance_rates)
+    out = _paying_of(grid)
+    return out[0] if np.ndim(contexts) == 0 else out
 
 
 def describe_paying(ranges, max_batch: int) -> str:
@@ -1415,11 +1435,8 @@ def plan_schedule(st: Setup, contexts, gammas, *, max_batch: int, alpha=None, ta
     the model on every integer batch size, :func:`schedule_gammas` over ``contexts``, then
     :func:`schedule`. Every K is one of ``gammas`` or 0. max_batch: 1 to
     :data:`MAX_BATCH_SEARCH` (ValueError outside)."""
-    mb = _check.scalar_int("max_batch", max_batch, lo=1, hi=MAX_BATCH_SEARCH)
-    grid = evaluate(st, np.arange(1, mb + 1), contexts, gammas, alpha=alpha, tau=tau,
-                    acceptance_rates=acceptance_rates)
-    k, _ = schedule_gammas(grid)
-    return schedule(grid.batch_sizes, k)
+    return _schedule_of(_batch_range_grid(st, contexts, gammas, max_batch, alpha=alpha,
+                                          tau=tau, acceptance_rates=acceptance_rates))
 
 
 def check_schedule(sched, num_speculative_tokens: int | None = None) -> list[list[int]]:
