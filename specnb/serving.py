@@ -112,8 +112,6 @@ SCHEDULE_TAX = {"concurrency": (2, 189), "tpot_increase": (0.0656, 0.2158),
                 "source": "vLLM issue #49548 (comment by seongyun1104), vLLM 0.27.1, 1x H100 "
                           "NVL, piecewise CUDA graphs"}
 
-_GIB = 1024 ** 3
-
 #: Largest ``max_batch`` of :func:`crossover_batch` and :func:`plan_schedule`, which evaluate
 #: every batch size 1..max_batch: 65,536 x 8 gammas x 4 contexts is about 2 million cells
 #: (well under a second); 10**8 took 5 minutes and 10**9 exhausted memory. vLLM's
@@ -547,10 +545,6 @@ def default_efficiency_sources() -> dict:
         "overlap": "0: SpecDecode-Bench's fitted model is additive (c_kv x KV tokens + "
                    "c_compute x query tokens + c_fixed), i.e. memory and compute times add",
     }
-
-
-def _arr(name, value, lo, integer=True):
-    return _check.integer(name, value, lo=lo) if integer else _check.real(name, value, lo=lo)
 
 
 def _prep(arch, gpu_name, dtype, kv_dtype, gpus, efficiency):
