@@ -1953,7 +1953,11 @@ def magicdec_setup(table_id: str, **kwargs) -> Setup:
     from its columns, the draft's KV budget (512 printed for Table 3; assumed
     :data:`MAGICDEC_SNAPKV_BUDGET` for Tables 2 and 4). ``kwargs`` go to :func:`setup`
     (e.g. efficiencies)."""
-    rows = magicdec_table(table_id)
+    return _magicdec_setup(magicdec_table(table_id), **kwargs)
+
+
+def _magicdec_setup(rows, **kwargs) -> Setup:
+    """:func:`magicdec_setup` from the rows of its table (read once by the caller)."""
     r = rows.iloc[0]
     g, n = _HARDWARE[r["hardware"]]
     budget = r["draft_kv_budget"]
@@ -2025,7 +2029,7 @@ def fit_and_predict(table_id: str, *, max_train_batch: int | None = None,
     if not train.any() or train.all():
         raise ValueError(f"{table_id}: the limits select {int(train.sum())} of {len(rows)} rows "
                          "for the fit; leave some rows to fit and some to predict")
-    cal = calibrate(magicdec_setup(table_id),
+    cal = calibrate(_magicdec_setup(rows),
                     table_measurements(rows[train])[list(MEASURED_COLUMNS)])
     pred = predict_table(cal.setup, rows)
     pred["fitted"] = train
