@@ -1559,12 +1559,14 @@ def setup_config(st: Setup, sched, *, checkpoint: str | None = None):
     ValueError
         an invalid schedule or a config vLLM would reject.
     """
+    from .vllm._defaults import NGRAM_OPTIONS
+
     d = st.draft
     notes = []
     opts: dict = {}
     model = None
     if d.method == "ngram":
-        opts = {"prompt_lookup_min": 2, "prompt_lookup_max": 5}
+        opts = dict(NGRAM_OPTIONS)
     elif d.kind == "head" and d.method != "mtp":
         model = checkpoint or f"<{d.method}-checkpoint>"
         if checkpoint is None:

@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from ._defaults import DEFAULT_GAMMA  # noqa: F401  (defined there: no config <-> advise cycle)
+from ._defaults import NGRAM_OPTIONS
 from .config import speculative_config
 
 __all__ = ["MEASURE_BATCH", "DEFAULT_GAMMA", "SAMPLING_GAMMA_CAP", "WORKLOADS", "RULES", "Rule",
@@ -845,7 +846,7 @@ def recommend(*, workload: str = "general", target_has_mtp: bool = False,
             reasons.append(f"peak batch {peak_batch} <= crossover {crossover}: {sentence}")
     options: dict = {}
     if method == "ngram":
-        options = {"prompt_lookup_min": 2, "prompt_lookup_max": 5}
+        options = dict(NGRAM_OPTIONS)
     elif method == "draft_model":
         options = {"model": draft_model or "<draft-model>"}
     elif method == "eagle3":
