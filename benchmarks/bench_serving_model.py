@@ -70,6 +70,16 @@ def verdict_share(pred, printed="speedup_printed", model="speedup"):
     return float(((pred[model] > 1) == (pred[printed] > 1)).mean())
 
 
+def print_by_table(pred, verdicts: bool):
+    """One line per MagicDec table of ``pred``: median and max |relative error| (and the share
+    of right verdicts)."""
+    for t, part in pred.groupby("table"):
+        e = part["relative_error"].abs()
+        extra = f", verdicts {100 * verdict_share(part):.0f} %" if verdicts else ""
+        print(f"    {t}: median {100 * e.median():.1f} %, max {100 * e.max():.1f} %{extra} "
+              f"({len(part)} rows)")
+
+
 def main():
     pd.set_option("display.width", 160)
     print("== 1. calibrated (fit on some rows of a MagicDec table, predict the others) ==")
@@ -80,10 +90,7 @@ def main():
         print(f"{what}: {len(pred)} predicted rows (tables {', '.join(pred.table.unique())}); "
               f"median |error| {100 * err.median():.1f} %, max {100 * err.max():.1f} %; "
               f"verdicts right {100 * verdict_share(pred):.0f} %")
-        for t, part in pred.groupby("table"):
-            e = part["relative_error"].abs()
-            print(f"    {t}: median {100 * e.median():.1f} %, max {100 * e.max():.1f} % "
-                  f"({len(part)} rows)")
+        print_by_table(pred, verdicts=False)
     print("  (Tables 2 and 4 cannot be split this way: no row above batch 64, and Table 2 has"
           " one batch size per context)")
 
@@ -94,10 +101,7 @@ def main():
           f"{100 * err.median():.1f} %, max {100 * err.max():.1f} %; verdicts right "
           f"{100 * verdict_share(pred):.0f} %; mean signed error "
           f"{100 * pred['relative_error'].mean():+.1f} %")
-    for t, part in pred.groupby("table"):
-        e = part["relative_error"].abs()
-        print(f"    {t}: median {100 * e.median():.1f} %, max {100 * e.max():.1f} %, verdicts "
-              f"{100 * verdict_share(part):.0f} % ({len(part)} rows)")
+    print_by_table(pred, verdicts=True)
     print("  Table 4 is in-sample for the all-reduce latency default (33 us, derived from its "
           "T_AR rows);\n  Tables 2 and 4 assume the SnapKV draft budget "
           f"{S.MAGICDEC_SNAPKV_BUDGET} (not printed).")

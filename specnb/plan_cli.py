@@ -150,7 +150,10 @@ def plan(args) -> dict:
             best.append({"batch_size": int(b), "context": int(s), "gamma": int(best_g[i, j]),
                          "speedup": float(best_s[i, j]),
                          "verdict": S.verdict(float(best_s[i, j]))})
-    sched = S.plan_schedule(st, contexts, gammas, max_batch=max(batches), **acceptance)
+    # one grid over every batch size 1..max for the schedule, crossover and paying ranges
+    # (S.plan_schedule, S.crossover_batch and S.paying_batches each evaluate the same grid)
+    full = S._batch_range_grid(st, contexts, gammas, max(batches), **acceptance)
+    sched = S._schedule_of(full)
     cfg, notes = S.setup_config(st, sched)
     serve = None
     if cfg is not None:
@@ -176,8 +179,8 @@ def plan(args) -> dict:
                      + "; larger batch sizes are shown but cannot run at once")
     limit_notes = S.context_limit_notes(st, contexts)
     notes = limit_notes + notes
-    crossover = S.crossover_batch(st, contexts, gammas, max_batch=max(batches), **acceptance)
-    paying = S.paying_batches(st, contexts, gammas, max_batch=max(batches), **acceptance)
+    crossover = S._crossover_of(full)
+    paying = S._paying_of(full)
     if cfg is None and any(paying):
         # setup_config's "no gamma pays at any batch size" is about the worst context only
         notes = [n for n in notes if not n.startswith("no gamma pays")]

@@ -112,8 +112,6 @@ SCHEDULE_TAX = {"concurrency": (2, 189), "tpot_increase": (0.0656, 0.2158),
                 "source": "vLLM issue #49548 (comment by seongyun1104), vLLM 0.27.1, 1x H100 "
                           "NVL, piecewise CUDA graphs"}
 
-_GIB = 1024 ** 3
-
 #: Largest ``max_batch`` of :func:`crossover_batch` and :func:`plan_schedule`, which evaluate
 #: every batch size 1..max_batch: 65,536 x 8 gammas x 4 contexts is about 2 million cells
 #: (well under a second); 10**8 took 5 minutes and 10**9 exhausted memory. vLLM's
@@ -547,10 +545,6 @@ def default_efficiency_sources() -> dict:
         "overlap": "0: SpecDecode-Bench's fitted model is additive (c_kv x KV tokens + "
                    "c_compute x query tokens + c_fixed), i.e. memory and compute times add",
     }
-
-
-def _arr(name, value, lo, integer=True):
-    return _check.integer(name, value, lo=lo) if integer else _check.real(name, value, lo=lo)
 
 
 def _prep(arch, gpu_name, dtype, kv_dtype, gpus, efficiency):
@@ -1282,15 +1276,42 @@ def crossover_batch(st: Setup, contexts, gammas, *, max_batch: int = 1024, alpha
     ValueError
         max_batch < 1 or above :data:`MAX_BATCH_SEARCH`; as :func:`evaluate`.
     """
-    mb = _check.scalar_int("max_batch", max_batch, lo=1, hi=MAX_BATCH_SEARCH)
-    scalar = np.ndim(contexts) == 0
-    grid = evaluate(st, np.arange(1, mb + 1), np.atleast_1d(contexts), gammas, alpha=alpha,
-                    tau=tau, acceptance_rates=acceptance_rates)
+    grid = _batch_range_grid(st, np.atleast_1d(contexts), gammas, max_batch, alpha=alpha,
+                             tau=tau, acceptance_rates=acceptance_rates)
+    first = _crossover_of(grid)
+    return int(first[0]) if np.ndim(contexts) == 0 else first
+
+
+def _batch_range_grid(st: Setup, contexts, gammas, max_batch, hi=MAX_BATCH_SEARCH,
+                      **acceptance) -> Grid:
+    """:func:`evaluate` on every batch size 1..max_batch (checked: 1 to ``hi``), the grid
+    behind :func:`crossover_batch`, :func:`paying_batches` and :func:`plan_schedule`."""
+    mb = _check.scalar_int("max_batch", max_batch, lo=1, hi=hi)
+    return evaluate(st, np.arange(1, mb + 1), contexts, gammas, **acceptance)
+
+
+def _crossover_of(grid: Grid) -> np.ndarray:
+    """:func:`crossover_batch` of a :func:`_batch_range_grid`, one per context."""
     _, sp = best_gamma(grid)
-    pays = sp > 1.0  # (B, S)
-    losing = ~pays
-    first = np.where(losing.any(axis=0), np.argmax(losing, axis=0), mb)
-    return int(first[0]) if scalar else first
+    losing = ~(sp > 1.0)  # (B, S)
+    return np.where(losing.any(axis=0), np.argmax(losing, axis=0), grid.batch_sizes.size)
+
+
+def _paying_of(grid: Grid) -> list[list[list[int]]]:
+    """:func:`paying_batches` of a :func:`_batch_range_grid`, one list per context."""
+    _, sp = best_gamma(grid)
+    out = []
+    for pays in (sp > 1.0).T:
+        edges = np.diff(np.concatenate([[0], pays.astype(np.int8), [0]]))
+        starts, ends = np.flatnonzero(edges == 1) + 1, np.flatnonzero(edges == -1)
+        out.append([[int(a), int(e)] for a, e in zip(starts, ends)])
+    return out
+
+
+def _schedule_of(grid: Grid) -> list[list[int]]:
+    """:func:`plan_schedule` of a :func:`_batch_range_grid`."""
+    k, _ = schedule_gammas(grid)
+    return schedule(grid.batch_sizes, k)
 
 
 def paying_batches(st: Setup, contexts, gammas, *, max_batch: int = 1024, alpha=None,
@@ -1311,17 +1332,10 @@ def paying_batches(st: Setup, contexts, gammas, *, max_batch: int = 1024, alpha=
     ValueError
         max_batch < 1; as :func:`evaluate`.
     """
-    mb = _check.scalar_int("max_batch", max_batch, lo=1)
-    scalar = np.ndim(contexts) == 0
-    grid = evaluate(st, np.arange(1, mb + 1), np.atleast_1d(contexts), gammas, alpha=alpha,
-                    tau=tau, acceptance_rates=acceptance_rates)
-    _, sp = best_gamma(grid)
-    out = []
-    for pays in (sp > 1.0).T:
-        edges = np.diff(np.concatenate([[0], pays.astype(np.int8), [0]]))
-        starts, ends = np.flatnonzero(edges == 1) + 1, np.flatnonzero(edges == -1)
-        out.append([[int(a), int(e)] for a, e in zip(starts, ends)])
-    return out[0] if scalar else out
+    grid = _batch_range_grid(st, np.atleast_1d(contexts), gammas, max_batch, hi=None,
+                             alpha=alpha, tau=tau, acceptance_rates=acceptance_rates)
+    out = _paying_of(grid)
+    return out[0] if np.ndim(contexts) == 0 else out
 
 
 def describe_paying(ranges, max_batch: int) -> str:
@@ -1415,11 +1429,8 @@ def plan_schedule(st: Setup, contexts, gammas, *, max_batch: int, alpha=None, ta
     the model on every integer batch size, :func:`schedule_gammas` over ``contexts``, then
     :func:`schedule`. Every K is one of ``gammas`` or 0. max_batch: 1 to
     :data:`MAX_BATCH_SEARCH` (ValueError outside)."""
-    mb = _check.scalar_int("max_batch", max_batch, lo=1, hi=MAX_BATCH_SEARCH)
-    grid = evaluate(st, np.arange(1, mb + 1), contexts, gammas, alpha=alpha, tau=tau,
-                    acceptance_rates=acceptance_rates)
-    k, _ = schedule_gammas(grid)
-    return schedule(grid.batch_sizes, k)
+    return _schedule_of(_batch_range_grid(st, contexts, gammas, max_batch, alpha=alpha,
+                                          tau=tau, acceptance_rates=acceptance_rates))
 
 
 def check_schedule(sched, num_speculative_tokens: int | None = None) -> list[list[int]]:
@@ -1474,7 +1485,8 @@ def schedule_lookup(sched, num_speculative_tokens: int, max_num_seqs: int) -> np
     """The K vLLM uses at each batch size 1..max_num_seqs (index 0 = batch 1), as
     ``build_dynamic_sd_schedule_lookup`` builds it: gaps carry the previous K forward, batch
     sizes past the last range get its K, ranges past max_num_seqs are cut, and every K is
-    clamped to num_speculative_tokens.
+    clamped to num_speculative_tokens. The table is
+    :func:`specnb.vllm.schedule_lookup`'s without its unused element 0, as an array.
 
     Raises
     ------
@@ -1482,20 +1494,12 @@ def schedule_lookup(sched, num_speculative_tokens: int, max_num_seqs: int) -> np
         as :func:`check_schedule` (without the K bound, which vLLM's code clamps);
         num_speculative_tokens or max_num_seqs < 1.
     """
+    from .vllm.schedule import schedule_lookup as vllm_lookup
+
     rows = check_schedule(sched)
     nst = _check.scalar_int("num_speculative_tokens", num_speculative_tokens, lo=1)
     top = _check.scalar_int("max_num_seqs", max_num_seqs, lo=1)
-    out = np.zeros(top, dtype=np.int64)
-    k = rows[0][2]
-    it = iter(rows)
-    row = next(it, None)
-    for bs in range(1, top + 1):
-        while row is not None and bs > row[1]:
-            row = next(it, None)
-        if row is not None and row[0] <= bs <= row[1]:
-            k = row[2]
-        out[bs - 1] = min(nst, k)
-    return out
+    return np.array(vllm_lookup(rows, nst, top)[1:], dtype=np.int64)
 
 
 def schedule_config(sched, method: str, *, model: str | None = None, **options) -> dict | None:
@@ -1555,12 +1559,14 @@ def setup_config(st: Setup, sched, *, checkpoint: str | None = None):
     ValueError
         an invalid schedule or a config vLLM would reject.
     """
+    from .vllm._defaults import NGRAM_OPTIONS
+
     d = st.draft
     notes = []
     opts: dict = {}
     model = None
     if d.method == "ngram":
-        opts = {"prompt_lookup_min": 2, "prompt_lookup_max": 5}
+        opts = dict(NGRAM_OPTIONS)
     elif d.kind == "head" and d.method != "mtp":
         model = checkpoint or f"<{d.method}-checkpoint>"
         if checkpoint is None:
@@ -1949,7 +1955,11 @@ def magicdec_setup(table_id: str, **kwargs) -> Setup:
     from its columns, the draft's KV budget (512 printed for Table 3; assumed
     :data:`MAGICDEC_SNAPKV_BUDGET` for Tables 2 and 4). ``kwargs`` go to :func:`setup`
     (e.g. efficiencies)."""
-    rows = magicdec_table(table_id)
+    return _magicdec_setup(magicdec_table(table_id), **kwargs)
+
+
+def _magicdec_setup(rows, **kwargs) -> Setup:
+    """:func:`magicdec_setup` from the rows of its table (read once by the caller)."""
     r = rows.iloc[0]
     g, n = _HARDWARE[r["hardware"]]
     budget = r["draft_kv_budget"]
@@ -2021,7 +2031,7 @@ def fit_and_predict(table_id: str, *, max_train_batch: int | None = None,
     if not train.any() or train.all():
         raise ValueError(f"{table_id}: the limits select {int(train.sum())} of {len(rows)} rows "
                          "for the fit; leave some rows to fit and some to predict")
-    cal = calibrate(magicdec_setup(table_id),
+    cal = calibrate(_magicdec_setup(rows),
                     table_measurements(rows[train])[list(MEASURED_COLUMNS)])
     pred = predict_table(cal.setup, rows)
     pred["fitted"] = train

@@ -144,6 +144,7 @@ def _read_file(path: str) -> str:
 
 def _cmd_metrics(args) -> int:
     from .vllm import read_acceptance
+    from .vllm.read import _UsageError
 
     if len(args.files) > 2:
         return _err("metrics", "give one or two files", 2)
@@ -158,11 +159,10 @@ def _cmd_metrics(args) -> int:
     try:
         reading = read_acceptance(texts, args.num_speculative_tokens, args.model_name)
         advice = reading.stats.advice(args.draft_cost)
+    except _UsageError as exc:
+        return _err("metrics", str(exc)[len("usage: "):], 2)
     except ValueError as exc:
-        message = str(exc)
-        if message.startswith("usage: "):
-            return _err("metrics", message[len("usage: "):], 2)
-        return _err("metrics", message, 1)
+        return _err("metrics", str(exc), 1)
     stats = reading.stats
     for line in reading.header:  # printed only once the numbers are known to be usable
         print(_printable(line))

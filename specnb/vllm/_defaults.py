@@ -10,3 +10,6 @@ from __future__ import annotations
 
 #: Starting draft length per method when no alpha is measured (sources in the module doc).
 DEFAULT_GAMMA = {"mtp": 1, "eagle3": 3, "ngram": 4, "draft_model": 5}
+
+#: ``speculative_config`` options for ngram drafting: vLLM's docs example (sources above).
+NGRAM_OPTIONS = {"prompt_lookup_min": 2, "prompt_lookup_max": 5}

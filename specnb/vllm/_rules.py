@@ -688,15 +688,3 @@ def _is_dotted_path(model: str) -> bool:
     parts = model.split(".")
     return len(parts) >= 2 and all(p.isidentifier() for p in parts)
 
-
-def _guess_method(model: str) -> str:
-    low = model.lower()
-    if "eagle-" in low:
-        return "eagle"
-    if "eagle3" in low:
-        return "eagle3"
-    if "dflash" in low:
-        return "dflash"
-    if "dspark" in low:
-        return "dspark"
-    return "draft_model"

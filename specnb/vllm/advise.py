@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from ._defaults import DEFAULT_GAMMA  # noqa: F401  (defined there: no config <-> advise cycle)
+from ._defaults import NGRAM_OPTIONS
 from .config import speculative_config
 
 __all__ = ["MEASURE_BATCH", "DEFAULT_GAMMA", "SAMPLING_GAMMA_CAP", "WORKLOADS", "RULES", "Rule",
@@ -392,6 +393,14 @@ _ACCEPTANCE_METHODS = {"eagle3": "acc_eagle", "ngram": "acc_ngram"}
 MODEL_MAX_BATCH = 1024
 
 
+@lru_cache(maxsize=1)
+def _acceptance_table():
+    """``data/specdecode_bench_acceptance.csv``, read once (callers filter, never modify)."""
+    from .. import data
+
+    return data.load("specdecode_bench_acceptance")
+
+
 def workload_acceptance(method: str, workload: str):
     """The per-position acceptance measured for a vLLM method on the workload's dataset.
 
@@ -408,14 +417,14 @@ def workload_acceptance(method: str, workload: str):
     ValueError
         a workload not in :data:`WORKLOADS`.
     """
-    from .. import _check, data
+    from .. import _check
 
     _check.choice("workload", workload, WORKLOADS)
     dataset = ACCEPTANCE_DATASETS[workload]
     key = _ACCEPTANCE_METHODS.get(method)
     if dataset is None or key is None:
         return None
-    df = data.load("specdecode_bench_acceptance")
+    df = _acceptance_table()
     df = df[df["method"] == key]
     cols = [f"p_ge_{i}" for i in range(2, 7)]
     if dataset == "mean":
@@ -845,7 +854,7 @@ def recommend(*, workload: str = "general", target_has_mtp: bool = False,
             reasons.append(f"peak batch {peak_batch} <= crossover {crossover}: {sentence}")
     options: dict = {}
     if method == "ngram":
-        options = {"prompt_lookup_min": 2, "prompt_lookup_max": 5}
+        options = dict(NGRAM_OPTIONS)
     elif method == "draft_model":
         options = {"model": draft_model or "<draft-model>"}
     elif method == "eagle3":

@@ -29,7 +29,6 @@ sets (data-parallel engines). A before/after pair gives the counts of the window
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 from statistics import NormalDist
 

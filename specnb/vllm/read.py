@@ -16,6 +16,11 @@ from .metrics import FORMATS, AcceptanceStats, acceptance_stats, metrics_delta, 
 __all__ = ["Reading", "detect_format", "read_acceptance"]
 
 
+class _UsageError(ValueError):
+    """A ValueError about how the inputs were given (their number or mix), not about what
+    they hold; its message starts with "usage: ". ``specnb metrics`` exits 2 for it."""
+
+
 @dataclass(frozen=True)
 class Reading:
     """What :func:`read_acceptance` read.
@@ -74,12 +79,12 @@ def read_acceptance(texts, num_speculative_tokens: int | None = None,
         texts = [texts]
     texts = list(texts)
     if not 1 <= len(texts) <= 2:
-        raise ValueError(f"usage: give one input or a before/after pair of scrapes, got "
-                         f"{len(texts)}")
+        raise _UsageError(f"usage: give one input or a before/after pair of scrapes, got "
+                          f"{len(texts)}")
     kinds = [detect_format(t) for t in texts]
     if len(texts) == 2 and kinds != ["prometheus", "prometheus"]:
-        raise ValueError("usage: two inputs must be a before/after pair of /metrics scrapes; "
-                         "give a log or a printout alone (a log's lines are combined)")
+        raise _UsageError("usage: two inputs must be a before/after pair of /metrics scrapes; "
+                          "give a log or a printout alone (a log's lines are combined)")
     kind = kinds[0]
     if kind == "prometheus":
         if not any(t.strip() for t in texts):
