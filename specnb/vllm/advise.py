@@ -62,7 +62,7 @@ MEASURE_BATCH = 24
 #: Longest starting draft when sampling (temperature > 0): the upper end of the article's
 #: "2-3". Backed by :func:`sampling_gamma_evidence`: on every temperature-1 row of Leviathan et
 #: al. Table 4 (alpha 0.53-0.71, c 0.02-0.11), Theorem 3.8 at gamma 3 reaches at least 93% of the
-#: best gamma's speedup, with fewer operations (Theorem 3.11).
+#: best gamma's speedup, with fewer operations (Theorem 3.11) or, where 3 is itself the best, the same.
 SAMPLING_GAMMA_CAP = 3
 
 #: Workload kinds: the EAGLE-3 Table 1 task that stands for each (None: no task measures it).
@@ -809,7 +809,7 @@ def recommend(*, workload: str = "general", target_has_mtp: bool = False,
                 f"drops, and at Leviathan Table 4's temperature-1 alphas "
                 f"({ev['alpha'].min():.2f}-{ev['alpha'].max():.2f}) gamma {SAMPLING_GAMMA_CAP} "
                 f"reaches at least {ev['share_of_best'].min():.0%} of the best gamma's "
-                "Theorem 3.8 speedup with fewer operations (the article: 'small gamma, 2-3')")
+                "Theorem 3.8 speedup with no more operations (the article: 'small gamma, 2-3')")
             gamma = SAMPLING_GAMMA_CAP
         else:
             reasons.append(f"gamma {gamma}: the starting point for {method} ({start})"
@@ -891,7 +891,7 @@ def _reason_check(kind: str | None, rec: Recommendation) -> tuple[str, str]:
         return ("yes", f"at Leviathan Table 4's temperature-1 alphas "
                        f"({ev['alpha'].min():.2f}-{ev['alpha'].max():.2f}) gamma "
                        f"{SAMPLING_GAMMA_CAP} reaches >= {ev['share_of_best'].min():.0%} of "
-                       "the best speedup with fewer operations")
+                       "the best speedup with no more operations")
     raise ValueError(f"reason check must be code, copy, below_1x, sampling or None; got {kind!r}")
 
 
