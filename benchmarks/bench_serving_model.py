@@ -9,7 +9,8 @@ Prints:
 2. uncalibrated accuracy (the published defaults) on every reference table with a tau: median
    relative error of the predicted speedup and the share of right "pays / does not pay"
    verdicts; the EAGLE-3 batch tables print no tau, so they are shown with an assumed tau,
-   apart from the score;
+   apart from the score; MagicDec Table 5 (MLC-LLM) prints no Omega either, so its step times
+   are set beside the model's instead (same setup as Table 4), also apart from the score;
 3. the time to evaluate a 1,024 batch x 64 context x 8 gamma grid;
 4. step times this project measured on an H200 (data/measured/, PyTorch kernels, not vLLM):
    the defaults, and a calibration on batch <= 16 (or context <= 2048), against the other rows.
@@ -66,6 +67,24 @@ def eagle3_tables(context: int = 512):
     return pd.concat(out, ignore_index=True)
 
 
+def magicdec_mlc_steps():
+    """MagicDec Table 5 (MLC-LLM, same setup as Table 4: 8x H100, Llama-3.1-8B, SnapKV
+    self-speculation, S = 32000) beside the model's step times at the defaults. It prints no
+    Omega (tau), so no speedup can be predicted from it; T_AR is derived as batch x 1000 / the
+    printed AR throughput (tokens/s; prefill ignored), and the printed T_V includes one draft
+    step (the paper's note), which the model's T_V does not."""
+    t5 = data.load("magicdec_table5_mlc")
+    pred = S.predict_table(S.magicdec_setup("table4"), t5.assign(omega=np.nan))
+    t_ar = 1000.0 * t5["batch_size"] / t5["ar_tokens_per_s"]
+    return pd.DataFrame({
+        "batch_size": t5["batch_size"], "gamma": t5["gamma"],
+        "speedup_printed": t5["speedup"],
+        "t_ar_derived_ms": t_ar, "t_ar_model_ms": pred["t_ar_ms"],
+        "t_draft_printed_ms": t5["t_draft_ms"],
+        "t_draft_model_ms": pred["gamma_t_draft_ms"] / t5["gamma"],
+        "t_verify_printed_ms": t5["t_verify_ms"], "t_verify_model_ms": pred["t_verify_ms"]})
+
+
 def verdict_share(pred, printed="speedup_printed", model="speedup"):
     return float(((pred[model] > 1) == (pred[printed] > 1)).mean())
 
@@ -118,6 +137,17 @@ def main():
         print(f"    {t} {g} {m}: median |error| {100 * e.median():.1f} % (mean signed "
               f"{100 * part['relative_error'].mean():+.1f} %), verdicts right "
               f"{100 * verdict_share(part, 'printed', 'model'):.0f} %")
+
+    mlc = magicdec_mlc_steps()
+    print("\nMagicDec Table 5 (MLC-LLM; no Omega printed, so no speedup score): step times "
+          "beside the model\n  (defaults, Table 4's setup; T_AR derived from the AR throughput; "
+          "the printed T_V includes one draft step):")
+    print(mlc.round(2).to_string(index=False))
+    for what, printed, model in (("T_AR", "t_ar_derived_ms", "t_ar_model_ms"),
+                                 ("T_D(1)", "t_draft_printed_ms", "t_draft_model_ms"),
+                                 ("T_V", "t_verify_printed_ms", "t_verify_model_ms")):
+        e = (mlc[model] / mlc[printed] - 1).abs()
+        print(f"    {what}: median |error| {100 * e.median():.1f} %, max {100 * e.max():.1f} %")
 
     print("\n== 3. speed ==")
     st = S.setup("H100-SXM", "Llama-3.1-8B", "eagle3")
