@@ -1809,6 +1809,29 @@ def _role_time(st: Setup, role: str, rows) -> np.ndarray:
                           **kw)["time_ms"]
 
 
+def _label_notes(st: Setup, df) -> list[str]:
+    """Notes where a measurement file's optional ``model`` / ``gpu`` columns name another model
+    or GPU than the setup it calibrates (the fit goes ahead: the columns are labels)."""
+    notes = []
+    if "gpu" in df.columns:
+        names = {str(v) for v in df["gpu"].dropna().unique()}
+        aliases = {k.replace(" ", "-") for k, rec in _catalogue("gpus", "gpu").items()
+                   if rec["gpu"] == st.gpu.name}
+        other = sorted(n for n in names
+                       if not any(a in n.lower().replace(" ", "-") for a in aliases))
+        if other:
+            notes.append(f"the measurements name GPU {', '.join(other)}, the setup "
+                         f"{st.gpu.name}: the fitted efficiencies are that GPU's")
+    if "model" in df.columns:
+        for role, want in (("target", st.target.name),
+                           ("draft", st.draft.arch.name if st.draft.arch is not None else None)):
+            got = sorted({str(v) for v in df.loc[df["role"] == role, "model"].dropna().unique()})
+            if want is not None and got and any(g.lower() != want.lower() for g in got):
+                notes.append(f"the {role} rows were measured on {', '.join(got)}, the setup's "
+                             f"{role} is {want}: its efficiencies are fitted to another model")
+    return notes
+
+
 def calibrate(st: Setup, measurements, *, fit=("bandwidth", "compute", "fixed_ms", "token_us",
                                                  "overlap")) -> Calibration:
     """Fit the efficiency factors and fixed costs of each role to measured step times.
@@ -1852,7 +1875,7 @@ def calibrate(st: Setup, measurements, *, fit=("bandwidth", "compute", "fixed_ms
         _check.choice("fit", f, _FIT_FIELDS)
     free = {_FIT_FIELDS[f] for f in fit} - {None}
     out_setup = st
-    fitted, notes = {}, []
+    fitted, notes = {}, _label_notes(st, df)
     for role in ("target", "draft"):
         rows = df[df["role"] == role]
         if rows.empty:

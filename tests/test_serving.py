@@ -795,3 +795,13 @@ def test_a_draft_head_config_is_not_modelled_as_a_draft_model(tmp_path, extra, m
         S.setup("H100", "Llama-3.1-8B", str(tmp_path))
     plain = {k: v for k, v in cfg.items() if k not in extra}
     assert S.setup("H100", "Llama-3.1-8B", plain).draft.method == "draft_model"
+
+
+def test_calibration_notes_measurements_labelled_with_another_gpu_or_model():
+    path = data.DATA_DIR / "measured" / "h200_llama_steps.csv"
+    same = S.calibrate(S.setup("H200", "Llama-3.1-8B", "Llama-3.2-1B"), path)
+    assert not any("measured on" in n or "name GPU" in n for n in same.notes)
+    other = S.calibrate(S.setup("H100", "Llama-3.1-8B", "eagle3"), path)
+    assert any(n.startswith("the measurements name GPU NVIDIA H200, the setup H100-SXM")
+               for n in other.notes)
+    assert any(n.startswith("the draft rows were measured on Llama-3.2-1B") for n in other.notes)
