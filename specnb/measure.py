@@ -1163,16 +1163,30 @@ def measure(target=None, drafts=None, *, prompts=None, tasks=None, per_task: int
             bar.close()
 
 
+def _fit_timing(runs, is_assisted):
+    """:func:`specnb.acceptance.fit_timing_models` on plain and assisted ``runs`` (draft
+    forwards, rounds and draft name count for the assisted ones only)."""
+    return acc.fit_timing_models(runs["wall_s"], runs["target_forwards"],
+                                 np.where(is_assisted, runs["draft_forwards"], 0),
+                                 np.where(is_assisted, runs["rounds"], 0),
+                                 drafts=np.where(is_assisted,
+                                                 runs["draft"].fillna("").astype(str), ""))
+
+
+def _plain_rate(model, runs, t):
+    """tokens/s the timing model predicts for the plain calls at temperature ``t``."""
+    plain = runs[(runs["method"] == "plain") & (runs["temperature"] == t)]
+    return plain["new_tokens"].sum() / model.predict(plain["target_forwards"], 0, 0).sum()
+
+
 def _model_speedup(model, assisted_runs, runs, t):
     """tokens/s the timing model predicts for these assisted calls over what it predicts for the
     plain calls at temperature ``t`` (the per-call cost included, like the measured speedup)."""
     if model is None:
         return np.nan
-    plain = runs[(runs["method"] == "plain") & (runs["temperature"] == t)]
     pa = model.predict(assisted_runs["target_forwards"], assisted_runs["draft_forwards"],
                        assisted_runs["rounds"]).sum()
-    pp = model.predict(plain["target_forwards"], 0, 0).sum()
-    return float((assisted_runs["new_tokens"].sum() / pa) / (plain["new_tokens"].sum() / pp))
+    return float((assisted_runs["new_tokens"].sum() / pa) / _plain_rate(model, runs, t))
 
 
 def _loo_speedup(model, betas, runs, dname, gamma, t, mnt):
@@ -1187,9 +1201,7 @@ def _loo_speedup(model, betas, runs, dname, gamma, t, mnt):
     counts = [acc.expected_round_counts(b, gamma, mnt) for b in seqs]
     tokens = sum(len(b) for b in seqs)
     wall = sum(float(model.predict(r, d, r)) for r, d in counts)
-    plain = runs[(runs["method"] == "plain") & (runs["temperature"] == t)]
-    pp = model.predict(plain["target_forwards"], 0, 0).sum()
-    return float((tokens / wall) / (plain["new_tokens"].sum() / pp))
+    return float((tokens / wall) / _plain_rate(model, runs, t))
 
 
 def _seed_for(seed, ti, pi):
@@ -1378,10 +1390,7 @@ def _measure(tmodel, dmodels, prompts, ids, gammas, temps, mnt, reps, warm, pld,
     # shared target-side times, one draft time per draft, all >= 0
     f = runs[runs["method"].isin(["plain", "plain_short", "assisted"])]
     is_a = (f["method"] == "assisted").to_numpy()
-    fit = acc.fit_timing_models(f["wall_s"], f["target_forwards"],
-                                np.where(is_a, f["draft_forwards"], 0),
-                                np.where(is_a, f["rounds"], 0),
-                                drafts=np.where(is_a, f["draft"].fillna("").astype(str), ""))
+    fit = _fit_timing(f, is_a)
     timing_rows, models_fit = [], {}
     for dname in dmodels:
         row = dict(draft=dname, t_target_forward=t_target, t_draft_forward=t_draft[dname],
@@ -1400,13 +1409,7 @@ def _measure(tmodel, dmodels, prompts, ids, gammas, temps, mnt, reps, warm, pld,
     if len(gammas) > 1:
         for g in gammas:
             keep = ~(is_a & (f["gamma"] == g).to_numpy())
-            fk = f[keep]
-            ka = is_a[keep]
-            fit_g = acc.fit_timing_models(fk["wall_s"], fk["target_forwards"],
-                                          np.where(ka, fk["draft_forwards"], 0),
-                                          np.where(ka, fk["rounds"], 0),
-                                          drafts=np.where(ka, fk["draft"].fillna("").astype(str),
-                                                          ""))
+            fit_g = _fit_timing(f[keep], is_a[keep])
             for dname in dmodels:
                 if dname not in fit_g.t_draft:
                     continue
