@@ -410,7 +410,7 @@ def load_prompts(path=None, *, tasks=None, per_task: int | None = None,
     if not path.is_file():
         raise FileNotFoundError(f"prompts file {str(path)!r} does not exist; the bundled one is "
                                 f"{BUNDLED_PROMPTS}")
-    items, counts = [], {}
+    items = []
     try:
         text = path.read_text(encoding="utf-8-sig")  # a BOM (Windows editors) is not data
     except UnicodeDecodeError as exc:
@@ -432,10 +432,8 @@ def load_prompts(path=None, *, tasks=None, per_task: int | None = None,
                 raise ValueError(f"{path}:{n}: logged traffic needs each record's 'response' "
                                  "(the served text) and 'temperature'; this record has none")
             _check_logged(path, n, obj)
-        k = counts.get(obj["task"], 0)
-        counts[obj["task"]] = k + 1
-        obj.setdefault("id", f"{obj['task']}-{k:02d}")
         items.append(obj)
+    _default_ids(items)
     order = list(dict.fromkeys(i["task"] for i in items))
     if tasks is not None:
         tasks = [tasks] if isinstance(tasks, str) else list(tasks)
@@ -1300,13 +1298,20 @@ def _prompts(prompts, tasks, per_task):
     items = [dict(p) for p in prompts]
     if not items:
         raise ValueError("prompts must hold at least one prompt, got none")
-    counts = {}
     for i in items:
         if not isinstance(i.get("task"), str) or not isinstance(i.get("prompt"), str):
             raise ValueError(f"prompts must be dicts with string 'task' and 'prompt', got {i!r}")
+    _default_ids(items)
+    return items, "<in memory>"
+
+
+def _default_ids(items: list[dict]) -> None:
+    """Give each prompt without an ``id`` the id ``"<task>-<n>"`` (n counts its task's
+    prompts from 00, in order)."""
+    counts = {}
+    for i in items:
         k = counts[i["task"]] = counts.get(i["task"], -1) + 1
         i.setdefault("id", f"{i['task']}-{k:02d}")
-    return items, "<in memory>"
 
 
 def _measure(tmodel, dmodels, prompts, ids, gammas, temps, mnt, reps, warm, pld, seed, dev,
