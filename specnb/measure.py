@@ -1136,27 +1136,22 @@ def measure(target=None, drafts=None, *, prompts=None, tasks=None, per_task: int
         if bar is not None:
             bar.update(1)
 
-    verbosity = transformers.logging.get_verbosity()
-    transformers.logging.set_verbosity_error()
-    threads = torch.get_num_threads()
-    if cpu_threads is not None and dev == "cpu":
-        torch.set_num_threads(_check.scalar_int(
-            "cpu_threads (--threads on the command line, where 0 = torch's setting)",
-            cpu_threads, lo=1))
     try:
-        return _measure(tmodel, dmodels, prompt_items, ids, gam, temps, mnt, reps, warm, pld,
-                        seed, dev, torch_dtype, tick, dict(processing={},
-                            target=target_name, drafts=list(dmodels), prompts=prompts_src,
-                            n_prompts=n_p, tasks=list(dict.fromkeys(p["task"] for p in prompt_items)),
-                            gammas=gam, temperatures=temps, max_new_tokens=mnt, repeats=reps,
-                            warmup=warm, device=dev, dtype=str(torch_dtype).replace("torch.", ""),
-                            seed=seed, chat_template=chat_template,
-                            versions={"torch": torch.__version__,
-                                      "transformers": transformers.__version__},
-                            torch_threads=torch.get_num_threads()))
+        with _run_settings(dev, cpu_threads, "cpu_threads (--threads on the command line, "
+                                              "where 0 = torch's setting)"):
+            return _measure(tmodel, dmodels, prompt_items, ids, gam, temps, mnt, reps, warm, pld,
+                            seed, dev, torch_dtype, tick, dict(processing={},
+                                target=target_name, drafts=list(dmodels), prompts=prompts_src,
+                                n_prompts=n_p,
+                                tasks=list(dict.fromkeys(p["task"] for p in prompt_items)),
+                                gammas=gam, temperatures=temps, max_new_tokens=mnt, repeats=reps,
+                                warmup=warm, device=dev,
+                                dtype=str(torch_dtype).replace("torch.", ""),
+                                seed=seed, chat_template=chat_template,
+                                versions={"torch": torch.__version__,
+                                          "transformers": transformers.__version__},
+                                torch_threads=torch.get_num_threads()))
     finally:
-        torch.set_num_threads(threads)
-        transformers.logging.set_verbosity(verbosity)
         if bar is not None:
             bar.close()
 
@@ -1200,6 +1195,24 @@ def _loo_speedup(model, betas, runs, dname, gamma, t, mnt):
     tokens = sum(len(b) for b in seqs)
     wall = sum(float(model.predict(r, d, r)) for r, d in counts)
     return float((tokens / wall) / _plain_rate(model, runs, t))
+
+
+@contextlib.contextmanager
+def _run_settings(dev, cpu_threads, name: str):
+    """transformers' logging at errors only, and ``cpu_threads`` torch threads on a CPU
+    (checked first, named ``name``); both restored on exit."""
+    n = _check.scalar_int(name, cpu_threads, lo=1) if cpu_threads is not None and dev == "cpu" \
+        else None
+    verbosity = transformers.logging.get_verbosity()
+    threads = torch.get_num_threads()
+    transformers.logging.set_verbosity_error()
+    if n is not None:
+        torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+        transformers.logging.set_verbosity(verbosity)
 
 
 def _seed_for(seed, ti, pi):
@@ -1584,14 +1597,9 @@ def alpha_from_logged(target=None, drafts=None, *, prompts=None, tasks=None,
     ids = encode_prompts(ttok, items, max_new_tokens=0, context=contexts,
                          chat_template=chat_template)
     resp = encode_responses(ttok, items, ids, context=contexts, vocab_size=_vocab_size(tmodel))
-    threads = torch.get_num_threads()
-    if cpu_threads is not None and dev == "cpu":
-        torch.set_num_threads(_check.scalar_int("cpu_threads", cpu_threads, lo=1))
-    verbosity = transformers.logging.get_verbosity()
-    transformers.logging.set_verbosity_error()
     drafts_m = {name: dm for name, (dm, _) in dmodels.items()}
     processing, rows = {}, []
-    try:
+    with _run_settings(dev, cpu_threads, "cpu_threads"):
         _sync(dev)
         t0 = time.perf_counter()
         for it, pids, rids in zip(items, ids, resp):
@@ -1608,9 +1616,6 @@ def alpha_from_logged(target=None, drafts=None, *, prompts=None, tasks=None,
         if timing:
             fwd = forward_time([tmodel] + list(drafts_m.values()), ids[0])
             c = {d: fwd[1 + i] / fwd[0] for i, d in enumerate(drafts_m)}
-    finally:
-        torch.set_num_threads(threads)
-        transformers.logging.set_verbosity(verbosity)
     betas = pd.DataFrame(rows)
     alpha = _alpha_table(betas, ["draft", "temperature"], seed)
     summary = []
