@@ -1229,21 +1229,32 @@ def _teacher_forcing(tmodel, dmodels, prompts, ids, temps, mnt, seed, tick, proc
             conts[(t, pi)] = generate_continuation(tmodel, ids[pi], max_new_tokens=mnt,
                                                    temperature=t, seed=_seed_for(seed, ti, pi))
             tick()
-            proc = generation_processing(tmodel, ids[pi], temperature=t, max_new_tokens=mnt)
-            if processing is not None:
-                processing.setdefault(f"{t:g}", proc.describe())
-            if conts[(t, pi)]:
-                bs = teacher_forced_betas_all(tmodel, drafts, ids[pi], conts[(t, pi)], t,
-                                              processing=proc)
-            else:  # the target ended at once (an end-of-sequence token first): no position
-                bs = {name: np.zeros(0) for name in drafts}
-            for dname in drafts:
-                b = bs[dname]
-                beta_rows.append(dict(draft=dname, temperature=t, prompt=p["id"], task=p["task"],
-                                      positions=int(b.size), beta_sum=float(b.sum()), betas=b))
+            for row in _beta_rows(tmodel, drafts, p, ids[pi], conts[(t, pi)], t, mnt,
+                                  processing):
+                beta_rows.append(row)
                 tick()
     betas = pd.DataFrame(beta_rows)
     return conts, betas, _alpha_table(betas, ["draft", "temperature"], seed)
+
+
+def _beta_rows(tmodel, drafts: dict, item: dict, prompt_ids, continuation, t: float,
+               max_new_tokens: int, processing: dict | None) -> list[dict]:
+    """One betas row per draft for one prompt and its continuation at temperature ``t``, the
+    logits processed as ``generate`` processes them (:func:`generation_processing`, noted per
+    temperature in ``processing`` when given). An empty continuation (the target ended at
+    once: an end-of-sequence token first) gives rows with no position."""
+    proc = generation_processing(tmodel, prompt_ids, temperature=t,
+                                 max_new_tokens=max_new_tokens)
+    if processing is not None:
+        processing.setdefault(f"{t:g}", proc.describe())
+    if len(continuation):
+        bs = teacher_forced_betas_all(tmodel, drafts, prompt_ids, continuation, t,
+                                      processing=proc)
+    else:
+        bs = {name: np.zeros(0) for name in drafts}
+    return [dict(draft=dname, temperature=t, prompt=item["id"], task=item["task"],
+                 positions=int(b.size), beta_sum=float(b.sum()), betas=b)
+            for dname, b in bs.items()]
 
 
 def _alpha_table(betas: pd.DataFrame, keys: list, seed: int) -> pd.DataFrame:
@@ -1604,12 +1615,7 @@ def alpha_from_logged(target=None, drafts=None, *, prompts=None, tasks=None,
         t0 = time.perf_counter()
         for it, pids, rids in zip(items, ids, resp):
             t = float(it["temperature"])
-            proc = generation_processing(tmodel, pids, temperature=t, max_new_tokens=rids.numel())
-            processing.setdefault(f"{t:g}", proc.describe())
-            bs = teacher_forced_betas_all(tmodel, drafts_m, pids, rids, t, processing=proc)
-            for dname, b in bs.items():
-                rows.append(dict(draft=dname, temperature=t, prompt=it["id"], task=it["task"],
-                                 positions=int(b.size), beta_sum=float(b.sum()), betas=b))
+            rows += _beta_rows(tmodel, drafts_m, it, pids, rids, t, rids.numel(), processing)
         _sync(dev)
         pass_s = time.perf_counter() - t0
         c = {}
