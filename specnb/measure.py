@@ -902,11 +902,13 @@ def teacher_forced_betas_all(target, drafts: dict, input_ids, continuation,
                    ).logits[0, p0 - 1:p0 - 1 + n].float()
         if proc:
             ld = _process(proc.draft, full, ld, p0)
+        elif t > 0:
+            ld = ld / t
         if t == 0:
             # the greedy continuation IS the target's (processed) argmax: no target forward
             beta = (ld.argmax(-1) == cont.to(ld.device)).double()
         else:
-            q = torch.softmax(ld.to(p.device) if proc else ld.to(p.device) / t, dim=-1)
+            q = torch.softmax(ld.to(p.device), dim=-1)
             beta = torch.minimum(p, q).sum(-1).double().clamp(0.0, 1.0)
         out[name] = beta.cpu().numpy()
     return out
