@@ -1019,11 +1019,10 @@ class Measurement:
         ``alpha_counted``, ``tau_measured``, ``tau_predicted``, ``tau_betas``,
         ``speedup_measured``, ``speedup_predicted``, ``speedup_betas``,
         ``speedup_timing_model``, ``speedup_predicted_loo``, ``c`` and ``lossless`` are aligned
-        lists, one entry per
-        summary row (draft x gamma x temperature); ``lossless_all`` is the overall verdict;
-        ``alpha_by_task``, ``pld`` and ``timing`` are lists of records; ``config`` as run."""
-        s = self.summary
-        obj = {k: [_plain(v) for v in s[k].tolist()] for k in s.columns}
+        lists, one entry per summary row (draft x gamma x temperature); ``lossless_all`` is the
+        overall verdict; ``alpha_by_task``, ``pld`` and ``timing`` are lists of records;
+        ``config`` as run."""
+        obj = _columns(self.summary)
         obj["lossless_all"] = self.lossless
         obj["alpha_by_task"] = _records(self.alpha)
         obj["pld"] = _records(self.pld)
@@ -1042,6 +1041,11 @@ def _plain(v):
     if v is pd.NA:
         return None
     return v
+
+
+def _columns(df: pd.DataFrame) -> dict:
+    """``{column: [plain values]}``: a table as aligned JSON-able lists."""
+    return {k: [_plain(v) for v in df[k].tolist()] for k in df.columns}
 
 
 def _records(df: pd.DataFrame) -> list:
@@ -1547,8 +1551,7 @@ class LoggedAlpha:
         """Aligned lists, one entry per summary row (``draft``, ``gamma``, ``temperature``,
         ``alpha``, ``alpha_ci_low``, ``alpha_ci_high``, ``alpha_rounds``, ``tau_betas``,
         ``tau_predicted``, ...), plus ``alpha_by_task`` records and ``config``."""
-        s = self.summary
-        obj = {k: [_plain(v) for v in s[k].tolist()] for k in s.columns}
+        obj = _columns(self.summary)
         obj["alpha_by_task"] = _records(self.alpha)
         obj["config"] = self.config
         return obj
