@@ -43,12 +43,10 @@ def main() -> int:
     target, tok = M.load_model(M.BUNDLED_TARGET, device=dev, dtype=dt)
     drafts = {p.name: M.load_model(p, device=dev, dtype=dt, need_tokenizer=False)
               for p in M.BUNDLED_DRAFTS}
-    records = [r for r in M.load_prompts(M.BUNDLED_LOGGED, logged=True)
+    # per_task counts records per task at each served temperature: the first N greedy ones
+    records = [r for r in M.load_prompts(M.BUNDLED_LOGGED, logged=True,
+                                         per_task=args.per_task or None)
                if r["temperature"] == 0]
-    if args.per_task:
-        seen = {}
-        records = [r for r in records
-                   if seen.setdefault(r["task"], []).append(r) or len(seen[r["task"]]) <= args.per_task]
     models = {"target": (target, tok), "drafts": drafts, "target_name": str(M.BUNDLED_TARGET)}
     # warm-up, then the logged grid (best of 3: the forward passes are short)
     logged, log_file = None, _write(records)

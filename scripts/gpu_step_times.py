@@ -18,7 +18,8 @@ step are those of the real models, the kernels are PyTorch's, not vLLM's (no pag
 no fused kernels), so absolute times differ from a serving engine. Use it as "the user's own
 measurement" for calibrating the step-time model, not as a vLLM benchmark.
 
-Usage (GPU):   python scripts/gpu_step_times.py --out steps.csv
+Usage (GPU):   python scripts/gpu_step_times.py --out steps.csv   (specnb importable: the
+               project's .venv python, or PYTHONPATH=. from the repository root)
 Smoke (CPU):   python scripts/gpu_step_times.py --smoke --out /tmp/steps.csv
 """
 from __future__ import annotations
@@ -33,14 +34,21 @@ import time
 import torch
 import torch.nn.functional as F
 
-#: Architecture numbers (Hugging Face config.json of each model; see data/ catalogue).
-SHAPES = {
-    "Llama-3.1-8B": dict(layers=32, hidden=4096, heads=32, kv_heads=8, head_dim=128,
-                         ffn=14336, vocab=128256),
-    "Llama-3.2-1B": dict(layers=16, hidden=2048, heads=32, kv_heads=8, head_dim=64,
-                         ffn=8192, vocab=128256),
-    "tiny": dict(layers=2, hidden=64, heads=4, kv_heads=2, head_dim=16, ffn=128, vocab=256),
-}
+#: The smoke run's model; the others' numbers come from the catalogue (:func:`shape`).
+TINY = dict(layers=2, hidden=64, heads=4, kv_heads=2, head_dim=16, ffn=128, vocab=256)
+
+
+def shape(name: str) -> dict:
+    """Architecture numbers of ``name``: :data:`TINY`, or the catalogue's row
+    (data/model_architectures.csv, from each model's Hugging Face config.json)."""
+    if name == "tiny":
+        return TINY
+    from specnb import data
+
+    r = data.load("model_architectures").set_index("model").loc[name]
+    return dict(layers=int(r["n_layers"]), hidden=int(r["hidden_size"]), heads=int(r["n_heads"]),
+                kv_heads=int(r["n_kv_heads"]), head_dim=int(r["head_dim"]),
+                ffn=int(r["intermediate_size"]), vocab=int(r["vocab_size"]))
 
 
 class Decoder:
@@ -188,7 +196,7 @@ def main(argv=None) -> int:
                      "attention"])
         for (role, name, batches, contexts, qs), budget in zip(plan, a.budget_s):
             t_role = time.perf_counter()
-            model = Decoder(SHAPES[name], a.max_kv_tokens, device, dtype, a.attention)
+            model = Decoder(shape(name), a.max_kv_tokens, device, dtype, a.attention)
             for S in contexts:
                 for B in batches:
                     for q in qs:

@@ -410,7 +410,7 @@ def load_prompts(path=None, *, tasks=None, per_task: int | None = None,
     if not path.is_file():
         raise FileNotFoundError(f"prompts file {str(path)!r} does not exist; the bundled one is "
                                 f"{BUNDLED_PROMPTS}")
-    items, counts = [], {}
+    items = []
     try:
         text = path.read_text(encoding="utf-8-sig")  # a BOM (Windows editors) is not data
     except UnicodeDecodeError as exc:
@@ -432,10 +432,8 @@ def load_prompts(path=None, *, tasks=None, per_task: int | None = None,
                 raise ValueError(f"{path}:{n}: logged traffic needs each record's 'response' "
                                  "(the served text) and 'temperature'; this record has none")
             _check_logged(path, n, obj)
-        k = counts.get(obj["task"], 0)
-        counts[obj["task"]] = k + 1
-        obj.setdefault("id", f"{obj['task']}-{k:02d}")
         items.append(obj)
+    _default_ids(items)
     order = list(dict.fromkeys(i["task"] for i in items))
     if tasks is not None:
         tasks = [tasks] if isinstance(tasks, str) else list(tasks)
@@ -904,11 +902,13 @@ def teacher_forced_betas_all(target, drafts: dict, input_ids, continuation,
                    ).logits[0, p0 - 1:p0 - 1 + n].float()
         if proc:
             ld = _process(proc.draft, full, ld, p0)
+        elif t > 0:
+            ld = ld / t
         if t == 0:
             # the greedy continuation IS the target's (processed) argmax: no target forward
             beta = (ld.argmax(-1) == cont.to(ld.device)).double()
         else:
-            q = torch.softmax(ld.to(p.device) if proc else ld.to(p.device) / t, dim=-1)
+            q = torch.softmax(ld.to(p.device), dim=-1)
             beta = torch.minimum(p, q).sum(-1).double().clamp(0.0, 1.0)
         out[name] = beta.cpu().numpy()
     return out
@@ -1019,11 +1019,10 @@ class Measurement:
         ``alpha_counted``, ``tau_measured``, ``tau_predicted``, ``tau_betas``,
         ``speedup_measured``, ``speedup_predicted``, ``speedup_betas``,
         ``speedup_timing_model``, ``speedup_predicted_loo``, ``c`` and ``lossless`` are aligned
-        lists, one entry per
-        summary row (draft x gamma x temperature); ``lossless_all`` is the overall verdict;
-        ``alpha_by_task``, ``pld`` and ``timing`` are lists of records; ``config`` as run."""
-        s = self.summary
-        obj = {k: [_plain(v) for v in s[k].tolist()] for k in s.columns}
+        lists, one entry per summary row (draft x gamma x temperature); ``lossless_all`` is the
+        overall verdict; ``alpha_by_task``, ``pld`` and ``timing`` are lists of records;
+        ``config`` as run."""
+        obj = _columns(self.summary)
         obj["lossless_all"] = self.lossless
         obj["alpha_by_task"] = _records(self.alpha)
         obj["pld"] = _records(self.pld)
@@ -1042,6 +1041,11 @@ def _plain(v):
     if v is pd.NA:
         return None
     return v
+
+
+def _columns(df: pd.DataFrame) -> dict:
+    """``{column: [plain values]}``: a table as aligned JSON-able lists."""
+    return {k: [_plain(v) for v in df[k].tolist()] for k in df.columns}
 
 
 def _records(df: pd.DataFrame) -> list:
@@ -1138,29 +1142,40 @@ def measure(target=None, drafts=None, *, prompts=None, tasks=None, per_task: int
         if bar is not None:
             bar.update(1)
 
-    verbosity = transformers.logging.get_verbosity()
-    transformers.logging.set_verbosity_error()
-    threads = torch.get_num_threads()
-    if cpu_threads is not None and dev == "cpu":
-        torch.set_num_threads(_check.scalar_int(
-            "cpu_threads (--threads on the command line, where 0 = torch's setting)",
-            cpu_threads, lo=1))
     try:
-        return _measure(tmodel, dmodels, prompt_items, ids, gam, temps, mnt, reps, warm, pld,
-                        seed, dev, torch_dtype, tick, dict(processing={},
-                            target=target_name, drafts=list(dmodels), prompts=prompts_src,
-                            n_prompts=n_p, tasks=list(dict.fromkeys(p["task"] for p in prompt_items)),
-                            gammas=gam, temperatures=temps, max_new_tokens=mnt, repeats=reps,
-                            warmup=warm, device=dev, dtype=str(torch_dtype).replace("torch.", ""),
-                            seed=seed, chat_template=chat_template,
-                            versions={"torch": torch.__version__,
-                                      "transformers": transformers.__version__},
-                            torch_threads=torch.get_num_threads()))
+        with _run_settings(dev, cpu_threads, "cpu_threads (--threads on the command line, "
+                                              "where 0 = torch's setting)"):
+            return _measure(tmodel, dmodels, prompt_items, ids, gam, temps, mnt, reps, warm, pld,
+                            seed, dev, torch_dtype, tick, dict(processing={},
+                                target=target_name, drafts=list(dmodels), prompts=prompts_src,
+                                n_prompts=n_p,
+                                tasks=list(dict.fromkeys(p["task"] for p in prompt_items)),
+                                gammas=gam, temperatures=temps, max_new_tokens=mnt, repeats=reps,
+                                warmup=warm, device=dev,
+                                dtype=str(torch_dtype).replace("torch.", ""),
+                                seed=seed, chat_template=chat_template,
+                                versions={"torch": torch.__version__,
+                                          "transformers": transformers.__version__},
+                                torch_threads=torch.get_num_threads()))
     finally:
-        torch.set_num_threads(threads)
-        transformers.logging.set_verbosity(verbosity)
         if bar is not None:
             bar.close()
+
+
+def _fit_timing(runs, is_assisted):
+    """:func:`specnb.acceptance.fit_timing_models` on plain and assisted ``runs`` (draft
+    forwards, rounds and draft name count for the assisted ones only)."""
+    return acc.fit_timing_models(runs["wall_s"], runs["target_forwards"],
+                                 np.where(is_assisted, runs["draft_forwards"], 0),
+                                 np.where(is_assisted, runs["rounds"], 0),
+                                 drafts=np.where(is_assisted,
+                                                 runs["draft"].fillna("").astype(str), ""))
+
+
+def _plain_rate(model, runs, t):
+    """tokens/s the timing model predicts for the plain calls at temperature ``t``."""
+    plain = runs[(runs["method"] == "plain") & (runs["temperature"] == t)]
+    return plain["new_tokens"].sum() / model.predict(plain["target_forwards"], 0, 0).sum()
 
 
 def _model_speedup(model, assisted_runs, runs, t):
@@ -1168,11 +1183,9 @@ def _model_speedup(model, assisted_runs, runs, t):
     plain calls at temperature ``t`` (the per-call cost included, like the measured speedup)."""
     if model is None:
         return np.nan
-    plain = runs[(runs["method"] == "plain") & (runs["temperature"] == t)]
     pa = model.predict(assisted_runs["target_forwards"], assisted_runs["draft_forwards"],
                        assisted_runs["rounds"]).sum()
-    pp = model.predict(plain["target_forwards"], 0, 0).sum()
-    return float((assisted_runs["new_tokens"].sum() / pa) / (plain["new_tokens"].sum() / pp))
+    return float((assisted_runs["new_tokens"].sum() / pa) / _plain_rate(model, runs, t))
 
 
 def _loo_speedup(model, betas, runs, dname, gamma, t, mnt):
@@ -1187,9 +1200,25 @@ def _loo_speedup(model, betas, runs, dname, gamma, t, mnt):
     counts = [acc.expected_round_counts(b, gamma, mnt) for b in seqs]
     tokens = sum(len(b) for b in seqs)
     wall = sum(float(model.predict(r, d, r)) for r, d in counts)
-    plain = runs[(runs["method"] == "plain") & (runs["temperature"] == t)]
-    pp = model.predict(plain["target_forwards"], 0, 0).sum()
-    return float((tokens / wall) / (plain["new_tokens"].sum() / pp))
+    return float((tokens / wall) / _plain_rate(model, runs, t))
+
+
+@contextlib.contextmanager
+def _run_settings(dev, cpu_threads, name: str):
+    """transformers' logging at errors only, and ``cpu_threads`` torch threads on a CPU
+    (checked first, named ``name``); both restored on exit."""
+    n = _check.scalar_int(name, cpu_threads, lo=1) if cpu_threads is not None and dev == "cpu" \
+        else None
+    verbosity = transformers.logging.get_verbosity()
+    threads = torch.get_num_threads()
+    transformers.logging.set_verbosity_error()
+    if n is not None:
+        torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+        transformers.logging.set_verbosity(verbosity)
 
 
 def _seed_for(seed, ti, pi):
@@ -1206,21 +1235,32 @@ def _teacher_forcing(tmodel, dmodels, prompts, ids, temps, mnt, seed, tick, proc
             conts[(t, pi)] = generate_continuation(tmodel, ids[pi], max_new_tokens=mnt,
                                                    temperature=t, seed=_seed_for(seed, ti, pi))
             tick()
-            proc = generation_processing(tmodel, ids[pi], temperature=t, max_new_tokens=mnt)
-            if processing is not None:
-                processing.setdefault(f"{t:g}", proc.describe())
-            if conts[(t, pi)]:
-                bs = teacher_forced_betas_all(tmodel, drafts, ids[pi], conts[(t, pi)], t,
-                                              processing=proc)
-            else:  # the target ended at once (an end-of-sequence token first): no position
-                bs = {name: np.zeros(0) for name in drafts}
-            for dname in drafts:
-                b = bs[dname]
-                beta_rows.append(dict(draft=dname, temperature=t, prompt=p["id"], task=p["task"],
-                                      positions=int(b.size), beta_sum=float(b.sum()), betas=b))
+            for row in _beta_rows(tmodel, drafts, p, ids[pi], conts[(t, pi)], t, mnt,
+                                  processing):
+                beta_rows.append(row)
                 tick()
     betas = pd.DataFrame(beta_rows)
     return conts, betas, _alpha_table(betas, ["draft", "temperature"], seed)
+
+
+def _beta_rows(tmodel, drafts: dict, item: dict, prompt_ids, continuation, t: float,
+               max_new_tokens: int, processing: dict | None) -> list[dict]:
+    """One betas row per draft for one prompt and its continuation at temperature ``t``, the
+    logits processed as ``generate`` processes them (:func:`generation_processing`, noted per
+    temperature in ``processing`` when given). An empty continuation (the target ended at
+    once: an end-of-sequence token first) gives rows with no position."""
+    proc = generation_processing(tmodel, prompt_ids, temperature=t,
+                                 max_new_tokens=max_new_tokens)
+    if processing is not None:
+        processing.setdefault(f"{t:g}", proc.describe())
+    if len(continuation):
+        bs = teacher_forced_betas_all(tmodel, drafts, prompt_ids, continuation, t,
+                                      processing=proc)
+    else:
+        bs = {name: np.zeros(0) for name in drafts}
+    return [dict(draft=dname, temperature=t, prompt=item["id"], task=item["task"],
+                 positions=int(b.size), beta_sum=float(b.sum()), betas=b)
+            for dname, b in bs.items()]
 
 
 def _alpha_table(betas: pd.DataFrame, keys: list, seed: int) -> pd.DataFrame:
@@ -1288,13 +1328,20 @@ def _prompts(prompts, tasks, per_task):
     items = [dict(p) for p in prompts]
     if not items:
         raise ValueError("prompts must hold at least one prompt, got none")
-    counts = {}
     for i in items:
         if not isinstance(i.get("task"), str) or not isinstance(i.get("prompt"), str):
             raise ValueError(f"prompts must be dicts with string 'task' and 'prompt', got {i!r}")
+    _default_ids(items)
+    return items, "<in memory>"
+
+
+def _default_ids(items: list[dict]) -> None:
+    """Give each prompt without an ``id`` the id ``"<task>-<n>"`` (n counts its task's
+    prompts from 00, in order)."""
+    counts = {}
+    for i in items:
         k = counts[i["task"]] = counts.get(i["task"], -1) + 1
         i.setdefault("id", f"{i['task']}-{k:02d}")
-    return items, "<in memory>"
 
 
 def _measure(tmodel, dmodels, prompts, ids, gammas, temps, mnt, reps, warm, pld, seed, dev,
@@ -1378,10 +1425,7 @@ def _measure(tmodel, dmodels, prompts, ids, gammas, temps, mnt, reps, warm, pld,
     # shared target-side times, one draft time per draft, all >= 0
     f = runs[runs["method"].isin(["plain", "plain_short", "assisted"])]
     is_a = (f["method"] == "assisted").to_numpy()
-    fit = acc.fit_timing_models(f["wall_s"], f["target_forwards"],
-                                np.where(is_a, f["draft_forwards"], 0),
-                                np.where(is_a, f["rounds"], 0),
-                                drafts=np.where(is_a, f["draft"].fillna("").astype(str), ""))
+    fit = _fit_timing(f, is_a)
     timing_rows, models_fit = [], {}
     for dname in dmodels:
         row = dict(draft=dname, t_target_forward=t_target, t_draft_forward=t_draft[dname],
@@ -1400,13 +1444,7 @@ def _measure(tmodel, dmodels, prompts, ids, gammas, temps, mnt, reps, warm, pld,
     if len(gammas) > 1:
         for g in gammas:
             keep = ~(is_a & (f["gamma"] == g).to_numpy())
-            fk = f[keep]
-            ka = is_a[keep]
-            fit_g = acc.fit_timing_models(fk["wall_s"], fk["target_forwards"],
-                                          np.where(ka, fk["draft_forwards"], 0),
-                                          np.where(ka, fk["rounds"], 0),
-                                          drafts=np.where(ka, fk["draft"].fillna("").astype(str),
-                                                          ""))
+            fit_g = _fit_timing(f[keep], is_a[keep])
             for dname in dmodels:
                 if dname not in fit_g.t_draft:
                     continue
@@ -1513,8 +1551,7 @@ class LoggedAlpha:
         """Aligned lists, one entry per summary row (``draft``, ``gamma``, ``temperature``,
         ``alpha``, ``alpha_ci_low``, ``alpha_ci_high``, ``alpha_rounds``, ``tau_betas``,
         ``tau_predicted``, ...), plus ``alpha_by_task`` records and ``config``."""
-        s = self.summary
-        obj = {k: [_plain(v) for v in s[k].tolist()] for k in s.columns}
+        obj = _columns(self.summary)
         obj["alpha_by_task"] = _records(self.alpha)
         obj["config"] = self.config
         return obj
@@ -1576,33 +1613,20 @@ def alpha_from_logged(target=None, drafts=None, *, prompts=None, tasks=None,
     ids = encode_prompts(ttok, items, max_new_tokens=0, context=contexts,
                          chat_template=chat_template)
     resp = encode_responses(ttok, items, ids, context=contexts, vocab_size=_vocab_size(tmodel))
-    threads = torch.get_num_threads()
-    if cpu_threads is not None and dev == "cpu":
-        torch.set_num_threads(_check.scalar_int("cpu_threads", cpu_threads, lo=1))
-    verbosity = transformers.logging.get_verbosity()
-    transformers.logging.set_verbosity_error()
     drafts_m = {name: dm for name, (dm, _) in dmodels.items()}
     processing, rows = {}, []
-    try:
+    with _run_settings(dev, cpu_threads, "cpu_threads"):
         _sync(dev)
         t0 = time.perf_counter()
         for it, pids, rids in zip(items, ids, resp):
             t = float(it["temperature"])
-            proc = generation_processing(tmodel, pids, temperature=t, max_new_tokens=rids.numel())
-            processing.setdefault(f"{t:g}", proc.describe())
-            bs = teacher_forced_betas_all(tmodel, drafts_m, pids, rids, t, processing=proc)
-            for dname, b in bs.items():
-                rows.append(dict(draft=dname, temperature=t, prompt=it["id"], task=it["task"],
-                                 positions=int(b.size), beta_sum=float(b.sum()), betas=b))
+            rows += _beta_rows(tmodel, drafts_m, it, pids, rids, t, rids.numel(), processing)
         _sync(dev)
         pass_s = time.perf_counter() - t0
         c = {}
         if timing:
             fwd = forward_time([tmodel] + list(drafts_m.values()), ids[0])
             c = {d: fwd[1 + i] / fwd[0] for i, d in enumerate(drafts_m)}
-    finally:
-        torch.set_num_threads(threads)
-        transformers.logging.set_verbosity(verbosity)
     betas = pd.DataFrame(rows)
     alpha = _alpha_table(betas, ["draft", "temperature"], seed)
     summary = []

@@ -80,14 +80,18 @@ def register(subparsers) -> argparse.ArgumentParser:
     return p
 
 
+#: pandas display options of the printed tables (wide, three decimals).
+_TABLE_OPTIONS = ("display.width", 160, "display.max_columns", 30,
+                  "display.float_format", "{:.3f}".format)
+
+
 def format_report(m) -> str:
     """Human-readable tables of a :class:`specnb.measure.Measurement`."""
     import pandas as pd
 
     from . import measure as M
 
-    with pd.option_context("display.width", 160, "display.max_columns", 30,
-                           "display.float_format", "{:.3f}".format):
+    with pd.option_context(*_TABLE_OPTIONS):
         cols = ["draft", "gamma", "temperature", "alpha", "alpha_counted", "tau_measured",
                 "tau_predicted", "tau_betas", "lossless"]
         scols = ["draft", "gamma", "temperature", "c", "speedup_measured", "speedup_predicted",
@@ -135,8 +139,7 @@ def format_logged_report(m) -> str:
     from . import measure as M
 
     cfg = m.config
-    with pd.option_context("display.width", 160, "display.max_columns", 30,
-                           "display.float_format", "{:.3f}".format):
+    with pd.option_context(*_TABLE_OPTIONS):
         parts = [
             f"alpha from logged traffic: target {cfg['target']}  log {cfg['prompts']} "
             f"({cfg['n_records']} records, T {cfg['temperatures']})  device {cfg['device']} "

@@ -54,7 +54,7 @@ def table1(model: str = "Vicuna 13B", temperature: int = 0, value: str = "speedu
     order = list(dict.fromkeys(sub["method"]))
     wide = sub.pivot(index="method", columns="task", values=value).loc[order, [*TASKS, "mean"]]
     if label_revisions:
-        later = set(sub.loc[sub["arxiv_version"].str.startswith("later revision only"), "method"])
+        later = set(_later_revision(sub))
         wide.index = [m + LATER_REVISION if m in later else m for m in wide.index]
         wide.index.name = "method"
     return wide
@@ -64,9 +64,14 @@ def later_revision_methods() -> list[str]:
     """Methods of EAGLE-3 Table 1 whose rows exist only in the later revision (not arXiv v3)."""
     from . import data
 
-    df = data.load("eagle3_table1")
+    return _later_revision(data.load("eagle3_table1"))
+
+
+def _later_revision(table) -> list[str]:
+    """Methods of (a part of) the ``eagle3_table1`` data whose rows are in the later revision
+    only, in table order."""
     return list(dict.fromkeys(
-        df.loc[df["arxiv_version"].str.startswith("later revision only"), "method"]))
+        table.loc[table["arxiv_version"].str.startswith("later revision only"), "method"]))
 
 
 def specbench_cross_check(model: str = "Vicuna 13B", specbench_model: str = "Vicuna-13B-v1.3"):

@@ -74,7 +74,11 @@ def notebook_title(path) -> str:
     """The first Markdown heading of a notebook ("" if it has none)."""
     import nbformat
 
-    nb = nbformat.read(str(path), as_version=4)
+    return _title(nbformat.read(str(path), as_version=4))
+
+
+def _title(nb) -> str:
+    """:func:`notebook_title` of a notebook already read."""
     for cell in nb.cells:
         if cell.cell_type == "markdown":
             for line in cell.source.splitlines():
@@ -104,7 +108,7 @@ def notebook_summary(path) -> dict:
 
     nb = nbformat.read(str(path), as_version=4)
     first = next((c.source for c in nb.cells if c.cell_type == "markdown"), "")
-    return {"title": notebook_title(path), "question": _paragraph(first, "**Question.**"),
+    return {"title": _title(nb), "question": _paragraph(first, "**Question.**"),
             "answer": _paragraph(first, "**Answer.**")}
 
 

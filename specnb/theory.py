@@ -66,6 +66,11 @@ def _tokens(a: np.ndarray, g: np.ndarray) -> np.ndarray:
     return res
 
 
+def _speedup(a, g, cc):
+    """Theorem 3.8 on checked arrays: Eq. 1 over the cost of a round, gamma c + 1."""
+    return _tokens(a, g) / (g * cc + 1.0)
+
+
 def expected_tokens_per_step(alpha, gamma):
     """Expected tokens produced by one run of Algorithm 1 (one target verification).
 
@@ -130,7 +135,7 @@ def walltime_speedup(alpha, gamma, c):
     cc = _check.real("c", c, lo=0.0)
     _check.broadcast(alpha=a, gamma=g, c=cc)  # shape check only
     # Computed on the inputs' own shapes: Eq. 1 on alpha x gamma, then one broadcast divide.
-    return _check.out(_tokens(a, g) / (g * cc + 1.0))
+    return _check.out(_speedup(a, g, cc))
 
 
 def operations_factor(alpha, gamma, c_hat):
@@ -214,7 +219,7 @@ def optimal_gamma(alpha, c, gamma_max: int = 64):
         step = max(1, min(gmax + 1 - start, _CHUNK // todo.size, max(65, start)))
         g = np.arange(start, start + step, dtype=np.int64)[:, None]
         at, ct = af[todo], cf[todo]
-        speed = _tokens(at[None, :], g) / (g * ct[None, :] + 1.0)
+        speed = _speedup(at[None, :], g, ct[None, :])
         i = np.argmax(speed, axis=0)  # first maximum: ties go to the smaller gamma
         s = speed[i, np.arange(todo.size)]
         better = s > best_speed[todo]
@@ -264,7 +269,7 @@ def optimum_beyond_limit(alpha, c, gamma_max: int = 64):
     gmax = _check.scalar_int("gamma_max", gamma_max, lo=1, hi=_check.MAX_EXACT_INT - 1)
     a, cc = _check.broadcast(alpha=a, c=cc)
     g = np.int64(gmax)
-    rising = _tokens(a, g + 1) / ((g + 1) * cc + 1.0) > _tokens(a, g) / (g * cc + 1.0)
+    rising = _speedup(a, g + 1, cc) > _speedup(a, g, cc)
     return bool(rising) if rising.ndim == 0 else rising
 
 

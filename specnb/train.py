@@ -752,9 +752,10 @@ def main(argv=None) -> int:
     name = "smoke" if args.smoke else (args.recipe or "full")
     recipe = RECIPES[name]
     if args.minutes is not None:
-        if not args.minutes > 0:
-            ap.error(f"--minutes must be > 0, got {args.minutes:g}")
-        recipe = scale_budget(recipe, args.minutes)
+        try:
+            recipe = scale_budget(recipe, args.minutes)
+        except ValueError:  # the flag named, as argparse names it (an infinite one included)
+            ap.error(f"--minutes must be a finite number > 0, got {args.minutes:g}")
     if args.out is None:
         if name != "full":  # only the full recipe may (re)write the bundled data/models
             import tempfile
