@@ -239,6 +239,10 @@ def load_model(name_or_path, *, device: str = "cpu", dtype="auto", need_tokenize
             "data/models/tokenizer/* there")
     bars = transformers.utils.logging.is_progress_bar_enabled()
     transformers.utils.logging.disable_progress_bar()
+    import huggingface_hub.utils.logging as hub_logging  # a failed hub request logs a stray line
+
+    hub_level = hub_logging.get_verbosity()
+    hub_logging.set_verbosity_error()
     try:
         model = AutoModelForCausalLM.from_pretrained(src, **kwargs)
     except OSError as exc:
@@ -249,9 +253,10 @@ def load_model(name_or_path, *, device: str = "cpu", dtype="auto", need_tokenize
                 f"HF_HUB_OFFLINE to download it): {_one_line(exc)}") from exc
         raise FileNotFoundError(
             f"could not load model {name!r}: it is not a local folder, and loading it as a hub "
-            f"id failed (no network, a typo, or no safetensors weights; {_OFFLINE_HINT} to skip "
-            f"the hub for local folders): {_one_line(exc)}") from exc
+            f"id failed (no network, a typo, or no safetensors weights; if you meant a local "
+            f"folder, check the path; {_OFFLINE_HINT}): {_one_line(exc)}") from exc
     finally:
+        hub_logging.set_verbosity(hub_level)
         if bars:
             transformers.utils.logging.enable_progress_bar()
     model.eval().to(device)
