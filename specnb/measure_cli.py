@@ -11,6 +11,7 @@ import json
 import sys
 
 from .cli import error
+from .memory import TORCH_DTYPES
 
 __all__ = ["register", "run", "format_report", "format_logged_report"]
 
@@ -62,7 +63,7 @@ def register(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"],
                    help="where to run the models (default auto: cuda when torch sees a GPU, "
                         "else cpu; cuda needs a CUDA build of torch)")
-    p.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"],
+    p.add_argument("--dtype", default="auto", choices=["auto", *TORCH_DTYPES],
                    help="model weights and activations (default auto: float32 on a CPU, "
                         "bfloat16 on a GPU that supports it, else float16)")
     p.add_argument("--seed", type=int, default=0, metavar="S",

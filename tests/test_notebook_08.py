@@ -5,6 +5,8 @@ import pytest
 
 from specnb import theory
 
+pytestmark = pytest.mark.slow  # executes the notebook (through the session fixture)
+
 NB = "08_measure_alpha"
 
 
