@@ -145,6 +145,35 @@ def load_model(name_or_path, *, device: str = "cpu", dtype="auto", need_tokenize
     path = Path(name).expanduser()
     torch_dtype = dtype if isinstance(dtype, torch.dtype) else resolve_dtype(dtype, device)
     kwargs = dict(use_safetensors=True, trust_remote_code=False, dtype=torch_dtype)
+    src, local = _source(name, path)
+    if local:
+        kwargs["local_files_only"] = True
+    no_tokenizer = path.is_dir() and not any((path / f).is_file() for f in TOKENIZER_FILES)
+    if no_tokenizer and need_tokenizer:
+        raise FileNotFoundError(
+            f"model folder {name!r} holds no tokenizer files (one of "
+            f"{', '.join(TOKENIZER_FILES)}): save the tokenizer it was trained with into it "
+            "(tokenizer.save_pretrained(folder)); for the bundled family copy "
+            "data/models/tokenizer/* there")
+    model = _from_pretrained(name, src, kwargs)
+    model.eval().to(device)
+    tok = None
+    if no_tokenizer:
+        return model, None
+    try:
+        tok = AutoTokenizer.from_pretrained(src, trust_remote_code=False,
+                                            local_files_only=kwargs.get("local_files_only", False))
+    except (OSError, ValueError) as exc:
+        if need_tokenizer:
+            raise FileNotFoundError(f"model {name!r} has no loadable tokenizer: "
+                                    f"{_one_line(exc)}") from exc
+    return model, tok
+
+
+def _source(name: str, path: Path) -> tuple[str, bool]:
+    """``(what to pass to from_pretrained, local files only)`` for ``name``: a checked local
+    folder, or a hub id (the hub cache only with ``HF_HUB_OFFLINE``); a local-looking name that
+    does not exist raises at once (see :func:`load_model`)."""
     if path.exists():
         if not path.is_dir() or not (path / "config.json").is_file():
             raise FileNotFoundError(f"model path {name!r} must be a folder holding config.json "
@@ -153,24 +182,19 @@ def load_model(name_or_path, *, device: str = "cpu", dtype="auto", need_tokenize
             raise FileNotFoundError(
                 f"model path {name!r} holds no *.safetensors file; specnb loads safetensors only "
                 "(convert with model.save_pretrained(dir, safe_serialization=True))")
-        src, kwargs["local_files_only"] = str(path), True
-    elif _looks_like_path(name):
+        return str(path), True
+    if _looks_like_path(name):
         raise FileNotFoundError(
             f"model path {name!r} does not exist (it is a local path, so it is not looked up on "
             "the model hub). The bundled pair is data/models/target-4x256 with "
-            "data/models/draft-2x128 (retrain it with  python -m specnb.measure.train); or pass a hub id "
-            f"such as 'org/name' to download one (needs network; {_OFFLINE_HINT}).")
-    else:
-        src = name
-        if _offline():  # the hub cache only, no request
-            kwargs["local_files_only"] = True
-    no_tokenizer = path.is_dir() and not any((path / f).is_file() for f in TOKENIZER_FILES)
-    if no_tokenizer and need_tokenizer:
-        raise FileNotFoundError(
-            f"model folder {name!r} holds no tokenizer files (one of "
-            f"{', '.join(TOKENIZER_FILES)}): save the tokenizer it was trained with into it "
-            "(tokenizer.save_pretrained(folder)); for the bundled family copy "
-            "data/models/tokenizer/* there")
+            "data/models/draft-2x128 (retrain it with  python -m specnb.measure.train); or pass "
+            f"a hub id such as 'org/name' to download one (needs network; {_OFFLINE_HINT}).")
+    return name, _offline()  # offline: the hub cache only, no request
+
+
+def _from_pretrained(name: str, src: str, kwargs: dict):
+    """``AutoModelForCausalLM.from_pretrained(src, **kwargs)`` without progress bars or the hub's
+    stray log line; a hub id that does not load raises a one-line FileNotFoundError."""
     bars = transformers.utils.logging.is_progress_bar_enabled()
     transformers.utils.logging.disable_progress_bar()
     import huggingface_hub.utils.logging as hub_logging  # a failed hub request logs a stray line
@@ -178,7 +202,7 @@ def load_model(name_or_path, *, device: str = "cpu", dtype="auto", need_tokenize
     hub_level = hub_logging.get_verbosity()
     hub_logging.set_verbosity_error()
     try:
-        model = AutoModelForCausalLM.from_pretrained(src, **kwargs)
+        return AutoModelForCausalLM.from_pretrained(src, **kwargs)
     except OSError as exc:
         if _offline():
             raise FileNotFoundError(
@@ -193,18 +217,6 @@ def load_model(name_or_path, *, device: str = "cpu", dtype="auto", need_tokenize
         hub_logging.set_verbosity(hub_level)
         if bars:
             transformers.utils.logging.enable_progress_bar()
-    model.eval().to(device)
-    tok = None
-    if no_tokenizer:
-        return model, None
-    try:
-        tok = AutoTokenizer.from_pretrained(src, trust_remote_code=False,
-                                            local_files_only=kwargs.get("local_files_only", False))
-    except (OSError, ValueError) as exc:
-        if need_tokenizer:
-            raise FileNotFoundError(f"model {name!r} has no loadable tokenizer: "
-                                    f"{_one_line(exc)}") from exc
-    return model, tok
 
 
 def _vocab_size(model) -> int:

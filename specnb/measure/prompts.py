@@ -83,29 +83,7 @@ def load_prompts(path=None, *, tasks=None, per_task: int | None = None,
     if not path.is_file():
         raise FileNotFoundError(f"prompts file {str(path)!r} does not exist; the bundled one is "
                                 f"{BUNDLED_PROMPTS}")
-    items = []
-    try:
-        text = path.read_text(encoding="utf-8-sig")  # a BOM (Windows editors) is not data
-    except UnicodeDecodeError as exc:
-        raise _check.utf8_error(str(path), exc, "give JSON lines in UTF-8") from None
-    for n, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}:{n}: not valid JSON ({exc.msg}; column "
-                             f"{exc.colno})") from None
-        if not isinstance(obj, dict) or not isinstance(obj.get("task"), str) \
-                or not isinstance(obj.get("prompt"), str) or not obj["prompt"]:
-            raise ValueError(f"{path}:{n}: each line must be a JSON object with string 'task' and "
-                             f"non-empty string 'prompt'; got keys {sorted(obj) if isinstance(obj, dict) else type(obj).__name__}")
-        if logged or "response" in obj:
-            if logged and "response" not in obj:
-                raise ValueError(f"{path}:{n}: logged traffic needs each record's 'response' "
-                                 "(the served text) and 'temperature'; this record has none")
-            _check_logged(path, n, obj)
-        items.append(obj)
+    items = _read_records(path, logged)
     _default_ids(items)
     order = list(dict.fromkeys(i["task"] for i in items))
     if tasks is not None:
@@ -132,6 +110,35 @@ def load_prompts(path=None, *, tasks=None, per_task: int | None = None,
     if not out:
         raise ValueError(f"no prompts left in {path}")
     return out
+
+
+def _read_records(path: Path, logged: bool) -> list[dict]:
+    """Every record of a JSON-lines file, validated line by line (see :func:`load_prompts`)."""
+    items = []
+    try:
+        text = path.read_text(encoding="utf-8-sig")  # a BOM (Windows editors) is not data
+    except UnicodeDecodeError as exc:
+        raise _check.utf8_error(str(path), exc, "give JSON lines in UTF-8") from None
+    for n, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}:{n}: not valid JSON ({exc.msg}; column "
+                             f"{exc.colno})") from None
+        if not isinstance(obj, dict) or not isinstance(obj.get("task"), str) \
+                or not isinstance(obj.get("prompt"), str) or not obj["prompt"]:
+            got = sorted(obj) if isinstance(obj, dict) else type(obj).__name__
+            raise ValueError(f"{path}:{n}: each line must be a JSON object with string 'task' and "
+                             f"non-empty string 'prompt'; got keys {got}")
+        if logged or "response" in obj:
+            if logged and "response" not in obj:
+                raise ValueError(f"{path}:{n}: logged traffic needs each record's 'response' "
+                                 "(the served text) and 'temperature'; this record has none")
+            _check_logged(path, n, obj)
+        items.append(obj)
+    return items
 
 
 def encode_prompts(tokenizer, prompts, *, max_new_tokens: int, context: int | None,
