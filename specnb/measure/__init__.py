@@ -55,18 +55,21 @@ generate  one timed ``generate`` call with counting hooks, the logits processing
 logged    teacher forcing (betas, alpha per task), :func:`alpha_by_teacher_forcing`,
           :func:`alpha_from_logged` and :func:`logged_responses`.
 run       :func:`measure` and its :class:`Measurement` (timed runs, timing model, summary).
-train     the bundled family's training script, ``python -m specnb.measure.train`` (not
-          imported here).
+train     the bundled family's training script, ``python -m specnb.measure.train``.
+corpus    its corpus (the standard library, files held out whole) and evaluation prompts.
+card      its model card (``data/models/MODEL_CARD.md``).
 
 The face (this module) names what its users need. Notebook 08: ``resolve_device``,
 ``resolve_dtype``, ``BUNDLED_TARGET``, ``BUNDLED_DRAFTS``, ``load_model``, ``short_names``,
 ``measure``, ``processing_note``, ``alpha_from_logged``. ``specnb measure``
 (:mod:`specnb.measure_cli`): ``measure``, ``alpha_from_logged``, ``processing_note``. The
-benchmarks, ``scripts/make_logged_responses.py`` and the training script: ``load_model``,
-``load_prompts``, ``encode_prompts``, ``context_length``, ``generate_continuation``,
-``teacher_forced_betas``, ``run_generate``, ``logged_responses``, ``alpha_by_teacher_forcing``,
-``BUNDLED_LOGGED``. The rest of ``__all__`` is the public API for users who measure step by
-step.
+benchmarks and ``scripts/make_logged_responses.py``: ``load_model``, ``load_prompts``,
+``encode_prompts``, ``context_length``, ``generate_continuation``, ``teacher_forced_betas``,
+``run_generate``, ``alpha_from_logged``, ``logged_responses``, ``BUNDLED_LOGGED``. The rest of
+``__all__`` is the public API for users who measure step by step. The training script, its
+corpus and the model card are the submodules ``specnb.measure.train``, ``specnb.measure.corpus``
+and ``specnb.measure.card`` (not imported by the face, so ``python -m specnb.measure.train``
+runs cleanly).
 """
 
 from __future__ import annotations

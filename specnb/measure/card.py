@@ -41,8 +41,8 @@ def _models(info: dict) -> list[str]:
         "",
         "Small models trained on this repository's CPU by `python -m specnb.measure.train` "
         "(reproducible: fixed seed, corpus that ships with Python, recipe in "
-        "`specnb/measure/train.py`). They exist so that `specnb measure` and `notebooks/08_measure_alpha.ipynb` measure a *real* "
-        "acceptance rate alpha without a model hub. They are not useful language models.",
+        "`specnb/measure/train.py`). They exist so that `specnb measure` and "
+        "`notebooks/08_measure_alpha.ipynb` measure a *real* acceptance rate alpha without a model hub. They are not useful language models.",
         "",
         "## Models",
         "",

@@ -3,8 +3,9 @@ target's own, or a served response from a request log), alpha per task family wi
 cluster-bootstrap CI over prompts, and the (draft x gamma) grid that logged traffic gives from
 one forward pass per model (Leviathan et al., section 3.1 and Corollary 3.6).
 
-The logits go through the processing ``generate`` applies (:func:`specnb.measure.generation_processing`);
-rounds, tau and speedup at any gamma come from :mod:`specnb.acceptance` and :mod:`specnb.theory`.
+The logits go through the processing ``generate`` applies
+(:func:`specnb.measure.generate.generation_processing`); rounds, tau and speedup at any gamma
+come from :mod:`specnb.acceptance` and :mod:`specnb.theory`.
 """
 
 from __future__ import annotations
