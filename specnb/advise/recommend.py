@@ -8,10 +8,8 @@ alpha and cost ratio c). The rules of :data:`RULES` turn it into a vLLM method, 
 gamma, the reasons (with the numbers from ``data/`` behind them) and a checked
 ``speculative_config``.
 
-:data:`ARTICLE_SITUATIONS` holds the six rows of the article's section 7 table as situation
-inputs (only what the row says, plus what is stated in ``assumed``) beside what the article
-prints; :func:`recommendation_table` sets the rules' advice beside the article's and says,
-row by row, whether the advice and the article's reason follow from the data, and why not.
+The article's own table beside these rules is :mod:`specnb.advise.article`; the published
+numbers behind the reasons are read by :mod:`specnb.advise.evidence`.
 
 Rules, in order (:data:`RULES` has each with its source):
 
@@ -42,40 +40,18 @@ with ``alpha`` or the per-position acceptance SpecDecode-Bench measured for the 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
 
-from ._defaults import DEFAULT_GAMMA  # noqa: F401  (defined there: no config <-> advise cycle)
-from ._defaults import NGRAM_OPTIONS
-from .config import speculative_config
+from ..vllm import DEFAULT_GAMMA, NGRAM_OPTIONS, speculative_config
+from .evidence import (MEASURE_BATCH, SAMPLING_GAMMA_CAP, TASK_NAMES, WORKLOADS, batch_sentence,
+                       sampling_gamma_evidence, table1, theorem_sentence, workload_acceptance,
+                       workload_evidence)
 
-__all__ = ["MEASURE_BATCH", "DEFAULT_GAMMA", "SAMPLING_GAMMA_CAP", "WORKLOADS", "RULES", "Rule",
-           "Recommendation", "Situation", "ARTICLE_SITUATIONS", "recommend",
-           "recommendation_table", "measure_threshold", "workload_evidence", "batch_evidence",
-           "workload_acceptance", "ACCEPTANCE_DATASETS", "MODEL_MAX_BATCH",
-           "sampling_gamma_evidence", "theorem_vs_measured", "theorem_sentence",
-           "compare_with_article"]
+__all__ = ["MODEL_MAX_BATCH", "RULES", "Rule", "Recommendation", "recommend",
+           "measure_threshold"]
 
-#: Peak batch from which speculation has cost throughput: the smallest batch at which any
-#: method in the EAGLE-3 paper's batch tables fell below 1x (Table 3, SGLang: EAGLE 0.93x at
-#: batch 24; Table 5, vLLM: EAGLE 0.93x at 32). EAGLE-3 stayed above 1x in both.
-MEASURE_BATCH = 24
-#: Longest starting draft when sampling (temperature > 0): the upper end of the article's
-#: "2-3". Backed by :func:`sampling_gamma_evidence`: on every temperature-1 row of Leviathan et
-#: al. Table 4 (alpha 0.53-0.71, c 0.02-0.11), Theorem 3.8 at gamma 3 reaches at least 93% of the
-#: best gamma's speedup, with fewer operations (Theorem 3.11) or, where 3 is itself the best, the same.
-SAMPLING_GAMMA_CAP = 3
-
-#: Workload kinds: the EAGLE-3 Table 1 task that stands for each (None: no task measures it).
-WORKLOADS = {
-    "general": "mean",        # mixed traffic: the mean over the five tasks
-    "chat": "mtbench",        # multi-turn chat: MT-bench
-    "code": "humaneval",      # writing code (a coding assistant): HumanEval
-    "math": "gsm8k",          # step-by-step arithmetic: GSM8K
-    "copy-heavy": "cnndm",    # output copies the input (RAG answers, summaries, code edits)
-    "creative": None,         # creative writing: no benchmark in the tables, sampled
-}
-_TASK_NAMES = {"mean": "the five-task mean", "mtbench": "MT-bench", "humaneval": "HumanEval",
-               "gsm8k": "GSM8K", "cnndm": "CNN/DM", "alpaca": "Alpaca"}
+#: Largest batch :func:`measure_threshold` searches with the step-time model: a crossover at
+#: this batch means "pays at every batch up to here" (the peak batch is searched when larger).
+MODEL_MAX_BATCH = 1024
 
 
 @dataclass(frozen=True)
@@ -134,6 +110,7 @@ RULES = (
 )
 
 
+
 @dataclass(frozen=True)
 class Recommendation:
     """What :func:`recommend` advises.
@@ -150,7 +127,6 @@ class Recommendation:
         or None when the advice is to leave it off.
     alternatives : other methods worth trying (e.g. ``("suffix",)`` beside ngram).
     measure_first : True when the gain must be measured at peak load before committing.
-    gamma_range : kept for compatibility; always None (the rules give one gamma).
     rules : names of the :data:`RULES` that fired, in order.
     crossover : the step-time model's crossover batch (:func:`measure_threshold`) when
         ``recommend`` was given gpu, model and context; None otherwise.
@@ -164,7 +140,6 @@ class Recommendation:
     config: dict | None = None
     alternatives: tuple = field(default=())
     measure_first: bool = False
-    gamma_range: tuple | None = None
     rules: tuple = field(default=())
     crossover: int | None = None
 
@@ -173,269 +148,6 @@ class Recommendation:
                 "why": self.why, "alternatives": ", ".join(self.alternatives),
                 "measure first": self.measure_first, "rules": ", ".join(self.rules)}
 
-
-@dataclass(frozen=True)
-class Situation:
-    """One row of the article's table as situation inputs, beside what the article prints.
-
-    ``inputs`` holds only what the row's words say; ``assumed`` names any input the row does
-    not state. ``claims`` is what the article's advice asserts, to compare with the rules'
-    advice: ``method`` (a tuple of acceptable methods), ``measure_first`` (bool),
-    ``gamma_range`` ((lo, hi)); ``reason`` names the check of the article's reason
-    (``"code"``, ``"copy"``, ``"below_1x"``, ``"sampling"``) or is None when the reason is a
-    statement without a number.
-    """
-
-    situation: str
-    inputs: dict
-    printed: str
-    printed_why: str
-    claims: dict = field(default_factory=dict)
-    reason: str | None = None
-    assumed: str = ""
-
-
-#: The article's section 7 table ("What to turn on"), as situation inputs to :func:`recommend`.
-ARTICLE_SITUATIONS = (
-    Situation("in-house coding assistant, a few concurrent users",
-              {"workload": "code", "eagle3_drafter": None, "peak_batch": 4},
-              "eagle3 (if a drafter exists)", "longest acceptance on code, small batches",
-              {"method": ("eagle3",)}, "code",
-              "peak_batch 4 for 'a few users'; eagle3_drafter None: the article's '(if a "
-              "drafter exists)'"),
-    Situation("serving DeepSeek-V3 / GLM-4.5 families", {"target_has_mtp": True},
-              "mtp", "the draft layers are in the checkpoint", {"method": ("mtp",)}),
-    Situation("RAG answers, document summaries, code edits", {"workload": "copy-heavy"},
-              "start with ngram or suffix", "output copies the input, accepted without training",
-              {"method": ("ngram", "suffix")}, "copy"),
-    Situation("a small model of the same family and spare memory",
-              {"small_draft_model": True, "spare_memory": True},
-              "draft_model", "no training, large low-QPS gain", {"method": ("draft_model",)}),
-    Situation("peaks of tens of sequences per batch, throughput is the goal",
-              {"peak_batch": 64, "goal": "throughput", "eagle3_drafter": True},
-              "measure on and off under real load", "measured below 1x at batch 24-64",
-              {"measure_first": True}, "below_1x",
-              "peak_batch 64: the largest batch measured; eagle3_drafter True: the batch tables "
-              "the article cites measure EAGLE and EAGLE-3"),
-    Situation("creative writing, high temperature", {"workload": "creative", "temperature": 1.0},
-              "small gamma, 2-3", "low acceptance, long drafts waste compute",
-              {"gamma_range": (2, 3)}, "sampling",
-              "temperature 1.0: the only sampling temperature the tables measure"),
-)
-
-
-# ----------------------------------------------------------------------------- evidence
-@lru_cache(maxsize=1)
-def _table1():
-    from .. import data
-
-    df = data.load("eagle3_table1")
-    return df[(df["model"] == "Vicuna 13B") & (df["temperature"] == 0)]
-
-
-def workload_evidence(workload: str) -> dict:
-    """What EAGLE-3 Table 1 (Vicuna 13B, temperature 0) measured on the workload's task.
-
-    Returns ``{"task", "eagle3", "pld", "sps", "eagle3_best_task", "pld_best_task"}``: the
-    task of :data:`WORKLOADS` (None for ``"creative"``, then the speedups are None), the
-    speedups (x) of EAGLE-3, prompt lookup (PLD) and a draft model (SpS) on it, and the task on
-    which EAGLE-3 and PLD are fastest. Source: arXiv 2503.01840 Table 1.
-
-    Raises ValueError for a workload not in :data:`WORKLOADS`.
-    """
-    from .. import _check
-
-    _check.choice("workload", workload, WORKLOADS)
-    t1 = _table1()
-    tasks = t1[t1["task"] != "mean"]
-
-    def best(method):
-        rows = tasks[tasks["method"] == method]
-        return str(rows.loc[rows["speedup"].idxmax(), "task"])
-
-    task = WORKLOADS[workload]
-    pld = tasks[(tasks["method"] == "PLD") & (tasks["task"] != task)]["speedup"]
-    out = {"task": task, "eagle3_best_task": best("EAGLE-3"), "pld_best_task": best("PLD"),
-           "pld_others": (float(pld.min()), float(pld.max()))}
-    for key, method in (("eagle3", "EAGLE-3"), ("pld", "PLD"), ("sps", "SpS")):
-        if task is None:
-            out[key] = None
-        else:
-            (v,) = t1[(t1["method"] == method) & (t1["task"] == task)]["speedup"]
-            out[key] = float(v)
-    return out
-
-
-@lru_cache(maxsize=1)
-def batch_evidence():
-    """The EAGLE-3 paper's batch tables, summarised per table and method.
-
-    Returns a DataFrame with one row per (table, method): ``table`` ("SGLang, Table 3" or
-    "vLLM, Table 5"), ``method`` ("EAGLE" = EAGLE-1, "EAGLE-3"), ``first_below_1x`` (smallest
-    batch with throughput ratio < 1, or None), ``lowest`` (smallest ratio, x) and
-    ``lowest_at`` (its batch). Source: arXiv 2503.01840 Tables 3 and 5
-    (``data/eagle3_table3_sglang_batch.csv``, ``data/eagle3_table5_vllm_batch.csv``).
-    """
-    import pandas as pd
-
-    from .. import batch
-
-    rows = []
-    for name, label in (("eagle3_table3_sglang_batch", "SGLang, Table 3"),
-                        ("eagle3_table5_vllm_batch", "vLLM, Table 5")):
-        ratios = batch.ratio_table(name)
-        for m in ratios.columns:
-            col = ratios[m].dropna()
-            first = batch.first_losing_batch(col.index, col.to_numpy())
-            rows.append({"table": label, "method": m,
-                         "first_below_1x": None if first is None else int(first),
-                         "lowest": float(col.min()), "lowest_at": int(col.idxmin())})
-    out = pd.DataFrame(rows)
-    out["first_below_1x"] = out["first_below_1x"].astype("Int64")
-    return out
-
-
-def _batch_sentence(method: str | None) -> tuple[str, bool | None]:
-    """(what the batch tables show for ``method``, did it fall below 1x: None = not measured)."""
-    import pandas as pd
-
-    ev = batch_evidence()
-
-    def fell(m):
-        sub = ev[ev["method"] == m]
-        return ", ".join(f"{r.table}: from batch {int(r.first_below_1x)}"
-                         for r in sub.itertuples() if pd.notna(r.first_below_1x))
-
-    eagle1 = f"EAGLE-1 fell below 1x ({fell('EAGLE')})"
-    e3 = ev[ev["method"] == "EAGLE-3"]
-    eagle3 = ("EAGLE-3 never did (lowest " + ", ".join(
-        f"{r.lowest:.2f}x at batch {r.lowest_at} on {r.table.split(',')[0]}"
-        for r in e3.itertuples()) + ")")
-    if method == "eagle3":
-        below = bool(e3["first_below_1x"].notna().any())
-        return f"{eagle1}; {eagle3}: the margin shrinks but stays above 1x", below
-    return (f"{eagle1}; {eagle3}; no batch table measures {method or 'this method'}", None)
-
-
-@lru_cache(maxsize=1)
-def sampling_gamma_evidence():
-    """Theorem 3.8 and 3.11 at the temperature-1 rows of Leviathan et al. Table 4.
-
-    One row per measured (task, draft) at temperature 1: ``alpha``, ``c``, the best gamma
-    (:func:`specnb.theory.optimal_gamma`) and its speedup, the speedup and operations at gamma
-    :data:`SAMPLING_GAMMA_CAP`, ``share_of_best`` (speedup at the cap / best speedup) and the
-    operations at the best gamma. Operations take c_hat = c, as the article does. Source:
-    arXiv 2211.17192 v2 Table 4 (``data/leviathan_table4_theory_vs_measured.csv``).
-    """
-    import pandas as pd
-
-    from .. import data
-    from ..theory import operations_factor, optimal_gamma, walltime_speedup
-
-    df = data.load("leviathan_table4_theory_vs_measured")
-    rows = []
-    for r in df[df["temperature"] == 1].itertuples():
-        g, best = optimal_gamma(r.alpha, r.c)
-        at_cap = walltime_speedup(r.alpha, SAMPLING_GAMMA_CAP, r.c)
-        rows.append({"task": r.task, "draft": r.draft, "alpha": r.alpha, "c": r.c,
-                     "best gamma": g, "best speedup": best,
-                     "operations at best": operations_factor(r.alpha, g, r.c),
-                     f"speedup at {SAMPLING_GAMMA_CAP}": at_cap,
-                     f"operations at {SAMPLING_GAMMA_CAP}":
-                         operations_factor(r.alpha, SAMPLING_GAMMA_CAP, r.c),
-                     "share_of_best": at_cap / best})
-    return pd.DataFrame(rows)
-
-
-@lru_cache(maxsize=1)
-def theorem_vs_measured():
-    """Measured speedup over Theorem 3.8's expected speedup, per row of Leviathan et al. Table 4.
-
-    Returns a DataFrame with task, draft, temperature, gamma, ``expected`` (the paper's
-    Theorem 3.8 value), ``measured`` and ``ratio`` (measured / expected). Source: arXiv
-    2211.17192 v2 Table 4 (``data/leviathan_table4_theory_vs_measured.csv``).
-    """
-    from .. import data
-
-    df = data.load("leviathan_table4_theory_vs_measured")
-    out = df[["task", "draft", "temperature", "gamma"]].copy()
-    out["expected"] = df["speedup_expected"]
-    out["measured"] = df["speedup_measured"]
-    out["ratio"] = df["speedup_measured"] / df["speedup_expected"]
-    return out
-
-
-def theorem_sentence() -> str:
-    """What Leviathan Table 4 shows about Theorem 3.8 against measurement, in one clause."""
-    t = theorem_vs_measured()
-    small = t[t["draft"] == "T5-small"]["ratio"]
-    return (f"measured speedups land on either side of Theorem 3.8 (Leviathan Table 4: "
-            f"{t['ratio'].min():.2f}x to {t['ratio'].max():.2f}x of it; the T5-small draft "
-            f"{small.min():.2f}x to {small.max():.2f}x), so measure")
-
-
-#: Workload kind -> the SpecDecode-Bench dataset whose per-position acceptance stands for it
-#: (``data/specdecode_bench_acceptance.csv``; Llama-3.1-8B target); ``"mean"``: the
-#: per-position mean over the four datasets; None: no dataset measures it.
-ACCEPTANCE_DATASETS = {
-    "general": "mean",             # mixed traffic: the four datasets weighted equally
-    "chat": "ShareGPT",            # real user conversations
-    "code": "InstructCoder",       # instruction-driven code edits: the nearest to code
-    "math": "GSM8K",
-    "copy-heavy": "CNN/DM",        # summaries copy the input
-    "creative": None,
-}
-#: vLLM method -> the method of ``data/specdecode_bench_acceptance.csv`` measured for it
-#: (whether ``acc_eagle`` is EAGLE-1 or EAGLE-3 is not stated by the source).
-_ACCEPTANCE_METHODS = {"eagle3": "acc_eagle", "ngram": "acc_ngram"}
-#: Largest batch :func:`measure_threshold` searches with the step-time model: a crossover at
-#: this batch means "pays at every batch up to here" (the peak batch is searched when larger).
-MODEL_MAX_BATCH = 1024
-
-
-@lru_cache(maxsize=1)
-def _acceptance_table():
-    """``data/specdecode_bench_acceptance.csv``, read once (callers filter, never modify)."""
-    from .. import data
-
-    return data.load("specdecode_bench_acceptance")
-
-
-def workload_acceptance(method: str, workload: str):
-    """The per-position acceptance measured for a vLLM method on the workload's dataset.
-
-    Returns ``(rates, source)``: rates P(L >= 1 + i) for draft positions i = 1..5 (fractions,
-    non-increasing; tau(k) = 1 + r_1 + ... + r_k as :func:`specnb.serving.tokens_per_step`),
-    and a clause naming the data, dataset and source; or None when no bundled table measures
-    the method (``mtp``, ``draft_model``) or the workload (``creative``). Source: SpecDecode-
-    Bench's released data, Llama-3.1-8B target (arXiv 2601.11580;
-    ``data/specdecode_bench_acceptance.csv``, derived in ``shared/reference/batch-model.md``
-    section 4.2); whether its EAGLE is EAGLE-1 or EAGLE-3 is not stated there.
-
-    Raises
-    ------
-    ValueError
-        a workload not in :data:`WORKLOADS`.
-    """
-    from .. import _check
-
-    _check.choice("workload", workload, WORKLOADS)
-    dataset = ACCEPTANCE_DATASETS[workload]
-    key = _ACCEPTANCE_METHODS.get(method)
-    if dataset is None or key is None:
-        return None
-    df = _acceptance_table()
-    df = df[df["method"] == key]
-    cols = [f"p_ge_{i}" for i in range(2, 7)]
-    if dataset == "mean":
-        rates = tuple(float(x) for x in df[cols].mean())
-        where = f"the mean over {', '.join(df['dataset'])}"
-    else:
-        rates = tuple(float(x) for x in df[df["dataset"] == dataset][cols].iloc[0])
-        where = dataset
-    return rates, (f"{key} on {where}, SpecDecode-Bench's released data for a Llama-3.1-8B "
-                   "target, arXiv 2601.11580" + ("; whether its EAGLE is EAGLE-1 or EAGLE-3 is "
-                                                 "not stated" if key == "acc_eagle" else ""))
 
 
 def _architecture(name: str, value):
@@ -593,6 +305,7 @@ def measure_threshold(gpu=None, model=None, context=None, *, method: str = "eagl
                        + "".join(f". Note: {n}" for n in serving.context_limit_notes(st, s)))
 
 
+
 # ----------------------------------------------------------------------------- the rules
 def _bool(name, value, allow_none=False):
     if value is None and allow_none:
@@ -607,7 +320,7 @@ def _pick_method(workload, target_has_mtp, eagle3_drafter, small_draft_model, sp
                  measured=False):
     """(method, label, why, reasons, alternatives, rules) by what is available."""
     ev = workload_evidence(workload)
-    task = _TASK_NAMES.get(ev["task"], "")
+    task = TASK_NAMES.get(ev["task"], "")
     if target_has_mtp:
         return ("mtp", "mtp", "the draft layers are in the checkpoint: no extra model",
                 ["MTP reuses layers already in the checkpoint: no extra model, no extra weights "
@@ -615,7 +328,7 @@ def _pick_method(workload, target_has_mtp, eagle3_drafter, small_draft_model, sp
                 (), ("mtp",))
     e3 = ("EAGLE-3 is the fastest method on every task of the EAGLE-3 paper's Table 1 "
           "(Vicuna 13B, T=0)" + (f": {ev['eagle3']:.2f}x on {task}" if ev["eagle3"] else "")
-          + (f", its best task ({_TASK_NAMES[ev['eagle3_best_task']]})"
+          + (f", its best task ({TASK_NAMES[ev['eagle3_best_task']]})"
              if ev["task"] == ev["eagle3_best_task"] else ""))
     if eagle3_drafter:
         return ("eagle3", "eagle3", e3.split(" (")[0] + (f": {ev['eagle3']:.2f}x on {task}"
@@ -632,7 +345,7 @@ def _pick_method(workload, target_has_mtp, eagle3_drafter, small_draft_model, sp
                  "suffix decoding also drafts without a model (vLLM docs)"],
                 ("suffix",), ("copy",))
     if small_draft_model and spare_memory:
-        t1 = _table1()
+        t1 = table1()
         (sps,) = t1[(t1["method"] == "SpS") & (t1["task"] == "mean")]["speedup"]
         (pld,) = t1[(t1["method"] == "PLD") & (t1["task"] == "mean")]["speedup"]
         return ("draft_model", "draft_model",
@@ -671,7 +384,7 @@ def _pick_method(workload, target_has_mtp, eagle3_drafter, small_draft_model, sp
 
 def recommend(*, workload: str = "general", target_has_mtp: bool = False,
               eagle3_drafter: bool | None = False, small_draft_model: bool = False,
-              spare_memory: bool = False, copy_heavy: bool = False, peak_batch: int = 1,
+              spare_memory: bool = False, peak_batch: int = 1,
               temperature: float = 0.0, goal: str = "latency", alpha: float | None = None,
               c: float | None = None, draft_model: str | None = None,
               eagle3_model: str | None = None, gpu: str | None = None, model=None,
@@ -692,9 +405,6 @@ def recommend(*, workload: str = "general", target_has_mtp: bool = False,
         A small model of the same family (same tokenizer and vocabulary) is available.
     spare_memory : bool
         The GPU has memory to spare for a draft model's weights and KV cache.
-    copy_heavy : bool
-        Kept for compatibility: True means ``workload="copy-heavy"`` (an error with another
-        workload).
     peak_batch : int >= 1
         Peak sequences per batch (concurrency) the server sees.
     temperature : float >= 0
@@ -729,7 +439,7 @@ def recommend(*, workload: str = "general", target_has_mtp: bool = False,
     Raises
     ------
     ValueError
-        an unknown workload, copy_heavy with another workload, a flag that is not a bool,
+        an unknown workload, a flag that is not a bool,
         peak_batch < 1, temperature < 0, an unknown goal, alpha outside [0, 1], c < 0, any NaN
         or infinity, or only one of alpha and c; only some of gpu, model and context, gpus
         without them, an unknown GPU or model (the message names the parameter and lists the
@@ -739,19 +449,12 @@ def recommend(*, workload: str = "general", target_has_mtp: bool = False,
         a number given as a string, an array or a list.
     """
     from .. import _check
-    from ..theory import operations_factor, optimal_gamma
 
     _check.choice("workload", workload, WORKLOADS)
     target_has_mtp = _bool("target_has_mtp", target_has_mtp)
     eagle3_drafter = _bool("eagle3_drafter", eagle3_drafter, allow_none=True)
     small_draft_model = _bool("small_draft_model", small_draft_model)
     spare_memory = _bool("spare_memory", spare_memory)
-    copy_heavy = _bool("copy_heavy", copy_heavy)
-    if copy_heavy:
-        if workload not in ("general", "copy-heavy"):
-            raise ValueError(f"copy_heavy=True means workload='copy-heavy'; got workload="
-                             f"{workload!r} as well (give one of them)")
-        workload = "copy-heavy"
     peak_batch = _check.scalar_int("peak_batch", peak_batch, lo=1)
     temperature = _check.scalar_real("temperature", temperature, lo=0.0)
     _check.choice("goal", goal, ("latency", "throughput"))
@@ -774,178 +477,121 @@ def recommend(*, workload: str = "general", target_has_mtp: bool = False,
                        "fewer requests fit at once (article section 6)")
     if method is None:
         return Recommendation(None, None, label, why, tuple(reasons), rules=rules)
-
-    gamma = DEFAULT_GAMMA[method]
     if alpha is not None:
-        g, speed = optimal_gamma(alpha, c)
+        gamma, off_reason = _measured_gamma(method, alpha, c, reasons)
         rules += ("measured",)
-        if g == 0:
-            return Recommendation(
-                None, None, "keep it off",
-                f"alpha {alpha:g} <= c {c:g}: no draft length beats plain decoding",
-                tuple(reasons + [f"Corollary 3.9 of Leviathan et al.: speculation pays only "
-                                 f"when alpha > c (here alpha={alpha:g}, c={c:g})"]),
-                rules=rules)
-        gamma = int(g)
-        reasons.append(f"gamma {gamma} = optimal_gamma(alpha={alpha:g}, c={c:g}): Theorem 3.8 "
-                       f"gives {speed:.2f}x at {operations_factor(alpha, gamma, c):.2f}x the "
-                       f"operations (Theorem 3.11); {theorem_sentence()}")
-        if method == "mtp" and gamma > 1:
-            reasons.append("with a single MTP layer vLLM warns that gamma > 1 reruns the same "
-                           "layer and lowers acceptance; multi-layer MTP checkpoints avoid it")
+        if gamma is None:
+            return Recommendation(None, None, "keep it off",
+                                  f"alpha {alpha:g} <= c {c:g}: no draft length beats plain "
+                                  "decoding", tuple(reasons + [off_reason]), rules=rules)
     else:
-        start = {"mtp": "vLLM's MTP example; more reruns the same MTP layer and lowers "
-                        "acceptance, vLLM warns",
-                 "eagle3": "the article's 'start at 3-5'; EAGLE-3's SGLang batch table uses "
-                           "chain length 3",
-                 "ngram": "vLLM's docs and the article's n-gram example",
-                 "draft_model": "vLLM's draft-model examples"}[method]
-        if temperature > 0 and gamma > SAMPLING_GAMMA_CAP:
-            ev = sampling_gamma_evidence()
-            rules += ("sampling",)
-            reasons.append(
-                f"gamma {SAMPLING_GAMMA_CAP}: {method} starts at {gamma} ({start}), capped at "
-                f"{SAMPLING_GAMMA_CAP} because temperature {temperature:g} samples: acceptance "
-                f"drops, and at Leviathan Table 4's temperature-1 alphas "
-                f"({ev['alpha'].min():.2f}-{ev['alpha'].max():.2f}) gamma {SAMPLING_GAMMA_CAP} "
-                f"reaches at least {ev['share_of_best'].min():.0%} of the best gamma's "
-                "Theorem 3.8 speedup with no more operations (the article: 'small gamma, 2-3')")
-            gamma = SAMPLING_GAMMA_CAP
-        else:
-            reasons.append(f"gamma {gamma}: the starting point for {method} ({start})"
-                           + (f"; temperature {temperature:g} samples, and {gamma} is already "
-                              f"at most {SAMPLING_GAMMA_CAP} (the article: 'small gamma, 2-3')"
-                              if temperature > 0 else ""))
-            if temperature > 0:
-                rules += ("sampling",)
+        gamma, fired = _starting_gamma(method, temperature, reasons)
+        rules += fired
     what = "output tok/s" if goal == "throughput" else "TPOT p50/p99"
-    crossover = None
     if modelled is None:
-        threshold, _source = measure_threshold()
-        measure_first = peak_batch >= threshold
-        if measure_first:
-            rules += ("peak_batch",)
-            sentence, _ = _batch_sentence(method)
-            label = "measure on and off under real load"
-            why = sentence.split(";")[0] + ("; EAGLE-3 stayed above 1x" if method == "eagle3"
-                                            else "")
-            reasons.append(f"peak batch {peak_batch} >= {threshold}: {sentence}; "
-                           f"compare {what} with speculation on and off at the peak "
-                           "(specnb.vllm.compare_bench)")
+        measure_first, crossover, head = _peak_batch_rule(method, peak_batch, what, reasons)
+        rules += ("peak_batch",) if measure_first else ()
     else:
-        from .. import serving
-
-        threshold, sentence = measure_threshold(
-            gpu, model, context, method=method, gamma=gamma, alpha=alpha, workload=workload,
-            gpus=gpus, draft_model=draft_model if method == "draft_model" else None,
-            max_batch=min(max(MODEL_MAX_BATCH, peak_batch), serving.MAX_BATCH_SEARCH))
-        crossover = threshold - 1
-        measure_first = peak_batch >= threshold
+        measure_first, crossover, head = _peak_batch_model_rule(
+            method, gamma, peak_batch, what, reasons, (gpu, model, context, gpus),
+            modelled[0].name, alpha=alpha, workload=workload, draft_model=draft_model)
         rules += ("peak_batch_model",)
-        if measure_first:
-            label = "measure on and off under real load"
-            why = (f"the step-time model predicts no gain from batch {threshold} "
-                   f"(crossover {crossover}) at context {context:,} on {modelled[0].name}: "
-                   "confirm at the peak")
-            reasons.append(f"peak batch {peak_batch} > crossover {crossover}: {sentence}; "
-                           f"compare {what} with speculation on and off at the peak "
-                           "(specnb.vllm.compare_bench)")
-        else:
-            reasons.append(f"peak batch {peak_batch} <= crossover {crossover}: {sentence}")
-    options: dict = {}
-    if method == "ngram":
-        options = dict(NGRAM_OPTIONS)
-    elif method == "draft_model":
-        options = {"model": draft_model or "<draft-model>"}
-    elif method == "eagle3":
-        options = {"model": eagle3_model or "<eagle3-drafter>"}
-    config = speculative_config(method, gamma, **options)
+    if head is not None:
+        label, why = "measure on and off under real load", head
+    config = speculative_config(method, gamma, **_options(method, draft_model, eagle3_model))
     return Recommendation(method, gamma, label, why, tuple(reasons), config, alternatives,
-                          measure_first, None, rules, crossover)
+                          measure_first, rules, crossover)
 
 
-# ----------------------------------------------------------------------------- vs the article
-def _reason_check(kind: str | None, rec: Recommendation) -> tuple[str, str]:
-    """(holds: "yes" / "no" / "not a number", the number behind it) for the article's reason."""
-    if kind is None:
-        return "not a number", "a statement about the method, not a measured figure"
-    if kind == "code":
-        ev = workload_evidence("code")
-        ok = ev["eagle3_best_task"] == "humaneval"
-        return ("yes" if ok else "no",
-                f"EAGLE-3's best task in Table 1 is {_TASK_NAMES[ev['eagle3_best_task']]} "
-                f"({ev['eagle3']:.2f}x on HumanEval)")
-    if kind == "copy":
-        ev = workload_evidence("copy-heavy")
-        ok = ev["pld_best_task"] == "cnndm"
-        return ("yes" if ok else "no",
-                f"prompt lookup's best task in Table 1 is {_TASK_NAMES[ev['pld_best_task']]} "
-                f"({ev['pld']:.2f}x)")
-    if kind == "below_1x":
-        sentence, below = _batch_sentence(rec.method)
-        if below is None:
-            return "not measured", sentence
-        return ("yes" if below else f"no, for {rec.method}", sentence)
-    if kind == "sampling":
+def _measured_gamma(method, alpha, c, reasons):
+    """Rule ``measured``: gamma = optimal_gamma(alpha, c), or (None, why off) when alpha <= c.
+    Appends the reason to ``reasons``."""
+    from ..theory import operations_factor, optimal_gamma
+
+    g, speed = optimal_gamma(alpha, c)
+    if g == 0:
+        return None, (f"Corollary 3.9 of Leviathan et al.: speculation pays only when alpha > c "
+                      f"(here alpha={alpha:g}, c={c:g})")
+    gamma = int(g)
+    reasons.append(f"gamma {gamma} = optimal_gamma(alpha={alpha:g}, c={c:g}): Theorem 3.8 "
+                   f"gives {speed:.2f}x at {operations_factor(alpha, gamma, c):.2f}x the "
+                   f"operations (Theorem 3.11); {theorem_sentence()}")
+    if method == "mtp" and gamma > 1:
+        reasons.append("with a single MTP layer vLLM warns that gamma > 1 reruns the same "
+                       "layer and lowers acceptance; multi-layer MTP checkpoints avoid it")
+    return gamma, None
+
+
+def _starting_gamma(method, temperature, reasons):
+    """The starting gamma of :data:`DEFAULT_GAMMA`, capped by rule ``sampling`` when
+    temperature > 0: (gamma, rules fired). Appends the reason to ``reasons``."""
+    gamma = DEFAULT_GAMMA[method]
+    start = {"mtp": "vLLM's MTP example; more reruns the same MTP layer and lowers "
+                    "acceptance, vLLM warns",
+             "eagle3": "the article's 'start at 3-5'; EAGLE-3's SGLang batch table uses "
+                       "chain length 3",
+             "ngram": "vLLM's docs and the article's n-gram example",
+             "draft_model": "vLLM's draft-model examples"}[method]
+    if temperature > 0 and gamma > SAMPLING_GAMMA_CAP:
         ev = sampling_gamma_evidence()
-        return ("yes", f"at Leviathan Table 4's temperature-1 alphas "
-                       f"({ev['alpha'].min():.2f}-{ev['alpha'].max():.2f}) gamma "
-                       f"{SAMPLING_GAMMA_CAP} reaches >= {ev['share_of_best'].min():.0%} of "
-                       "the best speedup with no more operations")
-    raise ValueError(f"reason check must be code, copy, below_1x, sampling or None; got {kind!r}")
+        reasons.append(
+            f"gamma {SAMPLING_GAMMA_CAP}: {method} starts at {gamma} ({start}), capped at "
+            f"{SAMPLING_GAMMA_CAP} because temperature {temperature:g} samples: acceptance "
+            f"drops, and at Leviathan Table 4's temperature-1 alphas "
+            f"({ev['alpha'].min():.2f}-{ev['alpha'].max():.2f}) gamma {SAMPLING_GAMMA_CAP} "
+            f"reaches at least {ev['share_of_best'].min():.0%} of the best gamma's "
+            "Theorem 3.8 speedup with no more operations (the article: 'small gamma, 2-3')")
+        return SAMPLING_GAMMA_CAP, ("sampling",)
+    reasons.append(f"gamma {gamma}: the starting point for {method} ({start})"
+                   + (f"; temperature {temperature:g} samples, and {gamma} is already "
+                      f"at most {SAMPLING_GAMMA_CAP} (the article: 'small gamma, 2-3')"
+                      if temperature > 0 else ""))
+    return gamma, ("sampling",) if temperature > 0 else ()
 
 
-def compare_with_article(situation: Situation, rec: Recommendation | None = None) -> dict:
-    """The rules' advice for one article row beside the article's, and whether they agree.
-
-    Returns ``{"advice agrees": bool, "differs because": str, "article reason holds": str,
-    "evidence": str}``. The advice agrees when every claim in ``situation.claims`` holds for
-    ``rec`` (computed with ``recommend(**situation.inputs)`` when None).
-    """
-    rec = recommend(**situation.inputs) if rec is None else rec
-    notes = []
-    claims = situation.claims
-    if "method" in claims and rec.method not in claims["method"]:
-        notes.append(f"the article names {' or '.join(claims['method'])}; the rules give "
-                     f"{rec.method or 'off'}: {rec.why}")
-    if "measure_first" in claims and rec.measure_first != claims["measure_first"]:
-        notes.append("measure-first differs")
-    if "gamma_range" in claims:
-        lo, hi = claims["gamma_range"]
-        if rec.gamma is None:
-            notes.append(f"the article keeps drafting at gamma {lo}-{hi} without naming a "
-                         f"method; with only n-gram available the rules keep it off until its "
-                         f"acceptance is measured (its own warning: alpha 0.2 buys 1.25x for "
-                         f"3.21x the operations); with MTP or an EAGLE-3 drafter they give "
-                         f"gamma {DEFAULT_GAMMA['mtp']} or "
-                         f"{min(DEFAULT_GAMMA['eagle3'], SAMPLING_GAMMA_CAP)}")
-        elif not lo <= rec.gamma <= hi:
-            notes.append(f"gamma {rec.gamma} outside the article's {lo}-{hi}")
-    holds, evidence = _reason_check(situation.reason, rec)
-    return {"advice agrees": not notes, "differs because": "; ".join(notes),
-            "article reason holds": holds, "evidence": evidence}
+def _peak_batch_rule(method, peak_batch, what, reasons):
+    """Rule ``peak_batch`` (no GPU, model, context): (measure_first, None, headline or None)."""
+    threshold, _source = measure_threshold()
+    if peak_batch < threshold:
+        return False, None, None
+    sentence, _ = batch_sentence(method)
+    reasons.append(f"peak batch {peak_batch} >= {threshold}: {sentence}; "
+                   f"compare {what} with speculation on and off at the peak "
+                   "(specnb.advise.compare_bench)")
+    return True, None, sentence.split(";")[0] + ("; EAGLE-3 stayed above 1x" if method == "eagle3"
+                                                 else "")
 
 
-def recommendation_table(situations=ARTICLE_SITUATIONS):
-    """The article's table beside the rules' advice: one :func:`recommend` call per situation.
+def _peak_batch_model_rule(method, gamma, peak_batch, what, reasons, where, gpu_name, *,
+                           alpha, workload, draft_model):
+    """Rule ``peak_batch_model``: the step-time model's crossover for the method at gamma:
+    (measure_first, crossover, headline or None)."""
+    from .. import serving
 
-    Returns a pandas DataFrame with columns situation, inputs, assumed, method, gamma,
-    recommendation, why, rules, article recommendation, article why, advice agrees, differs
-    because, article reason holds, evidence; and ``matches`` (= advice agrees, kept for
-    compatibility).
-    """
-    import pandas as pd
+    gpu, model, context, gpus = where
+    threshold, sentence = measure_threshold(
+        gpu, model, context, method=method, gamma=gamma, alpha=alpha, workload=workload,
+        gpus=gpus, draft_model=draft_model if method == "draft_model" else None,
+        max_batch=min(max(MODEL_MAX_BATCH, peak_batch), serving.MAX_BATCH_SEARCH))
+    crossover = threshold - 1
+    if peak_batch < threshold:
+        reasons.append(f"peak batch {peak_batch} <= crossover {crossover}: {sentence}")
+        return False, crossover, None
+    reasons.append(f"peak batch {peak_batch} > crossover {crossover}: {sentence}; "
+                   f"compare {what} with speculation on and off at the peak "
+                   "(specnb.advise.compare_bench)")
+    return True, crossover, (f"the step-time model predicts no gain from batch {threshold} "
+                             f"(crossover {crossover}) at context {context:,} on {gpu_name}: "
+                             "confirm at the peak")
 
-    rows = []
-    for s in situations:
-        rec = recommend(**s.inputs)
-        cmp = compare_with_article(s, rec)
-        rows.append({"situation": s.situation,
-                     "inputs": ", ".join(f"{k}={v!r}" for k, v in s.inputs.items()),
-                     "assumed": s.assumed, "method": rec.method, "gamma": rec.gamma,
-                     "recommendation": rec.label, "why": rec.why, "rules": ", ".join(rec.rules),
-                     "article recommendation": s.printed, "article why": s.printed_why,
-                     **cmp, "matches": cmp["advice agrees"]})
-    out = pd.DataFrame(rows)
-    out["gamma"] = out["gamma"].astype("Int64")
-    return out
+
+def _options(method, draft_model, eagle3_model) -> dict:
+    """The ``speculative_config`` options beside method and gamma (placeholder model ids)."""
+    if method == "ngram":
+        return dict(NGRAM_OPTIONS)
+    if method == "draft_model":
+        return {"model": draft_model or "<draft-model>"}
+    if method == "eagle3":
+        return {"model": eagle3_model or "<eagle3-drafter>"}
+    return {}
+

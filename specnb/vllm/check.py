@@ -9,7 +9,7 @@
 Every "use <JSON>" fix this module suggests is itself accepted by the checker for current vLLM
 (:func:`suggest_fix`): old key names are renamed, V0 spellings mapped (``speculative_model:
 "[ngram]"`` -> ``method: "ngram"``) and a missing ``num_speculative_tokens`` filled with the
-starting value of :data:`specnb.vllm._defaults.DEFAULT_GAMMA`.
+starting value of :data:`specnb.vllm.DEFAULT_GAMMA`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ import json
 import re
 
 from . import _schema as S
-from ._defaults import DEFAULT_GAMMA
 from ._rules import _Checker, _era, _parse_version
 from ._values import _json_values
 from .findings import ConfigCheck, Finding
@@ -34,7 +33,7 @@ def suggest_fix(config) -> dict | None:
     ``ngram_prompt_lookup_max`` -> ``prompt_lookup_max``, ``speculative_model`` -> ``model``),
     maps the V0 n-gram spelling (``model: "[ngram]"`` or ``"ngram"`` -> ``method: "ngram"``,
     ``model`` dropped), drops sampling parameters and removed keys, and adds a missing
-    ``num_speculative_tokens`` (:data:`~specnb.vllm._defaults.DEFAULT_GAMMA`, else 3). The
+    ``num_speculative_tokens`` (:data:`~specnb.vllm.DEFAULT_GAMMA`, else 3). The
     result is returned only if :func:`check_speculative_config` accepts it.
 
     Parameters
@@ -68,7 +67,7 @@ def suggest_fix(config) -> dict | None:
     if "method" in out:  # method first, as the builder writes it
         out = {"method": out.pop("method"), **out}
     if out.get("num_speculative_tokens") is None and isinstance(out.get("method"), str):
-        out["num_speculative_tokens"] = DEFAULT_GAMMA.get(out["method"], 3)
+        out["num_speculative_tokens"] = S.DEFAULT_GAMMA.get(out["method"], 3)
     try:
         if check_speculative_config(out).accepted:
             return out
