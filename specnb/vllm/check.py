@@ -251,13 +251,14 @@ def check_speculative_config(text_or_dict, vllm_version=None, draft_config=None)
                               f"to <function loads ...>'{parser}",
                               exc.fix or "write one JSON object in double quotes, e.g. "
                               "{\"method\": \"ngram\", \"num_speculative_tokens\": 4}",
-                              exc.line, exc.column)
+                              exc.line, exc.column, code="invalid-json")
             return ConfigCheck((finding,), None, version)
         if cfg is None:
             finding = Finding("warning", None, "empty value: vLLM reads '', 'None' (and JSON "
                               "null) as no speculative config, so speculative decoding stays "
                               "off",
-                              "pass a JSON object, or drop --speculative-config")
+                              "pass a JSON object, or drop --speculative-config",
+                              code="empty-value")
             return ConfigCheck((finding,), None, version)
         if not isinstance(cfg, dict):
             inner = None
@@ -271,10 +272,13 @@ def check_speculative_config(text_or_dict, vllm_version=None, draft_config=None)
                        "were kept (YAML, docker-compose or Kubernetes args, or double "
                        "encoding), so vLLM gets a str, not a mapping")
                 fix = f"use {json.dumps(inner)}"
+                code = "json-string-of-json"
             else:
                 msg = f"the value must be a JSON object {{...}}, got a {type(cfg).__name__}"
                 fix = "write e.g. {\"method\": \"ngram\", \"num_speculative_tokens\": 4}"
-            return ConfigCheck((Finding("error", None, msg, fix, 1, 1),), None, version)
+                code = "not-an-object"
+            return ConfigCheck((Finding("error", None, msg, fix, 1, 1, code=code),), None,
+                               version)
     else:
         raise TypeError("text_or_dict must be JSON text (str) or a dict, got "
                         f"{type(text_or_dict).__name__}")
