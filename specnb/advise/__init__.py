@@ -1,6 +1,7 @@
 """What to do: advice built on the formulas (:mod:`specnb.theory`), the published data
 (:mod:`specnb.data`), vLLM's contract (:mod:`specnb.vllm`) and the serving model
-(:mod:`specnb.serving`). Every note carries a stable ``code`` beside its message.
+(:mod:`specnb.serving`). Every note is a :class:`specnb.notes.Note`: a stable ``code`` beside
+its message.
 
 Used by notebooks 06 and 07, ``specnb metrics`` / ``bench`` and the README:
 
@@ -29,13 +30,11 @@ from .bench import BenchComparison, comparability, compare_bench
 from .evidence import (MEASURE_BATCH, MIN_DRAFTS, SAMPLING_GAMMA_CAP, WORKLOADS, batch_evidence,
                        sampling_gamma_evidence, theorem_vs_measured, thin_window,
                        workload_acceptance, workload_evidence)
-from .notes import Note
 from .recommend import RULES, Recommendation, measure_threshold, recommend
 from .watch import (acceptance_advice, acceptance_length_advice, best_draft_length,
                     gamma1_verdict, theorem_advice, watch_table)
 
 __all__ = [
-    "Note",
     "recommend", "Recommendation", "RULES", "measure_threshold", "WORKLOADS", "MEASURE_BATCH",
     "SAMPLING_GAMMA_CAP",
     "ARTICLE_SITUATIONS", "Situation", "recommendation_table", "compare_with_article",

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from .. import _check
 from ..vllm import COMPARABLE, SPEC_KEYS, bench_rows, bench_value, read_bench
-from .notes import Note
+from ..notes import Note
 from .watch import acceptance_length_advice
 
 __all__ = ["GOALS", "compare_bench", "comparability", "BenchComparison"]
@@ -38,7 +38,7 @@ class BenchComparison:
     acceptance : dict of the ON run's spec-decode section (empty if absent).
     goal : "latency" or "throughput".
     verdict : "turn it on", "keep it off", "no clear difference" or "cannot tell".
-    reasons : why, with the numbers (:class:`~specnb.advise.notes.Note` s; codes in the
+    reasons : why, with the numbers (:class:`~specnb.notes.Note` s; codes in the
         module docstring).
     cautions : what else to look at (tail latency, TTFT, ITL, comparability, failures); the
         comparability flags come first (Notes).

@@ -7,7 +7,7 @@ Theorem 3.8 gives a speedup of (1 + alpha) / (1 + c), above 1 exactly when alpha
 Leviathan et al.'s own Table 4 shows it to be: measurements land on either side of it.
 :func:`acceptance_length_advice` is the article's step-3 rule made to depend on gamma;
 :func:`acceptance_advice` reads a window's :class:`specnb.vllm.AcceptanceStats` into coded
-:class:`~specnb.advise.notes.Note` s (``specnb metrics`` prints them);
+:class:`~specnb.notes.Note` s (``specnb metrics`` prints them);
 :func:`specnb.advise.compare_bench` uses :func:`acceptance_length_advice` for its cautions.
 :func:`watch_table` is the after-launch watch list (:data:`WATCH`: Corollary 3.9's rule in its
 first row, TTFT stated as something to explain rather than a known cause, and vLLM's
@@ -25,9 +25,9 @@ from __future__ import annotations
 import math
 
 from ..vllm import PROMQL
-from .evidence import (EVIDENCE_HALF_WIDTH, MAX_PLAUSIBLE_K, MIN_DRAFTS, drafts_unknown_sentence,
+from .evidence import (EVIDENCE_HALF_WIDTH, MIN_DRAFTS, drafts_unknown_sentence,
                        theorem_sentence, thin_window)
-from .notes import Note
+from ..notes import Note
 
 __all__ = ["MIN_ACCEPTANCE_LENGTH", "TAIL_DRAFT_COST", "WATCH", "gamma1_verdict",
            "theorem_advice", "acceptance_length_advice", "best_draft_length",
@@ -300,7 +300,7 @@ def acceptance_advice(stats, c: float | None = None) -> list[Note]:
 
     Returns
     -------
-    list of :class:`~specnb.advise.notes.Note`, codes as in the module docstring.
+    list of :class:`~specnb.notes.Note`, codes as in the module docstring.
 
     Raises
     ------

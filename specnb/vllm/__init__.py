@@ -12,8 +12,7 @@ Build and render
 Check
     :func:`check_speculative_config` -> :class:`ConfigCheck` of :class:`Finding` (each with a
     stable ``code``); :func:`parse_speculative_config` (raises :class:`ConfigSyntaxError`);
-    :func:`suggest_fix`; :func:`checkpoint_method` (the method a draft checkpoint needs); the
-    dynamic schedule: :func:`validate_schedule`, :func:`schedule_lookup`,
+    :func:`suggest_fix`; the dynamic schedule: :func:`validate_schedule`, :func:`schedule_lookup`,
     :func:`describe_schedule`
 Read
     :func:`read_acceptance` (any format; :class:`UsageError` for inputs given wrongly) ->
@@ -35,7 +34,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ._rules import checkpoint_method
 from ._schema import BUILD_METHODS, DEFAULT_GAMMA, METHODS, NGRAM_OPTIONS
 from .bench import COMPARABLE, SPEC_KEYS, bench_rows, bench_summary, bench_value, read_bench
 from .check import check_speculative_config, parse_speculative_config, suggest_fix
@@ -52,7 +50,7 @@ from .syntax import ConfigSyntaxError
 __all__ = [
     "METHODS", "BUILD_METHODS", "DEFAULT_GAMMA", "NGRAM_OPTIONS",
     "speculative_config", "serve_command", "yaml_config", "python_snippet",
-    "check_speculative_config", "parse_speculative_config", "suggest_fix", "checkpoint_method",
+    "check_speculative_config", "parse_speculative_config", "suggest_fix",
     "ConfigCheck", "Finding", "ConfigSyntaxError",
     "validate_schedule", "schedule_lookup", "describe_schedule",
     "read_acceptance", "Reading", "UsageError", "read_metrics", "metrics_delta", "log_counts",
