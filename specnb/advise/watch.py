@@ -265,8 +265,6 @@ def best_draft_length(per_position, c: float = TAIL_DRAFT_COST) -> tuple[int, fl
     return best_k, best
 
 
-_V0_GAUGES = ("vllm:spec_decode_draft_acceptance_rate", "vllm:spec_decode_efficiency")
-
 
 def acceptance_advice(stats, c: float | None = None) -> list[Note]:
     """What these numbers say to do, most important first.

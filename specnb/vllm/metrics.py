@@ -160,6 +160,9 @@ class SpecDecodeCounts:
                                 self.drafts_estimated or before.drafts_estimated)
 
 
+#: Gauges only a V0 server exposes (named in the "no counters" message).
+_V0_GAUGES = ("vllm:spec_decode_draft_acceptance_rate", "vllm:spec_decode_efficiency")
+
 #: The inputs specnb reads, named in every "cannot read this" message.
 FORMATS = ("a Prometheus /metrics scrape of a vLLM V1 server (vllm:spec_decode_*_total "
            "counters; one scrape, or a before/after pair), a vLLM log with 'SpecDecoding "
