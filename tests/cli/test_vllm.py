@@ -308,7 +308,7 @@ def test_bench(capsys):
 
 
 def test_cli_module_imports_light():
-    code = ("import sys, specnb.vllm_cli; "
+    code = ("import sys, specnb.cli.vllm; "
             "sys.exit(1 if {'pandas', 'specnb.vllm', 'prometheus_client'} & set(sys.modules) "
             "else 0)")
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
