@@ -98,27 +98,31 @@ def comparability(on, off, tolerance: float = 0.05) -> list[Note]:
     out = []
     for k in COMPARABLE:
         if k in on_d and k in off_d and on_d[k] != off_d[k]:
-            out.append(Note("runs-differ", f"the runs differ in {k} ({off_d[k]!r} off vs {on_d[k]!r} on): "
-                       "not a like-for-like comparison"))
+            out.append(Note("runs-differ", f"the runs differ in {k} ({off_d[k]!r} off vs "
+                            f"{on_d[k]!r} on): not a like-for-like comparison"))
     tokens = [bench_value(d, "total_output_tokens") for d in (off_d, on_d)]
     done = [bench_value(d, "completed") for d in (off_d, on_d)]
     if not any(math.isnan(t) for t in tokens):
         per = [t / n if n == n and n > 0 else t for t, n in zip(tokens, done)]
         unit = "per request" if all(n == n and n > 0 for n in done) else "in total"
         if per[0] > 0 and abs(per[1] / per[0] - 1) > tol:
-            out.append(Note("output-tokens-differ", f"the runs produced different numbers of output tokens: {tokens[0]:,.0f} "
-                       f"off vs {tokens[1]:,.0f} on ({per[0]:,.1f} vs {per[1]:,.1f} {unit}, "
-                       f"{100 * (per[1] / per[0] - 1):+.1f}%, beyond the {100 * tol:.0f}% "
-                       "tolerance): TPOT and throughput average over different outputs (set "
-                       "--ignore-eos or a fixed output length so both runs decode the same "
-                       "number of tokens)"))
+            out.append(Note(
+                "output-tokens-differ",
+                f"the runs produced different numbers of output tokens: {tokens[0]:,.0f} off vs "
+                f"{tokens[1]:,.0f} on ({per[0]:,.1f} vs {per[1]:,.1f} {unit}, "
+                f"{100 * (per[1] / per[0] - 1):+.1f}%, beyond the {100 * tol:.0f}% "
+                "tolerance): TPOT and throughput average over different outputs (set "
+                "--ignore-eos or a fixed output length so both runs decode the same "
+                "number of tokens)"))
     single = [name for name, d in (("OFF", off_d), ("ON", on_d))
               if bench_value(d, "completed") == 1 or bench_value(d, "num_prompts") == 1]
     if single:
-        out.append(Note("single-request", f"the {' and '.join(single)} run{'s' * (len(single) > 1)} measured a single "
-                   "request: one output, no batching and no spread to put a percentile on; one "
-                   "request is not a benchmark (run vllm bench serve with many prompts, at the "
-                   "concurrency you serve)"))
+        out.append(Note(
+            "single-request",
+            f"the {' and '.join(single)} run{'s' * (len(single) > 1)} measured a single "
+            "request: one output, no batching and no spread to put a percentile on; one "
+            "request is not a benchmark (run vllm bench serve with many prompts, at the "
+            "concurrency you serve)"))
     return out
 
 

@@ -272,10 +272,11 @@ def acceptance_advice(stats, c: float | None = None) -> list[Note]:
     1. No accepted token at all -> a misconfiguration (wrong method for the checkpoint, a
        draft with another tokenizer, a dummy or random-weight draft), not a tuning matter;
        nothing else is advised.
-    2. A thin window (:func:`~specnb.advise.evidence.thin_window`: fewer than :data:`MIN_DRAFTS` drafts) -> it cannot
-       support a verdict; the 95% interval on the acceptance rate is given. With draft
-       tokens but no draft count (v0.8 lines, no ``-k``): the drafts the tokens make at
-       k = 1-:data:`MAX_PLAUSIBLE_K` and the largest k that would reach MIN_DRAFTS.
+    2. A thin window (:func:`~specnb.advise.evidence.thin_window`: fewer than
+       :data:`MIN_DRAFTS` drafts) -> it cannot support a verdict; the 95% interval on the
+       acceptance rate is given. With draft tokens but no draft count (v0.8 lines, no
+       ``-k``): the drafts the tokens make at k = 1-:data:`~specnb.advise.evidence.MAX_PLAUSIBLE_K`
+       and the largest k that would reach MIN_DRAFTS.
     3. :func:`acceptance_length_advice` at this gamma: the article's "tau below 2: shrink
        gamma" from gamma 2 on; at gamma 1 (where tau <= 2 always) Corollary 3.9 through
        :func:`gamma1_verdict`: gamma 1 pays while the acceptance rate is

@@ -222,12 +222,13 @@ def test_unknown_key_list_says_which_version_it_is():
 def test_empty_value_means_speculation_off_and_is_accepted(text):
     result = check_speculative_config(text)
     assert result.accepted and result.config is None
-    assert "stays off" in result.warnings[0].message
+    assert result.codes() == ["empty-value"] and "stays off" in result.warnings[0].message
 
 
 @pytest.mark.parametrize("text", ["[1, 2]", "5", '"ngram"'])
 def test_a_non_object_is_an_error(text):
-    assert not check_speculative_config(text).accepted
+    result = check_speculative_config(text)
+    assert not result.accepted and result.codes() in (["not-an-object"], ["json-string-of-json"])
 
 
 # --------------------------------------------------------------------------- vLLM's rules
@@ -250,45 +251,49 @@ def test_num_speculative_tokens_must_be_a_positive_integer(value, severity):
 def test_methods_with_a_draft_checkpoint_need_a_model(method):
     result = check_speculative_config({"method": method, "num_speculative_tokens": 3})
     assert "model" in error_keys(result)
-    assert any("without speculative model" in f.message for f in result.errors)
+    assert "model-missing" in result.codes()
+    assert any("without speculative model" in f.message for f in result.errors)  # vLLM's words
 
 
 @pytest.mark.parametrize("method", ["draft_model", "eagle", "eagle3"])
 def test_a_plain_draft_or_eagle_head_needs_num_speculative_tokens(method):
     result = check_speculative_config({"method": method, "model": "org/draft"})
     assert "num_speculative_tokens" in error_keys(result)
+    assert "num-speculative-tokens-missing" in result.codes()
 
 
 @pytest.mark.parametrize("method", ["medusa", "mlp_speculator"])
 def test_checkpoints_with_n_predict_only_warn(method):
     result = check_speculative_config({"method": method, "model": "org/head"})
     assert result.accepted
-    assert any(f.key == "num_speculative_tokens" and "n_predict" in f.message for f in result)
+    assert "n-predict-default" in result.codes()
 
 
 def test_mtp_without_tokens_fails_and_more_than_one_warns():
     assert not check_speculative_config({"method": "mtp"}).accepted
     result = check_speculative_config({"method": "mtp", "num_speculative_tokens": 3})
-    assert result.accepted and "same MTP layer" in result.warnings[0].message
+    assert result.accepted and result.warnings[0].code == "mtp-reruns-layer"
 
 
 def test_suffix_defaults_and_needs_arctic_inference():
     result = check_speculative_config({"method": "suffix"})
     assert result.accepted
+    assert {"suffix-default-tokens", "suffix-needs-arctic"} <= set(result.codes())
     text = " ".join(f.message for f in result)
     assert "(24)" in text and "arctic-inference" in text
 
 
 def test_ngram_lookup_defaults_mirror_and_order():
     both = check_speculative_config({"method": "ngram", "num_speculative_tokens": 4})
-    assert both.accepted and "both to 5" in both.warnings[0].message
+    assert both.accepted and both.codes() == ["ngram-lookup-defaults"]
+    assert "both to 5" in both.warnings[0].message
     one = check_speculative_config({"method": "ngram", "num_speculative_tokens": 4,
                                     "prompt_lookup_max": 3})
-    assert one.accepted and "prompt_lookup_max=3" in one.warnings[0].message
+    assert one.accepted and one.codes() == ["ngram-lookup-mirrored"]
     bad = check_speculative_config({"method": "ngram", "num_speculative_tokens": 4,
                                     "prompt_lookup_min": 5, "prompt_lookup_max": 2})
     (f,) = bad.errors
-    assert f.key == "prompt_lookup_min"
+    assert f.key == "prompt_lookup_min" and f.code == "ngram-lookup-min-above-max"
     assert "prompt_lookup_min=5 must be <= prompt_lookup_max=2" in f.message
     zero = check_speculative_config({"method": "ngram", "num_speculative_tokens": 4,
                                      "prompt_lookup_min": 0, "prompt_lookup_max": 2})
@@ -298,7 +303,7 @@ def test_ngram_lookup_defaults_mirror_and_order():
 def test_lookups_are_ignored_outside_ngram():
     result = check_speculative_config({"method": "mtp", "num_speculative_tokens": 1,
                                        "prompt_lookup_max": 4})
-    assert result.accepted and "only apply to ngram" in result.warnings[0].message
+    assert result.accepted and "ngram-lookup-ignored" in result.codes()
 
 
 def test_tensor_parallel_size_gets_vllms_message():
@@ -316,7 +321,7 @@ def test_sampling_parameters_are_not_config_keys(key):
                                        "prompt_lookup_min": 2, "prompt_lookup_max": 5,
                                        key: 0.5})
     (f,) = result.errors
-    assert f.key == key and "sampling parameter" in f.message
+    assert f.key == key and f.code == "sampling-key"
 
 
 @pytest.mark.parametrize("old,new", [("ngram_prompt_lookup_max", "prompt_lookup_max"),
@@ -331,6 +336,7 @@ def test_unknown_keys_get_a_did_you_mean(old, new):
     result = check_speculative_config({"method": "ngram", "num_speculative_tokens": 4,
                                        "prompt_lookup_min": 2, "prompt_lookup_max": 5, old: 3})
     f = next(f for f in result.errors if f.key == old)
+    assert f.code in ("legacy-key", "key-misspelled", "unknown-key-did-you-mean")
     assert f"'{new}'" in f.message and new in f.fix
 
 
@@ -352,7 +358,7 @@ def test_removed_disable_by_batch_size():
     cfg = {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_min": 2,
            "prompt_lookup_max": 5, "disable_by_batch_size": 4}
     now = check_speculative_config(cfg)
-    assert "PR #35060" in now.errors[0].message
+    assert now.errors[0].code == "legacy-key" and "PR #35060" in now.errors[0].message
     then = check_speculative_config(cfg, vllm_version="0.11.0")
     assert then.accepted and "done nothing since v0.10.0" in then.warnings[0].message
 
@@ -362,7 +368,7 @@ def test_model_specific_mtp_methods_map_to_mtp(name):
     result = check_speculative_config({"method": name, "num_speculative_tokens": 1})
     assert result.accepted
     (f,) = result.warnings
-    assert f.key == "method" and "replaced with mtp" in f.message
+    assert f.key == "method" and f.code == "deprecated-mtp-method"
 
 
 @pytest.mark.parametrize("method,hint", [("EAGLE3", "eagle3"), ("eagle-3", "eagle3"),
