@@ -2,10 +2,10 @@
 printing only; the work is in the library).
 
 Each capability module (:mod:`specnb.cli.run`, :mod:`specnb.cli.measure`,
-:mod:`specnb.cli.vllm`, :mod:`specnb.cli.plan`) exposes ``register(subparsers)``, which adds its subcommand(s) and sets
-``func`` on the parser to a callable ``func(args) -> int`` (the exit status). Modules are
-imported here only to register; heavy dependencies (torch, transformers, papermill) are
-imported inside the command functions.
+:mod:`specnb.cli.vllm`, :mod:`specnb.cli.plan`) exposes ``register(subparsers)``, which adds
+its subcommand(s) and sets ``func`` on the parser to a callable ``func(args) -> int`` (the exit
+status). Modules are imported here only to register; heavy dependencies (torch, transformers,
+papermill, matplotlib) are imported inside the command functions.
 """
 
 from __future__ import annotations
