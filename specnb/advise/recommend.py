@@ -35,12 +35,21 @@ the reason is what the EAGLE-3 paper's batch tables show for the method recommen
 :mod:`specnb.serving`: the crossover batch of the recommended method at the recommended gamma,
 with ``alpha`` or the per-position acceptance SpecDecode-Bench measured for the workload
 (:func:`workload_acceptance`), stated as a prediction to confirm by measurement.
+
+Reason codes (``Recommendation.reasons`` are :class:`specnb.notes.Note` s): ``mtp-in-checkpoint``,
+``eagle3-fastest``, ``eagle3-check-drafter``, ``copy-prompt-lookup``,
+``draft-model-no-training``, ``draft-model-same-vocabulary``, ``draft-model-takes-memory``,
+``creative-little-to-copy``, ``creative-measure-ngram``, ``ngram-needs-nothing``,
+``gamma-measured``, ``alpha-not-above-c``, ``mtp-single-layer``, ``gamma-start``,
+``gamma-sampling-cap``, ``peak-batch-measure-first``, ``peak-batch-within-crossover``,
+``peak-batch-beyond-crossover``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..notes import Note
 from ..vllm import DEFAULT_GAMMA, NGRAM_OPTIONS, speculative_config
 from .evidence import (MEASURE_BATCH, SAMPLING_GAMMA_CAP, TASK_NAMES, WORKLOADS, batch_sentence,
                        sampling_gamma_evidence, table1, theorem_sentence, workload_acceptance,
@@ -122,7 +131,8 @@ class Recommendation:
     label : the advice in a few words ("mtp", "start with ngram or suffix", "measure on and
         off under real load", "keep it off"...).
     why : the headline reason, with the number behind it.
-    reasons : every reason, with sources and numbers; one of them explains the gamma shown.
+    reasons : every reason, with sources and numbers, as :class:`specnb.notes.Note` s (codes
+        in the module docstring); one of them explains the gamma shown.
     config : the checked ``speculative_config`` dict (placeholders for unknown model ids),
         or None when the advice is to leave it off.
     alternatives : other methods worth trying (e.g. ``("suffix",)`` beside ngram).
@@ -323,8 +333,9 @@ def _pick_method(workload, target_has_mtp, eagle3_drafter, small_draft_model, sp
     task = TASK_NAMES.get(ev["task"], "")
     if target_has_mtp:
         return ("mtp", "mtp", "the draft layers are in the checkpoint: no extra model",
-                ["MTP reuses layers already in the checkpoint: no extra model, no extra weights "
-                 "to load (vLLM docs: best when the target has native MTP; article section 6)"],
+                [Note("mtp-in-checkpoint", "MTP reuses layers already in the checkpoint: no extra "
+                      "model, no extra weights to load (vLLM docs: best when the target has "
+                      "native MTP; article section 6)")],
                 (), ("mtp",))
     e3 = ("EAGLE-3 is the fastest method on every task of the EAGLE-3 paper's Table 1 "
           "(Vicuna 13B, T=0)" + (f": {ev['eagle3']:.2f}x on {task}" if ev["eagle3"] else "")
@@ -333,16 +344,17 @@ def _pick_method(workload, target_has_mtp, eagle3_drafter, small_draft_model, sp
     if eagle3_drafter:
         return ("eagle3", "eagle3", e3.split(" (")[0] + (f": {ev['eagle3']:.2f}x on {task}"
                                                          if ev["eagle3"] else ""),
-                [e3], (), ("eagle3",))
+                [Note("eagle3-fastest", e3)], (), ("eagle3",))
     if workload == "copy-heavy":
         return ("ngram", "start with ngram or suffix",
                 f"output copies the input: prompt lookup {ev['pld']:.2f}x on {task}, its best "
                 "task (no training)",
-                [f"prompt lookup (vLLM's ngram) drafts from the prompt and earlier output: "
-                 f"{ev['pld']:.2f}x on {task} against {ev['pld_others'][0]:.2f}-"
-                 f"{ev['pld_others'][1]:.2f}x on the other tasks, and above a "
-                 f"draft model there ({ev['sps']:.2f}x) (EAGLE-3 Table 1, Vicuna 13B, T=0); "
-                 "suffix decoding also drafts without a model (vLLM docs)"],
+                [Note("copy-prompt-lookup",
+                      f"prompt lookup (vLLM's ngram) drafts from the prompt and earlier output: "
+                      f"{ev['pld']:.2f}x on {task} against {ev['pld_others'][0]:.2f}-"
+                      f"{ev['pld_others'][1]:.2f}x on the other tasks, and above a "
+                      f"draft model there ({ev['sps']:.2f}x) (EAGLE-3 Table 1, Vicuna 13B, T=0); "
+                      "suffix decoding also drafts without a model (vLLM docs)")],
                 ("suffix",), ("copy",))
     if small_draft_model and spare_memory:
         t1 = table1()
@@ -350,13 +362,16 @@ def _pick_method(workload, target_has_mtp, eagle3_drafter, small_draft_model, sp
         (pld,) = t1[(t1["method"] == "PLD") & (t1["task"] == "mean")]["speedup"]
         return ("draft_model", "draft_model",
                 f"no training; a draft model {sps:.2f}x against prompt lookup {pld:.2f}x (mean)",
-                [f"a same-family small model needs no training: SpS (Vicuna-68M draft) "
-                 f"{sps:.2f}x mean against prompt lookup {pld:.2f}x (EAGLE-3 Table 1); vLLM's "
-                 "docs rate draft models 'high gain' at low QPS",
-                 "it must share the target's tokenizer and vocabulary (vLLM raises 'Target and "
-                 "draft model should have the same vocabulary size'; transformers' universal "
-                 "assisted decoding handles different tokenizers); drafts about two orders of "
-                 "magnitude smaller than the target did best (Leviathan et al. section 3.6)"],
+                [Note("draft-model-no-training",
+                      f"a same-family small model needs no training: SpS (Vicuna-68M draft) "
+                      f"{sps:.2f}x mean against prompt lookup {pld:.2f}x (EAGLE-3 Table 1); "
+                      "vLLM's docs rate draft models 'high gain' at low QPS"),
+                 Note("draft-model-same-vocabulary",
+                      "it must share the target's tokenizer and vocabulary (vLLM raises 'Target "
+                      "and draft model should have the same vocabulary size'; transformers' "
+                      "universal assisted decoding handles different tokenizers); drafts about "
+                      "two orders of magnitude smaller than the target did best (Leviathan et "
+                      "al. section 3.6)")],
                 (), ("draft_model",))
     if eagle3_drafter is None:
         alternatives = () if workload == "creative" else ("ngram",)
@@ -364,22 +379,28 @@ def _pick_method(workload, target_has_mtp, eagle3_drafter, small_draft_model, sp
                     "it little to copy)" if workload == "creative" else "start with ngram")
         return ("eagle3", "eagle3 (if a drafter exists)", e3.split(" (")[0]
                 + (f": {ev['eagle3']:.2f}x on {task}" if ev["eagle3"] else ""),
-                [e3, f"check for a published EAGLE-3 drafter for your target first; without "
-                     f"one, {fallback}"], alternatives, ("eagle3_unchecked",))
+                [Note("eagle3-fastest", e3),
+                 Note("eagle3-check-drafter", f"check for a published EAGLE-3 drafter for your "
+                      f"target first; without one, {fallback}")], alternatives,
+                ("eagle3_unchecked",))
     if workload == "creative" and not measured:
         return (None, "keep it off",
                 "only n-gram is left, and creative text gives it little to copy: measure its "
                 "acceptance first",
-                ["with no MTP layers, no EAGLE-3 drafter and no draft model, only n-gram is "
-                 "left, and it drafts only what the prompt or earlier output contains; no "
-                 "bundled table measures it on creative writing. At low acceptance it buys "
-                 "little for much work: the article's own gamma table, at bigram-level alpha 0.2 "
-                 "and gamma 3, gives 1.25x for 3.21x the operations (Theorems 3.8 and 3.11)",
-                 "to try n-gram, measure its acceptance (specnb metrics) and pass alpha and c: "
-                 "it pays only while alpha > c (Corollary 3.9)"], (), ("creative",))
+                [Note("creative-little-to-copy",
+                      "with no MTP layers, no EAGLE-3 drafter and no draft model, only n-gram is "
+                      "left, and it drafts only what the prompt or earlier output contains; no "
+                      "bundled table measures it on creative writing. At low acceptance it buys "
+                      "little for much work: the article's own gamma table, at bigram-level "
+                      "alpha 0.2 and gamma 3, gives 1.25x for 3.21x the operations (Theorems "
+                      "3.8 and 3.11)"),
+                 Note("creative-measure-ngram",
+                      "to try n-gram, measure its acceptance (specnb metrics) and pass alpha and "
+                      "c: it pays only while alpha > c (Corollary 3.9)")], (), ("creative",))
     return ("ngram", "ngram", "no draft model or training needed",
-            ["no MTP layers, no drafter, no spare draft model: n-gram needs nothing (the "
-             "article's summary: otherwise start with n-gram)"], (), ("ngram",))
+            [Note("ngram-needs-nothing", "no MTP layers, no drafter, no spare draft model: "
+                  "n-gram needs nothing (the article's summary: otherwise start with n-gram)")],
+            (), ("ngram",))
 
 
 def recommend(*, workload: str = "general", target_has_mtp: bool = False,
@@ -473,8 +494,9 @@ def recommend(*, workload: str = "general", target_has_mtp: bool = False,
         workload, target_has_mtp, eagle3_drafter, small_draft_model, spare_memory,
         measured=alpha is not None)
     if small_draft_model and not spare_memory and method != "draft_model":
-        reasons.append("a draft model would take weights and KV cache from the target, so "
-                       "fewer requests fit at once (article section 6)")
+        reasons.append(Note("draft-model-takes-memory", "a draft model would take weights and "
+                            "KV cache from the target, so fewer requests fit at once (article "
+                            "section 6)"))
     if method is None:
         return Recommendation(None, None, label, why, tuple(reasons), rules=rules)
     if alpha is not None:
@@ -510,15 +532,18 @@ def _measured_gamma(method, alpha, c, reasons):
 
     g, speed = optimal_gamma(alpha, c)
     if g == 0:
-        return None, (f"Corollary 3.9 of Leviathan et al.: speculation pays only when alpha > c "
-                      f"(here alpha={alpha:g}, c={c:g})")
+        return None, Note("alpha-not-above-c", f"Corollary 3.9 of Leviathan et al.: "
+                          f"speculation pays only when alpha > c (here alpha={alpha:g}, "
+                          f"c={c:g})")
     gamma = int(g)
-    reasons.append(f"gamma {gamma} = optimal_gamma(alpha={alpha:g}, c={c:g}): Theorem 3.8 "
-                   f"gives {speed:.2f}x at {operations_factor(alpha, gamma, c):.2f}x the "
-                   f"operations (Theorem 3.11); {theorem_sentence()}")
+    reasons.append(Note("gamma-measured", f"gamma {gamma} = optimal_gamma(alpha={alpha:g}, "
+                        f"c={c:g}): Theorem 3.8 gives {speed:.2f}x at "
+                        f"{operations_factor(alpha, gamma, c):.2f}x the operations (Theorem "
+                        f"3.11); {theorem_sentence()}"))
     if method == "mtp" and gamma > 1:
-        reasons.append("with a single MTP layer vLLM warns that gamma > 1 reruns the same "
-                       "layer and lowers acceptance; multi-layer MTP checkpoints avoid it")
+        reasons.append(Note("mtp-single-layer", "with a single MTP layer vLLM warns that "
+                            "gamma > 1 reruns the same layer and lowers acceptance; multi-layer "
+                            "MTP checkpoints avoid it"))
     return gamma, None
 
 
@@ -534,18 +559,19 @@ def _starting_gamma(method, temperature, reasons):
              "draft_model": "vLLM's draft-model examples"}[method]
     if temperature > 0 and gamma > SAMPLING_GAMMA_CAP:
         ev = sampling_gamma_evidence()
-        reasons.append(
+        reasons.append(Note(
+            "gamma-sampling-cap",
             f"gamma {SAMPLING_GAMMA_CAP}: {method} starts at {gamma} ({start}), capped at "
             f"{SAMPLING_GAMMA_CAP} because temperature {temperature:g} samples: acceptance "
             f"drops, and at Leviathan Table 4's temperature-1 alphas "
             f"({ev['alpha'].min():.2f}-{ev['alpha'].max():.2f}) gamma {SAMPLING_GAMMA_CAP} "
             f"reaches at least {ev['share_of_best'].min():.0%} of the best gamma's "
-            "Theorem 3.8 speedup with no more operations (the article: 'small gamma, 2-3')")
+            "Theorem 3.8 speedup with no more operations (the article: 'small gamma, 2-3')"))
         return SAMPLING_GAMMA_CAP, ("sampling",)
-    reasons.append(f"gamma {gamma}: the starting point for {method} ({start})"
-                   + (f"; temperature {temperature:g} samples, and {gamma} is already "
-                      f"at most {SAMPLING_GAMMA_CAP} (the article: 'small gamma, 2-3')"
-                      if temperature > 0 else ""))
+    reasons.append(Note("gamma-start", f"gamma {gamma}: the starting point for {method} "
+                        f"({start})" + (f"; temperature {temperature:g} samples, and {gamma} is "
+                                        f"already at most {SAMPLING_GAMMA_CAP} (the article: "
+                                        "'small gamma, 2-3')" if temperature > 0 else "")))
     return gamma, ("sampling",) if temperature > 0 else ()
 
 
@@ -555,9 +581,9 @@ def _peak_batch_rule(method, peak_batch, what, reasons):
     if peak_batch < threshold:
         return False, None, None
     sentence, _ = batch_sentence(method)
-    reasons.append(f"peak batch {peak_batch} >= {threshold}: {sentence}; "
-                   f"compare {what} with speculation on and off at the peak "
-                   "(specnb.advise.compare_bench)")
+    reasons.append(Note("peak-batch-measure-first", f"peak batch {peak_batch} >= {threshold}: "
+                        f"{sentence}; compare {what} with speculation on and off at the peak "
+                        "(specnb.advise.compare_bench)"))
     return True, None, sentence.split(";")[0] + ("; EAGLE-3 stayed above 1x" if method == "eagle3"
                                                  else "")
 
@@ -575,11 +601,12 @@ def _peak_batch_model_rule(method, gamma, peak_batch, what, reasons, where, gpu_
         max_batch=min(max(MODEL_MAX_BATCH, peak_batch), serving.MAX_BATCH_SEARCH))
     crossover = threshold - 1
     if peak_batch < threshold:
-        reasons.append(f"peak batch {peak_batch} <= crossover {crossover}: {sentence}")
+        reasons.append(Note("peak-batch-within-crossover",
+                            f"peak batch {peak_batch} <= crossover {crossover}: {sentence}"))
         return False, crossover, None
-    reasons.append(f"peak batch {peak_batch} > crossover {crossover}: {sentence}; "
-                   f"compare {what} with speculation on and off at the peak "
-                   "(specnb.advise.compare_bench)")
+    reasons.append(Note("peak-batch-beyond-crossover", f"peak batch {peak_batch} > crossover "
+                        f"{crossover}: {sentence}; compare {what} with speculation on and off "
+                        "at the peak (specnb.advise.compare_bench)"))
     return True, crossover, (f"the step-time model predicts no gain from batch {threshold} "
                              f"(crossover {crossover}) at context {context:,} on {gpu_name}: "
                              "confirm at the peak")

@@ -93,8 +93,8 @@ def test_row_details():
                                         '"prompt_lookup_min": 2, "prompt_lookup_max": 5}')
     assert ngram.alternatives == ("suffix",)
     assert by["draft_model"].gamma == 5  # vLLM's draft-model examples use 5
-    assert any("tokenizer and vocabulary" in r and "two orders" in r
-               for r in by["draft_model"].reasons)
+    (same,) = [r for r in by["draft_model"].reasons if r.code == "draft-model-same-vocabulary"]
+    assert "tokenizer and vocabulary" in same.message and "two orders" in same.message
     assert by["measure on and off under real load"].measure_first
     assert by["eagle3 (if a drafter exists)"].alternatives == ("ngram",)
 

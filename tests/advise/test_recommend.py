@@ -9,10 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from specnb.advise import (MEASURE_BATCH, SAMPLING_GAMMA_CAP, WORKLOADS, batch_evidence,
+                           measure_threshold, recommend)
+from specnb.notes import codes, messages
 from specnb.theory import optimal_gamma
-from specnb.advise import MEASURE_BATCH, SAMPLING_GAMMA_CAP, WORKLOADS, recommend
 from specnb.vllm import check_speculative_config
-from specnb.advise import batch_evidence, measure_threshold
 
 
 # ----------------------------------------------------------------------------- model threshold
@@ -70,9 +71,10 @@ def test_every_situation_gets_checked_advice_that_explains_its_gamma(workload, m
     assert rec.gamma >= 1 and rec.config["num_speculative_tokens"] == rec.gamma
     assert rec.measure_first == (batch >= MEASURE_BATCH)
     # the reasons explain the gamma shown (the widget showed gamma 2 beside "gamma 4: ...")
-    assert sum(r.startswith(f"gamma {rec.gamma}") for r in rec.reasons) == 1
-    assert not any(r.startswith("gamma ") and not r.startswith(f"gamma {rec.gamma}")
-                   for r in rec.reasons)
+    gamma_notes = [r for r in rec.reasons if r.code in ("gamma-start", "gamma-sampling-cap")]
+    assert len(gamma_notes) == 1 and gamma_notes[0].message.startswith(f"gamma {rec.gamma}")
+    assert not any(m.startswith("gamma ") and not m.startswith(f"gamma {rec.gamma}")
+                   for m in messages(rec.reasons))
     if temp > 0:
         assert rec.gamma <= SAMPLING_GAMMA_CAP
     if mtp:
@@ -89,7 +91,8 @@ def test_creative_with_a_trained_drafter_drafts_short():
     rec = recommend(workload="creative", temperature=1.0, eagle3_drafter=True)
     assert rec.method == "eagle3" and rec.gamma == 3 <= SAMPLING_GAMMA_CAP
     unchecked = recommend(workload="creative", temperature=1.0, eagle3_drafter=None)
-    assert unchecked.alternatives == () and "keep it off" in unchecked.reasons[-2]
+    assert unchecked.alternatives == () and unchecked.reasons[-2].code == "eagle3-check-drafter"
+    assert "keep it off" in unchecked.reasons[-2].message
 
 
 def test_copy_heavy_is_a_workload_not_a_flag():
@@ -105,9 +108,11 @@ def test_measured_alpha_sets_gamma_through_the_theory():
     rec = recommend(eagle3_drafter=True, alpha=0.8, c=0.05)
     assert rec.gamma == 8  # the article: at alpha 0.8 gamma 8 reaches only 3.09x
     assert rec.gamma == optimal_gamma(0.8, 0.05)[0]
-    text = " ".join(rec.reasons)
+    assert "gamma-measured" in codes(rec.reasons)
+    text = " ".join(messages(rec.reasons))
     assert "3.09x" in text and "upper bound" not in text
     off = recommend(alpha=0.05, c=0.1)
+    assert codes(off.reasons)[-1] == "alpha-not-above-c"
     assert off.method is None and off.config is None and off.label == "keep it off"
 
 
@@ -121,7 +126,7 @@ def test_model_ids_go_into_the_config():
 def test_no_spare_memory_means_no_draft_model():
     rec = recommend(small_draft_model=True, spare_memory=False)
     assert rec.method == "ngram"
-    assert any("KV cache" in r for r in rec.reasons)
+    assert "draft-model-takes-memory" in codes(rec.reasons)
 
 
 @pytest.mark.parametrize("kwargs,match", [
@@ -153,7 +158,7 @@ def test_model_threshold_is_the_crossover_batch(situation, setup, acceptance):
     assert rec.crossover == cross
     assert rec.measure_first == (situation["peak_batch"] > cross)
     assert "peak_batch_model" in rec.rules and "peak_batch" not in rec.rules
-    (reason,) = [r for r in rec.reasons if r.startswith("peak batch")]
+    (reason,) = [r.message for r in rec.reasons if r.code.startswith("peak-batch-")]
     for part in (st.target.name, st.gpu.name, f"{situation['context']:,} tokens",
                  f"crossover {cross}", "A model prediction, not a measurement",
                  f"says {MEASURE_BATCH}"):
@@ -189,10 +194,11 @@ def test_context_beyond_the_model_maximum_is_a_reason_not_an_error():
     rec = recommend(eagle3_drafter=True, peak_batch=64, gpu="A100", model="Llama-2-7B",
                     context=16000)
     assert rec.method == "eagle3"
-    assert any("exceeds the target Llama-2-7B's maximum of 4096" in r for r in rec.reasons)
+    assert any("exceeds the target Llama-2-7B's maximum of 4096" in r
+               for r in messages(rec.reasons))
     within = recommend(eagle3_drafter=True, peak_batch=64, gpu="A100", model="Llama-2-7B",
                        context=4096)
-    assert not any("exceeds" in r for r in within.reasons)
+    assert not any("exceeds" in r for r in messages(within.reasons))
     _, long = measure_threshold("A100", "LLaMA-2-7B-32K", 16000)
     assert "exceeds" not in long
 
@@ -260,4 +266,5 @@ def test_recommend_with_a_huge_peak_batch_searches_a_bounded_range():
     rec = recommend(gpu="H100", model="meta-llama/Llama-3.1-8B", context=4096,
                     peak_batch=10 ** 9, eagle3_drafter=True, draft_model="org/draft")
     assert rec.crossover <= serving.MAX_BATCH_SEARCH and rec.measure_first
-    assert f"crossover {rec.crossover}" in rec.reasons[-1]
+    assert rec.reasons[-1].code == "peak-batch-beyond-crossover"
+    assert f"crossover {rec.crossover}" in rec.reasons[-1].message
