@@ -1559,7 +1559,7 @@ def setup_config(st: Setup, sched, *, checkpoint: str | None = None):
     ValueError
         an invalid schedule or a config vLLM would reject.
     """
-    from .vllm._defaults import NGRAM_OPTIONS
+    from .vllm import NGRAM_OPTIONS
 
     d = st.draft
     notes = []

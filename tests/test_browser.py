@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from browser_support import (CHROMIUM_ARGS, ERROR_TEXT, JupyterLab, browser_unavailable_reason,
+from tests.browser_support import (CHROMIUM_ARGS, ERROR_TEXT, JupyterLab, browser_unavailable_reason,
                              find_chromium, stray_browsers)
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -261,7 +261,7 @@ def test_text_output_shows_calibration_notes_and_a_context_no_sequence_fits(caps
 
 
 def test_the_cli_batch_cap_is_the_serving_models():
-    from specnb import plan_cli
+    from specnb.cli import plan as plan_cli
 
     assert plan_cli.MAX_BATCH == S.MAX_BATCH_SEARCH
     assert plan_cli.MAX_GRID_CELLS == S.MAX_GRID_CELLS

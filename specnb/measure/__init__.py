@@ -62,7 +62,7 @@ card      its model card (``data/models/MODEL_CARD.md``).
 The face (this module) names what its users need. Notebook 08: ``resolve_device``,
 ``resolve_dtype``, ``BUNDLED_TARGET``, ``BUNDLED_DRAFTS``, ``load_model``, ``short_names``,
 ``measure``, ``processing_note``, ``alpha_from_logged``. ``specnb measure``
-(:mod:`specnb.measure_cli`): ``measure``, ``alpha_from_logged``, ``processing_note``. The
+(:mod:`specnb.cli.measure`): ``measure``, ``alpha_from_logged``, ``processing_note``. The
 benchmarks and ``scripts/make_logged_responses.py``: ``load_model``, ``load_prompts``,
 ``encode_prompts``, ``context_length``, ``generate_continuation``, ``teacher_forced_betas``,
 ``run_generate``, ``alpha_from_logged``, ``logged_responses``, ``BUNDLED_LOGGED``. The rest of

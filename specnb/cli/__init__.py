@@ -1,9 +1,11 @@
-"""The ``specnb`` command line: one entry point, one subcommand per capability.
+"""The ``specnb`` command line: one entry point, one subcommand per capability (flags and
+printing only; the work is in the library).
 
-Each capability module exposes ``register(subparsers)``, which adds its subcommand(s) and sets
-``func`` on the parser to a callable ``func(args) -> int`` (the exit status). Modules are
-imported here only to register; heavy dependencies (torch, transformers, papermill) are
-imported inside the command functions.
+Each capability module (:mod:`specnb.cli.run`, :mod:`specnb.cli.measure`,
+:mod:`specnb.cli.vllm`, :mod:`specnb.cli.plan`) exposes ``register(subparsers)``, which adds
+its subcommand(s) and sets ``func`` on the parser to a callable ``func(args) -> int`` (the exit
+status). Modules are imported here only to register; heavy dependencies (torch, transformers,
+papermill, matplotlib) are imported inside the command functions.
 """
 
 from __future__ import annotations
@@ -15,10 +17,10 @@ import sys
 
 # Modules that add subcommands, in the order they appear in ``specnb --help``.
 COMMAND_MODULES = [
-    "specnb.runner",       # specnb run
-    "specnb.measure_cli",  # specnb measure
-    "specnb.vllm_cli",     # specnb config / metrics / bench
-    "specnb.plan_cli",     # specnb plan
+    "specnb.cli.run",      # specnb run
+    "specnb.cli.measure",  # specnb measure
+    "specnb.cli.vllm",     # specnb config / metrics / bench
+    "specnb.cli.plan",     # specnb plan
 ]
 
 
@@ -51,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="specnb",
         description="Should I turn on speculative decoding? Formulas, data, vLLM checks, measurement.",
     )
-    from . import __version__
+    from .. import __version__
 
     parser.add_argument("--version", action="version", version=f"specnb {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

@@ -13,7 +13,7 @@ import argparse
 import json
 import sys
 
-from .cli import error
+from . import error
 
 __all__ = ["register", "run", "plan", "format_plan"]
 
@@ -112,7 +112,7 @@ def plan(args) -> dict:
     or FileNotFoundError for bad input."""
     import numpy as np
 
-    from . import serving as S
+    from .. import serving as S
 
     st = S.setup(args.gpu, args.model, args.draft, gpus=args.gpus, dtype=args.dtype,
                  draft_dtype=args.draft_dtype, draft_kv_budget=args.draft_kv_budget)
@@ -157,7 +157,7 @@ def plan(args) -> dict:
     cfg, notes = S.setup_config(st, sched)
     serve = None
     if cfg is not None:
-        from .vllm import serve_command
+        from ..vllm import serve_command
 
         serve = serve_command(cfg, S.model_id(st.target),
                               extra_args=["--max-num-seqs", str(max(batches))]
@@ -213,7 +213,7 @@ def format_plan(result: dict) -> str:
     with the best gamma marked ``*``, then the schedule, the config and the vllm serve line."""
     import pandas as pd
 
-    from . import serving as S
+    from .. import serving as S
 
     su = result["setup"]
     acc = ", ".join(f"{k} {v}" for k, v in su["acceptance"].items())
@@ -277,6 +277,6 @@ def run(args) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    from .cli import main
+    from . import main
 
     sys.exit(main(["plan", *sys.argv[1:]]))

@@ -10,8 +10,8 @@ import argparse
 import json
 import sys
 
-from .cli import error
-from .memory import TORCH_DTYPES
+from ..memory import TORCH_DTYPES
+from . import error
 
 __all__ = ["register", "run", "format_report", "format_logged_report"]
 
@@ -90,7 +90,7 @@ def format_report(m) -> str:
     """Human-readable tables of a :class:`specnb.measure.Measurement`."""
     import pandas as pd
 
-    from . import measure as M
+    from .. import measure as M
 
     with pd.option_context(*_TABLE_OPTIONS):
         cols = ["draft", "gamma", "temperature", "alpha", "alpha_counted", "tau_measured",
@@ -137,7 +137,7 @@ def format_logged_report(m) -> str:
     """Human-readable tables of a :class:`specnb.measure.LoggedAlpha`."""
     import pandas as pd
 
-    from . import measure as M
+    from .. import measure as M
 
     cfg = m.config
     with pd.option_context(*_TABLE_OPTIONS):
@@ -205,7 +205,7 @@ def _check_flags(args) -> str | None:
 def run(args) -> int:
     """Run ``specnb measure`` with parsed ``args``; returns the exit status."""
     try:
-        from . import measure as M
+        from .. import measure as M
     except ImportError:
         print(MISSING_EXTRA, file=sys.stderr)
         return 3

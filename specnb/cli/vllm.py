@@ -12,7 +12,8 @@ Exit status:
   inconsistent counts); 2 on usage errors (a file that cannot be read: missing, a directory,
   no permission; ``-`` given twice; a bad option value).
 
-Only argparse is imported here; :mod:`specnb.vllm` is imported inside the commands.
+Only argparse is imported here; :mod:`specnb.vllm` and :mod:`specnb.advise` are imported
+inside the commands.
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ import argparse
 import json
 import sys
 
-from .cli import error as _err
-from .cli import positive_int
-from .cli import printable as _printable
+from . import error as _err
+from . import positive_int
+from . import printable as _printable
 
 __all__ = ["register"]
 
@@ -50,7 +51,7 @@ def _tolerance(text: str) -> float:
 
 
 def _cmd_check(args) -> int:
-    from .vllm import check_speculative_config
+    from ..vllm import check_speculative_config
 
     text = _read_text(args.config)
     try:
@@ -97,7 +98,7 @@ def _parse_set(items):
 
 
 def _cmd_build(args) -> int:
-    from .vllm import (check_speculative_config, python_snippet, serve_command,
+    from ..vllm import (check_speculative_config, python_snippet, serve_command,
                        speculative_config, yaml_config)
 
     try:
@@ -136,15 +137,15 @@ def _read_file(path: str) -> str:
         with open(path, encoding="utf-8") as fh:
             return fh.read()
     except UnicodeDecodeError as exc:
-        from ._check import utf8_error
+        from .._check import utf8_error
 
         raise utf8_error("stdin" if path == "-" else path, exc,
                          "give a /metrics scrape or a vLLM log") from None
 
 
 def _cmd_metrics(args) -> int:
-    from .vllm import read_acceptance
-    from .vllm.read import _UsageError
+    from ..advise import acceptance_advice
+    from ..vllm import UsageError, read_acceptance
 
     if len(args.files) > 2:
         return _err("metrics", "give one or two files", 2)
@@ -158,8 +159,8 @@ def _cmd_metrics(args) -> int:
         return _err("metrics", str(exc), 1)
     try:
         reading = read_acceptance(texts, args.num_speculative_tokens, args.model_name)
-        advice = reading.stats.advice(args.draft_cost)
-    except _UsageError as exc:
+        advice = acceptance_advice(reading.stats, args.draft_cost)
+    except UsageError as exc:
         return _err("metrics", str(exc)[len("usage: "):], 2)
     except ValueError as exc:
         return _err("metrics", str(exc), 1)
@@ -184,8 +185,8 @@ def _cmd_metrics(args) -> int:
               f"this tau under Eq. 1's i.i.d. assumption; the acceptance rate "
               f"{100 * stats.acceptance_rate:.2f} % (accepted / drafted) counts every draft "
               "token after a rejection as rejected, so it is lower at gamma > 1")
-    for line in advice:
-        print(f"advice: {line}")
+    for note in advice:
+        print(f"advice: {note.message}")
     return 0
 
 
@@ -201,7 +202,7 @@ def _draft_cost(text: str) -> float:
 
 
 def _cmd_bench(args) -> int:
-    from .vllm import compare_bench
+    from ..advise import compare_bench
 
     try:
         result = compare_bench(args.on, args.off, goal=args.goal, tolerance=args.tolerance)

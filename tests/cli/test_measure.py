@@ -1,4 +1,4 @@
-"""``specnb measure`` (specnb/measure_cli.py): text and JSON reports on the bundled pair, flag
+"""``specnb measure`` (specnb/cli/measure.py): text and JSON reports on the bundled pair, flag
 errors that name the flag, --logged conflicts, --help, and the message without torch."""
 
 import json
