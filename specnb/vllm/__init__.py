@@ -73,6 +73,7 @@ from .metrics import (
     metrics_delta,
     read_metrics,
 )
+from ._defaults import DEFAULT_GAMMA, NGRAM_OPTIONS
 from .read import Reading, read_acceptance
 from .render import python_snippet, serve_command, yaml_config
 from .schedule import describe_schedule, schedule_lookup, validate_schedule
@@ -83,7 +84,7 @@ __all__ = [
     "speculative_config", "serve_command", "yaml_config", "python_snippet",
     "check_speculative_config", "parse_speculative_config", "ConfigCheck", "Finding",
     "ConfigSyntaxError", "suggest_fix", "validate_schedule", "schedule_lookup",
-    "describe_schedule",
+    "describe_schedule", "DEFAULT_GAMMA", "NGRAM_OPTIONS",
     "read_acceptance", "Reading", "FORMATS", "read_offline_printout", "log_stats",
     "read_metrics", "metrics_delta", "read_spec_decode_log", "log_counts", "acceptance_stats",
     "SpecDecodeCounts", "AcceptanceStats", "PROMQL", "WATCH", "MIN_ACCEPTANCE_LENGTH",
