@@ -136,10 +136,10 @@ def plan(args) -> dict:
                        "draft_efficiency": vars(st.draft_efficiency),
                        "notes": [n.message for n in cal.notes],
                        "note_codes": [n.code for n in cal.notes]}
-    from .advise.plan import plan as make_plan
+    from .advise import serving_plan
     from .notes import codes, messages
 
-    p = make_plan(st, args.batch, args.context, args.gamma, **acceptance)
+    p = serving_plan(st, args.batch, args.context, args.gamma, **acceptance)
     best_g, best_s = p.best
     best = []
     for i, b in enumerate(p.grid.batch_sizes):
@@ -156,7 +156,7 @@ def plan(args) -> dict:
                                      else float(v)) for k, v in acceptance.items()}},
         "rows": p.rows(),
         "best": best,
-        "schedule": p.schedule,
+        "schedule": p.schedule if p.config is not None else None,
         "config": p.config,
         "serve": p.serve,
         "crossover_batch": {str(s): c for s, c in p.crossover_batch.items()},

@@ -4,14 +4,14 @@
 
 L3: imports :mod:`specnb.serving` (the model) and :mod:`specnb.vllm` (vLLM's contract: the
 one schedule validator, the config builder, the serve line). Used by ``specnb plan``
-(:func:`plan`), notebook 09 (:func:`plan`) and the README (:func:`plan_schedule`).
+(:func:`serving_plan`), notebook 09 (:func:`serving_plan`) and the README (:func:`plan_schedule`).
 
-:func:`plan` -> :class:`Plan`; the parts: :func:`schedule`, :func:`schedule_gammas`,
+:func:`serving_plan` -> :class:`Plan`; the parts: :func:`schedule`, :func:`schedule_gammas`,
 :func:`schedule_of`, :func:`plan_schedule`, :func:`schedule_config`, :func:`setup_config`.
 
 Note codes (stable; messages may be reworded): from :func:`setup_config`
 ``checkpoint-placeholder``, ``mtp-needs-target-layers``, ``self-draft-full-kv``,
-``config-file-name``, ``schedule-tax``, ``no-gamma-pays``; from :func:`plan` also
+``config-file-name``, ``schedule-tax``, ``no-gamma-pays``; from :func:`serving_plan` also
 ``weights-do-not-fit``, ``schedule-serves-every-context``, ``kv-does-not-fit``,
 ``no-schedule-for-every-context``, and :func:`specnb.serving.context_limit_notes`' codes.
 """
@@ -26,7 +26,7 @@ import numpy as np
 from .. import serving as S
 from ..notes import Note
 
-__all__ = ["Plan", "plan", "schedule", "schedule_gammas", "schedule_of", "plan_schedule",
+__all__ = ["Plan", "serving_plan", "schedule", "schedule_gammas", "schedule_of", "plan_schedule",
            "schedule_config", "setup_config"]
 
 
@@ -215,7 +215,7 @@ def setup_config(st: S.Setup, sched, *, checkpoint: str | None = None):
 # --------------------------------------------------------------------------- the plan
 @dataclass
 class Plan:
-    """What :func:`plan` found.
+    """What :func:`serving_plan` found.
 
     Attributes
     ----------
@@ -224,7 +224,7 @@ class Plan:
     grid : :class:`specnb.serving.Grid` over the batch sizes, contexts and gammas asked
     best : (gamma, speedup) arrays of shape (B, S), :meth:`Grid.best`
     schedule : ``[[range_start, range_end, K], ...]`` over batch sizes 1..max(batch sizes)
-        (the one that serves every context), or None when it never drafts
+        (the one that serves every context; K = 0 everywhere when it never drafts)
     config : the vLLM ``speculative_config`` (None: leave speculation off)
     serve : the ``vllm serve`` line (None without a config)
     crossover_batch, paying_batches, max_batch_in_memory : one entry per context (int keys)
@@ -253,7 +253,7 @@ class Plan:
                 for r in frame[list(columns)].to_dict("records")]
 
 
-def plan(st: S.Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=None,
+def serving_plan(st: S.Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=None,
          acceptance_rates=None) -> Plan:
     """The plan for a setup: the model on the asked grid, the schedule for batch sizes
     1..max(batch_sizes) that serves every context, its vLLM config and serve line
@@ -321,6 +321,6 @@ def plan(st: S.Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=None,
                           "at context " + ", ".join(str(int(s)) for s, r in zip(contexts, paying)
                                                     if r)
                           + " (see above): plan with the contexts you serve"))
-    return Plan(st, acc, grid, grid.best(), sched if cfg is not None else None, cfg, serve,
+    return Plan(st, acc, grid, grid.best(), sched, cfg, serve,
                 {int(s): int(c) for s, c in zip(contexts, S.crossover_of(full))},
                 {int(s): r for s, r in zip(contexts, paying)}, room, context_notes, notes)
