@@ -101,3 +101,53 @@ def test_model_id_of_a_json_file_is_its_folder_and_the_config_says_so(tmp_path):
     assert cfg["model"] == str(tmp_path)
     (named,) = [n for n in notes if n.code == "config-file-name"]
     assert "draft.json has another name" in named.message
+
+
+# --------------------------------------------------------------------------- the pipeline
+def test_serving_plan_is_the_grid_schedule_config_and_serve_line():
+    st_ = S.setup("H100-SXM", "Llama-3.1-8B", "eagle3")
+    p = A.serving_plan(st_, [256, 1, 16, 64], [4000], [1, 2, 3, 4, 5], alpha=0.7)
+    assert p.grid.batch_sizes.tolist() == [1, 16, 64, 256]  # sorted
+    # the parts, each computed on its own, agree with the pipeline
+    assert p.schedule == A.plan_schedule(st_, [4000], [1, 2, 3, 4, 5], max_batch=256,
+                                         alpha=0.7) == [[1, 33, 4], [34, 256, 3]]
+    cfg, notes = A.setup_config(st_, p.schedule)
+    assert p.config == cfg and check_speculative_config(cfg).accepted
+    assert p.serve.endswith("--max-num-seqs 256")
+    assert p.crossover_batch == {4000: int(S.crossover_batch(st_, 4000, [1, 2, 3, 4, 5],
+                                                             max_batch=256, alpha=0.7))}
+    assert p.paying_batches == {4000: S.paying_batches(st_, 4000, [1, 2, 3, 4, 5],
+                                                       max_batch=256, alpha=0.7)}
+    assert p.max_batch_in_memory == {4000: S.max_batch_in_memory(st_, 4000)}
+    assert [n.code for n in p.notes] == ["checkpoint-placeholder", "schedule-tax",
+                                         "kv-does-not-fit"]
+    assert f"at most {S.max_batch_in_memory(st_, 4000)} sequences" in p.notes[-1].message
+    rows = p.rows()
+    assert len(rows) == 4 * 5 and rows[0]["batch_size"] == 1 and rows[0]["gamma"] == 1
+    assert rows[0]["speedup"] == pytest.approx(float(p.grid.speedup[0, 0, 0]))
+
+
+def test_serving_plan_notes_carry_codes():
+    # context beyond the target's maximum first, then the config's, the setup's and the grid's
+    st_ = S.setup("A100", "Llama-2-7B", "TinyLlama-1.1B", gpus=8, draft_kv_budget=512)
+    p = A.serving_plan(st_, [32, 64], [2000, 16000], [2], tau=2.17)
+    assert [n.code for n in p.context_notes] == ["context-over-max-positions",
+                                                 "draft-kv-budget-not-expressible"]
+    assert p.notes[:2] == p.context_notes
+    assert "schedule-serves-every-context" in [n.code for n in p.notes]
+    # tensor parallelism reaches the serve line
+    assert p.schedule == [[1, 34, 0], [35, 64, 2]]  # pays only from batch 35 at both contexts
+    assert p.serve.endswith("--max-num-seqs 64 --tensor-parallel-size 8")
+    # nothing pays at every context, but something pays at one: that note, not no-gamma-pays
+    st2 = S.setup("H100-SXM", "Llama-3.1-8B", "self", draft_kv_budget=256)
+    p2 = A.serving_plan(st2, [1, 64], [500, 60000], [2, 3], alpha=0.8)
+    codes = [n.code for n in p2.notes]
+    assert p2.config is None and p2.serve is None
+    assert all(k == 0 for _, _, k in p2.schedule)
+    assert "no-schedule-for-every-context" in codes and "no-gamma-pays" not in codes
+    assert any(p2.paying_batches.values())
+    # a setup whose weights do not fit, and a draft that never pays anywhere
+    p3 = A.serving_plan(S.setup("L40S", "Llama-3.1-70B", "mtp"), [1, 512], [100], [1],
+                        alpha=0.2)
+    assert {"mtp-needs-target-layers", "weights-do-not-fit", "kv-does-not-fit"} <= {
+        n.code for n in p3.notes}
