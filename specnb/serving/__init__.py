@@ -39,7 +39,8 @@ setup
 speedup (arrays broadcast: batch x context x gamma)
     :func:`t_plain_ms`, :func:`t_verify_ms`, :func:`t_draft_ms`, :func:`tokens_per_step`,
     :func:`speedup`, :func:`per_token_latency_ms`, :func:`verdict`; :func:`evaluate` ->
-    :class:`Grid` (``.frame()``, ``.best()``); :func:`check_axis`; :func:`best_gamma`; :func:`crossover_batch`,
+    :class:`Grid` (``.frame()``, ``.best()``); :func:`check_axis`; :func:`best_gamma`;
+    :func:`crossover_batch`,
     :func:`paying_batches`, :func:`describe_paying`; :func:`batch_range_grid` with
     :func:`crossover_of` and :func:`paying_of` (one grid, read several ways);
     :data:`NGRAM_DRAFT_FRACTION`, :data:`MAX_BATCH_SEARCH`, :data:`MAX_GRID_CELLS`.

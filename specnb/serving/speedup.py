@@ -21,15 +21,15 @@ from .step import _prep, _step
 
 __all__ = ["NGRAM_DRAFT_FRACTION", "MAX_BATCH_SEARCH", "MAX_GRID_CELLS", "t_plain_ms",
            "t_verify_ms", "t_draft_ms", "tokens_per_step", "speedup", "per_token_latency_ms",
-           "verdict", "Grid", "check_axis", "evaluate", "best_gamma", "batch_range_grid", "crossover_batch",
-           "crossover_of", "paying_batches", "paying_of", "describe_paying"]
+           "verdict", "Grid", "check_axis", "evaluate", "best_gamma", "batch_range_grid",
+           "crossover_batch", "crossover_of", "paying_batches", "paying_of", "describe_paying"]
 
 #: n-gram / suffix drafting time as a fraction of the verification time: SpecDecode-Bench's
 #: ``ngram_draft_percentage`` (0.005875; same source).
 NGRAM_DRAFT_FRACTION = 0.005875
 
-#: Largest ``max_batch`` of :func:`crossover_batch` and ``advise.plan.plan_schedule``, which evaluate
-#: every batch size 1..max_batch: 65,536 x 8 gammas x 4 contexts is about 2 million cells
+#: Largest ``max_batch`` of :func:`crossover_batch` and ``advise.plan.plan_schedule``, which
+#: evaluate every batch size 1..max_batch: 65,536 x 8 gammas x 4 contexts is about 2 million cells
 #: (well under a second); 10**8 took 5 minutes and 10**9 exhausted memory. vLLM's
 #: ``max_num_seqs`` defaults to 256-1,024.
 MAX_BATCH_SEARCH = 65536

@@ -18,10 +18,10 @@ the project's notes (``shared/reference/batch-model.md`` section 5):
   falls back to the static ``num_speculative_tokens``); full CUDA graphs only on Model Runner
   V2, piecewise on V1.
 
-The measured cost of turning it on (:func:`schedule_tax`, ``data/vllm_schedule_tax.csv``): vLLM issue #49548, a comment with
-gemma-4-31B-it-qat-FP8 on one H100 NVL, vLLM 0.27.1, K = 0 everywhere (the schedule on, nothing
-drafted): TPOT 14.374 -> 15.317 ms at concurrency 2 and 77.164 -> 93.820 ms at 189 against
-speculation off (piecewise CUDA graphs on Model Runner V1).
+The measured cost of turning it on (:func:`schedule_tax`, ``data/vllm_schedule_tax.csv``): vLLM
+issue #49548, a comment with gemma-4-31B-it-qat-FP8 on one H100 NVL, vLLM 0.27.1, K = 0
+everywhere (the schedule on, nothing drafted): TPOT 14.374 -> 15.317 ms at concurrency 2 and
+77.164 -> 93.820 ms at 189 against speculation off (piecewise CUDA graphs on Model Runner V1).
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from __future__ import annotations
 import functools
 import numbers
 
-__all__ = ["schedule_tax", "schedule_tax_source", "SCHEDULE_SEMANTICS", "schedule_problems", "validate_schedule",
-           "schedule_lookup", "describe_schedule", "schedule_tax_text"]
+__all__ = ["schedule_tax", "schedule_tax_source", "SCHEDULE_SEMANTICS", "schedule_problems",
+           "validate_schedule", "schedule_lookup", "describe_schedule", "schedule_tax_text"]
 
 def schedule_tax() -> tuple[tuple[int, float, float], ...]:
     """The measured cost of turning the schedule on: ``(concurrency, TPOT ms with speculation

@@ -65,7 +65,8 @@ def test_context_beyond_the_maximum_is_a_note_not_an_error():
     note = note.message
     assert "exceeds the draft TinyLlama-1.1B's maximum of 2048" in note
     assert "long-context variant of the model" in note  # no same-shape row to name
-    assert S.context_limit_notes(S.setup("H100", "Llama-2-7B", "eagle3"), [5000])[0].message.startswith(
+    first = S.context_limit_notes(S.setup("H100", "Llama-2-7B", "eagle3"), [5000])[0]
+    assert first.code == "context-over-max-positions" and first.message.startswith(
         "context 5000 exceeds the target Llama-2-7B's")
     with pytest.raises(ValueError, match="contexts"):
         S.context_limit_notes(st32, [-1])

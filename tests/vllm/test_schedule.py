@@ -15,7 +15,8 @@ def test_schedule_lookup_follows_vllm_semantics():
     # vLLM's code comment: [(1,16,3),(32,128,2)] maps 17-31 to K = 3; past the last range -> last
     lk = np.array(schedule_lookup([[1, 16, 3], [32, 128, 2]], 3, 200)[1:])  # index 0 = batch 1
     assert (lk[16:31] == 3).all() and (lk[31:128] == 2).all() and (lk[128:] == 2).all()
-    assert (np.array(schedule_lookup([[1, 64, 5]], 3, 10)[1:]) == 3).all()  # clamped to num_speculative_tokens
+    # clamped to num_speculative_tokens
+    assert (np.array(schedule_lookup([[1, 64, 5]], 3, 10)[1:]) == 3).all()
 
 
 @pytest.mark.parametrize("sched, nst, match", [
