@@ -20,12 +20,14 @@ from pathlib import Path
 import numpy as np
 
 from .. import _check, hf_config
+from ..memory import DTYPE_BYTES
 
 __all__ = ["DTYPES", "GPU", "gpu", "gpu_names", "ridge_point", "Architecture", "architecture",
            "architecture_names", "resolve_architecture", "model_id"]
 
-#: Bytes per stored weight for each supported weight dtype (int4 packs two per byte).
-DTYPES: dict[str, float] = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5}
+#: Bytes per stored weight for each weight dtype the serving model takes: the one dtype table,
+#: :data:`specnb.memory.DTYPE_BYTES`, without fp32 (not a serving dtype); int4 packs two per byte.
+DTYPES: dict[str, float] = {k: v for k, v in DTYPE_BYTES.items() if k != "fp32"}
 
 
 @dataclass(frozen=True)
