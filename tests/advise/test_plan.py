@@ -13,11 +13,7 @@ from hypothesis import strategies as st
 from specnb import advise as A
 from specnb import serving as S
 from specnb.vllm import check_speculative_config, schedule_lookup, validate_schedule
-
-
-LLAMA_CFG = {"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64,
-             "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128,
-             "vocab_size": 128256}
+from tests.serving.configs import LLAMA_CFG
 
 
 def _vllm_valid(rows, nst):

@@ -11,17 +11,7 @@ import pytest
 
 from specnb import data
 from specnb import serving as S
-
-
-def _llama8b_config():
-    return {"model_type": "llama", "num_hidden_layers": 32, "hidden_size": 4096,
-            "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336,
-            "vocab_size": 128256, "tie_word_embeddings": False}
-
-
-LLAMA_CFG = {"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64,
-             "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128,
-             "vocab_size": 128256}
+from tests.serving.configs import LLAMA_CFG, llama8b_config
 
 
 @pytest.mark.parametrize("model, kib", [("Llama-3.1-8B", 128), ("Llama-3.1-70B", 320),
@@ -93,7 +83,7 @@ def test_unknown_names_list_the_known_ones():
 def test_config_json_reads_like_the_catalogue(tmp_path):
     path = tmp_path / "m" / "config.json"
     path.parent.mkdir()
-    path.write_text(json.dumps(_llama8b_config()))
+    path.write_text(json.dumps(llama8b_config()))
     for arg in (path, str(path), str(path.parent)):
         a = S.architecture(arg)
         assert a.params == S.architecture("Llama-3.1-8B").params
@@ -110,14 +100,14 @@ def test_bad_config_json(tmp_path):
     bad.write_text('{"num_hidden_layers": 32,\n "hidden_size": 4096,}')
     with pytest.raises(ValueError, match="line 2, column"):
         S.architecture(bad)
-    cfg = _llama8b_config()
+    cfg = llama8b_config()
     del cfg["vocab_size"]
     with pytest.raises(ValueError, match="missing key 'vocab_size'"):
         S.architecture(cfg)
     with pytest.raises(ValueError, match="mixture-of-experts"):
-        S.architecture({**_llama8b_config(), "num_local_experts": 8})
+        S.architecture({**llama8b_config(), "num_local_experts": 8})
     with pytest.raises(ValueError, match="hidden_size must be a positive integer"):
-        S.architecture({**_llama8b_config(), "hidden_size": 0})
+        S.architecture({**llama8b_config(), "hidden_size": 0})
     with pytest.raises(FileNotFoundError):
         S.architecture(str(tmp_path / "nothing" / "config.json"))
 

@@ -9,34 +9,24 @@ import json
 import pytest
 
 from specnb import serving as S
-
-
-def _llama8b_config():
-    return {"model_type": "llama", "num_hidden_layers": 32, "hidden_size": 4096,
-            "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336,
-            "vocab_size": 128256, "tie_word_embeddings": False}
-
-
-LLAMA_CFG = {"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64,
-             "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128,
-             "vocab_size": 128256}
+from tests.serving.configs import LLAMA_CFG, llama8b_config
 
 
 def test_config_json_max_position_embeddings(tmp_path):
-    assert S.architecture(_llama8b_config()).max_position_embeddings is None  # absent: unknown
-    cfg = {**_llama8b_config(), "max_position_embeddings": 8192}
+    assert S.architecture(llama8b_config()).max_position_embeddings is None  # absent: unknown
+    cfg = {**llama8b_config(), "max_position_embeddings": 8192}
     path = tmp_path / "config.json"
     path.write_text(json.dumps(cfg))
     assert S.architecture(path).max_position_embeddings == 8192
     with pytest.raises(ValueError, match="max_position_embeddings must be a positive integer"):
-        S.architecture({**_llama8b_config(), "max_position_embeddings": "4k"})
+        S.architecture({**llama8b_config(), "max_position_embeddings": "4k"})
     # a config with a maximum gets the note; one without gets none
     assert S.context_limit_notes(cfg, [8192]) == []
     (note,) = S.context_limit_notes(cfg, [1000, 10000])
     assert note.code == "context-over-max-positions"
     note = note.message
     assert "context 10000 exceeds" in note and "maximum of 8192 positions" in note
-    assert S.context_limit_notes(_llama8b_config(), [10 ** 6]) == []
+    assert S.context_limit_notes(llama8b_config(), [10 ** 6]) == []
 
 
 def test_context_beyond_the_maximum_is_a_note_not_an_error():
