@@ -133,60 +133,20 @@ def plan(args) -> dict:
                        "median_abs_error": float(err.median()),
                        "max_abs_error": float(err.max()),
                        "target_efficiency": vars(st.target_efficiency),
-                       "draft_efficiency": vars(st.draft_efficiency), "notes": cal.notes}
-    batches = sorted(args.batch)
-    contexts = sorted(args.context)
-    gammas = list(args.gamma)
-    grid = S.evaluate(st, batches, contexts, gammas, **acceptance)
-    frame = grid.frame()
-    cols = ["batch_size", "context", "gamma", "tau", "speedup", "t_plain_ms", "t_verify_ms",
-            "t_draft_ms", "bound"]
-    rows = [{k: (v.item() if hasattr(v, "item") else v) for k, v in r.items()}
-            for r in frame[cols].to_dict("records")]
-    best_g, best_s = grid.best()
+                       "draft_efficiency": vars(st.draft_efficiency),
+                       "notes": [n.message for n in cal.notes],
+                       "note_codes": [n.code for n in cal.notes]}
+    from ..advise import serving_plan
+    from ..notes import codes, messages
+
+    p = serving_plan(st, args.batch, args.context, args.gamma, **acceptance)
+    best_g, best_s = p.best
     best = []
-    for i, b in enumerate(grid.batch_sizes):
-        for j, s in enumerate(grid.contexts):
+    for i, b in enumerate(p.grid.batch_sizes):
+        for j, s in enumerate(p.grid.contexts):
             best.append({"batch_size": int(b), "context": int(s), "gamma": int(best_g[i, j]),
                          "speedup": float(best_s[i, j]),
                          "verdict": S.verdict(float(best_s[i, j]))})
-    # one grid over every batch size 1..max for the schedule, crossover and paying ranges
-    # (S.plan_schedule, S.crossover_batch and S.paying_batches each evaluate the same grid)
-    full = S._batch_range_grid(st, contexts, gammas, max(batches), **acceptance)
-    sched = S._schedule_of(full)
-    cfg, notes = S.setup_config(st, sched)
-    serve = None
-    if cfg is not None:
-        from ..vllm import serve_command
-
-        serve = serve_command(cfg, S.model_id(st.target),
-                              extra_args=["--max-num-seqs", str(max(batches))]
-                              + (["--tensor-parallel-size", str(st.gpus)] if st.gpus > 1
-                                 else []))
-    if not st.fits_memory():
-        notes.append(f"the weights do not fit in {st.gpus} x {st.gpu.name} memory; the times "
-                     "are for a machine that could hold them")
-    if len(contexts) > 1:
-        notes.append("the schedule serves every --context: per batch size, the gamma whose "
-                      "worst speedup over the contexts is highest (0 if that is not above 1)")
-    room = {int(c): int(S.max_batch_in_memory(st, int(c))) for c in contexts}
-    tight = {c: m for c, m in room.items() if m < max(batches)}
-    if tight:
-        notes.append("KV cache room (90 % of GPU memory, weights first): "
-                     + ", ".join(f"context {c}: " + (f"at most {m} sequences" if m else
-                                                     "not even one sequence")
-                                 for c, m in tight.items())
-                     + "; larger batch sizes are shown but cannot run at once")
-    limit_notes = S.context_limit_notes(st, contexts)
-    notes = limit_notes + notes
-    crossover = S._crossover_of(full)
-    paying = S._paying_of(full)
-    if cfg is None and any(paying):
-        # setup_config's "no gamma pays at any batch size" is about the worst context only
-        notes = [n for n in notes if not n.startswith("no gamma pays")]
-        notes.append("no schedule pays at every --context at once, but speculation pays at "
-                     "context " + ", ".join(str(int(s)) for s, r in zip(contexts, paying) if r)
-                     + " (see above): plan with the contexts you serve")
     return {
         "setup": {"gpu": st.gpu.name, "gpus": st.gpus, "model": st.target.name,
                   "draft": st.draft.name, "draft_kv_budget": st.draft.kv_budget,
@@ -194,17 +154,19 @@ def plan(args) -> dict:
                   "max_position_embeddings": st.target.max_position_embeddings,
                   "acceptance": {k: (list(map(float, np.atleast_1d(v))) if k != "alpha"
                                      else float(v)) for k, v in acceptance.items()}},
-        "rows": rows,
+        "rows": p.rows(),
         "best": best,
-        "schedule": sched if cfg is not None else None,
-        "config": cfg,
-        "serve": serve,
-        "crossover_batch": {str(int(s)): int(c) for s, c in zip(contexts, crossover)},
-        "paying_batches": {str(int(s)): r for s, r in zip(contexts, paying)},
-        "max_batch_in_memory": {str(c): m for c, m in room.items()},
+        "schedule": p.schedule if p.config is not None else None,
+        "config": p.config,
+        "serve": p.serve,
+        "crossover_batch": {str(s): c for s, c in p.crossover_batch.items()},
+        "paying_batches": {str(s): r for s, r in p.paying_batches.items()},
+        "max_batch_in_memory": {str(c): m for c, m in p.max_batch_in_memory.items()},
         "calibration": calibration,
-        "context_limit_notes": limit_notes,
-        "notes": notes,
+        "context_limit_notes": messages(p.context_notes),
+        "context_limit_note_codes": codes(p.context_notes),
+        "notes": messages(p.notes),
+        "note_codes": codes(p.notes),
     }
 
 
@@ -254,8 +216,9 @@ def format_plan(result: dict) -> str:
         lines.append(f"schedule (num_speculative_tokens_per_batch_size): "
                      f"{json.dumps(result['schedule'])}")
         lines.append(result["serve"])
-    lines += [f"note: {n}" for n in result["notes"]
-              if n not in result.get("context_limit_notes", [])]
+    shown_first = set(result.get("context_limit_note_codes", []))
+    lines += [f"note: {n}" for n, code in zip(result["notes"], result["note_codes"])
+              if code not in shown_first]
     return "\n".join(lines)
 
 

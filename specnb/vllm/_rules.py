@@ -12,6 +12,8 @@ import difflib
 import json
 import re
 
+from ..hf_config import (MODEL_TYPE_METHOD, architectures, checkpoint_method, is_mtp_type,
+                         model_type)
 from . import _schema as S
 from .findings import Finding
 from .schedule import (SCHEDULE_SEMANTICS, describe_schedule, schedule_problems,
@@ -651,28 +653,8 @@ class _Checker:
                  f"says '{needed}'; {then}", f"write \"method\": \"{needed}\"")
 
 
-#: config.json ``model_type`` values vLLM maps to a method (@ 002e77c1, method re-detection).
-_MODEL_TYPE_METHOD = {"medusa": "medusa", "mlp_speculator": "mlp_speculator"}
-
-
-def _arch_names(draft_config) -> list[str]:
-    if not isinstance(draft_config, dict):
-        return []
-    arch = draft_config.get("architectures") or []
-    return [a for a in arch if isinstance(a, str)] if isinstance(arch, list) else []
-
-
-def _model_type(draft_config) -> str:
-    mt = draft_config.get("model_type") if isinstance(draft_config, dict) else None
-    return mt.lower() if isinstance(mt, str) else ""
-
-
-def _is_mtp_type(model_type: str) -> bool:
-    return model_type in S.MTP_METHODS or model_type.endswith("_mtp")
-
-
 def _is_full_causal_lm(draft_config) -> bool:
-    arch = [a.lower() for a in _arch_names(draft_config)]
+    arch = [a.lower() for a in architectures(draft_config)]
     return bool(arch) and all(a.endswith("forcausallm") and not any(
         w in a for w in ("eagle", "medusa", "mtp", "dflash", "dspark", "speculator"))
         for a in arch)
@@ -690,8 +672,8 @@ def vllm_detected_method(method: str, model: str, draft_config=None) -> str:
             method in ("suffix", "custom_class", "extract_hidden_states"):
         return method
     low = (model or "").lower()
-    arch = " ".join(_arch_names(draft_config)).lower()
-    mt = _model_type(draft_config)
+    arch = " ".join(architectures(draft_config)).lower()
+    mt = model_type(draft_config)
     if "eagle-" in low:
         return "eagle"
     if "eagle3" in low:
@@ -700,50 +682,11 @@ def vllm_detected_method(method: str, model: str, draft_config=None) -> str:
         return "dflash"
     if "dspark" in low or "dspark" in arch:
         return "dspark"
-    if mt in _MODEL_TYPE_METHOD:
-        return _MODEL_TYPE_METHOD[mt]
-    if _is_mtp_type(mt):
+    if mt in MODEL_TYPE_METHOD:
+        return MODEL_TYPE_METHOD[mt]
+    if is_mtp_type(mt):
         return "mtp"
     return method
-
-
-def checkpoint_method(model: str, draft_config=None):
-    """The method a draft checkpoint needs, from its path and config.json: (method, why) or None.
-
-    Reads the signs vLLM reads (see :func:`vllm_detected_method`) and a few it does not: an
-    ``architectures`` entry naming Eagle3 / Eagle / Medusa / MTP / DFlash / DSpark, and path
-    words ('eagle', 'medusa', 'mtp', 'accelerator' and 'speculator' for IBM's MLP speculators)
-    that vLLM's path rules ('eagle-', 'eagle3') miss. None when nothing marks a special head.
-    """
-    low = (model or "").lower()
-    arch = _arch_names(draft_config)
-    arch_low = " ".join(arch).lower()
-    mt = _model_type(draft_config)
-    shown = f"the path {model!r}" if model else "the path"
-    if arch:
-        named = f"config.json architectures {arch}"
-        for word, method in (("eagle3", "eagle3"), ("eagle", "eagle"), ("dflash", "dflash"),
-                             ("dspark", "dspark"), ("medusa", "medusa"),
-                             ("speculator", "mlp_speculator"), ("mtp", "mtp")):
-            if word in arch_low:
-                return method, named
-    if mt in _MODEL_TYPE_METHOD:
-        return _MODEL_TYPE_METHOD[mt], f"config.json model_type {mt!r}"
-    if _is_mtp_type(mt):
-        return "mtp", f"config.json model_type {mt!r}"
-    if "eagle3" in low or "eagle-3" in low or "eagle_3" in low:
-        return "eagle3", shown
-    if "eagle" in low:
-        return "eagle", shown
-    for word, method in (("dflash", "dflash"), ("dspark", "dspark"), ("medusa", "medusa"),
-                         ("mlp_speculator", "mlp_speculator"), ("mlp-speculator",
-                                                                "mlp_speculator"),
-                         ("accelerator", "mlp_speculator"), ("speculator", "mlp_speculator")):
-        if word in low:
-            return method, shown
-    if re.search(r"(^|[^a-z])mtp([^a-z]|$)", low):
-        return "mtp", shown
-    return None
 
 
 def _is_dotted_path(model: str) -> bool:

@@ -77,32 +77,23 @@ def suggest_fix(config) -> dict | None:
 
 
 def _draft_config(draft_config):
-    """``draft_config`` as a dict (read from a local config.json when a path is given)."""
+    """``draft_config`` as a dict (read from a local config.json by
+    :func:`specnb.hf_config.read_config` when a path is given)."""
     if draft_config is None or isinstance(draft_config, dict):
         return draft_config
     from pathlib import Path
 
+    from ..hf_config import read_config
+
     if not isinstance(draft_config, (str, Path)):
         raise TypeError("draft_config must be a dict (config.json), a path or None, got "
                         f"{type(draft_config).__name__}")
-    path = Path(draft_config)
-    if path.is_dir():
-        path = path / "config.json"
-    if not path.exists():
-        raise ValueError(f"draft_config {str(draft_config)!r}: no config.json there (give the "
-                         "draft checkpoint's local config.json or its folder)")
     try:
-        data = json.loads(path.read_text(encoding="utf-8-sig"))  # a BOM is not data
-    except UnicodeDecodeError as exc:
-        from .._check import utf8_error
-
-        raise utf8_error(f"draft_config {str(path)!r}", exc, "give a JSON config.json") from None
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"draft_config {str(path)!r} is not a JSON config.json: {exc}") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"draft_config {str(path)!r} must hold a JSON object, got "
-                         f"{type(data).__name__}")
-    return data
+        return read_config(draft_config, label="draft_config",
+                           hint="no config.json there: give the draft checkpoint's local "
+                                "config.json or its folder")[0]
+    except FileNotFoundError as exc:  # the checker's bad input is a ValueError
+        raise ValueError(str(exc)) from None
 
 
 def _completed(exc: ConfigSyntaxError) -> ConfigSyntaxError:

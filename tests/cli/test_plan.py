@@ -10,7 +10,7 @@ import pytest
 
 from specnb import serving as S
 from specnb.cli import main
-from specnb.vllm import check_speculative_config
+from specnb.vllm import check_speculative_config, validate_schedule
 
 BASE = ["plan", "--gpu", "H100-SXM", "--model", "Llama-3.1-8B", "--draft", "eagle3",
         "--context", "1000", "8000", "--batch", "1", "16", "64", "256", "--gamma", "1", "2", "3",
@@ -55,7 +55,8 @@ def test_json_output(capsys):
         assert rec["gamma"] == (top if sp[top] > 1 else 0)
     sched = res["schedule"]
     assert sched[0][0] == 1 and sched[-1][1] == 256
-    assert S.check_schedule(sched, res["config"]["num_speculative_tokens"]) == sched
+    assert [list(r) for r in validate_schedule(
+        sched, res["config"]["num_speculative_tokens"])] == sched
     assert res["config"]["num_speculative_tokens_per_batch_size"] == sched
 
 
@@ -94,7 +95,9 @@ def test_context_beyond_the_model_maximum_is_a_prominent_note(capsys):
     res = json.loads(js)
     assert code == 0 and res["setup"]["max_position_embeddings"] == 4096
     (note,) = res["context_limit_notes"]
-    assert note in res["notes"] and "context 16000 exceeds" in note
+    assert res["context_limit_note_codes"] == ["context-over-max-positions"]
+    i = res["note_codes"].index("context-over-max-positions")
+    assert res["notes"][i] == note and "context 16000 exceeds" in note
     # within the maximum, or the 32K variant: no such note
     assert argv[6] == "Llama-2-7B" and argv[10:12] == ["2000", "16000"]
     code, js, _ = run(capsys, *argv[:6], "LLaMA-2-7B-32K", *argv[7:], "--json")
@@ -288,10 +291,12 @@ def test_a_context_beyond_the_configs_positions_is_noted(capsys, tmp_path):
                          "ngram", "--context", "1024", "4096", "--batch", "1", "--gamma", "2",
                          "--alpha", "0.9", "--json")
     assert code == 0, err
-    notes = json.loads(out)["notes"]
-    assert any(n.startswith("context 4096 exceeds the target") and "maximum of 2048" in n
-               for n in notes), notes
-    assert not any("context 1024 " in n for n in notes), notes
+    res = json.loads(out)
+    notes = [n for n, c in zip(res["notes"], res["note_codes"])
+             if c == "context-over-max-positions"]
+    assert len(notes) == 1 and notes[0].startswith("context 4096 exceeds the target")
+    assert "maximum of 2048" in notes[0] and "context 1024 " not in notes[0], notes
+    assert not any("context 1024 " in n for n in res["notes"]), res["notes"]
     assert S.architecture(tmp_path).max_position_embeddings == 2048
     assert S.architecture("Llama-3.1-8B").max_position_embeddings == 131072
 
@@ -305,7 +310,8 @@ def test_a_sliding_window_config_is_noted_above_its_window(tmp_path):
     assert arch.sliding_window == 4096
     assert S.context_limit_notes(arch and str(tmp_path), [4096]) == []
     notes = S.context_limit_notes(str(tmp_path), [8192])
-    assert len(notes) == 1 and "sliding-window attention over the last 4096" in notes[0]
+    assert [n.code for n in notes] == ["sliding-window-modelled-full"]
+    assert "sliding-window attention over the last 4096" in notes[0].message
     # Qwen2-style configs carry a window but switch it off
     (tmp_path / "config.json").write_text(json.dumps({**cfg, "use_sliding_window": False}))
     assert S.architecture(tmp_path).sliding_window is None
