@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = ["NOTEBOOK_DIR", "KERNEL", "find_notebooks", "resolve", "load_parameters",
-           "check_parameters", "run_notebooks", "write_report", "register", "notebook_title",
+           "check_parameters", "run_notebooks", "write_report", "notebook_title",
            "notebook_summary"]
 
 NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
