@@ -1,7 +1,7 @@
 # specnb: two commands on a fresh machine with Python 3.11+ and make.
 #   make test   create .venv if missing, install, run the whole test suite
 #   make run    create .venv if missing, install, execute every notebook headless -> build/
-# Other targets: make check (import layers and the fast tests), make lab (JupyterLab with widgets), make bench (benchmarks), make clean.
+# Other targets: make check (import layers and the fast tests), make lab (JupyterLab with widgets), make bench (benchmarks), make docs (docs/api from the docstrings), make clean.
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
@@ -13,7 +13,7 @@ TORCH  ?= torch==2.13.0
 # One stamp per TORCH setting, so changing TORCH re-runs the install.
 STAMP  := $(VENV)/.specnb-installed-$(subst =,_,$(subst /,_,$(if $(TORCH),$(TORCH),own-torch)))
 
-.PHONY: install test check run lab bench clean distclean
+.PHONY: install test check run lab bench docs clean distclean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -48,6 +48,11 @@ lab: install
 
 bench: install
 	@for f in benchmarks/*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
+
+# The API reference docs/api/<package>.md, generated from the packages' docstrings
+# (tests/test_docs.py fails until this is rerun after a docstring changes).
+docs: install
+	$(BIN)/python scripts/gen_docs.py
 
 clean:
 	rm -rf build .pytest_cache .hypothesis
