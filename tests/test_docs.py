@@ -78,3 +78,11 @@ def test_docstring_sections_become_markdown():
     assert gen.markdown("See :func:`~specnb.theory.walltime_speedup` and ``gamma``.") == \
         "See `walltime_speedup` and `gamma`."
     assert gen.value_repr({"b", "a"}) == "{'a', 'b'}"
+
+
+def test_changelog_renames_are_current():
+    """docs/changelog.md holds every docs/changelog/*.md, as `make docs` assembles them."""
+    text = gen.CHANGELOG.read_text(encoding="utf-8")
+    assert gen.changelog(text) == text, "docs/changelog.md is out of date: run `make docs`"
+    for part in sorted(gen.CHANGELOG_PARTS.glob("*.md")):
+        assert f"<!-- from docs/changelog/{part.name} -->" in text
