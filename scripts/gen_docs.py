@@ -110,6 +110,10 @@ def markdown(doc: str | None) -> str:
             block, i = _indented(lines, i + 1)
             out += ["", "```", *textwrap.dedent("\n".join(block)).strip("\n").splitlines(), "```", ""]
             continue
+        if section and line.strip() and not line.startswith(" ") and " : " not in line \
+                and nxt.strip() and not nxt.startswith(" "):
+            section = None  # two unindented lines, not a "name : type": prose after the list
+            out.append("")
         if section and line.strip() and not line.startswith(" "):
             block, j = _indented(lines, i + 1)
             term = line.strip()
@@ -120,7 +124,9 @@ def markdown(doc: str | None) -> str:
                 term = _inline(term)
             body = " ".join(b.strip() for b in block if b.strip())
             if body:  # a long line whose next line is not a sentence start: it wraps on
-                wraps = sep and len(line.strip()) >= 60 and not body[0].isupper()
+                end = rest.rstrip()
+                wraps = sep and (end.endswith(":") or body.startswith("(")
+                                 or (len(end) >= 45 and not end.endswith(".")))
                 term += (" " if wraps else ": ") + _inline(body)
             out.append(f"- {term}")
             i = j
@@ -170,6 +176,8 @@ def summary(doc: str | None) -> str:
     para = inspect.cleandoc(doc).split("\n\n", 1)[0].replace("\n", " ")
     if len(para) > 160 and ". " in para[:300]:
         para = para[: para.index(". ") + 1]
+    if len(para) > 240:
+        para = para[: para.rindex(" ", 0, 200)] + " ..."
     return _inline(para).replace("|", "\\|")
 
 
@@ -419,7 +427,7 @@ def render_class(name: str, cls) -> list[str]:
         out += ["", "Members:", ""]
         for head, doc in members:
             body = markdown(doc)
-            body = ("  " + body.replace("\n", "\n  ")) if body else ""
+            body = "\n".join(("  " + b) if b else "" for b in body.splitlines())
             out.append(f"- {head}" + (f":\n{body}" if body else ""))
     return out
 
