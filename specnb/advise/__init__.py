@@ -3,7 +3,7 @@
 (:mod:`specnb.serving`). Every note is a :class:`specnb.notes.Note`: a stable ``code`` beside
 its message.
 
-Used by notebooks 06 and 07, ``specnb metrics`` / ``bench`` and the README:
+Used by notebooks 06 and 07, ``specnb metrics`` / ``bench`` and the README and docs pages:
 
 Recommend (:mod:`~specnb.advise.recommend`)
     :func:`recommend` -> :class:`Recommendation` (a situation in: workload kind and facts;
@@ -21,7 +21,7 @@ Watch (:mod:`~specnb.advise.watch`)
     alpha), :func:`acceptance_length_advice`, :func:`best_draft_length`, :func:`watch_table`
 On against off (:mod:`~specnb.advise.bench`)
     :func:`compare_bench` -> :class:`BenchComparison`; :func:`comparability`
-Plan (:mod:`~specnb.advise.plan`; used by ``specnb plan``, notebook 09 and the README)
+Plan (:mod:`~specnb.advise.plan`; used by ``specnb plan``, notebook 09 and docs/serving.md)
     :func:`serving_plan` -> :class:`Plan` (grid -> gamma per batch -> schedule -> config ->
     serve line + coded notes); :func:`plan_schedule`, :func:`setup_config`,
     :func:`schedule_config`, :func:`schedule`, :func:`schedule_gammas`, :func:`schedule_of`

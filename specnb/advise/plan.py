@@ -4,7 +4,7 @@
 
 L3: imports :mod:`specnb.serving` (the model) and :mod:`specnb.vllm` (vLLM's contract: the
 one schedule validator, the config builder, the serve line). Used by ``specnb plan``
-(:func:`serving_plan`), notebook 09 (:func:`serving_plan`) and the README (:func:`plan_schedule`).
+(:func:`serving_plan`), notebook 09 (:func:`serving_plan`) and docs/serving.md (:func:`plan_schedule`).
 
 :func:`serving_plan` -> :class:`Plan`; the parts: :func:`schedule`, :func:`schedule_gammas`,
 :func:`schedule_of`, :func:`plan_schedule`, :func:`schedule_config`, :func:`setup_config`.

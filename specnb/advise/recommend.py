@@ -209,7 +209,7 @@ def measure_threshold(gpu=None, model=None, context=None, *, method: str = "eagl
     ``max_batch`` = at every batch searched): from the batch after it, the model predicts no
     gain. The sentence names the
     model, GPU, context, acceptance and crossover, and that it is a prediction to confirm by
-    measurement (README, the serving model's assumptions and limits); a context beyond the
+    measurement (docs/serving.md, "Assumptions and limits"); a context beyond the
     model's ``max_position_embeddings`` adds :func:`specnb.serving.context_limit_notes`' note
     (the model cannot serve it; no error, the crossover is still modelled), which
     :func:`recommend` carries into its reasons.
@@ -308,7 +308,7 @@ def measure_threshold(gpu=None, model=None, context=None, *, method: str = "eagl
     return cross + 1, (f"the step-time model (specnb.serving.crossover_batch: crossover {cross}) "
                        f"predicts that {where}, {verdict}. A model prediction, not a measurement "
                        "(static batches of equal contexts; defaults fitted at batch <= 64 on one "
-                       "H100: README, the serving model's assumptions and limits): calibrate it "
+                       "H100: docs/serving.md, Assumptions and limits): calibrate it "
                        "on your own step times (specnb plan --calibrate) and confirm at the "
                        "peak; the fixed rule, from the EAGLE-3 paper's batch tables, says "
                        f"{MEASURE_BATCH}"

@@ -3,7 +3,7 @@ render it, and read what vLLM writes (``/metrics``, logs, ``vllm bench serve`` r
 numbers. What the numbers say to do is :mod:`specnb.advise`.
 
 Used by notebooks 06 and 07, ``specnb config`` / ``metrics`` / ``bench``, ``specnb plan``
-(through :mod:`specnb.advise`) and the README:
+(through :mod:`specnb.advise`) and the README and docs pages:
 
 Build and render
     :func:`speculative_config`, :func:`serve_command`, :func:`yaml_config`,
