@@ -2,6 +2,7 @@
 docstring or face fails here until `make docs` is rerun."""
 
 import importlib.util
+import re
 from pathlib import Path
 
 import pytest
@@ -86,3 +87,31 @@ def test_changelog_renames_are_current():
     assert gen.changelog(text) == text, "docs/changelog.md is out of date: run `make docs`"
     for part in sorted(gen.CHANGELOG_PARTS.glob("*.md")):
         assert f"<!-- from docs/changelog/{part.name} -->" in text
+
+
+def _slug(heading: str) -> str:
+    """The anchor a Git host gives a Markdown heading (GitHub's rule)."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def _anchors(path: Path) -> set[str]:
+    text = re.sub(r"```.*?```", "", path.read_text(encoding="utf-8"), flags=re.S)
+    return {_slug(m.group(1)) for m in re.finditer(r"^#{1,6} (.+)$", text, flags=re.M)}
+
+
+@pytest.mark.parametrize("page", [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))],
+                         ids=lambda p: str(p.relative_to(ROOT)))
+def test_relative_links_resolve(page):
+    """Every relative link in the README and the docs points at a file (and heading) that exists."""
+    text = re.sub(r"```.*?```", "", page.read_text(encoding="utf-8"), flags=re.S)
+    broken = []
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if re.match(r"[a-z]+:", target):
+            continue
+        file, _, anchor = target.partition("#")
+        path = (page.parent / file).resolve() if file else page
+        if not path.exists():
+            broken.append(target)
+        elif anchor and path.suffix == ".md" and anchor not in _anchors(path):
+            broken.append(target)
+    assert broken == [], f"{page.name}: broken links {broken}"
