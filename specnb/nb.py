@@ -25,7 +25,7 @@ from pathlib import Path
 __all__ = ["RECORD_MIME", "ANSWER_MIME", "show_versions", "record", "reproduce", "read_records",
            "answer", "read_answer", "strip_outputs", "strip_outputs_hook", "is_headless",
            "interact", "slider", "log_slider", "choice", "number", "labelled", "align",
-           "NOTE_CODES", "heatmap"]
+           "NOTE_CODES", "left_aligned", "heatmap"]
 
 #: MIME type of a recorded value in a notebook's outputs.
 RECORD_MIME = "application/vnd.specnb.record+json"
@@ -646,6 +646,33 @@ def number(value, description: str = "", step=None, valid=None):
     ctl = _typed_class()(int(v) if is_int else v, description=description, integer=is_int,
                          valid=_valid(name, valid), decimals=0 if is_int else _decimals(step))
     return labelled(ctl)
+
+
+def left_aligned(table, columns=None):
+    """A pandas Styler of ``table`` whose text columns read left-aligned.
+
+    pandas right-aligns every cell, which leaves prose columns (sources, reasons, PromQL)
+    ragged on the left. ``columns`` (default: every column of object or string dtype) are
+    left-aligned and wrap at spaces; other columns keep the default alignment. For tables of
+    text: numbers in the result are formatted by the Styler (6 decimals by default), so
+    round or format them as strings first.
+
+    Raises
+    ------
+    KeyError
+        a name in ``columns`` that is not a column of ``table``.
+    """
+    import pandas as pd
+
+    if columns is None:
+        columns = [c for c in table.columns
+                   if pd.api.types.is_object_dtype(table[c]) or pd.api.types.is_string_dtype(table[c])]
+    missing = [c for c in columns if c not in table.columns]
+    if missing:
+        raise KeyError(f"columns {missing} are not in the table; its columns are "
+                       f"{list(table.columns)}")
+    return table.style.set_properties(subset=list(columns),
+                                      **{"text-align": "left", "white-space": "pre-wrap"})
 
 
 def heatmap(table, ax=None, fmt: str = "{:.2f}", title: str = "", colorbar_label: str = "",

@@ -188,3 +188,15 @@ def test_interact_headless_still_raises(monkeypatch):
 
     with pytest.raises(ValueError, match="bad x"):
         nb.interact(view, x=nb.number(1.0, "x"))
+
+
+def test_left_aligned_styles_only_the_text_columns():
+    import pandas as pd
+
+    table = pd.DataFrame({"rule": ["a", "b"], "source": ["x y", "z"], "n": [1, 2]})
+    page = nb.left_aligned(table).to_html()
+    import re
+    styled = set(re.findall(r"#T_\w+_row\d+_col(\d+)", page.split("</style>")[0]))
+    assert styled == {"0", "1"} and "text-align: left" in page
+    with pytest.raises(KeyError, match="nope"):
+        nb.left_aligned(table, ["nope"])
