@@ -1,8 +1,9 @@
 """End-to-end: the two web pages readers use, checked in a real (headless) Chromium.
 
 * JupyterLab with live widgets: open the draft-length notebook, Run All, set alpha (typed into
-  the box beside its slider) and gamma (arrow keys on its slider's handle), and check that the
-  shown speedup becomes what :mod:`specnb.theory` gives for the new setting; no error output
+  the box beside its slider), gamma (arrow keys on its slider's handle) and c beyond its track
+  (used as typed, with a note), and check that the shown speedup becomes what
+  :mod:`specnb.theory` gives for the new setting; no error output
   anywhere in the notebook; a save writes the notebook without outputs (``make lab``'s
   pre-save hook).
 * The HTML report ``make run`` writes (here the test session's ``build/test-report/``): every
@@ -168,7 +169,8 @@ def _slider(interact, page, name: str):
 
 def _typed_box(interact, page, name: str):
     """The text box beside the slider labelled ``name`` (specnb.nb.slider's typed value)."""
-    control = interact.locator(".widget-hbox", has=_slider(interact, page, name))
+    label = page.locator("label.widget-label", has_text=re.compile(rf"^{name}$"))
+    control = interact.locator(".widget-hbox", has=page.locator(".widget-slider", has=label))
     return control.locator(".widget-text input")
 
 
@@ -237,6 +239,18 @@ def test_lab_widgets_follow_theory(lab, page, screenshot_on_failure):
     _wait_for_row(table, "speedup", round(theory.walltime_speedup(0.6, 3, 0.05), 4))
     _wait_for_row(table, "operations", round(theory.operations_factor(0.6, 3, 0.05), 4))
 
+    # c -> 0.7, beyond its slider's 0-0.5 track: used as typed (not clipped to 0.5), with a note.
+    box_c = _typed_box(interact, page, "c")
+    box_c.click()
+    page.keyboard.press("Control+A")
+    page.keyboard.type("0.7")
+    page.keyboard.press("Enter")
+    expect(box_c).to_have_value(re.compile(r"^\s*0\.70?\s*$"))
+    _wait_for_row(table, "speedup", round(theory.walltime_speedup(0.6, 3, 0.7), 4))
+    note = interact.locator(".widget-hbox", has=page.locator(".widget-text input")).filter(
+        has_text=re.compile(r"0\.70"))
+    expect(note.first).to_be_visible()
+
     # Show the cell, its widgets and the table as a reader sees them.
     page.mouse.move(0, 0)
     page.locator(".jp-CodeCell", has=interact).evaluate("e => e.scrollIntoView({block: 'start'})")
@@ -248,6 +262,7 @@ def test_lab_widgets_follow_theory(lab, page, screenshot_on_failure):
     # Saving (as autosave does) writes the notebook without outputs: make lab's pre-save hook
     # keeps the served notebooks clean.
     before = lab.api(f"contents/{NOTEBOOK}?content=0")["last_modified"]
+    gamma.locator(".noUi-handle").focus()  # out of the text box, which keeps its keystrokes
     page.keyboard.press("Control+s")
     saved = _wait_for_save(lab, NOTEBOOK, before)
     kept = [i for i, cell in enumerate(saved["cells"])
