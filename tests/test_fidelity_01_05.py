@@ -315,7 +315,7 @@ def test_01_specbench_cross_check_recorded(records, shown):
 def test_04_one_search_limit_and_the_optimum_beyond_it(records):
     p = _parameters("04_draft_length")
     src = json.dumps(_source("04_draft_length"))
-    assert 'slider(gamma, 1, gamma_max, 1, \\"gamma\\")' in src
+    assert 'slider(gamma, 1, gamma_max, 1, \\"gamma\\"' in src  # the slider's limit is gamma_max
     assert "gamma_max=64" not in src and "optimal_gamma(av, cv))" not in src
     edges = records["04_draft_length"]["gamma.widget_edges"].set_index("index")
     for col in edges.columns:
