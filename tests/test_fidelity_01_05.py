@@ -204,6 +204,7 @@ def test_answer_numbers_appear_in_the_outputs(shown, n, stem, executed_notebooks
     """Every number the computed answer states (beyond small counts) is printed by another cell."""
     answer = executed_notebooks[stem].answer
     _, text = shown[n]
+    text = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", text)  # 200,000 is 200000
     # numbers, not parts of names (A100, H100, EAGLE-3)
     text_ = re.sub(r"notebook \d+", "", answer.replace(",", ""))
     numbers = set(re.findall(r"(?<![A-Za-z\d.-])(\d+\.\d+|\d{2,})", text_))

@@ -56,6 +56,7 @@ def test_pre_save_hook_strips_outputs_through_a_real_contents_manager(tmp_path):
     (AsyncLargeFileManager), configured by class name as scripts/lab.sh configures it."""
     import asyncio
 
+    pytest.importorskip("jupyter_server", reason="jupyter_server comes with the lab extra")
     from jupyter_server.services.contents.largefilemanager import AsyncLargeFileManager
     from traitlets.config import Config
 
