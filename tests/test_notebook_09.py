@@ -185,8 +185,9 @@ def test_answer_quotes_the_computed_numbers(p, executed_notebooks):
     assert answer.startswith("**Answer.**")
     assert f"alpha {p['alpha']:g}, gamma {p['gamma']}" in answer
     short = min(p["contexts"])
-    x = {g: int(S.crossover_batch(S.setup(g, p["model"], p["method"], gpus=p["gpus"]), short,
-                                  [p["gamma"]], max_batch=1024, alpha=p["alpha"])[0])
+    x = {g: int(np.atleast_1d(S.crossover_batch(S.setup(g, p["model"], p["method"], gpus=p["gpus"]),
+                                                short, [p["gamma"]], max_batch=1024,
+                                                alpha=p["alpha"]))[0])
          for g in S.gpu_names()}
     assert f"pays up to batch {x[p['gpu']]} at {short:,}-token contexts" in answer
     assert f"the crossover runs from batch {min(x.values())} " in answer
