@@ -535,7 +535,8 @@ def _valid(name, valid):
     if valid is None:
         return (None, None)
     if not (isinstance(valid, (tuple, list)) and len(valid) == 2):
-        raise ValueError(f"valid must be a pair (lo, hi) with None for no bound, got {valid!r}")
+        raise ValueError(f"{name or 'value'}: valid must be a pair (lo, hi) with None for no "
+                         f"bound, got {valid!r}")
     return tuple(valid)
 
 

@@ -201,3 +201,8 @@ def test_left_aligned_styles_only_the_text_columns():
     assert styled == {"0", "1"} and "text-align: left" in page
     with pytest.raises(KeyError, match="nope"):
         nb.left_aligned(table, ["nope"])
+
+
+def test_valid_must_be_a_pair_and_the_error_names_the_control():
+    with pytest.raises(ValueError, match="alpha: valid must be a pair"):
+        nb.slider(0.5, 0.0, 1.0, 0.1, "alpha", valid=(0,))
