@@ -37,3 +37,12 @@ def test_docs_pages_with_examples_are_found():
 def test_readme_names_the_two_commands():
     text = README.read_text(encoding="utf-8")
     assert "make test" in text and "make run" in text
+
+
+def test_readme_has_one_example_per_command():
+    """The front page shows each `specnb` command once, in a bash block."""
+    import re
+
+    blocks = "\n".join(re.findall(r"```bash\n(.*?)```", README.read_text(encoding="utf-8"), re.S))
+    for command in ("run", "measure", "config check", "config build", "metrics", "bench", "plan"):
+        assert re.search(rf"^(?:\.venv/bin/)?specnb {command}\b", blocks, re.M), command

@@ -1,5 +1,6 @@
-"""The README's command lines run as written: every ``specnb config|metrics|bench|plan`` line
-of its bash blocks (a fast subcommand, run in-process) exits 0. Lines with a placeholder
+"""The README's and the docs pages' command lines run as written: every
+``specnb config|metrics|bench|plan`` line of their bash blocks (a fast subcommand, run
+in-process) exits 0. Lines with a placeholder
 (``...``, ``<...>``, ``my_*``) are left out; ``run`` and ``measure`` are exercised by their own
 tests (they execute notebooks and models)."""
 
@@ -15,14 +16,18 @@ ROOT = Path(__file__).resolve().parent.parent
 FAST = {"config", "metrics", "bench", "plan"}
 
 
+# The README and the hand-written docs pages (docs/api/ is generated: no bash blocks).
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
 def _command_lines():
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = "\n".join(p.read_text(encoding="utf-8") for p in PAGES)
     lines = []
     for block in re.findall(r"```(?:bash|sh)\n(.*?)```", text, re.S):
         joined = re.sub(r"\\\n\s*", " ", block)  # continuation lines
         for line in joined.splitlines():
             line = line.strip()
-            if not line.startswith(".venv/bin/specnb "):
+            if not line.startswith((".venv/bin/specnb ", "specnb ")):
                 continue
             args = shlex.split(line, comments=True)[1:]
             if args and args[0] in FAST and not any(
