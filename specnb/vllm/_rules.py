@@ -72,6 +72,7 @@ class _Checker(_KeyRules, _TypedRules, _MethodRules):
         self.out.append(Finding(severity, key, message, fix, line, col, code=code))
 
     def run(self, cfg: dict):
+        """Every rule over one parsed config: keys, values, method, then each method's keys."""
         if self.era == "v0":
             self.add("predates-json-config",
                      "error", None, f"vLLM {self.version} predates the JSON "
@@ -98,9 +99,19 @@ class _Checker(_KeyRules, _TypedRules, _MethodRules):
         if cfg.get("method") is not None and method is not None:
             self.method_vs_checkpoint(method, model if isinstance(model, str) else None)
         nst = vals.get("num_speculative_tokens")
-        nst_given = cfg.get("num_speculative_tokens") is not None
+        self.tensor_parallel(cfg, vals)
+        if method is None:
+            return
+        self.model_rules(cfg, vals, method)
+        self.draft_tokens(cfg, vals, method)
+        self.ngram_window(cfg, vals, method)
+        self.suffix_rules(cfg, method)
+        self.method_switches(cfg, vals, method)
+        self.synthetic(cfg, vals, nst)
+        self.dynamic(vals.get("num_speculative_tokens_per_batch_size"), nst)
 
-        # tensor_parallel_size: vLLM's own message
+    def tensor_parallel(self, cfg, vals):
+        """tensor_parallel_size (vLLM's own message) and draft_tensor_parallel_size."""
         if "tensor_parallel_size" in cfg:
             self.add("tensor-parallel-size",
                      "error", "tensor_parallel_size", "'tensor_parallel_size' is not a valid "
@@ -116,8 +127,10 @@ class _Checker(_KeyRules, _TypedRules, _MethodRules):
                      "vLLM raises 'cannot be other value than 1 or target model "
                      "tensor_parallel_size'", "use 1, or the target's tensor parallel size")
 
-        if method is None:
-            return
+    def model_rules(self, cfg, vals, method):
+        """'model': blank, missing for a method that loads a checkpoint, or ignored."""
+        model = vals.get("model")
+        nst_given = cfg.get("num_speculative_tokens") is not None
         has_model = cfg.get("model") is not None
         if isinstance(model, str) and not model.strip() and method not in (
                 "ngram", "ngram_gpu", "suffix", "extract_hidden_states"):
@@ -146,7 +159,11 @@ class _Checker(_KeyRules, _TypedRules, _MethodRules):
                      "warning", "model", f"'model' is ignored for method '{method}' (it needs "
                      "no draft model)", "remove \"model\"")
 
-        # num_speculative_tokens
+    def draft_tokens(self, cfg, vals, method):
+        """num_speculative_tokens: what vLLM does when it is missing, and MTP above 1."""
+        nst = vals.get("num_speculative_tokens")
+        nst_given = cfg.get("num_speculative_tokens") is not None
+        has_model = cfg.get("model") is not None
         if not nst_given:
             if method == "suffix":
                 depth = vals.get("suffix_decoding_max_tree_depth") or S.SUFFIX_DEFAULT_TOKENS
@@ -181,7 +198,9 @@ class _Checker(_KeyRules, _TypedRules, _MethodRules):
                      "(vLLM's warning for single-layer MTP heads)",
                      "start with 1 and raise it only if the mean acceptance length stays high")
 
-        # n-gram window
+
+    def ngram_window(self, cfg, vals, method):
+        """prompt_lookup_min / prompt_lookup_max: vLLM's defaults, mirroring and order."""
         lo, hi = vals.get("prompt_lookup_min"), vals.get("prompt_lookup_max")
         lo_given = cfg.get("prompt_lookup_min") is not None
         hi_given = cfg.get("prompt_lookup_max") is not None
@@ -212,7 +231,9 @@ class _Checker(_KeyRules, _TypedRules, _MethodRules):
                      "warning", key, f"prompt_lookup_min/max only apply to ngram; vLLM sets "
                      f"them to 0 for method '{method}'", "remove them")
 
-        # suffix
+
+    def suffix_rules(self, cfg, method):
+        """Suffix decoding needs Arctic Inference; suffix_decoding_* keys elsewhere are ignored."""
         suffix_keys = [k for k in cfg if isinstance(k, str) and k.startswith("suffix_decoding_")]
         if method == "suffix":
             self.add("suffix-needs-arctic",
@@ -225,7 +246,9 @@ class _Checker(_KeyRules, _TypedRules, _MethodRules):
                      "warning", suffix_keys[0], f"{', '.join(suffix_keys)} only apply to "
                      f"method 'suffix'; ignored for '{method}'", "remove them")
 
-        # method-specific switches (messages from vLLM @ 002e77c1)
+
+    def method_switches(self, cfg, vals, method):
+        """Keys that only one method accepts (messages from vLLM @ 002e77c1)."""
         if cfg.get("index_share_for_mtp_iteration") is not None and method != "mtp":
             self.add("mtp-only-key",
                      "error", "index_share_for_mtp_iteration", "index_share_for_mtp_iteration "
@@ -262,8 +285,6 @@ class _Checker(_KeyRules, _TypedRules, _MethodRules):
                      "warning", "draft_load_config", "draft_load_config defaults to the "
                      "target's load config and is not intended to be set by users",
                      "remove it unless you know the draft needs a different loader")
-        self.synthetic(cfg, vals, nst)
-        self.dynamic(vals.get("num_speculative_tokens_per_batch_size"), nst)
 
     def synthetic(self, cfg, vals, nst):
         rates, length = vals.get("synthetic_acceptance_rates"), vals.get(
