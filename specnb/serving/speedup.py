@@ -126,7 +126,7 @@ def tokens_per_step(gamma, *, alpha=None, tau=None, acceptance_rates=None):
     * ``acceptance_rates``: vLLM's per-position acceptance rates r_1, r_2, ... (accepted at
       position i / drafts; non-increasing, in [0, 1]); tau(gamma) = 1 + r_1 + ... + r_gamma,
       the survival form of SpecDecode-Bench and vLLM's dynamic-SD manager (reference 4.2 and
-      5.3). Needs at least max(gamma) rates.
+      5.3), :func:`specnb.theory.tau_from_rates`. Needs at least max(gamma) rates.
 
     Raises
     ------
@@ -167,11 +167,7 @@ def tokens_per_step(gamma, *, alpha=None, tau=None, acceptance_rates=None):
                          f"per-position rates count drafts accepted at position i, which "
                          f"cannot exceed those at i - 1), got {r[i]:g} then {r[i + 1]:g} at "
                          f"positions {i + 1} and {i + 2}")
-    if g.max(initial=0) > r.size:
-        raise ValueError(f"gamma {int(g.max())} needs {int(g.max())} acceptance rates, got "
-                         f"{r.size}")
-    cum = np.concatenate([[1.0], 1.0 + np.cumsum(r)])
-    return _check.out(cum[g])
+    return theory.tau_from_rates(r, g)
 
 
 def speedup(st: Setup, batch_size, context, gamma, *, alpha=None, tau=None,
