@@ -7,8 +7,9 @@ Used by notebooks 06 and 07, ``specnb metrics`` / ``bench`` and the README:
 
 Recommend (:mod:`~specnb.advise.recommend`)
     :func:`recommend` -> :class:`Recommendation` (a situation in: workload kind and facts;
-    :data:`RULES` with sources); :func:`measure_threshold` (peak batch from which to measure
-    first); :data:`WORKLOADS`, :data:`MEASURE_BATCH`, :data:`SAMPLING_GAMMA_CAP`
+    :data:`RULES` with sources); :func:`measure_threshold` (:mod:`~specnb.advise.threshold`:
+    peak batch from which to measure first); :data:`WORKLOADS`, :data:`MEASURE_BATCH`,
+    :data:`SAMPLING_GAMMA_CAP`
 The article's table (:mod:`~specnb.advise.article`)
     :data:`ARTICLE_SITUATIONS`, :func:`recommendation_table`, :func:`compare_with_article`
 Evidence (:mod:`~specnb.advise.evidence`)
@@ -36,7 +37,8 @@ from .evidence import (MEASURE_BATCH, MIN_DRAFTS, SAMPLING_GAMMA_CAP, WORKLOADS,
                        workload_acceptance, workload_evidence)
 from .plan import (Plan, plan_schedule, schedule, schedule_config, schedule_gammas, schedule_of,
                    serving_plan, setup_config)
-from .recommend import RULES, Recommendation, measure_threshold, recommend
+from .recommend import RULES, Recommendation, recommend
+from .threshold import measure_threshold
 from .watch import (acceptance_advice, acceptance_length_advice, best_draft_length,
                     gamma1_verdict, theorem_advice, watch_table)
 
