@@ -249,24 +249,7 @@ def fit_timing_models(wall_s, target_forwards, draft_forwards, assisted_rounds,
     if not (~assisted).any():
         warns.append("no plain-decoding calls: t_target rests on the assisted calls alone")
 
-    # identifiability: drop terms in a null direction of the (column-scaled) design
-    keep = [k for k in keys if np.any(cols[k] != 0)]
-    for k in keys:
-        if k not in keep and not k.startswith("t_draft"):
-            warns.append(f"{k} is fixed at 0: no call exercises it")
-    drop_order = ["t_round", "t_call", *[k for k in keys if k.startswith("t_draft")], "t_target"]
-    while keep:
-        xs = np.column_stack([cols[k] / np.linalg.norm(cols[k]) for k in keep])
-        _, s, vt = np.linalg.svd(xs, full_matrices=True)
-        rank = int((s > 1e-9 * s[0]).sum())
-        if rank == len(keep):
-            break
-        null = vt[rank:]
-        unident = [k for i, k in enumerate(keep) if np.abs(null[:, i]).max() > 1e-6]
-        victim = next(k for k in drop_order if k in unident)
-        keep.remove(victim)
-        warns.append(_TERM_HELP.get(victim, f"{victim} cannot be identified from these calls; "
-                                             "it is fixed at 0"))
+    keep = _identifiable(cols, keys, warns)
     if w.size <= len(keep):
         warns.append(f"only {w.size} calls for {len(keep)} times: the fit has no residual "
                      "degrees of freedom, treat the times as rough")
@@ -289,6 +272,29 @@ def fit_timing_models(wall_s, target_forwards, draft_forwards, assisted_rounds,
     return TimingFit(t_call=coef["t_call"], t_target=coef["t_target"], t_round=coef["t_round"],
                      t_draft={d: coef[f"t_draft[{d}]"] for d in names}, r2=r2,
                      n_runs=int(w.size), warnings=tuple(warns))
+
+
+def _identifiable(cols, keys, warns) -> list:
+    """The terms the calls identify: drop terms in a null direction of the (column-scaled)
+    design, in a fixed order; appends why to ``warns``."""
+    keep = [k for k in keys if np.any(cols[k] != 0)]
+    for k in keys:
+        if k not in keep and not k.startswith("t_draft"):
+            warns.append(f"{k} is fixed at 0: no call exercises it")
+    drop_order = ["t_round", "t_call", *[k for k in keys if k.startswith("t_draft")], "t_target"]
+    while keep:
+        xs = np.column_stack([cols[k] / np.linalg.norm(cols[k]) for k in keep])
+        _, s, vt = np.linalg.svd(xs, full_matrices=True)
+        rank = int((s > 1e-9 * s[0]).sum())
+        if rank == len(keep):
+            break
+        null = vt[rank:]
+        unident = [k for i, k in enumerate(keep) if np.abs(null[:, i]).max() > 1e-6]
+        victim = next(k for k in drop_order if k in unident)
+        keep.remove(victim)
+        warns.append(_TERM_HELP.get(victim, f"{victim} cannot be identified from these calls; "
+                                             "it is fixed at 0"))
+    return keep
 
 
 def fit_timing_model(wall_s, target_forwards, draft_forwards, assisted_rounds) -> TimingModel:
