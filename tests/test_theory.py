@@ -278,3 +278,6 @@ def test_tau_from_rates_is_eq1_for_geometric_rates_and_the_survival_sum_otherwis
         tau_from_rates([1.2], 1)
     with pytest.raises(TypeError, match="1-D"):
         tau_from_rates(0.5, 1)
+    assert tau_from_rates([0.5, 0.6], 2) == pytest.approx(2.1)  # order checked only on request
+    with pytest.raises(ValueError, match="must not increase.*positions 1 and 2"):
+        tau_from_rates([0.5, 0.6], 2, non_increasing=True)
