@@ -188,61 +188,81 @@ def _pick_method(workload, target_has_mtp, eagle3_drafter, small_draft_model, sp
                                                          if ev["eagle3"] else ""),
                 [Note("eagle3-fastest", e3)], (), ("eagle3",))
     if workload == "copy-heavy":
-        return ("ngram", "start with ngram or suffix",
-                f"output copies the input: prompt lookup {ev['pld']:.2f}x on {task}, its best "
-                "task (no training)",
-                [Note("copy-prompt-lookup",
-                      f"prompt lookup (vLLM's ngram) drafts from the prompt and earlier output: "
-                      f"{ev['pld']:.2f}x on {task} against {ev['pld_others'][0]:.2f}-"
-                      f"{ev['pld_others'][1]:.2f}x on the other tasks, and above a "
-                      f"draft model there ({ev['sps']:.2f}x) (EAGLE-3 Table 1, Vicuna 13B, T=0); "
-                      "suffix decoding also drafts without a model (vLLM docs)")],
-                ("suffix",), ("copy",))
+        return _copy_heavy_pick(ev, task)
     if small_draft_model and spare_memory:
-        t1 = table1()
-        (sps,) = t1[(t1["method"] == "SpS") & (t1["task"] == "mean")]["speedup"]
-        (pld,) = t1[(t1["method"] == "PLD") & (t1["task"] == "mean")]["speedup"]
-        return ("draft_model", "draft_model",
-                f"no training; a draft model {sps:.2f}x against prompt lookup {pld:.2f}x (mean)",
-                [Note("draft-model-no-training",
-                      f"a same-family small model needs no training: SpS (Vicuna-68M draft) "
-                      f"{sps:.2f}x mean against prompt lookup {pld:.2f}x (EAGLE-3 Table 1); "
-                      "vLLM's docs rate draft models 'high gain' at low QPS"),
-                 Note("draft-model-same-vocabulary",
-                      "it must share the target's tokenizer and vocabulary (vLLM raises 'Target "
-                      "and draft model should have the same vocabulary size'; transformers' "
-                      "universal assisted decoding handles different tokenizers); drafts about "
-                      "two orders of magnitude smaller than the target did best (Leviathan et "
-                      "al. section 3.6)")],
-                (), ("draft_model",))
+        return _draft_model_pick()
     if eagle3_drafter is None:
-        alternatives = () if workload == "creative" else ("ngram",)
-        fallback = ("keep it off until n-gram's acceptance is measured (creative text gives "
-                    "it little to copy)" if workload == "creative" else "start with ngram")
-        return ("eagle3", "eagle3 (if a drafter exists)", e3.split(" (")[0]
-                + (f": {ev['eagle3']:.2f}x on {task}" if ev["eagle3"] else ""),
-                [Note("eagle3-fastest", e3),
-                 Note("eagle3-check-drafter", f"check for a published EAGLE-3 drafter for your "
-                      f"target first; without one, {fallback}")], alternatives,
-                ("eagle3_unchecked",))
+        return _unchecked_eagle3_pick(workload, e3, ev, task)
     if workload == "creative" and not measured:
-        return (None, "keep it off",
-                "only n-gram is left, and creative text gives it little to copy: measure its "
-                "acceptance first",
-                [Note("creative-little-to-copy",
-                      "with no MTP layers, no EAGLE-3 drafter and no draft model, only n-gram is "
-                      "left, and it drafts only what the prompt or earlier output contains; no "
-                      "bundled table measures it on creative writing. At low acceptance it buys "
-                      "little for much work: the article's own gamma table, at bigram-level "
-                      "alpha 0.2 and gamma 3, gives 1.25x for 3.21x the operations (Theorems "
-                      "3.8 and 3.11)"),
-                 Note("creative-measure-ngram",
-                      "to try n-gram, measure its acceptance (specnb metrics) and pass alpha and "
-                      "c: it pays only while alpha > c (Corollary 3.9)")], (), ("creative",))
+        return _creative_pick()
     return ("ngram", "ngram", "no draft model or training needed",
             [Note("ngram-needs-nothing", "no MTP layers, no drafter, no spare draft model: "
                   "n-gram needs nothing (the article's summary: otherwise start with n-gram)")],
             (), ("ngram",))
+
+
+def _copy_heavy_pick(ev, task):
+    """Rule ``copy``: prompt lookup (vLLM's ngram), suffix decoding the alternative."""
+    return ("ngram", "start with ngram or suffix",
+            f"output copies the input: prompt lookup {ev['pld']:.2f}x on {task}, its best "
+            "task (no training)",
+            [Note("copy-prompt-lookup",
+                  f"prompt lookup (vLLM's ngram) drafts from the prompt and earlier output: "
+                  f"{ev['pld']:.2f}x on {task} against {ev['pld_others'][0]:.2f}-"
+                  f"{ev['pld_others'][1]:.2f}x on the other tasks, and above a "
+                  f"draft model there ({ev['sps']:.2f}x) (EAGLE-3 Table 1, Vicuna 13B, T=0); "
+                  "suffix decoding also drafts without a model (vLLM docs)")],
+            ("suffix",), ("copy",))
+
+
+def _draft_model_pick():
+    """Rule ``draft_model``: a same-family small model with spare memory."""
+    t1 = table1()
+    (sps,) = t1[(t1["method"] == "SpS") & (t1["task"] == "mean")]["speedup"]
+    (pld,) = t1[(t1["method"] == "PLD") & (t1["task"] == "mean")]["speedup"]
+    return ("draft_model", "draft_model",
+            f"no training; a draft model {sps:.2f}x against prompt lookup {pld:.2f}x (mean)",
+            [Note("draft-model-no-training",
+                  f"a same-family small model needs no training: SpS (Vicuna-68M draft) "
+                  f"{sps:.2f}x mean against prompt lookup {pld:.2f}x (EAGLE-3 Table 1); "
+                  "vLLM's docs rate draft models 'high gain' at low QPS"),
+             Note("draft-model-same-vocabulary",
+                  "it must share the target's tokenizer and vocabulary (vLLM raises 'Target "
+                  "and draft model should have the same vocabulary size'; transformers' "
+                  "universal assisted decoding handles different tokenizers); drafts about "
+                  "two orders of magnitude smaller than the target did best (Leviathan et "
+                  "al. section 3.6)")],
+            (), ("draft_model",))
+
+
+def _unchecked_eagle3_pick(workload, e3, ev, task):
+    """Rule ``eagle3_unchecked``: nobody checked for an EAGLE-3 drafter."""
+    alternatives = () if workload == "creative" else ("ngram",)
+    fallback = ("keep it off until n-gram's acceptance is measured (creative text gives "
+                "it little to copy)" if workload == "creative" else "start with ngram")
+    return ("eagle3", "eagle3 (if a drafter exists)", e3.split(" (")[0]
+            + (f": {ev['eagle3']:.2f}x on {task}" if ev["eagle3"] else ""),
+            [Note("eagle3-fastest", e3),
+             Note("eagle3-check-drafter", f"check for a published EAGLE-3 drafter for your "
+                  f"target first; without one, {fallback}")], alternatives,
+            ("eagle3_unchecked",))
+
+
+def _creative_pick():
+    """Rule ``creative``: only n-gram is left and nothing measured: keep it off."""
+    return (None, "keep it off",
+            "only n-gram is left, and creative text gives it little to copy: measure its "
+            "acceptance first",
+            [Note("creative-little-to-copy",
+                  "with no MTP layers, no EAGLE-3 drafter and no draft model, only n-gram is "
+                  "left, and it drafts only what the prompt or earlier output contains; no "
+                  "bundled table measures it on creative writing. At low acceptance it buys "
+                  "little for much work: the article's own gamma table, at bigram-level "
+                  "alpha 0.2 and gamma 3, gives 1.25x for 3.21x the operations (Theorems "
+                  "3.8 and 3.11)"),
+             Note("creative-measure-ngram",
+                  "to try n-gram, measure its acceptance (specnb metrics) and pass alpha and "
+                  "c: it pays only while alpha > c (Corollary 3.9)")], (), ("creative",))
 
 
 def recommend(*, workload: str = "general", target_has_mtp: bool = False,
