@@ -58,7 +58,7 @@ def measure_threshold(gpu=None, model=None, context=None, *, method: str = "eagl
                       gamma: int | None = None, alpha: float | None = None,
                       workload: str = "general", gpus: int | None = None, draft_model=None,
                       max_batch: int = MODEL_MAX_BATCH) -> tuple[int, str]:
-    """The peak batch from which :func:`recommend` asks to measure on and off first.
+    """The peak batch from which :func:`~specnb.advise.recommend` asks to measure on and off first.
 
     Without ``gpu``, ``model`` and ``context``: ``(MEASURE_BATCH, source)``, the EAGLE-3
     paper's batch tables (EAGLE-1 below 1x from batch 24).
@@ -72,7 +72,7 @@ def measure_threshold(gpu=None, model=None, context=None, *, method: str = "eagl
     measurement (README, the serving model's assumptions and limits); a context beyond the
     model's ``max_position_embeddings`` adds :func:`specnb.serving.context_limit_notes`' note
     (the model cannot serve it; no error, the crossover is still modelled), which
-    :func:`recommend` carries into its reasons.
+    :func:`~specnb.advise.recommend` carries into its reasons.
 
     Parameters
     ----------
@@ -90,7 +90,7 @@ def measure_threshold(gpu=None, model=None, context=None, *, method: str = "eagl
     draft_model : catalogue name, its Hugging Face id or config.json path of the draft (method
         ``draft_model``)
     max_batch : int in [1, :data:`specnb.serving.MAX_BATCH_SEARCH`], the batch range searched
-        (default :data:`MODEL_MAX_BATCH`; :func:`recommend` searches up to the peak batch)
+        (default :data:`MODEL_MAX_BATCH`; :func:`~specnb.advise.recommend` searches up to the peak batch)
 
     Raises
     ------
