@@ -58,7 +58,8 @@ def measure_threshold(gpu=None, model=None, context=None, *, method: str = "eagl
                       gamma: int | None = None, alpha: float | None = None,
                       workload: str = "general", gpus: int | None = None, draft_model=None,
                       max_batch: int = MODEL_MAX_BATCH) -> tuple[int, str]:
-    """The peak batch from which :func:`~specnb.advise.recommend` asks to measure on and off first.
+    """The peak batch from which :func:`~specnb.advise.recommend` asks to measure on and off
+    first.
 
     Without ``gpu``, ``model`` and ``context``: ``(MEASURE_BATCH, source)``, the EAGLE-3
     paper's batch tables (EAGLE-1 below 1x from batch 24).
@@ -90,7 +91,8 @@ def measure_threshold(gpu=None, model=None, context=None, *, method: str = "eagl
     draft_model : catalogue name, its Hugging Face id or config.json path of the draft (method
         ``draft_model``)
     max_batch : int in [1, :data:`specnb.serving.MAX_BATCH_SEARCH`], the batch range searched
-        (default :data:`MODEL_MAX_BATCH`; :func:`~specnb.advise.recommend` searches up to the peak batch)
+        (default :data:`MODEL_MAX_BATCH`; :func:`~specnb.advise.recommend` searches up to the
+        peak batch)
 
     Raises
     ------
