@@ -261,3 +261,23 @@ def test_alpha_inversion_edges_and_shapes():
 def test_alpha_inversion_bad_arrays(tau, gamma, param):
     with pytest.raises(ValueError, match=param):
         theory.alpha_from_acceptance_length(tau, gamma)
+
+
+def test_tau_from_rates_is_eq1_for_geometric_rates_and_the_survival_sum_otherwise():
+    from specnb.theory import tau_from_rates
+
+    alpha = 0.7
+    rates = [alpha ** i for i in range(1, 6)]
+    got = tau_from_rates(rates, np.arange(6))
+    assert np.allclose(got, theory.expected_tokens_per_step(alpha, np.arange(6)), rtol=1e-12)
+    assert tau_from_rates([0.8, 0.5, 0.25], 2) == pytest.approx(2.3)
+    assert tau_from_rates([0.8], 0) == 1.0
+    with pytest.raises(ValueError, match="gamma 3 needs 3 acceptance rates, got 2"):
+        tau_from_rates([0.8, 0.5], 3)
+    with pytest.raises(ValueError, match="acceptance_rates"):
+        tau_from_rates([1.2], 1)
+    with pytest.raises(TypeError, match="1-D"):
+        tau_from_rates(0.5, 1)
+    assert tau_from_rates([0.5, 0.6], 2) == pytest.approx(2.1)  # order checked only on request
+    with pytest.raises(ValueError, match="must not increase.*positions 1 and 2"):
+        tau_from_rates([0.5, 0.6], 2, non_increasing=True)

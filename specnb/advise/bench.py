@@ -185,11 +185,18 @@ def compare_bench(on, off, goal: str = "latency", tolerance: float = 0.05) -> Be
     ValueError
         unknown goal; tolerance outside [0, 1); files as in :func:`read_bench`.
     """
-    from ..cost import relative_cost
-
     _check.choice("goal", goal, GOALS)
     tol = float(_check.real("tolerance", tolerance, lo=0.0, hi=1.0, hi_open=True))
     on_d, off_d = read_bench(on), read_bench(off)
+    table = _comparison_table(on_d, off_d, tol)
+    verdict, reasons = _verdict(table, goal, tol)
+    flags, cautions, acceptance = _cautions(table, on_d, off_d, tol)
+    return BenchComparison(table, acceptance, goal, verdict, tuple(reasons), tuple(cautions),
+                           tuple(flags))
+
+
+def _comparison_table(on_d, off_d, tol):
+    """One row per metric and statistic: off, on, on/off, change and which run is better."""
     import pandas as pd
 
     records = []
@@ -207,18 +214,26 @@ def compare_bench(on, off, goal: str = "latency", tolerance: float = 0.05) -> Be
                         "on/off": ratio, "change (%)": change, "better": who})
     table = pd.DataFrame(records, columns=["metric", "stat", "unit", "off", "on", "on/off",
                                            "change (%)", "better"])
+    return table
 
-    def row(metric, stat):
-        hit = table[(table["metric"] == metric) & (table["stat"] == stat)]
-        if hit.empty or math.isnan(hit.iloc[0]["on/off"]):
-            return None
-        return hit.iloc[0]
 
-    reasons, cautions = [], []
+def _row(table, metric, stat):
+    hit = table[(table["metric"] == metric) & (table["stat"] == stat)]
+    if hit.empty or math.isnan(hit.iloc[0]["on/off"]):
+        return None
+    return hit.iloc[0]
+
+
+def _verdict(table, goal, tol):
+    """(verdict, reasons) by the goal's rule: median TPOT for latency, output throughput for
+    throughput."""
+    from ..cost import relative_cost
+
+    reasons = []
     verdict = "cannot tell"
     if goal == "latency":
-        r = row("TPOT", "median")
-        r = r if r is not None else row("TPOT", "mean")
+        r = _row(table, "TPOT", "median")
+        r = r if r is not None else _row(table, "TPOT", "mean")
         if r is None:
             reasons.append(Note("tpot-missing",
                                 "no TPOT (median or mean) in both runs, or the OFF run's is 0"))
@@ -228,7 +243,7 @@ def compare_bench(on, off, goal: str = "latency", tolerance: float = 0.05) -> Be
             reasons.append(Note("tpot-change", f"{r['stat']} TPOT {r['off']:.2f} -> {r['on']:.2f} "
                                 f"ms ({r['change (%)']:+.1f}%, tolerance {100 * tol:.0f}%)"))
     else:
-        r = row("output throughput", "")
+        r = _row(table, "output throughput", "")
         if r is None:
             reasons.append(Note("throughput-missing", "output_throughput is missing from one of "
                                 "the runs, or 0 in the OFF run"))
@@ -239,16 +254,22 @@ def compare_bench(on, off, goal: str = "latency", tolerance: float = 0.05) -> Be
                                 f"{r['on']:.2f} tok/s ({r['change (%)']:+.1f}%, tolerance "
                                 f"{100 * tol:.0f}%); cost per token "
                                 f"x{relative_cost(r['on/off']):.3f}"))
+    return verdict, reasons
+
+
+def _cautions(table, on_d, off_d, tol):
+    """(comparability flags, every caution, the ON run's spec-decode section)."""
+    cautions = []
     for metric, stat, what in (("TPOT", "p99", "tail TPOT"), ("TTFT", "median", "median TTFT"),
                                ("TTFT", "p99", "tail TTFT")):
-        x = row(metric, stat)
+        x = _row(table, metric, stat)
         if x is not None and x["better"] == "off":
             cautions.append(Note(f"{what.replace(' ', '-').lower()}-worse",
                                  f"{what} got worse: {x['off']:.2f} -> {x['on']:.2f} ms "
                                  f"({x['change (%)']:+.1f}%)"))
-    itl = row("ITL", "median")
-    itl = itl if itl is not None else row("ITL", "mean")
-    tpot = row("TPOT", "median")
+    itl = _row(table, "ITL", "median")
+    itl = itl if itl is not None else _row(table, "ITL", "mean")
+    tpot = _row(table, "TPOT", "median")
     if itl is not None and tpot is not None and itl["better"] == "off" and \
             tpot["better"] != "off":
         cautions.append(Note("itl-rose", f"ITL rose {itl['change (%)']:+.1f}% while TPOT did "
@@ -277,5 +298,4 @@ def compare_bench(on, off, goal: str = "latency", tolerance: float = 0.05) -> Be
                                  f"acceptance-length-{action}",
                                  sentence + (" (article checklist, step 3)"
                                              if action == "shrink" else "")))
-    return BenchComparison(table, acceptance, goal, verdict, tuple(reasons), tuple(cautions),
-                           tuple(flags))
+    return flags, cautions, acceptance

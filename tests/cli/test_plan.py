@@ -319,3 +319,9 @@ def test_a_sliding_window_config_is_noted_above_its_window(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({**cfg, "sliding_window": "4k"}))
     with pytest.raises(ValueError, match="sliding_window must be a positive integer"):
         S.architecture(tmp_path)
+
+
+def test_dtype_flags_take_the_serving_models_dtypes():
+    from specnb.cli.plan import DTYPE_CHOICES
+
+    assert DTYPE_CHOICES == tuple(S.DTYPES) == ("bf16", "fp16", "fp8", "int8", "int4")
