@@ -1,66 +1,13 @@
-"""Unit tests for specnb.methods, specnb.batch, specnb.verify, specnb.nb and theory helpers."""
+"""specnb.verify: the standard rule reproduces p, the lenient rule follows the mixture,
+Lemma 3.3, the chi-square z, and bad input."""
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specnb import batch, methods, nb, theory, verify
+from specnb import verify
 
-
-# --- methods ---------------------------------------------------------------------------------
-
-def test_table1_view_and_errors():
-    t = methods.table1("Vicuna 13B", 0, "tau")
-    assert list(t.columns) == [*methods.TASKS, "mean"]
-    assert t.loc["EAGLE-3", "humaneval"] == 7.54
-    with pytest.raises(ValueError, match="model"):
-        methods.table1("GPT-5", 0)
-    with pytest.raises(ValueError, match="temperature"):
-        methods.table1("Vicuna 13B", 2)
-    with pytest.raises(ValueError, match="value"):
-        methods.table1("Vicuna 13B", 0, "latency")
-
-
-def test_band_range_ladder():
-    t = methods.table1()
-    assert methods.speedup_band(t, ["SpS", "PLD"]) == (1.74, 1.92)
-    assert methods.task_range(t, "PLD", exclude=("cnndm",)) == (1.16, 1.85)
-    assert methods.is_increasing(t)
-    assert not methods.is_increasing(t, ["EAGLE-3", "EAGLE"])
-    with pytest.raises(ValueError, match="not in the table"):
-        methods.speedup_band(t, ["HASS"])
-    assert methods.methods_without_temperature(1, "LLaMA-Instruct 3.1 8B") == []
-
-
-# --- batch -----------------------------------------------------------------------------------
-
-def test_largest_and_first():
-    b, r = [2, 4, 8, 16], [1.4, 1.1, 0.9, 1.05]
-    assert batch.largest_paying_batch(b, r) == 16
-    assert batch.first_losing_batch(b, r) == 8
-    assert batch.largest_paying_batch([2], [0.5]) is None
-    assert batch.first_losing_batch([2], [1.5]) is None
-    with pytest.raises(ValueError, match="same length"):
-        batch.largest_paying_batch([1, 2], [1.0])
-    with pytest.raises(ValueError, match="ratios"):
-        batch.largest_paying_batch([1], [0.0])
-    with pytest.raises(ValueError, match="batch_sizes"):
-        batch.largest_paying_batch([0], [1.2])
-
-
-@pytest.mark.parametrize("ratio,shown", [(1.02, "1"), (1.38, "1.4"), (1.34, "1.3"), (0.93, "0.93"),
-                                         (1.25, "1.3"), (0.999, "1.00"), (1.0, "1")])
-def test_article_format(ratio, shown):
-    assert batch.article_format(ratio) == shown
-
-
-def test_ratio_table_names():
-    with pytest.raises(ValueError, match="eagle3_table5_vllm_batch"):
-        batch.ratio_table("eagle3_table1")
-
-
-# --- verify ----------------------------------------------------------------------------------
 
 def dists(v):
     return st.lists(st.floats(0.01, 1.0), min_size=v, max_size=v).map(lambda x: np.array(x) / np.sum(x))
@@ -112,88 +59,12 @@ def test_lenient_weight_range():
         verify.speculative_sample([0.5, 0.5], [0.5, 0.5], 0, rng)
 
 
-# --- theory helpers --------------------------------------------------------------------------
-
-def test_summary_tradeoff_latency():
-    s = theory.summary(0.8, 5, 0.05)
-    assert s["optimal_gamma"] == 8 and s["speedup"] == pytest.approx(2.951424)
-    t = theory.gamma_tradeoff(0.8, 0.05, 5, 8)
-    assert t["speed_gain"] == pytest.approx(0.04766, abs=1e-5)
-    assert theory.latency_reduction(1.25) == pytest.approx(0.2)
-    with pytest.raises(ValueError, match="speedup"):
-        theory.latency_reduction(0)
-
-
-# --- nb --------------------------------------------------------------------------------------
-
-def test_record_roundtrip_and_types(tmp_path, monkeypatch):
-    import json
-
-    import pandas as pd
-
-    df = pd.DataFrame({"a": [1, 2]}, index=["x", "y"])
-    payload = {"values": {"n": nb._jsonable(np.float64(1.5)), "df": nb._jsonable(df), "l": nb._jsonable((1, 2))}}
-    cell = {"cell_type": "code", "outputs": [{"output_type": "display_data", "data": {nb.RECORD_MIME: payload}}]}
-    path = tmp_path / "x.ipynb"
-    path.write_text(json.dumps({"cells": [cell]}))
-    got = nb.read_records(path)
-    assert got["n"] == 1.5 and got["l"] == [1, 2]
-    assert got["df"].to_dict("list") == {"index": ["x", "y"], "a": [1, 2]}
-    with pytest.raises(TypeError, match="cannot store"):
-        nb._jsonable(object())
-    with pytest.raises(ValueError, match="name"):
-        nb.record("", 1)
-
-
-def test_interact_headless_calls_the_function(monkeypatch):
-    import ipywidgets as widgets
-
-    monkeypatch.setenv("SPECNB_HEADLESS", "1")
-    seen = {}
-
-    def fn(x):
-        seen["x"] = x
-        return None
-
-    nb.interact(fn, x=widgets.IntSlider(value=3))
-    assert seen == {"x": 3}
-
-    def broken(x):
-        raise RuntimeError("must surface")
-
-    with pytest.raises(RuntimeError, match="must surface"):
-        nb.interact(broken, x=widgets.IntSlider(value=3))
-
-
 def test_mixture_and_empirical():
     m = verify.mixture([0.5, 0.5], [1.0, 0.0], 0.5)
     assert m.tolist() == [0.75, 0.25]
     assert verify.empirical([0, 0, 1, 2], 3).tolist() == [0.5, 0.25, 0.25]
     with pytest.raises(ValueError, match="tokens"):
         verify.empirical([0, 5], 3)
-
-
-def test_nearest_measured():
-    assert batch.nearest_measured([2, 4, 64, 8], 20) == (8, 64)
-    assert batch.nearest_measured([2, 4], 1) == (None, 2)
-    assert batch.nearest_measured([2, 4], 128) == (4, None)
-    assert batch.nearest_measured([2, 4], 4) == (4, 4)
-
-
-def test_controls_never_clip():
-    from specnb import nb
-
-    s = nb.slider(1.7, 0.0, 1.0, 0.01, "alpha")
-    assert s.value == 1.7 and s.max == 1.7
-    g = nb.slider(5, 1, 16, 1, "gamma")
-    assert type(g).__name__ == "IntSlider" and g.value == 5
-    assert nb.slider(131072, 256, 32768, 256, "seq_len").value == 131072
-    assert nb.log_slider(1e12, 7, 10, "params").value == 1e12
-    assert nb.choice(128, [2, 64], "batch").options == (2, 64, 128)
-    with pytest.raises(TypeError, match="alpha"):
-        nb.slider(True, 0, 1, 1, "alpha")
-    with pytest.raises(ValueError, match="params"):
-        nb.log_slider(0.0, 7, 10, "params")
 
 
 @pytest.mark.parametrize("tail", [1e-2, 1e-4, 1e-6, 1e-9])
@@ -215,3 +86,17 @@ def test_chi_square_z_matches_the_exact_tail_at_dof_2(tail):
     assert res["z"] == pytest.approx(exact_z, rel=0.08)
     plain = (res["chi2"] - 2) / 2
     assert abs(res["z"] - exact_z) < abs(plain - exact_z)
+
+
+def test_verify_names_bad_tokens_and_rng():
+    p = [0.5, 0.5]
+    with pytest.raises(ValueError, match=r"tokens must be an integer in \[0, 1\], got 5"):
+        verify.chi_square([5, 0], p)
+    with pytest.raises(ValueError, match="tokens must be a non-empty 1-D array"):
+        verify.total_variation([], p)
+    with pytest.raises(ValueError, match="tokens must be a whole number"):
+        verify.empirical([0.5, 1.0], 2)
+    with pytest.raises(ValueError, match="at least 2 tokens"):
+        verify.chi_square([0, 0], [1.0, 0.0])
+    with pytest.raises(TypeError, match="rng must be a numpy Generator"):
+        verify.speculative_sample(p, p, 3, None)

@@ -1,18 +1,22 @@
-"""Every notebook executes headless through the runner, and every value the article prints is
-reproduced by a notebook at the article's printed precision (data/article_values.csv).
+"""Every notebook executes headless through the runner, the report links them all, and every
+value the article prints is reproduced by a notebook at the article's printed precision
+(data/article_values.csv) and shown beside its recomputation; the numbers each Answer states
+appear in the outputs.
 
 Rows marked ``loose`` are checked against the exact value instead (the article's wording does
-not follow from its numbers there; the notebook says so)."""
+not follow from its numbers there; the notebook says so). Tests of one notebook sit in
+tests/notebooks/test_<NN>_<slug>.py."""
 
 import math
+import re
 
 import pytest
 
 from specnb import article, theory
+from tests.notebooks.support import ARTICLE_NOTEBOOKS, REF, first_cell
+from tests.published import csv_rows
 
-REF = article.printed()
-ARTICLE_NOTEBOOKS = ["01_method_comparison", "02_cost_per_token", "03_batch_size",
-                     "04_draft_length", "05_quality_and_memory"]
+pytestmark = pytest.mark.slow  # reads the session's executed notebooks
 
 # The exact values of the loose rows, computed independently of the notebooks.
 LOOSE_EXACT = {
@@ -24,7 +28,7 @@ LOOSE_EXACT = {
 def test_every_notebook_runs(executed_notebooks):
     failed = {n: r.error for n, r in executed_notebooks.items() if r.status != "ok"}
     assert not failed
-    for name in ARTICLE_NOTEBOOKS:
+    for name in ARTICLE_NOTEBOOKS.values():
         assert name in executed_notebooks
 
 
@@ -54,37 +58,61 @@ def test_printed_value(records, key):
         assert article.agrees(value, row["printed"], int(row["decimals"])), (key, value, row["printed"])
 
 
-def test_method_comparison_claims(records):
-    r = records["01_method_comparison"]
-    assert r["methods.hidden_state_ladder_increasing"] is True
-    assert r["methods.without_temperature_1"] == ["PLD", "Medusa", "Lookahead", "Hydra"]
-
-
-def test_batch_largest_paying(records):
-    df = records["03_batch_size"]["batch.largest_paying"].set_index("index")
-    assert df.loc["SGLang (Table 3)"].tolist() == [16, 64]
-    assert df.loc["vLLM (Table 5)"].tolist() == [24, 56]
-
-
-def test_verification_monte_carlo(records):
-    r = records["05_quality_and_memory"]
-    assert abs(r["verify.standard_z_vs_p"]) < 4        # standard rule: output ~ p
-    assert r["verify.lenient_z_vs_p"] > 100              # lenient rule: clearly not p
-    assert abs(r["verify.lenient_z_vs_m"]) < 4          # ... but the mixture m
-    assert r["verify.standard_acceptance"] == pytest.approx(r["verify.standard_acceptance_theory"], abs=0.01)
-    assert r["memory.displaced_default"] > 0
-
-
-def test_t5_table(records):
-    df = records["04_draft_length"]["t5.measured_over_expected_by_draft"].set_index("draft")
-    assert df.loc["T5-large", "min"] < 0.75 and df.loc["T5-small", "min"] > 1.0
-
-
-def test_report_written(executed_notebooks):
-    from tests.conftest import REPORT_DIR
-
-    index = (REPORT_DIR / "index.html").read_text(encoding="utf-8")
+def test_report_written(executed_notebooks, report_dir):
+    index = (report_dir / "index.html").read_text(encoding="utf-8")
     for name, r in executed_notebooks.items():
         assert r.html is not None and r.html.exists(), name
         assert f'href="{r.html.name}"' in index
         assert not math.isnan(r.seconds)
+
+
+@pytest.mark.parametrize("n,stem", ARTICLE_NOTEBOOKS.items())
+def test_answer_numbers_appear_in_the_outputs(shown, n, stem):
+    """Every number the answer states (beyond small counts) is printed by a cell below it."""
+    answer = next(p for p in first_cell(stem).split("\n\n") if p.startswith("**Answer.**"))
+    _, text = shown[n]
+    # numbers, not parts of names (A100, H100, EAGLE-3)
+    text_ = re.sub(r"notebook \d+", "", answer.replace(",", ""))
+    numbers = set(re.findall(r"(?<![A-Za-z\d.-])(\d+\.\d+|\d{2,})", text_))
+    missing = sorted(x for x in numbers if not re.search(rf"(?<![\d.]){re.escape(x)}(?!\d)", text))
+    assert not missing, f"{stem}: the answer's {missing} appear in no output"
+
+
+def _compare_rows(tables):
+    """{key: printed cell} from every table whose header has a 'printed' column."""
+    found = {}
+    for table in tables:
+        header = next((r for r in table if "printed" in r), None)
+        if header is None:
+            continue
+        col = header.index("printed")
+        for row in table:
+            if row and row[0] in REF.index and len(row) == len(header):
+                found[row[0]] = row[col]
+    return found
+
+
+def test_printed_strings_shown_beside_the_exact_values(shown):
+    seen = {}
+    for tables, _ in shown.values():
+        seen.update(_compare_rows(tables))
+    # 03's batch table and 04's six-row table show the printed strings in their own layout
+    tables3 = shown["03"][0]
+    side = next(t for t in tables3 if t and "article prints" in t[0])
+    for row in side:
+        if row and row[0].isdigit():
+            b = row[0]
+            seen[f"batch_table.sglang.eagle3.{b}"], seen[f"batch_table.sglang.eagle.{b}"] = row[1], row[2]
+    six = next(t for t in shown["04"][0] if t and "tokens per step" in t[0] and "setting" in t[0])
+    for row in six:
+        if row and row[0] in {str(i) for i in range(1, 7)}:
+            i = row[0]
+            # row: index, alpha, c, gamma, tokens article, exact, speedup article, exact, ops article, exact, agrees
+            seen[f"gamma_table.{i}.tokens_per_step"] = row[4]
+            seen[f"gamma_table.{i}.speedup"] = row[6]
+            seen[f"gamma_table.{i}.operations"] = row[8]
+    expected = {k: r["printed"] for k, r in ((r["key"], r) for r in csv_rows("article_values"))}
+    not_shown = sorted(set(expected) - set(seen) - {"gamma_table.1.latency_cut_pct"})
+    assert not not_shown, f"article values with no printed string in a table: {not_shown}"
+    wrong = {k: (seen[k], expected[k]) for k in seen if seen[k] != expected[k]}
+    assert not wrong, f"shown differently from the article (shown, printed): {wrong}"

@@ -1,11 +1,15 @@
-"""Notebooks are committed without outputs and follow the collection's conventions."""
+"""Notebooks are committed without outputs and follow the collection's conventions: one
+parameters cell of literals, the question and a short answer up front, corrected statements
+gone. These read the committed sources only (no notebook runs), so they are not slow."""
 
 import json
-from pathlib import Path
+import re
 
 import pytest
 
-NB_DIR = Path(__file__).resolve().parent.parent / "notebooks"
+from tests.notebooks.support import ARTICLE_NOTEBOOKS, ROOT, first_cell, source
+
+NB_DIR = ROOT / "notebooks"
 NOTEBOOKS = sorted(NB_DIR.glob("[0-9][0-9]_*.ipynb"))
 
 
@@ -41,3 +45,28 @@ def test_first_cell_has_question_and_answer(path):
     nb = json.loads(path.read_text(encoding="utf-8"))
     first = "".join(next(c for c in nb["cells"] if c["cell_type"] == "markdown")["source"])
     assert first.index("**Question.**") < first.index("**Answer.**")
+
+
+@pytest.mark.parametrize("stem", ARTICLE_NOTEBOOKS.values())
+def test_answer_directly_under_the_question(stem):
+    paragraphs = [p.strip() for p in first_cell(stem).split("\n\n")]
+    q = next(i for i, p in enumerate(paragraphs) if p.startswith("**Question.**"))
+    answer = paragraphs[q + 1]
+    assert answer.startswith("**Answer.**"), stem
+    sentences = re.split(r"(?<=[.;])\s+(?=[A-Z])", answer.removeprefix("**Answer.**").strip())
+    assert 2 <= len(sentences) <= 5, (stem, sentences)
+
+
+STATEMENTS_REMOVED = {
+    "02_cost_per_token": ["one sequence keeps the whole GPU busy", "one H100 SXM, LLaMA"],
+    "03_batch_size": ["7-14% more per token"],
+    "04_draft_length": ["so real speedups come out lower", "leave room on both sides",
+                        "## Theory against measurement: Leviathan's T5-XXL experiment (Table 4)"],
+}
+
+
+@pytest.mark.parametrize("stem,phrases", STATEMENTS_REMOVED.items())
+def test_corrected_statements_are_gone(stem, phrases):
+    src = "".join("".join(c["source"]) for c in source(stem)["cells"])
+    for phrase in phrases:
+        assert phrase not in src, (stem, phrase)
