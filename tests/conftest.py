@@ -21,6 +21,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+from tests import tier
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -56,7 +59,18 @@ def records(executed_notebooks):
     return {name: read_records(r.output) for name, r in executed_notebooks.items() if r.output.exists()}
 
 
-# ------------------------------------------------------------------------------- markers
+# ------------------------------------------------------------------------- tiers, markers
+
+settings.register_profile("full", deadline=None)
+settings.register_profile("check", deadline=None, max_examples=25)
+
+
+def pytest_configure(config):
+    named = config.getoption("hypothesis_profile", None) or os.environ.get("HYPOTHESIS_PROFILE")
+    fast = "not slow" in (config.getoption("markexpr", "") or "")
+    settings.load_profile(named or ("check" if fast else "full"))
+    tier.SCALE = settings().max_examples / 100
+
 
 def pytest_collection_modifyitems(config, items):
     """Refuse a test that runs the notebooks, or drives a browser, without the ``slow`` mark."""
@@ -103,9 +117,11 @@ def pytest_sessionfinish(session, exitstatus):
     new = sorted((after or set()) - before)
     if new:
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-        text = ("the test session wrote into the checkout (git status --porcelain --ignored; "
-                "tests write under tmp_path instead):\n  " + "\n  ".join(new))
+        text = ("entries of git status --porcelain --ignored that are new since the session "
+                "started (tests write under tmp_path instead; a file you edited meanwhile shows "
+                "here too):\n  " + "\n  ".join(new))
         if reporter is not None:
+            reporter.ensure_newline()
             reporter.write_sep("=", "files written into the checkout", red=True)
             reporter.write_line(text)
         else:

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from specnb import theory
 from specnb.theory import _tokens
+from tests.tier import examples
 
 alphas = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
 alphas_open = st.floats(min_value=0.0, max_value=0.999, allow_nan=False)
@@ -77,7 +78,7 @@ def test_optimal_gamma_examples():
     assert theory.optimal_gamma(1.0, 0.0, gamma_max=10)[0] == 10
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(alphas, costs, st.integers(1, 30))
 def test_optimal_gamma_is_the_argmax(alpha, c, gmax):
     g, s = theory.optimal_gamma(alpha, c, gamma_max=gmax)
@@ -92,27 +93,27 @@ def test_optimal_gamma_vectorized():
     assert s.shape == (2,)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(alphas, gammas)
 def test_expected_tokens_in_bounds(alpha, gamma):
     e = theory.expected_tokens_per_step(alpha, gamma)
     assert 1.0 - 1e-12 <= e <= gamma + 1 + 1e-9
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(alphas_open, gammas)
 def test_speedup_at_zero_cost_bounded(alpha, gamma):
     """Section 3.6: with c = 0 the improvement is bounded by 1 / (1 - alpha)."""
     assert theory.walltime_speedup(alpha, gamma, 0.0) <= 1.0 / (1.0 - alpha) * (1 + 1e-12)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(alphas, costs)
 def test_corollary_3_9_gamma_one(alpha, c):
     assert theory.walltime_speedup(alpha, 1, c) == pytest.approx((1 + alpha) / (1 + c), rel=1e-12)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(alphas, st.integers(1, 30))
 def test_alpha_from_acceptance_length_inverts_eq1(alpha, gamma):
     tau = theory.expected_tokens_per_step(alpha, gamma)
@@ -122,7 +123,7 @@ def test_alpha_from_acceptance_length_inverts_eq1(alpha, gamma):
     assert back == pytest.approx(alpha, abs=1e-6)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(alphas, alphas, st.integers(1, 30), costs)
 def test_monotonic_in_alpha(a1, a2, gamma, c):
     lo, hi = sorted((a1, a2))
@@ -201,7 +202,7 @@ alphas_wide = st.one_of(
 )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(alphas_wide, st.integers(1, 1000))
 def test_alpha_inversion_round_trip_exact(alpha, gamma):
     """alpha -> Eq. 1 -> inverse gives alpha back to ~1e-12 wherever Eq. 1 resolves it."""
@@ -214,7 +215,7 @@ def test_alpha_inversion_round_trip_exact(alpha, gamma):
     assert theory.expected_tokens_per_step(back, gamma) == pytest.approx(tau, rel=1e-14, abs=0)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.floats(min_value=0.0, max_value=1.0), st.integers(1, 200))
 def test_alpha_inversion_matches_bisection(frac, gamma):
     tau = 1.0 + frac * gamma  # anywhere in [1, gamma + 1]
@@ -222,7 +223,7 @@ def test_alpha_inversion_matches_bisection(frac, gamma):
     assert got == pytest.approx(_alpha_by_bisection(tau, gamma), abs=1e-12)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.tuples(st.floats(min_value=0.0, max_value=1.0), st.integers(1, 64)),
                 min_size=1, max_size=50))
 def test_alpha_inversion_vectorized_equals_scalar(points):
@@ -234,7 +235,7 @@ def test_alpha_inversion_vectorized_equals_scalar(points):
         assert v == theory.alpha_from_acceptance_length(float(t), int(g))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.floats(min_value=0.0, max_value=1.0), st.floats(min_value=0.0, max_value=1.0),
        st.integers(1, 100))
 def test_alpha_inversion_monotonic(f1, f2, gamma):
@@ -279,7 +280,7 @@ def test_summary_tradeoff_latency():
         theory.latency_reduction(0)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.floats(0.0, 0.95), st.floats(0.001, 1.0), st.integers(1, 40))
 def test_optimum_beyond_limit_matches_a_wider_search(alpha, c, gmax):
     g_wide, _ = theory.optimal_gamma(alpha, c, gamma_max=400)

@@ -7,13 +7,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from specnb import verify
+from tests.tier import examples
 
 
 def dists(v):
     return st.lists(st.floats(0.01, 1.0), min_size=v, max_size=v).map(lambda x: np.array(x) / np.sum(x))
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=examples(20), deadline=None)
 @given(st.integers(3, 12).flatmap(lambda v: st.tuples(dists(v), dists(v))), st.integers(0, 2**32 - 1))
 def test_standard_rule_reproduces_p(pq, seed):
     p, q = pq
