@@ -2,7 +2,7 @@
 tests/<pkg>/test_<module>.py for specnb/<pkg>/<module>.py (a leading underscore dropped:
 tests/test_json.py for specnb/_json.py). Every tests folder is a package (an ``__init__.py``),
 so equal basenames in different folders do not clash. Test files that follow no module say
-what they test instead (notebooks, benchmarks, the README, the browser pages); the deliberate
+what they test instead (notebooks, benchmarks, scripts, the README, the browser pages); the deliberate
 exceptions are listed here with their reason.
 
 Also here: the session's writes-nothing check (tests/conftest.py) finds a new file."""
@@ -24,8 +24,6 @@ TESTS = ROOT / "tests"
 #: file; tests/<pkg>/test_init.py is where a face's own tests go.
 NO_TEST_FILE = {
     "__main__.py": "`python -m specnb` calls specnb.cli.main (tests/cli/)",
-    "nb.py": "pending: tests/test_nb.py comes with branch faults; until it lands the nb tests "
-             "are in tests/test_nb_pending.py",
     "measure/card.py": "write_model_card runs inside train_family (tests/measure/test_train.py, "
                        "slow); no test file of its own yet",
     "vllm/_rules.py": "private to specnb.vllm.check: tested through check_speculative_config "
@@ -41,10 +39,12 @@ NO_TEST_FILE = {
 NOT_A_MODULE = {
     "test_layout.py": "this layout",
     "test_readme.py": "the README's examples (doctest)",
+    "test_readme_commands.py": "the README's command lines run as written",
     "test_browser.py": "JupyterLab and the HTML report in a real Chromium (slow, browser)",
-    "test_nb_pending.py": "specnb.nb; pending a merge into tests/test_nb.py (branch faults)",
-    "test_runner_pending.py": "specnb.runner; pending a merge into tests/test_runner.py "
-                              "(branch faults)",
+    "test_nb_pending.py": "specnb.nb; pending: fold into tests/test_nb.py (left to branch "
+                          "faults)",
+    "test_runner_pending.py": "specnb.runner; pending: fold into tests/test_runner.py (left to "
+                              "branch faults)",
     "advise/test_bad_input.py": "bad input across specnb.advise's modules",
     "cli/test_bad_input.py": "bad input across the CLI's commands",
     "vllm/test_bad_input.py": "bad input across specnb.vllm's modules",
@@ -52,8 +52,10 @@ NOT_A_MODULE = {
 #: Folders whose test files follow notebooks or scripts, not modules.
 NOT_MODULE_FOLDERS = {
     "notebooks": "notebooks/<NN>_<slug>.ipynb -> test_<NN>_<slug>.py (slow); test_all.py "
-                 "(every notebook) and test_sources.py (committed sources, not slow)",
-    "benchmarks": "benchmarks/<name>.py -> test_<name>.py",
+                 "(every notebook), test_answers.py (Answers follow --parameters, slow) and "
+                 "test_sources.py (committed sources, not slow)",
+    "benchmarks": "benchmarks/<name>.py -> test_<name>.py (a leading underscore dropped)",
+    "scripts": "scripts/<name>.sh or .py -> test_<name>.py",
 }
 
 
@@ -89,17 +91,21 @@ def test_the_exceptions_are_still_needed():
 def test_every_test_file_follows_a_module_or_says_what_it_tests():
     modules = {_test_file(m).as_posix() for m in _modules()}
     notebooks = {f"notebooks/test_{p.stem}.py" for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")}
-    benchmarks = {f"benchmarks/test_{p.stem}.py" for p in (ROOT / "benchmarks").glob("*.py")}
-    extra = {"notebooks/test_all.py", "notebooks/test_sources.py"}
+    benchmarks = {f"benchmarks/test_{p.stem.removeprefix('_')}.py"
+                  for p in (ROOT / "benchmarks").glob("*.py")}
+    scripts = {f"scripts/test_{p.stem}.py" for p in (ROOT / "scripts").glob("*.*")
+               if p.suffix in (".sh", ".py")}
+    extra = {"notebooks/test_all.py", "notebooks/test_answers.py", "notebooks/test_sources.py"}
     stray = []
     for path in sorted(TESTS.rglob("test_*.py")):
         rel = path.relative_to(TESTS).as_posix()
-        if rel in modules or rel in NOT_A_MODULE or rel in notebooks | benchmarks | extra:
+        if rel in modules or rel in NOT_A_MODULE or rel in notebooks | benchmarks | scripts | extra:
             continue
         stray.append(rel)
-    assert not stray, ("test files named after no module, notebook or benchmark (move them to "
-                       "the file of the module they test, or list them in NOT_A_MODULE):\n"
-                       + "\n".join(stray))
+    rules = "\n".join(f"  tests/{k}/: {v}" for k, v in NOT_MODULE_FOLDERS.items())
+    assert not stray, ("test files named after no module, notebook, benchmark or script (move "
+                       "them to the file of what they test, or list them in NOT_A_MODULE):\n"
+                       + "\n".join(stray) + "\nfolders that follow no module:\n" + rules)
 
 
 def test_every_notebook_has_its_test_file():

@@ -10,7 +10,7 @@ import json
 from html.parser import HTMLParser
 from pathlib import Path
 
-from specnb import article
+from specnb import article, nb
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 #: the article's notebooks 01-05 by number
@@ -64,11 +64,14 @@ class _Tables(HTMLParser):
 
 
 def outputs(path):
-    """(html tables, all output text) of an executed notebook."""
+    """(html tables, all output text) of an executed notebook; the Answer output is left out
+    (its numbers must come from the other outputs)."""
     executed = json.loads(Path(path).read_text(encoding="utf-8"))
     parser, texts = _Tables(), []
     for cell in executed["cells"]:
         for out in cell.get("outputs", []) or []:
+            if nb.ANSWER_MIME in out.get("data", {}):
+                continue
             if out.get("output_type") == "stream":
                 texts.append("".join(out["text"]))
             d = out.get("data", {})

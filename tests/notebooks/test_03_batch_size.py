@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from tests.notebooks.support import first_cell, source
+from tests.notebooks.support import source
 from tests.published import csv_rows
 
 pytestmark = pytest.mark.slow  # reads the session's executed notebooks
@@ -17,7 +17,7 @@ def test_batch_largest_paying(records):
     assert df.loc["vLLM (Table 5)"].tolist() == [24, 56]
 
 
-def test_03_eagle_extra_cost_range_from_the_data(records, shown):
+def test_03_eagle_extra_cost_range_from_the_data(records, shown, executed_notebooks):
     rows = csv_rows("eagle3_table3_sglang_batch")
     extra = [100 * (1 / float(r["throughput_ratio"]) - 1) for r in rows
              if r["method"] == "EAGLE" and float(r["throughput_ratio"]) < 1]
@@ -30,4 +30,4 @@ def test_03_eagle_extra_cost_range_from_the_data(records, shown):
     stated = f"{round(min(extra))}-{round(max(extra))}%"
     src = json.dumps(source("03_batch_size"))
     assert stated == "1-14%" and stated in src and "7-14%" not in src
-    assert f"up to {max(vllm):.1f}%" in first_cell("03_batch_size")
+    assert f"up to {max(vllm):.1f}%" in executed_notebooks["03_batch_size"].answer

@@ -66,11 +66,22 @@ def test_report_written(executed_notebooks, report_dir):
         assert not math.isnan(r.seconds)
 
 
+@pytest.mark.parametrize("stem", ARTICLE_NOTEBOOKS.values())
+def test_question_up_front_and_a_short_computed_answer(stem, executed_notebooks):
+    """The question leads the first cell; the Answer the run computed is 2-5 sentences."""
+    assert first_cell(stem).split("\n\n")[1].startswith("**Question.**"), stem
+    answer = executed_notebooks[stem].answer
+    assert answer.startswith("**Answer.**"), stem
+    sentences = re.split(r"(?<=[.;])\s+(?=[A-Z])", answer.removeprefix("**Answer.**").strip())
+    assert 2 <= len(sentences) <= 5, (stem, sentences)
+
+
 @pytest.mark.parametrize("n,stem", ARTICLE_NOTEBOOKS.items())
-def test_answer_numbers_appear_in_the_outputs(shown, n, stem):
-    """Every number the answer states (beyond small counts) is printed by a cell below it."""
-    answer = next(p for p in first_cell(stem).split("\n\n") if p.startswith("**Answer.**"))
+def test_answer_numbers_appear_in_the_outputs(shown, n, stem, executed_notebooks):
+    """Every number the computed answer states (beyond small counts) is printed by another cell."""
+    answer = executed_notebooks[stem].answer
     _, text = shown[n]
+    text = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", text)  # 200,000 is 200000
     # numbers, not parts of names (A100, H100, EAGLE-3)
     text_ = re.sub(r"notebook \d+", "", answer.replace(",", ""))
     numbers = set(re.findall(r"(?<![A-Za-z\d.-])(\d+\.\d+|\d{2,})", text_))
