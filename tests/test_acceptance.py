@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from specnb import acceptance as acc
 from specnb import theory
+from tests.tier import examples
 
 
 def test_draft_length_follows_transformers_rule():
@@ -56,7 +57,7 @@ def test_greedy_rounds_cut_by_end_of_sequence():
     assert r.produced.sum() == 5
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(st.integers(0, 1), min_size=1, max_size=40), st.integers(1, 6),
        st.integers(0, 10))
 def test_expected_rounds_equals_greedy_rounds_for_binary_betas(bits, gamma, extra):
@@ -65,7 +66,7 @@ def test_expected_rounds_equals_greedy_rounds_for_binary_betas(bits, gamma, extr
         acc.greedy_rounds(bits, gamma, n + extra).n_rounds)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(st.lists(st.integers(0, 1), min_size=1, max_size=40), st.integers(1, 6))
 def test_rounds_from_accept_lengths_round_trips(bits, gamma):
     r = acc.greedy_rounds(bits, gamma)

@@ -14,6 +14,7 @@ from specnb.advise import (MEASURE_BATCH, SAMPLING_GAMMA_CAP, WORKLOADS, measure
 from specnb.notes import codes, messages
 from specnb.theory import optimal_gamma
 from specnb.vllm import check_speculative_config
+from tests.tier import examples
 
 
 # ----------------------------------------------------------------------------- model threshold
@@ -54,7 +55,7 @@ def test_any_sampling_temperature_caps_long_drafts(temperature):
     assert recommend(workload="copy-heavy", temperature=0.0).gamma == 4
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=examples(120), deadline=None)
 @given(st.sampled_from(list(WORKLOADS)), st.booleans(), st.sampled_from([True, False, None]),
        st.booleans(), st.booleans(), st.integers(1, 512), st.floats(0, 2),
        st.sampled_from(["latency", "throughput"]))

@@ -14,6 +14,7 @@ from specnb.vllm import (SpecDecodeCounts, acceptance_stats, log_counts, metrics
                          read_metrics, sample_path)
 from specnb.advise import MIN_DRAFTS
 from specnb.vllm.metrics import acceptance_rate_ci
+from tests.tier import examples
 
 
 CASES = Path(__file__).parent.parent / "cases"
@@ -129,7 +130,7 @@ def test_read_metrics_rejects_non_text():
         read_metrics(b"bytes")
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(prefix_counts())
 def test_vllm_identities_hold(counts):
     s = acceptance_stats(counts)
