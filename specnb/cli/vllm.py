@@ -264,7 +264,8 @@ def register(sub) -> None:
                                    "and the implied alpha. Exit status: 0 printed, 1 no usable "
                                    "data (not UTF-8, not a scrape or log, inconsistent counts, a "
                                    "-k the counts contradict), 2 usage error (a file that cannot "
-                                   "be read, - twice, a bad option).")
+                                   "be read, - twice, a bad option, a -k above the input's "
+                                   "per-position series: vLLM exports one per position).")
     m.add_argument("files", nargs="+", metavar="FILE",
                    help="scrape, or BEFORE AFTER scrapes, or a log file, or a spec_decode.py "
                         "printout; - for stdin")

@@ -272,6 +272,17 @@ def test_metrics_gamma_the_data_contradicts_exits_1(capsys):
     assert "num_speculative_tokens=5 contradicts" in err and "gamma >= 8" in err
 
 
+def test_metrics_k_above_the_per_position_series_exits_2(capsys):
+    # fault 21: the scrape has 8 per-position series (vLLM: one per position), so -k 9 is
+    # refused as a usage error naming -k, the value and the observed count
+    for k in ("9", "1000000000"):
+        code, out, err = run(capsys, "metrics", str(sample_path("metrics_after.prom")), "-k", k)
+        assert code == 2 and out == ""
+        assert f"-k / num_speculative_tokens={k}" in err and "8 per-position series" in err
+        assert "usage:" not in err
+    assert run(capsys, "metrics", str(sample_path("metrics_after.prom")), "-k", "8")[0] == 0
+
+
 def test_metrics_k1_log_advice_and_sources(capsys):
     code, out, _ = run(capsys, "metrics", str(sample_path("spec_decode_v09.log")))
     assert code == 0 and "shrink" not in out and "try a larger num_speculative_tokens" in out
