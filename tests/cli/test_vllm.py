@@ -361,3 +361,11 @@ def test_config_check_names_the_json_type_of_a_non_object(capsys):
         finding = json.loads(out)["findings"][0]
         assert code == 1 and finding["code"] == "not-an-object"
         assert finding["message"].endswith(f"got a JSON {kind}")
+
+
+def test_config_build_warns_about_a_draft_length_beyond_any_context(capsys):
+    # fault 40: accepted (vLLM does), with a coded warning on stderr
+    code, out, err = run(capsys, "config", "build", "ngram", "-k", str(10 ** 23), "--format",
+                         "json")
+    assert code == 0 and json.loads(out)["num_speculative_tokens"] == 10 ** 23
+    assert "warning: num_speculative_tokens: num_speculative_tokens=1e+23" in err
