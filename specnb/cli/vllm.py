@@ -2,7 +2,7 @@
 
 Exit status:
 
-* ``specnb config check JSON|-`` -- 0 when vLLM would accept the config (warnings allowed),
+* ``specnb config check JSON|FILE|-`` -- 0 when vLLM would accept the config (warnings allowed),
   1 when it would reject it, 2 on usage errors (argparse's own, an unreadable file, a bad
   ``--vllm-version``).
 * ``specnb config build METHOD ...`` -- 0 and the rendered config; 1 when vLLM would reject
