@@ -5,8 +5,8 @@ speculation one chunk often carries several tokens, so ITL can rise while TPOT f
 #48892: median TPOT -26%, median ITL +612%). The files are read by :mod:`specnb.vllm.bench`.
 
 Note codes: reasons ``tpot-change``, ``tpot-missing``, ``throughput-change``,
-``throughput-missing``; comparability ``runs-differ``, ``output-tokens-differ``,
-``single-request``; cautions ``tail-tpot-worse``, ``median-ttft-worse``, ``tail-ttft-worse``,
+``throughput-missing``; comparability ``same-file``, ``identical-results``, ``runs-differ``,
+``output-tokens-differ``, ``single-request``; cautions ``tail-tpot-worse``, ``median-ttft-worse``, ``tail-ttft-worse``,
 ``itl-rose``, ``failed-requests``, ``no-spec-section``, ``off-has-spec-counters`` and the
 :func:`~specnb.advise.watch.acceptance_length_advice` codes (``acceptance-length-shrink``,
 ``gamma1-off``, ``gamma1-grow``).
@@ -79,9 +79,11 @@ class BenchComparison:
 
 def comparability(on, off, tolerance: float = 0.05) -> list[Note]:
     """Why two ``vllm bench serve`` results are not like for like, as coded notes
-    (``runs-differ``, ``output-tokens-differ``, ``single-request``).
+    (``same-file``, ``identical-results``, ``runs-differ``, ``output-tokens-differ``,
+    ``single-request``).
 
-    Flags (ours, stated): a different value of any :data:`COMPARABLE` key present in both
+    Flags (ours, stated): the same file given twice, or two results with identical contents;
+    a different value of any :data:`COMPARABLE` key present in both
     (model, prompts, concurrency, request rate, burstiness, endpoint, dataset, completed
     requests); output tokens per request (``total_output_tokens / completed``) that differ by
     more than ``tolerance`` (TPOT and throughput then average over different outputs); a run
@@ -95,7 +97,21 @@ def comparability(on, off, tolerance: float = 0.05) -> list[Note]:
     """
     on_d, off_d = read_bench(on), read_bench(off)
     tol = float(_check.real("tolerance", tolerance, lo=0.0, hi=1.0, hi_open=True))
+    return _comparability(on_d, off_d, tol, _same_file(on, off) and str(on))
+
+
+def _comparability(on_d, off_d, tol, same_file):
+    """:func:`comparability` of read results; ``same_file`` is the path when ON and OFF are
+    one file, else False."""
     out = []
+    if same_file:
+        out.append(Note("same-file", f"ON and OFF are the same file ({same_file}): the run is "
+                        "compared with itself, so any verdict says nothing about speculation; "
+                        "give the result with speculation and the one without"))
+    elif on_d == off_d:
+        out.append(Note("identical-results", "the ON and OFF results are identical (the same "
+                        "run saved twice?): any verdict says nothing about speculation; give "
+                        "the result with speculation and the one without"))
     for k in COMPARABLE:
         if k in on_d and k in off_d and on_d[k] != off_d[k]:
             out.append(Note("runs-differ", f"the runs differ in {k} ({off_d[k]!r} off vs "
@@ -124,6 +140,18 @@ def comparability(on, off, tolerance: float = 0.05) -> list[Note]:
             "request is not a benchmark (run vllm bench serve with many prompts, at the "
             "concurrency you serve)"))
     return out
+
+
+def _same_file(a, b) -> bool:
+    """True when the paths ``a`` and ``b`` name one file (dicts never do)."""
+    import os
+
+    if not isinstance(a, (str, os.PathLike)) or not isinstance(b, (str, os.PathLike)):
+        return False
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def _change(off, on):
@@ -275,7 +303,7 @@ def _cautions(table, on_d, off_d, tol):
         cautions.append(Note("itl-rose", f"ITL rose {itl['change (%)']:+.1f}% while TPOT did "
                              "not: ITL is per streamed chunk and a chunk now carries several "
                              "tokens; judge by TPOT"))
-    flags = comparability(on_d, off_d, tol)
+    flags = _comparability(on_d, off_d, tol, _same_file(on, off) and str(on))
     cautions = flags + cautions
     for name, d in (("ON", on_d), ("OFF", off_d)):
         if bench_value(d, "failed") > 0:

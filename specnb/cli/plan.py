@@ -190,7 +190,7 @@ def format_plan(result: dict) -> str:
     lines += [f"NOTE: {n}" for n in result.get("context_limit_notes", [])]
     if result["calibration"]:
         c = result["calibration"]
-        lines.append(f"calibrated on {c['file']} ({c['rows']} rows): step-time error median "
+        lines.append(f"calibrated on {c['file']} ({c['rows']} row{'s' * (c['rows'] != 1)}): step-time error median "
                      f"{100 * c['median_abs_error']:.1f} %, max {100 * c['max_abs_error']:.1f} %")
         lines += [f"calibration note: {n}" for n in c["notes"]]
     rows = pd.DataFrame(result["rows"])

@@ -190,6 +190,7 @@ class _Checker(_KeyRules, _TypedRules, _MethodRules):
                          "'num_speculative_tokens must be provided with speculative model "
                          "unless the draft model config contains an n_predict parameter.'",
                          "add \"num_speculative_tokens\": 4 (a positive integer)")
+        self.huge_gamma(nst)
         if method == "mtp" and nst is not None and nst > 1:
             self.add("mtp-reruns-layer",
                      "warning", "num_speculative_tokens", f"num_speculative_tokens={nst} with "
@@ -285,6 +286,25 @@ class _Checker(_KeyRules, _TypedRules, _MethodRules):
                      "warning", "draft_load_config", "draft_load_config defaults to the "
                      "target's load config and is not intended to be set by users",
                      "remove it unless you know the draft needs a different loader")
+
+    def huge_gamma(self, nst):
+        """A draft length beyond any context: accepted by vLLM, surely a mistake."""
+        if nst is None:
+            return
+        ctx = (self.draft_config or {}).get("max_position_embeddings")
+        if isinstance(ctx, int) and not isinstance(ctx, bool) and 0 < ctx < nst and \
+                ctx < S.MAX_SENSIBLE_GAMMA:
+            what = f"the draft's context (max_position_embeddings={ctx})"
+        elif nst > S.MAX_SENSIBLE_GAMMA:
+            what = f"{S.MAX_SENSIBLE_GAMMA} tokens, the context of the smallest models"
+        else:
+            return
+        shown = f"{nst}" if nst < 10 ** 12 else f"{nst:.3g}"
+        self.add("num-speculative-tokens-huge",
+                 "warning", "num_speculative_tokens", f"num_speculative_tokens={shown}: vLLM "
+                 "accepts any integer > 0, but every step would draft that many tokens, "
+                 f"beyond {what}; vLLM's docs use 1 to 32, so this is surely a typo",
+                 "use the draft length you mean (3 to 5 to start; suffix 8 to 32)")
 
     def synthetic(self, cfg, vals, nst):
         rates, length = vals.get("synthetic_acceptance_rates"), vals.get(

@@ -32,8 +32,14 @@ import math
 from dataclasses import dataclass, field
 from statistics import NormalDist
 
-__all__ = ["COUNTERS", "PROMQL", "FORMATS", "SpecDecodeCounts", "AcceptanceStats",
+__all__ = ["COUNTERS", "PROMQL", "FORMATS", "SpecDecodeCounts", "AcceptanceStats", "UsageError",
            "read_metrics", "metrics_delta", "acceptance_stats", "acceptance_rate_ci"]
+
+
+class UsageError(ValueError):
+    """A ValueError about how the inputs or options were given (their number or mix, a
+    ``num_speculative_tokens`` the input's own per-position series rule out), not about what
+    the inputs hold; its message starts with "usage: ". ``specnb metrics`` exits 2 for it."""
 
 #: Exposed sample names of vLLM's V1 spec-decode counters.
 COUNTERS = {
@@ -409,6 +415,9 @@ def acceptance_stats(counts: SpecDecodeCounts, num_speculative_tokens: int | Non
         above the drafts (inconsistent counts); gamma < 1; a ``num_speculative_tokens`` the
         counts contradict (draft tokens above gamma x drafts, or more per-position series than
         gamma; the message names the gamma the data implies); a tau above gamma + 1.
+    UsageError
+        (a ValueError) ``num_speculative_tokens`` above the number of per-position series when
+        the input has them: vLLM exports exactly one per draft position, so they give k.
     TypeError
         a count that is not a number; ``num_speculative_tokens`` not an integer.
 
@@ -530,6 +539,16 @@ def _gamma_of(counts, num_speculative_tokens, per_pos, notes):
                            f"{counts.drafts:,.0f} = {ratio:.2f} tokens per step")
         if len(per_pos) > gamma:
             implied.append(f"{len(per_pos)} per-position series (positions 0-{len(per_pos) - 1})")
+        if per_pos and gamma > len(per_pos):
+            # vLLM keeps exactly one per-position series per draft position (0 .. k-1, created
+            # with the counters; its log lines and spec_decode.py list k rates too), so the
+            # input records k itself: a larger gamma is not the server's.
+            n = len(per_pos)
+            raise UsageError(
+                f"usage: -k / num_speculative_tokens={gamma} is above the {n} per-position "
+                f"series in the input (positions 0-{n - 1}): vLLM exports one per draft "
+                f"position, so the server ran with num_speculative_tokens={n}; give -k {n} "
+                "or omit it")
         if implied:
             least = max(len(per_pos), math.ceil(ratio / slack))
             raise ValueError(

@@ -417,3 +417,27 @@ def test_findings_table():
     df = check_speculative_config({"method": "ngram", "num_speculative_tokens": 0}).to_frame()
     assert list(df.columns) == ["severity", "code", "key", "line", "column", "message", "fix"]
     assert set(df["severity"]) == {"error", "warning"}
+
+
+def test_a_draft_length_beyond_any_context_is_a_warning():
+    # fault 40: vLLM accepts any num_speculative_tokens > 0 (Field(gt=0)), so a warning only
+    from specnb.vllm import check_speculative_config
+    from specnb.vllm._schema import MAX_SENSIBLE_GAMMA
+
+    base = {"method": "ngram", "prompt_lookup_min": 2, "prompt_lookup_max": 5}
+    for k in (10 ** 23, MAX_SENSIBLE_GAMMA + 1):
+        res = check_speculative_config({**base, "num_speculative_tokens": k})
+        assert res.accepted and res.codes() == ["num-speculative-tokens-huge"]
+    res = check_speculative_config('{"method": "ngram", "num_speculative_tokens": 1e23, '
+                                   '"prompt_lookup_min": 2, "prompt_lookup_max": 5}')
+    assert res.accepted and res.codes() == ["int-got-float", "num-speculative-tokens-huge"]
+    for k in (32, MAX_SENSIBLE_GAMMA):
+        assert check_speculative_config({**base, "num_speculative_tokens": k}).codes() == []
+    # a draft config.json's context is the bound below that
+    cfg = {"method": "draft_model", "model": "./draft", "num_speculative_tokens": 600}
+    small = {"architectures": ["LlamaForCausalLM"], "model_type": "llama",
+             "max_position_embeddings": 512}
+    assert "num-speculative-tokens-huge" in check_speculative_config(
+        cfg, draft_config=small).codes()
+    assert "num-speculative-tokens-huge" not in check_speculative_config(
+        cfg, draft_config={**small, "max_position_embeddings": 4096}).codes()
