@@ -72,14 +72,17 @@ def _jsonable(value):
         return {"__dataframe__": json.loads(value.to_json(orient="split", index=False))}
     if pd is not None and isinstance(value, pd.Series):
         return {str(k): _jsonable(v) for k, v in value.items()}
-    if hasattr(value, "tolist"):  # numpy scalars and arrays
-        return value.tolist()
     if isinstance(value, dict):
         return {str(k): _jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_jsonable(v) for v in value]
-    if isinstance(value, (str, int, float, bool)) or value is None:
+    from ._json import plain
+
+    value = plain(value, arrays=True)  # numpy scalars and arrays -> Python (the one converter)
+    if isinstance(value, list) or isinstance(value, (str, int, float, bool)) or value is None:
         return value
+    if hasattr(value, "tolist"):  # pandas Index, Categorical and the like
+        return _jsonable(value.tolist())
     raise TypeError(f"record() cannot store a value of type {type(value).__name__}; "
                     "use a number, string, list, dict, numpy array or pandas DataFrame")
 

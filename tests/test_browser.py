@@ -6,18 +6,22 @@
   :mod:`specnb.theory` gives for the new setting; no error output
   anywhere in the notebook; a save writes the notebook without outputs (``make lab``'s
   pre-save hook).
-* The HTML report ``make run`` writes (here the test session's ``build/test-report/``): every
-  notebook link resolves, every figure loads, no notebook shows an error.
+* The HTML report ``make run`` writes (here the test session's, under pytest's temporary
+  directory; tests/conftest.py ``report_dir``): every notebook link resolves, every figure
+  loads, no notebook shows an error.
 
-Screenshots go to ``build/screenshots/`` for a person to look at. The browser is Debian's
+Screenshots go to ``$SPECNB_SCREENSHOTS`` (default: ``specnb-screenshots`` in the system's
+temporary directory, never the checkout) for a person to look at. The browser is Debian's
 ``chromium`` (``scripts/ensure_browser.sh`` installs it; ``make test`` runs that); without one
 these tests skip and say why. JupyterLab and Chromium are shut down also when a test fails.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import tempfile
 import time
 from pathlib import Path
 
@@ -28,12 +32,14 @@ from tests.browser_support import (CHROMIUM_ARGS, ERROR_TEXT, JupyterLab,
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
-SCREENSHOTS = ROOT / "build" / "screenshots"
+SCREENSHOTS = Path(os.environ.get("SPECNB_SCREENSHOTS")
+                   or Path(tempfile.gettempdir()) / "specnb-screenshots")
 NOTEBOOK = "04_draft_length.ipynb"
 VIEWPORT = {"width": 1400, "height": 1000}
 
 _reason = browser_unavailable_reason()
-pytestmark = [pytest.mark.browser, pytest.mark.skipif(_reason is not None, reason=str(_reason))]
+pytestmark = [pytest.mark.slow, pytest.mark.browser,
+              pytest.mark.skipif(_reason is not None, reason=str(_reason))]
 
 
 # ---------------------------------------------------------------------------------- fixtures
@@ -86,7 +92,7 @@ def lab(tmp_path_factory):
 
 @pytest.fixture
 def screenshot_on_failure(request):
-    """Call with a page: if the test fails, a screenshot of it lands in build/screenshots/."""
+    """Call with a page: if the test fails, a screenshot of it lands in SCREENSHOTS."""
     pages = []
     failed_before = request.session.testsfailed
     (SCREENSHOTS / f"FAILED_{request.node.name}.png").unlink(missing_ok=True)

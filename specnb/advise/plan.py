@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import serving as S
+from .._json import records
 from ..notes import Note
 
 __all__ = ["Plan", "serving_plan", "schedule", "schedule_gammas", "schedule_of", "plan_schedule",
@@ -248,9 +249,7 @@ class Plan:
     def rows(self, columns=("batch_size", "context", "gamma", "tau", "speedup", "t_plain_ms",
                             "t_verify_ms", "t_draft_ms", "bound")) -> list[dict]:
         """The grid as JSON-ready dicts, one per (batch, context, gamma)."""
-        frame = self.grid.frame()
-        return [{k: (v.item() if hasattr(v, "item") else v) for k, v in r.items()}
-                for r in frame[list(columns)].to_dict("records")]
+        return records(self.grid.frame()[list(columns)], nan_to_none=False)
 
 
 def serving_plan(st: S.Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=None,

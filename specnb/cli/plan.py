@@ -3,8 +3,8 @@ the vLLM schedule that says so.
 
 Exit status: 0 printed; 2 on bad input (argparse's own errors, an unknown GPU, model or draft,
 tau > gamma + 1, a rate outside [0, 1], a calibration CSV with a missing column or a
-non-positive time, a draft whose vocabulary cannot match the target's). Only argparse is
-imported at registration; numpy and pandas inside the command.
+non-positive time, a draft whose vocabulary cannot match the target's). Only argparse and
+:mod:`specnb.memory` are imported at registration; pandas and the model inside the command.
 """
 
 from __future__ import annotations
@@ -13,11 +13,15 @@ import argparse
 import json
 import sys
 
+from ..memory import DTYPE_BYTES
 from . import error
 
 __all__ = ["register", "run", "plan", "format_plan"]
 
-DTYPE_CHOICES = ("bf16", "fp16", "fp8", "int8", "int4")
+#: Weight dtypes the serving model takes: :data:`specnb.serving.DTYPES`, i.e. the one dtype
+#: table :data:`specnb.memory.DTYPE_BYTES` without fp32 (read from memory so that registration
+#: does not import the serving model and pandas).
+DTYPE_CHOICES = tuple(d for d in DTYPE_BYTES if d != "fp32")
 
 #: Largest --batch: specnb.serving.MAX_BATCH_SEARCH (the schedule and the crossover evaluate
 #: every batch size 1..max; kept here so that registration imports no numpy).
@@ -186,7 +190,7 @@ def format_plan(result: dict) -> str:
     lines += [f"NOTE: {n}" for n in result.get("context_limit_notes", [])]
     if result["calibration"]:
         c = result["calibration"]
-        lines.append(f"calibrated on {c['file']} ({c['rows']} rows): step-time error median "
+        lines.append(f"calibrated on {c['file']} ({c['rows']} row{'s' * (c['rows'] != 1)}): step-time error median "
                      f"{100 * c['median_abs_error']:.1f} %, max {100 * c['max_abs_error']:.1f} %")
         lines += [f"calibration note: {n}" for n in c["notes"]]
     rows = pd.DataFrame(result["rows"])

@@ -339,7 +339,8 @@ def calibrate(st: Setup, measurements, *, fit=("bandwidth", "compute", "fixed_ms
         if points < 5:
             notes.append(Note("fit-underdetermined",
                               f"{role}: only {points} distinct (batch_size, context, "
-                              f"query_tokens) points ({len(rows)} rows) for up to 5 "
+                              f"query_tokens) point{'s' * (points != 1)} ({len(rows)} "
+                              f"row{'s' * (len(rows) != 1)}) for up to 5 "
                               "parameters: the fit is underdetermined; unfitted directions "
                               "keep their defaults"))
     return Calibration(out_setup, predict_measurements(out_setup, df), fitted, notes)

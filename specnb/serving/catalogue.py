@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import _check, hf_config
-from ..memory import DTYPE_BYTES
+from ..memory import DTYPE_BYTES, kv_cache_bytes_per_token
 
 __all__ = ["DTYPES", "GPU", "gpu", "gpu_names", "ridge_point", "Architecture", "architecture",
            "architecture_names", "resolve_architecture", "model_id"]
@@ -187,10 +187,11 @@ class Architecture:
         return self.n_layers * per_layer + self.embedding_params
 
     def kv_bytes_per_token(self, dtype: str = "bf16") -> float:
-        """KV-cache bytes per token: 2 x layers x kv_heads x head_dim x bytes per element.
+        """KV-cache bytes per token: 2 x layers x kv_heads x head_dim x bytes per element
+        (:func:`specnb.memory.kv_cache_bytes_per_token`).
         Llama-3.1-8B in bf16: 131,072 B = 128 KiB (reference section 6.2)."""
         _check.choice("dtype", dtype, DTYPES)
-        return 2.0 * self.n_layers * self.n_kv_heads * self.head_dim * DTYPES[dtype]
+        return kv_cache_bytes_per_token(self.n_layers, self.n_kv_heads, self.head_dim, dtype)
 
     def weight_bytes(self, dtype: str = "bf16") -> float:
         """Bytes of all weights in ``dtype`` (scales of quantized formats not counted)."""

@@ -26,6 +26,10 @@ from .syntax import ConfigSyntaxError, linecol, loads, mask_strings, syntax_erro
 __all__ = ["parse_speculative_config", "check_speculative_config", "suggest_fix"]
 
 
+#: JSON's names for the types :func:`json.loads` returns (RFC 8259, section 3).
+_JSON_TYPE = {int: "number", float: "number", str: "string", list: "array", bool: "boolean"}
+
+
 def suggest_fix(config) -> dict | None:
     """A config close to ``config`` that current vLLM accepts, or None when none is derived.
 
@@ -265,7 +269,10 @@ def check_speculative_config(text_or_dict, vllm_version=None, draft_config=None)
                 fix = f"use {json.dumps(inner)}"
                 code = "json-string-of-json"
             else:
-                msg = f"the value must be a JSON object {{...}}, got a {type(cfg).__name__}"
+                shown = json.dumps(cfg)
+                shown = shown if len(shown) <= 40 else shown[:37] + "..."
+                msg = (f"the value must be a JSON object {{...}}, got a JSON "
+                       f"{_JSON_TYPE.get(type(cfg), type(cfg).__name__)}: {shown}")
                 fix = "write e.g. {\"method\": \"ngram\", \"num_speculative_tokens\": 4}"
                 code = "not-an-object"
             return ConfigCheck((Finding("error", None, msg, fix, 1, 1, code=code),), None,

@@ -319,3 +319,20 @@ def test_a_sliding_window_config_is_noted_above_its_window(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({**cfg, "sliding_window": "4k"}))
     with pytest.raises(ValueError, match="sliding_window must be a positive integer"):
         S.architecture(tmp_path)
+
+
+def test_dtype_flags_take_the_serving_models_dtypes():
+    from specnb.cli.plan import DTYPE_CHOICES
+
+    assert DTYPE_CHOICES == tuple(S.DTYPES) == ("bf16", "fp16", "fp8", "int8", "int4")
+
+
+def test_calibration_on_one_row_says_1_row(capsys, tmp_path):
+    # fault 40: "(1 rows)" -> "(1 row)"
+    p = tmp_path / "one.csv"
+    p.write_text("role,batch_size,context,query_tokens,ms\ntarget,1,2000,1,7.5\n")
+    code, out, err = run(capsys, "plan", "--gpu", "h200", "--model", "llama-3.1-8b", "--draft",
+                         "ngram", "--context", "2000", "--batch", "1", "--gamma", "2",
+                         "--acceptance-rates", "0.35", "0.29", "--calibrate", str(p))
+    assert code == 0, err
+    assert f"calibrated on {p} (1 row): " in out and "1 rows" not in out

@@ -134,7 +134,12 @@ def test_calibration_csv_paths_bom_crlf_and_duplicate_rows(tmp_path):
     cal = S.calibrate(S.setup("H200", "Llama-3.1-8B", "ngram"), p)
     # six copies of one point still determine one parameter: the note says so
     (under,) = [n.message for n in cal.notes if n.code == "fit-underdetermined"]
-    assert "only 1 distinct (batch_size, context, query_tokens) points (6 rows)" in under
+    assert "only 1 distinct (batch_size, context, query_tokens) point (6 rows)" in under
+    # one row: singular both (fault 40)
+    p.write_text("role,batch_size,context,query_tokens,ms\ntarget,1,1024,1,7.1\n")
+    (under,) = [n.message for n in S.calibrate(S.setup("H200", "Llama-3.1-8B", "ngram"),
+                                               p).notes if n.code == "fit-underdetermined"]
+    assert "only 1 distinct (batch_size, context, query_tokens) point (1 row)" in under
 
 
 def test_calibration_notes_measurements_labelled_with_another_gpu_or_model():

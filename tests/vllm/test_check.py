@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from specnb.vllm import (check_speculative_config, describe_schedule, schedule_lookup, suggest_fix,
-                         validate_schedule)
+from specnb.vllm import check_speculative_config, suggest_fix
 from specnb.vllm import _schema as S
 
 
@@ -165,20 +164,6 @@ def test_a_valid_schedule_is_accepted_and_explained():
                   "--data-parallel-size > 1", "+6.6% at concurrency 2", "+21.6% at concurrency 189",
                   "#49548"):
         assert words in w.message, words
-
-
-def test_schedule_lookup_follows_vllms_table():
-    # gaps carry the previous K, sizes past the last range take the last K, K is clamped
-    table = schedule_lookup([[1, 16, 3], [32, 128, 2]], num_speculative_tokens=4, max_num_seqs=200)
-    assert table[1] == table[16] == 3 and table[17] == table[31] == 3
-    assert table[32] == table[128] == table[200] == 2
-    assert schedule_lookup([[1, 4, 9]], 2, 8)[1:] == [2] * 8
-    assert validate_schedule([[65, 512, 0], [1, 64, 3]]) == [(1, 64, 3), (65, 512, 0)]
-    assert "K=3 for the gap 17-31" in describe_schedule([[1, 16, 3], [32, 128, 2]])
-    with pytest.raises(ValueError, match="first range must start at batch size 1"):
-        validate_schedule([[2, 8, 1]])
-    with pytest.raises(ValueError, match="max_num_seqs"):
-        schedule_lookup(I9_LIKE, 5, 0)
 
 
 @pytest.mark.parametrize("text", _all_texts())
@@ -432,3 +417,27 @@ def test_findings_table():
     df = check_speculative_config({"method": "ngram", "num_speculative_tokens": 0}).to_frame()
     assert list(df.columns) == ["severity", "code", "key", "line", "column", "message", "fix"]
     assert set(df["severity"]) == {"error", "warning"}
+
+
+def test_a_draft_length_beyond_any_context_is_a_warning():
+    # fault 40: vLLM accepts any num_speculative_tokens > 0 (Field(gt=0)), so a warning only
+    from specnb.vllm import check_speculative_config
+    from specnb.vllm._schema import MAX_SENSIBLE_GAMMA
+
+    base = {"method": "ngram", "prompt_lookup_min": 2, "prompt_lookup_max": 5}
+    for k in (10 ** 23, MAX_SENSIBLE_GAMMA + 1):
+        res = check_speculative_config({**base, "num_speculative_tokens": k})
+        assert res.accepted and res.codes() == ["num-speculative-tokens-huge"]
+    res = check_speculative_config('{"method": "ngram", "num_speculative_tokens": 1e23, '
+                                   '"prompt_lookup_min": 2, "prompt_lookup_max": 5}')
+    assert res.accepted and res.codes() == ["int-got-float", "num-speculative-tokens-huge"]
+    for k in (32, MAX_SENSIBLE_GAMMA):
+        assert check_speculative_config({**base, "num_speculative_tokens": k}).codes() == []
+    # a draft config.json's context is the bound below that
+    cfg = {"method": "draft_model", "model": "./draft", "num_speculative_tokens": 600}
+    small = {"architectures": ["LlamaForCausalLM"], "model_type": "llama",
+             "max_position_embeddings": 512}
+    assert "num-speculative-tokens-huge" in check_speculative_config(
+        cfg, draft_config=small).codes()
+    assert "num-speculative-tokens-huge" not in check_speculative_config(
+        cfg, draft_config={**small, "max_position_embeddings": 4096}).codes()

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import numpy as np
 
-BENCH = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_serving_model.py"
+BENCH = Path(__file__).resolve().parent.parent.parent / "benchmarks" / "bench_serving_model.py"
 
 
 def _bench():

@@ -4,16 +4,13 @@ and the news pop-up setting defaults to off."""
 
 import json
 import shutil
-import sys
 import urllib.request
-from pathlib import Path
 
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from browser_support import JupyterLab  # noqa: E402
+from tests.browser_support import JupyterLab
 
 pytestmark = pytest.mark.slow
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent.parent
 API = ROOT / "docs" / "api"
 SCRIPT = ROOT / "scripts" / "gen_docs.py"
 

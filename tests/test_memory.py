@@ -1,31 +1,12 @@
-"""specnb.cost and specnb.memory: the article's figures and bad input."""
+"""specnb.memory: weight and KV-cache bytes (the one dtype table), sequences that fit and that a
+draft displaces, and bad input."""
 
 import math
 
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
-from specnb import cost, memory
-
-
-def test_usd_per_million_formula():
-    # one hour at 1 token/s: 3600 tokens for the hourly price
-    assert cost.usd_per_million_tokens(3.6, 1.0) == pytest.approx(1000.0)
-    assert cost.seconds_for_tokens(500, 250.0) == 2.0
-
-
-@given(st.floats(0.01, 100), st.floats(1, 10_000), st.floats(1.01, 10))
-def test_saving_is_price_independent(price, tps, ratio):
-    base = cost.usd_per_million_tokens(price, tps)
-    fast = cost.usd_per_million_tokens(price, tps * ratio)
-    assert fast / base == pytest.approx(cost.relative_cost(ratio))
-
-
-def test_relative_cost_vectorized():
-    out = cost.relative_cost(np.array([1.38, 0.88]))
-    assert out.shape == (2,) and out[0] < 1 < out[1]
+from specnb import memory
 
 
 def test_weight_bytes_per_dtype():
@@ -53,14 +34,13 @@ def test_concurrent_and_displaced_sequences():
     assert memory.sequences_displaced(budget, 0.0, 4096, per_tok) == 0
 
 
+def test_numpy_integer_types_are_numbers():
+    assert memory.kv_cache_bytes_per_token(np.uint8(32), np.int16(8), np.int64(128)) == 131072.0
+
+
+# --------------------------------------------------------------------------- bad input
+
 BAD = [
-    (cost.usd_per_million_tokens, dict(usd_per_hour=-1, tokens_per_second=10), "usd_per_hour"),
-    (cost.usd_per_million_tokens, dict(usd_per_hour=1, tokens_per_second=0), "tokens_per_second"),
-    (cost.usd_per_million_tokens, dict(usd_per_hour=math.nan, tokens_per_second=10), "usd_per_hour"),
-    (cost.seconds_for_tokens, dict(n_tokens=-5, tokens_per_second=10), "n_tokens"),
-    (cost.seconds_for_tokens, dict(n_tokens=5, tokens_per_second=-10), "tokens_per_second"),
-    (cost.relative_cost, dict(throughput_ratio=0), "throughput_ratio"),
-    (cost.relative_cost, dict(throughput_ratio=math.inf), "throughput_ratio"),
     (memory.weight_bytes, dict(n_params=-1), "n_params"),
     (memory.weight_bytes, dict(n_params=1e9, dtype="bfloat16x"), "dtype"),
     (memory.kv_cache_bytes_per_token, dict(n_layers=0, n_kv_heads=8, head_dim=128), "n_layers"),
@@ -86,3 +66,20 @@ def test_unknown_dtype_lists_the_valid_ones():
         memory.weight_bytes(1e9, "float16")
     for d in memory.DTYPE_BYTES:
         assert d in str(info.value)
+
+
+@pytest.mark.parametrize("call,names", [
+    (lambda: memory.kv_cache_bytes_per_token([32, 40], [8, 8, 8], 128), "n_kv_heads (3,)"),
+    (lambda: memory.concurrent_sequences([1e9, 2e9], [1, 2, 3], 1.0), "seq_len (3,)"),
+    (lambda: memory.sequences_displaced([4e10, 3e10], [2e9, 1e9, 1e9], 4096, 131072),
+     "draft_weight_bytes (3,)"),
+])
+def test_shapes_that_do_not_broadcast_name_each_parameter(call, names):
+    with pytest.raises(ValueError, match="must broadcast to one shape") as info:
+        call()
+    assert names in str(info.value)
+
+
+def test_results_that_overflow_are_errors_not_inf_or_garbage():
+    with pytest.raises(ValueError, match="beyond int64"):
+        memory.concurrent_sequences(1e308, 1, 1e-300)

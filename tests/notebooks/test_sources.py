@@ -1,11 +1,15 @@
-"""Notebooks are committed without outputs and follow the collection's conventions."""
+"""Notebooks are committed without outputs and follow the collection's conventions: one
+parameters cell of literals, the question up front and one cell computing the Answer, corrected
+statements gone. These read the committed sources only (no notebook runs), so they are not
+slow."""
 
 import json
-from pathlib import Path
 
 import pytest
 
-NB_DIR = Path(__file__).resolve().parent.parent / "notebooks"
+from tests.notebooks.support import ROOT, source
+
+NB_DIR = ROOT / "notebooks"
 NOTEBOOKS = sorted(NB_DIR.glob("[0-9][0-9]_*.ipynb"))
 
 
@@ -47,3 +51,18 @@ def test_question_first_and_a_computed_answer(path):
     calls = [c for c in nb["cells"] if c["cell_type"] == "code"
              and re.search(r"\bnb\.answer\(", "".join(c["source"]))]
     assert len(calls) == 1, f"{path.name}: needs exactly one cell calling nb.answer(...)"
+
+
+STATEMENTS_REMOVED = {
+    "02_cost_per_token": ["one sequence keeps the whole GPU busy", "one H100 SXM, LLaMA"],
+    "03_batch_size": ["7-14% more per token"],
+    "04_draft_length": ["so real speedups come out lower", "leave room on both sides",
+                        "## Theory against measurement: Leviathan's T5-XXL experiment (Table 4)"],
+}
+
+
+@pytest.mark.parametrize("stem,phrases", STATEMENTS_REMOVED.items())
+def test_corrected_statements_are_gone(stem, phrases):
+    src = "".join("".join(c["source"]) for c in source(stem)["cells"])
+    for phrase in phrases:
+        assert phrase not in src, (stem, phrase)

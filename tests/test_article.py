@@ -1,4 +1,5 @@
-"""Every article number the foundation functions produce, at the article's printed precision.
+"""specnb.article: every article number the foundation functions produce, at the article's
+printed precision; the comparison table, rounding, and bad input.
 
 Printed values come from data/article_values.csv (transcribed from
 shared/reference/article-tables.md); the exact values are computed here by specnb.
@@ -7,6 +8,7 @@ shared/reference/article-tables.md); the exact values are computed here by specn
 import pytest
 
 from specnb import article, cost, data, memory, theory
+from tests.published import csv_rows
 
 REF = article.printed()
 
@@ -86,3 +88,31 @@ def test_compare_table():
     assert df["agrees"].all() and df["printed"].iloc[0] == "2.95"
     with pytest.raises(KeyError):
         article.compare({"no.such.key": 1.0})
+
+
+def test_compare_shows_the_printed_string_and_precision():
+    rows = {r["key"]: r for r in csv_rows("article_values")}
+    table = article.compare({k: float(r["printed"]) for k, r in rows.items()})
+    for r in table.itertuples():
+        assert r.printed == rows[r.key]["printed"]
+        assert r.decimals == int(rows[r.key]["decimals"])
+    assert article.rounded(1.62, 1) == "1.6" and article.rounded(1.02, 0) == "1"
+    assert article.rounded(2.345, 2) == "2.35" and article.rounded(0.125, 2) == "0.13"
+
+
+# --------------------------------------------------------------------------- bad input
+
+@pytest.mark.parametrize("call,param", [
+    (lambda: article.rounded(float("inf"), 2), "value"),
+    (lambda: article.rounded(1.0, -1), "decimals"),
+])
+def test_new_helpers_name_the_bad_parameter(call, param):
+    with pytest.raises(ValueError, match=param):
+        call()
+
+
+def test_scalar_helpers_refuse_arrays_and_bools():
+    with pytest.raises(TypeError, match="value must be a single number"):
+        article.agrees([3.2, 3.3], 3.2, 2)
+    with pytest.raises(TypeError, match="computed must be a dict"):
+        article.compare([("key", 1.0)])
