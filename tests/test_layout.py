@@ -28,6 +28,12 @@ NO_TEST_FILE = {
                        "slow); no test file of its own yet",
     "vllm/_rules.py": "private to specnb.vllm.check: tested through check_speculative_config "
                       "(tests/vllm/test_check.py)",
+    "vllm/_rules_keys.py": "part of the checker's rules (split from _rules.py): tested through "
+                           "check_speculative_config (tests/vllm/test_check.py)",
+    "vllm/_rules_method.py": "part of the checker's rules (split from _rules.py): tested through "
+                             "check_speculative_config (tests/vllm/test_check.py)",
+    "vllm/_rules_typed.py": "part of the checker's rules (split from _rules.py): tested through "
+                            "check_speculative_config (tests/vllm/test_check.py)",
     "vllm/_schema.py": "private to specnb.vllm.check: tested through check_speculative_config "
                        "(tests/vllm/test_check.py, which reads its tables)",
     "vllm/_values.py": "private JSON-value checks of the checker and builder: tested through "

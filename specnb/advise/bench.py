@@ -218,7 +218,8 @@ def compare_bench(on, off, goal: str = "latency", tolerance: float = 0.05) -> Be
     on_d, off_d = read_bench(on), read_bench(off)
     table = _comparison_table(on_d, off_d, tol)
     verdict, reasons = _verdict(table, goal, tol)
-    flags, cautions, acceptance = _cautions(table, on_d, off_d, tol)
+    flags, cautions, acceptance = _cautions(table, on_d, off_d, tol,
+                                         _same_file(on, off) and str(on))
     return BenchComparison(table, acceptance, goal, verdict, tuple(reasons), tuple(cautions),
                            tuple(flags))
 
@@ -285,8 +286,9 @@ def _verdict(table, goal, tol):
     return verdict, reasons
 
 
-def _cautions(table, on_d, off_d, tol):
-    """(comparability flags, every caution, the ON run's spec-decode section)."""
+def _cautions(table, on_d, off_d, tol, same_file):
+    """(comparability flags, every caution, the ON run's spec-decode section); ``same_file``:
+    the path when ON and OFF name the same file, else False."""
     cautions = []
     for metric, stat, what in (("TPOT", "p99", "tail TPOT"), ("TTFT", "median", "median TTFT"),
                                ("TTFT", "p99", "tail TTFT")):
@@ -303,7 +305,7 @@ def _cautions(table, on_d, off_d, tol):
         cautions.append(Note("itl-rose", f"ITL rose {itl['change (%)']:+.1f}% while TPOT did "
                              "not: ITL is per streamed chunk and a chunk now carries several "
                              "tokens; judge by TPOT"))
-    flags = _comparability(on_d, off_d, tol, _same_file(on, off) and str(on))
+    flags = _comparability(on_d, off_d, tol, same_file)
     cautions = flags + cautions
     for name, d in (("ON", on_d), ("OFF", off_d)):
         if bench_value(d, "failed") > 0:
