@@ -272,7 +272,60 @@ def run_configs(out: Path, work: Path, shared: Path | None, only_ids=None, quiet
     fields = {n: str(f.annotation) for n, f in SpeculativeConfig.__pydantic_fields__.items()}
     (out / "fields.json").write_text(json.dumps({"vllm": vllm.__version__, "fields": fields},
                                                 indent=1, sort_keys=True) + "\n")
+    (out / "profile.json").write_text(json.dumps(profile(SpeculativeConfig), indent=1,
+                                                 sort_keys=True) + "\n")
     return recs
+
+
+def profile(cls) -> dict:
+    """What specnb's checker needs to know about this vLLM, read from its own code: every
+    ``SpeculativeConfig`` field (kind, null allowed, bound, choices, default), the methods,
+    the MTP names, ``LoadConfig``'s fields, and whether ``create_speculative_config`` rewrites
+    hyphens in keys."""
+    import inspect
+    import typing
+    import vllm
+    from vllm.engine.arg_utils import EngineArgs
+    fields = {}
+    for name, f in cls.__pydantic_fields__.items():
+        kind = corpus_mod._kind(f.annotation)
+        skip = any(type(m).__name__ == "SkipValidation" for m in f.metadata) or \
+            "SkipValidation" in repr(f.annotation)
+        spec = {"kind": "internal" if skip else kind,
+                "nullable": type(None) in typing.get_args(f.annotation) or f.annotation is None}
+        for m in f.metadata:
+            for attr, excl in (("gt", True), ("ge", False), ("lt", True), ("le", False)):
+                v = getattr(m, attr, None)
+                if v is not None:
+                    if attr in ("gt", "ge"):
+                        spec["minimum"], spec["exclusive"] = v, excl
+                    else:
+                        spec["maximum"] = v
+        if kind == "literal":
+            spec["choices"] = corpus_mod._literal_values(f.annotation)
+            spec["open"] = any(a is str for a in typing.get_args(f.annotation))
+        if kind == "enum":
+            ann = [a for a in typing.get_args(f.annotation) if a is not type(None)] or [f.annotation]
+            spec["choices"] = list(ann[0].__members__)
+        d = f.default
+        if isinstance(d, (str, int, float, bool, type(None))):
+            spec["default"] = d
+        fields[name] = spec
+    try:
+        from vllm.config.speculative import MTPModelTypes
+        mtp = list(typing.get_args(MTPModelTypes))
+    except ImportError:
+        mtp = []
+    try:
+        from vllm.config import LoadConfig
+        load_fields = sorted(LoadConfig.__pydantic_fields__)
+    except Exception:  # noqa: BLE001
+        load_fields = None
+    src = inspect.getsource(EngineArgs.create_speculative_config)
+    return {"vllm": vllm.__version__, "source": "vLLM's installed code, read by oracle/drive.py",
+            "fields": fields, "methods": fields["method"].get("choices", []),
+            "mtp_methods": mtp, "load_config_fields": load_fields,
+            "hyphen_rewrite": 'replace("-", "_")' in src or "replace('-', '_')" in src}
 
 
 # ---------------------------------------------------------------- logs and metrics

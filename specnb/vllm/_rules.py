@@ -53,12 +53,48 @@ def _era(vt) -> str:
 
 
 # --------------------------------------------------------------------------- the checker
+#: Methods that take ``__post_init__``'s draft-checkpoint branch (where vLLM 0.33 checks
+#: dspark_draft_topk / xpress_topc); the others never reach those checks.
+NO_DRAFT_BRANCH = frozenset({"ngram", "ngram_gpu", "suffix", "custom_class",
+                             "extract_hidden_states"})
+
+
+def fields_from_profile(prof) -> dict:
+    """:class:`specnb.vllm._schema.Field` objects from a version profile's fields
+    (:mod:`specnb.vllm._versions`)."""
+    out = {}
+    for name, f in prof["fields"].items():
+        kind = {"config": "object"}.get(f["kind"], f["kind"])
+        if kind == "literal" and f.get("open"):
+            kind = "str"
+        if kind in ("other",):
+            kind = "list" if name.endswith(("_rates", "_batch_size")) else "str"
+        lo, hi = f.get("minimum"), f.get("maximum")
+        if name.startswith("suffix_decoding_") and name in S.FIELDS and lo is None:
+            # checked by hand in _validate_suffix_decoding, not by a pydantic constraint
+            lo, hi = S.FIELDS[name].minimum, S.FIELDS[name].maximum
+        out[name] = S.Field(kind, nullable=f.get("nullable", True), minimum=lo,
+                            exclusive=f.get("exclusive", False), maximum=hi,
+                            choices=tuple(f.get("choices", ())), default=f.get("default"))
+    return out
+
+
 class _Checker:
     def __init__(self, text: str | None, era: str, version: str | None,
-                 draft_config: dict | None = None):
+                 draft_config: dict | None = None, profile: dict | None = None):
         self.text, self.era, self.version = text, era, version
         self.draft_config = draft_config
         self.out: list[Finding] = []
+        self.prof = profile
+        if profile is not None:
+            self.fields = fields_from_profile(profile)
+            self.methods = tuple(profile["methods"])
+            self.mtp = tuple(profile["mtp_methods"]) or S.MTP_METHODS
+            self.vname = f"vLLM {profile['vllm']}"
+        else:
+            self.fields, self.methods, self.mtp = S.FIELDS, S.METHODS, S.MTP_METHODS
+            self.vname = f"vLLM @ {S.SOURCE.split(' @ ')[1]}"
+        self.internal = frozenset(k for k, f in self.fields.items() if f.kind == "internal")
 
     def add(self, code, severity, key, message, fix=""):
         line = col = None
@@ -89,15 +125,23 @@ class _Checker:
                  "effect.", fix)
 
     def scan_keys(self, cfg):
-        known = [k for k, f in S.FIELDS.items() if f.kind != "internal"
+        known = [k for k, f in self.fields.items() if f.kind != "internal"
                  and k != "tensor_parallel_size"]
         for key in cfg:
             if not isinstance(key, str):
                 self.add("key-not-string", "error", str(key), f"keys must be strings, got {key!r}")
                 continue
-            if key in S.FIELDS and key not in S.INTERNAL_KEYS:
+            if key in self.fields and key not in self.internal:
                 continue
-            if key in S.INTERNAL_KEYS:
+            if key in self.internal and self.prof is not None:
+                who = ("create_speculative_config sets it from the serve flags"
+                       if key.startswith("target_") else "__post_init__ sets it")
+                self.add("internal-key-overwritten",
+                         "warning", key, f"'{key}' is populated by vLLM: {self.vname} accepts "
+                         f"the value and overwrites it ({who}), so it has no effect",
+                         f"remove '{key}'")
+                continue
+            if key in self.internal:
                 self.add("internal-key",
                          "error", key, f"'{key}' is populated by vLLM and not intended to be "
                          "set by users (docs README @ 01ed47b4, Notes)", f"remove '{key}'")
@@ -144,7 +188,13 @@ class _Checker:
     # ---- typed values
     def int_value(self, key, value, minimum=None, exclusive=False):
         """Check an int field; return the int (or None when unusable)."""
-        if isinstance(value, bool):
+        if isinstance(value, bool) and self.prof is not None:
+            self.add("int-got-bool",
+                     "warning", key, f"{key} is the boolean {json.dumps(value)}; {self.vname}'s "
+                     f"pydantic validation (lax mode) reads it as {int(value)}",
+                     f"write a number, e.g. \"{key}\": 4")
+            value = int(value)
+        elif isinstance(value, bool):
             self.add("int-got-bool",
                      "error", key, f"{key} must be an integer, got the boolean {json.dumps(value)}",
                      f"write a number, e.g. \"{key}\": 4")
@@ -189,7 +239,7 @@ class _Checker:
         return value
 
     def typed(self, key, value):
-        spec = S.FIELDS[key]
+        spec = self.fields[key]
         if value is None:
             if not spec.nullable:
                 self.add("null-value", "error", key, f"{key} must not be null (default "
@@ -244,7 +294,7 @@ class _Checker:
                 drift = {"strict": "standard", "probabilistic": "standard",
                          "fly": None}.get(value, "") if key == "rejection_sample_method" else ""
                 msg = f"{key} must be one of {', '.join(map(repr, spec.choices))}, got {value!r}"
-                if drift != "":
+                if drift != "" and self.prof is None:
                     msg += (" (the docs name values the code @ 002e77c1 does not have; "
                             "'probabilistic' is now draft_sample_method='probabilistic', "
                             "FLy verification is not in this code)")
@@ -252,6 +302,15 @@ class _Checker:
                 self.add("invalid-choice", "error", key, msg, fix)
                 return None
             return value
+        if spec.kind == "enum":
+            if isinstance(value, str) and (value.lower() == "auto"
+                                           or value.upper() in spec.choices):
+                return value
+            close = difflib.get_close_matches(str(value).upper(), spec.choices, n=1)
+            self.add("invalid-choice", "error", key, f"{key} must name one of {self.vname}'s "
+                     f"backends ({', '.join(spec.choices)}; any case; 'auto' = none), got "
+                     f"{json.dumps(value)}", f"use {(close or [spec.choices[0]])[0]!r}")
+            return None
         if spec.kind == "list":
             if not isinstance(value, list):
                 self.add("list-wrong-type",
@@ -263,6 +322,14 @@ class _Checker:
             if not isinstance(value, dict):
                 self.add("object-wrong-type",
                          "error", key, f"{key} must be an object, got {json.dumps(value)}")
+                return None
+            allowed = (self.prof or {}).get("load_config_fields") if key == "draft_load_config" \
+                else None
+            extra = [k for k in value if allowed is not None and k not in allowed]
+            if extra:
+                self.add("draft-load-config-extra-key", "error", key, f"{key} is a LoadConfig, "
+                         f"which forbids extra keys: {', '.join(map(repr, extra))} (its keys: "
+                         f"{', '.join(allowed)})", f"remove {', '.join(map(repr, extra))}")
                 return None
             return value
         return value
@@ -288,21 +355,27 @@ class _Checker:
                      "error", "method", f"method must be a string, got {json.dumps(method)}",
                      "write e.g. \"method\": \"ngram\"")
             return None
-        if method in S.METHODS:
-            if method in S.MTP_METHODS and method != "mtp":
+        if method in self.methods:
+            if method in self.mtp and method != "mtp":
                 self.add("deprecated-mtp-method",
                          "warning", "method", f"method `{method}` is deprecated and replaced "
-                         "with mtp (vLLM's own warning @ 002e77c1; older builds knew only the "
+                         f"with mtp ({self.vname}'s own warning; older builds knew only the "
                          "model-specific names)", "write \"method\": \"mtp\"")
                 return "mtp"
             return method
+        if method == "[ngram]" and self.prof is not None:
+            self.add("unknown-method", "error", "method", f"method '[ngram]' is not one of "
+                     f"{self.vname}'s methods (pydantic Literal validation error); only "
+                     "\"model\": \"[ngram]\" is the legacy spelling vLLM still maps",
+                     "write \"method\": \"ngram\"")
+            return None
         if method == "[ngram]":
             self.add("legacy-ngram-method",
                      "warning", "method", "'[ngram]' is the legacy spelling; vLLM maps it to "
                      "'ngram'", "write \"method\": \"ngram\"")
             return "ngram"
-        canon = list(S.BUILD_METHODS)
-        if method.lower() in S.METHODS:
+        canon = [m for m in S.BUILD_METHODS if m in self.methods]
+        if method.lower() in self.methods:
             hint = method.lower()
         elif method.lower() in S.METHOD_ALIASES:
             hint = S.METHOD_ALIASES[method.lower()]
@@ -312,6 +385,9 @@ class _Checker:
             close = difflib.get_close_matches(method.lower(), canon, n=1, cutoff=0.5)
             hint = close[0] if close else None
         msg = f"unknown method {method!r} (pydantic Literal validation error)"
+        if self.prof is not None and method in S.METHODS:
+            msg = (f"method {method!r} is not one of {self.vname}'s methods (pydantic Literal "
+                   "validation error; it was in older vLLM)")
         if hint:
             msg += f"; did you mean '{hint}'?"
             fix = f"write \"method\": \"{hint}\""
@@ -333,10 +409,12 @@ class _Checker:
                 self.add("duplicate-key",
                          "warning", k, f"'{k}' appears more than once; JSON keeps the last "
                          "value silently", f"keep one '{k}'")
+        if self.prof is not None and self.prof.get("hyphen_rewrite"):
+            cfg = self.rewrite_hyphens(cfg)
         self.scan_keys(cfg)
         vals = {k: self.typed(k, v) for k, v in cfg.items()
-                if k in S.FIELDS and k not in ("method", "tensor_parallel_size")
-                and k not in S.INTERNAL_KEYS}
+                if k in self.fields and k not in ("method", "tensor_parallel_size")
+                and k not in self.internal}
         model = vals.get("model")
         if isinstance(model, str) and _PLACEHOLDER_STRING_RE.match(model):
             self.add("placeholder-model",
@@ -350,7 +428,8 @@ class _Checker:
         nst_given = cfg.get("num_speculative_tokens") is not None
 
         # tensor_parallel_size: vLLM's own message
-        if "tensor_parallel_size" in cfg:
+        if "tensor_parallel_size" in cfg and (cfg["tensor_parallel_size"] is not None
+                                              or self.prof is None):
             self.add("tensor-parallel-size",
                      "error", "tensor_parallel_size", "'tensor_parallel_size' is not a valid "
                      "argument in the speculative_config. Please pass "
@@ -479,11 +558,13 @@ class _Checker:
             self.add("mtp-only-key",
                      "error", "index_share_for_mtp_iteration", "index_share_for_mtp_iteration "
                      "is only supported with method='mtp'", "remove it")
-        if vals.get("enable_adaptive_verification") and method != "dspark":
+        if self.prof is not None:
+            self.profile_switches(cfg, vals, method, nst)
+        elif vals.get("enable_adaptive_verification") and method != "dspark":
             self.add("dspark-only-key",
                      "error", "enable_adaptive_verification", "Adaptive verification only "
                      "supported with DSpark", "remove it (method 'dspark' only)")
-        if cfg.get("dspark_draft_topk") is not None and method != "dspark":
+        if self.prof is None and cfg.get("dspark_draft_topk") is not None and method != "dspark":
             self.add("dspark-only-key",
                      "error", "dspark_draft_topk", "dspark_draft_topk is only supported by "
                      "DSpark", "remove it")
@@ -513,6 +594,72 @@ class _Checker:
                      "remove it unless you know the draft needs a different loader")
         self.synthetic(cfg, vals, nst)
         self.dynamic(vals.get("num_speculative_tokens_per_batch_size"), nst)
+
+    def rewrite_hyphens(self, cfg):
+        """``create_speculative_config``'s ``{k.replace('-', '_'): v}`` (vLLM >= 0.26)."""
+        out = {}
+        for k, v in cfg.items():
+            nk = k.replace("-", "_") if isinstance(k, str) else k
+            if nk != k:
+                self.add("hyphen-key-rewritten", "warning", k, f"'{k}' is hyphenated; "
+                         f"{self.vname} rewrites '-' to '_' in every key, so it is '{nk}' "
+                         "(releases before 0.26 reject it as an unknown key)",
+                         f"rename '{k}' to '{nk}'")
+            if nk in out:
+                self.add("key-spelled-twice", "warning", k, f"'{nk}' is given twice (as "
+                         f"'{nk}' and '{k}' with - or _); after the rewrite the later value, "
+                         f"{json.dumps(v)}, wins", f"keep one '{nk}'")
+                del out[nk]
+            out[nk] = v
+        return out
+
+    def profile_switches(self, cfg, vals, method, nst):
+        """Method-specific switches as the profiled vLLM checks them (0.33: dspark_draft_topk
+        and xpress_topc are checked only in the draft-checkpoint branch; adaptive verification
+        is refused only together with use_local_argmax_reduction)."""
+        draft_branch = method not in NO_DRAFT_BRANCH
+        if vals.get("enable_adaptive_verification") and vals.get("use_local_argmax_reduction") \
+                and method != "dspark":
+            self.add("adaptive-verification-argmax", "error", "enable_adaptive_verification",
+                     "Adaptive verification estimates per-position acceptance from the draft "
+                     "logits, which use_local_argmax_reduction never materializes. Disable one "
+                     "of them.", "drop one of them")
+        if cfg.get("dspark_draft_topk") is not None and method != "dspark":
+            if draft_branch:
+                self.add("dspark-only-key", "error", "dspark_draft_topk", "dspark_draft_topk "
+                         "is only supported by DSpark", "remove it")
+            else:
+                self.add("switch-ignored", "warning", "dspark_draft_topk", f"dspark_draft_topk"
+                         f" does nothing for method '{method}' ({self.vname} checks it only "
+                         "for methods that load a draft checkpoint)", "remove it")
+        if cfg.get("xpress_topc") is not None and method != "dflash":
+            if draft_branch:
+                self.add("xpress-only-key", "error", "xpress_topc", "xpress_topc is only "
+                         "supported by XPress", "remove it")
+            else:
+                self.add("switch-ignored", "warning", "xpress_topc", f"xpress_topc does "
+                         f"nothing for method '{method}' ({self.vname} checks it only for "
+                         "methods that load a draft checkpoint)", "remove it")
+        if cfg.get("draft_lm_head_quantization") is not None and method not in (
+                "eagle", "eagle3", "mtp"):
+            self.add("lm-head-quantization-method", "error", "draft_lm_head_quantization",
+                     f"draft_lm_head_quantization is not supported for method {method!r}.",
+                     "remove it (eagle, eagle3 and mtp only)")
+        if vals.get("rejection_sample_method") == "fly" and nst is not None:
+            self.add("fly-lossy", "warning", "rejection_sample_method", "FLy verification is "
+                     "a lossy speculative decoding method and may degrade model outputs "
+                     f"({self.vname}'s warning)", "use 'standard' where outputs must match")
+            win = vals.get("fly_window_size")
+            if method == "extract_hidden_states":
+                self.add("fly-method", "error", "rejection_sample_method", "FLy is not "
+                         "compatible with method='extract_hidden_states'", "use 'standard'")
+            elif nst < 2:
+                self.add("fly-needs-k2", "error", "num_speculative_tokens", "FLy requires "
+                         "num_speculative_tokens to be at least 2.", "use 2 or more")
+            elif win is not None and win >= nst:
+                self.add("fly-window", "error", "fly_window_size", "FLy requires "
+                         "fly_window_size to be smaller than num_speculative_tokens.",
+                         f"use at most {nst - 1}")
 
     def synthetic(self, cfg, vals, nst):
         rates, length = vals.get("synthetic_acceptance_rates"), vals.get(
@@ -569,6 +716,14 @@ class _Checker:
                      f"merged about January 2026, after the versions that ignore unknown keys); "
                      f"vLLM {self.version} most likely ignores it silently and drafts "
                      "num_speculative_tokens at every batch size", "upgrade vLLM, or drop it")
+            return
+        if self.prof is not None and schedule == []:
+            self.add("schedule-empty-fails-later", "warning", key, f"{key} is empty: "
+                     f"{self.vname} accepts the config and the scheduler skips an empty "
+                     "schedule, but the GPU model runner's CUDA-graph setup then raises "
+                     "'num_speculative_tokens_per_batch_size must not be empty.'",
+                     "omit the key for a static num_speculative_tokens, or give at least one "
+                     "[range_start, range_end, K] entry")
             return
         problems = schedule_problems(schedule)
         for problem in problems:

@@ -19,6 +19,7 @@ import re
 
 from . import _schema as S
 from ._rules import _Checker, _era, _parse_version
+from ._versions import profile_for
 from ._values import _json_values
 from .findings import ConfigCheck, Finding
 from .syntax import ConfigSyntaxError, linecol, loads, mask_strings, syntax_error, too_deep
@@ -273,6 +274,7 @@ def check_speculative_config(text_or_dict, vllm_version=None, draft_config=None)
     else:
         raise TypeError("text_or_dict must be JSON text (str) or a dict, got "
                         f"{type(text_or_dict).__name__}")
-    checker = _Checker(text, era, version, draft)
+    prof = profile_for(version) if era in ("strict", "current") else None
+    checker = _Checker(text, era, version, draft, profile=prof)
     checker.run(cfg)
     return ConfigCheck(tuple(checker.out), dict(cfg), version)
