@@ -386,8 +386,11 @@ class _Checker:
             hint = close[0] if close else None
         msg = f"unknown method {method!r} (pydantic Literal validation error)"
         if self.prof is not None and method in S.METHODS:
-            msg = (f"method {method!r} is not one of {self.vname}'s methods (pydantic Literal "
-                   "validation error; it was in older vLLM)")
+            self.add("method-removed", "error", "method", f"method {method!r} is not one of "
+                     f"{self.vname}'s methods (pydantic Literal validation error); older vLLM "
+                     "had it", f"use one of {', '.join(canon)}, or a vLLM release that still "
+                     f"has '{method}'")
+            return None
         if hint:
             msg += f"; did you mean '{hint}'?"
             fix = f"write \"method\": \"{hint}\""
