@@ -272,6 +272,11 @@ def run_configs(out: Path, work: Path, shared: Path | None, only_ids=None, quiet
     fields = {n: str(f.annotation) for n, f in SpeculativeConfig.__pydantic_fields__.items()}
     (out / "fields.json").write_text(json.dumps({"vllm": vllm.__version__, "fields": fields},
                                                 indent=1, sort_keys=True) + "\n")
+    (out.parent / "standins.json").write_text(json.dumps(
+        {"note": "the stand-in checkpoints the oracle served (oracle/standins.py): local "
+                 "folders under {standins}/<name>, hub ids from an offline cache",
+         "local": {k: {"kind": v[0], "config": v[1]} for k, v in standins.STANDINS.items()},
+         "hub": standins.HUB_IDS}, indent=1, sort_keys=True) + "\n")
     (out / "profile.json").write_text(json.dumps(profile(SpeculativeConfig), indent=1,
                                                  sort_keys=True) + "\n")
     return recs

@@ -141,3 +141,112 @@ def test_metrics_reader_recovers_the_counts(version):
                    for i in range(rec["num_speculative_tokens"])]
         assert list(counts.accepted_per_position) == per_pos
         assert counts.label_sets == len(rec["engines"])
+
+
+# ------------------------------------------------------------------ bench files
+
+def _bench_inputs(version):
+    path = CASES / version / "bench" / "inputs.jsonl"
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()] \
+        if path.exists() else []
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_bench_reader_reads_every_file(version):
+    from specnb.vllm import read_bench, read_bench_results
+    inputs = _bench_inputs(version)
+    assert inputs
+    saved = [i for i in inputs if i["mode"] == "--save-result"]
+    appended = read_bench_results(CASES / version / "bench" / "appended.jsonl")
+    # --append-result: one object a line, one per run, in run order
+    assert [r["label"] for r in appended] == [i["run"] for i in inputs
+                                              if i["mode"] == "--append-result"]
+    assert read_bench(CASES / version / "bench" / "appended.jsonl") == appended[-1]
+    for inp in saved:
+        run = read_bench(CASES / version / inp["file"])
+        assert run["label"] == inp["run"]
+        before, after = inp["server_counts_before"], inp["server_counts_after"]
+        if inp["num_speculative_tokens"] is None:
+            assert "spec_decode_num_drafts" not in run
+            continue
+        # the bench's spec-decode section is the /metrics delta over the run
+        drafts = after["num_drafts"] - before["num_drafts"]
+        assert run["spec_decode_num_drafts"] == drafts
+        assert run["spec_decode_draft_tokens"] == after["num_draft_tokens"] - before["num_draft_tokens"]
+        accepted = after["num_accepted_tokens"] - before["num_accepted_tokens"]
+        assert run["spec_decode_accepted_tokens"] == accepted
+        assert math.isclose(run["spec_decode_acceptance_length"], 1 + accepted / drafts)
+        from specnb.vllm import per_position_rates
+        per_pos = [a - b for a, b in zip(after["accepted_per_pos"], before["accepted_per_pos"])]
+        assert per_position_rates(run) == pytest.approx([p / drafts for p in per_pos])
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_compare_bench_flags_and_shows(version):
+    from specnb.advise.bench import compare_bench
+    b = CASES / version / "bench"
+    same = compare_bench(b / "spec-k3.json", b / "baseline.json")
+    assert "input-lengths-differ" not in {n.code for n in same.comparability}
+    longer = compare_bench(b / "spec-k5-longer-inputs.json", b / "baseline.json")
+    assert "input-lengths-differ" in {n.code for n in longer.comparability}
+    on = json.loads((b / "spec-k3.json").read_text())
+    rows = {(r.metric, r.stat) for r in same.table.itertuples()}
+    assert ("request goodput", "") in rows and on["request_goodput"] is not None
+    assert ("peak output throughput", "") in rows and ("peak concurrent requests", "") in rows
+    assert {("TPOT", "std"), ("TTFT", "std"), ("ITL", "std")} <= rows
+    text = str(same)
+    rates = on["spec_decode_per_position_acceptance_rates"]
+    assert "per-position acceptance (ON) " + ", ".join(
+        f"{i}: {100 * r:.1f} %" for i, r in enumerate(rates)) in text
+    # an --append-result file compares too (its newest run)
+    assert compare_bench(b / "appended.jsonl", b / "baseline.json").verdict
+
+
+# ------------------------------------------------------------------ configs that need the target
+
+def _standins(root: Path) -> dict:
+    """Write the oracle's stand-in checkpoints (config.json only) under ``root``."""
+    data = json.loads((CASES / "standins.json").read_text())
+    for name, s in data["local"].items():
+        (root / name).mkdir(parents=True, exist_ok=True)
+        (root / name / "config.json").write_text(json.dumps(s["config"]))
+    return data
+
+
+def _flag(args, name, default=None):
+    return int(args[args.index(name) + 1]) if name in args else default
+
+
+def _target_params():
+    out = []
+    for v in VERSIONS:
+        for r in _configs(v):
+            if r["target_dependent"] and r["argv"] is None:
+                marks = []
+                if (v, r["id"]) in KNOWN:
+                    marks.append(pytest.mark.xfail(strict=True, reason=KNOWN[(v, r["id"])]))
+                out.append(pytest.param(v, r, id=f"{v}:{r['id']}", marks=marks))
+    return out
+
+
+@pytest.mark.parametrize("version,rec", _target_params())
+def test_target_aware_checks_give_vllms_verdict(version, rec, tmp_path):
+    data = _standins(tmp_path)
+    text = rec["input"].replace("{standins}", str(tmp_path))
+    try:
+        cfg = json.loads(text)
+    except ValueError:
+        cfg = None
+    draft = None
+    if isinstance(cfg, dict):
+        model = cfg.get("model")
+        if isinstance(model, str) and model in data["hub"]:
+            draft = data["local"][data["hub"][model]]["config"]
+    target = data["local"][rec["target"]]["config"]
+    check = check_speculative_config(
+        text, vllm_version=version, draft_config=draft, target_config=target,
+        tensor_parallel_size=_flag(rec["serve_args"], "--tensor-parallel-size", 1),
+        max_model_len=_flag(rec["serve_args"], "--max-model-len"))
+    assert check.accepted == vllm_verdict(rec), (
+        f"vLLM {version}: {rec['verdict']} at {rec['stage']} ({rec.get('exception')}: "
+        f"{rec.get('message')}); specnb: {[(f.severity, f.code) for f in check]}")
