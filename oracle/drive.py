@@ -133,8 +133,8 @@ class ConfigOracle:
                                           exit_code=x.code)
             stage = "engine_args"
             ea = self.EngineArgs.from_cli_args(args)
-            rec["parsed"] = ea.speculative_config if not isinstance(ea.speculative_config, str) \
-                else ea.speculative_config
+            rec["parsed"] = json.loads(self._sanitize(json.dumps(ea.speculative_config,
+                                                                  default=str)))
             stage = "target_model_config"
             key = (e["target"], tuple(e["serve_args"]))
             mc = ea.create_model_config()
