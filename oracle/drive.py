@@ -380,8 +380,8 @@ def _counts(k, steps):
 def run_logs(out: Path):
     from vllm.v1.spec_decode.metrics import SpecDecodingLogging
     import vllm.v1.spec_decode.metrics as m
-    from vllm.logger import set_vllm_process_name
-    with contextlib.suppress(Exception):
+    with contextlib.suppress(Exception):  # 0.33 names the process in its lines; 0.25 does not
+        from vllm.logger import set_vllm_process_name
         set_vllm_process_name("APIServer")
     import vllm.logger as vl
     vl._configure_vllm_root_logger()  # what the server's startup does

@@ -916,6 +916,24 @@ def target_checks(ch: "_Checker", cfg: dict, target: dict | None, tp: int | None
                "quantization method'", f"use one of {', '.join(choices[:8])}, ...")
     if draft is None and method in ch.mtp:
         draft = target
+    if draft is not None and method in ("medusa", "mlp_speculator") and \
+            model_type(draft) != method:
+        ch.add("checkpoint-not-method", "error" if method == "mlp_speculator" else "warning",
+               "method", f"method '{method}' on a checkpoint "
+               f"whose config.json says model_type {model_type(draft)!r}: vLLM re-detects the "
+               f"method from it, finds none and raises \"Unsupported speculative method: "
+               f"'{method}'\"" if method == "mlp_speculator" else
+               f"method 'medusa' on a checkpoint whose config.json says model_type "
+               f"{model_type(draft)!r}, not a Medusa head: vLLM accepts it and loads it as "
+               "one (expect a load error or no acceptance)", "use the method the checkpoint "
+               "was trained for (draft_model for a plain causal LM)")
+        if method == "mlp_speculator":
+            return
+    if draft is not None and cfg.get("num_speculative_tokens") is None and \
+            method not in ch.mtp and method != "dspark" and draft.get("n_predict") is None:
+        ch.add("no-n-predict", "error", "num_speculative_tokens", "not set, and the draft's "
+               "config.json has no n_predict: vLLM raises 'A speculative model was provided, "
+               "but `num_speculative_tokens` was not provided'", "add \"num_speculative_tokens\"")
     # draft tensor parallel size (the target's defaults to 1)
     dtp = cfg.get("draft_tensor_parallel_size")
     if isinstance(dtp, int) and not isinstance(dtp, bool):
