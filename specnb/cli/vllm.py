@@ -50,16 +50,6 @@ def _tolerance(text: str) -> float:
     return value
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text}")
-    return value
-
-
 def _cmd_check(args) -> int:
     from ..vllm import check_speculative_config
 
@@ -247,9 +237,9 @@ def register(sub) -> None:
     c.add_argument("--target-config", metavar="PATH",
                    help="the served model's local config.json (or its folder): checks the "
                         "draft's max_model_len, vocabulary, TP and checkpoint kind against it")
-    c.add_argument("--tensor-parallel-size", metavar="N", type=_positive_int,
+    c.add_argument("--tensor-parallel-size", metavar="N", type=positive_int,
                    help="the server's --tensor-parallel-size (judges draft_tensor_parallel_size)")
-    c.add_argument("--max-model-len", metavar="N", type=_positive_int,
+    c.add_argument("--max-model-len", metavar="N", type=positive_int,
                    help="the server's --max-model-len (default: the target's "
                         "max_position_embeddings)")
     c.add_argument("--json", action="store_true", help="print the findings as JSON")

@@ -627,22 +627,17 @@ class _Checker:
                      "Adaptive verification estimates per-position acceptance from the draft "
                      "logits, which use_local_argmax_reduction never materializes. Disable one "
                      "of them.", "drop one of them")
-        if cfg.get("dspark_draft_topk") is not None and method != "dspark":
+        for key, owner, code, words in (
+                ("dspark_draft_topk", "dspark", "dspark-only-key", "DSpark"),
+                ("xpress_topc", "dflash", "xpress-only-key", "XPress")):
+            if cfg.get(key) is None or method == owner:
+                continue
             if draft_branch:
-                self.add("dspark-only-key", "error", "dspark_draft_topk", "dspark_draft_topk "
-                         "is only supported by DSpark", "remove it")
+                self.add(code, "error", key, f"{key} is only supported by {words}", "remove it")
             else:
-                self.add("switch-ignored", "warning", "dspark_draft_topk", f"dspark_draft_topk"
-                         f" does nothing for method '{method}' ({self.vname} checks it only "
-                         "for methods that load a draft checkpoint)", "remove it")
-        if cfg.get("xpress_topc") is not None and method != "dflash":
-            if draft_branch:
-                self.add("xpress-only-key", "error", "xpress_topc", "xpress_topc is only "
-                         "supported by XPress", "remove it")
-            else:
-                self.add("switch-ignored", "warning", "xpress_topc", f"xpress_topc does "
-                         f"nothing for method '{method}' ({self.vname} checks it only for "
-                         "methods that load a draft checkpoint)", "remove it")
+                self.add("switch-ignored", "warning", key, f"{key} does nothing for method "
+                         f"'{method}' ({self.vname} checks it only for methods that load a "
+                         "draft checkpoint)", "remove it")
         if cfg.get("draft_lm_head_quantization") is not None and method not in (
                 "eagle", "eagle3", "mtp"):
             self.add("lm-head-quantization-method", "error", "draft_lm_head_quantization",

@@ -77,9 +77,11 @@ def suggest_fix(config) -> dict | None:
     return None
 
 
-def _draft_config(draft_config):
-    """``draft_config`` as a dict (read from a local config.json by
-    :func:`specnb.hf_config.read_config` when a path is given)."""
+def _draft_config(draft_config, label="draft_config",
+                  hint="no config.json there: give the draft checkpoint's local config.json or "
+                       "its folder"):
+    """``draft_config`` (or ``target_config``: ``label``) as a dict (read from a local
+    config.json by :func:`specnb.hf_config.read_config` when a path is given)."""
     if draft_config is None or isinstance(draft_config, dict):
         return draft_config
     from pathlib import Path
@@ -87,12 +89,10 @@ def _draft_config(draft_config):
     from ..hf_config import read_config
 
     if not isinstance(draft_config, (str, Path)):
-        raise TypeError("draft_config must be a dict (config.json), a path or None, got "
+        raise TypeError(f"{label} must be a dict (config.json), a path or None, got "
                         f"{type(draft_config).__name__}")
     try:
-        return read_config(draft_config, label="draft_config",
-                           hint="no config.json there: give the draft checkpoint's local "
-                                "config.json or its folder")[0]
+        return read_config(draft_config, label=label, hint=hint)[0]
     except FileNotFoundError as exc:  # the checker's bad input is a ValueError
         raise ValueError(str(exc)) from None
 
@@ -239,7 +239,8 @@ def check_speculative_config(text_or_dict, vllm_version=None, draft_config=None,
         ``draft_config`` names a file that cannot be read.
     """
     draft = _draft_config(draft_config)
-    target = _target_config(target_config)
+    target = _draft_config(target_config, "target_config",
+                           "give the served model's local config.json or its folder")
     for name, value in (("tensor_parallel_size", tensor_parallel_size),
                         ("max_model_len", max_model_len)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)
@@ -299,21 +300,3 @@ def check_speculative_config(text_or_dict, vllm_version=None, draft_config=None,
     if target is not None or tensor_parallel_size is not None or max_model_len is not None:
         target_checks(checker, cfg, target, tensor_parallel_size, max_model_len)
     return ConfigCheck(tuple(checker.out), dict(cfg), version)
-
-
-def _target_config(target_config):
-    """``target_config`` as a dict (a path is read by :func:`specnb.hf_config.read_config`)."""
-    if target_config is None or isinstance(target_config, dict):
-        return target_config
-    from pathlib import Path
-
-    from ..hf_config import read_config
-
-    if not isinstance(target_config, (str, Path)):
-        raise TypeError("target_config must be a dict (config.json), a path or None, got "
-                        f"{type(target_config).__name__}")
-    try:
-        return read_config(target_config, label="target_config",
-                           hint="give the served model's local config.json or its folder")[0]
-    except FileNotFoundError as exc:
-        raise ValueError(str(exc)) from None
