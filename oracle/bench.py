@@ -233,7 +233,8 @@ def run_bench(out: Path, work: Path) -> int:
                 if mode == "--save-result":
                     (bdir / f"{rid}.stdout.txt").write_text(
                         "\n".join(ln for ln in p.stdout.splitlines()
-                                  if not ln.startswith("http://127.0.0.1")))
+                                  if not ln.startswith("http://127.0.0.1")).replace(
+                            str(work), "{work}"))
                 inputs.append({"run": rid, "file": f"bench/{fname}", "mode": mode,
                                "argv": ["vllm", "bench", "serve"] + [
                                    c.replace(str(bdir), "{out}/bench").replace(str(work), "{work}")
