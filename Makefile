@@ -1,7 +1,9 @@
 # specnb: two commands on a fresh machine with Python 3.11+ and make.
 #   make test   create .venv if missing, install, run the whole test suite
 #   make run    create .venv if missing, install, execute every notebook headless -> build/
-# Other targets: make check (import layers and the fast tests), make lab (JupyterLab with widgets), make bench (benchmarks), make docs (docs/api from the docstrings), make clean.
+# Other targets: make check (import layers and the fast tests), make lab (JupyterLab with widgets), make bench (benchmarks), make docs (docs/api from the docstrings), make clean,
+#   make oracle [VLLM=0.33.0]   vLLM itself as the oracle: writes tests/cases/vllm/$(VLLM)/
+#   make oracle-check           re-run it into a temp folder; fail if a verdict moved
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
@@ -13,7 +15,7 @@ TORCH  ?= torch==2.13.0
 # One stamp per TORCH setting, so changing TORCH re-runs the install.
 STAMP  := $(VENV)/.specnb-installed-$(subst =,_,$(subst /,_,$(if $(TORCH),$(TORCH),own-torch)))
 
-.PHONY: install test check run lab bench docs clean distclean
+.PHONY: install test check run lab bench docs clean distclean oracle oracle-check
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -67,6 +69,28 @@ bench: install
 # (tests/scripts/test_gen_docs.py fails until this is rerun after a docstring changes).
 docs: install
 	$(BIN)/python scripts/gen_docs.py
+
+# vLLM as the oracle (oracle/README.md): its own virtualenv .venv-vllm-$(VLLM) (the CPU torch,
+# the vLLM wheel with --no-deps, oracle/requirements-$(VLLM).txt), then oracle/drive.py on the
+# corpus. VLLM names any release; the fixtures go to tests/cases/vllm/$(VLLM)/.
+VLLM          ?= 0.33.0
+ORACLE_PY     ?= python3
+ORACLE_VENV   := .venv-vllm-$(VLLM)
+ORACLE_STAMP  := $(ORACLE_VENV)/.oracle-installed
+ORACLE_OUT    := tests/cases/vllm/$(VLLM)
+ORACLE_ENV    := VLLM_TARGET_DEVICE=cpu HF_HUB_OFFLINE=1
+
+$(ORACLE_STAMP): oracle/setup_venv.sh $(wildcard oracle/requirements-$(VLLM).txt)
+	PYTHON=$(ORACLE_PY) sh oracle/setup_venv.sh $(VLLM)
+
+oracle: $(ORACLE_STAMP)
+	$(ORACLE_ENV) $(ORACLE_VENV)/bin/python oracle/drive.py all --out $(ORACLE_OUT)
+	mkdir -p specnb/vllm/versions && cp $(ORACLE_OUT)/profile.json specnb/vllm/versions/$(VLLM).json
+
+oracle-check: $(ORACLE_STAMP)
+	@tmp=$$(mktemp -d) && \
+	$(ORACLE_ENV) $(ORACLE_VENV)/bin/python oracle/drive.py configs --out $$tmp --quiet && \
+	$(ORACLE_PY) oracle/compare.py $(ORACLE_OUT) $$tmp; rc=$$?; rm -rf $$tmp; exit $$rc
 
 clean:
 	rm -rf build .pytest_cache .hypothesis .import_linter_cache

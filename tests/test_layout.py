@@ -28,12 +28,8 @@ NO_TEST_FILE = {
                        "slow); no test file of its own yet",
     "vllm/_rules.py": "private to specnb.vllm.check: tested through check_speculative_config "
                       "(tests/vllm/test_check.py)",
-    "vllm/_rules_keys.py": "part of the checker's rules (split from _rules.py): tested through "
-                           "check_speculative_config (tests/vllm/test_check.py)",
-    "vllm/_rules_method.py": "part of the checker's rules (split from _rules.py): tested through "
-                             "check_speculative_config (tests/vllm/test_check.py)",
-    "vllm/_rules_typed.py": "part of the checker's rules (split from _rules.py): tested through "
-                            "check_speculative_config (tests/vllm/test_check.py)",
+    "vllm/_versions.py": "vLLM version profiles (package data read from vLLM's own code): "
+                         "tested through tests/vllm/test_oracle_fixtures.py and test_check.py",
     "vllm/_schema.py": "private to specnb.vllm.check: tested through check_speculative_config "
                        "(tests/vllm/test_check.py, which reads its tables)",
     "vllm/_values.py": "private JSON-value checks of the checker and builder: tested through "
@@ -44,6 +40,9 @@ NO_TEST_FILE = {
 #: Test files that follow no single module: {path under tests/: what they test}.
 NOT_A_MODULE = {
     "test_layout.py": "this layout",
+    "vllm/test_oracle_fixtures.py": "vLLM's own verdicts, log lines, metrics and bench files "
+                                    "(tests/cases/vllm/<version>/, written by make oracle) "
+                                    "replayed through specnb.vllm",
     "test_readme.py": "the README's and the docs/*.md pages' examples (doctest)",
     "test_readme_commands.py": "the README's and the docs/*.md pages' command lines run as written",
     "test_browser.py": "JupyterLab and the HTML report in a real Chromium (slow, browser)",

@@ -67,6 +67,10 @@ class BenchComparison:
                 lines.append(f"acceptance rate (ON)    {a['spec_decode_acceptance_rate']:.2f} %")
             if "spec_decode_acceptance_length" in a:
                 lines.append(f"acceptance length (ON)  {a['spec_decode_acceptance_length']:.2f}")
+            rates = a.get("spec_decode_per_position_acceptance_rates")
+            if isinstance(rates, list) and rates:
+                lines.append("per-position acceptance (ON) " + ", ".join(
+                    f"{i}: {100 * float(r):.1f} %" for i, r in enumerate(rates)))
         lines.append("")
         if self.comparability:
             lines.append("not a like-for-like comparison; read the verdict with this in mind:")
@@ -116,8 +120,20 @@ def _comparability(on_d, off_d, tol, same_file):
         if k in on_d and k in off_d and on_d[k] != off_d[k]:
             out.append(Note("runs-differ", f"the runs differ in {k} ({off_d[k]!r} off vs "
                             f"{on_d[k]!r} on): not a like-for-like comparison"))
-    tokens = [bench_value(d, "total_output_tokens") for d in (off_d, on_d)]
     done = [bench_value(d, "completed") for d in (off_d, on_d)]
+    inputs = [bench_value(d, "total_input_tokens") for d in (off_d, on_d)]
+    if not any(math.isnan(t) for t in inputs) and all(n == n and n > 0 for n in done):
+        per_in = [t / n for t, n in zip(inputs, done)]
+        if per_in[0] > 0 and abs(per_in[1] / per_in[0] - 1) > tol:
+            # vLLM 0.33 writes no dataset keys; the input lengths show a different prompt set
+            out.append(Note(
+                "input-lengths-differ",
+                f"the runs sent prompts of different lengths: {per_in[0]:,.1f} off vs "
+                f"{per_in[1]:,.1f} on input tokens per request (total_input_tokens / "
+                f"completed, {100 * (per_in[1] / per_in[0] - 1):+.1f}%): different prompts, "
+                "so TTFT and throughput are not comparable (use the same --dataset-name, "
+                "input length and --seed)"))
+    tokens = [bench_value(d, "total_output_tokens") for d in (off_d, on_d)]
     if not any(math.isnan(t) for t in tokens):
         per = [t / n if n == n and n > 0 else t for t, n in zip(tokens, done)]
         unit = "per request" if all(n == n and n > 0 for n in done) else "in total"

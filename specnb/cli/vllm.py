@@ -92,7 +92,10 @@ def _cmd_check(args) -> int:
         return _err("config check", str(exc), 2)
     try:
         result = check_speculative_config(text, vllm_version=args.vllm_version,
-                                          draft_config=args.draft_config)
+                                          draft_config=args.draft_config,
+                                          target_config=args.target_config,
+                                          tensor_parallel_size=args.tensor_parallel_size,
+                                          max_model_len=args.max_model_len)
     except OSError as exc:
         return _err("config check", f"cannot read {exc.filename}: {exc.strerror}", 2)
     except ValueError as exc:
@@ -268,6 +271,14 @@ def register(sub) -> None:
     c.add_argument("--draft-config", metavar="PATH",
                    help="the draft checkpoint's local config.json (or its folder): checks the "
                         "method against its architectures / model_type")
+    c.add_argument("--target-config", metavar="PATH",
+                   help="the served model's local config.json (or its folder): checks the "
+                        "draft's max_model_len, vocabulary, TP and checkpoint kind against it")
+    c.add_argument("--tensor-parallel-size", metavar="N", type=positive_int,
+                   help="the server's --tensor-parallel-size (judges draft_tensor_parallel_size)")
+    c.add_argument("--max-model-len", metavar="N", type=positive_int,
+                   help="the server's --max-model-len (default: the target's "
+                        "max_position_embeddings)")
     c.add_argument("--json", action="store_true", help="print the findings as JSON")
     c.set_defaults(func=_cmd_check)
 

@@ -36,7 +36,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ._schema import BUILD_METHODS, DEFAULT_GAMMA, METHODS, NGRAM_OPTIONS
-from .bench import COMPARABLE, SPEC_KEYS, bench_rows, bench_summary, bench_value, read_bench
+from .bench import (COMPARABLE, SPEC_KEYS, bench_rows, bench_summary, bench_value,
+                    per_position_rates, read_bench, read_bench_results)
 from .check import check_speculative_config, parse_speculative_config, suggest_fix
 from .config import speculative_config
 from .findings import ConfigCheck, Finding
@@ -49,6 +50,7 @@ from .schedule import describe_schedule, schedule_lookup, validate_schedule
 from .syntax import ConfigSyntaxError
 
 __all__ = [
+    "read_bench_results", "per_position_rates",
     "METHODS", "BUILD_METHODS", "DEFAULT_GAMMA", "NGRAM_OPTIONS",
     "speculative_config", "serve_command", "yaml_config", "python_snippet",
     "check_speculative_config", "parse_speculative_config", "suggest_fix",

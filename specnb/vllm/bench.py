@@ -23,12 +23,18 @@ from pathlib import Path
 
 from .. import _check
 
-__all__ = ["SPEC_KEYS", "COMPARABLE", "read_bench", "bench_summary", "bench_value", "bench_rows"]
+__all__ = ["SPEC_KEYS", "COMPARABLE", "read_bench", "read_bench_results", "bench_summary",
+           "bench_value", "bench_rows", "per_position_rates"]
 
 LATENCY_METRICS = ("ttft", "tpot", "itl", "e2el")
 THROUGHPUTS = (("output_throughput", "output throughput", "tok/s"),
                ("total_token_throughput", "total token throughput", "tok/s"),
-               ("request_throughput", "request throughput", "req/s"))
+               ("request_throughput", "request throughput", "req/s"),
+               # written when --goodput is given (null otherwise)
+               ("request_goodput", "request goodput", "req/s"),
+               # peaks over 1-second buckets (vllm/benchmarks/serve.py, 0.33.0)
+               ("max_output_tokens_per_s", "peak output throughput", "tok/s"),
+               ("max_concurrent_requests", "peak concurrent requests", "req"))
 SPEC_KEYS = ("spec_decode_acceptance_rate", "spec_decode_acceptance_length",
              "spec_decode_num_drafts", "spec_decode_draft_tokens",
              "spec_decode_accepted_tokens", "spec_decode_per_position_acceptance_rates")
@@ -59,8 +65,55 @@ def _check_values(data: dict, where: str) -> None:
                          f"of fractions in [0, 1], got {rates!r}")
 
 
+def _objects(text: str, where: str) -> list:
+    """The JSON values in ``text``: one, or several written one a line by
+    ``vllm bench serve --append-result`` (a newline between objects, none at the end)."""
+    dec = json.JSONDecoder()
+    out, i, n = [], 0, len(text)
+    while True:
+        while i < n and text[i].isspace():
+            i += 1
+        if i >= n:
+            return out
+        try:
+            obj, i = dec.raw_decode(text, i)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{where}: not JSON ({exc.msg} at line {exc.lineno} column "
+                             f"{exc.colno})") from None
+        out.append(obj)
+
+
+def read_bench_results(path) -> list[dict]:
+    """Every result in a ``vllm bench serve`` file: one for ``--save-result``, one per run for
+    ``--append-result`` (runs appended, one JSON object a line), oldest first.
+
+    Raises
+    ------
+    OSError, ValueError
+        as :func:`read_bench` (each result is checked the same way).
+    """
+    where = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise _check.utf8_error(where, exc, "is it a `vllm bench serve --save-result` JSON "
+                                "file?") from None
+    try:
+        objs = _objects(text, where)
+    except RecursionError:
+        raise ValueError(f"{where}: JSON nested too deeply to read") from None
+    if not objs:
+        raise ValueError(f"{where}: empty; is this a `vllm bench serve --save-result` file?")
+    suffix = len(objs) > 1
+    return [_validated(o, f"{where} (result {i + 1} of {len(objs)})" if suffix else where)
+            for i, o in enumerate(objs)]
+
+
 def read_bench(path_or_dict) -> dict:
     """Load one ``vllm bench serve --save-result`` JSON file (or take its dict).
+
+    A file written with ``--append-result`` holds one result a line: the last (newest) one is
+    returned (:func:`read_bench_results` gives them all).
 
     Parameters
     ----------
@@ -82,20 +135,14 @@ def read_bench(path_or_dict) -> dict:
     if isinstance(path_or_dict, dict):
         data, where = path_or_dict, "the dict"
     elif isinstance(path_or_dict, (str, Path)):
-        where = str(path_or_dict)
-        try:
-            data = json.loads(Path(path_or_dict).read_text(encoding="utf-8"))
-        except UnicodeDecodeError as exc:
-            raise _check.utf8_error(where, exc, "is it a `vllm bench serve --save-result` JSON "
-                                    "file?") from None
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{where}: not JSON ({exc.msg} at line {exc.lineno} column "
-                             f"{exc.colno})") from None
-        except RecursionError:
-            raise ValueError(f"{where}: JSON nested too deeply to read") from None
+        return read_bench_results(path_or_dict)[-1]
     else:
         raise TypeError("path_or_dict must be a path or a dict, got "
                         f"{type(path_or_dict).__name__}")
+    return _validated(data, where)
+
+
+def _validated(data, where: str) -> dict:
     if not isinstance(data, dict):
         raise ValueError(f"{where}: a bench result is a JSON object, got {type(data).__name__}")
     _check_values(data, where)
@@ -120,7 +167,7 @@ def bench_rows(on: dict, off: dict) -> list[tuple]:
     for m in LATENCY_METRICS:
         pct = sorted({float(hit.group(1)) for d in (on, off) for k in d
                       if (hit := _PCT.match(k)) and hit.group(2) == m})
-        stats = [("mean", f"mean_{m}_ms"), ("median", f"median_{m}_ms")]
+        stats = [("mean", f"mean_{m}_ms"), ("median", f"median_{m}_ms"), ("std", f"std_{m}_ms")]
         stats += [(f"p{p:g}", f"p{p:g}_{m}_ms") for p in pct]
         for stat, key in stats:
             if key in on or key in off:
@@ -131,6 +178,13 @@ def bench_rows(on: dict, off: dict) -> list[tuple]:
     if "duration" in on or "duration" in off:
         rows.append(("duration", "", "s", bench_value(off, "duration"), bench_value(on, "duration"), "lower"))
     return rows
+
+
+def per_position_rates(d: dict) -> list[float]:
+    """``spec_decode_per_position_acceptance_rates`` (fractions; vLLM's bench prints them as
+    percentages), or [] when the run has no spec-decode section."""
+    rates = d.get("spec_decode_per_position_acceptance_rates")
+    return [float(r) for r in rates] if isinstance(rates, list) else []
 
 
 def bench_summary(path_or_dict):

@@ -369,3 +369,29 @@ def test_config_build_warns_about_a_draft_length_beyond_any_context(capsys):
                          "json")
     assert code == 0 and json.loads(out)["num_speculative_tokens"] == 10 ** 23
     assert "warning: num_speculative_tokens: num_speculative_tokens=1e+23" in err
+def test_config_check_against_the_target(tmp_path, capsys):
+    # the oracle's stand-ins: target-llama (vocab 32000, 4096 positions), SmolLM2's (vocab 50000)
+    standins = json.loads((Path(__file__).resolve().parent.parent / "cases" / "vllm"
+                           / "standins.json").read_text())
+    for name in ("target-llama", "draft-llama-vocab50k"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.json").write_text(
+            json.dumps(standins["local"][name]["config"]))
+    target = str(tmp_path / "target-llama")
+    draft = str(tmp_path / "draft-llama-vocab50k")
+    cfg = {"method": "draft_model", "model": draft, "num_speculative_tokens": 3,
+           "draft_tensor_parallel_size": 2}
+    assert main(["config", "check", json.dumps(cfg), "--target-config", target,
+                 "--json"]) == 1
+    codes = {f["code"] for f in json.loads(capsys.readouterr().out)["findings"]}
+    assert {"draft-tp-vs-target", "vocab-size-differs"} <= codes
+    cfg = {"method": "draft_model", "model": draft, "num_speculative_tokens": 3,
+           "draft_tensor_parallel_size": 2, "use_heterogeneous_vocab": True}
+    assert main(["config", "check", json.dumps(cfg), "--target-config", target,
+                 "--tensor-parallel-size", "2", "--max-model-len", "2048"]) == 0
+    capsys.readouterr()
+    cfg = {"method": "draft_model", "model": str(tmp_path / "missing"), "num_speculative_tokens": 3}
+    assert main(["config", "check", json.dumps(cfg), "--target-config", target]) == 1
+    assert "does not exist" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["config", "check", "{}", "--tensor-parallel-size", "0"])
