@@ -1,0 +1,193 @@
+"""Engine profiles: what a serving engine's speculative step costs beyond the roofline model
+(issue 16, staged). Profiles live in ``data/engine_profiles.csv`` (one row per parameter,
+with the fit and the points it was fitted on); ``scripts/fit_engine_profiles.py`` fits them
+on ``data/engine_measurements.csv`` and prints leave-one-source-out errors.
+
+A profile adds to the cost of one speculative step (B sequences, gamma draft forwards,
+proposal rate M, a head with an LM head of V_d rows)::
+
+    extra = sd_overhead_ms                                  # per verification (replaces the
+                                                            #   model's default 1.207 ms)
+          + gamma x draft_step_ms[method]                   # per draft forward (launches,
+                                                            #   bookkeeping)
+          + B gamma x (V_d / 1000) x draft_logits_ns x 1e-6 # per draft token, per 1,000 LM-head
+                                                            #   rows (sampling / top-k work)
+          + B (1 + M gamma) x verify_token_us x 1e-3        # per verified token (scorer, e.g.
+                                                            #   vLLM V0's batch expansion)
+
+Engine effects described in ``shared/reference/engines.md`` section 2 item 4. ``ideal`` is the
+roofline alone: every extra 0, no fixed per-forward cost, ideal efficiencies.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import _check
+
+__all__ = ["PARAMETERS", "EFFICIENCY_FIELDS", "DEFAULT_ENGINE", "EngineProfile",
+           "profile_names", "profile", "features", "extra_cost_ms", "nnls", "fit_profile"]
+
+#: Cost parameters of a profile, with their units.
+PARAMETERS = {"sd_overhead_ms": "ms per verification",
+              "draft_step_ms": "ms per draft forward",
+              "draft_logits_ns": "ns per draft token per 1,000 LM-head rows",
+              "verify_token_us": "us per verified token"}
+
+#: Efficiency overrides a profile may carry (``ideal``): field -> Efficiency attribute.
+EFFICIENCY_FIELDS = ("bandwidth", "compute", "fixed_ms", "head_fixed_ms", "overlap")
+
+#: The profile ``specnb plan`` uses without ``--engine``.
+DEFAULT_ENGINE = "vllm"
+
+
+@dataclass(frozen=True)
+class EngineProfile:
+    """One engine's costs. ``draft_step_ms`` maps a draft method (``eagle``, ``eagle3``,
+    ``mtp``, ``draft_model``...) or ``"*"`` (any method) to ms per draft forward;
+    ``efficiency`` holds overrides of the model's efficiencies (``ideal`` only);
+    ``sd_overhead_ms`` None keeps the model's default."""
+
+    name: str
+    sd_overhead_ms: float | None = None
+    draft_step_ms: dict = field(default_factory=dict)
+    draft_logits_ns: float = 0.0
+    verify_token_us: float = 0.0
+    efficiency: dict = field(default_factory=dict)
+    description: str = ""
+
+    def draft_step(self, method: str) -> float:
+        """ms per draft forward for ``method`` (its own value, else ``"*"``, else 0)."""
+        return float(self.draft_step_ms.get(method, self.draft_step_ms.get("*", 0.0)))
+
+
+@functools.lru_cache(maxsize=None)
+def _profiles() -> dict:
+    from .. import data
+
+    out: dict = {}
+    for rec in data.load("engine_profiles").to_dict("records"):
+        name = rec["engine"]
+        p = out.setdefault(name, {"draft_step_ms": {}, "efficiency": {}, "description": ""})
+        par, value = rec["parameter"], float(rec["value"])
+        if par == "draft_step_ms":
+            p["draft_step_ms"][rec["method"] or "*"] = value
+        elif par in EFFICIENCY_FIELDS:
+            p["efficiency"][par] = value
+        elif par in PARAMETERS:
+            p[par] = value
+        else:
+            raise ValueError(f"data/engine_profiles.csv: unknown parameter {par!r} for {name}")
+        p["description"] = p["description"] or rec["description"]
+    return {k: EngineProfile(k, **v) for k, v in out.items()}
+
+
+def profile_names() -> list[str]:
+    """Engines of ``data/engine_profiles.csv``, in file order."""
+    return list(_profiles())
+
+
+def profile(name) -> EngineProfile:
+    """The profile of engine ``name`` (case-insensitive; an :class:`EngineProfile` is returned
+    unchanged).
+
+    Raises
+    ------
+    ValueError
+        an unknown engine; the message lists the known ones.
+    """
+    if isinstance(name, EngineProfile):
+        return name
+    key = str(name).strip().lower()
+    if key not in _profiles():
+        raise ValueError(f"engine must be one of {', '.join(profile_names())}; got {name!r} "
+                         "(profiles: data/engine_profiles.csv)")
+    return _profiles()[key]
+
+
+def features(batch_size, gamma, *, draft_vocab=0, proposal_rate=1.0) -> dict:
+    """The multipliers of each cost parameter for steps of ``batch_size`` sequences and
+    ``gamma`` draft forwards (arrays broadcast): ``sd_overhead_ms`` 1, ``draft_step_ms``
+    gamma, ``draft_logits_ns`` B gamma V_d / 1000 x 1e-6 (to ms), ``verify_token_us``
+    B (1 + M gamma) x 1e-3 (to ms). ``draft_vocab`` 0 for drafts without an LM head of
+    their own sampling (n-gram, suffix)."""
+    b = _check.integer("batch_size", batch_size, lo=1).astype(float)
+    g = _check.integer("gamma", gamma, lo=1).astype(float)
+    v = _check.real("draft_vocab", draft_vocab, lo=0.0)
+    m = _check.scalar_real("proposal_rate", proposal_rate, lo=0.0, hi=1.0, lo_open=True)
+    b, g, v = _check.broadcast(batch_size=b, gamma=g, draft_vocab=v)
+    return {"sd_overhead_ms": np.ones_like(b), "draft_step_ms": g,
+            "draft_logits_ns": b * g * v / 1000.0 * 1e-6,
+            "verify_token_us": b * (1.0 + m * g) * 1e-3}
+
+
+def extra_cost_ms(prof, batch_size, gamma, *, method: str, draft_vocab=0, proposal_rate=1.0,
+                  default_sd_overhead_ms: float = 0.0):
+    """The profile's cost of one speculative step beyond the model's, ms (see the module
+    docstring); ``default_sd_overhead_ms`` stands in where the profile keeps the model's
+    per-verification overhead (``sd_overhead_ms`` None)."""
+    p = profile(prof)
+    f = features(batch_size, gamma, draft_vocab=draft_vocab, proposal_rate=proposal_rate)
+    over = default_sd_overhead_ms if p.sd_overhead_ms is None else p.sd_overhead_ms
+    return _check.out(over * f["sd_overhead_ms"] + p.draft_step(method) * f["draft_step_ms"]
+                      + p.draft_logits_ns * f["draft_logits_ns"]
+                      + p.verify_token_us * f["verify_token_us"])
+
+
+def nnls(a: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Non-negative least squares ``min |A x - y|, x >= 0`` by trying every subset of columns
+    (exact; for the few parameters of a profile, at most 10 columns).
+
+    Raises
+    ------
+    ValueError
+        more than 10 columns; shapes that do not match.
+    """
+    a, y = np.asarray(a, float), np.asarray(y, float)
+    if a.ndim != 2 or y.shape != (a.shape[0],):
+        raise ValueError(f"nnls needs A (n, p) and y (n,), got {a.shape} and {y.shape}")
+    p = a.shape[1]
+    if p > 10:
+        raise ValueError(f"nnls tries every subset: at most 10 columns, got {p}")
+    best, best_x = float(np.sum(y ** 2)), np.zeros(p)
+    for r in range(1, p + 1):
+        for cols in itertools.combinations(range(p), r):
+            sub = a[:, cols]
+            x, *_ = np.linalg.lstsq(sub, y, rcond=None)
+            if (x < 0).any():
+                continue
+            res = float(np.sum((sub @ x - y) ** 2))
+            if res < best - 1e-15:
+                best, best_x = res, np.zeros(p)
+                best_x[list(cols)] = x
+    return best_x
+
+
+def fit_profile(base_cost_ms, needed_cost_ms, columns: dict) -> dict:
+    """Fit non-negative profile parameters to measured speedups.
+
+    For each point, ``needed = tau x T_plain / measured speedup`` is the step cost the
+    measurement implies and ``base`` the model's cost without the free parameters; the fit
+    minimises the squared RELATIVE misfit ``(base + F theta - needed) / needed`` (about the
+    relative error of the predicted speedup).
+
+    Parameters
+    ----------
+    base_cost_ms, needed_cost_ms : arrays (n,), > 0
+    columns : {parameter name: multiplier array (n,)} of the free parameters (from
+        :func:`features`, masked per method for a method-specific ``draft_step_ms``)
+
+    Returns
+    -------
+    dict {parameter name: fitted value >= 0}
+    """
+    base = _check.real("base_cost_ms", base_cost_ms, lo=0.0, lo_open=True)
+    need = _check.real("needed_cost_ms", needed_cost_ms, lo=0.0, lo_open=True)
+    names = list(columns)
+    a = np.column_stack([np.asarray(columns[k], float) for k in names]) / need[:, None]
+    x = nnls(a, (need - base) / need)
+    return dict(zip(names, map(float, x)))
