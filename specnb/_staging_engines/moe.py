@@ -150,19 +150,22 @@ def expert_params(hidden_size: int, width: int) -> int:
     return 3 * int(hidden_size) * int(width)
 
 
-def attention_params(shape: ModelShape) -> int:
+def attention_params(shape: ModelShape, *, matrices_only: bool = False) -> int:
     """Parameters of one layer's attention (projections and biases, no norms).
 
     GQA: ``h (H hd) + 2 h (KV hd) + (H hd) h`` (+ q/k/v biases with ``attention_bias``, +
     2 hd for per-head q/k norms). MLA: ``h q_lora + q_lora + q_lora H (nope + rope)`` (or
     ``h H (nope + rope)`` without a q LoRA) ``+ h (kv_lora + rope) + kv_lora +
-    kv_lora H (nope + v) + H v h`` (the two LoRA norms counted).
+    kv_lora H (nope + v) + H v h`` (the two LoRA norms counted). ``matrices_only``: the
+    projection matrices alone (no biases or norms), what a token multiplies.
     """
     h, heads = shape.hidden_size, shape.n_heads
     m = shape.mla
     if m is None:
         q, kv = heads * shape.head_dim, shape.n_kv_heads * shape.head_dim
         n = h * q + 2 * h * kv + q * h
+        if matrices_only:
+            return n
         if shape.attention_bias:
             n += q + 2 * kv
         if shape.qk_norm:
@@ -175,7 +178,8 @@ def attention_params(shape: ModelShape) -> int:
         q = h * m.q_lora_rank + m.q_lora_rank + m.q_lora_rank * heads * qk
     kv = h * (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank \
         + m.kv_lora_rank * heads * (m.qk_nope_head_dim + m.v_head_dim)
-    return q + kv + heads * m.v_head_dim * h
+    norms = (0 if m.q_lora_rank is None else m.q_lora_rank) + m.kv_lora_rank
+    return q + kv + heads * m.v_head_dim * h - (norms if matrices_only else 0)
 
 
 def _layer_split(shape: ModelShape) -> tuple[int, int]:
@@ -246,7 +250,8 @@ def matmul_params_per_token(shape: ModelShape) -> int:
     how many experts the step touches (each token computes with k experts)."""
     h = shape.hidden_size
     dense, moe_layers = _layer_split(shape)
-    n = shape.n_layers * attention_params(shape) + dense * expert_params(h, shape.intermediate_size)
+    n = (shape.n_layers * attention_params(shape, matrices_only=True)
+         + dense * expert_params(h, shape.intermediate_size))
     if shape.moe is not None:
         m = shape.moe
         n += moe_layers * (m.n_routed_experts * h

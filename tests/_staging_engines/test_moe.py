@@ -1,0 +1,149 @@
+"""specnb/_staging_engines/moe.py and catalogue.py: experts touched, MoE parameter counts
+against the model cards, MLA KV bytes, MTP module."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from specnb import serving as S
+from specnb._staging_engines import catalogue as C
+from specnb._staging_engines import moe as M
+
+
+# --------------------------------------------------------------------------- experts touched
+def test_experts_touched_limits():
+    # N = 0 reads no expert, N = 1 reads exactly k, large N reads all E
+    assert M.experts_touched(256, 8, 0) == 0.0
+    assert M.experts_touched(256, 8, 1) == pytest.approx(8.0, rel=1e-12)
+    assert M.experts_touched(256, 8, 100_000) == pytest.approx(256.0, rel=1e-12)
+    assert M.experts_touched(8, 8, 3) == 8.0  # k = E: every expert for any N >= 1
+    # two tokens: E (1 - (1 - k/E)^2) = 2k - k^2 / E
+    assert M.experts_touched(256, 8, 2) == pytest.approx(16 - 64 / 256, rel=1e-12)
+
+
+def test_experts_touched_monotone_and_broadcasts():
+    n = np.arange(0, 300)
+    t = M.experts_touched(128, 8, n)
+    assert t.shape == n.shape and np.all(np.diff(t) > 0) and t.max() < 128
+    assert np.all(M.experts_touched(128, 8, np.arange(300, 5000)) <= 128)
+    grid = M.experts_touched(np.array([8, 128, 256])[:, None], 2, np.array([1, 4, 64])[None, :])
+    assert grid.shape == (3, 3)
+    assert grid[0, 2] == pytest.approx(8 * (1 - (1 - 2 / 8) ** 64))
+
+
+def test_experts_touched_verification_reads_more_than_a_plain_step():
+    # DeepSeek-V3 at batch 1: a step of gamma + 1 = 4 tokens reads ~4x the experts of one token
+    one, four = M.experts_touched(256, 8, 1), M.experts_touched(256, 8, 4)
+    assert round(four / one, 2) == 3.82  # 32 (1 - (31/32)^4) = 3.8164
+    # at batch 256 the plain step already reads almost every expert
+    assert M.experts_touched(256, 8, 256) > 255.9  # 256 (1 - (31/32)^256) = 255.92
+
+
+@pytest.mark.parametrize("args, match", [
+    ((0, 1, 1), "n_experts must be an integer >= 1"),
+    ((8, 0, 1), "experts_per_token must be an integer >= 1"),
+    ((8, 9, 1), "experts_per_token must be <= n_experts, got 9 > 8"),
+    ((8, 2, -1), "tokens must be an integer >= 0"),
+    ((8, 2, 1.5), "tokens must be a whole number"),
+])
+def test_experts_touched_bad_input(args, match):
+    with pytest.raises(ValueError, match=match):
+        M.experts_touched(*args)
+
+
+# --------------------------------------------------------------------------- parameter counts
+#: (total, active) as the model cards print them, and which active count the card uses
+CARDS = {
+    "DeepSeek-V3": (671e9, 37e9, "active"), "DeepSeek-R1": (671e9, 37e9, "active"),
+    "Kimi-K2": (1.0e12, 32e9, "active"), "Qwen3-30B-A3B": (30.5e9, 3.3e9, "active"),
+    "Qwen3-235B-A22B": (235e9, 22e9, "active"), "Mixtral-8x7B": (46.7e9, 12.9e9, "active"),
+    "gpt-oss-120b": (117e9, 5.1e9, "active_without_input_embedding"),
+    "gpt-oss-20b": (21e9, 3.6e9, "active_without_input_embedding"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CARDS))
+def test_moe_param_counts_match_the_model_cards(name):
+    total, active, kind = CARDS[name]
+    assert C.published_params(name) == (total, active)  # the CSV holds the card's numbers
+    p = M.param_counts(C.shape(name))
+    # cards round to 2-3 significant figures ("671B", "3.3B"); Kimi's "1T" is 1.03 T
+    tol = 0.03 if name == "Kimi-K2" else 0.02
+    assert p["total"] == pytest.approx(total, rel=tol)
+    assert p[kind] == pytest.approx(active, rel=0.03)
+
+
+def test_counts_printed_in_the_report():
+    p = M.param_counts(C.shape("DeepSeek-V3"))
+    assert round(p["total"] / 1e9, 2) == 671.03 and round(p["active"] / 1e9, 2) == 37.55
+    q = M.param_counts(C.shape("Qwen3-30B-A3B"))
+    assert round(q["total"] / 1e9, 2) == 30.53 and round(q["active"] / 1e9, 2) == 3.35
+
+
+def test_dense_shapes_count_like_the_serving_architecture():
+    for name in S.architecture_names():
+        a, s = S.architecture(name), C.shape(name)
+        assert s.moe is None and s.mla is None
+        assert M.param_counts(s)["total"] == a.params, name
+        assert M.step_weight_params(s, 7) == a.step_params, name
+        assert M.matmul_params_per_token(s) == a.matmul_params_per_token, name
+        assert M.kv_bytes_per_token(s) == a.kv_bytes_per_token(), name
+        assert M.attention_flops_per_token_per_context(s) == 4.0 * a.n_layers * a.n_heads \
+            * a.head_dim
+
+
+def test_step_weights_grow_with_tokens_to_the_total():
+    s = C.shape("DeepSeek-V3")
+    one, many = M.step_weight_params(s, 1), M.step_weight_params(s, 10 ** 6)
+    p = M.param_counts(s)
+    # one token reads the active weights less the input embedding; all tokens: everything
+    assert one == pytest.approx(p["active_without_input_embedding"], rel=1e-9)
+    assert many == pytest.approx(p["total"] - s.vocab_size * s.hidden_size, rel=1e-6)
+    steps = M.step_weight_params(s, np.array([1, 4, 64, 256]))
+    assert np.all(np.diff(steps) > 0)
+
+
+def test_mla_kv_bytes_and_split():
+    s = C.shape("DeepSeek-V3")
+    assert M.kv_bytes_per_token(s) == 61 * (512 + 64) * 2 == 70272
+    assert M.kv_bytes_per_token(s, 1.0) == 35136  # fp8 cache
+    assert M.kv_bytes_per_token(dataclasses.replace(s, mla=None)) == 2 * 61 * 128 * 192 * 2
+    assert M.kv_split_ways(s, 8) == 1  # the latent is replicated on every rank
+    assert M.kv_split_ways(C.shape("Qwen3-235B-A22B"), 8) == 4  # 4 KV heads, then replicas
+    assert M.kv_bytes_per_token(C.shape("Kimi-K2")) == 70272  # same MLA dims as DeepSeek-V3
+
+
+def test_mla_attention_flops():
+    s = C.shape("DeepSeek-V3")
+    assert M.attention_flops_per_token_per_context(s) == 2.0 * 61 * 128 * (2 * 512 + 64)
+    assert M.attention_flops_per_token_per_context(s, absorbed=False) == \
+        2.0 * 61 * 128 * (128 + 64 + 128)
+
+
+def test_mtp_module_of_deepseek_v3():
+    s = C.shape("DeepSeek-V3")
+    assert s.mtp_layers == 1
+    m = M.mtp_params(s)
+    # the card: the MTP module is 14 B on the hub, with its copies of embedding and head
+    assert (m["own"] + 2 * s.vocab_size * s.hidden_size) / 1e9 == pytest.approx(14, rel=0.05)
+    assert m["expert"] == 3 * 7168 * 2048
+    # eh_proj 0.103 B + attention 0.187 B + router and shared expert 0.046 B + the shared LM
+    # head 0.927 B: a draft forward of one token reads 1.26 B + 8 routed experts (0.35 B)
+    assert round(m["per_step_fixed"] / 1e9, 2) == 1.26
+
+
+def test_moe_and_mla_validate():
+    with pytest.raises(ValueError, match="experts_per_token must be an integer in \\[1, 8\\]"):
+        M.MoE(8, 9, 0, 14336)
+    with pytest.raises(ValueError, match="kv_lora_rank must be an integer >= 1"):
+        M.MLA(0, 64, 128, 128)
+
+
+def test_catalogue_rows_and_unknown_names():
+    assert {"DeepSeek-V3", "DeepSeek-R1", "Qwen3-30B-A3B", "Qwen3-235B-A22B", "gpt-oss-120b",
+            "gpt-oss-20b", "Mixtral-8x7B", "Kimi-K2"} <= set(C.shape_names())
+    assert C.shape("deepseek-ai/DeepSeek-V3").name == "DeepSeek-V3"
+    assert C.shape("mixtral-8x7b-instruct-v0.1").moe.experts_per_token == 2
+    with pytest.raises(ValueError, match="unknown model 'gpt-5'.*DeepSeek-V3"):
+        C.shape("gpt-5")
