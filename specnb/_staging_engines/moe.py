@@ -120,7 +120,8 @@ def experts_touched(n_experts, experts_per_token, tokens):
     ----------
     n_experts : int or array >= 1, E
     experts_per_token : int or array in [1, E], k
-    tokens : int or array >= 0, N (all query tokens of the step: B x q)
+    tokens : int, float or array >= 0, N (all query tokens of the step: B x q; a fractional
+        mean, e.g. B (1 + M gamma) with a proposal rate M, is allowed)
 
     Returns
     -------
@@ -129,11 +130,11 @@ def experts_touched(n_experts, experts_per_token, tokens):
     Raises
     ------
     ValueError
-        E < 1, k < 1 or k > E, N < 0, fractional counts; shapes that do not broadcast.
+        E < 1, k < 1 or k > E, N < 0, fractional E or k; shapes that do not broadcast.
     """
     e = _check.integer("n_experts", n_experts, lo=1).astype(float)
     k = _check.integer("experts_per_token", experts_per_token, lo=1).astype(float)
-    n = _check.integer("tokens", tokens, lo=0).astype(float)
+    n = _check.real("tokens", tokens, lo=0.0)
     e, k, n = _check.broadcast(n_experts=e, experts_per_token=k, tokens=n)
     if (k > e).any():
         i = np.flatnonzero((k > e).ravel())[0]
@@ -228,8 +229,9 @@ def step_weight_params(shape: ModelShape, tokens):
     norms, the dense layers' MLPs, per MoE layer the router, the shared experts and the routed
     experts the tokens touch (:func:`experts_touched`, an upper bound for skewed routing), the
     LM head and the final norm (the input embedding reads one row per token: not counted, as
-    ``serving.Architecture.step_params``). ``tokens``: int or array >= 1. Returns float(s)."""
-    n = _check.integer("tokens", tokens, lo=1)
+    ``serving.Architecture.step_params``). ``tokens``: number or array >= 1 (a fractional
+    mean allowed). Returns float(s)."""
+    n = _check.real("tokens", tokens, lo=1.0)
     h = shape.hidden_size
     dense, moe_layers = _layer_split(shape)
     fixed = (shape.n_layers * (attention_params(shape) + 2 * h)

@@ -20,6 +20,9 @@ def test_experts_touched_limits():
     assert M.experts_touched(8, 8, 3) == 8.0  # k = E: every expert for any N >= 1
     # two tokens: E (1 - (1 - k/E)^2) = 2k - k^2 / E
     assert M.experts_touched(256, 8, 2) == pytest.approx(16 - 64 / 256, rel=1e-12)
+    # a fractional mean token count (partial proposals) lies between its neighbours
+    assert M.experts_touched(256, 8, 1) < M.experts_touched(256, 8, 1.5) < \
+        M.experts_touched(256, 8, 2)
 
 
 def test_experts_touched_monotone_and_broadcasts():
@@ -44,8 +47,8 @@ def test_experts_touched_verification_reads_more_than_a_plain_step():
     ((0, 1, 1), "n_experts must be an integer >= 1"),
     ((8, 0, 1), "experts_per_token must be an integer >= 1"),
     ((8, 9, 1), "experts_per_token must be <= n_experts, got 9 > 8"),
-    ((8, 2, -1), "tokens must be an integer >= 0"),
-    ((8, 2, 1.5), "tokens must be a whole number"),
+    ((8, 2, -1), r"tokens must be in \[0, inf\]"),
+    ((8.5, 2, 1), "n_experts must be a whole number"),
 ])
 def test_experts_touched_bad_input(args, match):
     with pytest.raises(ValueError, match=match):
