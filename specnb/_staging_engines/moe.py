@@ -33,7 +33,7 @@ from .. import _check
 __all__ = ["MoE", "MLA", "ModelShape", "experts_touched", "expert_params", "attention_params",
            "param_counts", "step_weight_params", "matmul_params_per_token",
            "attention_flops_per_token_per_context", "kv_bytes_per_token", "kv_split_ways",
-           "mtp_params"]
+           "mtp_params", "moe_from_config"]
 
 
 @dataclass(frozen=True)
@@ -324,3 +324,67 @@ def mtp_params(shape: ModelShape) -> dict:
         mlp_all = mlp_fixed + m.n_routed_experts * one
     return {"own": proj + block_attn + mlp_all + h, "per_step_fixed": proj + block_attn +
             mlp_fixed + head + h, "expert": one}
+
+
+def _cfg_int(cfg: dict, key: str, where: str, lo: int = 1):
+    value = cfg.get(key)
+    if isinstance(value, bool) or not isinstance(value, int) or value < lo:
+        raise ValueError(f"{where}: {key} must be an integer >= {lo}, got {value!r}")
+    return value
+
+
+def moe_from_config(cfg: dict, where: str = "config") -> tuple[MoE | None, MLA | None, int]:
+    """The MoE and MLA parts and the MTP layer count of a Hugging Face ``config.json`` (a
+    dict; a multimodal config's ``text_config`` is used), for the config shapes of
+    DeepSeek-V3 / Kimi-K2 (``n_routed_experts``, ``n_shared_experts``,
+    ``moe_intermediate_size``, ``first_k_dense_replace``, ``kv_lora_rank``...,
+    ``num_nextn_predict_layers``), Qwen3-MoE (``num_experts``, ``moe_intermediate_size``,
+    ``shared_expert_intermediate_size`` absent or 0; ``mlp_only_layers`` must be empty and
+    ``decoder_sparse_step`` 1), Mixtral and gpt-oss (``num_local_experts``, experts of
+    ``intermediate_size``). ``num_experts_per_tok`` (or gpt-oss's ``experts_per_token``) is
+    k. A dense config gives ``(None, None, 0)``.
+
+    Raises
+    ------
+    ValueError
+        a missing or non-positive MoE size (named); k above E; a layout the model cannot
+        represent (Qwen3-MoE ``mlp_only_layers`` or ``decoder_sparse_step`` != 1, a
+        ``moe_layer_freq`` other than 1, a shared expert whose width differs from the
+        routed experts').
+    """
+    if isinstance(cfg.get("text_config"), dict):
+        cfg = cfg["text_config"]
+    e_key = next((k for k in ("n_routed_experts", "num_experts", "num_local_experts")
+                  if cfg.get(k)), None)
+    mla = None
+    if cfg.get("kv_lora_rank"):
+        q = cfg.get("q_lora_rank")
+        mla = MLA(_cfg_int(cfg, "kv_lora_rank", where), _cfg_int(cfg, "qk_rope_head_dim", where),
+                  _cfg_int(cfg, "qk_nope_head_dim", where), _cfg_int(cfg, "v_head_dim", where),
+                  None if q is None else _cfg_int(cfg, "q_lora_rank", where))
+    mtp = cfg.get("num_nextn_predict_layers") or 0
+    if e_key is None:
+        return None, mla, int(mtp)
+    e = _cfg_int(cfg, e_key, where)
+    k_key = "num_experts_per_tok" if "num_experts_per_tok" in cfg else "experts_per_token"
+    k = _cfg_int(cfg, k_key, where)
+    if k > e:
+        raise ValueError(f"{where}: {k_key} ({k}) exceeds {e_key} ({e})")
+    if cfg.get("mlp_only_layers") or cfg.get("decoder_sparse_step", 1) != 1 or \
+            cfg.get("moe_layer_freq", 1) != 1:
+        raise ValueError(f"{where}: MoE layers interleaved with dense ones (mlp_only_layers, "
+                         "decoder_sparse_step or moe_layer_freq) are not modelled; only leading "
+                         "dense layers (first_k_dense_replace)")
+    if e_key == "num_local_experts":  # Mixtral, gpt-oss: experts of intermediate_size
+        width = _cfg_int(cfg, "intermediate_size", where)
+    else:
+        width = _cfg_int(cfg, "moe_intermediate_size", where)
+    shared = cfg.get("n_shared_experts") or 0
+    sw = cfg.get("shared_expert_intermediate_size") or 0
+    if sw:
+        if sw % width:
+            raise ValueError(f"{where}: shared_expert_intermediate_size {sw} is not a multiple "
+                             f"of moe_intermediate_size {width}: not modelled")
+        shared = sw // width
+    dense = cfg.get("first_k_dense_replace") or 0
+    return MoE(e, k, int(shared), width, int(dense)), mla, int(mtp)

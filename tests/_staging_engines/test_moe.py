@@ -150,3 +150,37 @@ def test_catalogue_rows_and_unknown_names():
     assert C.shape("mixtral-8x7b-instruct-v0.1").moe.experts_per_token == 2
     with pytest.raises(ValueError, match="unknown model 'gpt-5'.*DeepSeek-V3"):
         C.shape("gpt-5")
+
+
+DSV3_CFG = {"model_type": "deepseek_v3", "n_routed_experts": 256, "num_experts_per_tok": 8,
+            "n_shared_experts": 1, "moe_intermediate_size": 2048, "first_k_dense_replace": 3,
+            "kv_lora_rank": 512, "q_lora_rank": 1536, "qk_nope_head_dim": 128,
+            "qk_rope_head_dim": 64, "v_head_dim": 128, "num_nextn_predict_layers": 1,
+            "moe_layer_freq": 1}
+
+
+def test_moe_from_config_shapes_match_the_catalogue():
+    moe, mla, mtp = M.moe_from_config(DSV3_CFG)
+    ds = C.shape("DeepSeek-V3")
+    assert (moe, mla, mtp) == (ds.moe, ds.mla, 1)
+    qwen = {"model_type": "qwen3_moe", "num_experts": 128, "num_experts_per_tok": 8,
+            "moe_intermediate_size": 768, "decoder_sparse_step": 1, "mlp_only_layers": []}
+    assert M.moe_from_config(qwen)[0] == C.shape("Qwen3-30B-A3B").moe
+    mixtral = {"num_local_experts": 8, "num_experts_per_tok": 2, "intermediate_size": 14336}
+    assert M.moe_from_config(mixtral)[0] == C.shape("Mixtral-8x7B").moe
+    oss = {"num_local_experts": 32, "experts_per_token": 4, "intermediate_size": 2880}
+    assert M.moe_from_config({"text_config": oss})[0] == C.shape("gpt-oss-20b").moe
+    assert M.moe_from_config({"hidden_size": 4096}) == (None, None, 0)
+
+
+@pytest.mark.parametrize("cfg, match", [
+    ({"num_experts": 8, "num_experts_per_tok": 9, "moe_intermediate_size": 1},
+     r"num_experts_per_tok \(9\) exceeds num_experts \(8\)"),
+    ({"num_experts": 8, "num_experts_per_tok": 2}, "moe_intermediate_size must be an integer"),
+    ({"num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 64,
+      "mlp_only_layers": [0]}, "interleaved with dense ones"),
+    ({**DSV3_CFG, "qk_rope_head_dim": 0}, "qk_rope_head_dim must be an integer >= 1"),
+])
+def test_moe_from_config_errors(cfg, match):
+    with pytest.raises(ValueError, match=match):
+        M.moe_from_config(cfg)
