@@ -16,7 +16,7 @@ import numpy as np
 from .. import _check
 
 __all__ = ["DEFAULT_GPU_MEMORY_UTILIZATION", "check_utilization", "kv_room_bytes",
-           "memory_cap", "fits"]
+           "memory_cap", "fits", "cap_ranges", "cap_schedule"]
 
 #: vLLM's default ``gpu_memory_utilization`` (EngineArgs; vLLM docs "--gpu-memory-utilization
 #: ... default 0.9").
@@ -94,3 +94,33 @@ def fits(batch_size, max_batch):
     out = b <= m
     return bool(out) if out.ndim == 0 else out
 
+
+
+def cap_ranges(ranges, max_batch_in_memory: int) -> list[list[int]]:
+    """Inclusive ``[first, last]`` batch ranges (``serving.paying_batches``' form) cut at the
+    memory cap: a batch above ``max_batch_in_memory`` never pays (it cannot run at once).
+    ``max_batch_in_memory`` int >= 0 (0: nothing fits, no range)."""
+    cap = _check.scalar_int("max_batch_in_memory", max_batch_in_memory, lo=0)
+    out = []
+    for a, e in ranges:
+        if a <= cap:
+            out.append([int(a), int(min(e, cap))])
+    return out
+
+
+def cap_schedule(sched, max_batch_in_memory: int) -> list[list[int]]:
+    """vLLM's ``num_speculative_tokens_per_batch_size`` entries ``[lo, hi, K]`` cut at the
+    memory cap (the scheduler never runs more sequences than fit, so ``max_num_seqs`` stops
+    there too). The first range still starts at 1, as vLLM requires; nothing fits (cap 0):
+    ValueError, as there is no schedule to give.
+
+    Raises
+    ------
+    ValueError
+        a cap of 0 (the weights do not fit), a negative cap.
+    """
+    cap = _check.scalar_int("max_batch_in_memory", max_batch_in_memory, lo=0)
+    if cap == 0:
+        raise ValueError("max_batch_in_memory is 0: the weights leave no room for a KV cache, "
+                         "so no batch runs and there is no schedule")
+    return [[int(lo), int(min(hi, cap)), int(k)] for lo, hi, k in sched if lo <= cap]

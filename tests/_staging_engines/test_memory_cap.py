@@ -46,3 +46,15 @@ def test_bad_inputs():
         MC.memory_cap(80e9, 1, 0, 1e9, 1e5)
     with pytest.raises(ValueError, match="gpus must be an integer >= 1"):
         MC.kv_room_bytes(80e9, 0, 1e9)
+
+
+def test_paying_ranges_and_schedule_stop_at_the_cap():
+    # the case: "pays at every batch size up to 512" while 205 sequences fit
+    assert MC.cap_ranges([[1, 512]], 205) == [[1, 205]]
+    assert MC.cap_ranges([[1, 3], [40, 80], [300, 512]], 205) == [[1, 3], [40, 80]]
+    assert MC.cap_ranges([[1, 512]], 0) == []
+    sched = [[1, 64, 3], [65, 128, 1], [129, 512, 0]]
+    assert MC.cap_schedule(sched, 205) == [[1, 64, 3], [65, 128, 1], [129, 205, 0]]
+    assert MC.cap_schedule(sched, 100) == [[1, 64, 3], [65, 100, 1]]
+    with pytest.raises(ValueError, match="max_batch_in_memory is 0"):
+        MC.cap_schedule(sched, 0)
