@@ -27,7 +27,7 @@ from .. import _check
 __all__ = ["check_proposal_rate", "verified_tokens", "tokens_per_sequence_step",
            "proposal_rate_from_counters", "PROPOSAL_RATE_HELP", "prefill_chunks",
            "prefill_time_ms", "decode_context", "end_to_end_speedup",
-           "DEFAULT_MAX_BATCHED_TOKENS"]
+           "DEFAULT_MAX_BATCHED_TOKENS", "speedup_from_times"]
 
 #: How to read M, for the text output of ``specnb plan``.
 PROPOSAL_RATE_HELP = (
@@ -183,3 +183,19 @@ def end_to_end_speedup(prefill_ms, decode_plain_ms, decode_speedup, draft_prefil
     p, d, s, pd_ = _check.broadcast(prefill_ms=p, decode_plain_ms=d, decode_speedup=s,
                                     draft_prefill_ms=pd_)
     return _check.out((p + d) / (p + pd_ + d / s))
+
+
+def speedup_from_times(tau, t_plain_ms, cost_ms, proposal_rate=1.0):
+    """Decode speedup at a fixed batch from the step times: tokens a sequence gains per
+    speculative step over the plain step's one, per time::
+
+        S = (1 + M (tau - 1)) x T_plain / cost
+
+    with ``cost`` the speculative step (gamma T_D + T_V at ``1 + M gamma`` query tokens per
+    sequence + overheads + the engine profile's extra). M = 1 gives ``tau T_plain / cost``
+    (MagicDec eq. 2). Arrays broadcast; times > 0 ms; tau >= 1; M in (0, 1]."""
+    tp = _check.real("t_plain_ms", t_plain_ms, lo=0.0, lo_open=True)
+    c = _check.real("cost_ms", cost_ms, lo=0.0, lo_open=True)
+    gain = np.asarray(tokens_per_sequence_step(tau, proposal_rate))
+    gain, tp, c = _check.broadcast(tau=gain, t_plain_ms=tp, cost_ms=c)
+    return _check.out(gain * tp / c)

@@ -82,3 +82,11 @@ def test_decode_context():
         X.decode_context(100, 0)
     with pytest.raises(ValueError, match="input_len must be an integer >= 0"):
         X.decode_context(-1, 10)
+
+
+def test_speedup_from_times():
+    assert X.speedup_from_times(2.5, 10.0, 12.5) == 2.0  # M = 1: tau T_plain / cost
+    assert X.speedup_from_times(3.0, 10.0, 10.0, 0.5) == 2.0  # (1 + 0.5 x 2) x 10 / 10
+    assert list(X.speedup_from_times([1.0, 2.0], 10.0, 20.0)) == [0.5, 1.0]
+    with pytest.raises(ValueError, match=r"tau must be in \[1, inf\]"):
+        X.speedup_from_times(0.5, 10.0, 10.0)
