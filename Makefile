@@ -1,7 +1,7 @@
 # specnb: two commands on a fresh machine with Python 3.11+ and make.
 #   make test   create .venv if missing, install, run the whole test suite
 #   make run    create .venv if missing, install, execute every notebook headless -> build/
-# Other targets: make lab (JupyterLab with widgets), make bench (benchmarks), make clean.
+# Other targets: make check (import layers and the fast tests), make lab (JupyterLab with widgets), make bench (benchmarks), make clean.
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
@@ -13,7 +13,7 @@ TORCH  ?= torch==2.13.0
 # One stamp per TORCH setting, so changing TORCH re-runs the install.
 STAMP  := $(VENV)/.specnb-installed-$(subst =,_,$(subst /,_,$(if $(TORCH),$(TORCH),own-torch)))
 
-.PHONY: install test run lab bench clean distclean
+.PHONY: install test check run lab bench clean distclean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -29,7 +29,14 @@ install: $(STAMP)
 
 test: install
 	sh scripts/ensure_browser.sh
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest
+
+# The quick check: the import layers, then every test not marked slow (no notebooks, models,
+# browser).
+check: install
+	$(BIN)/lint-imports
+	$(BIN)/python -m pytest -m "not slow"
 
 run: install
 	$(BIN)/specnb run --output build

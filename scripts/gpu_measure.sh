@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One GPU run for issue 12: `specnb measure` with CUDA and bf16 on the bundled pair, alpha from
 # logged traffic (the stored responses) and its speed against assisted generation, then a larger
-# pair trained on the GPU in a few minutes (`python -m specnb.train --recipe gpu`) and measured
+# pair trained on the GPU in a few minutes (`python -m specnb.measure.train --recipe gpu`) and measured
 # the same way. Every stage has its own time cap and the whole run stays under a total budget
 # (SPECNB_GPU_TOTAL_S, default 440 s), so the script always ends and writes what it has.
 #
@@ -15,7 +15,7 @@
 #   bundled.json       specnb measure --json, bundled pair (target-4x256, both drafts)
 #   bundled_logged.json  specnb measure --logged --json, the stored held-out responses
 #   bench_logged.txt   benchmarks/bench_alpha_logged.py: logged alpha vs assisted generation
-#   train.log          python -m specnb.train --recipe gpu (stdout)
+#   train.log          python -m specnb.measure.train --recipe gpu (stdout)
 #   gpu_training.json  training.json of the GPU-trained pair
 #   gpu_pair.json      specnb measure --json on the GPU-trained pair
 #   summary.md         the figures side by side, with the GPU's name and library versions
@@ -99,7 +99,7 @@ stage bench_logged "$CAP_BENCH" "$OUT/bench_logged.txt" \
 
 rm -rf "$PAIR"
 stage train "$CAP_TRAIN" "$OUT/train.log" \
-  "$PY" -m specnb.train "${TRAIN[@]}" --out "$PAIR"
+  "$PY" -m specnb.measure.train "${TRAIN[@]}" --out "$PAIR"
 [ -f "$PAIR/training.json" ] && cp "$PAIR/training.json" "$OUT/gpu_training.json"
 
 TARGET=$(ls -d "$PAIR"/target* 2>/dev/null | head -1)

@@ -81,7 +81,7 @@ def main(out: str) -> int:
     lines += (bench.read_text(errors="replace").splitlines() if bench.is_file()
               else ["not available"]) + ["```", ""]
     tr = _load(o / "gpu_training.json")
-    lines += ["## GPU-trained pair (python -m specnb.train --recipe gpu)", ""]
+    lines += ["## GPU-trained pair (python -m specnb.measure.train --recipe gpu)", ""]
     if isinstance(tr, dict):
         lines.append(f"machine {tr.get('machine')}; total {tr.get('total_time_s')} s")
         lines += ["", "| model | layers x width | parameters | steps | train s | val loss |",

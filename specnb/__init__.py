@@ -8,8 +8,11 @@ cost     USD per 1M tokens, seconds per answer, relative cost per token.
 memory   weight and KV-cache bytes, sequences a draft displaces.
 data     published numbers with provenance (``specnb.data.load(name)``).
 
-Heavier modules (notebook runner, vLLM tools, transformers measurement) import their own
-dependencies only when used.
+Packages, in layers (imports point down only; checked by ``lint-imports``, see pyproject.toml):
+``vllm`` (vLLM's contract: build, check, read), ``serving`` (the step-time model), ``measure``
+(torch and transformers, only there), ``advise`` (what to do: recommend, verdicts, plans),
+``cli`` (the ``specnb`` command). Heavier modules (notebook runner, vLLM tools, transformers
+measurement) import their own dependencies only when used.
 """
 
 from . import cost, data, memory, theory

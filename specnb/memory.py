@@ -12,6 +12,7 @@ from . import _check
 
 __all__ = [
     "DTYPE_BYTES",
+    "TORCH_DTYPES",
     "bytes_per_element",
     "weight_bytes",
     "kv_cache_bytes_per_token",
@@ -27,6 +28,15 @@ DTYPE_BYTES: dict[str, float] = {
     "fp8": 1.0,
     "int8": 1.0,
     "int4": 0.5,
+}
+
+#: The torch / transformers names of the dtypes above that a model is loaded in (what
+#: ``specnb measure --dtype`` accepts besides ``auto``), each mapped to its :data:`DTYPE_BYTES`
+#: key. :mod:`specnb.measure` turns the names into torch dtypes.
+TORCH_DTYPES: dict[str, str] = {
+    "float32": "fp32",
+    "bfloat16": "bf16",
+    "float16": "fp16",
 }
 
 

@@ -1,6 +1,7 @@
 """Execute the notebooks headless with papermill and write an HTML report.
 
-``specnb run [--only NAME ...] [--parameters FILE] [--output DIR]`` (and ``make run``) runs
+``specnb run [--only NAME ...] [--parameters FILE] [--output DIR]`` (:mod:`specnb.cli.run`; and
+``make run``) runs
 every ``notebooks/NN_slug.ipynb`` in order with an explicit kernel, the notebook folder as
 working directory and a per-cell timeout; a failing notebook does not stop the others. It
 writes the executed notebooks, one HTML page each (nbconvert) and ``index.html`` under the
@@ -371,44 +372,3 @@ size and context.</p>
     index = out_dir / "index.html"
     index.write_text(page, encoding="utf-8")
     return index
-
-
-def _print_summary(results: list[Result], out_dir) -> None:
-    width = max([len(r.name) for r in results] + [8])
-    print(f"{'notebook':<{width}}  {'status':<6}  {'seconds':>7}")
-    for r in results:
-        print(f"{r.name:<{width}}  {r.status:<6}  {r.seconds:7.1f}" +
-              (f"  {r.error}" if r.error else ""))
-    failed = sum(r.status != "ok" for r in results)
-    print(f"{len(results) - failed} ok, {failed} failed; report: {Path(out_dir) / 'index.html'}")
-
-
-def _cmd_run(args) -> int:
-    try:
-        params = load_parameters(args.parameters) if args.parameters else None
-        results = run_notebooks(args.only or None, args.output, params,
-                                notebook_dir=args.notebooks, cell_timeout=args.cell_timeout)
-    except (ValueError, FileNotFoundError) as exc:
-        from .cli import error
-
-        return error("run", str(exc))
-    _print_summary(results, args.output)
-    return 1 if any(r.status != "ok" for r in results) else 0
-
-
-def register(sub) -> None:
-    from .cli import positive_int
-
-    p = sub.add_parser("run", help="execute the notebooks headless and write the HTML report",
-                       description="Execute notebooks with papermill; write executed copies, "
-                                   "HTML pages and index.html under --output.")
-    p.add_argument("--only", nargs="+", metavar="NAME",
-                   help="notebooks to run: full name, number (04 or 4) or slug; default all")
-    p.add_argument("--parameters", metavar="FILE",
-                   help="YAML/JSON file mapping notebook name -> {parameter: value}")
-    p.add_argument("--output", default="build", metavar="DIR", help="output folder (build)")
-    p.add_argument("--notebooks", default=str(NOTEBOOK_DIR), metavar="DIR",
-                   help="folder of NN_slug.ipynb notebooks")
-    p.add_argument("--cell-timeout", type=positive_int, default=CELL_TIMEOUT_S, metavar="S",
-                   help=f"seconds a cell may run (default {CELL_TIMEOUT_S})")
-    p.set_defaults(func=_cmd_run)

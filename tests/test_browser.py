@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from browser_support import (CHROMIUM_ARGS, ERROR_TEXT, JupyterLab, browser_unavailable_reason,
-                             find_chromium, stray_browsers)
+from tests.browser_support import (CHROMIUM_ARGS, ERROR_TEXT, JupyterLab,
+                                   browser_unavailable_reason, find_chromium, stray_browsers)
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"

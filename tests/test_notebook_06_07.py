@@ -108,7 +108,7 @@ def test_06_and_07_answer_up_front_and_faq_in_the_html(executed_notebooks):
         assert phrase in page07, phrase
     assert "upper bound" not in page07 and "still paid at concurrency 64" not in page07
     # the Table 4 runs are counted in full: above, below and equal add up to all of them
-    from specnb.vllm.advise import theorem_vs_measured
+    from specnb.advise import theorem_vs_measured
     r = theorem_vs_measured()["ratio"]
     n = (int((r > 1).sum()), int((r < 1).sum()), int((r == 1).sum()))
     assert sum(n) == len(r)

@@ -13,10 +13,11 @@ import shlex
 import numpy as np
 import pytest
 
+from specnb import advise as A
 from specnb import data
 from specnb import serving as S
 from specnb.runner import find_notebooks
-from specnb.vllm import check_speculative_config
+from specnb.vllm import check_speculative_config, validate_schedule
 
 pytestmark = pytest.mark.slow
 
@@ -161,14 +162,14 @@ def test_widget_default_view(rec, p, st):
 
 
 def test_schedule_config_and_serve_line(rec, p, st):
-    sched = S.plan_schedule(st, p["contexts"], p["gammas"], max_batch=p["max_batch"],
+    sched = A.plan_schedule(st, p["contexts"], p["gammas"], max_batch=p["max_batch"],
                             alpha=p["alpha"])
     assert rec["serving.schedule"] == sched
     kmax = max(r[2] for r in sched)
-    assert S.check_schedule(sched, kmax) == sched
+    assert [list(r) for r in validate_schedule(sched, kmax)] == sched
     assert sched[0][0] == 1 and sched[-1][1] == p["max_batch"]
     cfg = rec["serving.config"]
-    assert cfg == S.setup_config(st, sched)[0]
+    assert cfg == A.setup_config(st, sched)[0]
     assert not check_speculative_config(cfg).errors
     words = shlex.split(rec["serving.serve_line"])
     assert words[:4] == ["vllm", "serve", S.model_id(st.target), "--speculative-config"]
@@ -202,7 +203,7 @@ def test_answer_quotes_the_computed_numbers(p):
     base = S.predict_table(S.magicdec_setup("table3a"), rows[~train])["relative_error"].abs()
     assert f"(uncalibrated: up to {base.max():.1%})" in answer and "Table 3(a)" in answer
     st = S.setup(p["gpu"], p["model"], p["method"], gpus=p["gpus"])
-    sched = S.plan_schedule(st, p["contexts"], p["gammas"], max_batch=p["max_batch"],
+    sched = A.plan_schedule(st, p["contexts"], p["gammas"], max_batch=p["max_batch"],
                             alpha=p["alpha"])
     assert f"shortens the draft from {sched[0][2]} tokens to {sched[-1][2]}" in answer
     assert [r[2] for r in sched] == sorted((r[2] for r in sched), reverse=True)

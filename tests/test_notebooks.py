@@ -81,7 +81,7 @@ def test_t5_table(records):
 
 
 def test_report_written(executed_notebooks):
-    from conftest import REPORT_DIR
+    from tests.conftest import REPORT_DIR
 
     index = (REPORT_DIR / "index.html").read_text(encoding="utf-8")
     for name, r in executed_notebooks.items():

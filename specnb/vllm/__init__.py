@@ -1,98 +1,61 @@
-"""From numbers to vLLM: build and check ``speculative_config``, read metrics and benchmarks,
-recommend a setting.
+"""vLLM's contract, nothing more: build and check ``speculative_config`` the way vLLM would,
+render it, and read what vLLM writes (``/metrics``, logs, ``vllm bench serve`` results) into
+numbers. What the numbers say to do is :mod:`specnb.advise`.
+
+Used by notebooks 06 and 07, ``specnb config`` / ``metrics`` / ``bench``, ``specnb plan``
+(through :mod:`specnb.advise`) and the README:
 
 Build and render
     :func:`speculative_config`, :func:`serve_command`, :func:`yaml_config`,
-    :func:`python_snippet`
+    :func:`python_snippet`; :data:`METHODS`, :data:`BUILD_METHODS`, :data:`DEFAULT_GAMMA`,
+    :data:`NGRAM_OPTIONS` (vLLM's docs examples)
 Check
-    :func:`check_speculative_config` -> :class:`ConfigCheck` of :class:`Finding`;
-    :func:`parse_speculative_config` (raises :class:`ConfigSyntaxError` with line, column
-    and likely cause); :func:`suggest_fix`; the dynamic schedule: :func:`validate_schedule`,
-    :func:`schedule_lookup`, :func:`describe_schedule`
-Metrics
-    :func:`read_acceptance` (any format) -> :class:`Reading`; :func:`read_metrics`,
-    :func:`metrics_delta`, :func:`read_spec_decode_log`, :func:`log_counts`,
-    :func:`read_offline_printout` -> :class:`SpecDecodeCounts`; :func:`acceptance_stats`,
-    :func:`log_stats` -> :class:`AcceptanceStats` (acceptance rate and its interval, mean
-    acceptance length, per position, alpha, advice); :func:`acceptance_rate_ci`,
-    :func:`best_draft_length`
-Bench
-    :func:`read_bench`, :func:`bench_summary`, :func:`compare_bench` ->
-    :class:`BenchComparison`
-Advise
-    :func:`recommend` -> :class:`Recommendation` (situation in: a workload kind and facts;
-    :data:`RULES` with sources); :data:`ARTICLE_SITUATIONS`, :func:`recommendation_table`,
-    :func:`compare_with_article`
-Watch
-    :func:`watch_table` (what to watch after launch), :func:`gamma1_verdict` (Corollary 3.9),
-    :func:`theorem_advice` (Theorem 3.8 at a run's alpha, with what Table 4 shows of it),
-    :func:`advice` (what measured acceptance says to do)
+    :func:`check_speculative_config` -> :class:`ConfigCheck` of :class:`Finding` (each with a
+    stable ``code``); :func:`parse_speculative_config` (raises :class:`ConfigSyntaxError`);
+    :func:`suggest_fix`; the dynamic schedule: :func:`validate_schedule`, :func:`schedule_lookup`,
+    :func:`describe_schedule`
+Read
+    :func:`read_acceptance` (any format; :class:`UsageError` for inputs given wrongly) ->
+    :class:`Reading`; :func:`read_metrics`, :func:`metrics_delta`, :func:`log_counts`,
+    :func:`acceptance_stats` -> :class:`SpecDecodeCounts`, :class:`AcceptanceStats`;
+    :data:`PROMQL`; :func:`read_bench`, :func:`bench_summary`, :func:`bench_rows`,
+    :func:`bench_value`, :data:`SPEC_KEYS`, :data:`COMPARABLE`
 Samples
-    :func:`sample_path` -- the bundled, labelled sample inputs under ``data/samples/``.
+    :func:`sample_path`, :func:`sample_names` -- the bundled, labelled inputs in ``data/samples/``.
 
-Rules and names come from vLLM's source at named commits (see each module's docstring and
-``specnb/vllm/_schema.py``); nothing here imports vLLM or needs a GPU or network.
+The modules (one job each): ``_schema`` (vLLM's schema transcribed), ``_rules`` (vLLM's rules
+as findings), ``syntax`` (JSON diagnosis), ``schedule``, ``check``, ``findings``, ``config``
+(the builder), ``render``, ``metrics`` (Prometheus counters), ``logs`` (log lines and the
+offline printout), ``read`` (one entry point), ``bench``. Rules and names come from vLLM's
+source at named commits; nothing here imports vLLM or needs a GPU or network.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from ._schema import BUILD_METHODS, METHODS
-from .advise import (
-    ARTICLE_SITUATIONS,
-    MEASURE_BATCH,
-    RULES,
-    SAMPLING_GAMMA_CAP,
-    WORKLOADS,
-    Recommendation,
-    Situation,
-    compare_with_article,
-    recommend,
-    recommendation_table,
-)
-from .bench import BenchComparison, bench_summary, comparability, compare_bench, read_bench
+from ._schema import BUILD_METHODS, DEFAULT_GAMMA, METHODS, NGRAM_OPTIONS
+from .bench import COMPARABLE, SPEC_KEYS, bench_rows, bench_summary, bench_value, read_bench
 from .check import check_speculative_config, parse_speculative_config, suggest_fix
 from .config import speculative_config
 from .findings import ConfigCheck, Finding
-from .logs import log_counts, log_stats, read_offline_printout, read_spec_decode_log
-from .watch import advice, gamma1_verdict, theorem_advice, watch_table
-from .metrics import (
-    FORMATS,
-    MIN_ACCEPTANCE_LENGTH,
-    MIN_DRAFTS,
-    PROMQL,
-    TAIL_DRAFT_COST,
-    WATCH,
-    AcceptanceStats,
-    SpecDecodeCounts,
-    acceptance_length_advice,
-    acceptance_rate_ci,
-    acceptance_stats,
-    best_draft_length,
-    metrics_delta,
-    read_metrics,
-)
-from .read import Reading, read_acceptance
+from .logs import log_counts
+from .metrics import (PROMQL, AcceptanceStats, SpecDecodeCounts, acceptance_stats,
+                      metrics_delta, read_metrics)
+from .read import Reading, UsageError, read_acceptance
 from .render import python_snippet, serve_command, yaml_config
 from .schedule import describe_schedule, schedule_lookup, validate_schedule
 from .syntax import ConfigSyntaxError
 
 __all__ = [
-    "METHODS", "BUILD_METHODS",
+    "METHODS", "BUILD_METHODS", "DEFAULT_GAMMA", "NGRAM_OPTIONS",
     "speculative_config", "serve_command", "yaml_config", "python_snippet",
-    "check_speculative_config", "parse_speculative_config", "ConfigCheck", "Finding",
-    "ConfigSyntaxError", "suggest_fix", "validate_schedule", "schedule_lookup",
-    "describe_schedule",
-    "read_acceptance", "Reading", "FORMATS", "read_offline_printout", "log_stats",
-    "read_metrics", "metrics_delta", "read_spec_decode_log", "log_counts", "acceptance_stats",
-    "SpecDecodeCounts", "AcceptanceStats", "PROMQL", "WATCH", "MIN_ACCEPTANCE_LENGTH",
-    "acceptance_length_advice", "acceptance_rate_ci",
-    "best_draft_length", "MIN_DRAFTS", "TAIL_DRAFT_COST",
-    "read_bench", "bench_summary", "compare_bench", "comparability", "BenchComparison",
-    "recommend", "recommendation_table", "Recommendation", "Situation", "ARTICLE_SITUATIONS",
-    "MEASURE_BATCH", "SAMPLING_GAMMA_CAP", "WORKLOADS", "RULES", "compare_with_article",
-    "gamma1_verdict", "theorem_advice", "watch_table", "advice",
+    "check_speculative_config", "parse_speculative_config", "suggest_fix",
+    "ConfigCheck", "Finding", "ConfigSyntaxError",
+    "validate_schedule", "schedule_lookup", "describe_schedule",
+    "read_acceptance", "Reading", "UsageError", "read_metrics", "metrics_delta", "log_counts",
+    "acceptance_stats", "SpecDecodeCounts", "AcceptanceStats", "PROMQL",
+    "read_bench", "bench_summary", "bench_rows", "bench_value", "SPEC_KEYS", "COMPARABLE",
     "sample_path", "sample_names",
 ]
 

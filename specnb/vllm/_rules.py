@@ -12,6 +12,8 @@ import difflib
 import json
 import re
 
+from ..hf_config import (MODEL_TYPE_METHOD, architectures, checkpoint_method, is_mtp_type,
+                         model_type)
 from . import _schema as S
 from .findings import Finding
 from .schedule import (SCHEDULE_SEMANTICS, describe_schedule, schedule_problems,
@@ -58,29 +60,30 @@ class _Checker:
         self.draft_config = draft_config
         self.out: list[Finding] = []
 
-    def add(self, severity, key, message, fix=""):
+    def add(self, code, severity, key, message, fix=""):
         line = col = None
         if self.text is not None and key is not None:
             m = re.search(r"[\"']" + re.escape(key) + r"[\"']\s*:", self.text)
             if m:
                 line, col = _linecol(self.text, m.start())
-        self.out.append(Finding(severity, key, message, fix, line, col))
+        self.out.append(Finding(severity, key, message, fix, line, col, code=code))
 
     # ---- unknown keys
-    def unknown(self, key, message, fix, removed_noop=False):
+    def unknown(self, code, key, message, fix, removed_noop=False):
         ver = self.version
         message = message if message.endswith("?") else message + "."
         if self.era == "lenient":
             if removed_noop:
-                self.add("warning", key, f"{message} vLLM {ver} still accepts it, but it has "
+                self.add(code,
+                         "warning", key, f"{message} vLLM {ver} still accepts it, but it has "
                          "done nothing since v0.10.0.", fix)
             else:
-                self.add("warning", key, f"{message} vLLM {ver} ignores unknown keys "
+                self.add(code, "warning", key, f"{message} vLLM {ver} ignores unknown keys "
                          "silently, so this setting has no effect (from about v0.14, PR "
                          "#31541, it is an error).", fix)
             return
         who = "Current vLLM" if self.era == "current" else f"vLLM {ver}"
-        self.add("error", key, f"{message} {who} rejects unknown keys (pydantic "
+        self.add(code, "error", key, f"{message} {who} rejects unknown keys (pydantic "
                  "extra='forbid' since PR #31541, about v0.14); JSON-era builds before that "
                  "(about v0.8 to v0.13) ignored them silently, so the setting never took "
                  "effect.", fix)
@@ -90,15 +93,17 @@ class _Checker:
                  and k != "tensor_parallel_size"]
         for key in cfg:
             if not isinstance(key, str):
-                self.add("error", str(key), f"keys must be strings, got {key!r}")
+                self.add("key-not-string", "error", str(key), f"keys must be strings, got {key!r}")
                 continue
             if key in S.FIELDS and key not in S.INTERNAL_KEYS:
                 continue
             if key in S.INTERNAL_KEYS:
-                self.add("error", key, f"'{key}' is populated by vLLM and not intended to be "
+                self.add("internal-key",
+                         "error", key, f"'{key}' is populated by vLLM and not intended to be "
                          "set by users (docs README @ 01ed47b4, Notes)", f"remove '{key}'")
             elif key in S.SAMPLING_KEYS:
-                self.unknown(key, f"'{key}' is a request sampling parameter, not a "
+                self.unknown("sampling-key",
+                             key, f"'{key}' is a request sampling parameter, not a "
                              "speculative_config key (vLLM docs, Notes)",
                              f"remove it here; send {key} with each request (OpenAI API "
                              f"field, or SamplingParams({key}=...)); for benchmarks use "
@@ -110,14 +115,15 @@ class _Checker:
                 if new:
                     msg += f"; did you mean '{new}'?"
                 fix = f"rename '{key}' to '{new}'" if new else f"remove '{key}'"
-                self.unknown(key, msg, fix,
+                self.unknown("legacy-key", key, msg, fix,
                              removed_noop=(key == "disable_by_batch_size"))
             else:
                 norm = key.replace("-", "_").strip()
                 if norm in known or norm.lower() in known:
                     new = norm if norm in known else norm.lower()
                     how = "hyphenated" if "-" in key else "spelled differently"
-                    self.unknown(key, f"'{key}' is {how}; the key is '{new}' (JSON keys are not "
+                    self.unknown("key-misspelled",
+                                 key, f"'{key}' is {how}; the key is '{new}' (JSON keys are not "
                                  "normalised, only flag names are)", f"rename '{key}' to '{new}'")
                     continue
                 close = difflib.get_close_matches(norm, known + list(S.LEGACY_KEYS), n=1,
@@ -125,50 +131,58 @@ class _Checker:
                 if close and close[0] in S.LEGACY_KEYS:
                     close = [S.LEGACY_KEYS[close[0]][0]] if S.LEGACY_KEYS[close[0]][0] else []
                 if close:
-                    self.unknown(key, f"unknown key '{key}'; did you mean '{close[0]}'?",
+                    self.unknown("unknown-key-did-you-mean",
+                                 key, f"unknown key '{key}'; did you mean '{close[0]}'?",
                                  f"rename '{key}' to '{close[0]}'")
                 else:
                     which = ("valid keys" if self.era == "current" else
                              f"valid keys in current vLLM ({S.SOURCE}; vLLM {self.version} "
                              "may lack some of them)")
-                    self.unknown(key, f"unknown key '{key}'",
+                    self.unknown("unknown-key", key, f"unknown key '{key}'",
                                  f"remove '{key}'; {which}: {', '.join(known)}")
 
     # ---- typed values
     def int_value(self, key, value, minimum=None, exclusive=False):
         """Check an int field; return the int (or None when unusable)."""
         if isinstance(value, bool):
-            self.add("error", key, f"{key} must be an integer, got the boolean {json.dumps(value)}",
+            self.add("int-got-bool",
+                     "error", key, f"{key} must be an integer, got the boolean {json.dumps(value)}",
                      f"write a number, e.g. \"{key}\": 4")
             return None
         if isinstance(value, float):
             if value != value or value in (float("inf"), float("-inf")) or value != int(value):
-                self.add("error", key, f"{key} must be a whole number, got {value!r}",
+                self.add("int-got-fraction",
+                         "error", key, f"{key} must be a whole number, got {value!r}",
                          f"write an integer, e.g. \"{key}\": 4")
                 return None
-            self.add("warning", key, f"{key} is the float {value!r}; vLLM's pydantic "
+            self.add("int-got-float",
+                     "warning", key, f"{key} is the float {value!r}; vLLM's pydantic "
                      "validation accepts a whole-number float as int", f"write {int(value)}")
             value = int(value)
         elif isinstance(value, str):
             if _PLACEHOLDER_STRING_RE.match(value):
-                self.add("error", key, f"{key} is the unsubstituted template placeholder "
+                self.add("template-placeholder",
+                         "error", key, f"{key} is the unsubstituted template placeholder "
                          f"{value!r}", f"substitute an integer, e.g. \"{key}\": 4")
                 return None
             if re.fullmatch(r"\s*[+-]?\d+\s*", value):
-                self.add("warning", key, f"{key} is the string {value!r}; pydantic (lax mode) "
+                self.add("int-got-string-number",
+                         "warning", key, f"{key} is the string {value!r}; pydantic (lax mode) "
                          "converts it to an integer", f"write {int(value)} without quotes")
                 value = int(value)
             else:
-                self.add("error", key, f"{key} must be an integer, got the string {value!r}",
+                self.add("int-got-string",
+                         "error", key, f"{key} must be an integer, got the string {value!r}",
                          f"write an integer, e.g. \"{key}\": 4")
                 return None
         elif not isinstance(value, int):
-            self.add("error", key, f"{key} must be an integer, got {json.dumps(value)}",
+            self.add("int-wrong-type",
+                     "error", key, f"{key} must be an integer, got {json.dumps(value)}",
                      f"write an integer, e.g. \"{key}\": 4")
             return None
         if minimum is not None and (value <= minimum if exclusive else value < minimum):
             op = ">" if exclusive else ">="
-            self.add("error", key, f"{key} must be {op} {minimum:g}, got {value}"
+            self.add("below-minimum", "error", key, f"{key} must be {op} {minimum:g}, got {value}"
                      " (pydantic Field constraint)",
                      f"use a value {op} {minimum:g}")
             return None
@@ -178,7 +192,7 @@ class _Checker:
         spec = S.FIELDS[key]
         if value is None:
             if not spec.nullable:
-                self.add("error", key, f"{key} must not be null (default "
+                self.add("null-value", "error", key, f"{key} must not be null (default "
                          f"{json.dumps(spec.default)})", f"remove '{key}' or set a value")
             return None
         if spec.kind == "int":
@@ -189,20 +203,24 @@ class _Checker:
             lax = {"true": True, "false": False, "yes": True, "no": False, "on": True,
                    "off": False, "1": True, "0": False}
             if isinstance(value, str) and value.strip().lower() in lax:
-                self.add("warning", key, f"{key} is the string {value!r}; pydantic (lax mode) "
+                self.add("bool-got-string",
+                         "warning", key, f"{key} is the string {value!r}; pydantic (lax mode) "
                          "reads it as a boolean",
                          f"write {json.dumps(lax[value.strip().lower()])} without quotes")
                 return lax[value.strip().lower()]
             if isinstance(value, int) and value in (0, 1):
-                self.add("warning", key, f"{key} is {value}; pydantic reads it as a boolean",
+                self.add("bool-got-number",
+                         "warning", key, f"{key} is {value}; pydantic reads it as a boolean",
                          f"write {json.dumps(bool(value))}")
                 return bool(value)
-            self.add("error", key, f"{key} must be true or false, got {json.dumps(value)}",
+            self.add("bool-wrong-type",
+                     "error", key, f"{key} must be true or false, got {json.dumps(value)}",
                      f"write \"{key}\": true or false")
             return None
         if spec.kind == "float":
             if isinstance(value, bool) or not isinstance(value, (int, float)):
-                self.add("error", key, f"{key} must be a number, got {json.dumps(value)}",
+                self.add("number-wrong-type",
+                         "error", key, f"{key} must be a number, got {json.dumps(value)}",
                          "write a number")
                 return None
             lo, hi = spec.minimum, spec.maximum
@@ -211,13 +229,14 @@ class _Checker:
             if (hi is not None and not lo <= value <= hi) or (hi is None and lo is not None
                                                               and value < lo):
                 rng = f"in [{lo:g}, {hi:g}]" if hi is not None else f">= {lo:g}"
-                self.add("error", key, f"{key}={value} must be {rng} (vLLM: "
+                self.add("out-of-range", "error", key, f"{key}={value} must be {rng} (vLLM: "
                          f"\"{key}={value} must be {rng}\")", f"use a value {rng}")
                 return None
             return float(value)
         if spec.kind in ("str", "literal"):
             if not isinstance(value, str):
-                self.add("error", key, f"{key} must be a string, got {json.dumps(value)}",
+                self.add("string-wrong-type",
+                         "error", key, f"{key} must be a string, got {json.dumps(value)}",
                          f"write \"{key}\": \"...\"")
                 return None
             if spec.kind == "literal" and key != "method" and value not in spec.choices:
@@ -230,18 +249,20 @@ class _Checker:
                             "'probabilistic' is now draft_sample_method='probabilistic', "
                             "FLy verification is not in this code)")
                 fix = f"use {(close or [drift or spec.choices[0]])[0]!r}"
-                self.add("error", key, msg, fix)
+                self.add("invalid-choice", "error", key, msg, fix)
                 return None
             return value
         if spec.kind == "list":
             if not isinstance(value, list):
-                self.add("error", key, f"{key} must be a list, got {json.dumps(value)}",
+                self.add("list-wrong-type",
+                         "error", key, f"{key} must be a list, got {json.dumps(value)}",
                          "write a JSON list [...]")
                 return None
             return value
         if spec.kind == "object":
             if not isinstance(value, dict):
-                self.add("error", key, f"{key} must be an object, got {json.dumps(value)}")
+                self.add("object-wrong-type",
+                         "error", key, f"{key} must be an object, got {json.dumps(value)}")
                 return None
             return value
         return value
@@ -254,7 +275,8 @@ class _Checker:
                 return "custom_class"
             if model in ("ngram", "[ngram]"):
                 if model == "[ngram]":
-                    self.add("warning", "model", "\"model\": \"[ngram]\" is the legacy V0 "
+                    self.add("legacy-ngram-model",
+                             "warning", "model", "\"model\": \"[ngram]\" is the legacy V0 "
                              "spelling; vLLM still maps it to method 'ngram'",
                              "write \"method\": \"ngram\" and drop \"model\"")
                 return "ngram"
@@ -262,18 +284,21 @@ class _Checker:
                 return "draft_model"
             return self.method_missing(model)
         if not isinstance(method, str):
-            self.add("error", "method", f"method must be a string, got {json.dumps(method)}",
+            self.add("method-not-string",
+                     "error", "method", f"method must be a string, got {json.dumps(method)}",
                      "write e.g. \"method\": \"ngram\"")
             return None
         if method in S.METHODS:
             if method in S.MTP_METHODS and method != "mtp":
-                self.add("warning", "method", f"method `{method}` is deprecated and replaced "
+                self.add("deprecated-mtp-method",
+                         "warning", "method", f"method `{method}` is deprecated and replaced "
                          "with mtp (vLLM's own warning @ 002e77c1; older builds knew only the "
                          "model-specific names)", "write \"method\": \"mtp\"")
                 return "mtp"
             return method
         if method == "[ngram]":
-            self.add("warning", "method", "'[ngram]' is the legacy spelling; vLLM maps it to "
+            self.add("legacy-ngram-method",
+                     "warning", "method", "'[ngram]' is the legacy spelling; vLLM maps it to "
                      "'ngram'", "write \"method\": \"ngram\"")
             return "ngram"
         canon = list(S.BUILD_METHODS)
@@ -292,19 +317,21 @@ class _Checker:
             fix = f"write \"method\": \"{hint}\""
         else:
             fix = f"use one of {', '.join(canon)}"
-        self.add("error", "method", msg, fix)
+        self.add("unknown-method", "error", "method", msg, fix)
         return None
 
     def run(self, cfg: dict):
         if self.era == "v0":
-            self.add("error", None, f"vLLM {self.version} predates the JSON "
+            self.add("predates-json-config",
+                     "error", None, f"vLLM {self.version} predates the JSON "
                      "--speculative-config (PR #14434, about v0.8): V0 used separate flags "
                      "--speculative-model, --num-speculative-tokens, "
                      "--ngram-prompt-lookup-max", "upgrade vLLM, or use the V0 flags")
             return
         if getattr(cfg, "duplicates", None):
             for k in cfg.duplicates:
-                self.add("warning", k, f"'{k}' appears more than once; JSON keeps the last "
+                self.add("duplicate-key",
+                         "warning", k, f"'{k}' appears more than once; JSON keeps the last "
                          "value silently", f"keep one '{k}'")
         self.scan_keys(cfg)
         vals = {k: self.typed(k, v) for k, v in cfg.items()
@@ -312,7 +339,8 @@ class _Checker:
                 and k not in S.INTERNAL_KEYS}
         model = vals.get("model")
         if isinstance(model, str) and _PLACEHOLDER_STRING_RE.match(model):
-            self.add("warning", "model", f"model {model!r} looks like an unfilled "
+            self.add("placeholder-model",
+                     "warning", "model", f"model {model!r} looks like an unfilled "
                      "placeholder; vLLM would try to load a checkpoint by that name",
                      "put the draft checkpoint's Hugging Face id or local path")
         method = self.resolve_method(cfg, model if "model" in cfg else None)
@@ -323,14 +351,16 @@ class _Checker:
 
         # tensor_parallel_size: vLLM's own message
         if "tensor_parallel_size" in cfg:
-            self.add("error", "tensor_parallel_size", "'tensor_parallel_size' is not a valid "
+            self.add("tensor-parallel-size",
+                     "error", "tensor_parallel_size", "'tensor_parallel_size' is not a valid "
                      "argument in the speculative_config. Please pass "
                      "'draft_tensor_parallel_size' instead. (vLLM @ 002e77c1)",
                      "rename it to 'draft_tensor_parallel_size' (1 or the target's "
                      "--tensor-parallel-size)")
         dtp = vals.get("draft_tensor_parallel_size")
         if dtp is not None and dtp > 1:
-            self.add("warning", "draft_tensor_parallel_size", f"draft_tensor_parallel_size="
+            self.add("draft-tensor-parallel-size",
+                     "warning", "draft_tensor_parallel_size", f"draft_tensor_parallel_size="
                      f"{dtp} must be 1 or equal to the target's --tensor-parallel-size, else "
                      "vLLM raises 'cannot be other value than 1 or target model "
                      "tensor_parallel_size'", "use 1, or the target's tensor parallel size")
@@ -340,7 +370,8 @@ class _Checker:
         has_model = cfg.get("model") is not None
         if isinstance(model, str) and not model.strip() and method not in (
                 "ngram", "ngram_gpu", "suffix", "extract_hidden_states"):
-            self.add("error", "model", f"model is the blank string {model!r}: vLLM would try to "
+            self.add("blank-model",
+                     "error", "model", f"model is the blank string {model!r}: vLLM would try to "
                      "load a checkpoint by that name and fail",
                      "put the draft checkpoint's Hugging Face id or local path")
         # model
@@ -355,38 +386,45 @@ class _Checker:
                        "vLLM fails with 'num_speculative_tokens must be provided with "
                        "speculative model unless the draft model config contains an "
                        "n_predict parameter.'")
-            self.add("error", "model", msg + f" (vLLM @ 002e77c1; '{method}' loads a separate "
+            self.add("model-missing",
+                     "error", "model", msg + f" (vLLM @ 002e77c1; '{method}' loads a separate "
                      "checkpoint)", "add \"model\": \"<draft checkpoint id or path>\"")
         elif method in ("ngram", "ngram_gpu", "suffix") and has_model and \
                 cfg.get("model") not in (method, "[ngram]"):
-            self.add("warning", "model", f"'model' is ignored for method '{method}' (it needs "
+            self.add("model-ignored",
+                     "warning", "model", f"'model' is ignored for method '{method}' (it needs "
                      "no draft model)", "remove \"model\"")
 
         # num_speculative_tokens
         if not nst_given:
             if method == "suffix":
                 depth = vals.get("suffix_decoding_max_tree_depth") or S.SUFFIX_DEFAULT_TOKENS
-                self.add("warning", "num_speculative_tokens", "not set: for suffix decoding "
+                self.add("suffix-default-tokens",
+                         "warning", "num_speculative_tokens", "not set: for suffix decoding "
                          f"vLLM defaults it to suffix_decoding_max_tree_depth ({depth}) and "
                          "logs a warning; it is a maximum, suffix decoding adapts below it",
                          "set it explicitly (the docs use 8 to 32)")
             elif method in S.N_PREDICT_METHODS and (has_model or method not in ("mtp", "dspark")):
-                self.add("warning", "num_speculative_tokens", "not set: vLLM takes it from the "
+                self.add("n-predict-default",
+                         "warning", "num_speculative_tokens", "not set: vLLM takes it from the "
                          "draft checkpoint's n_predict; if the checkpoint has none it raises "
                          "'A speculative model was provided, but `num_speculative_tokens` was "
                          "not provided'", "set it explicitly (1 for most MTP heads)")
             elif method in ("draft_model", "eagle", "eagle3") and has_model:
-                self.add("error", "num_speculative_tokens", "missing: a draft model or EAGLE "
+                self.add("num-speculative-tokens-missing",
+                         "error", "num_speculative_tokens", "missing: a draft model or EAGLE "
                          "head carries no n_predict, so vLLM raises 'A speculative model was "
                          "provided, but `num_speculative_tokens` was not provided'",
                          "add \"num_speculative_tokens\": 3 to 5 (article: start at 3-5)")
             elif method not in S.NEEDS_MODEL or has_model:
-                self.add("error", "num_speculative_tokens", "missing: vLLM raises "
+                self.add("num-speculative-tokens-required",
+                         "error", "num_speculative_tokens", "missing: vLLM raises "
                          "'num_speculative_tokens must be provided with speculative model "
                          "unless the draft model config contains an n_predict parameter.'",
                          "add \"num_speculative_tokens\": 4 (a positive integer)")
         if method == "mtp" and nst is not None and nst > 1:
-            self.add("warning", "num_speculative_tokens", f"num_speculative_tokens={nst} with "
+            self.add("mtp-reruns-layer",
+                     "warning", "num_speculative_tokens", f"num_speculative_tokens={nst} with "
                      "mtp: 'Enabling num_speculative_tokens > 1 will run multiple times of "
                      "forward on same MTP layer, which may result in lower acceptance rate' "
                      "(vLLM's warning for single-layer MTP heads)",
@@ -398,7 +436,8 @@ class _Checker:
         hi_given = cfg.get("prompt_lookup_max") is not None
         if method in S.NGRAM_METHODS:
             if not lo_given and not hi_given:
-                self.add("warning", "prompt_lookup_min", "prompt_lookup_min and "
+                self.add("ngram-lookup-defaults",
+                         "warning", "prompt_lookup_min", "prompt_lookup_min and "
                          "prompt_lookup_max are not set: vLLM sets both to 5 (\"arbitrarily "
                          "chosen\"), not min 1 as its docstring says, so only 5-gram matches "
                          "are drafted", "set them, e.g. \"prompt_lookup_min\": 2, "
@@ -407,56 +446,69 @@ class _Checker:
                 given, other = (("prompt_lookup_max", "prompt_lookup_min") if hi_given
                                 else ("prompt_lookup_min", "prompt_lookup_max"))
                 val = hi if hi_given else lo
-                self.add("warning", other, f"{other} is not set: vLLM sets it equal to {given}"
+                self.add("ngram-lookup-mirrored",
+                         "warning", other, f"{other} is not set: vLLM sets it equal to {given}"
                          f"={val}, so the window is exactly {val} tokens",
                          f"set {other} explicitly (e.g. prompt_lookup_min 2, max 5)")
             if lo is not None and hi is not None and lo > hi:
-                self.add("error", "prompt_lookup_min", f"prompt_lookup_min={lo} must be <= "
+                self.add("ngram-lookup-min-above-max",
+                         "error", "prompt_lookup_min", f"prompt_lookup_min={lo} must be <= "
                          f"prompt_lookup_max={hi} (vLLM @ 002e77c1)",
                          f"swap them: \"prompt_lookup_min\": {hi}, \"prompt_lookup_max\": {lo}")
         elif lo_given or hi_given:
             key = "prompt_lookup_min" if lo_given else "prompt_lookup_max"
-            self.add("warning", key, f"prompt_lookup_min/max only apply to ngram; vLLM sets "
+            self.add("ngram-lookup-ignored",
+                     "warning", key, f"prompt_lookup_min/max only apply to ngram; vLLM sets "
                      f"them to 0 for method '{method}'", "remove them")
 
         # suffix
         suffix_keys = [k for k in cfg if isinstance(k, str) and k.startswith("suffix_decoding_")]
         if method == "suffix":
-            self.add("warning", None, "suffix decoding needs Arctic Inference on the server: "
+            self.add("suffix-needs-arctic",
+                     "warning", None, "suffix decoding needs Arctic Inference on the server: "
                      "\"Arctic Inference is required for suffix decoding. Install via `pip "
                      "install arctic-inference==0.1.1`.\"", "pip install arctic-inference "
                      "on the vLLM host before starting")
         elif suffix_keys:
-            self.add("warning", suffix_keys[0], f"{', '.join(suffix_keys)} only apply to "
+            self.add("suffix-keys-ignored",
+                     "warning", suffix_keys[0], f"{', '.join(suffix_keys)} only apply to "
                      f"method 'suffix'; ignored for '{method}'", "remove them")
 
         # method-specific switches (messages from vLLM @ 002e77c1)
         if cfg.get("index_share_for_mtp_iteration") is not None and method != "mtp":
-            self.add("error", "index_share_for_mtp_iteration", "index_share_for_mtp_iteration "
+            self.add("mtp-only-key",
+                     "error", "index_share_for_mtp_iteration", "index_share_for_mtp_iteration "
                      "is only supported with method='mtp'", "remove it")
         if vals.get("enable_adaptive_verification") and method != "dspark":
-            self.add("error", "enable_adaptive_verification", "Adaptive verification only "
+            self.add("dspark-only-key",
+                     "error", "enable_adaptive_verification", "Adaptive verification only "
                      "supported with DSpark", "remove it (method 'dspark' only)")
         if cfg.get("dspark_draft_topk") is not None and method != "dspark":
-            self.add("error", "dspark_draft_topk", "dspark_draft_topk is only supported by "
+            self.add("dspark-only-key",
+                     "error", "dspark_draft_topk", "dspark_draft_topk is only supported by "
                      "DSpark", "remove it")
         if vals.get("use_heterogeneous_vocab"):
             if method != "draft_model":
-                self.add("error", "use_heterogeneous_vocab", "use_heterogeneous_vocab only "
+                self.add("heterogeneous-vocab-method",
+                         "error", "use_heterogeneous_vocab", "use_heterogeneous_vocab only "
                          "works with method='draft_model'", "remove it")
             if vals.get("draft_sample_method") == "probabilistic":
-                self.add("error", "use_heterogeneous_vocab", "use_heterogeneous_vocab "
+                self.add("heterogeneous-vocab-sampling",
+                         "error", "use_heterogeneous_vocab", "use_heterogeneous_vocab "
                          "currently only supports greedy draft sampling",
                          "set draft_sample_method='greedy' (the default) or omit it")
             if vals.get("use_local_argmax_reduction"):
-                self.add("error", "use_heterogeneous_vocab", "use_heterogeneous_vocab and "
+                self.add("heterogeneous-vocab-argmax",
+                         "error", "use_heterogeneous_vocab", "use_heterogeneous_vocab and "
                          "use_local_argmax_reduction cannot be used together",
                          "drop use_local_argmax_reduction")
         if vals.get("parallel_drafting") and method not in S.PARALLEL_DRAFTING_METHODS:
-            self.add("warning", "parallel_drafting", "parallel_drafting is \"only compatible "
+            self.add("parallel-drafting-method",
+                     "warning", "parallel_drafting", "parallel_drafting is \"only compatible "
                      f"with EAGLE and draft model methods\", not '{method}'", "remove it")
         if cfg.get("draft_load_config") is not None:
-            self.add("warning", "draft_load_config", "draft_load_config defaults to the "
+            self.add("draft-load-config",
+                     "warning", "draft_load_config", "draft_load_config defaults to the "
                      "target's load config and is not intended to be set by users",
                      "remove it unless you know the draft needs a different loader")
         self.synthetic(cfg, vals, nst)
@@ -469,15 +521,18 @@ class _Checker:
                  if cfg.get(k) is not None]
         if vals.get("rejection_sample_method") != "synthetic":
             if given:
-                self.add("error", given[0], "synthetic_acceptance_rates / "
+                self.add("synthetic-needs-method",
+                         "error", given[0], "synthetic_acceptance_rates / "
                          "synthetic_acceptance_length are only valid with "
                          "rejection_sample_method='synthetic'.", "remove them")
             return
-        self.add("warning", "rejection_sample_method", "'synthetic' accepts drafts with a "
+        self.add("synthetic-not-lossless",
+                 "warning", "rejection_sample_method", "'synthetic' accepts drafts with a "
                  "calibrated probability: a benchmarking mode whose outputs are not the target "
                  "model's (not lossless)", "use 'standard' in production")
         if len(given) != 1:
-            self.add("error", "rejection_sample_method", "rejection_sample_method='synthetic' "
+            self.add("synthetic-needs-one",
+                     "error", "rejection_sample_method", "rejection_sample_method='synthetic' "
                      "requires exactly one of synthetic_acceptance_rates or "
                      "synthetic_acceptance_length.", "give exactly one of them")
             return
@@ -486,16 +541,20 @@ class _Checker:
         if rates is not None:
             bad = [r for r in rates if isinstance(r, bool) or not isinstance(r, (int, float))]
             if len(rates) != nst:
-                self.add("error", "synthetic_acceptance_rates", f"synthetic_acceptance_rates "
+                self.add("synthetic-rates-length",
+                         "error", "synthetic_acceptance_rates", f"synthetic_acceptance_rates "
                          f"must have length {nst}, got {rates}.", f"give {nst} rates")
             elif bad or not all(0 <= r <= 1 for r in rates):
-                self.add("error", "synthetic_acceptance_rates", "synthetic_acceptance_rates "
+                self.add("synthetic-rates-range",
+                         "error", "synthetic_acceptance_rates", "synthetic_acceptance_rates "
                          f"entries must be in [0, 1], got {rates}.", "use fractions in [0, 1]")
             elif any(rates[i] > rates[i - 1] for i in range(1, len(rates))):
-                self.add("error", "synthetic_acceptance_rates", "synthetic_acceptance_rates "
+                self.add("synthetic-rates-order",
+                         "error", "synthetic_acceptance_rates", "synthetic_acceptance_rates "
                          f"must be non-increasing, got {rates}.", "sort them descending")
         elif length is not None and not 1.0 <= length <= nst + 1:
-            self.add("error", "synthetic_acceptance_length", f"synthetic_acceptance_length "
+            self.add("synthetic-length-range",
+                     "error", "synthetic_acceptance_length", f"synthetic_acceptance_length "
                      f"must be in [1, {nst + 1}], got {length}.", f"use a value in [1, {nst + 1}]")
 
     def dynamic(self, schedule, nst):
@@ -505,25 +564,29 @@ class _Checker:
         key = "num_speculative_tokens_per_batch_size"
         example = "e.g. [[1, 64, 3], [65, 128, 1], [129, 512, 0]] (vLLM docs)"
         if self.era == "lenient":
-            self.add("warning", key, f"{key} came with dynamic speculative decoding (PR #32374, "
+            self.add("schedule-ignored",
+                     "warning", key, f"{key} came with dynamic speculative decoding (PR #32374, "
                      f"merged about January 2026, after the versions that ignore unknown keys); "
                      f"vLLM {self.version} most likely ignores it silently and drafts "
                      "num_speculative_tokens at every batch size", "upgrade vLLM, or drop it")
             return
         problems = schedule_problems(schedule)
         for problem in problems:
-            self.add("error", key, f"{key}: {problem} (vLLM's schedule validation, "
+            self.add("schedule-invalid",
+                     "error", key, f"{key}: {problem} (vLLM's schedule validation, "
                      "vllm/v1/spec_decode/dynamic/utils.py @ a6f6bb1d)", example)
         if problems:
             return
         above = [row for row in schedule if nst is not None and row[2] > nst]
         if above:
-            self.add("warning", key, f"K above num_speculative_tokens={nst} in "
+            self.add("schedule-k-clamped",
+                     "warning", key, f"K above num_speculative_tokens={nst} in "
                      f"{', '.join(json.dumps(list(r)) for r in above)}: vLLM clamps it to {nst} "
                      "silently (build_dynamic_sd_schedule_lookup @ a6f6bb1d; the newer docs "
                      "call it an error)", f"lower K to at most {nst}, or raise "
                      "num_speculative_tokens (it is the maximum draft window)")
-        self.add("warning", key, f"dynamic speculative decoding: {describe_schedule(schedule, nst)}"
+        self.add("schedule-explained",
+                 "warning", key, f"dynamic speculative decoding: {describe_schedule(schedule, nst)}"
                  f" ({SCHEDULE_SEMANTICS}). Cost: {schedule_tax_text()}",
                  "measure TPOT with and without the schedule at your concurrency (vllm bench "
                  "serve) before keeping it")
@@ -550,7 +613,8 @@ class _Checker:
                     f"set \"method\": \"{likely}\"")
         elif likely in ("medusa", "mlp_speculator", "mtp") and self.draft_config is None:
             msg += "; vLLM decides this one from the checkpoint's config.json"
-        self.add("warning", "method", msg, f"set \"method\": \"{likely}\" explicitly")
+        self.add("method-missing",
+                 "warning", "method", msg, f"set \"method\": \"{likely}\" explicitly")
         return vllm_pick if vllm_pick != "draft_model" else likely
 
     def method_vs_checkpoint(self, method, model):
@@ -562,7 +626,8 @@ class _Checker:
         if found is None:
             if method in ("eagle", "eagle3") and _is_full_causal_lm(self.draft_config):
                 arch = ", ".join(self.draft_config.get("architectures") or [])
-                self.add("warning", "method", f"method '{method}' with a checkpoint whose "
+                self.add("method-full-lm-as-eagle",
+                         "warning", "method", f"method '{method}' with a checkpoint whose "
                          f"config.json says {arch}: a full causal LM, not an EAGLE head; vLLM "
                          "loads it as an EAGLE head and fails or drafts garbage",
                          "use \"method\": \"draft_model\" for a small full model")
@@ -583,32 +648,13 @@ class _Checker:
             then = (f"vLLM keeps '{method}' and loads the checkpoint as that: expect a load "
                     "error, or acceptance that is implausible (near 0, or near 100% as in "
                     "field reports)")
-        self.add("warning", "method", f"method '{method}' does not match the checkpoint: {why} "
+        self.add("method-checkpoint-mismatch",
+                 "warning", "method", f"method '{method}' does not match the checkpoint: {why} "
                  f"says '{needed}'; {then}", f"write \"method\": \"{needed}\"")
 
 
-#: config.json ``model_type`` values vLLM maps to a method (@ 002e77c1, method re-detection).
-_MODEL_TYPE_METHOD = {"medusa": "medusa", "mlp_speculator": "mlp_speculator"}
-
-
-def _arch_names(draft_config) -> list[str]:
-    if not isinstance(draft_config, dict):
-        return []
-    arch = draft_config.get("architectures") or []
-    return [a for a in arch if isinstance(a, str)] if isinstance(arch, list) else []
-
-
-def _model_type(draft_config) -> str:
-    mt = draft_config.get("model_type") if isinstance(draft_config, dict) else None
-    return mt.lower() if isinstance(mt, str) else ""
-
-
-def _is_mtp_type(model_type: str) -> bool:
-    return model_type in S.MTP_METHODS or model_type.endswith("_mtp")
-
-
 def _is_full_causal_lm(draft_config) -> bool:
-    arch = [a.lower() for a in _arch_names(draft_config)]
+    arch = [a.lower() for a in architectures(draft_config)]
     return bool(arch) and all(a.endswith("forcausallm") and not any(
         w in a for w in ("eagle", "medusa", "mtp", "dflash", "dspark", "speculator"))
         for a in arch)
@@ -626,8 +672,8 @@ def vllm_detected_method(method: str, model: str, draft_config=None) -> str:
             method in ("suffix", "custom_class", "extract_hidden_states"):
         return method
     low = (model or "").lower()
-    arch = " ".join(_arch_names(draft_config)).lower()
-    mt = _model_type(draft_config)
+    arch = " ".join(architectures(draft_config)).lower()
+    mt = model_type(draft_config)
     if "eagle-" in low:
         return "eagle"
     if "eagle3" in low:
@@ -636,50 +682,11 @@ def vllm_detected_method(method: str, model: str, draft_config=None) -> str:
         return "dflash"
     if "dspark" in low or "dspark" in arch:
         return "dspark"
-    if mt in _MODEL_TYPE_METHOD:
-        return _MODEL_TYPE_METHOD[mt]
-    if _is_mtp_type(mt):
+    if mt in MODEL_TYPE_METHOD:
+        return MODEL_TYPE_METHOD[mt]
+    if is_mtp_type(mt):
         return "mtp"
     return method
-
-
-def checkpoint_method(model: str, draft_config=None):
-    """The method a draft checkpoint needs, from its path and config.json: (method, why) or None.
-
-    Reads the signs vLLM reads (see :func:`vllm_detected_method`) and a few it does not: an
-    ``architectures`` entry naming Eagle3 / Eagle / Medusa / MTP / DFlash / DSpark, and path
-    words ('eagle', 'medusa', 'mtp', 'accelerator' and 'speculator' for IBM's MLP speculators)
-    that vLLM's path rules ('eagle-', 'eagle3') miss. None when nothing marks a special head.
-    """
-    low = (model or "").lower()
-    arch = _arch_names(draft_config)
-    arch_low = " ".join(arch).lower()
-    mt = _model_type(draft_config)
-    shown = f"the path {model!r}" if model else "the path"
-    if arch:
-        named = f"config.json architectures {arch}"
-        for word, method in (("eagle3", "eagle3"), ("eagle", "eagle"), ("dflash", "dflash"),
-                             ("dspark", "dspark"), ("medusa", "medusa"),
-                             ("speculator", "mlp_speculator"), ("mtp", "mtp")):
-            if word in arch_low:
-                return method, named
-    if mt in _MODEL_TYPE_METHOD:
-        return _MODEL_TYPE_METHOD[mt], f"config.json model_type {mt!r}"
-    if _is_mtp_type(mt):
-        return "mtp", f"config.json model_type {mt!r}"
-    if "eagle3" in low or "eagle-3" in low or "eagle_3" in low:
-        return "eagle3", shown
-    if "eagle" in low:
-        return "eagle", shown
-    for word, method in (("dflash", "dflash"), ("dspark", "dspark"), ("medusa", "medusa"),
-                         ("mlp_speculator", "mlp_speculator"), ("mlp-speculator",
-                                                                "mlp_speculator"),
-                         ("accelerator", "mlp_speculator"), ("speculator", "mlp_speculator")):
-        if word in low:
-            return method, shown
-    if re.search(r"(^|[^a-z])mtp([^a-z]|$)", low):
-        return "mtp", shown
-    return None
 
 
 def _is_dotted_path(model: str) -> bool:

@@ -46,9 +46,6 @@ BUILD_METHODS = METHODS[:13]
 #: Methods that load a separate draft checkpoint named by ``model``.
 NEEDS_MODEL = frozenset({"draft_model", "eagle", "eagle3", "medusa", "mlp_speculator", "dflash",
                          "custom_class"})
-#: Methods whose ``model`` vLLM fills in itself (the target's checkpoint, or the method name).
-MODEL_OPTIONAL = frozenset({"mtp", "dspark", "ngram", "ngram_gpu", "suffix",
-                            "extract_hidden_states"})
 #: Model-backed methods whose checkpoint usually carries ``n_predict`` (num_speculative_tokens
 #: then defaults to it). A plain causal LM (draft_model) and EAGLE heads usually do not.
 N_PREDICT_METHODS = frozenset({"medusa", "mlp_speculator", "mtp", "dflash", "dspark"})
@@ -197,10 +194,14 @@ INTERNAL_KEYS = frozenset(k for k, f in FIELDS.items() if f.kind == "internal")
 JSON_CONFIG_SINCE = (0, 8)
 #: First release that rejects unknown keys (PR #31541, merged 2025-12-30).
 STRICT_KEYS_SINCE = (0, 14)
-#: Last release in which disable_by_batch_size still did something (V0 engine).
-DISABLE_BY_BATCH_SIZE_NOOP_SINCE = (0, 10)
 
-#: n-gram lookup default when both are omitted ("TODO(woosuk): Tune these values").
-NGRAM_LOOKUP_DEFAULT = 5
 #: The suffix-decoding draft length default (= suffix_decoding_max_tree_depth's default).
 SUFFIX_DEFAULT_TOKENS = 24
+
+# Starting values from vLLM's docs examples (used by check.suggest_fix and specnb.advise).
+#: Draft length to start with per method when no acceptance has been measured: vLLM's docs
+#: examples and the article's FAQ (ngram 4; draft_model 5; eagle3 3, the article's "start at
+#: 3-5"; mtp 1, vLLM's MTP example). :mod:`specnb.advise.recommend` explains each value.
+DEFAULT_GAMMA = {"mtp": 1, "eagle3": 3, "ngram": 4, "draft_model": 5}
+#: ``speculative_config`` options for ngram drafting: vLLM's docs example.
+NGRAM_OPTIONS = {"prompt_lookup_min": 2, "prompt_lookup_max": 5}

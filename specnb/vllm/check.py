@@ -9,7 +9,7 @@
 Every "use <JSON>" fix this module suggests is itself accepted by the checker for current vLLM
 (:func:`suggest_fix`): old key names are renamed, V0 spellings mapped (``speculative_model:
 "[ngram]"`` -> ``method: "ngram"``) and a missing ``num_speculative_tokens`` filled with the
-starting value of :data:`specnb.vllm._defaults.DEFAULT_GAMMA`.
+starting value of :data:`specnb.vllm.DEFAULT_GAMMA`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ import json
 import re
 
 from . import _schema as S
-from ._defaults import DEFAULT_GAMMA
 from ._rules import _Checker, _era, _parse_version
 from ._values import _json_values
 from .findings import ConfigCheck, Finding
@@ -34,7 +33,7 @@ def suggest_fix(config) -> dict | None:
     ``ngram_prompt_lookup_max`` -> ``prompt_lookup_max``, ``speculative_model`` -> ``model``),
     maps the V0 n-gram spelling (``model: "[ngram]"`` or ``"ngram"`` -> ``method: "ngram"``,
     ``model`` dropped), drops sampling parameters and removed keys, and adds a missing
-    ``num_speculative_tokens`` (:data:`~specnb.vllm._defaults.DEFAULT_GAMMA`, else 3). The
+    ``num_speculative_tokens`` (:data:`~specnb.vllm.DEFAULT_GAMMA`, else 3). The
     result is returned only if :func:`check_speculative_config` accepts it.
 
     Parameters
@@ -68,7 +67,7 @@ def suggest_fix(config) -> dict | None:
     if "method" in out:  # method first, as the builder writes it
         out = {"method": out.pop("method"), **out}
     if out.get("num_speculative_tokens") is None and isinstance(out.get("method"), str):
-        out["num_speculative_tokens"] = DEFAULT_GAMMA.get(out["method"], 3)
+        out["num_speculative_tokens"] = S.DEFAULT_GAMMA.get(out["method"], 3)
     try:
         if check_speculative_config(out).accepted:
             return out
@@ -78,32 +77,23 @@ def suggest_fix(config) -> dict | None:
 
 
 def _draft_config(draft_config):
-    """``draft_config`` as a dict (read from a local config.json when a path is given)."""
+    """``draft_config`` as a dict (read from a local config.json by
+    :func:`specnb.hf_config.read_config` when a path is given)."""
     if draft_config is None or isinstance(draft_config, dict):
         return draft_config
     from pathlib import Path
 
+    from ..hf_config import read_config
+
     if not isinstance(draft_config, (str, Path)):
         raise TypeError("draft_config must be a dict (config.json), a path or None, got "
                         f"{type(draft_config).__name__}")
-    path = Path(draft_config)
-    if path.is_dir():
-        path = path / "config.json"
-    if not path.exists():
-        raise ValueError(f"draft_config {str(draft_config)!r}: no config.json there (give the "
-                         "draft checkpoint's local config.json or its folder)")
     try:
-        data = json.loads(path.read_text(encoding="utf-8-sig"))  # a BOM is not data
-    except UnicodeDecodeError as exc:
-        from .._check import utf8_error
-
-        raise utf8_error(f"draft_config {str(path)!r}", exc, "give a JSON config.json") from None
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"draft_config {str(path)!r} is not a JSON config.json: {exc}") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"draft_config {str(path)!r} must hold a JSON object, got "
-                         f"{type(data).__name__}")
-    return data
+        return read_config(draft_config, label="draft_config",
+                           hint="no config.json there: give the draft checkpoint's local "
+                                "config.json or its folder")[0]
+    except FileNotFoundError as exc:  # the checker's bad input is a ValueError
+        raise ValueError(str(exc)) from None
 
 
 def _completed(exc: ConfigSyntaxError) -> ConfigSyntaxError:
@@ -252,13 +242,14 @@ def check_speculative_config(text_or_dict, vllm_version=None, draft_config=None)
                               f"to <function loads ...>'{parser}",
                               exc.fix or "write one JSON object in double quotes, e.g. "
                               "{\"method\": \"ngram\", \"num_speculative_tokens\": 4}",
-                              exc.line, exc.column)
+                              exc.line, exc.column, code="invalid-json")
             return ConfigCheck((finding,), None, version)
         if cfg is None:
             finding = Finding("warning", None, "empty value: vLLM reads '', 'None' (and JSON "
                               "null) as no speculative config, so speculative decoding stays "
                               "off",
-                              "pass a JSON object, or drop --speculative-config")
+                              "pass a JSON object, or drop --speculative-config",
+                              code="empty-value")
             return ConfigCheck((finding,), None, version)
         if not isinstance(cfg, dict):
             inner = None
@@ -272,10 +263,13 @@ def check_speculative_config(text_or_dict, vllm_version=None, draft_config=None)
                        "were kept (YAML, docker-compose or Kubernetes args, or double "
                        "encoding), so vLLM gets a str, not a mapping")
                 fix = f"use {json.dumps(inner)}"
+                code = "json-string-of-json"
             else:
                 msg = f"the value must be a JSON object {{...}}, got a {type(cfg).__name__}"
                 fix = "write e.g. {\"method\": \"ngram\", \"num_speculative_tokens\": 4}"
-            return ConfigCheck((Finding("error", None, msg, fix, 1, 1),), None, version)
+                code = "not-an-object"
+            return ConfigCheck((Finding("error", None, msg, fix, 1, 1, code=code),), None,
+                               version)
     else:
         raise TypeError("text_or_dict must be JSON text (str) or a dict, got "
                         f"{type(text_or_dict).__name__}")

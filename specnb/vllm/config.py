@@ -1,26 +1,8 @@
-"""Build, render and check vLLM's ``speculative_config`` the way vLLM itself would.
+"""The builder: :func:`speculative_config`, checked like vLLM would (the rules are
+:mod:`specnb.vllm._rules`, the check :mod:`specnb.vllm.check`).
 
-This module holds the builder, :func:`speculative_config`, and re-exports the rest so that
-``from specnb.vllm.config import ...`` keeps working. The work is split by job:
-
-* :mod:`specnb.vllm.syntax` -- JSON diagnosis: line, column, likely cause and repair of text
-  that is not JSON (single quotes, smart quotes, trailing comma, Python literals, template
-  placeholders, over-escaped or shell-kept quotes, missing braces...);
-* :mod:`specnb.vllm._rules` -- the rules: what ``SpeculativeConfig`` @ ``002e77c1`` does with
-  each key, as :class:`Finding` objects ("error" = vLLM refuses to start, "warning" = it starts
-  but probably not as intended);
-* :mod:`specnb.vllm.schedule` -- the dynamic schedule ``num_speculative_tokens_per_batch_size``;
-* :mod:`specnb.vllm.check` -- :func:`parse_speculative_config`, :func:`check_speculative_config`
-  and fixes that themselves pass the check;
-* :mod:`specnb.vllm.findings` -- :class:`Finding`, :class:`ConfigCheck`;
-* :mod:`specnb.vllm.render` -- :func:`serve_command`, :func:`yaml_config` (PyYAML),
-  :func:`python_snippet`.
-
-Sources: ``vllm/config/speculative.py`` @ ``002e77c1`` (rules and messages),
-``vllm/engine/arg_utils.py`` @ ``99d7eb5d`` (the flag is ``optional_type(json.loads)``: "" and
-"None" mean no config), ``vllm/utils/argparse_utils.py`` @ ``00da11e3`` (``--config`` YAML:
-nested mappings are passed on as JSON), PR #31541 (unknown keys rejected since about v0.14).
-See :mod:`specnb.vllm._schema` for the transcribed schema.
+Sources: ``vllm/config/speculative.py`` @ ``002e77c1`` (rules and messages); see
+:mod:`specnb.vllm._schema` for the transcribed schema.
 """
 
 from __future__ import annotations
@@ -30,16 +12,9 @@ import json
 
 from . import _schema as S
 from ._values import _json_values, _plain
-from .check import check_speculative_config, parse_speculative_config, suggest_fix
-from .findings import SEVERITIES, ConfigCheck, Finding
-from .render import python_snippet, serve_command, yaml_config
-from .syntax import ConfigSyntaxError
+from .check import check_speculative_config
 
-__all__ = [
-    "Finding", "ConfigCheck", "ConfigSyntaxError", "speculative_config",
-    "parse_speculative_config", "check_speculative_config", "serve_command", "yaml_config",
-    "python_snippet", "suggest_fix", "SEVERITIES",
-]
+__all__ = ["speculative_config"]
 
 
 def speculative_config(method: str, num_speculative_tokens: int | None = None,

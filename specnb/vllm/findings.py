@@ -6,7 +6,7 @@ Kept apart from the rules (:mod:`specnb.vllm._rules`) and the JSON diagnosis
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 __all__ = ["SEVERITIES", "Finding", "ConfigCheck"]
 
@@ -20,6 +20,8 @@ class Finding:
     Attributes
     ----------
     severity : "error" (vLLM refuses the config) or "warning" (it starts, but not as meant).
+    code : stable kebab-case name of the problem (e.g. ``"unknown-key"``, ``"invalid-json"``,
+        ``"schedule-invalid"``), for programs and tests; the message may be reworded.
     key : the config key concerned, or None for the config as a whole (e.g. broken JSON).
     message : what is wrong, quoting vLLM's own message where it has one.
     fix : what to write instead.
@@ -32,6 +34,7 @@ class Finding:
     fix: str = ""
     line: int | None = None
     column: int | None = None
+    code: str = field(kw_only=True)
 
     def __str__(self) -> str:
         where = f" (line {self.line}, column {self.column})" if self.line else ""
@@ -74,15 +77,20 @@ class ConfigCheck:
         """True when vLLM would accept the config (warnings allowed)."""
         return not self.errors
 
+    def codes(self) -> list[str]:
+        """The findings' codes, in order."""
+        return [f.code for f in self.findings]
+
     def keys(self) -> set:
         """The keys that have at least one finding (None for whole-config findings)."""
         return {f.key for f in self.findings}
 
     def to_frame(self):
-        """The findings as a pandas DataFrame (columns severity, key, line, column, message, fix)."""
+        """The findings as a pandas DataFrame (columns severity, code, key, line, column, message,
+        fix)."""
         import pandas as pd
 
-        cols = ["severity", "key", "line", "column", "message", "fix"]
+        cols = ["severity", "code", "key", "line", "column", "message", "fix"]
         return pd.DataFrame([{c: getattr(f, c) for c in cols} for f in self.findings],
                             columns=cols)
 

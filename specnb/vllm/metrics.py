@@ -1,4 +1,4 @@
-"""Read vLLM's speculative-decoding counters (``/metrics``) into acceptance, and judge it.
+"""Read vLLM's speculative-decoding counters (``/metrics``) into acceptance numbers.
 
 Log lines and the offline example's printout are read in :mod:`specnb.vllm.logs`; one entry
 point for every format is :func:`specnb.vllm.read.read_acceptance`.
@@ -32,13 +32,8 @@ import math
 from dataclasses import dataclass, field
 from statistics import NormalDist
 
-__all__ = [
-    "COUNTERS", "PROMQL", "WATCH", "MIN_ACCEPTANCE_LENGTH",
-    "EVIDENCE_HALF_WIDTH", "MIN_DRAFTS", "MAX_PLAUSIBLE_K", "TAIL_DRAFT_COST", "FORMATS",
-    "drafts_unknown_sentence",
-    "SpecDecodeCounts", "AcceptanceStats", "read_metrics", "metrics_delta",
-    "acceptance_stats", "acceptance_length_advice", "acceptance_rate_ci", "best_draft_length",
-]
+__all__ = ["COUNTERS", "PROMQL", "FORMATS", "SpecDecodeCounts", "AcceptanceStats",
+           "read_metrics", "metrics_delta", "acceptance_stats", "acceptance_rate_ci"]
 
 #: Exposed sample names of vLLM's V1 spec-decode counters.
 COUNTERS = {
@@ -59,110 +54,6 @@ PROMQL = {
                                "per_pos_total[5m])) / ignoring(position) group_left "
                                "sum(rate(vllm:spec_decode_num_drafts_total[5m]))",
 }
-
-#: The article's threshold (checklist step 3): below 2 tokens per verification, shrink gamma
-#: or change method. It applies from gamma = 2 on: at gamma = 1, tau = 1 + acceptance rate
-#: can never exceed 2 and gamma cannot go lower, so there Leviathan et al.'s Corollary 3.9
-#: decides (gamma 1 pays while the acceptance rate is above c; see
-#: :func:`specnb.vllm.watch.gamma1_verdict` and :func:`acceptance_length_advice`).
-MIN_ACCEPTANCE_LENGTH = 2.0
-#: Half-width of the 95% interval on the acceptance rate below which a window supports a
-#: verdict: 5 percentage points (our threshold; the same 5% ``specnb bench`` treats as noise).
-EVIDENCE_HALF_WIDTH = 0.05
-#: Drafts a window needs before its acceptance rate supports a verdict: the number of
-#: independent trials at which the 95% interval at p = 0.5 (the widest) has half-width
-#: :data:`EVIDENCE_HALF_WIDTH`: ceil(1.96^2 x 0.25 / 0.05^2) = 385. Drafts, not draft tokens,
-#: are counted: acceptance inside one draft stops at the first rejection, so its tokens are
-#: not independent trials.
-MIN_DRAFTS = math.ceil(NormalDist().inv_cdf(0.975) ** 2 * 0.25 / EVIDENCE_HALF_WIDTH ** 2)
-#: The largest ``num_speculative_tokens`` (k) assumed plausible when an input prints draft
-#: tokens but no draft count (vLLM v0.8 lines ``Drafted: N tokens``) and no ``-k`` is given:
-#: the N draft tokens are N / k drafts, at least N / 32. 32 is the largest k in vLLM's own
-#: docs (suffix decoding, ``{"method": "suffix", "num_speculative_tokens": 32}``, suffix.md @
-#: 05084858; ``../shared/reference/vllm.md``); the field reports here use 1-8. Such a window
-#: counts as thin unless even N / 32 reaches :data:`MIN_DRAFTS`.
-MAX_PLAUSIBLE_K = 32
-#: Draft/target cost per forward assumed when none is measured, by the per-position tail rule
-#: and the gamma-1 verdict (the advice says so and asks for the measured c): Leviathan et al.
-#: (arXiv 2211.17192 v2), Definition 3.7: c "was always less than 0.05" in their experiments.
-#: A costlier draft makes the best draft length shorter still.
-TAIL_DRAFT_COST = 0.05
-
-#: What to watch after launch: (what, where, act when). Sources: the article's checklist,
-#: vLLM's metrics (``vllm/v1/spec_decode/metrics.py``), ``vllm bench serve`` keys, and vLLM's
-#: per-request acceptance metrics (docs/features/speculative_decoding/acceptance_metrics.md @
-#: 02cf515f; ``../shared/reference/vllm.md`` section 3.4). At gamma 1 the rule is Leviathan et
-#: al.'s Corollary 3.9 (:func:`specnb.vllm.watch.gamma1_verdict`), not a fixed acceptance rate.
-WATCH = (
-    ("mean acceptance length", PROMQL["mean acceptance length"],
-     f"below {MIN_ACCEPTANCE_LENGTH:g} at gamma >= 2: shrink num_speculative_tokens or change "
-     "method (the article's checklist step 3). At gamma 1, tau = 1 + acceptance rate <= 2 "
-     "always: it pays while the acceptance rate is above c (Corollary 3.9: "
-     "(1 + alpha) / (1 + c) > 1); gamma1_verdict says whether a longer draft would pay"),
-    ("per-position acceptance", PROMQL["per-position acceptance"],
-     "the last positions near 0: those draft tokens are wasted work; lower gamma"),
-    ("acceptance rate", PROMQL["acceptance rate"],
-     "a drop after a traffic change (e.g. more chat, less code): retune"),
-    ("TPOT p50/p99 (latency goal)", "vllm bench serve: median_tpot_ms, p99_tpot_ms",
-     "no better than with speculation off: turn it off (judge TPOT, not ITL)"),
-    ("output tokens/s at peak (throughput goal)", "vllm bench serve: output_throughput",
-     "below the off run at the peak batch: turn it off or use dynamic speculation"),
-    ("TTFT p99", "vllm bench serve: p99_ttft_ms",
-     "a rise: find out why before blaming the draft (drafting in the prefill step, more "
-     "queueing at the same load, different prompts)"),
-    ("per-request acceptance",
-     "--per-request-spec-decode-metrics summary|detailed: metrics.speculative_decoding in each "
-     "response (mean_acceptance_length, draft_acceptance_rate; n == 1 only)",
-     "some kinds of request accept far less than the average: the mean hides them, so look "
-     "before changing gamma for everyone"),
-)
-
-
-def acceptance_length_advice(tau: float, gamma: int | None = None,
-                             acceptance_rate: float | None = None,
-                             c: float | None = None) -> tuple[str, str]:
-    """The article's step-3 rule made to depend on gamma: ``(action, sentence)``.
-
-    * gamma >= 2 (or unknown): tau below :data:`MIN_ACCEPTANCE_LENGTH` -> ``"shrink"`` (shrink
-      num_speculative_tokens or change method), else ``"ok"``;
-    * gamma = 1: tau = 1 + acceptance rate <= 2 always and gamma cannot go lower, so the
-      article's rule cannot apply; Leviathan et al.'s Corollary 3.9 decides, through
-      :func:`specnb.vllm.watch.gamma1_verdict`: ``"off"`` (acceptance rate <= c: no gamma
-      pays; change method or turn speculation off), ``"grow"`` (it pays and a longer draft
-      would pay more by Theorem 3.8: try it and measure) or ``"ok"`` (gamma 1 is the best).
-      Without a measured ``c`` the verdict assumes :data:`TAIL_DRAFT_COST` (0.05, Leviathan et
-      al. Definition 3.7) and says so.
-
-    Parameters
-    ----------
-    tau : mean acceptance length (tokens per verification, bonus token included).
-    gamma : num_speculative_tokens, or None when unknown.
-    acceptance_rate : accepted / draft tokens (fraction); at gamma 1 it defaults to tau - 1.
-    c : draft / target cost per forward (>= 0), used at gamma 1; None = not measured.
-
-    Raises
-    ------
-    ValueError, TypeError
-        at gamma 1: an acceptance rate outside [0, 1] or a negative ``c`` (as
-        :func:`~specnb.vllm.watch.gamma1_verdict`).
-    """
-    if gamma == 1:
-        from .watch import gamma1_verdict
-
-        rate = tau - 1.0 if acceptance_rate is None else acceptance_rate
-        action, sentence = gamma1_verdict(rate, TAIL_DRAFT_COST if c is None else c)
-        if c is None:
-            sentence += (f" (c not measured: {TAIL_DRAFT_COST:g} assumed, Leviathan et al. "
-                         "Definition 3.7, where c was always below 0.05; pass the measured c)")
-        return action, (f"{sentence}; at gamma 1, tau = 1 + acceptance rate <= 2, so the "
-                        f"article's 'tau < {MIN_ACCEPTANCE_LENGTH:g}' rule does not apply")
-    if tau < MIN_ACCEPTANCE_LENGTH:
-        at = f" at gamma {gamma}" if gamma is not None else ""
-        return "shrink", (f"mean acceptance length {tau:.2f} < {MIN_ACCEPTANCE_LENGTH:g}{at}: "
-                          "shrink num_speculative_tokens or change method")
-    most = f" (at most {gamma + 1} at gamma {gamma})" if gamma is not None else ""
-    return "ok", (f"mean acceptance length {tau:.2f} >= {MIN_ACCEPTANCE_LENGTH:g}: each "
-                  f"verification fixes {tau:.2f} tokens on average{most}")
 
 
 def acceptance_rate_ci(accepted: float, draft_tokens: float, confidence: float = 0.95
@@ -214,59 +105,6 @@ def acceptance_rate_ci(accepted: float, draft_tokens: float, confidence: float =
     half = z * math.sqrt(p * (1 - p) / n_f + z * z / (4 * n_f * n_f))
     den = 1 + z * z / n_f
     return max(0.0, (centre - half) / den), min(1.0, (centre + half) / den)
-
-
-def best_draft_length(per_position, c: float = TAIL_DRAFT_COST) -> tuple[int, float]:
-    """The draft length that pays best for measured per-position acceptance: (k, speedup).
-
-    k maximises tau(k) / (1 + k c) over k = 0 .. len(per_position), with tau(k) = 1 + the sum
-    of the first k per-position rates: Leviathan et al.'s cost model (arXiv 2211.17192 v2,
-    Theorem 3.8: k draft forwards at c each plus one target forward per step) with the measured
-    rates in place of the i.i.d. alpha; the AL(k) / time form vLLM's dynamic-SD manager uses.
-    Acceptance is prefix-based, so the rate at a position does not depend on later positions
-    and shortening the draft keeps the earlier rates. Ties go to the shorter draft.
-
-    Parameters
-    ----------
-    per_position : sequence of fractions in [0, 1] (position 0 first).
-    c : draft/target cost per forward, >= 0 (default :data:`TAIL_DRAFT_COST`).
-
-    Returns
-    -------
-    (k, speedup): the best k (0 = speculation does not pay) and tau(k) / (1 + k c), an upper
-    bound on the walltime gain (no batching or verification overhead).
-
-    Raises
-    ------
-    ValueError
-        a rate outside [0, 1] or NaN; c negative or NaN.
-    """
-    from .. import _check
-
-    rates = [float(r) for r in _check.real("per_position", list(per_position), lo=0.0, hi=1.0)]
-    c = _check.scalar_real("c", c, lo=0.0)
-    best_k, best, tau = 0, 1.0, 1.0
-    for k, r in enumerate(rates, 1):
-        tau += r
-        value = tau / (1 + k * c)
-        if value > best + 1e-12:
-            best_k, best = k, value
-    return best_k, best
-
-
-_V0_GAUGES = ("vllm:spec_decode_draft_acceptance_rate", "vllm:spec_decode_efficiency")
-
-
-def drafts_unknown_sentence(draft_tokens: float) -> str:
-    """What ``draft_tokens`` draft tokens say about the number of drafts when the input prints
-    no draft count and no ``num_speculative_tokens`` (k) is given: N tokens are N / k drafts,
-    shown for k = 1, 3, 5, 8 and :data:`MAX_PLAUSIBLE_K`. ``draft_tokens`` >= 0."""
-    n = float(draft_tokens)
-    ks = sorted({1, 3, 5, 8, MAX_PLAUSIBLE_K})
-    shown = ", ".join(f"{n / k:,.0f} at k = {k}" for k in ks)
-    return (f"{n:,.0f} draft tokens and no draft count in this input: the count needs "
-            f"num_speculative_tokens k (drafts = draft tokens / k): {shown} (k assumed "
-            f"1-{MAX_PLAUSIBLE_K})")
 
 
 @dataclass(frozen=True)
@@ -321,6 +159,9 @@ class SpecDecodeCounts:
                                 max(self.label_sets, before.label_sets), "metrics window",
                                 self.drafts_estimated or before.drafts_estimated)
 
+
+#: Gauges only a V0 server exposes (named in the "no counters" message).
+_V0_GAUGES = ("vllm:spec_decode_draft_acceptance_rate", "vllm:spec_decode_efficiency")
 
 #: The inputs specnb reads, named in every "cannot read this" message.
 FORMATS = ("a Prometheus /metrics scrape of a vLLM V1 server (vllm:spec_decode_*_total "
@@ -463,19 +304,6 @@ class AcceptanceStats:
     notes: tuple = field(default=())
     acceptance_rate_ci: tuple | None = None
 
-    @property
-    def thin(self) -> bool:
-        """True when the window is too small for a verdict: fewer than :data:`MIN_DRAFTS`
-        drafts; when the drafts are unknown (draft tokens only, no ``-k``), unless even the
-        fewest drafts the tokens allow, draft tokens / :data:`MAX_PLAUSIBLE_K`, reach
-        :data:`MIN_DRAFTS`; or no counts."""
-        c = self.counts
-        if c.drafts == c.drafts:
-            return c.drafts < MIN_DRAFTS
-        if c.draft_tokens == c.draft_tokens:
-            return c.draft_tokens / MAX_PLAUSIBLE_K < MIN_DRAFTS
-        return True
-
     def to_frame(self, formatted: bool = False):
         """One row per quantity: name, value, unit, from (the counter or formula used).
 
@@ -538,124 +366,6 @@ class AcceptanceStats:
         return pd.DataFrame({"position": range(len(self.per_position)),
                              "acceptance": list(self.per_position),
                              "accepted": list(self.counts.accepted_per_position)})
-
-    def advice(self, c: float | None = None) -> list[str]:
-        """What these numbers say to do, most important first.
-
-        1. No accepted token at all -> a misconfiguration (wrong method for the checkpoint, a
-           draft with another tokenizer, a dummy or random-weight draft), not a tuning matter;
-           nothing else is advised.
-        2. A thin window (:attr:`thin`: fewer than :data:`MIN_DRAFTS` drafts) -> it cannot
-           support a verdict; the 95% interval on the acceptance rate is given. With draft
-           tokens but no draft count (v0.8 lines, no ``-k``): the drafts the tokens make at
-           k = 1-:data:`MAX_PLAUSIBLE_K` and the largest k that would reach MIN_DRAFTS.
-        3. :func:`acceptance_length_advice` at this gamma: the article's "tau below 2: shrink
-           gamma" from gamma 2 on; at gamma 1 (where tau <= 2 always) Corollary 3.9 through
-           :func:`specnb.vllm.watch.gamma1_verdict`: gamma 1 pays while the acceptance rate is
-           above ``c`` (:data:`TAIL_DRAFT_COST` assumed, and said, without ``c``). Without tau
-           (no draft count, no gamma): say that tau needs k.
-        4. Per-position rates: when a shorter draft pays better, name it
-           (:func:`best_draft_length` with ``c``, else :data:`TAIL_DRAFT_COST`), with the
-           positions that do not pay and the rule.
-        5. With ``c`` and gamma >= 2: Theorem 3.8 at this gamma and at the gamma that
-           maximises it at the implied alpha (:func:`specnb.vllm.watch.theorem_advice`), with
-           what Leviathan et al.'s Table 4 shows of the theorem against measurement (either
-           side of it). At gamma 1 the verdict of item 3 already names the best gamma.
-
-        Parameters
-        ----------
-        c : float or None
-            Draft/target cost per forward (>= 0).
-
-        Raises
-        ------
-        ValueError, TypeError
-            ``c`` negative, NaN, infinite or not a single number.
-        """
-        from .. import _check
-
-        if c is not None:
-            c = _check.scalar_real("c", c, lo=0.0)
-        counts = self.counts
-        out = []
-        if counts.accepted_tokens == 0:
-            # V0 counts accepted = emitted - steps (prefix tokens); its own "accepted" count
-            # also holds tokens after a rejection, so it can print 1 where no prefix was kept
-            v0 = counts.source.startswith("log (V0")
-            what = (f"no draft token was accepted as a prefix ({counts.draft_tokens:,.0f} "
-                    "drafted; V0 may still print a few accepted tokens after a rejection, which "
-                    "produce no output)" if v0 else
-                    f"no draft token was accepted ({counts.draft_tokens:,.0f} drafted)")
-            out.append(f"{what}: that "
-                       "points to a misconfiguration, not to tuning -- a method that does not "
-                       "match the draft checkpoint (e.g. an EAGLE head run as draft_model; check "
-                       "it with `specnb config check`), a draft with another tokenizer or "
-                       "vocabulary, or a dummy / random-weight draft")
-        if self.thin:
-            ci = self.acceptance_rate_ci
-            if counts.drafts == counts.drafts:
-                size = f"only {counts.drafts:,.0f} drafts in this window"
-            elif counts.draft_tokens == counts.draft_tokens:
-                size = drafts_unknown_sentence(counts.draft_tokens)
-            else:
-                size = None
-            if size is None:
-                out.append("this input prints no counts, so the window's size is unknown and it "
-                           "cannot support a verdict; read a log with counts or scrape /metrics")
-            else:
-                interval = (f"; acceptance rate {100 * self.acceptance_rate:.1f}%, 95% CI "
-                            f"{100 * ci[0]:.1f}-{100 * ci[1]:.1f}% (Wilson, tokens taken as "
-                            "independent; the real interval is wider)" if ci else "")
-                need = (f"{MIN_DRAFTS}, the drafts for a 95% interval of "
-                        f"+-{100 * EVIDENCE_HALF_WIDTH:.0f} points on the acceptance rate")
-                if counts.drafts == counts.drafts:
-                    out.append(f"{size} (< {need}): it cannot support a verdict{interval}; "
-                               "measure a longer window")
-                else:
-                    k_ok = math.floor(counts.draft_tokens / MIN_DRAFTS)
-                    out.append(f"{size}; a verdict needs {need}, which these tokens reach "
-                               + (f"only if k <= {k_ok}" if k_ok >= 1 else "at no k")
-                               + f"; without k the window cannot support a verdict{interval}; "
-                               "pass -k for the draft count, or measure a longer window")
-        if counts.accepted_tokens == 0:
-            return out
-        tau = self.mean_acceptance_length
-        if tau != tau:
-            out.append(f"acceptance rate {100 * self.acceptance_rate:.1f}%; the mean acceptance "
-                       "length tau needs the number of drafts, which this input does not print: "
-                       "pass num_speculative_tokens (-k) to get drafts = draft tokens / k and tau")
-        else:
-            out.append(acceptance_length_advice(tau, self.num_speculative_tokens,
-                                                 self.acceptance_rate, c)[1])
-        k = self.num_speculative_tokens
-        if self.per_position and k:
-            cost = TAIL_DRAFT_COST if c is None else c
-            best, gain = best_draft_length(self.per_position, cost)
-            if best < len(self.per_position):
-                tail = self.per_position[best:]
-                where = (f"positions {best + 1}-{len(self.per_position)}" if len(tail) > 1
-                         else f"position {best + 1}")
-                rates = ", ".join(f"{100 * r:.1f}%" for r in tail)
-                src = ("measured c" if c is not None else
-                       "c = 0.05, Leviathan et al. Definition 3.7's bound; pass your c")
-                if best == 0:
-                    what = "no draft length pays: turn speculation off or change method"
-                else:
-                    what = f"consider num_speculative_tokens = {best} (now {k})"
-                out.append(f"draft {where} of {len(self.per_position)} are accepted in only "
-                           f"{rates} of steps: {what}. Rule: the k that maximises "
-                           f"(1 + sum of the first k per-position rates) / (1 + k c) "
-                           f"(Leviathan et al. Theorem 3.8's cost model with measured "
-                           f"per-position rates; {src}), {gain:.2f}x at k = {best}")
-            else:
-                last = self.per_position[-1]
-                out.append(f"the last draft position is accepted in {100 * last:.1f}% of steps; "
-                           f"every position pays at c = {cost:g}")
-        if c is not None and self.alpha is not None and k and k > 1:
-            from .watch import theorem_advice
-
-            out.append(theorem_advice(self.alpha, k, c))
-        return out
 
     def __str__(self) -> str:
         pos = ", ".join(f"{100 * p:.2f}" for p in self.per_position)

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from . import logs
 from .metrics import FORMATS, AcceptanceStats, acceptance_stats, metrics_delta, read_metrics
 
-__all__ = ["Reading", "detect_format", "read_acceptance"]
+__all__ = ["Reading", "UsageError", "detect_format", "read_acceptance"]
 
 
-class _UsageError(ValueError):
+class UsageError(ValueError):
     """A ValueError about how the inputs were given (their number or mix), not about what
     they hold; its message starts with "usage: ". ``specnb metrics`` exits 2 for it."""
 
@@ -79,11 +79,11 @@ def read_acceptance(texts, num_speculative_tokens: int | None = None,
         texts = [texts]
     texts = list(texts)
     if not 1 <= len(texts) <= 2:
-        raise _UsageError(f"usage: give one input or a before/after pair of scrapes, got "
+        raise UsageError(f"usage: give one input or a before/after pair of scrapes, got "
                           f"{len(texts)}")
     kinds = [detect_format(t) for t in texts]
     if len(texts) == 2 and kinds != ["prometheus", "prometheus"]:
-        raise _UsageError("usage: two inputs must be a before/after pair of /metrics scrapes; "
+        raise UsageError("usage: two inputs must be a before/after pair of /metrics scrapes; "
                           "give a log or a printout alone (a log's lines are combined)")
     kind = kinds[0]
     if kind == "prometheus":

@@ -18,20 +18,42 @@ the project's notes (``shared/reference/batch-model.md`` section 5):
   falls back to the static ``num_speculative_tokens``); full CUDA graphs only on Model Runner
   V2, piecewise on V1.
 
-The measured cost of turning it on (:data:`SCHEDULE_TAX`): vLLM issue #49548, a comment with
-gemma-4-31B-it-qat-FP8 on one H100 NVL, vLLM 0.27.1, K = 0 everywhere (the schedule on, nothing
-drafted): TPOT 14.374 -> 15.317 ms at concurrency 2 and 77.164 -> 93.820 ms at 189 against
-speculation off (piecewise CUDA graphs on Model Runner V1).
+The measured cost of turning it on (:func:`schedule_tax`, ``data/vllm_schedule_tax.csv``): vLLM
+issue #49548, a comment with gemma-4-31B-it-qat-FP8 on one H100 NVL, vLLM 0.27.1, K = 0
+everywhere (the schedule on, nothing drafted): TPOT 14.374 -> 15.317 ms at concurrency 2 and
+77.164 -> 93.820 ms at 189 against speculation off (piecewise CUDA graphs on Model Runner V1).
 """
 
 from __future__ import annotations
 
-__all__ = ["SCHEDULE_TAX", "SCHEDULE_SEMANTICS", "schedule_problems", "validate_schedule",
-           "schedule_lookup", "describe_schedule", "schedule_tax_text"]
+import functools
+import numbers
 
-#: (concurrency, TPOT ms with speculation off, TPOT ms with the schedule on and K = 0
-#: everywhere): vLLM issue #49548 (comment), vLLM 0.27.1, 1x H100 NVL, Model Runner V1.
-SCHEDULE_TAX = ((2, 14.374, 15.317), (189, 77.164, 93.820))
+__all__ = ["schedule_tax", "schedule_tax_source", "SCHEDULE_SEMANTICS", "schedule_problems",
+           "validate_schedule", "schedule_lookup", "describe_schedule", "schedule_tax_text"]
+
+def schedule_tax() -> tuple[tuple[int, float, float], ...]:
+    """The measured cost of turning the schedule on: ``(concurrency, TPOT ms with speculation
+    off, TPOT ms with the schedule on and K = 0 everywhere)`` per row of
+    ``data/vllm_schedule_tax.csv`` (vLLM issue #49548, comment; vLLM 0.27.1, 1x H100 NVL,
+    Model Runner V1), read once per process."""
+    return _schedule_tax_rows()[0]
+
+
+def schedule_tax_source() -> str:
+    """The source of :func:`schedule_tax`, as its CSV states it."""
+    return _schedule_tax_rows()[1]
+
+
+@functools.lru_cache(maxsize=None)
+def _schedule_tax_rows():
+    from .. import data
+
+    df = data.load("vllm_schedule_tax")
+    rows = tuple((int(r.concurrency), float(r.tpot_off_ms), float(r.tpot_on_k0_ms))
+                 for r in df.itertuples())
+    return rows, str(df["source"].iloc[0])
+
 
 #: How vLLM reads the schedule, in words (sources in the module docstring).
 SCHEDULE_SEMANTICS = (
@@ -44,14 +66,14 @@ SCHEDULE_SEMANTICS = (
 def schedule_tax_text() -> str:
     """The measured cost of turning the schedule on, as a sentence with its source."""
     parts = [f"+{100 * (on / off - 1):.1f}% at concurrency {c} ({off:g} -> {on:g} ms)"
-             for c, off, on in SCHEDULE_TAX]
+             for c, off, on in schedule_tax()]
     return ("turning the schedule on costs time even where it drafts nothing: TPOT "
             + " and ".join(parts) + " with K = 0 everywhere against speculation off (vLLM issue "
             "#49548, vLLM 0.27.1, H100 NVL, piecewise CUDA graphs on Model Runner V1)")
 
 
 def _is_int(x) -> bool:
-    return isinstance(x, int) and not isinstance(x, bool)
+    return isinstance(x, numbers.Integral) and not isinstance(x, bool)
 
 
 def schedule_problems(schedule) -> list[str]:
@@ -98,19 +120,37 @@ def schedule_problems(schedule) -> list[str]:
     return problems
 
 
-def validate_schedule(schedule) -> list[tuple[int, int, int]]:
+def validate_schedule(schedule, num_speculative_tokens: int | None = None
+                      ) -> list[tuple[int, int, int]]:
     """The schedule sorted by range, as vLLM normalises it; ValueError if vLLM would refuse it.
+
+    The one schedule validator (the serving plan, the checker and the lookup use it). An
+    integer numpy array is taken as its nested list. With ``num_speculative_tokens`` every K
+    must also be <= it: the newer docs (``dynamic_speculative_decoding.md`` @ ``015a47e1``)
+    call a larger K an error, the code @ ``a6f6bb1d`` clamps it silently.
 
     Raises
     ------
     ValueError
         ``num_speculative_tokens_per_batch_size`` with every problem of
-        :func:`schedule_problems` named.
+        :func:`schedule_problems` named; a K above ``num_speculative_tokens``;
+        ``num_speculative_tokens`` not an integer >= 1.
     """
+    if hasattr(schedule, "tolist") and not isinstance(schedule, (list, tuple)):
+        schedule = schedule.tolist()  # integer arrays give ints; float arrays stay refused
     problems = schedule_problems(schedule)
     if problems:
         raise ValueError("num_speculative_tokens_per_batch_size " + "; ".join(problems))
-    return sorted(tuple(row) for row in schedule)
+    rows = sorted(tuple(int(x) for x in row) for row in schedule)
+    if num_speculative_tokens is not None:
+        if not _is_int(num_speculative_tokens) or num_speculative_tokens < 1:
+            raise ValueError(f"num_speculative_tokens must be an integer >= 1, got "
+                             f"{num_speculative_tokens!r}")
+        over = [list(r) for r in rows if r[2] > num_speculative_tokens]
+        if over:
+            raise ValueError(f"every K must be <= num_speculative_tokens = "
+                             f"{num_speculative_tokens}, got {over[0]}")
+    return rows
 
 
 def schedule_lookup(schedule, num_speculative_tokens: int, max_num_seqs: int) -> list[int]:

@@ -1,0 +1,326 @@
+"""The plan: a serving grid -> the gamma per batch size -> vLLM's
+``num_speculative_tokens_per_batch_size`` schedule -> a ``speculative_config`` -> a
+``vllm serve`` line, with coded notes (:class:`specnb.notes.Note`).
+
+L3: imports :mod:`specnb.serving` (the model) and :mod:`specnb.vllm` (vLLM's contract: the
+one schedule validator, the config builder, the serve line). Used by ``specnb plan``
+(:func:`serving_plan`), notebook 09 (:func:`serving_plan`) and the README (:func:`plan_schedule`).
+
+:func:`serving_plan` -> :class:`Plan`; the parts: :func:`schedule`, :func:`schedule_gammas`,
+:func:`schedule_of`, :func:`plan_schedule`, :func:`schedule_config`, :func:`setup_config`.
+
+Note codes (stable; messages may be reworded): from :func:`setup_config`
+``checkpoint-placeholder``, ``mtp-needs-target-layers``, ``self-draft-full-kv``,
+``config-file-name``, ``schedule-tax``, ``no-gamma-pays``; from :func:`serving_plan` also
+``weights-do-not-fit``, ``schedule-serves-every-context``, ``kv-does-not-fit``,
+``no-schedule-for-every-context``, and :func:`specnb.serving.context_limit_notes`' codes.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import serving as S
+from ..notes import Note
+
+__all__ = ["Plan", "serving_plan", "schedule", "schedule_gammas", "schedule_of", "plan_schedule",
+           "schedule_config", "setup_config"]
+
+
+# --------------------------------------------------------------------------- schedule
+def schedule(batch_sizes, gammas, *, max_batch: int | None = None) -> list[list[int]]:
+    """vLLM's ``num_speculative_tokens_per_batch_size`` from the best gamma per batch size.
+
+    Each batch size's K applies from it up to the next listed batch size - 1; the first range
+    starts at 1 (vLLM requires it, so batch sizes below the smallest listed one get its K);
+    equal neighbours merge; the last range ends at ``max_batch`` (default: the largest batch
+    size). K = 0 means no drafting. Ranges are inclusive and do not overlap.
+
+    Parameters
+    ----------
+    batch_sizes : 1-D ints >= 1, distinct (any order)
+    gammas : 1-D ints >= 0, same length
+    max_batch : int >= max(batch_sizes) or None
+
+    Returns
+    -------
+    list of ``[range_start, range_end, K]``
+
+    Raises
+    ------
+    ValueError
+        unequal lengths, repeated batch sizes, values out of range, max_batch too small.
+    """
+    from .. import _check
+
+    b = S.check_axis("batch_sizes", batch_sizes, 1)
+    k = S.check_axis("gammas", gammas, 0)
+    if b.size != k.size:
+        raise ValueError(f"batch_sizes and gammas must have the same length, got {b.size} and "
+                         f"{k.size}")
+    if np.unique(b).size != b.size:
+        raise ValueError("batch_sizes must be distinct, got repeats")
+    order = np.argsort(b)
+    b, k = b[order], k[order]
+    top = int(b[-1]) if max_batch is None else _check.scalar_int("max_batch", max_batch,
+                                                                 lo=int(b[-1]))
+    out: list[list[int]] = []
+    for i, (start, kk) in enumerate(zip(b, k)):
+        start = 1 if i == 0 else int(start)
+        end = int(b[i + 1]) - 1 if i + 1 < b.size else top
+        if out and out[-1][2] == int(kk):
+            out[-1][1] = end
+        else:
+            out.append([start, end, int(kk)])
+    return out
+
+
+def schedule_gammas(grid: S.Grid):
+    """Per batch size of a :class:`specnb.serving.Grid`, the gamma for a schedule that serves
+    every context of the grid: the gamma whose worst speedup over the contexts is highest, or
+    0 when that worst speedup is not above 1. With one context this is
+    :func:`specnb.serving.best_gamma`. Returns (gammas, worst-case speedups), each of shape
+    (B,)."""
+    worst = grid.speedup.min(axis=1)  # (B, G)
+    i = np.argmax(worst, axis=1)
+    sp = worst[np.arange(worst.shape[0]), i]
+    pays = sp > 1.0
+    return np.where(pays, grid.gammas[i], 0), np.where(pays, sp, 1.0)
+
+
+def schedule_of(grid: S.Grid) -> list[list[int]]:
+    """:func:`plan_schedule` of a :func:`specnb.serving.batch_range_grid`."""
+    k, _ = schedule_gammas(grid)
+    return schedule(grid.batch_sizes, k)
+
+
+def plan_schedule(st: S.Setup, contexts, gammas, *, max_batch: int, alpha=None, tau=None,
+                  acceptance_rates=None) -> list[list[int]]:
+    """The ``num_speculative_tokens_per_batch_size`` schedule for batch sizes 1..max_batch:
+    the model on every integer batch size, :func:`schedule_gammas` over ``contexts``, then
+    :func:`schedule`. Every K is one of ``gammas`` or 0. max_batch: 1 to
+    :data:`specnb.serving.MAX_BATCH_SEARCH` (ValueError outside)."""
+    return schedule_of(S.batch_range_grid(st, contexts, gammas, max_batch, alpha=alpha,
+                                          tau=tau, acceptance_rates=acceptance_rates))
+
+
+# --------------------------------------------------------------------------- config
+def schedule_config(sched, method: str, *, model: str | None = None, **options) -> dict | None:
+    """A ``speculative_config`` with the schedule, built by
+    :func:`specnb.vllm.speculative_config` (so vLLM's other rules are checked):
+    ``num_speculative_tokens`` = the largest K, ``num_speculative_tokens_per_batch_size`` =
+    the schedule. None when every K is 0 (do not turn speculation on). Turning the schedule on
+    has a measured cost even at K = 0 (:func:`specnb.vllm.schedule.schedule_tax`); the feature
+    is disabled under data parallelism > 1 (vLLM docs).
+
+    Raises
+    ------
+    ValueError
+        an invalid schedule (:func:`specnb.vllm.validate_schedule`); a config vLLM would
+        reject (e.g. eagle without a ``model``).
+    """
+    from ..vllm import speculative_config, validate_schedule
+
+    rows = [list(r) for r in validate_schedule(sched)]
+    kmax = max(r[2] for r in rows)
+    if kmax == 0:
+        return None
+    if all(r[2] == kmax for r in rows):
+        return speculative_config(method, kmax, model=model, **options)
+    return speculative_config(method, kmax, model=model,
+                              num_speculative_tokens_per_batch_size=rows, **options)
+
+
+def _tax_note() -> Note:
+    from ..vllm.schedule import schedule_tax, schedule_tax_source
+
+    (_, off_lo, on_lo), (_, off_hi, on_hi) = schedule_tax()
+    lo, hi = on_lo / off_lo - 1, on_hi / off_hi - 1
+    return Note("schedule-tax",
+                f"turning the schedule on costs time even at K = 0: TPOT +{100 * lo:.1f} % "
+                f"at concurrency 2 and +{100 * hi:.1f} % at 189 in one report "
+                f"({schedule_tax_source()}); the model does not include it, so compare "
+                "against a static num_speculative_tokens; the schedule is disabled "
+                "under data parallelism > 1")
+
+
+def setup_config(st: S.Setup, sched, *, checkpoint: str | None = None):
+    """The vLLM ``speculative_config`` for a setup and a schedule, with notes.
+
+    Method and ``model`` follow the draft: ``ngram`` (with
+    :data:`specnb.vllm.NGRAM_OPTIONS`: prompt_lookup_min 2 and max 5, the vLLM docs'
+    example), ``suffix``, ``mtp`` (no model; a note that the target checkpoint must carry MTP
+    layers), ``eagle`` / ``eagle3`` (``checkpoint``, else the placeholder
+    ``<eagle3-checkpoint>`` to replace), a draft model (its Hugging Face id or folder),
+    ``self`` (``draft_model`` with the target itself; vLLM has no sparse-KV self-draft, so a
+    KV budget cannot be expressed).
+
+    Returns
+    -------
+    (config or None, list of :class:`specnb.notes.Note`): None when the schedule never drafts
+    (K = 0 everywhere). Codes in the module docstring.
+
+    Raises
+    ------
+    ValueError
+        an invalid schedule or a config vLLM would reject.
+    """
+    from ..vllm import NGRAM_OPTIONS
+
+    d = st.draft
+    notes = []
+    opts: dict = {}
+    model = None
+    if d.method == "ngram":
+        opts = dict(NGRAM_OPTIONS)
+    elif d.kind == "head" and d.method != "mtp":
+        model = checkpoint or f"<{d.method}-checkpoint>"
+        if checkpoint is None:
+            notes.append(Note("checkpoint-placeholder",
+                              f"replace <{d.method}-checkpoint> with the {d.method} head "
+                              f"trained for {st.target.name}"))
+    elif d.method == "mtp":
+        notes.append(Note("mtp-needs-target-layers",
+                          f"mtp needs MTP layers in the target checkpoint (DeepSeek-V3, "
+                          f"GLM-4.5, MiMo and similar ship them); vLLM cannot add them, so "
+                          f"check that {st.target.name} has them before serving this line"))
+    elif d.kind == "model":
+        model = checkpoint or S.model_id(d.arch)
+    elif d.kind == "self":
+        model = checkpoint or S.model_id(st.target)
+        notes.append(Note("self-draft-full-kv",
+                          "vLLM has no sparse-KV self-draft: with method draft_model the "
+                          "target drafts for itself with its full KV cache"
+                          + (f"; the modelled KV budget {d.kv_budget} is not expressible"
+                             if d.kv_budget else "")))
+    cfg = schedule_config(sched, d.method, model=model, **opts)
+    for a in (st.target, d.arch if d.kind == "model" and checkpoint is None else None):
+        if a is not None and a.source.endswith(".json") \
+                and os.path.basename(a.source) != "config.json":
+            notes.append(Note("config-file-name",
+                              f"vLLM loads a model folder's config.json; {a.source} has "
+                              f"another name, so the folder {S.model_id(a)} named here must "
+                              "hold it as config.json (with the weights)"))
+    if cfg is not None and "num_speculative_tokens_per_batch_size" in cfg:
+        notes.append(_tax_note())
+    if cfg is None:
+        notes.append(Note("no-gamma-pays",
+                          "no gamma pays at any batch size: leave speculative decoding off"))
+    return cfg, notes
+
+
+# --------------------------------------------------------------------------- the plan
+@dataclass
+class Plan:
+    """What :func:`serving_plan` found.
+
+    Attributes
+    ----------
+    setup : the :class:`specnb.serving.Setup` planned for
+    acceptance : the acceptance given (one of alpha, tau, acceptance_rates)
+    grid : :class:`specnb.serving.Grid` over the batch sizes, contexts and gammas asked
+    best : (gamma, speedup) arrays of shape (B, S), :meth:`Grid.best`
+    schedule : ``[[range_start, range_end, K], ...]`` over batch sizes 1..max(batch sizes)
+        (the one that serves every context; K = 0 everywhere when it never drafts)
+    config : the vLLM ``speculative_config`` (None: leave speculation off)
+    serve : the ``vllm serve`` line (None without a config)
+    crossover_batch, paying_batches, max_batch_in_memory : one entry per context (int keys)
+    context_notes : :func:`specnb.serving.context_limit_notes` (also first in ``notes``)
+    notes : every :class:`specnb.notes.Note`, the context notes first
+    """
+
+    setup: S.Setup
+    acceptance: dict
+    grid: S.Grid
+    best: tuple
+    schedule: list | None
+    config: dict | None
+    serve: str | None
+    crossover_batch: dict
+    paying_batches: dict
+    max_batch_in_memory: dict
+    context_notes: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
+
+    def rows(self, columns=("batch_size", "context", "gamma", "tau", "speedup", "t_plain_ms",
+                            "t_verify_ms", "t_draft_ms", "bound")) -> list[dict]:
+        """The grid as JSON-ready dicts, one per (batch, context, gamma)."""
+        frame = self.grid.frame()
+        return [{k: (v.item() if hasattr(v, "item") else v) for k, v in r.items()}
+                for r in frame[list(columns)].to_dict("records")]
+
+
+def serving_plan(st: S.Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=None,
+         acceptance_rates=None) -> Plan:
+    """The plan for a setup: the model on the asked grid, the schedule for batch sizes
+    1..max(batch_sizes) that serves every context, its vLLM config and serve line
+    (``--max-num-seqs`` = max(batch_sizes), ``--tensor-parallel-size`` with gpus > 1), the
+    crossover and paying batch sizes per context, the KV room, and coded notes.
+
+    Parameters
+    ----------
+    st : Setup (e.g. calibrated: ``serving.calibrate(...).setup``)
+    batch_sizes, contexts, gammas : lists of ints (batch >= 1, context >= 0, gamma >= 1);
+        sorted here; max(batch_sizes) at most :data:`specnb.serving.MAX_BATCH_SEARCH`
+    alpha, tau, acceptance_rates : exactly one (:func:`specnb.serving.tokens_per_step`)
+
+    Returns
+    -------
+    Plan
+
+    Raises
+    ------
+    ValueError
+        as :func:`specnb.serving.evaluate` and :func:`setup_config`.
+    """
+    from ..vllm import serve_command
+
+    acc = {k: v for k, v in (("alpha", alpha), ("tau", tau),
+                              ("acceptance_rates", acceptance_rates)) if v is not None}
+    batches, contexts, gammas = sorted(batch_sizes), sorted(contexts), list(gammas)
+    grid = S.evaluate(st, batches, contexts, gammas, alpha=alpha, tau=tau,
+                      acceptance_rates=acceptance_rates)
+    top = max(batches)
+    # one grid over every batch size 1..max for the schedule, crossover and paying ranges
+    full = S.batch_range_grid(st, contexts, gammas, top, alpha=alpha, tau=tau,
+                              acceptance_rates=acceptance_rates)
+    sched = schedule_of(full)
+    cfg, notes = setup_config(st, sched)
+    serve = None if cfg is None else serve_command(
+        cfg, S.model_id(st.target), extra_args=["--max-num-seqs", str(top)]
+        + (["--tensor-parallel-size", str(st.gpus)] if st.gpus > 1 else []))
+    if not st.fits_memory():
+        notes.append(Note("weights-do-not-fit",
+                          f"the weights do not fit in {st.gpus} x {st.gpu.name} memory; the "
+                          "times are for a machine that could hold them"))
+    if len(contexts) > 1:
+        notes.append(Note("schedule-serves-every-context",
+                          "the schedule serves every --context: per batch size, the gamma "
+                          "whose worst speedup over the contexts is highest (0 if that is not "
+                          "above 1)"))
+    room = {int(c): int(S.max_batch_in_memory(st, int(c))) for c in contexts}
+    tight = {c: m for c, m in room.items() if m < top}
+    if tight:
+        notes.append(Note("kv-does-not-fit",
+                          "KV cache room (90 % of GPU memory, weights first): "
+                          + ", ".join(f"context {c}: " + (f"at most {m} sequences" if m else
+                                                          "not even one sequence")
+                                      for c, m in tight.items())
+                          + "; larger batch sizes are shown but cannot run at once"))
+    context_notes = S.context_limit_notes(st, contexts)
+    notes = context_notes + notes
+    paying = S.paying_of(full)
+    if cfg is None and any(paying):
+        # setup_config's no-gamma-pays is about the worst context only
+        notes = [n for n in notes if n.code != "no-gamma-pays"]
+        notes.append(Note("no-schedule-for-every-context",
+                          "no schedule pays at every --context at once, but speculation pays "
+                          "at context " + ", ".join(str(int(s)) for s, r in zip(contexts, paying)
+                                                    if r)
+                          + " (see above): plan with the contexts you serve"))
+    return Plan(st, acc, grid, grid.best(), sched, cfg, serve,
+                {int(s): int(c) for s, c in zip(contexts, S.crossover_of(full))},
+                {int(s): r for s, r in zip(contexts, paying)}, room, context_notes, notes)

@@ -1,0 +1,241 @@
+"""``specnb measure``: alpha, tau and speedup of a draft/target pair with transformers.
+
+torch and transformers are imported inside the command, so ``specnb --help`` works without the
+``measure`` extra; without it the command says how to install it and exits with status 3.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from ..memory import TORCH_DTYPES
+from . import error
+
+__all__ = ["register", "run", "format_report", "format_logged_report"]
+
+MISSING_EXTRA = ("specnb measure needs torch and transformers: install the measure extra with\n"
+                 "    pip install -e '.[measure]'\n"
+                 "(on a CPU-only machine install the CPU build first: pip install torch==2.13.0)")
+
+
+def register(subparsers) -> argparse.ArgumentParser:
+    """Add ``measure`` to the ``specnb`` command line (sets ``func`` to :func:`run`)."""
+    p = subparsers.add_parser(
+        "measure",
+        help="measure alpha, tau and speedup of a draft/target pair (transformers)",
+        description=(
+            "Measure the acceptance rate alpha of one or more drafts against a target on a set "
+            "of prompts: alpha by teacher forcing (with a 95% CI), then assisted decoding at "
+            "each gamma (tau, target forwards, wall time and tokens/s against plain generate), "
+            "prompt lookup decoding, predictions from Eq. 1 / Theorem 3.8 with the measured c, "
+            "a fitted timing model, and a losslessness check of every greedy run. Defaults: the "
+            "bundled pair (data/models) and held-out prompts (data/prompts)."),
+    )
+    p.add_argument("--target", default=None, metavar="PATH_OR_ID",
+                   help="target model folder or hub id (default: data/models/target-4x256)")
+    p.add_argument("--draft", nargs="+", default=None, metavar="PATH_OR_ID",
+                   help="one or more drafts sharing the target's tokenizer (default: the two "
+                        "bundled drafts data/models/draft-2x128 and draft-1x64)")
+    p.add_argument("--prompts", default=None, metavar="FILE",
+                   help="JSON lines with 'task' and 'prompt' (default: "
+                        "data/prompts/stdlib_heldout.jsonl)")
+    p.add_argument("--logged", default=None, metavar="FILE",
+                   help="alpha from logged traffic instead: JSON lines whose records carry the "
+                        "served 'response' and the 'temperature' it was served at (optional "
+                        "'response_ids'); one forward pass per model over the logged text gives "
+                        "alpha, tau and predicted speedup for every draft and gamma, no "
+                        "generation (bundled example: data/prompts/stdlib_heldout_responses.jsonl)")
+    p.add_argument("--per-task", type=int, default=None, metavar="N",
+                   help="prompts per task family (default 2; 0 = all); with --logged, records "
+                        "per task family and served temperature (default all)")
+    p.add_argument("--gamma", type=int, nargs="+", default=[1, 2, 3, 5], metavar="G",
+                   help="draft lengths (num_assistant_tokens); default 1 2 3 5")
+    p.add_argument("--temperature", type=float, nargs="+", default=None, metavar="T",
+                   help="temperatures, 0 = greedy (default 0 1; with --logged each record's own)")
+    p.add_argument("--max-new-tokens", type=int, default=None, metavar="N",
+                   help="tokens generated per prompt (default 48; not with --logged)")
+    p.add_argument("--repeats", type=int, default=None, metavar="R",
+                   help="timed runs per prompt and setting, median kept (default 2; not with "
+                        "--logged)")
+    p.add_argument("--no-pld", action="store_true", help="skip prompt lookup decoding")
+    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"],
+                   help="where to run the models (default auto: cuda when torch sees a GPU, "
+                        "else cpu; cuda needs a CUDA build of torch)")
+    p.add_argument("--dtype", default="auto", choices=["auto", *TORCH_DTYPES],
+                   help="model weights and activations (default auto: float32 on a CPU, "
+                        "bfloat16 on a GPU that supports it, else float16)")
+    p.add_argument("--seed", type=int, default=0, metavar="S",
+                   help="seed for sampling at T > 0; each prompt and temperature derives its "
+                        "own seed from it (default 0)")
+    p.add_argument("--threads", type=int, default=1, metavar="N",
+                   help="torch threads on a CPU while measuring (default 1: steadier timings "
+                        "when other processes share the cores; 0 = leave torch's setting)")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON object (keys include alpha, gamma, temperature, "
+                        "tau_measured, tau_predicted, speedup_measured, speedup_predicted, "
+                        "speedup_predicted_loo, c, lossless) instead of tables")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=run)
+    return p
+
+
+#: pandas display options of the printed tables (wide, three decimals).
+_TABLE_OPTIONS = ("display.width", 160, "display.max_columns", 30,
+                  "display.float_format", "{:.3f}".format)
+
+
+def format_report(m) -> str:
+    """Human-readable tables of a :class:`specnb.measure.Measurement`."""
+    import pandas as pd
+
+    from .. import measure as M
+
+    with pd.option_context(*_TABLE_OPTIONS):
+        cols = ["draft", "gamma", "temperature", "alpha", "alpha_counted", "tau_measured",
+                "tau_predicted", "tau_betas", "lossless"]
+        scols = ["draft", "gamma", "temperature", "c", "speedup_measured", "speedup_predicted",
+                 "speedup_timing_model", "speedup_predicted_loo"]
+        parts = [
+            f"target {m.config['target']}  prompts {m.config['prompts']} "
+            f"({m.config['n_prompts']})  device {m.config['device']} {m.config['dtype']}  "
+            f"max_new_tokens {m.config['max_new_tokens']}",
+            "",
+            "alpha by teacher forcing (95% CI over prompts):",
+            m.alpha.to_string(index=False),
+            "",
+            M.processing_note(m.config),
+            "",
+            "tau: measured vs predicted:",
+            m.summary[cols].to_string(index=False),
+            "",
+            "speedup: measured vs predicted (speedup_predicted_loo: timing model fitted without "
+            "that gamma's runs, rounds from the betas; what to expect before running a gamma):",
+            m.summary[scols].to_string(index=False),
+        ]
+        if not m.pld.empty:
+            parts += ["", "prompt lookup decoding:", m.pld.to_string(index=False)]
+        timing = m.timing.copy()
+        for col in ("t_target_forward", "t_draft_forward", "t_call", "t_target", "t_draft",
+                    "t_round"):
+            timing[col] = 1e3 * timing[col]
+        timing = timing.rename(columns={c: c + "_ms" for c in timing.columns
+                                        if c.startswith("t_")})
+        warns = list(dict.fromkeys(w for ws in timing.pop("warnings") if ws
+                                   for w in ws.split("; ")))
+        parts += ["", "timing (ms): single forwards timed directly, and one model fitted to all "
+                  "drafts' runs (t_call, t_target, t_round shared; t_draft per draft; all >= 0)",
+                  timing.to_string(index=False)]
+        parts += [f"  warning: {w}" for w in warns]
+        parts += ["",
+                  f"lossless (greedy outputs identical to plain greedy): {m.lossless}"]
+    return "\n".join(parts)
+
+
+def format_logged_report(m) -> str:
+    """Human-readable tables of a :class:`specnb.measure.LoggedAlpha`."""
+    import pandas as pd
+
+    from .. import measure as M
+
+    cfg = m.config
+    with pd.option_context(*_TABLE_OPTIONS):
+        parts = [
+            f"alpha from logged traffic: target {cfg['target']}  log {cfg['prompts']} "
+            f"({cfg['n_records']} records, T {cfg['temperatures']})  device {cfg['device']} "
+            f"{cfg['dtype']}; forward passes {cfg['forward_pass_s']:.2f} s for "
+            f"{cfg['positions']} positions, no generation",
+            M.processing_note(cfg),
+            "",
+            "alpha along the served responses (95% CI over prompts):",
+            m.alpha.to_string(index=False),
+            "",
+            "per gamma (alpha_rounds: accepted / examined in the greedy rounds the betas imply; "
+            "tau_betas: tokens per target forward):",
+            m.summary.to_string(index=False),
+        ]
+    if "speedup_predicted" in m.summary:
+        parts += ["", "speedup_predicted (Theorem 3.8 from alpha) and speedup_betas use c from "
+                  "single forwards: they leave out each round's fixed costs, which dominate on "
+                  "small models (the bundled pair measured below 1x with assisted generation); "
+                  "`specnb measure` (without --logged) times the real runs"]
+    return "\n".join(parts)
+
+
+def _check_flags(args) -> str | None:
+    """The first out-of-range flag, as a message naming the flag (None when all are fine)."""
+    if args.logged is not None:
+        if args.prompts is not None:
+            return "--logged FILE and --prompts FILE exclude each other (the log holds the prompts)"
+        if args.temperature is not None:
+            return ("--temperature does not apply with --logged: each record gives the "
+                    "temperature its response was served at")
+        unused = [f for f, v in (("--max-new-tokens", args.max_new_tokens),
+                                 ("--repeats", args.repeats), ("--no-pld", args.no_pld or None))
+                  if v is not None]
+        if unused:
+            return (f"{', '.join(unused)} " + ("does" if len(unused) == 1 else "do")
+                    + " not apply with --logged: nothing is generated "
+                    "or timed (one forward pass per model over the logged responses)")
+    for flag, values in (("--gamma", args.gamma), ("--draft", args.draft or [])):
+        if len(set(values)) != len(values):
+            return f"{flag} lists a value twice: {' '.join(map(str, values))}"
+    if args.max_new_tokens is None:
+        args.max_new_tokens = 48
+    if args.repeats is None:
+        args.repeats = 2
+    checks = [
+        ("--per-task", [args.per_task if args.per_task is not None else 0], 0,
+         "(0 = all prompts)"),
+        ("--threads", [args.threads], 0, "(0 = leave torch's setting)"),
+        ("--repeats", [args.repeats], 1, ""),
+        ("--max-new-tokens", [args.max_new_tokens], 1, ""),
+        ("--gamma", args.gamma, 1, ""),
+        ("--temperature", args.temperature or [], 0, "(0 = greedy)"),
+        ("--seed", [args.seed], 0, ""),
+    ]
+    for flag, values, lo, note in checks:
+        for v in values:
+            if not v >= lo:
+                return f"{flag} must be >= {lo} {note}".rstrip() + f", got {v:g}"
+    return None
+
+
+def run(args) -> int:
+    """Run ``specnb measure`` with parsed ``args``; returns the exit status."""
+    try:
+        from .. import measure as M
+    except ImportError:
+        print(MISSING_EXTRA, file=sys.stderr)
+        return 3
+    bad = _check_flags(args)
+    if bad:
+        return error("measure", bad)
+    if args.logged is not None:
+        try:
+            m = M.alpha_from_logged(args.target, args.draft, prompts=args.logged,
+                                    per_task=args.per_task or None, gammas=args.gamma,
+                                    device=args.device, dtype=args.dtype,
+                                    cpu_threads=args.threads or None, seed=args.seed)
+        except (FileNotFoundError, ValueError, TypeError, RuntimeError) as exc:
+            return error("measure", str(exc))
+        print(json.dumps(m.to_json()) if args.json else format_logged_report(m))
+        return 0
+    try:
+        m = M.measure(
+            args.target, args.draft, prompts=args.prompts,
+            per_task=2 if args.per_task is None else (args.per_task or None), gammas=args.gamma,
+            temperatures=args.temperature if args.temperature is not None else [0.0, 1.0],
+            max_new_tokens=args.max_new_tokens, device=args.device, dtype=args.dtype,
+            repeats=args.repeats, pld=not args.no_pld, seed=args.seed,
+            cpu_threads=args.threads or None,
+            progress=not args.no_progress and not args.json,
+        )
+    except (FileNotFoundError, ValueError, TypeError) as exc:
+        return error("measure", str(exc))
+    if args.json:
+        print(json.dumps(m.to_json()))
+    else:
+        print(format_report(m))
+    return 0

@@ -1,0 +1,245 @@
+"""``specnb plan``: will speculation pay at my batch sizes and contexts, with which gamma, and
+the vLLM schedule that says so.
+
+Exit status: 0 printed; 2 on bad input (argparse's own errors, an unknown GPU, model or draft,
+tau > gamma + 1, a rate outside [0, 1], a calibration CSV with a missing column or a
+non-positive time, a draft whose vocabulary cannot match the target's). Only argparse is
+imported at registration; numpy and pandas inside the command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from . import error
+
+__all__ = ["register", "run", "plan", "format_plan"]
+
+DTYPE_CHOICES = ("bf16", "fp16", "fp8", "int8", "int4")
+
+#: Largest --batch: specnb.serving.MAX_BATCH_SEARCH (the schedule and the crossover evaluate
+#: every batch size 1..max; kept here so that registration imports no numpy).
+MAX_BATCH = 65536
+#: specnb.serving.MAX_GRID_CELLS (batch sizes x contexts x gammas), likewise.
+MAX_GRID_CELLS = 2 ** 24
+
+
+def register(subparsers) -> argparse.ArgumentParser:
+    """Add ``plan`` to the ``specnb`` command line (sets ``func`` to :func:`run`)."""
+    p = subparsers.add_parser(
+        "plan", help="will speculation pay at my batch sizes and contexts? (step-time model)",
+        description=(
+            "Predict the speedup of speculative decoding for every batch size, context and "
+            "draft length with a roofline step-time model (specnb.serving), mark the best "
+            "gamma per batch, and print vLLM's num_speculative_tokens_per_batch_size "
+            "schedule and a vllm serve line. Defaults come from published data "
+            "(SpecDecode-Bench's fitted constants); --calibrate fits them to your own "
+            "measured step times. Exit status: 0 printed, 2 bad input."))
+    p.add_argument("--gpu", required=True, metavar="NAME",
+                   help="GPU from data/gpus.csv, e.g. H100-SXM, H200, A100-SXM-80GB, L40S "
+                        "(case-insensitive)")
+    p.add_argument("--gpus", type=int, default=1, metavar="N",
+                   help="tensor-parallel GPUs (default 1)")
+    p.add_argument("--model", required=True, metavar="NAME|CONFIG",
+                   help="target: a catalogue model (e.g. Llama-3.1-8B) or a Hugging Face "
+                        "config.json")
+    p.add_argument("--draft", required=True, metavar="METHOD|NAME|CONFIG",
+                   help="ngram, suffix, eagle, eagle3, mtp, self, a catalogue model or a "
+                        "draft config.json")
+    p.add_argument("--draft-kv-budget", type=int, default=None, metavar="K",
+                   help="the draft reads at most K context tokens (sparse KV, StreamingLLM)")
+    p.add_argument("--dtype", choices=DTYPE_CHOICES, default="bf16",
+                   help="target weight dtype (default bf16)")
+    p.add_argument("--draft-dtype", choices=DTYPE_CHOICES, default=None,
+                   help="draft weight dtype (default: the target's)")
+    p.add_argument("--context", type=int, nargs="+", required=True, metavar="S",
+                   help="context lengths in tokens (KV cache per sequence); one above the "
+                        "model's max_position_embeddings is modelled with a note")
+    p.add_argument("--batch", type=int, nargs="+", required=True, metavar="B",
+                   help="batch sizes (concurrent sequences per step)")
+    p.add_argument("--gamma", type=int, nargs="+", required=True, metavar="G",
+                   help="draft lengths (num_speculative_tokens) to compare")
+    acc = p.add_mutually_exclusive_group(required=True)
+    acc.add_argument("--alpha", type=float, metavar="A",
+                     help="acceptance rate; tau by Leviathan Eq. 1")
+    acc.add_argument("--tau", type=float, nargs="+", metavar="T",
+                     help="mean acceptance length: one value, or one per --gamma")
+    acc.add_argument("--acceptance-rates", type=float, nargs="+", metavar="R",
+                     help="vLLM's per-position acceptance rates r1 r2 ...; "
+                          "tau(k) = 1 + r1 + ... + rk")
+    p.add_argument("--calibrate", metavar="MEASURED.csv",
+                   help="fit efficiencies and fixed costs to measured step times (columns "
+                        "role, batch_size, context, query_tokens, ms)")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON object: rows, best, schedule, config (and serve, "
+                        "notes, crossover_batch, paying_batches, calibration)")
+    p.set_defaults(func=run)
+    return p
+
+
+def _check_flags(args) -> str | None:
+    checks = [("--gpus", [args.gpus], 1), ("--context", args.context, 0),
+              ("--batch", args.batch, 1), ("--gamma", args.gamma, 1)]
+    if args.draft_kv_budget is not None:
+        checks.append(("--draft-kv-budget", [args.draft_kv_budget], 1))
+    for flag, values, lo in checks:
+        for v in values:
+            if v < lo:
+                return f"{flag} must be >= {lo}, got {v}"
+    if max(args.batch) > MAX_BATCH:
+        return (f"--batch must be <= {MAX_BATCH}, got {max(args.batch)} (the schedule and "
+                "the crossover evaluate every batch size from 1 to the largest)")
+    cells = max(args.batch) * len(args.context) * len(args.gamma)
+    if cells > MAX_GRID_CELLS:
+        return (f"the largest --batch ({max(args.batch)}) x {len(args.context)} --context "
+                f"values x {len(args.gamma)} --gamma values = {cells:,} model cells, above "
+                f"{MAX_GRID_CELLS:,} (about 1 GB of memory: the schedule and the crossover "
+                "evaluate every batch size from 1 to the largest); give fewer values")
+    for flag, values in (("--context", args.context), ("--batch", args.batch),
+                         ("--gamma", args.gamma)):
+        if len(set(values)) != len(values):
+            return f"{flag} lists a value twice: {' '.join(map(str, values))}"
+    if args.tau is not None and len(args.tau) not in (1, len(args.gamma)):
+        return (f"--tau takes one value or one per --gamma ({len(args.gamma)}), got "
+                f"{len(args.tau)}")
+    return None
+
+
+def plan(args) -> dict:
+    """The plan as a JSON-ready dict (the ``--json`` output). Raises ValueError, TypeError
+    or FileNotFoundError for bad input."""
+    import numpy as np
+
+    from .. import serving as S
+
+    st = S.setup(args.gpu, args.model, args.draft, gpus=args.gpus, dtype=args.dtype,
+                 draft_dtype=args.draft_dtype, draft_kv_budget=args.draft_kv_budget)
+    acceptance = {}
+    if args.alpha is not None:
+        acceptance["alpha"] = args.alpha
+    elif args.tau is not None:
+        acceptance["tau"] = args.tau[0] if len(args.tau) == 1 else np.asarray(args.tau)
+    else:
+        acceptance["acceptance_rates"] = args.acceptance_rates
+    S.tokens_per_step(args.gamma, **acceptance)  # bad acceptance input fails before fitting
+    calibration = None
+    if args.calibrate:
+        cal = S.calibrate(st, args.calibrate)
+        st = cal.setup
+        err = cal.report["relative_error"].abs()
+        calibration = {"file": args.calibrate, "rows": int(len(cal.report)),
+                       "median_abs_error": float(err.median()),
+                       "max_abs_error": float(err.max()),
+                       "target_efficiency": vars(st.target_efficiency),
+                       "draft_efficiency": vars(st.draft_efficiency),
+                       "notes": [n.message for n in cal.notes],
+                       "note_codes": [n.code for n in cal.notes]}
+    from ..advise import serving_plan
+    from ..notes import codes, messages
+
+    p = serving_plan(st, args.batch, args.context, args.gamma, **acceptance)
+    best_g, best_s = p.best
+    best = []
+    for i, b in enumerate(p.grid.batch_sizes):
+        for j, s in enumerate(p.grid.contexts):
+            best.append({"batch_size": int(b), "context": int(s), "gamma": int(best_g[i, j]),
+                         "speedup": float(best_s[i, j]),
+                         "verdict": S.verdict(float(best_s[i, j]))})
+    return {
+        "setup": {"gpu": st.gpu.name, "gpus": st.gpus, "model": st.target.name,
+                  "draft": st.draft.name, "draft_kv_budget": st.draft.kv_budget,
+                  "dtype": st.dtype, "draft_dtype": st.draft_dtype or st.dtype,
+                  "max_position_embeddings": st.target.max_position_embeddings,
+                  "acceptance": {k: (list(map(float, np.atleast_1d(v))) if k != "alpha"
+                                     else float(v)) for k, v in acceptance.items()}},
+        "rows": p.rows(),
+        "best": best,
+        "schedule": p.schedule if p.config is not None else None,
+        "config": p.config,
+        "serve": p.serve,
+        "crossover_batch": {str(s): c for s, c in p.crossover_batch.items()},
+        "paying_batches": {str(s): r for s, r in p.paying_batches.items()},
+        "max_batch_in_memory": {str(c): m for c, m in p.max_batch_in_memory.items()},
+        "calibration": calibration,
+        "context_limit_notes": messages(p.context_notes),
+        "context_limit_note_codes": codes(p.context_notes),
+        "notes": messages(p.notes),
+        "note_codes": codes(p.notes),
+    }
+
+
+def format_plan(result: dict) -> str:
+    """The text report of :func:`plan`'s dict: per context a batch x gamma table of speedups
+    with the best gamma marked ``*``, then the schedule, the config and the vllm serve line."""
+    import pandas as pd
+
+    from .. import serving as S
+
+    su = result["setup"]
+    acc = ", ".join(f"{k} {v}" for k, v in su["acceptance"].items())
+    lines = [f"{su['model']} on {su['gpus']} x {su['gpu']} ({su['dtype']}), draft "
+             f"{su['draft']}" + (f" (KV budget {su['draft_kv_budget']})"
+                                 if su["draft_kv_budget"] else "") + f"; {acc}"]
+    # beyond the model's max_position_embeddings: said first, not only among the notes
+    lines += [f"NOTE: {n}" for n in result.get("context_limit_notes", [])]
+    if result["calibration"]:
+        c = result["calibration"]
+        lines.append(f"calibrated on {c['file']} ({c['rows']} rows): step-time error median "
+                     f"{100 * c['median_abs_error']:.1f} %, max {100 * c['max_abs_error']:.1f} %")
+        lines += [f"calibration note: {n}" for n in c["notes"]]
+    rows = pd.DataFrame(result["rows"])
+    best = {(b["batch_size"], b["context"]): b for b in result["best"]}
+    for s, part in rows.groupby("context", sort=True):
+        lines += ["", f"context {s} tokens: speedup by batch size (rows) and gamma (columns); "
+                      "* = best gamma, - = nothing pays"]
+        table = part.pivot(index="batch_size", columns="gamma", values="speedup")
+        out = pd.DataFrame(index=table.index)
+        for g in table.columns:
+            out[f"g={g}"] = [f"{v:.2f}" + ("*" if best[(b, s)]["gamma"] == g else " ")
+                             for b, v in zip(table.index, table[g])]
+        bound = part.groupby("batch_size")["bound"].agg(lambda x: "/".join(sorted(set(x))))
+        out["best"] = [best[(b, s)]["gamma"] or "-" for b in table.index]
+        out["verify bound"] = bound.reindex(table.index).to_numpy()
+        room = result["max_batch_in_memory"][str(s)]
+        out["KV fits"] = ["yes" if b <= room else "no" for b in table.index]
+        lines.append(out.to_string())
+        top = int(rows["batch_size"].max())
+        lines.append(S.describe_paying(result["paying_batches"][str(s)], top))
+    lines.append("")
+    if result["config"] is None:
+        lines.append("schedule: none (no gamma pays"
+                     + (" at every context at once)" if len(result["paying_batches"]) > 1
+                        else ")"))
+    else:
+        lines.append(f"schedule (num_speculative_tokens_per_batch_size): "
+                     f"{json.dumps(result['schedule'])}")
+        lines.append(result["serve"])
+    shown_first = set(result.get("context_limit_note_codes", []))
+    lines += [f"note: {n}" for n, code in zip(result["notes"], result["note_codes"])
+              if code not in shown_first]
+    return "\n".join(lines)
+
+
+def run(args) -> int:
+    """Run ``specnb plan`` with parsed ``args``; returns the exit status."""
+    bad = _check_flags(args)
+    if bad:
+        return error("plan", bad)
+    try:
+        result = plan(args)
+    except (ValueError, TypeError, FileNotFoundError, IsADirectoryError,
+            PermissionError) as exc:
+        return error("plan", str(exc))
+    if args.json:
+        print(json.dumps(result, indent=1))
+    else:
+        print(format_plan(result))
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    from . import main
+
+    sys.exit(main(["plan", *sys.argv[1:]]))

@@ -1,0 +1,50 @@
+"""``specnb run``: execute the notebooks headless and write the HTML report (flags and
+printing; the work is :func:`specnb.runner.run_notebooks`, which imports papermill when run).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..runner import CELL_TIMEOUT_S, NOTEBOOK_DIR, load_parameters, run_notebooks
+from . import error, positive_int
+
+__all__ = ["register"]
+
+
+def _print_summary(results, out_dir) -> None:
+    width = max([len(r.name) for r in results] + [8])
+    print(f"{'notebook':<{width}}  {'status':<6}  {'seconds':>7}")
+    for r in results:
+        print(f"{r.name:<{width}}  {r.status:<6}  {r.seconds:7.1f}" +
+              (f"  {r.error}" if r.error else ""))
+    failed = sum(r.status != "ok" for r in results)
+    print(f"{len(results) - failed} ok, {failed} failed; report: {Path(out_dir) / 'index.html'}")
+
+
+def _cmd_run(args) -> int:
+    try:
+        params = load_parameters(args.parameters) if args.parameters else None
+        results = run_notebooks(args.only or None, args.output, params,
+                                notebook_dir=args.notebooks, cell_timeout=args.cell_timeout)
+    except (ValueError, FileNotFoundError) as exc:
+        return error("run", str(exc))
+    _print_summary(results, args.output)
+    return 1 if any(r.status != "ok" for r in results) else 0
+
+
+def register(sub) -> None:
+    """Add ``run`` to ``specnb``."""
+    p = sub.add_parser("run", help="execute the notebooks headless and write the HTML report",
+                       description="Execute notebooks with papermill; write executed copies, "
+                                   "HTML pages and index.html under --output.")
+    p.add_argument("--only", nargs="+", metavar="NAME",
+                   help="notebooks to run: full name, number (04 or 4) or slug; default all")
+    p.add_argument("--parameters", metavar="FILE",
+                   help="YAML/JSON file mapping notebook name -> {parameter: value}")
+    p.add_argument("--output", default="build", metavar="DIR", help="output folder (build)")
+    p.add_argument("--notebooks", default=str(NOTEBOOK_DIR), metavar="DIR",
+                   help="folder of NN_slug.ipynb notebooks")
+    p.add_argument("--cell-timeout", type=positive_int, default=CELL_TIMEOUT_S, metavar="S",
+                   help=f"seconds a cell may run (default {CELL_TIMEOUT_S})")
+    p.set_defaults(func=_cmd_run)

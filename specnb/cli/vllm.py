@@ -1,0 +1,295 @@
+"""``specnb config``, ``specnb metrics`` and ``specnb bench``: the vLLM tools on the command line.
+
+Exit status:
+
+* ``specnb config check JSON|-`` -- 0 when vLLM would accept the config (warnings allowed),
+  1 when it would reject it, 2 on usage errors (argparse's own, an unreadable file, a bad
+  ``--vllm-version``).
+* ``specnb config build METHOD ...`` -- 0 and the rendered config; 1 when vLLM would reject
+  what was asked for; 2 on usage errors.
+* ``specnb metrics FILE [FILE]`` and ``specnb bench ON.json OFF.json`` -- 0 with their tables;
+  1 when the input holds no usable data (not UTF-8 text, not a scrape, log or bench result,
+  inconsistent counts); 2 on usage errors (a file that cannot be read: missing, a directory,
+  no permission; ``-`` given twice; a bad option value).
+
+Only argparse is imported here; :mod:`specnb.vllm` and :mod:`specnb.advise` are imported
+inside the commands.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from . import error as _err
+from . import positive_int
+from . import printable as _printable
+
+__all__ = ["register"]
+
+
+def _stdin(errors: str) -> str:
+    buffer = getattr(sys.stdin, "buffer", None)  # absent when stdin is replaced by a StringIO
+    return buffer.read().decode("utf-8", errors) if buffer is not None else sys.stdin.read()
+
+
+def _read_text(arg: str) -> str:
+    # Bytes that are not UTF-8 are kept as surrogate escapes, as Python (and so vLLM) decodes
+    # command-line arguments; the checker then names them.
+    return _stdin("surrogateescape") if arg == "-" else arg
+
+
+def _tolerance(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number in [0, 1), got {text!r}") from None
+    if not 0.0 <= value < 1.0:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"must be a number in [0, 1) (0.05 = 5%), got {text}")
+    return value
+
+
+def _cmd_check(args) -> int:
+    from ..vllm import check_speculative_config
+
+    text = _read_text(args.config)
+    try:
+        result = check_speculative_config(text, vllm_version=args.vllm_version,
+                                          draft_config=args.draft_config)
+    except OSError as exc:
+        return _err("config check", f"cannot read {exc.filename}: {exc.strerror}", 2)
+    except ValueError as exc:
+        return _err("config check", str(exc), 2)
+    if args.json:
+        print(json.dumps({"accepted": result.accepted,
+                          "findings": [f.__dict__ for f in result.findings]}, indent=2))
+    else:
+        print(_printable(str(result)))
+    return 0 if result.accepted else 1
+
+
+#: Keys with their own options in ``specnb config build``.
+_OWN_OPTION = {"method": "the METHOD argument", "num_speculative_tokens": "-k",
+               "model": "--model"}
+
+
+def _parse_set(items):
+    out = {}
+    for item in items or ():
+        if "=" not in item:
+            raise ValueError(f"--set expects KEY=VALUE, got {item!r}")
+        key, value = item.split("=", 1)
+        key = key.strip()
+        if not key:
+            raise ValueError(f"--set expects KEY=VALUE with a non-empty KEY, got {item!r}")
+        if key in _OWN_OPTION:
+            raise ValueError(f"--set {key}=...: give {key} with {_OWN_OPTION[key]} instead")
+        if key in out:
+            raise ValueError(f"--set {key} is given twice ({out[key]!r} and {value!r}); give "
+                             "each key once")
+        try:
+            out[key] = json.loads(value)
+        except ValueError:
+            out[key] = value  # like vLLM's dotted flags: JSON first, else a string
+        except RecursionError:
+            raise ValueError(f"--set {key}: the JSON value is nested too deeply") from None
+    return out
+
+
+def _cmd_build(args) -> int:
+    from ..vllm import (check_speculative_config, python_snippet, serve_command,
+                       speculative_config, yaml_config)
+
+    try:
+        options = _parse_set(args.set)
+    except ValueError as exc:
+        return _err("config build", str(exc), 2)
+    if args.model is not None:
+        options["model"] = args.model
+    try:
+        cfg = speculative_config(args.method, args.num_speculative_tokens, **options)
+    except ValueError as exc:
+        return _err("config build", str(exc), 1)
+    render = {
+        "serve": lambda: serve_command(cfg, args.target),
+        "json": lambda: json.dumps(cfg),
+        "yaml": lambda: yaml_config(cfg, args.target).rstrip("\n"),
+        "python": lambda: python_snippet(cfg, args.target).rstrip("\n"),
+    }[args.format]
+    try:
+        print(render())
+    except ValueError as exc:
+        return _err("config build", str(exc), 2)
+    for f in check_speculative_config(cfg).warnings:
+        print(f"# {f.severity}: {f.key or '-'}: {f.message}", file=sys.stderr)
+    if args.format != "json" and args.target == "<target-model>":
+        print("# note: <target-model> is a placeholder: replace it, or pass --target",
+              file=sys.stderr)
+    return 0
+
+
+def _read_file(path: str) -> str:
+    """The text of ``path`` (``-`` for stdin). Raises OSError, or ValueError for non-UTF-8."""
+    try:
+        if path == "-":
+            return _stdin("strict")
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    except UnicodeDecodeError as exc:
+        from .._check import utf8_error
+
+        raise utf8_error("stdin" if path == "-" else path, exc,
+                         "give a /metrics scrape or a vLLM log") from None
+
+
+def _cmd_metrics(args) -> int:
+    from ..advise import acceptance_advice
+    from ..vllm import UsageError, read_acceptance
+
+    if len(args.files) > 2:
+        return _err("metrics", "give one or two files", 2)
+    if args.files.count("-") > 1:
+        return _err("metrics", "- (stdin) can be given only once", 2)
+    try:
+        texts = [_read_file(p) for p in args.files]
+    except OSError as exc:
+        return _err("metrics", f"cannot read {exc.filename}: {exc.strerror}", 2)
+    except ValueError as exc:
+        return _err("metrics", str(exc), 1)
+    try:
+        reading = read_acceptance(texts, args.num_speculative_tokens, args.model_name)
+        advice = acceptance_advice(reading.stats, args.draft_cost)
+    except UsageError as exc:
+        return _err("metrics", str(exc)[len("usage: "):], 2)
+    except ValueError as exc:
+        return _err("metrics", str(exc), 1)
+    stats = reading.stats
+    for line in reading.header:  # printed only once the numbers are known to be usable
+        print(_printable(line))
+    print(stats.to_frame(formatted=True).to_string(index=False))
+    if stats.per_position:
+        print()
+        pos = stats.per_position_frame()
+        pos["acceptance"] = [f"{100 * x:.2f} %" for x in pos["acceptance"]]
+        pos["accepted"] = [f"{x:,.0f}" for x in pos["accepted"]]
+        # counted from 1 as the advice counts them; vLLM's `position` label counts from 0
+        pos.insert(0, "draft position", pos["position"] + 1)
+        pos = pos.rename(columns={"position": "vLLM position"})
+        print(pos.to_string(index=False))
+    for note in stats.notes:
+        print(f"note: {note}")
+    if stats.alpha is not None and stats.num_speculative_tokens and \
+            stats.num_speculative_tokens > 1:
+        print(f"note: implied alpha {stats.alpha:.3f} is the per-token acceptance that gives "
+              f"this tau under Eq. 1's i.i.d. assumption; the acceptance rate "
+              f"{100 * stats.acceptance_rate:.2f} % (accepted / drafted) counts every draft "
+              "token after a rejection as rejected, so it is lower at gamma > 1")
+    for note in advice:
+        print(f"advice: {note.message}")
+    return 0
+
+
+def _draft_cost(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text!r}") from None
+    if not value >= 0.0 or value == float("inf"):  # also refuses nan
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0 (draft/target cost per "
+                                         f"forward, e.g. 0.05), got {text}")
+    return value
+
+
+def _cmd_bench(args) -> int:
+    from ..advise import compare_bench
+
+    try:
+        result = compare_bench(args.on, args.off, goal=args.goal, tolerance=args.tolerance)
+    except OSError as exc:
+        return _err("bench", f"cannot read {exc.filename}: {exc.strerror}", 2)
+    except ValueError as exc:
+        return _err("bench", str(exc), 1)
+    print(result)
+    return 0
+
+
+def register(sub) -> None:
+    """Add ``config`` (``check``, ``build``), ``metrics`` and ``bench`` to ``specnb``."""
+    p = sub.add_parser("config", help="check or build a vLLM --speculative-config",
+                       description="Check or build vLLM's speculative_config.")
+    csub = p.add_subparsers(dest="config_command", metavar="{check,build}")
+    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+
+    c = csub.add_parser("check", help="check a --speculative-config value",
+                        description="Print the findings; exit 0 if vLLM would accept the "
+                                    "config (warnings allowed), 1 if it would reject it, 2 on "
+                                    "usage errors.")
+    c.add_argument("config", help="the JSON value as vLLM receives it, or - to read stdin")
+    c.add_argument("--vllm-version", metavar="X.Y.Z",
+                   help="the server's vLLM version (default: current vLLM)")
+    c.add_argument("--draft-config", metavar="PATH",
+                   help="the draft checkpoint's local config.json (or its folder): checks the "
+                        "method against its architectures / model_type")
+    c.add_argument("--json", action="store_true", help="print the findings as JSON")
+    c.set_defaults(func=_cmd_check)
+
+    b = csub.add_parser("build", help="build a speculative_config and render it",
+                        description="Build a checked speculative_config and print it as a "
+                                    "vllm serve line, JSON, a --config YAML file or Python. "
+                                    "Exit status: 0 printed (warnings go to stderr), 1 vLLM "
+                                    "would reject what was asked for, 2 usage error.")
+    b.add_argument("method", help="ngram, suffix, draft_model, eagle, eagle3, mtp, medusa, "
+                                  "mlp_speculator, ...")
+    b.add_argument("-k", "--num-speculative-tokens", type=int, metavar="N",
+                   help="draft length gamma")
+    b.add_argument("--model", help="draft model / EAGLE head checkpoint")
+    b.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="any other key, e.g. --set prompt_lookup_min=2 (value parsed as JSON, "
+                        "else a string); repeatable")
+    b.add_argument("--target", default="<target-model>",
+                   help="target model for vllm serve (default: the placeholder "
+                        "<target-model>, to replace)")
+    b.add_argument("--format", choices=("serve", "json", "yaml", "python"), default="serve",
+                   help="serve: a vllm serve line; json: the --speculative-config value; yaml: "
+                        "a --config file; python: an LLM(...) call (default: serve)")
+    b.set_defaults(func=_cmd_build)
+
+    m = sub.add_parser("metrics", help="acceptance from a /metrics scrape (pair) or a log",
+                       description="Read one /metrics scrape, a before/after pair (the window "
+                                   "between them), a vLLM log (V1 SpecDecoding lines of any "
+                                   "version, V0 Speculative metrics lines) or the printout of "
+                                   "vLLM's examples/offline_inference/spec_decode.py; print "
+                                   "acceptance rate, mean acceptance length, per-position rates "
+                                   "and the implied alpha. Exit status: 0 printed, 1 no usable "
+                                   "data (not UTF-8, not a scrape or log, inconsistent counts, a "
+                                   "-k the counts contradict), 2 usage error (a file that cannot "
+                                   "be read, - twice, a bad option).")
+    m.add_argument("files", nargs="+", metavar="FILE",
+                   help="scrape, or BEFORE AFTER scrapes, or a log file, or a spec_decode.py "
+                        "printout; - for stdin")
+    m.add_argument("--num-speculative-tokens", "-k", type=positive_int, metavar="N",
+                   help="gamma for alpha (default: inferred)")
+    m.add_argument("--model-name", help="keep only series with this model_name label")
+    m.add_argument("--draft-cost", "-c", type=_draft_cost, metavar="C",
+                   help="draft/target cost per forward c, for the per-position advice and the "
+                        "gamma-1 verdict (Corollary 3.9: gamma 1 pays while the acceptance rate "
+                        "is above c), both assuming 0.05 without it (Leviathan et al. "
+                        "Definition 3.7: c was always below 0.05 there); with it, also "
+                        "Theorem 3.8 at the implied alpha")
+    m.set_defaults(func=_cmd_metrics)
+
+    bb = sub.add_parser("bench", help="compare vllm bench serve results, speculation on vs off",
+                        description="Compare two `vllm bench serve --save-result` files and "
+                                    "give a verdict for the goal. Exit status: 0 printed, 1 a "
+                                    "file that is not a bench result (not JSON, wrong values), "
+                                    "2 usage error (a file that cannot be read: missing, a "
+                                    "directory, no permission; a bad option).")
+    bb.add_argument("on", metavar="ON.json", help="result with speculative decoding")
+    bb.add_argument("off", metavar="OFF.json", help="result without")
+    bb.add_argument("--goal", choices=("latency", "throughput"), default="latency",
+                    help="latency: judge by TPOT (median, else mean); throughput: by output "
+                         "tokens/s (default: latency)")
+    bb.add_argument("--tolerance", type=_tolerance, default=0.05,
+                    help="relative change treated as noise (default 0.05)")
+    bb.set_defaults(func=_cmd_bench)

@@ -1,0 +1,127 @@
+"""Hugging Face ``config.json``: the one reader, and what kind of checkpoint it describes.
+
+Used by :mod:`specnb.serving` (a model's shape from a config path: ``serving.architecture``;
+a draft head given as a draft model: ``serving.draft``) and :mod:`specnb.vllm` (the checker's
+``draft_config`` and method re-detection). L0: imports only :mod:`specnb._check`.
+
+* :func:`read_config` reads a ``config.json`` (a file or a folder holding one) once: a UTF-8
+  BOM is skipped (Windows editors), bytes that are not UTF-8, text that is not JSON (line and
+  column) and JSON that is not an object are refused, naming the file.
+* :func:`checkpoint_method` says which speculative method a draft checkpoint needs, from its
+  path and its config's ``architectures`` / ``model_type`` (the signs vLLM @ ``002e77c1``
+  reads when it re-detects the method, and a few it misses); :func:`architectures`,
+  :func:`model_type`, :func:`is_mtp_type` and :data:`MODEL_TYPE_METHOD` are its parts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+from . import _check
+
+__all__ = ["read_config", "MODEL_TYPE_METHOD", "architectures", "model_type", "is_mtp_type",
+           "checkpoint_method"]
+
+#: config.json ``model_type`` values vLLM maps to a method (@ 002e77c1, method re-detection).
+MODEL_TYPE_METHOD = {"medusa": "medusa", "mlp_speculator": "mlp_speculator"}
+
+
+def read_config(source, *, label: str = "config", hint: str = "") -> tuple[dict, Path]:
+    """Read a Hugging Face ``config.json``: ``(config dict, path read)``.
+
+    Parameters
+    ----------
+    source : str or os.PathLike, a ``config.json`` file or a folder holding one
+    label : what the file is, for messages (``"model config"``, ``"draft_config"``)
+    hint : what to give instead, appended to the missing-file message
+
+    Raises
+    ------
+    FileNotFoundError
+        no such file (``"<label> '<path>' does not exist (<hint>)"``).
+    ValueError
+        bytes that are not UTF-8 (byte and offset), text that is not JSON (line and column),
+        or JSON that is not an object; each message starts ``<label> '<path>'``.
+    """
+    path = Path(os.fspath(source))
+    if path.is_dir():
+        path = path / "config.json"
+    where = f"{label} {str(path)!r}"
+    if not path.is_file():
+        raise FileNotFoundError(f"{where} does not exist" + (f" ({hint})" if hint else ""))
+    try:
+        raw = path.read_text(encoding="utf-8-sig")  # a BOM (Windows editors) is not data
+    except UnicodeDecodeError as exc:
+        raise _check.utf8_error(where, exc, "give a Hugging Face config.json") from None
+    try:
+        cfg = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{where}: not valid JSON at line {exc.lineno}, column {exc.colno}: "
+                         f"{exc.msg} (a Hugging Face config.json is one JSON object)") from None
+    if not isinstance(cfg, dict):
+        raise ValueError(f"{where}: a config.json must hold a JSON object, got "
+                         f"{type(cfg).__name__}")
+    return cfg, path
+
+
+def architectures(config) -> list[str]:
+    """The string entries of a config's ``architectures`` list ([] for anything else)."""
+    if not isinstance(config, dict):
+        return []
+    arch = config.get("architectures") or []
+    return [a for a in arch if isinstance(a, str)] if isinstance(arch, list) else []
+
+
+def model_type(config) -> str:
+    """A config's ``model_type``, lower-case ("" when absent or not a string)."""
+    mt = config.get("model_type") if isinstance(config, dict) else None
+    return mt.lower() if isinstance(mt, str) else ""
+
+
+def is_mtp_type(mtype: str) -> bool:
+    """True for an MTP ``model_type``: ``mtp`` or a name ending in ``_mtp`` (every entry of
+    vLLM's ``MTPModelTypes`` @ 002e77c1 is one of these)."""
+    return mtype == "mtp" or mtype.endswith("_mtp")
+
+
+def checkpoint_method(model: str, draft_config=None):
+    """The method a draft checkpoint needs, from its path and config.json: (method, why) or None.
+
+    Reads the signs vLLM reads (see ``specnb.vllm``'s method re-detection) and a few it does
+    not: an ``architectures`` entry naming Eagle3 / Eagle / Medusa / MTP / DFlash / DSpark, and
+    path words ('eagle', 'medusa', 'mtp', 'accelerator' and 'speculator' for IBM's MLP
+    speculators) that vLLM's path rules ('eagle-', 'eagle3') miss. None when nothing marks a
+    special head.
+    """
+    low = (model or "").lower()
+    arch = architectures(draft_config)
+    arch_low = " ".join(arch).lower()
+    mt = model_type(draft_config)
+    shown = f"the path {model!r}" if model else "the path"
+    if arch:
+        named = f"config.json architectures {arch}"
+        for word, method in (("eagle3", "eagle3"), ("eagle", "eagle"), ("dflash", "dflash"),
+                             ("dspark", "dspark"), ("medusa", "medusa"),
+                             ("speculator", "mlp_speculator"), ("mtp", "mtp")):
+            if word in arch_low:
+                return method, named
+    if mt in MODEL_TYPE_METHOD:
+        return MODEL_TYPE_METHOD[mt], f"config.json model_type {mt!r}"
+    if is_mtp_type(mt):
+        return "mtp", f"config.json model_type {mt!r}"
+    if "eagle3" in low or "eagle-3" in low or "eagle_3" in low:
+        return "eagle3", shown
+    if "eagle" in low:
+        return "eagle", shown
+    for word, method in (("dflash", "dflash"), ("dspark", "dspark"), ("medusa", "medusa"),
+                         ("mlp_speculator", "mlp_speculator"), ("mlp-speculator",
+                                                                "mlp_speculator"),
+                         ("accelerator", "mlp_speculator"), ("speculator", "mlp_speculator")):
+        if word in low:
+            return method, shown
+    if re.search(r"(^|[^a-z])mtp([^a-z]|$)", low):
+        return "mtp", shown
+    return None

@@ -1,0 +1,108 @@
+"""Measure alpha, tau and speedup of a real draft/target pair with transformers.
+
+The only specnb package that imports torch and transformers (the ``measure`` extra:
+``pip install -e '.[measure]'``); importing it imports both (an ImportError says how to install
+them). Every formula it applies lives in torch-free modules: :mod:`specnb.theory` (Eq. 1,
+Theorem 3.8, optimal gamma) and :mod:`specnb.acceptance` (rounds, tau from per-position betas,
+alpha counted from rounds, CIs, timing model).
+
+What :func:`measure` does, per draft and temperature T (Leviathan, Kalman & Matias,
+arXiv 2211.17192 v2; transformers 5.x assisted decoding, checked on 5.24.0):
+
+1. **alpha by teacher forcing.** The target generates each continuation once (greedy at T = 0,
+   seeded sampling at T > 0); then one forward pass of each model over prompt + continuation
+   gives beta per position: at T = 0, 1 when the draft's argmax equals the target's token; at
+   T > 0, ``sum(min(p_T, q_T))`` (Corollary 3.6). alpha per task family with a
+   cluster-bootstrap 95% interval over prompts.
+2. **Assisted decoding runs.** ``target.generate(assistant_model=draft)`` at fixed gamma, set on
+   the draft's ``generation_config`` (``num_assistant_tokens = gamma``, schedule
+   ``"constant"``, ``assistant_confidence_threshold = 0``). A streamer records the tokens
+   appended per target forward (tau, bonus token included, as Spec-Bench and vLLM count it);
+   forward hooks count target and draft forwards. Plain ``generate`` on the same prompts is the
+   baseline; warm-up, ``repeats`` timed runs, median per prompt. Prompt lookup decoding
+   (``prompt_lookup_num_tokens = gamma``) runs on the same prompts.
+3. **Prediction beside measurement.** tau and speedup from alpha by Eq. 1 and Theorem 3.8 with a
+   measured c (median single-token forward time with a KV cache, draft over target), and from
+   the per-position beta sequences without the i.i.d. assumption; plus a timing model fitted
+   to the runs (:func:`specnb.acceptance.fit_timing_models`).
+4. **Losslessness.** Every greedy assisted and prompt-lookup output is compared token by token
+   with plain greedy output.
+5. **Leave one gamma out.** ``speedup_predicted_loo``: the timing model fitted without a
+   gamma's runs, applied to the rounds the betas imply at that gamma.
+
+:func:`alpha_from_logged` does step 1 on logged traffic instead: the served responses replace
+the target's generation, so the whole (draft x gamma) grid costs one forward pass per model.
+
+Logits processing: whatever the target's ``generation_config`` sets that changes the next-token
+distribution (repetition / n-gram penalties, bad or suppressed tokens, min length, top-k / top-p
+at T > 0) is applied in teacher forcing exactly as ``generate`` applies it
+(:func:`generation_processing` takes the processor list from ``generate`` itself; the draft's
+side drops min length, as transformers' assistant does). Where the config sets no top-k / top-p,
+``top_k = 0`` and ``top_p = 1.0`` are passed (transformers 5.x otherwise applies ``top_k = 50``
+by default), so sampling is pure temperature sampling. Batch size is 1 (transformers' assisted
+decoding supports no other). Every model's context (target and each draft) is checked against
+the prompts before anything runs.
+
+Loading rules: a local folder, or a hub id only when the caller names one (then transformers may
+use the network); safetensors only (``use_safetensors=True``); ``trust_remote_code=False``.
+
+Modules
+-------
+load      devices, dtypes, loading a model and its tokenizer, pair and context checks, pad id.
+prompts   the bundled prompt files, reading and validating prompts and logged records, encoding.
+generate  one timed ``generate`` call with counting hooks, the logits processing it applies,
+          single-forward times.
+logged    teacher forcing (betas, alpha per task), :func:`alpha_by_teacher_forcing`,
+          :func:`alpha_from_logged` and :func:`logged_responses`.
+run       :func:`measure` and its :class:`Measurement` (timed runs, timing model, summary).
+train     the bundled family's training script, ``python -m specnb.measure.train``.
+corpus    its corpus (the standard library, files held out whole) and evaluation prompts.
+card      its model card (``data/models/MODEL_CARD.md``).
+
+The face (this module) names what its users need. Notebook 08: ``resolve_device``,
+``resolve_dtype``, ``BUNDLED_TARGET``, ``BUNDLED_DRAFTS``, ``load_model``, ``short_names``,
+``measure``, ``processing_note``, ``alpha_from_logged``. ``specnb measure``
+(:mod:`specnb.cli.measure`): ``measure``, ``alpha_from_logged``, ``processing_note``. The
+benchmarks and ``scripts/make_logged_responses.py``: ``load_model``, ``load_prompts``,
+``encode_prompts``, ``context_length``, ``generate_continuation``, ``teacher_forced_betas``,
+``run_generate``, ``alpha_from_logged``, ``logged_responses``, ``BUNDLED_LOGGED``. The rest of
+``__all__`` is the public API for users who measure step by step. The training script, its
+corpus and the model card are the submodules ``specnb.measure.train``, ``specnb.measure.corpus``
+and ``specnb.measure.card`` (not imported by the face, so ``python -m specnb.measure.train``
+runs cleanly).
+"""
+
+from __future__ import annotations
+
+try:
+    import torch  # noqa: F401
+    import transformers  # noqa: F401
+except ImportError as exc:  # pragma: no cover - exercised by the CLI's message
+    raise ImportError(
+        "specnb.measure needs torch and transformers, which are not installed: install the "
+        "measure extra with  pip install -e '.[measure]'  (CPU torch: pip install torch==2.13.0 "
+        f"first). Original error: {exc}"
+    ) from exc
+
+from .generate import (GenRun, Processing, forward_time, generate_continuation,
+                       generation_processing, run_generate)
+from .load import (BUNDLED_DRAFTS, BUNDLED_TARGET, MODELS_DIR, TOKENIZER_FILES, check_pair,
+                   context_length, load_model, model_contexts, pad_token_id, resolve_device,
+                   resolve_dtype, short_names)
+from .logged import (LoggedAlpha, alpha_by_teacher_forcing, alpha_from_logged,
+                     logged_responses, processing_note, teacher_forced_betas,
+                     teacher_forced_betas_all)
+from .prompts import (BUNDLED_LOGGED, BUNDLED_PROMPTS, encode_prompts, encode_responses,
+                      load_prompts)
+from .run import Measurement, measure
+
+__all__ = [
+    "MODELS_DIR", "BUNDLED_TARGET", "BUNDLED_DRAFTS", "BUNDLED_PROMPTS", "BUNDLED_LOGGED",
+    "TOKENIZER_FILES", "pad_token_id", "model_contexts", "Processing", "generation_processing",
+    "teacher_forced_betas_all", "encode_responses", "LoggedAlpha", "alpha_from_logged",
+    "logged_responses", "processing_note",
+    "resolve_device", "resolve_dtype", "load_model", "check_pair", "context_length",
+    "load_prompts", "encode_prompts", "generate_continuation", "teacher_forced_betas",
+    "forward_time", "GenRun", "run_generate", "Measurement", "measure",
+    "alpha_by_teacher_forcing", "short_names",
+]

@@ -1,0 +1,97 @@
+"""Will speculation pay at my batch size and context length? A step-time model of speculative
+decoding on a GPU, by batch size B, context length S and draft length gamma.
+
+The physics (``shared/reference/batch-model.md`` section 1; MagicDec, arXiv 2408.11049): one
+forward over B sequences with context S and q query tokens each (q = 1 decoding, q = gamma + 1
+verifying) moves every weight once plus B x S x (KV bytes per token), and does about
+2 x params FLOPs per query token plus attention, 4 x layers x heads x head_dim FLOPs per query
+token per context token. Each part runs at the slower of memory and compute (a roofline with
+efficiency factors), plus a fixed cost per step and, under tensor parallelism, two all-reduces
+per layer. Speculation pays while ``tau x T_plain > gamma x T_draft + T_verify + overhead``
+(MagicDec eq. 2 with a per-step overhead).
+
+This package is the model only (L2): it imports no :mod:`specnb.vllm`. What turns a grid into
+vLLM's schedule, config and serve line is :mod:`specnb.advise.plan`.
+
+The face (``from specnb import serving as S``), by module; used by notebook 09 (all but the
+calibration internals), ``specnb plan`` (:func:`setup`, :func:`tokens_per_step`,
+:func:`calibrate`, :func:`evaluate`, :func:`verdict`, :func:`describe_paying`, through
+:mod:`specnb.advise.plan`: :func:`batch_range_grid`, :func:`crossover_of`, :func:`paying_of`,
+:func:`max_batch_in_memory`, :func:`context_limit_notes`, :func:`model_id`), notebooks 06 and
+08 and ``specnb.vllm.advise`` (:func:`gpu`, :func:`architecture`, :func:`architecture_names`,
+:func:`setup`, :func:`crossover_batch`, :func:`max_batch_in_memory`,
+:func:`context_limit_notes`, :data:`MAX_BATCH_SEARCH`):
+
+catalogue (``data/gpus.csv``, ``data/model_architectures.csv``; names case-insensitive)
+    :func:`gpu` -> :class:`GPU`; :func:`gpu_names`; :func:`architecture` (catalogue name or a
+    Hugging Face ``config.json`` path / dict) -> :class:`Architecture`;
+    :func:`resolve_architecture` (also the config read); :func:`architecture_names`;
+    :func:`ridge_point`; :func:`model_id` (the Hugging Face id or config folder); :data:`DTYPES`.
+step
+    :class:`Efficiency`; :data:`DEFAULT_EFFICIENCY` (SpecDecode-Bench's fitted constants),
+    :data:`DEFAULT_HEAD_EFFICIENCY`, :func:`default_efficiency_sources`;
+    :func:`step_breakdown` (bytes, FLOPs, times, bound); :func:`step_time_ms`.
+setup
+    :class:`Draft` / :func:`draft` (``ngram``, ``suffix``, ``eagle``, ``eagle3``, ``mtp``, a
+    catalogue name or ``config.json``, ``self``; optional KV budget); :class:`Setup` /
+    :func:`setup`; :func:`max_batch_in_memory`; :func:`context_limit_notes` (coded
+    :class:`specnb.notes.Note`); :data:`DRAFT_METHODS`, :data:`SD_OVERHEAD_MS`.
+speedup (arrays broadcast: batch x context x gamma)
+    :func:`t_plain_ms`, :func:`t_verify_ms`, :func:`t_draft_ms`, :func:`tokens_per_step`,
+    :func:`speedup`, :func:`per_token_latency_ms`, :func:`verdict`; :func:`evaluate` ->
+    :class:`Grid` (``.frame()``, ``.best()``); :func:`check_axis`; :func:`best_gamma`;
+    :func:`crossover_batch`,
+    :func:`paying_batches`, :func:`describe_paying`; :func:`batch_range_grid` with
+    :func:`crossover_of` and :func:`paying_of` (one grid, read several ways);
+    :data:`NGRAM_DRAFT_FRACTION`, :data:`MAX_BATCH_SEARCH`, :data:`MAX_GRID_CELLS`.
+calibrate
+    :func:`read_measurements` (CSV ``role, batch_size, context, query_tokens, ms``);
+    :func:`calibrate` -> :class:`Calibration` (``.setup``, ``.report``, ``.notes``);
+    :func:`predict_measurements`; :data:`MEASURED_COLUMNS`, :data:`OVERLAP_GRID`,
+    :data:`FIT_EFFICIENCY_RANGE`.
+reference (``data/magicdec_steps.csv``, EAGLE-3 Tables 3 and 5)
+    :data:`MAGICDEC_TABLES`, :data:`MAGICDEC_SNAPKV_BUDGET`, :func:`magicdec_table`,
+    :func:`magicdec_setup`, :func:`table_measurements`, :func:`predict_table`,
+    :func:`fit_and_predict`; :data:`EAGLE3_BATCH_TABLES`, :func:`batch_table_comparison`.
+
+Units: times in milliseconds (``_ms``), bytes in bytes, FLOP/s and bytes/s in SI units.
+Scalars give Python floats; arrays broadcast with numpy's rules.
+"""
+
+from __future__ import annotations
+
+from .calibrate import (FIT_EFFICIENCY_RANGE, MEASURED_COLUMNS, OVERLAP_GRID, Calibration,
+                        calibrate, predict_measurements, read_measurements)
+from .catalogue import (DTYPES, GPU, Architecture, architecture, architecture_names, gpu,
+                        gpu_names, model_id, resolve_architecture, ridge_point)
+from .reference import (EAGLE3_BATCH_TABLES, MAGICDEC_SNAPKV_BUDGET, MAGICDEC_TABLES,
+                        batch_table_comparison, fit_and_predict, magicdec_setup,
+                        magicdec_table, predict_table, table_measurements)
+from .setup import (DRAFT_METHODS, SD_OVERHEAD_MS, Draft, Setup, context_limit_notes, draft,
+                    max_batch_in_memory, setup)
+from .speedup import (MAX_BATCH_SEARCH, MAX_GRID_CELLS, NGRAM_DRAFT_FRACTION, Grid,
+                      batch_range_grid, best_gamma, check_axis, crossover_batch, crossover_of,
+                      describe_paying, evaluate, paying_batches, paying_of,
+                      per_token_latency_ms, speedup, t_draft_ms, t_plain_ms, t_verify_ms,
+                      tokens_per_step, verdict)
+from .step import (DEFAULT_EFFICIENCY, DEFAULT_HEAD_EFFICIENCY, Efficiency,
+                   default_efficiency_sources, step_breakdown, step_time_ms)
+
+__all__ = [
+    "GPU", "Architecture", "Efficiency", "Draft", "Setup", "Grid", "Calibration",
+    "DEFAULT_EFFICIENCY", "DEFAULT_HEAD_EFFICIENCY", "DTYPES", "DRAFT_METHODS",
+    "SD_OVERHEAD_MS", "NGRAM_DRAFT_FRACTION", "MAX_BATCH_SEARCH", "MAX_GRID_CELLS",
+    "gpu", "gpu_names", "architecture", "resolve_architecture", "architecture_names",
+    "ridge_point", "model_id",
+    "step_breakdown", "step_time_ms",
+    "draft", "setup", "max_batch_in_memory", "context_limit_notes",
+    "t_plain_ms", "t_verify_ms", "t_draft_ms", "tokens_per_step", "speedup",
+    "per_token_latency_ms", "verdict",
+    "evaluate", "check_axis", "best_gamma", "batch_range_grid", "crossover_batch", "crossover_of",
+    "paying_batches", "paying_of", "describe_paying",
+    "read_measurements", "calibrate", "predict_measurements", "MEASURED_COLUMNS", "OVERLAP_GRID",
+    "FIT_EFFICIENCY_RANGE", "default_efficiency_sources",
+    "MAGICDEC_TABLES", "MAGICDEC_SNAPKV_BUDGET", "magicdec_table", "magicdec_setup",
+    "table_measurements", "predict_table", "fit_and_predict",
+    "EAGLE3_BATCH_TABLES", "batch_table_comparison",
+]

@@ -1,0 +1,379 @@
+"""The serving model's catalogues: GPUs (``data/gpus.csv``) and model shapes
+(``data/model_architectures.csv`` or a Hugging Face ``config.json``, read by
+:func:`specnb.hf_config.read_config`); names case-insensitive, aliases allowed.
+
+:class:`GPU`, :func:`gpu`, :func:`gpu_names`, :func:`ridge_point`; :class:`Architecture`,
+:func:`architecture`, :func:`architecture_names`, :func:`model_id`; :data:`DTYPES` (bytes per
+weight).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import numbers
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .. import _check, hf_config
+from ..memory import DTYPE_BYTES
+
+__all__ = ["DTYPES", "GPU", "gpu", "gpu_names", "ridge_point", "Architecture", "architecture",
+           "architecture_names", "resolve_architecture", "model_id"]
+
+#: Bytes per stored weight for each weight dtype the serving model takes: the one dtype table,
+#: :data:`specnb.memory.DTYPE_BYTES`, without fp32 (not a serving dtype); int4 packs two per byte.
+DTYPES: dict[str, float] = {k: v for k, v in DTYPE_BYTES.items() if k != "fp32"}
+
+
+@dataclass(frozen=True)
+class GPU:
+    """One GPU's datasheet numbers (dense, without 2:4 sparsity).
+
+    Attributes: ``name``; ``memory_bytes``; ``bandwidth`` (memory, bytes/s); ``bf16_flops``
+    (dense BF16/FP16 tensor FLOP/s); ``fp8_flops`` (dense FP8 tensor FLOP/s, None without FP8
+    tensor cores); ``link`` (GPU-to-GPU bytes/s: NVLink where present, else PCIe); ``source``.
+    """
+
+    name: str
+    memory_bytes: float
+    bandwidth: float
+    bf16_flops: float
+    fp8_flops: float | None
+    link: float
+    source: str = ""
+
+    def flops(self, dtype: str = "bf16") -> float:
+        """Peak dense FLOP/s for a weight dtype: FP8 tensor cores for ``fp8`` where the GPU
+        has them, else BF16 (int8/int4 and fp8 without FP8 cores run as weight-only
+        quantization with BF16 math)."""
+        _check.choice("dtype", dtype, DTYPES)
+        return self.fp8_flops if dtype == "fp8" and self.fp8_flops else self.bf16_flops
+
+
+def _load(name: str):
+    from .. import data
+
+    return data.load(name)
+
+
+@functools.lru_cache(maxsize=None)
+def _catalogue(table: str, key: str) -> dict[str, dict]:
+    """{lower-case name or alias: row} of a catalogue CSV (read once per process)."""
+    rows = {}
+    for rec in _load(table).to_dict("records"):
+        names = [rec[key]] + [a for a in str(rec.get("aliases", "")).split(";") if a]
+        for n in names:
+            rows[n.strip().lower()] = rec
+    return rows
+
+
+def gpu_names() -> list[str]:
+    """Catalogue GPU names (``data/gpus.csv``), in file order."""
+    return list(dict.fromkeys(r["gpu"] for r in _catalogue("gpus", "gpu").values()))
+
+
+def gpu(name) -> GPU:
+    """A GPU from ``data/gpus.csv`` by name or alias, case-insensitive (``"h100-sxm"``,
+    ``"H100"``, ``"A100"``). A :class:`GPU` is returned unchanged.
+
+    Raises
+    ------
+    ValueError
+        an unknown name; the message lists the known ones.
+    """
+    if isinstance(name, GPU):
+        return name
+    if not isinstance(name, str):
+        raise TypeError(f"gpu must be a GPU name (str), got {type(name).__name__}")
+    rec = _catalogue("gpus", "gpu").get(name.strip().lower())
+    if rec is None:
+        raise ValueError(f"unknown GPU {name!r}; known GPUs: {', '.join(gpu_names())} "
+                         "(case-insensitive)")
+    fp8 = rec["fp8_tflops"]
+    fp8 = None if fp8 == "" or fp8 is None or (isinstance(fp8, float) and math.isnan(fp8)) \
+        else float(fp8) * 1e12
+    return GPU(rec["gpu"], float(rec["memory_gb"]) * 1e9, float(rec["bandwidth_gb_s"]) * 1e9,
+               float(rec["bf16_tflops"]) * 1e12, fp8, float(rec["link_gb_s"]) * 1e9,
+               rec["source"])
+
+
+def ridge_point(gpu_name, dtype: str = "bf16") -> float:
+    """The roofline ridge point, FLOP per byte: peak dense FLOP/s / memory bandwidth.
+
+    Below it a step is memory-bound. H100 SXM bf16: 989.4e12 / 3.35e12 = 295 FLOP/byte;
+    A100 153; L40S 419 (``shared/reference/batch-model.md`` section 6.1, DERIVED).
+
+    Raises
+    ------
+    ValueError
+        unknown GPU or dtype.
+    """
+    g = gpu(gpu_name)
+    return g.flops(dtype) / g.bandwidth
+
+
+@dataclass(frozen=True)
+class Architecture:
+    """A dense decoder-only transformer's shape (LLaMA / Mistral / Qwen family).
+
+    Attributes follow the Hugging Face config names: ``n_layers``, ``hidden_size``,
+    ``n_heads``, ``n_kv_heads``, ``head_dim``, ``intermediate_size`` (gated MLP: 3 matrices),
+    ``vocab_size``, ``tie_word_embeddings``, ``attention_bias`` (q/k/v biases),
+    ``qk_norm`` (per-head q/k RMSNorm, Qwen3); ``params_published`` (the model card's count,
+    None for a config file); ``source``; ``max_position_embeddings`` (the most positions the
+    model takes, tokens: the config's ``max_position_embeddings``; None = unknown);
+    ``sliding_window`` (tokens each position attends to, from a config whose
+    ``sliding_window`` is set and ``use_sliding_window`` is not false, e.g. Mistral-7B-v0.1's
+    4096; None = full attention). The step-time model always reads the full KV cache: see
+    :func:`context_limit_notes`.
+    """
+
+    name: str
+    n_layers: int
+    hidden_size: int
+    n_heads: int
+    n_kv_heads: int
+    head_dim: int
+    intermediate_size: int
+    vocab_size: int
+    tie_word_embeddings: bool = False
+    attention_bias: bool = False
+    qk_norm: bool = False
+    params_published: float | None = None
+    source: str = ""
+    max_position_embeddings: int | None = None
+    sliding_window: int | None = None
+
+    @property
+    def layer_params(self) -> int:
+        """Parameters of one decoder layer (attention, gated MLP, 2 norms, biases, q/k norms)."""
+        h, hd = self.hidden_size, self.head_dim
+        q, kv = self.n_heads * hd, self.n_kv_heads * hd
+        n = h * q + 2 * h * kv + q * h + 3 * h * self.intermediate_size + 2 * h
+        if self.attention_bias:
+            n += q + 2 * kv
+        if self.qk_norm:
+            n += 2 * hd
+        return n
+
+    @property
+    def embedding_params(self) -> int:
+        """``vocab_size x hidden_size`` (the input embedding; the LM head has the same shape)."""
+        return self.vocab_size * self.hidden_size
+
+    @property
+    def params(self) -> int:
+        """Total parameters: layers, embedding, LM head (unless tied), final norm."""
+        head = 0 if self.tie_word_embeddings else self.embedding_params
+        return self.n_layers * self.layer_params + self.embedding_params + head + self.hidden_size
+
+    @property
+    def step_params(self) -> int:
+        """Parameters read by one forward: every layer, the LM head and the final norm (the
+        embedding lookup reads only one row per token)."""
+        return self.n_layers * self.layer_params + self.embedding_params + self.hidden_size
+
+    @property
+    def matmul_params_per_token(self) -> int:
+        """Weights multiplied per query token (layers' matrices + LM head): 2 FLOPs each."""
+        h, hd = self.hidden_size, self.head_dim
+        per_layer = (2 * h * self.n_heads * hd + 2 * h * self.n_kv_heads * hd
+                     + 3 * h * self.intermediate_size)
+        return self.n_layers * per_layer + self.embedding_params
+
+    def kv_bytes_per_token(self, dtype: str = "bf16") -> float:
+        """KV-cache bytes per token: 2 x layers x kv_heads x head_dim x bytes per element.
+        Llama-3.1-8B in bf16: 131,072 B = 128 KiB (reference section 6.2)."""
+        _check.choice("dtype", dtype, DTYPES)
+        return 2.0 * self.n_layers * self.n_kv_heads * self.head_dim * DTYPES[dtype]
+
+    def weight_bytes(self, dtype: str = "bf16") -> float:
+        """Bytes of all weights in ``dtype`` (scales of quantized formats not counted)."""
+        _check.choice("dtype", dtype, DTYPES)
+        return self.params * DTYPES[dtype]
+
+    def one_layer(self, name: str | None = None) -> "Architecture":
+        """The shape of an EAGLE / MTP draft head: one decoder layer of this model plus its
+        LM head (the issue's definition; EAGLE's input fc and a reduced draft vocabulary are
+        not modelled)."""
+        return dataclasses.replace(self, name=name or f"{self.name} (1 layer)", n_layers=1,
+                                   tie_word_embeddings=True, params_published=None)
+
+
+def architecture_names() -> list[str]:
+    """Catalogue model names (``data/model_architectures.csv``), in file order."""
+    return list(dict.fromkeys(r["model"] for r in _catalogue("model_architectures",
+                                                             "model").values()))
+
+
+def _as_bool(x) -> bool:
+    if isinstance(x, str):
+        return x.strip().lower() == "true"
+    return bool(x)
+
+
+def _optional_int(x) -> int | None:
+    if x is None or (isinstance(x, float) and math.isnan(x)) or str(x).strip() == "":
+        return None
+    return int(x)
+
+
+def _alias_max_positions(rec: dict, key: str) -> tuple[str, int | None]:
+    """(name, max positions): the row's model and ``max_position_embeddings``, or the alias
+    and its own value where ``max_position_embeddings_by_alias`` lists it
+    (``Qwen2.5-7B-Instruct=32768``: an -Instruct or -Base config.json whose value differs
+    from the row's model)."""
+    for item in str(rec.get("max_position_embeddings_by_alias") or "").split(";"):
+        alias, _, value = item.partition("=")
+        if alias.strip().lower() == key and value.strip():
+            return alias.strip(), int(value)
+    return rec["model"], _optional_int(rec.get("max_position_embeddings"))
+
+
+def architecture(name_or_config) -> Architecture:
+    """A model shape by catalogue name (case-insensitive, aliases allowed), from a Hugging Face
+    ``config.json`` (a file path or a folder holding one), or from a config dict.
+
+    A config is read like transformers does for LLaMA-style models: ``num_hidden_layers``,
+    ``hidden_size``, ``num_attention_heads``, ``num_key_value_heads`` (default: heads),
+    ``head_dim`` (default hidden / heads), ``intermediate_size``, ``vocab_size``,
+    ``tie_word_embeddings`` (default False), ``attention_bias`` (default: True for
+    ``model_type`` qwen2), q/k norm for ``model_type`` qwen3, ``max_position_embeddings``
+    (absent: unknown, None); a multimodal config's ``text_config`` is used.
+
+    Raises
+    ------
+    ValueError
+        unknown or empty name (the message lists the known ones); a config that is not JSON
+        (line and column), lacks a key (named), holds a non-positive or non-integer size (0 is
+        refused, not replaced by a default), a ``tie_word_embeddings`` / ``attention_bias``
+        that is not a JSON boolean, attention heads that are not a multiple of the KV heads,
+        or describes a mixture-of-experts model (not modelled). A catalogue model's Hugging
+        Face id (``meta-llama/Llama-3.1-8B``) names it unless such a local path exists; a
+        UTF-8 BOM is skipped.
+    FileNotFoundError
+        a path that does not exist.
+    """
+    return resolve_architecture(name_or_config)[0]
+
+
+def resolve_architecture(name_or_config) -> tuple[Architecture, dict | None]:
+    """:func:`architecture` and the config it was read from: ``(Architecture, config dict)``,
+    the dict None for a catalogue name or an Architecture. A config file is read once
+    (:func:`specnb.hf_config.read_config`). Same parameters and errors as
+    :func:`architecture`."""
+    if isinstance(name_or_config, Architecture):
+        return name_or_config, None
+    if isinstance(name_or_config, dict):
+        return _from_config(name_or_config, "config"), name_or_config
+    if isinstance(name_or_config, os.PathLike):
+        name_or_config = os.fspath(name_or_config)
+    if not isinstance(name_or_config, str):
+        raise TypeError("model must be a catalogue name, a config.json path or a dict, got "
+                        f"{type(name_or_config).__name__}")
+    text = name_or_config.strip()
+    if not text:
+        raise ValueError(f"model must not be empty; known models: "
+                         f"{', '.join(architecture_names())} (case-insensitive), or give the "
+                         "path of a Hugging Face config.json")
+    rec = _catalogue("model_architectures", "model").get(text.lower())
+    if rec is None and not Path(text).exists():  # a catalogue model's Hugging Face id
+        rec = next((r for r in _catalogue("model_architectures", "model").values()
+                    if str(r.get("hf_id", "")).lower() == text.lower()), None)
+    if rec is not None:
+        name, max_positions = _alias_max_positions(rec, text.lower())
+        return Architecture(
+            name, int(rec["n_layers"]), int(rec["hidden_size"]), int(rec["n_heads"]),
+            int(rec["n_kv_heads"]), int(rec["head_dim"]), int(rec["intermediate_size"]),
+            int(rec["vocab_size"]), _as_bool(rec["tie_word_embeddings"]),
+            _as_bool(rec["attention_bias"]), _as_bool(rec["qk_norm"]),
+            float(rec["params_published"]), rec["source"], max_positions), None
+    path = Path(text)
+    looks_like_path = path.suffix == ".json" or os.sep in text or path.exists()
+    if not looks_like_path:
+        raise ValueError(f"unknown model {name_or_config!r}; known models: "
+                         f"{', '.join(architecture_names())} (case-insensitive), or give the "
+                         "path of a Hugging Face config.json")
+    cfg, path = hf_config.read_config(
+        path, label="model config",
+        hint=f"give a catalogue name: {', '.join(architecture_names())}; or a config.json")
+    return _from_config(cfg, str(path)), cfg
+
+
+def _from_config(cfg: dict, where: str) -> Architecture:
+    if isinstance(cfg.get("text_config"), dict):
+        cfg = {**cfg["text_config"], "model_type": cfg["text_config"].get(
+            "model_type", cfg.get("model_type"))}
+    if cfg.get("num_experts") or cfg.get("num_local_experts") or cfg.get("n_routed_experts"):
+        raise ValueError(f"{where}: a mixture-of-experts config (num_experts / "
+                         "num_local_experts); the serving model covers dense models only")
+
+    def need(key):
+        if key not in cfg or cfg[key] is None:
+            mt = cfg.get("model_type")
+            raise ValueError(f"{where}: missing key {key!r} (a Hugging Face config.json of a "
+                             "decoder-only model has num_hidden_layers, hidden_size, "
+                             "num_attention_heads, intermediate_size, vocab_size"
+                             + (f"; model_type {mt!r} names its sizes differently: the serving "
+                                "model covers LLaMA-style decoders (Llama, Mistral, Qwen2, "
+                                "Qwen3)" if mt and key not in cfg else "") + ")")
+        return cfg[key]
+
+    def pos_int(key, value):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) \
+                or value < 1:
+            raise ValueError(f"{where}: {key} must be a positive integer, got {value!r}")
+        return int(value)
+
+    def flag(key, default):
+        value = cfg.get(key)
+        if value is None:
+            return default
+        if not isinstance(value, (bool, np.bool_)):
+            raise ValueError(f"{where}: {key} must be true or false (a JSON boolean), got "
+                             f"{value!r}")
+        return bool(value)
+
+    layers = pos_int("num_hidden_layers", need("num_hidden_layers"))
+    hidden = pos_int("hidden_size", need("hidden_size"))
+    heads = pos_int("num_attention_heads", need("num_attention_heads"))
+    kv = cfg.get("num_key_value_heads")
+    kv = pos_int("num_key_value_heads", heads if kv is None else kv)
+    if heads % kv:
+        raise ValueError(f"{where}: num_attention_heads ({heads}) must be a multiple of "
+                         f"num_key_value_heads ({kv}): each KV head serves a whole group of "
+                         "query heads (grouped-query attention)")
+    hd = cfg.get("head_dim")
+    hd = pos_int("head_dim", hidden // heads if hd is None else hd)  # transformers' default
+    inter = pos_int("intermediate_size", need("intermediate_size"))
+    vocab = pos_int("vocab_size", need("vocab_size"))
+    mtype = str(cfg.get("model_type", "")).lower()
+    bias = flag("attention_bias", mtype == "qwen2")
+    name = cfg.get("_name_or_path") or where
+    max_pos = cfg.get("max_position_embeddings")
+    max_pos = None if max_pos is None else pos_int("max_position_embeddings", max_pos)
+    window = cfg.get("sliding_window")
+    window = (None if window is None or not flag("use_sliding_window", True)
+              else pos_int("sliding_window", window))
+    return Architecture(str(name), layers, hidden, heads, kv, hd, inter, vocab,
+                        flag("tie_word_embeddings", False), bias,
+                        mtype.startswith("qwen3"), None, where, max_pos, window)
+
+
+
+
+def model_id(arch: Architecture) -> str:
+    """What ``vllm serve`` / a draft ``model`` should name: the Hugging Face id of a catalogue
+    model, or the folder of a config.json."""
+    if arch.source and arch.source.endswith(".json"):  # vLLM loads a folder's config.json
+        return os.path.dirname(arch.source) or "."
+    try:
+        rec = _catalogue("model_architectures", "model").get(arch.name.lower())
+    except (ValueError, FileNotFoundError):
+        rec = None
+    return rec["hf_id"] if rec else arch.name

@@ -1,0 +1,172 @@
+"""Published tables beside the model: MagicDec's step times (``data/magicdec_steps.csv``,
+arXiv 2408.11049) and EAGLE-3's batch tables (Tables 3 and 5, arXiv 2503.01840).
+
+:data:`MAGICDEC_TABLES`, :data:`MAGICDEC_SNAPKV_BUDGET`, :func:`magicdec_table`,
+:func:`magicdec_setup`, :func:`table_measurements`, :func:`predict_table`,
+:func:`fit_and_predict`, :data:`EAGLE3_BATCH_TABLES`, :func:`batch_table_comparison`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _check
+from .calibrate import MEASURED_COLUMNS, calibrate
+from .catalogue import _load
+from .setup import Setup, setup
+from .speedup import _Times, speedup
+
+__all__ = ["MAGICDEC_TABLES", "MAGICDEC_SNAPKV_BUDGET", "magicdec_table", "magicdec_setup",
+           "table_measurements", "predict_table", "fit_and_predict", "EAGLE3_BATCH_TABLES",
+           "batch_table_comparison"]
+
+#: MagicDec tables in ``data/magicdec_steps.csv`` (arXiv 2408.11049): Table 2 and appendix
+#: Table 4 (Llama-3.1-8B, SnapKV self-speculation, 8x H100), appendix Table 3 (a) and (b)
+#: (LLaMA-2-7B-32K with a TinyLlama-1.1B draft or itself, StreamingLLM KV 512, 8x A100).
+MAGICDEC_TABLES = ("table2", "table3a", "table3b", "table4")
+
+#: SnapKV draft budget assumed where MagicDec does not print it (Tables 2 and 4): the best
+#: SnapKV budget of P section 5.2 (2049 tokens). An assumption, stated wherever it is used.
+MAGICDEC_SNAPKV_BUDGET = 2049
+
+_HARDWARE = {"8x H100": ("H100-SXM", 8), "8x A100": ("A100-SXM-80GB", 8)}
+
+
+def magicdec_table(table_id: str):
+    """Rows of one MagicDec table (``data/magicdec_steps.csv``), one per (context, batch,
+    gamma): gamma_t_draft_ms, t_verify_ms, omega (= tau), t_ar_ms, t_sd_ms, speedup as
+    printed. table_id: one of :data:`MAGICDEC_TABLES`."""
+    _check.choice("table_id", table_id, MAGICDEC_TABLES)
+    df = _load("magicdec_steps")
+    return df[df["table_id"] == table_id].reset_index(drop=True)
+
+
+def magicdec_setup(table_id: str, **kwargs) -> Setup:
+    """The :class:`Setup` of a MagicDec table: GPU and TP from its hardware, target and draft
+    from its columns, the draft's KV budget (512 printed for Table 3; assumed
+    :data:`MAGICDEC_SNAPKV_BUDGET` for Tables 2 and 4). ``kwargs`` go to :func:`setup`
+    (e.g. efficiencies)."""
+    return _magicdec_setup(magicdec_table(table_id), **kwargs)
+
+
+def _magicdec_setup(rows, **kwargs) -> Setup:
+    """:func:`magicdec_setup` from the rows of its table (read once by the caller)."""
+    r = rows.iloc[0]
+    g, n = _HARDWARE[r["hardware"]]
+    budget = r["draft_kv_budget"]
+    budget = int(budget) if str(budget).strip() not in ("", "nan") else MAGICDEC_SNAPKV_BUDGET
+    return setup(g, r["target"], r["draft"], gpus=n, draft_kv_budget=budget, **kwargs)
+
+
+def table_measurements(rows):
+    """Turn rows of a MagicDec table into step-time measurements (the calibration format):
+    per row a target step at q = 1 (T_AR), a target step at q = gamma + 1 (T_V) and a draft
+    step at q = 1 (gamma T_D / gamma). Columns: role, batch_size, context, query_tokens, ms,
+    plus ``row`` (the table row index)."""
+    import pandas as pd
+
+    out = []
+    for i, r in rows.iterrows():
+        b, s, g = int(r["batch_size"]), int(r["context"]), int(r["gamma"])
+        out.append(("target", b, s, 1, float(r["t_ar_ms"]), i))
+        out.append(("target", b, s, g + 1, float(r["t_verify_ms"]), i))
+        out.append(("draft", b, s, 1, float(r["gamma_t_draft_ms"]) / g, i))
+    return pd.DataFrame(out, columns=[*MEASURED_COLUMNS, "row"])
+
+
+def predict_table(st: Setup, rows):
+    """Model predictions for MagicDec-style rows, with the printed tau (Omega) as the
+    acceptance: columns t_ar_ms, t_verify_ms, gamma_t_draft_ms, speedup (predicted), and
+    ``speedup_printed``, ``relative_error`` (predicted / printed - 1)."""
+    import pandas as pd
+
+    b = rows["batch_size"].to_numpy(float)
+    s = rows["context"].to_numpy(float)
+    g = rows["gamma"].to_numpy(float)
+    tau = rows["omega"].to_numpy(float)
+    tp, tv, td, cost, sp, _ = _Times(st).parts(b, s, g, tau)
+    out = pd.DataFrame({"batch_size": rows["batch_size"], "context": rows["context"],
+                        "gamma": rows["gamma"], "tau": tau, "t_ar_ms": tp,
+                        "t_verify_ms": tv, "gamma_t_draft_ms": td, "speedup": sp,
+                        "speedup_printed": rows["speedup"].to_numpy(float)})
+    out["relative_error"] = out["speedup"] / out["speedup_printed"] - 1.0
+    return out
+
+
+def fit_and_predict(table_id: str, *, max_train_batch: int | None = None,
+                    max_train_context: int | None = None):
+    """Calibrate on some rows of a MagicDec table and predict all of them.
+
+    Rows with batch_size <= ``max_train_batch`` and context <= ``max_train_context`` (either
+    limit may be None) are turned into step-time measurements (:func:`table_measurements`) and
+    fitted (:func:`calibrate`); every row is then predicted with its printed tau.
+
+    Returns
+    -------
+    (Calibration, DataFrame): the predictions of :func:`predict_table` plus a boolean column
+    ``fitted`` (the row was used in the fit).
+
+    Raises
+    ------
+    ValueError
+        unknown table; no row or every row selected for the fit (nothing to predict).
+    """
+    rows = magicdec_table(table_id)
+    train = np.ones(len(rows), dtype=bool)
+    if max_train_batch is not None:
+        train &= rows["batch_size"].to_numpy() <= _check.scalar_int(
+            "max_train_batch", max_train_batch, lo=1)
+    if max_train_context is not None:
+        train &= rows["context"].to_numpy() <= _check.scalar_int(
+            "max_train_context", max_train_context, lo=0)
+    if not train.any() or train.all():
+        raise ValueError(f"{table_id}: the limits select {int(train.sum())} of {len(rows)} rows "
+                         "for the fit; leave some rows to fit and some to predict")
+    cal = calibrate(_magicdec_setup(rows),
+                    table_measurements(rows[train])[list(MEASURED_COLUMNS)])
+    pred = predict_table(cal.setup, rows)
+    pred["fitted"] = train
+    return cal, pred
+
+
+#: EAGLE-3 batch tables in ``data/`` (throughput ratio by batch size, no tau printed).
+EAGLE3_BATCH_TABLES = ("eagle3_table3_sglang_batch", "eagle3_table5_vllm_batch")
+
+
+def batch_table_comparison(name: str, gpu_name, *, context: int = 512, alpha=None, tau=None,
+                           acceptance_rates=None):
+    """An EAGLE-3 batch table (Table 3, SGLang on 1x H100, chain 3; Table 5, vLLM, chain 2,
+    hardware stated inconsistently) beside the model for Llama-3.1-8B on ``gpu_name``.
+
+    The tables print no tau and no context, so both are assumptions the caller states: the
+    acceptance (one of alpha, tau, acceptance_rates, applied to both EAGLE and EAGLE-3) and
+    ``context`` (default 512 tokens, roughly an MT-bench turn). EAGLE rows use an ``eagle``
+    draft, EAGLE-3 rows ``eagle3`` (the same one-layer head in this model).
+
+    Returns
+    -------
+    DataFrame: method, batch_size, gamma (the chain length), printed (throughput ratio),
+    model (predicted speedup), relative_error.
+
+    Raises
+    ------
+    ValueError
+        unknown table or GPU; acceptance errors as :func:`tokens_per_step`.
+    """
+    import pandas as pd
+
+    _check.choice("name", name, EAGLE3_BATCH_TABLES)
+    df = _load(name)
+    out = []
+    for method, part in df.groupby("method", sort=False):
+        st = setup(gpu_name, "Llama-3.1-8B", "eagle3" if method == "EAGLE-3" else "eagle")
+        gamma = int(part["chain_length"].iloc[0])
+        sp = speedup(st, part["batch_size"].to_numpy(), context, gamma, alpha=alpha, tau=tau,
+                     acceptance_rates=acceptance_rates)
+        out.append(pd.DataFrame({"method": method, "batch_size": part["batch_size"].to_numpy(),
+                                 "gamma": gamma,
+                                 "printed": part["throughput_ratio"].to_numpy(float),
+                                 "model": np.atleast_1d(sp)}))
+    res = pd.concat(out, ignore_index=True)
+    res["relative_error"] = res["model"] / res["printed"] - 1.0
+    return res

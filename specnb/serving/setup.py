@@ -1,0 +1,355 @@
+"""Drafts and the setup: what runs where (GPU, GPUs, target, dtypes, draft, efficiencies),
+whether the KV cache fits (:func:`max_batch_in_memory`) and contexts the models cannot serve
+(:func:`context_limit_notes`, coded :class:`specnb.notes.Note`).
+
+:data:`DRAFT_METHODS`, :data:`SD_OVERHEAD_MS`, :class:`Draft`, :func:`draft`, :class:`Setup`,
+:func:`setup`, :func:`max_batch_in_memory`, :func:`context_limit_notes`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import _check, hf_config
+from ..notes import Note
+from .catalogue import (DTYPES, GPU, Architecture, architecture, architecture_names, gpu,
+                        resolve_architecture)
+from .step import DEFAULT_EFFICIENCY, DEFAULT_HEAD_EFFICIENCY, Efficiency
+
+__all__ = ["DRAFT_METHODS", "SD_OVERHEAD_MS", "Draft", "draft", "Setup", "setup",
+           "max_batch_in_memory", "context_limit_notes"]
+
+#: Draft methods that are not a model name: no model (``ngram``, ``suffix``), one decoder layer
+#: of the target plus its LM head (``eagle``, ``eagle3``, ``mtp``), the target itself (``self``).
+DRAFT_METHODS = ("ngram", "suffix", "eagle", "eagle3", "mtp", "self")
+
+#: Per-verification system overhead, ms: SpecDecode-Bench's ``overhead_constant_per_step``
+#: (1.20683946e-03 s; arXiv 2601.11580, predictor.py ``Llama8BH100``; vLLM on 1x H100).
+#: MagicDec's Table 3 rows show the same size of gap: Omega x T_SD exceeds gamma T_D + T_V by
+#: 1.3-1.4 ms (e.g. S 1024, B 32: 2.19 x 8.70 - (8.21 + 9.55) = 1.29 ms).
+SD_OVERHEAD_MS = 1.20683946
+
+
+@dataclass(frozen=True)
+class Draft:
+    """A drafter.
+
+    ``kind``: ``"none"`` (n-gram / suffix: no model; drafting costs
+    :data:`NGRAM_DRAFT_FRACTION` of the verification time), ``"head"`` (EAGLE / EAGLE-3 / MTP:
+    one decoder layer of the target plus its LM head), ``"model"`` (a separate model) or
+    ``"self"`` (the target itself, optionally with a sparse KV budget, as MagicDec's
+    self-speculation). ``method`` is vLLM's method name (``ngram``, ``suffix``, ``eagle``,
+    ``eagle3``, ``mtp``, ``draft_model``); ``arch`` the draft's shape (None for ``none``);
+    ``kv_budget`` the most context tokens the draft reads (None = all); ``dtype`` its weights.
+    """
+
+    kind: str
+    method: str
+    arch: Architecture | None = None
+    kv_budget: int | None = None
+    dtype: str | None = None
+    name: str = ""
+
+
+def draft(spec, target, *, kv_budget=None, dtype=None) -> Draft:
+    """Build a :class:`Draft` for ``target`` from a method, catalogue name or config path.
+
+    Parameters
+    ----------
+    spec : str, Draft, Architecture or dict
+        ``ngram``, ``suffix``, ``eagle``, ``eagle3``, ``mtp``, ``self``, a catalogue model
+        name (a draft model, vLLM ``draft_model``) or a ``config.json`` path.
+    target : Architecture, catalogue name or config path
+    kv_budget : int >= 1 or None
+        Context tokens the draft reads at most (sparse KV, StreamingLLM); not for n-gram.
+    dtype : weight dtype of a draft model (default: the target's)
+
+    Raises
+    ------
+    ValueError
+        unknown method or model; a draft model whose vocabulary size differs from the
+        target's (its tokens cannot be verified: vLLM's draft_model method needs the same
+        tokenizer); a KV budget or dtype with ``ngram`` / ``suffix``; a config of a draft
+        head (EAGLE, EAGLE-3, MTP, Medusa...: its ``architectures``, ``model_type`` or folder
+        name, read as the vLLM checker reads them) given as a draft model; a ``kv_budget``
+        that differs from that of a given :class:`Draft`.
+    """
+    tgt = architecture(target)
+    if kv_budget is not None:
+        kv_budget = _check.scalar_int("draft_kv_budget", kv_budget, lo=1)
+    if isinstance(spec, Draft):
+        if kv_budget is not None and kv_budget != spec.kv_budget:
+            raise ValueError(f"draft_kv_budget {kv_budget} given with a Draft whose kv_budget "
+                             f"is {spec.kv_budget}; build the Draft with the budget instead")
+        return spec
+    if dtype is not None:
+        _check.choice("draft_dtype", dtype, DTYPES)
+    key = spec.strip().lower() if isinstance(spec, str) else None
+    if key in ("ngram", "suffix"):
+        if kv_budget is not None:
+            raise ValueError(f"draft_kv_budget applies to model drafts; {key} drafting reads "
+                             "no KV cache")
+        if dtype is not None:
+            raise ValueError(f"draft_dtype applies to model drafts; {key} drafting has no "
+                             f"weights, got draft_dtype {dtype!r}")
+        return Draft("none", key, None, None, None, key)
+    if key in ("eagle", "eagle3", "mtp"):
+        return Draft("head", key, tgt.one_layer(f"{key} head of {tgt.name}"), kv_budget, dtype,
+                     key)
+    if key == "self":
+        return Draft("self", "draft_model", tgt, kv_budget, dtype, "self")
+    try:
+        arch, cfg = resolve_architecture(spec)  # a config file is read once
+    except ValueError as exc:
+        if isinstance(spec, str) and str(exc).startswith("unknown model"):
+            raise ValueError(f"unknown draft {spec!r}; give a method ({', '.join(DRAFT_METHODS)}"
+                             f"), a catalogue model ({', '.join(architecture_names())}) or the "
+                             "path of a draft config.json") from None
+        raise
+    if cfg is not None:  # from a config: is it a draft head, not a model?
+        folder = os.path.dirname(arch.source) if arch.source.endswith(".json") else ""
+        found = hf_config.checkpoint_method(folder, cfg)
+        if found is not None and found[0] != "draft_model":
+            m, why = found
+            what = (f"give --draft {m} (draft=\"{m}\"; the model times it as one target layer "
+                    f"plus the LM head) and put {folder or 'this checkpoint'} as the config's "
+                    "model" if m in DRAFT_METHODS else
+                    f"the serving model does not model {m} heads; methods modelled: "
+                    f"{', '.join(DRAFT_METHODS)}")
+            raise ValueError(f"draft {spec if isinstance(spec, str) else 'config'!r} is a "
+                             f"checkpoint for method {m} ({why}), not a separate draft model: "
+                             "as vLLM's draft_model it runs with acceptance near 0 or is "
+                             f"refused; "
+                             f"{what}")
+    if arch.vocab_size != tgt.vocab_size:
+        raise ValueError(f"draft {arch.name} has vocab_size {arch.vocab_size} but the target "
+                         f"{tgt.name} has {tgt.vocab_size}: the draft's token ids cannot be "
+                         "verified by the target (a draft model must share the target's "
+                         "tokenizer and vocabulary)")
+    return Draft("model", "draft_model", arch, kv_budget, dtype, arch.name)
+
+
+# --------------------------------------------------------------------------- setup
+@dataclass(frozen=True)
+class Setup:
+    """Everything the step-time model needs: GPU, GPU count (tensor parallelism), target shape,
+    weight and KV dtypes, the draft, and one :class:`Efficiency` per role. Build with
+    :func:`setup`; change a field with ``dataclasses.replace``."""
+
+    gpu: GPU
+    target: Architecture
+    draft: Draft
+    gpus: int = 1
+    dtype: str = "bf16"
+    draft_dtype: str | None = None
+    kv_dtype: str | None = None
+    target_efficiency: Efficiency = DEFAULT_EFFICIENCY
+    draft_efficiency: Efficiency = DEFAULT_EFFICIENCY
+    sd_overhead_ms: float = SD_OVERHEAD_MS
+
+    def fits_memory(self) -> bool:
+        """True when the target's and draft's weights fit in the GPUs' memory (no KV left
+        over is checked)."""
+        w = self.target.weight_bytes(self.dtype)
+        if self.draft.kind == "model":
+            w += self.draft.arch.weight_bytes(self.draft_dtype or self.dtype)
+        elif self.draft.kind == "head":
+            w += self.draft.arch.layer_params * DTYPES[self.dtype]
+        return w <= self.gpus * self.gpu.memory_bytes
+
+
+def max_batch_in_memory(st: Setup, context, memory_fraction: float = 0.9):
+    """Most sequences of ``context`` tokens whose KV cache (target, plus the draft's for
+    model, self and head drafts, within its KV budget) fits beside the weights in
+    ``memory_fraction`` of the GPUs' memory (vLLM's default gpu_memory_utilization is 0.9).
+    Activations and CUDA graphs are not counted, so the real limit is lower. 0 when the
+    weights alone do not fit. Scalar context -> int, array -> int array.
+
+    Raises
+    ------
+    ValueError
+        context < 0 or fractional; memory_fraction outside (0, 1].
+    """
+    s = _check.integer("context", context, lo=0).astype(float)
+    frac = _check.scalar_real("memory_fraction", memory_fraction, lo=0.0, hi=1.0,
+                              lo_open=True)
+    kv_dtype = st.kv_dtype or ("fp8" if st.dtype == "fp8" else "bf16")
+    w = st.target.weight_bytes(st.dtype)
+    per_seq = s * st.target.kv_bytes_per_token(kv_dtype)
+    d = st.draft
+    if d.kind in ("model", "self", "head"):
+        ds = s if d.kv_budget is None else np.minimum(s, d.kv_budget)
+        per_seq = per_seq + ds * d.arch.kv_bytes_per_token(kv_dtype)
+        if d.kind == "model":
+            w += d.arch.weight_bytes(d.dtype or st.draft_dtype or st.dtype)
+        elif d.kind == "head":
+            w += d.arch.layer_params * DTYPES[d.dtype or st.dtype]
+    room = frac * st.gpus * st.gpu.memory_bytes - w
+    with np.errstate(divide="ignore", over="ignore"):  # context 0: no KV, capped below
+        n = np.where(room <= 0, 0.0, np.floor(room / np.maximum(per_seq, 1e-300)))
+    n = np.minimum(n, 2.0 ** 53).astype(np.int64)
+    return int(n) if n.ndim == 0 else n
+
+
+def setup(gpu_name, model, draft_spec="eagle3", *, gpus=1, dtype="bf16", draft_dtype=None,
+          kv_dtype=None, draft_kv_budget=None, target_efficiency=None, draft_efficiency=None,
+          sd_overhead_ms=SD_OVERHEAD_MS) -> Setup:
+    """A :class:`Setup` from names: ``setup("H100-SXM", "Llama-3.1-8B", "eagle3")``.
+
+    Parameters
+    ----------
+    gpu_name : catalogue GPU name (case-insensitive) or GPU
+    model : catalogue model name, config.json path or Architecture (the target)
+    draft_spec : see :func:`draft`
+    gpus : int >= 1, tensor-parallel size (the draft runs with the same size)
+    dtype, draft_dtype : weight dtypes, bf16 / fp16 / fp8 / int8 / int4
+    kv_dtype : KV-cache dtype (default bf16, fp8 with fp8 weights)
+    draft_kv_budget : int >= 1 or None
+    target_efficiency : Efficiency (default :data:`DEFAULT_EFFICIENCY`)
+    draft_efficiency : Efficiency (default :data:`DEFAULT_HEAD_EFFICIENCY` for eagle, eagle3
+        and mtp, else :data:`DEFAULT_EFFICIENCY`)
+    sd_overhead_ms : float >= 0, system overhead per verification (default
+        :data:`SD_OVERHEAD_MS`)
+
+    Raises
+    ------
+    ValueError
+        unknown GPU, model, draft or dtype; gpus < 1; gpus that vLLM's tensor parallelism
+        cannot split the target or draft model over (heads, KV heads, MLP width); the draft
+        errors of :func:`draft`.
+    """
+    g = gpu(gpu_name)
+    tgt = architecture(model)
+    _check.choice("dtype", dtype, DTYPES)
+    if draft_dtype is not None:
+        _check.choice("draft_dtype", draft_dtype, DTYPES)
+    if kv_dtype is not None:
+        _check.choice("kv_dtype", kv_dtype, DTYPES)
+    n = _check.scalar_int("gpus", gpus, lo=1)
+    d = draft(draft_spec, tgt, kv_budget=draft_kv_budget, dtype=draft_dtype)
+    _check_tensor_parallel(tgt, n, "target")
+    if d.kind == "model":
+        _check_tensor_parallel(d.arch, n, "draft")
+    over = _check.scalar_real("sd_overhead_ms", sd_overhead_ms, lo=0.0)
+    if draft_efficiency is None:
+        draft_efficiency = DEFAULT_HEAD_EFFICIENCY if d.kind == "head" else DEFAULT_EFFICIENCY
+    return Setup(g, tgt, d, n, dtype, draft_dtype, kv_dtype,
+                 target_efficiency or DEFAULT_EFFICIENCY, draft_efficiency, over)
+
+
+def _long_context_variants(arch: Architecture, need: int) -> list[str]:
+    """Catalogue models of ``arch``'s shape that take at least ``need`` positions."""
+    shape = lambda a: (a.n_layers, a.hidden_size, a.n_heads, a.n_kv_heads, a.head_dim,
+                       a.intermediate_size, a.vocab_size)
+    out = []
+    for name in architecture_names():
+        other = architecture(name)
+        if (other.name != arch.name and shape(other) == shape(arch)
+                and (other.max_position_embeddings or 0) >= need):
+            out.append(f"{other.name}, {other.max_position_embeddings} positions")
+    return out
+
+
+def context_limit_notes(st, contexts) -> list[Note]:
+    """Notes for contexts beyond the model's maximum position count.
+
+    The target (and a separate draft model) takes at most ``max_position_embeddings``
+    positions (its ``config.json``; the catalogue column in ``data/model_architectures.csv``).
+    vLLM refuses a ``max_model_len`` above it unless ``VLLM_ALLOW_LONG_MAX_MODEL_LEN=1`` is
+    set, and positions beyond it give NaNs or crash (vLLM PR #7080, #20904; issue #17924).
+    The step-time model does not depend on it, so :func:`setup` and :func:`evaluate` do not
+    raise: these notes say so instead.
+
+    Parameters
+    ----------
+    st : Setup, Architecture, catalogue name or config path (then only the target is checked)
+    contexts : int or sequence of ints >= 0, context lengths in tokens
+
+    Returns
+    -------
+    list of :class:`specnb.notes.Note` (``str(note)`` is its message): one note per model
+    whose sliding window some context exceeds (modelled as
+    full attention), and one per model whose maximum some context exceeds, naming the model,
+    its maximum, the contexts above it and a long-context variant of the same shape from the
+    catalogue where one exists (a draft model with a KV budget within its maximum: that vLLM
+    cannot express the budget); empty when every context fits or the maximum is unknown.
+    Codes: ``sliding-window-modelled-full`` (a context above the sliding window),
+    ``draft-kv-budget-not-expressible`` (a draft model beyond its maximum, read within a KV
+    budget vLLM cannot give it), ``context-over-max-positions`` (beyond a model's maximum).
+
+    Raises
+    ------
+    ValueError
+        a context < 0 or fractional.
+    """
+    s = _check.integer("contexts", contexts, lo=0)
+    top = int(np.max(s)) if np.size(s) else 0
+    budget = None
+    if isinstance(st, Setup):
+        models = [("target", st.target)]
+        if st.draft.kind == "model":
+            models.append(("draft", st.draft.arch))
+            budget = st.draft.kv_budget
+    else:
+        models = [("target", architecture(st))]
+    notes = []
+    for role, arch in models:
+        window = arch.sliding_window
+        if window is not None and top > window:
+            notes.append(Note(
+                "sliding-window-modelled-full",
+                f"the {role} {arch.name} uses sliding-window attention over the last {window} "
+                f"tokens (config.json sliding_window); the step-time model reads the whole KV "
+                f"cache, so above context {window} it overstates the attention bytes and "
+                "FLOPs (the speedup is modelled as if attention were full)"))
+        limit = arch.max_position_embeddings
+        if limit is None or top <= limit:
+            continue
+        if role == "draft" and budget is not None and budget <= limit:
+            notes.append(Note(
+                "draft-kv-budget-not-expressible",
+                f"the draft {arch.name} takes at most {limit} positions (max_position_embeddings)"
+                f": the modelled draft reads only {budget} context tokens (KV budget, as "
+                f"StreamingLLM), but vLLM's draft_model has no KV budget and would give it the "
+                f"full context ({top}), beyond its maximum"))
+            continue
+        over = sorted({int(c) for c in np.ravel(s) if c > limit})
+        variants = _long_context_variants(arch, top)
+        fix = (f"use a long-context variant of the same shape ({'; '.join(variants)})"
+               if variants else "use a long-context variant of the model (a larger "
+               "max_position_embeddings, e.g. trained with RoPE scaling)")
+        notes.append(Note(
+            "context-over-max-positions",
+            f"context {', '.join(map(str, over))} exceeds the {role} {arch.name}'s maximum of "
+            f"{limit} positions (max_position_embeddings in its config.json): it cannot serve "
+            f"that context (vLLM refuses a max_model_len above {limit}); the step times are "
+            f"modelled regardless. {fix[0].upper() + fix[1:]} or a context within {limit}"))
+    return notes
+
+
+def _check_tensor_parallel(arch: Architecture, n: int, role: str) -> None:
+    """vLLM's tensor-parallel rules: attention heads and the MLP width split evenly over the
+    n GPUs (``ModelConfig.verify_with_parallel_config``: "Total number of attention heads (28)
+    must be divisible by tensor parallel size (3)"; ``ColumnParallelLinear`` divides
+    ``intermediate_size``), and KV heads split evenly or are replicated a whole number of
+    times (``QKVParallelLinear``: kv_heads % n == 0 or n % kv_heads == 0)."""
+    if n == 1:
+        return
+    bad = None
+    if arch.n_heads % n:
+        bad = f"num_attention_heads ({arch.n_heads})"
+    elif arch.intermediate_size % n:
+        bad = f"intermediate_size ({arch.intermediate_size})"
+    elif arch.n_kv_heads % n and n % arch.n_kv_heads:
+        bad = (f"num_key_value_heads ({arch.n_kv_heads}) (or n a multiple of it, each KV head "
+               "then replicated)")
+    if bad:
+        ok = [k for k in range(1, 2 * arch.n_heads + 1) if arch.n_heads % k == 0
+              and arch.intermediate_size % k == 0
+              and (arch.n_kv_heads % k == 0 or k % arch.n_kv_heads == 0)]
+        raise ValueError(f"gpus = {n} does not divide the {role} {arch.name}'s {bad}: vLLM "
+                         f"refuses tensor_parallel_size {n} for it; allowed GPU counts: "
+                         f"{', '.join(map(str, ok))}")

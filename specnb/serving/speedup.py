@@ -1,0 +1,422 @@
+"""Times and speedup on a Setup, grids and the decisions read from them: tokens per
+step (tau), the speedup (MagicDec eq. 2 with a per-step overhead), :class:`Grid` /
+:func:`evaluate`, the best gamma, the crossover batch and the batch sizes that pay.
+
+:func:`t_plain_ms`, :func:`t_verify_ms`, :func:`t_draft_ms`, :func:`tokens_per_step`,
+:func:`speedup`, :func:`per_token_latency_ms`, :func:`verdict`, :class:`Grid`, :func:`evaluate`,
+:func:`best_gamma`, :func:`batch_range_grid`, :func:`crossover_batch`, :func:`crossover_of`,
+:func:`paying_batches`, :func:`paying_of`, :func:`describe_paying`; :data:`NGRAM_DRAFT_FRACTION`,
+:data:`MAX_BATCH_SEARCH`, :data:`MAX_GRID_CELLS`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import _check
+from .setup import Setup
+from .step import _prep, _step
+
+__all__ = ["NGRAM_DRAFT_FRACTION", "MAX_BATCH_SEARCH", "MAX_GRID_CELLS", "t_plain_ms",
+           "t_verify_ms", "t_draft_ms", "tokens_per_step", "speedup", "per_token_latency_ms",
+           "verdict", "Grid", "check_axis", "evaluate", "best_gamma", "batch_range_grid",
+           "crossover_batch", "crossover_of", "paying_batches", "paying_of", "describe_paying"]
+
+#: n-gram / suffix drafting time as a fraction of the verification time: SpecDecode-Bench's
+#: ``ngram_draft_percentage`` (0.005875; same source).
+NGRAM_DRAFT_FRACTION = 0.005875
+
+#: Largest ``max_batch`` of :func:`crossover_batch` and ``advise.plan.plan_schedule``, which
+#: evaluate every batch size 1..max_batch: 65,536 x 8 gammas x 4 contexts is about 2 million cells
+#: (well under a second); 10**8 took 5 minutes and 10**9 exhausted memory. vLLM's
+#: ``max_num_seqs`` defaults to 256-1,024.
+MAX_BATCH_SEARCH = 65536
+
+#: Largest grid :func:`evaluate` builds (batch sizes x contexts x gammas): 65,536 x 16 x 8 =
+#: 2**23 cells took 1.4 s and 0.47 GB at peak, so 2**24 stays near 1 GB; 65,536 batch sizes
+#: x 1,000 contexts x 8 gammas would need about 30 GB.
+MAX_GRID_CELLS = 2 ** 24
+
+
+def _target_kw(st: Setup) -> dict:
+    return dict(dtype=st.dtype, kv_dtype=st.kv_dtype, gpus=st.gpus,
+                efficiency=st.target_efficiency)
+
+
+def _draft_kw(st: Setup) -> dict:
+    d = st.draft
+    return dict(dtype=d.dtype or st.draft_dtype or st.dtype, kv_dtype=st.kv_dtype,
+                gpus=st.gpus, efficiency=st.draft_efficiency, kv_budget=d.kv_budget)
+
+
+def _bsg(batch_size, context, gamma=None):
+    b = _check.integer("batch_size", batch_size, lo=1).astype(float)
+    s = _check.integer("context", context, lo=0).astype(float)
+    if gamma is None:
+        return _check.broadcast(batch_size=b, context=s)
+    g = _check.integer("gamma", gamma, lo=1).astype(float)
+    return _check.broadcast(batch_size=b, context=s, gamma=g)
+
+
+class _Times:
+    """Prepared (checked) arguments for the target and draft steps of a Setup."""
+
+    def __init__(self, st: Setup):
+        self.st = st
+        self.tgt = _prep(st.target, st.gpu, st.dtype, st.kv_dtype, st.gpus,
+                         st.target_efficiency)
+        d = st.draft
+        self.drf = None if d.kind == "none" else _prep(
+            d.arch, st.gpu, d.dtype or st.draft_dtype or st.dtype, st.kv_dtype, st.gpus,
+            st.draft_efficiency)
+
+    def plain(self, b, s):
+        return _step(*self.tgt, b, s, 1.0)[0]
+
+    def verify(self, b, s, g):
+        return _step(*self.tgt, b, s, g + 1.0)
+
+    def draft(self, b, s, g, t_v):
+        """gamma x T_D (one-token draft forwards), or the n-gram fraction of T_V."""
+        if self.drf is None:
+            return NGRAM_DRAFT_FRACTION * t_v
+        one = _step(*self.drf, b, s, 1.0, self.st.draft.kv_budget)[0]
+        return g * one
+
+    def parts(self, b, s, g, tau):
+        tp = self.plain(b, s)
+        tv, cb = self.verify(b, s, g)
+        td = self.draft(b, s, g, tv)
+        cost = td + tv + self.st.sd_overhead_ms
+        return tp, tv, td, cost, tau * tp / cost, cb
+
+
+def t_plain_ms(st: Setup, batch_size, context):
+    """Plain decoding step of the target, ms: one query token per sequence (T_AR).
+    batch_size >= 1 and context >= 0, ints or arrays (broadcast)."""
+    b, s = _bsg(batch_size, context)
+    return _check.out(_Times(st).plain(b, s) + 0.0 * b)
+
+
+def t_verify_ms(st: Setup, batch_size, context, gamma):
+    """Verification step of the target, ms: gamma + 1 query tokens per sequence (T_V).
+    gamma: int >= 1 (broadcasts)."""
+    b, s, g = _bsg(batch_size, context, gamma)
+    return _check.out(_Times(st).verify(b, s, g)[0] + 0.0 * b)
+
+
+def t_draft_ms(st: Setup, batch_size, context, gamma):
+    """Drafting time of one speculative step, ms: gamma draft forwards of one token per
+    sequence (gamma x T_D; the draft reads min(context, kv_budget) tokens). n-gram / suffix:
+    :data:`NGRAM_DRAFT_FRACTION` x T_V. gamma: int >= 1."""
+    b, s, g = _bsg(batch_size, context, gamma)
+    tm = _Times(st)
+    return _check.out(tm.draft(b, s, g, tm.verify(b, s, g)[0]) + 0.0 * b)
+
+
+def tokens_per_step(gamma, *, alpha=None, tau=None, acceptance_rates=None):
+    """tau, the tokens one verification yields, by draft length; exactly one source.
+
+    * ``alpha``: Leviathan et al. Eq. 1 (i.i.d. acceptance), via
+      :func:`specnb.theory.expected_tokens_per_step`.
+    * ``tau``: given (broadcast against gamma); must be in [1, gamma + 1]. A tau measured at
+      one gamma does not carry over to another.
+    * ``acceptance_rates``: vLLM's per-position acceptance rates r_1, r_2, ... (accepted at
+      position i / drafts; non-increasing, in [0, 1]); tau(gamma) = 1 + r_1 + ... + r_gamma,
+      the survival form of SpecDecode-Bench and vLLM's dynamic-SD manager (reference 4.2 and
+      5.3). Needs at least max(gamma) rates.
+
+    Raises
+    ------
+    ValueError
+        none or several sources; alpha or a rate outside [0, 1]; tau outside [1, gamma + 1];
+        rates that increase; fewer rates than gamma; gamma < 1.
+    """
+    from .. import theory
+
+    given = [k for k, v in (("alpha", alpha), ("tau", tau),
+                            ("acceptance_rates", acceptance_rates)) if v is not None]
+    if len(given) != 1:
+        raise ValueError("give exactly one of alpha, tau or acceptance_rates, got "
+                         + (", ".join(given) if given else "none"))
+    g = _check.integer("gamma", gamma, lo=1)
+    if alpha is not None:
+        return theory.expected_tokens_per_step(alpha, g)
+    if tau is not None:
+        t = _check.real("tau", tau, lo=1.0)
+        t, gg = _check.broadcast(tau=t, gamma=g)
+        over = t > gg + 1
+        if over.any():
+            i = np.flatnonzero(over.ravel())[0]
+            raise ValueError(f"tau must be in [1, gamma + 1] = [1, {int(gg.ravel()[i]) + 1}] "
+                             f"for gamma = {int(gg.ravel()[i])}, got {float(t.ravel()[i])!r}")
+        return _check.out(t.astype(float))
+    rates = acceptance_rates
+    if np.ndim(rates) != 1 or isinstance(rates, (str, bytes)):
+        raise TypeError("acceptance_rates must be a 1-D sequence of numbers (one per draft "
+                        "position)")
+    r = _check.real("acceptance_rates", list(rates), lo=0.0, hi=1.0)
+    if r.size == 0:
+        raise ValueError("acceptance_rates must hold at least one rate")
+    up = np.flatnonzero(np.diff(r) > 0)
+    if up.size:
+        i = int(up[0])
+        raise ValueError(f"acceptance_rates must not increase with the position (vLLM's "
+                         f"per-position rates count drafts accepted at position i, which "
+                         f"cannot exceed those at i - 1), got {r[i]:g} then {r[i + 1]:g} at "
+                         f"positions {i + 1} and {i + 2}")
+    if g.max(initial=0) > r.size:
+        raise ValueError(f"gamma {int(g.max())} needs {int(g.max())} acceptance rates, got "
+                         f"{r.size}")
+    cum = np.concatenate([[1.0], 1.0 + np.cumsum(r)])
+    return _check.out(cum[g])
+
+
+def speedup(st: Setup, batch_size, context, gamma, *, alpha=None, tau=None,
+            acceptance_rates=None):
+    """Throughput ratio with / without speculation at a fixed batch (= per-token latency
+    ratio): ``tau x T_plain / (gamma T_D + T_V + sd_overhead_ms)`` (MagicDec eq. 2 with a
+    per-step overhead). Arrays broadcast (e.g. batch[:, None, None], context[None, :, None],
+    gamma[None, None, :]). Give exactly one of alpha, tau, acceptance_rates
+    (:func:`tokens_per_step`).
+
+    Raises
+    ------
+    ValueError
+        as :func:`tokens_per_step` and :func:`step_breakdown`.
+    """
+    b, s, g = _bsg(batch_size, context, gamma)
+    tau_ = np.asarray(tokens_per_step(g.astype(np.int64), alpha=alpha, tau=tau,
+                                      acceptance_rates=acceptance_rates))
+    return _check.out(_Times(st).parts(b, s, g, tau_)[4])
+
+
+def per_token_latency_ms(st: Setup, batch_size, context, gamma, **acceptance):
+    """Time per generated token per sequence with speculation, ms:
+    ``(gamma T_D + T_V + overhead) / tau`` (without: :func:`t_plain_ms`). ``acceptance``: one
+    of alpha, tau, acceptance_rates."""
+    b, s, g = _bsg(batch_size, context, gamma)
+    tau_ = np.asarray(tokens_per_step(g.astype(np.int64), **acceptance))
+    return _check.out(_Times(st).parts(b, s, g, tau_)[3] / tau_)
+
+
+def verdict(speedup_value, tolerance: float = 0.0):
+    """``"pays"`` when speedup > 1 + tolerance, ``"does not pay"`` when < 1 - tolerance, else
+    ``"break-even"``. tolerance in [0, 1) (0.05 = 5 % counted as noise). Arrays give arrays
+    of str."""
+    s = _check.real("speedup", speedup_value, lo=0.0, lo_open=True)
+    tol = _check.scalar_real("tolerance", tolerance, lo=0.0, hi=1.0, hi_open=True)
+    out = np.where(s > 1 + tol, "pays", np.where(s < 1 - tol, "does not pay", "break-even"))
+    if tol == 0.0:
+        out = np.where(s > 1, "pays", "does not pay")
+    return str(out) if out.ndim == 0 else out
+
+
+# --------------------------------------------------------------------------- grids
+@dataclass
+class Grid:
+    """Model values on a batch x context x gamma grid (arrays of shape (B, S, G)).
+
+    Attributes: ``batch_sizes``, ``contexts``, ``gammas`` (1-D int arrays); ``tau``,
+    ``speedup``, ``t_plain_ms``, ``t_verify_ms``, ``t_draft_ms`` (gamma x T_D),
+    ``latency_ms`` (per token with speculation), ``compute_bound`` (bool: the verification
+    step's compute roofline exceeds its memory roofline); property ``bound`` gives
+    ``"memory"`` / ``"compute"`` strings. The arrays are read-only broadcast views (copy one
+    before changing it).
+    """
+
+    batch_sizes: np.ndarray
+    contexts: np.ndarray
+    gammas: np.ndarray
+    tau: np.ndarray
+    speedup: np.ndarray
+    t_plain_ms: np.ndarray
+    t_verify_ms: np.ndarray
+    t_draft_ms: np.ndarray
+    latency_ms: np.ndarray
+    compute_bound: np.ndarray
+
+    @property
+    def bound(self) -> np.ndarray:
+        return np.where(self.compute_bound, "compute", "memory")
+
+    def best(self):
+        """(best gamma, its speedup), each (B, S); gamma 0 where no gamma beats plain
+        decoding (speedup then 1.0). Ties go to the smaller gamma."""
+        return best_gamma(self)
+
+    def frame(self):
+        """A tidy pandas DataFrame, one row per (batch_size, context, gamma), with columns
+        batch_size, context, gamma, tau, speedup, t_plain_ms, t_verify_ms, t_draft_ms,
+        latency_ms, bound."""
+        import pandas as pd
+
+        B, S, G = np.meshgrid(self.batch_sizes, self.contexts, self.gammas, indexing="ij")
+        return pd.DataFrame({
+            "batch_size": B.ravel(), "context": S.ravel(), "gamma": G.ravel(),
+            "tau": self.tau.ravel(), "speedup": self.speedup.ravel(),
+            "t_plain_ms": self.t_plain_ms.ravel(), "t_verify_ms": self.t_verify_ms.ravel(),
+            "t_draft_ms": self.t_draft_ms.ravel(), "latency_ms": self.latency_ms.ravel(),
+            "bound": self.bound.ravel()})
+
+
+def check_axis(name, values, lo):
+    """A grid axis checked: a non-empty 1-D int array of values >= ``lo`` (a range is
+    taken). ValueError naming ``name`` otherwise."""
+    if isinstance(values, range):
+        values = list(values)
+    arr = _check.integer(name, values, lo=lo)
+    arr = np.atleast_1d(arr)
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(f"{name} must be a non-empty 1-D list of integers, got shape "
+                         f"{arr.shape}")
+    return arr
+
+
+def evaluate(st: Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=None,
+             acceptance_rates=None) -> Grid:
+    """The model on every (batch, context, gamma): a :class:`Grid` of shape (B, S, G).
+
+    ``tau`` may be a scalar or one value per gamma. A 1,024 x 64 x 8 grid takes tens of ms
+    (``benchmarks/bench_serving_model.py``).
+
+    Raises
+    ------
+    ValueError
+        empty or non-integer axes, batch < 1, context < 0, gamma < 1; more than
+        :data:`MAX_GRID_CELLS` cells; acceptance errors as :func:`tokens_per_step`.
+    """
+    b = check_axis("batch_sizes", batch_sizes, 1)
+    s = check_axis("contexts", contexts, 0)
+    g = check_axis("gammas", gammas, 1)
+    if b.size * s.size * g.size > MAX_GRID_CELLS:
+        raise ValueError(f"the grid would have {b.size:,} batch sizes x {s.size:,} contexts x "
+                         f"{g.size:,} gammas = {b.size * s.size * g.size:,} cells, above "
+                         f"MAX_GRID_CELLS = {MAX_GRID_CELLS:,} (about 1 GB of memory); evaluate "
+                         "fewer values or in parts")
+    tau_g = np.asarray(tokens_per_step(g, alpha=alpha, tau=tau,
+                                       acceptance_rates=acceptance_rates), dtype=float)
+    tau_g = np.broadcast_to(tau_g, g.shape)
+    B = b.astype(float)[:, None, None]
+    S = s.astype(float)[None, :, None]
+    G = g.astype(float)[None, None, :]
+    T = tau_g[None, None, :]
+    tp, tv, td, cost, sp, cb = _Times(st).parts(B, S, G, T)
+    shape = (b.size, s.size, g.size)
+    full = lambda x: np.broadcast_to(x, shape)  # noqa: E731
+    return Grid(b, s, g, full(T), full(sp), full(tp), full(tv), full(td), full(cost / T),
+                full(cb))
+
+
+def best_gamma(grid: Grid):
+    """Best draft length per (batch, context) of a :class:`Grid`: (gamma, speedup) arrays of
+    shape (B, S); 0 and 1.0 where no gamma pays. Ties go to the smaller gamma."""
+    i = np.argmax(grid.speedup, axis=2)
+    sp = np.take_along_axis(grid.speedup, i[..., None], axis=2)[..., 0]
+    gam = grid.gammas[i]
+    pays = sp > 1.0
+    return np.where(pays, gam, 0), np.where(pays, sp, 1.0)
+
+
+def crossover_batch(st: Setup, contexts, gammas, *, max_batch: int = 1024, alpha=None,
+                    tau=None, acceptance_rates=None):
+    """For each context, the largest batch size B <= max_batch such that speculation (with its
+    best gamma) pays at every batch 1..B. 0 = it does not pay even at batch 1; ``max_batch``
+    = it still pays there (the crossover lies beyond the range). At long contexts the
+    speedup can rise with batch (MagicDec), so the answer is "pays up to max_batch".
+
+    Returns
+    -------
+    ndarray of int, one per context (a Python int for a scalar context).
+
+    Raises
+    ------
+    ValueError
+        max_batch < 1 or above :data:`MAX_BATCH_SEARCH`; as :func:`evaluate`.
+    """
+    grid = batch_range_grid(st, np.atleast_1d(contexts), gammas, max_batch, alpha=alpha,
+                             tau=tau, acceptance_rates=acceptance_rates)
+    first = crossover_of(grid)
+    return int(first[0]) if np.ndim(contexts) == 0 else first
+
+
+def batch_range_grid(st: Setup, contexts, gammas, max_batch, hi=MAX_BATCH_SEARCH,
+                     **acceptance) -> Grid:
+    """:func:`evaluate` on every batch size 1..max_batch (checked: 1 to ``hi``; ValueError
+    outside), the grid behind :func:`crossover_batch`, :func:`paying_batches` and
+    ``specnb.advise.plan.plan_schedule``: evaluate it once and read all three from it
+    (:func:`crossover_of`, :func:`paying_of`). ``acceptance``: one of alpha, tau,
+    acceptance_rates."""
+    mb = _check.scalar_int("max_batch", max_batch, lo=1, hi=hi)
+    return evaluate(st, np.arange(1, mb + 1), contexts, gammas, **acceptance)
+
+
+def crossover_of(grid: Grid) -> np.ndarray:
+    """:func:`crossover_batch` of a :func:`batch_range_grid`, one per context."""
+    _, sp = best_gamma(grid)
+    losing = ~(sp > 1.0)  # (B, S)
+    return np.where(losing.any(axis=0), np.argmax(losing, axis=0), grid.batch_sizes.size)
+
+
+def paying_of(grid: Grid) -> list[list[list[int]]]:
+    """:func:`paying_batches` of a :func:`batch_range_grid`, one list per context."""
+    _, sp = best_gamma(grid)
+    out = []
+    for pays in (sp > 1.0).T:
+        edges = np.diff(np.concatenate([[0], pays.astype(np.int8), [0]]))
+        starts, ends = np.flatnonzero(edges == 1) + 1, np.flatnonzero(edges == -1)
+        out.append([[int(a), int(e)] for a, e in zip(starts, ends)])
+    return out
+
+
+def paying_batches(st: Setup, contexts, gammas, *, max_batch: int = 1024, alpha=None,
+                   tau=None, acceptance_rates=None) -> list[list[list[int]]]:
+    """For each context, the batch sizes 1..max_batch at which speculation (with its best
+    gamma) pays, as inclusive ``[first, last]`` ranges. :func:`crossover_batch` stops at the
+    first batch that loses; at long contexts speculation can lose at batch 1 and pay from a
+    larger batch (MagicDec: the speedup rises with batch once KV reads dominate), which
+    ``crossover_batch`` alone reports as 0 ("does not pay even at batch 1").
+
+    Returns
+    -------
+    list (one entry per context) of lists of ``[first, last]`` (empty: it pays nowhere up to
+    ``max_batch``); a single list of ranges for a scalar context.
+
+    Raises
+    ------
+    ValueError
+        max_batch < 1; as :func:`evaluate`.
+    """
+    grid = batch_range_grid(st, np.atleast_1d(contexts), gammas, max_batch, hi=None,
+                             alpha=alpha, tau=tau, acceptance_rates=acceptance_rates)
+    out = paying_of(grid)
+    return out[0] if np.ndim(contexts) == 0 else out
+
+
+def describe_paying(ranges, max_batch: int) -> str:
+    """:func:`paying_batches`' ranges for one context in words: "pays at every batch size up
+    to 256", "pays up to batch 153, not at 154", "does not pay at any batch size up to 256",
+    or "does not pay at batch 1-3; pays at batch 4-64"."""
+    mb = _check.scalar_int("max_batch", max_batch, lo=1)
+    spans = [f"{a}" if a == e else f"{a}-{e}" for a, e in ranges]
+    if not ranges:
+        return f"does not pay at any batch size up to {mb}"
+    if ranges == [[1, mb]]:
+        return f"pays at every batch size up to {mb}"
+    if len(ranges) == 1 and ranges[0][0] == 1:
+        return f"pays up to batch {ranges[0][1]}, not at {ranges[0][1] + 1}"
+    lose = ", ".join(f"{a}" if a == e else f"{a}-{e}" for a, e in _gaps(ranges, mb))
+    return f"does not pay at batch {lose}; pays at batch {', '.join(spans)}"
+
+
+def _gaps(ranges, mb):
+    out, nxt = [], 1
+    for a, e in ranges:
+        if a > nxt:
+            out.append([nxt, a - 1])
+        nxt = e + 1
+    if nxt <= mb:
+        out.append([nxt, mb])
+    return out

@@ -1,0 +1,209 @@
+"""Step time: one forward over B sequences on a roofline with efficiency factors.
+
+:class:`Efficiency`, :data:`DEFAULT_EFFICIENCY`, :data:`DEFAULT_HEAD_EFFICIENCY`,
+:func:`default_efficiency_sources`, :func:`step_breakdown`, :func:`step_time_ms`. The physics:
+``shared/reference/batch-model.md`` section 1; MagicDec, arXiv 2408.11049.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import _check
+from .catalogue import DTYPES, architecture, gpu
+
+__all__ = ["Efficiency", "DEFAULT_EFFICIENCY", "DEFAULT_HEAD_EFFICIENCY",
+           "default_efficiency_sources", "step_breakdown", "step_time_ms"]
+
+@dataclass(frozen=True)
+class Efficiency:
+    """How far a serving system falls short of the datasheet roofline.
+
+    Attributes
+    ----------
+    bandwidth : float in (0, 1.5]
+        Achieved / peak memory bandwidth for weights and KV.
+    compute : float in (0, 1.5]
+        Achieved / peak dense tensor FLOP/s.
+    fixed_ms : float >= 0
+        Fixed cost per forward, ms (launches, scheduling, sampling, Python).
+    token_us : float >= 0
+        Extra cost per query token in the step, microseconds (sampling, norms, rotary: work
+        the two rooflines do not count).
+    allreduce_us : float >= 0
+        Latency of one all-reduce under tensor parallelism, microseconds (two per layer).
+    overlap : float in [0, 1]
+        How memory and compute time combine within one part (weights vs matmuls, KV vs
+        attention): ``max(m, c) + (1 - overlap) min(m, c)``. 1 is the ideal roofline
+        (perfect overlap), 0 the additive form ``m + c`` that SpecDecode-Bench fitted to vLLM
+        (and SmartSpec's regression uses).
+    """
+
+    bandwidth: float = 0.996
+    compute: float = 0.722
+    fixed_ms: float = 1.39
+    token_us: float = 0.0
+    allreduce_us: float = 33.0
+    overlap: float = 0.0
+
+    def __post_init__(self):
+        for name in ("bandwidth", "compute"):
+            _check.scalar_real(name, getattr(self, name), lo=0.0, hi=1.5, lo_open=True)
+        for name in ("fixed_ms", "token_us", "allreduce_us"):
+            _check.scalar_real(name, getattr(self, name), lo=0.0)
+        _check.scalar_real("overlap", self.overlap, lo=0.0, hi=1.0)
+
+
+#: Defaults from published data (``shared/reference/batch-model.md`` section 4.1): the
+#: SpecDecode-Bench simulator's fit for Llama-3.1-8B on 1x H100 with vLLM (arXiv 2601.11580,
+#: predictor.py ``Llama8BH100``), restated in this model's terms: KV streams at
+#: 131072 B / 3.926e-8 s = 3.34 TB/s = 0.996 of 3.35 TB/s; the per-token cost 2.101e-5 s
+#: carries 2 x 7.50e9 matmul FLOPs (layers + LM head) at 714 TFLOP/s = 0.722 of 989.4 (the
+#: reference's 77 % counts all 8.03e9 parameters); the fixed 5.886 ms less the weight read
+#: per step (15.01 GB, the input embedding is not read in full, at 3.34 TB/s = 4.50 ms) leaves
+#: 1.39 ms. ``overlap`` 0 (memory and compute times add) is the form of that fit, so with these
+#: defaults the target step equals the simulator's up to attention FLOPs. The all-reduce
+#: latency (33 us, two per layer under TP) is DERIVED from MagicDec appendix Table 4 (8x H100,
+#: TP8, Llama-3.1-8B, S 32000): the mean of its three T_AR rows less the modelled weight, KV
+#: and fixed costs, over 64 all-reduces. See :func:`default_efficiency_sources`.
+DEFAULT_EFFICIENCY = Efficiency()
+
+#: Default for EAGLE / EAGLE-3 / MTP heads: as :data:`DEFAULT_EFFICIENCY` but a fixed cost of
+#: 0.26 ms per draft forward, DERIVED from SpecDecode-Bench's ``draft_c_fixed`` (2.135 ms),
+#: read as the cost of one proposal round of k = 3 drafts (the simulator's setting): 0.712 ms
+#: per forward less the head's bf16 weight read (one Llama-3.1-8B layer + LM head, 1.49 GB at
+#: 3.34 TB/s = 0.45 ms). Reading it per forward instead would make EAGLE lose at batch 1,
+#: which the paper's measurements contradict; the reading is an assumption (UNVERIFIED).
+DEFAULT_HEAD_EFFICIENCY = Efficiency(fixed_ms=0.26)
+
+
+def default_efficiency_sources() -> dict:
+    """Where each :data:`DEFAULT_EFFICIENCY` field comes from (field -> text)."""
+    return {
+        "bandwidth": "SpecDecode-Bench (arXiv 2601.11580) target_c_kv 3.92645679e-08 s/token: "
+                     "131072 B / c_kv = 3.34 TB/s = 0.996 of H100 SXM's 3.35 TB/s",
+        "compute": "SpecDecode-Bench target_c_compute 2.10103129e-05 s/token: 2 x 7.505e9 "
+                   "matmul FLOP (layers + LM head) / c = 714 TFLOP/s = 0.722 of 989.4 TFLOP/s",
+        "fixed_ms": "SpecDecode-Bench target_c_fixed 5.886 ms less the bf16 weight read per "
+                    "step of Llama-3.1-8B (15.01 GB / (0.996 x 3.35 TB/s) = 4.50 ms)",
+        "token_us": "0: the additive fit's per-token cost is carried by the compute roofline",
+        "allreduce_us": "DERIVED from MagicDec (arXiv 2408.11049) appendix Table 4 T_AR rows "
+                        "(8x H100, TP8): the mean per-step time not explained by weights, KV "
+                        "and the fixed cost (2.10 ms), over 2 x 32 all-reduces = 33 us",
+        "overlap": "0: SpecDecode-Bench's fitted model is additive (c_kv x KV tokens + "
+                   "c_compute x query tokens + c_fixed), i.e. memory and compute times add",
+    }
+
+
+def _prep(arch, gpu_name, dtype, kv_dtype, gpus, efficiency):
+    arch, g = architecture(arch), gpu(gpu_name)
+    eff = DEFAULT_EFFICIENCY if efficiency is None else efficiency
+    _check.choice("dtype", dtype, DTYPES)
+    kv_dtype = kv_dtype or ("fp8" if dtype == "fp8" else "bf16")
+    _check.choice("kv_dtype", kv_dtype, DTYPES)
+    n = _check.scalar_int("gpus", gpus, lo=1)
+    return arch, g, eff, dtype, kv_dtype, n
+
+
+def _step(arch, g, eff, dtype, kv_dtype, n, b, s, q, kv_budget=None, parts=False):
+    """Unchecked core of :func:`step_breakdown` on float arrays that broadcast."""
+    if kv_budget is not None:
+        s = np.minimum(s, kv_budget)
+    tokens = b * q
+    w = arch.step_params * DTYPES[dtype] / n
+    kv = b * s * (arch.kv_bytes_per_token(kv_dtype) / min(n, arch.n_kv_heads))
+    f_lin = (2.0 * arch.matmul_params_per_token / n) * tokens
+    f_att = (4.0 * arch.n_layers * arch.n_heads * arch.head_dim / n) * tokens * s
+    bw = eff.bandwidth * g.bandwidth
+    fl = eff.compute * g.flops(dtype)
+    t_w, t_lin = w / bw * 1e3, f_lin * (1e3 / fl)
+    t_kv, t_att = kv * (1e3 / bw), f_att * (1e3 / fl)
+    fixed = eff.fixed_ms + (eff.token_us * 1e-3) * tokens
+    if eff.overlap == 0.0:  # additive: max + min = sum
+        total = fixed + t_w + t_lin + t_kv + t_att
+    else:
+        o = 1.0 - eff.overlap
+        total = (fixed + np.maximum(t_w, t_lin) + o * np.minimum(t_w, t_lin)
+                 + np.maximum(t_kv, t_att) + o * np.minimum(t_kv, t_att))
+    comm = 0.0
+    if n > 1:
+        comm = 2 * arch.n_layers * (eff.allreduce_us * 1e-3
+                                    + 2.0 * (n - 1) / n * arch.hidden_size * 2.0 / g.link * 1e3
+                                    * tokens)
+        total = total + comm
+    if not parts:
+        return total, (t_lin + t_att) > (t_w + t_kv)
+    return dict(w=w, kv=kv, f_lin=f_lin, f_att=f_att, mem=t_w + t_kv, cmp=t_lin + t_att,
+                comm=comm, fixed=fixed, total=total, tokens=tokens)
+
+
+def step_breakdown(arch, gpu_name, batch_size, context, query_tokens=1, *, dtype="bf16",
+                   kv_dtype=None, gpus=1, efficiency=None, kv_budget=None) -> dict:
+    """Bytes, FLOPs and time of one forward over ``batch_size`` sequences.
+
+    Each sequence has ``context`` tokens in its KV cache (capped at ``kv_budget`` when given)
+    and ``query_tokens`` new tokens (1 = plain decoding, gamma + 1 = verification). Per GPU,
+    with n = ``gpus`` (tensor parallelism; weights and FLOPs split n ways, KV split
+    min(n, kv_heads) ways)::
+
+        t_linear = comb(W / (e_bw BW), F_lin / (e_c FLOPS))    # weights vs matmuls
+        t_attn   = comb(KV / (e_bw BW), F_att / (e_c FLOPS))   # KV read vs attention math
+        comb(m, c) = max(m, c) + (1 - overlap) min(m, c)       # overlap 1: ideal roofline
+        t_comm   = 2 layers (allreduce_us + 2 (n-1)/n x B q hidden x 2 bytes / link)  (n > 1)
+        t        = fixed_ms + t_linear + t_attn + token_us x B q + t_comm
+
+    with W = weights read per step (:attr:`Architecture.step_params` x bytes per weight),
+    KV = B x S x KV bytes per token, F_lin = 2 x matmul params x B q,
+    F_att = 4 x layers x heads x head_dim x B q x S (section 1 of the reference).
+
+    Parameters
+    ----------
+    arch : Architecture, catalogue name or config path
+    gpu_name : GPU or catalogue name
+    batch_size, context, query_tokens : int or arrays (broadcast), >= 1 (context >= 0)
+    dtype : weight dtype, one of bf16, fp16, fp8, int8, int4
+    kv_dtype : KV-cache dtype (default bf16 for bf16/fp16/int8/int4 weights, fp8 for fp8)
+    gpus : int >= 1, tensor-parallel GPUs
+    efficiency : Efficiency (default :data:`DEFAULT_EFFICIENCY`)
+    kv_budget : int >= 1 or None, most context tokens read (sparse-KV / StreamingLLM drafts)
+
+    Returns
+    -------
+    dict of arrays (broadcast shape): ``weight_bytes``, ``kv_bytes``, ``linear_flops``,
+    ``attention_flops`` (per GPU), ``t_memory_ms`` and ``t_compute_ms`` (the two rooflines at
+    the given efficiency), ``t_comm_ms``, ``t_fixed_ms`` (fixed + per-token), ``time_ms`` and
+    ``bound`` (``"memory"`` or ``"compute"``, whichever roofline is larger in total).
+
+    Raises
+    ------
+    ValueError
+        unknown model, GPU or dtype; a count below its minimum or fractional; shapes that do
+        not broadcast.
+    """
+    arch, g, eff, dtype, kv_dtype, n = _prep(arch, gpu_name, dtype, kv_dtype, gpus, efficiency)
+    b = _check.integer("batch_size", batch_size, lo=1).astype(float)
+    s = _check.integer("context", context, lo=0).astype(float)
+    q = _check.integer("query_tokens", query_tokens, lo=1).astype(float)
+    if kv_budget is not None:
+        kv_budget = _check.scalar_int("kv_budget", kv_budget, lo=1)
+    b, s, q = _check.broadcast(batch_size=b, context=s, query_tokens=q)
+    p = _step(arch, g, eff, dtype, kv_dtype, n, b, s, q, kv_budget, parts=True)
+    shape = p["tokens"].shape
+    full = lambda x: np.broadcast_to(np.asarray(x, dtype=float), shape).copy()  # noqa: E731
+    return {
+        "weight_bytes": full(p["w"]), "kv_bytes": full(p["kv"]),
+        "linear_flops": full(p["f_lin"]), "attention_flops": full(p["f_att"]),
+        "t_memory_ms": full(p["mem"]), "t_compute_ms": full(p["cmp"]),
+        "t_comm_ms": full(p["comm"]), "t_fixed_ms": full(p["fixed"]),
+        "time_ms": full(p["total"]),
+        "bound": np.where(p["cmp"] > p["mem"], "compute", "memory"),
+    }
+
+
+def step_time_ms(arch, gpu_name, batch_size, context, query_tokens=1, **kwargs):
+    """Time of one forward in ms: ``step_breakdown(...)["time_ms"]`` (same parameters and
+    errors). A scalar for scalar inputs."""
+    return _check.out(step_breakdown(arch, gpu_name, batch_size, context, query_tokens,
+                                     **kwargs)["time_ms"])

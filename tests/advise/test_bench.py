@@ -1,0 +1,119 @@
+"""specnb.advise.bench: speculation on against off, the verdict and its coded cautions
+(bench pairs from data/samples/ and the field reports of tests/cases/field-reports/)."""
+
+from __future__ import annotations
+
+from specnb.advise import compare_bench
+from specnb.notes import codes, messages
+from specnb.vllm import sample_path
+
+
+ON, OFF = sample_path("bench_on.json"), sample_path("bench_off.json")
+
+
+MTP8, MTP1 = sample_path("bench_mtp8.json"), sample_path("bench_mtp1.json")
+
+
+def cell(result, metric, stat=""):
+    t = result.table
+    return t[(t["metric"] == metric) & (t["stat"] == stat)].iloc[0]
+
+
+def _run(**kw):
+    base = {"output_throughput": 1000.0, "median_tpot_ms": 20.0, "median_ttft_ms": 100.0,
+            "p99_tpot_ms": 30.0}
+    base.update(kw)
+    return base
+
+
+def test_bench_own_input_flags_completed_dataset_and_tokens_per_request():
+    base = {"output_throughput": 100.0, "median_tpot_ms": 10.0, "num_prompts": 200,
+            "max_concurrency": 8, "request_rate": "inf"}
+    off = {**base, "completed": 200, "total_output_tokens": 40000, "dataset_name": "sharegpt"}
+    on = {**base, "completed": 180, "total_output_tokens": 36000, "dataset_name": "random",
+          "output_throughput": 130.0, "median_tpot_ms": 8.0}
+    r = compare_bench(on, off, goal="throughput")
+    flags = " ".join(messages(r.comparability))
+    assert r.verdict == "turn it on"
+    assert codes(r.comparability) == ["runs-differ", "runs-differ"]
+    assert "completed" in flags and "dataset_name" in flags
+    # 200 output tokens per request in both runs; not a single request
+    assert "output-tokens-differ" not in codes(r.comparability)
+    assert "single-request" not in codes(r.comparability)
+    r2 = compare_bench({**on, "total_output_tokens": 30000}, off, goal="throughput")
+    assert "output-tokens-differ" in codes(r2.comparability)
+    assert "200.0 vs 166.7 per request" in " ".join(messages(r2.comparability))
+
+
+def test_pr_48892_deltas_as_printed():
+    # vLLM PR #48892, GSM8K, concurrency 64: the PR prints these changes MTP 1 -> MTP 8
+    r = compare_bench(MTP8, MTP1, goal="latency")
+    printed = {("TPOT", "median"): "-26.1", ("TPOT", "p99"): "-16.2",
+               ("TTFT", "median"): "+17.4", ("TTFT", "p99"): "+8.3",
+               ("ITL", "median"): "+612.5", ("ITL", "p99"): "+12.4",
+               ("output throughput", ""): "+30.5", ("request throughput", ""): "+28.2",
+               ("duration", ""): "-21.9"}
+    for (metric, stat), pct in printed.items():
+        assert f"{cell(r, metric, stat)['change (%)']:+.1f}" == pct, (metric, stat)
+
+
+def test_latency_verdict_rests_on_tpot_and_flags_itl():
+    r = compare_bench(MTP8, MTP1, goal="latency")
+    assert r.verdict == "turn it on"
+    assert codes(r.reasons) == ["tpot-change"]
+    assert {"itl-rose", "median-ttft-worse"} <= set(codes(r.cautions))
+    assert "off-has-spec-counters" in codes(r.cautions)  # k=1 is not "off"
+    assert r.acceptance["spec_decode_acceptance_length"] == 4.40
+
+
+def test_throughput_verdict_and_cost_at_batch_1():
+    r = compare_bench(ON, OFF, goal="throughput")
+    assert r.verdict == "turn it on"
+    row = cell(r, "output throughput")
+    # EAGLE-3 / baseline = 2.357 (papers.md); cost per token 158.34 / 373.25 = 0.42 (article)
+    assert f"{row['on/off']:.3f}" == "2.357"
+    assert codes(r.reasons) == ["throughput-change"] and "x0.424" in r.reasons[0].message
+    assert "no-spec-section" in codes(r.cautions)
+
+
+def test_swapped_runs_say_keep_it_off():
+    assert compare_bench(OFF, ON, goal="throughput").verdict == "keep it off"
+    assert compare_bench(MTP1, MTP8, goal="latency").verdict == "keep it off"
+
+
+def test_within_tolerance_is_no_clear_difference():
+    r = compare_bench(_run(median_tpot_ms=19.5, spec_decode_acceptance_length=1.6), _run())
+    assert r.verdict == "no clear difference"
+    assert "acceptance-length-shrink" in codes(r.cautions)
+    assert compare_bench(_run(median_tpot_ms=19.5), _run(), tolerance=0.01).verdict == \
+        "turn it on"
+
+
+def test_acceptance_caution_depends_on_gamma():
+    # k = 1 (PR #48892): tau 1.84 < 2 is all gamma 1 allows; no "shrink" caution
+    r = compare_bench(MTP1, MTP8)
+    assert "gamma1-grow" in codes(r.cautions) and "acceptance-length-shrink" not in codes(r.cautions)
+    text = " ".join(messages(r.cautions))
+    assert "at gamma 1" in text and "try a larger" in text
+    r = compare_bench(_run(spec_decode_acceptance_length=1.6, spec_decode_num_drafts=100,
+                           spec_decode_draft_tokens=300), _run())
+    assert any("1.60 < 2 at gamma 3: shrink" in c.message for c in r.cautions)  # reads right
+
+
+def test_comparability_and_failures_are_flagged():
+    r = compare_bench(_run(max_concurrency=8, failed=3), _run(max_concurrency=64))
+    assert {"runs-differ", "failed-requests"} <= set(codes(r.cautions))
+    text = " ".join(messages(r.cautions))
+    assert "differ in max_concurrency" in text and "3 failed requests" in text
+
+
+def test_missing_tpot_cannot_tell():
+    r = compare_bench({"output_throughput": 2.0}, {"output_throughput": 1.0}, goal="latency")
+    assert r.verdict == "cannot tell"
+
+
+def test_percentiles_beyond_p99_are_kept():
+    r = compare_bench(_run(**{"p99.9_tpot_ms": 40.0, "p50_tpot_ms": 19.0}),
+                      _run(**{"p99.9_tpot_ms": 50.0, "p50_tpot_ms": 20.0}))
+    stats = set(r.table[r.table["metric"] == "TPOT"]["stat"])
+    assert {"median", "p50", "p99", "p99.9"} <= stats

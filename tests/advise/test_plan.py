@@ -1,0 +1,149 @@
+"""specnb.advise.plan: the schedule from a serving grid (vLLM's rules), the config and its
+coded notes, the plan pipeline."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from specnb import advise as A
+from specnb import serving as S
+from specnb.vllm import check_speculative_config, schedule_lookup, validate_schedule
+from tests.serving.configs import LLAMA_CFG
+
+
+def _vllm_valid(rows, nst):
+    """vLLM's rules (reference 5.2), checked directly rather than through validate_schedule."""
+    assert rows and all(len(r) == 3 and all(type(x) is int for x in r) for r in rows)
+    assert all(r[0] >= 1 and r[0] <= r[1] and r[2] >= 0 for r in rows)
+    srt = sorted(rows)
+    assert srt[0][0] == 1
+    assert all(b[0] > a[1] for a, b in zip(srt, srt[1:]))
+    assert nst > 0 and all(r[2] <= nst for r in rows)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 600), st.integers(0, 8)), min_size=1, max_size=12,
+                unique_by=lambda x: x[0]))
+def test_schedule_follows_vllms_rules_and_means_what_was_asked(pairs):
+    b = [p[0] for p in pairs]
+    k = [p[1] for p in pairs]
+    rows = A.schedule(b, k)
+    nst = max(max(k), 1)
+    _vllm_valid(rows, nst)
+    assert [list(r) for r in validate_schedule(rows, nst)] == rows
+    assert [r[1] + 1 for r in rows[:-1]] == [r[0] for r in rows[1:]]  # contiguous
+    assert all(x[2] != y[2] for x, y in zip(rows, rows[1:]))  # equal neighbours merged
+    lookup = np.array(schedule_lookup(rows, nst, max(b))[1:])  # index 0 = batch 1
+    order = np.argsort(b)
+    for i, j in enumerate(order):  # each listed batch size gets its own K, up to the next
+        nxt = b[order[i + 1]] if i + 1 < len(b) else max(b) + 1
+        lo = 1 if i == 0 else b[j]
+        assert (lookup[lo - 1:nxt - 1] == k[j]).all()
+
+
+@pytest.mark.parametrize("sched", [
+    [[1, 64, 3], [65, 128, 1], [129, 512, 0]],  # EAGLE-1 docs example
+    [[1, 16, 5], [17, 32, 4], [33, 64, 3], [65, 128, 1], [129, 512, 0]],  # EAGLE-3 example
+    [[1, 16, 3], [32, 128, 2]],  # a gap is allowed
+])
+def test_documented_schedules_pass(sched):
+    assert [list(r) for r in validate_schedule(sched, 5)] == sched
+    cfg = A.schedule_config(sched, "eagle3", model="yuhuili/EAGLE3-LLaMA3.1-Instruct-8B")
+    assert cfg["num_speculative_tokens_per_batch_size"] == sched
+    assert check_speculative_config(cfg).accepted
+
+
+def test_plan_schedule_builds_an_accepted_config():
+    st_ = S.setup("H100", "Llama-3.1-8B", "eagle3")
+    rows = A.plan_schedule(st_, [1000], [1, 2, 3, 4, 5], max_batch=1024, alpha=0.6)
+    ks = [r[2] for r in rows]
+    assert ks == sorted(ks, reverse=True) and ks[0] >= 3 and ks[-1] < ks[0]
+    cfg, notes = A.setup_config(st_, rows, checkpoint="yuhuili/EAGLE3-LLaMA3.1-Instruct-8B")
+    _vllm_valid(cfg["num_speculative_tokens_per_batch_size"], cfg["num_speculative_tokens"])
+    assert cfg["num_speculative_tokens"] == max(ks)
+    assert check_speculative_config(cfg).accepted
+    (tax,) = [n for n in notes if n.code == "schedule-tax"]
+    assert "+6.6 %" in tax.message and "+21.6 %" in tax.message
+    # every K 0: leave speculation off; one K everywhere: a static config
+    assert A.schedule_config([[1, 512, 0]], "eagle3", model="x/y") is None
+    assert "num_speculative_tokens_per_batch_size" not in A.schedule_config(
+        [[1, 512, 2]], "ngram", prompt_lookup_min=2, prompt_lookup_max=5)
+
+
+def test_plan_schedule_gives_vllm_the_chosen_gamma_at_every_batch_size():
+    st_ = S.setup("A100", "Llama-3.1-8B", "Llama-3.2-1B")
+    gammas = [1, 2, 3, 4, 6]
+    rows = A.plan_schedule(st_, [2000, 16000], gammas, max_batch=300, alpha=0.75)
+    grid = S.evaluate(st_, np.arange(1, 301), [2000, 16000], gammas, alpha=0.75)
+    chosen, worst = A.schedule_gammas(grid)
+    nst = max(r[2] for r in rows)
+    assert (np.array(schedule_lookup(rows, nst, 300)[1:]) == chosen).all()
+    # the chosen gamma is the best for the least favourable context
+    i = np.argmax(grid.speedup.min(axis=1), axis=1)
+    assert (np.where(worst > 1, grid.gammas[i], 0) == chosen).all()
+
+
+def test_model_id_of_a_json_file_is_its_folder_and_the_config_says_so(tmp_path):
+    p = tmp_path / "draft.json"
+    p.write_text(json.dumps(LLAMA_CFG))
+    st = S.setup("H100", "Llama-3.1-8B", str(p))
+    assert S.model_id(st.draft.arch) == str(tmp_path)
+    cfg, notes = A.setup_config(st, [[1, 4, 2]])
+    assert cfg["model"] == str(tmp_path)
+    (named,) = [n for n in notes if n.code == "config-file-name"]
+    assert "draft.json has another name" in named.message
+
+
+# --------------------------------------------------------------------------- the pipeline
+def test_serving_plan_is_the_grid_schedule_config_and_serve_line():
+    st_ = S.setup("H100-SXM", "Llama-3.1-8B", "eagle3")
+    p = A.serving_plan(st_, [256, 1, 16, 64], [4000], [1, 2, 3, 4, 5], alpha=0.7)
+    assert p.grid.batch_sizes.tolist() == [1, 16, 64, 256]  # sorted
+    # the parts, each computed on its own, agree with the pipeline
+    assert p.schedule == A.plan_schedule(st_, [4000], [1, 2, 3, 4, 5], max_batch=256,
+                                         alpha=0.7) == [[1, 33, 4], [34, 256, 3]]
+    cfg, notes = A.setup_config(st_, p.schedule)
+    assert p.config == cfg and check_speculative_config(cfg).accepted
+    assert p.serve.endswith("--max-num-seqs 256")
+    assert p.crossover_batch == {4000: int(S.crossover_batch(st_, 4000, [1, 2, 3, 4, 5],
+                                                             max_batch=256, alpha=0.7))}
+    assert p.paying_batches == {4000: S.paying_batches(st_, 4000, [1, 2, 3, 4, 5],
+                                                       max_batch=256, alpha=0.7)}
+    assert p.max_batch_in_memory == {4000: S.max_batch_in_memory(st_, 4000)}
+    assert [n.code for n in p.notes] == ["checkpoint-placeholder", "schedule-tax",
+                                         "kv-does-not-fit"]
+    assert f"at most {S.max_batch_in_memory(st_, 4000)} sequences" in p.notes[-1].message
+    rows = p.rows()
+    assert len(rows) == 4 * 5 and rows[0]["batch_size"] == 1 and rows[0]["gamma"] == 1
+    assert rows[0]["speedup"] == pytest.approx(float(p.grid.speedup[0, 0, 0]))
+
+
+def test_serving_plan_notes_carry_codes():
+    # context beyond the target's maximum first, then the config's, the setup's and the grid's
+    st_ = S.setup("A100", "Llama-2-7B", "TinyLlama-1.1B", gpus=8, draft_kv_budget=512)
+    p = A.serving_plan(st_, [32, 64], [2000, 16000], [2], tau=2.17)
+    assert [n.code for n in p.context_notes] == ["context-over-max-positions",
+                                                 "draft-kv-budget-not-expressible"]
+    assert p.notes[:2] == p.context_notes
+    assert "schedule-serves-every-context" in [n.code for n in p.notes]
+    # tensor parallelism reaches the serve line
+    assert p.schedule == [[1, 34, 0], [35, 64, 2]]  # pays only from batch 35 at both contexts
+    assert p.serve.endswith("--max-num-seqs 64 --tensor-parallel-size 8")
+    # nothing pays at every context, but something pays at one: that note, not no-gamma-pays
+    st2 = S.setup("H100-SXM", "Llama-3.1-8B", "self", draft_kv_budget=256)
+    p2 = A.serving_plan(st2, [1, 64], [500, 60000], [2, 3], alpha=0.8)
+    codes = [n.code for n in p2.notes]
+    assert p2.config is None and p2.serve is None
+    assert all(k == 0 for _, _, k in p2.schedule)
+    assert "no-schedule-for-every-context" in codes and "no-gamma-pays" not in codes
+    assert any(p2.paying_batches.values())
+    # a setup whose weights do not fit, and a draft that never pays anywhere
+    p3 = A.serving_plan(S.setup("L40S", "Llama-3.1-70B", "mtp"), [1, 512], [100], [1],
+                        alpha=0.2)
+    assert {"mtp-needs-target-layers", "weights-do-not-fit", "kv-does-not-fit"} <= {
+        n.code for n in p3.notes}

@@ -1,0 +1,270 @@
+"""specnb.advise.recommend: situation inputs in, advice out by sourced rules; the peak-batch
+threshold, fixed or from the step-time model."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from specnb.advise import (MEASURE_BATCH, SAMPLING_GAMMA_CAP, WORKLOADS, batch_evidence,
+                           measure_threshold, recommend)
+from specnb.notes import codes, messages
+from specnb.theory import optimal_gamma
+from specnb.vllm import check_speculative_config
+
+
+# ----------------------------------------------------------------------------- model threshold
+def _rates(method: str, dataset: str, gamma: int) -> list[float]:
+    """SpecDecode-Bench's per-position acceptance, read here from the CSV, not via advise."""
+    from specnb import data
+
+    df = data.load("specdecode_bench_acceptance")
+    row = df[(df["method"] == method) & (df["dataset"] == dataset)].iloc[0]
+    return [float(row[f"p_ge_{i}"]) for i in range(2, 2 + gamma)]
+
+
+#: (recommend's situation, setup arguments for specnb.serving, acceptance for crossover_batch)
+MODEL_CASES = [
+    (dict(eagle3_drafter=True, workload="chat", peak_batch=64, gpu="H200",
+          model="Llama-3.1-8B", context=4000),
+     ("H200", "Llama-3.1-8B", "eagle3", 1), dict(acceptance_rates=_rates("acc_eagle",
+                                                                         "ShareGPT", 3))),
+    (dict(workload="copy-heavy", peak_batch=256, gpu="h200", model="meta-llama/Llama-3.1-8B",
+          context=1000),
+     ("H200", "Llama-3.1-8B", "ngram", 1), dict(acceptance_rates=_rates("acc_ngram", "CNN/DM",
+                                                                        4))),
+    (dict(target_has_mtp=True, alpha=0.8, c=0.05, peak_batch=512, gpu="H100-SXM",
+          model="Llama-3.1-70B", gpus=4, context=8000),
+     ("H100-SXM", "Llama-3.1-70B", "mtp", 4), dict(alpha=0.8)),
+    (dict(small_draft_model=True, spare_memory=True, draft_model="Llama-3.2-1B", alpha=0.7,
+          c=0.1, peak_batch=8, gpu="A100", model="Llama-3.1-8B", context=2000),
+     ("A100", "Llama-3.1-8B", "Llama-3.2-1B", 1), dict(alpha=0.7)),
+]
+
+
+@pytest.mark.parametrize("temperature", [0.1, 0.7, 1.0])
+def test_any_sampling_temperature_caps_long_drafts(temperature):
+    """No unsourced 'high temperature' threshold: every temperature > 0 is sampling."""
+    for kwargs in ({"workload": "copy-heavy"}, {"small_draft_model": True, "spare_memory": True}):
+        rec = recommend(temperature=temperature, **kwargs)
+        assert rec.gamma == SAMPLING_GAMMA_CAP and "sampling" in rec.rules
+    assert recommend(workload="copy-heavy", temperature=0.0).gamma == 4
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.sampled_from(list(WORKLOADS)), st.booleans(), st.sampled_from([True, False, None]),
+       st.booleans(), st.booleans(), st.integers(1, 512), st.floats(0, 2),
+       st.sampled_from(["latency", "throughput"]))
+def test_every_situation_gets_checked_advice_that_explains_its_gamma(workload, mtp, eagle, small,
+                                                                     spare, batch, temp, goal):
+    rec = recommend(workload=workload, target_has_mtp=mtp, eagle3_drafter=eagle,
+                    small_draft_model=small, spare_memory=spare, peak_batch=batch,
+                    temperature=temp, goal=goal)
+    if rec.method is None:  # only creative output with nothing but n-gram is kept off
+        assert workload == "creative" and not mtp and eagle is False
+        assert not (small and spare) and rec.config is None
+        return
+    assert check_speculative_config(rec.config).accepted
+    assert rec.gamma >= 1 and rec.config["num_speculative_tokens"] == rec.gamma
+    assert rec.measure_first == (batch >= MEASURE_BATCH)
+    # the reasons explain the gamma shown (the widget showed gamma 2 beside "gamma 4: ...")
+    gamma_notes = [r for r in rec.reasons if r.code in ("gamma-start", "gamma-sampling-cap")]
+    assert len(gamma_notes) == 1 and gamma_notes[0].message.startswith(f"gamma {rec.gamma}")
+    assert not any(m.startswith("gamma ") and not m.startswith(f"gamma {rec.gamma}")
+                   for m in messages(rec.reasons))
+    if temp > 0:
+        assert rec.gamma <= SAMPLING_GAMMA_CAP
+    if mtp:
+        assert rec.method == "mtp"
+
+
+def test_measure_threshold_is_where_the_paper_measured_a_loss():
+    batch, source = measure_threshold()
+    assert batch == MEASURE_BATCH == int(batch_evidence()["first_below_1x"].min())
+    assert "Table 3" in source
+
+
+def test_creative_with_a_trained_drafter_drafts_short():
+    rec = recommend(workload="creative", temperature=1.0, eagle3_drafter=True)
+    assert rec.method == "eagle3" and rec.gamma == 3 <= SAMPLING_GAMMA_CAP
+    unchecked = recommend(workload="creative", temperature=1.0, eagle3_drafter=None)
+    assert unchecked.alternatives == () and unchecked.reasons[-2].code == "eagle3-check-drafter"
+    assert "keep it off" in unchecked.reasons[-2].message
+
+
+def test_copy_heavy_is_a_workload_not_a_flag():
+    # the old copy_heavy=True flag is gone (issue 15): the workload says it
+    assert recommend(workload="copy-heavy").method == "ngram"
+    assert "copy_heavy" not in inspect.signature(recommend).parameters
+    with pytest.raises(TypeError):
+        recommend(copy_heavy=True)
+    assert "workload" in inspect.signature(recommend).parameters
+
+
+def test_measured_alpha_sets_gamma_through_the_theory():
+    rec = recommend(eagle3_drafter=True, alpha=0.8, c=0.05)
+    assert rec.gamma == 8  # the article: at alpha 0.8 gamma 8 reaches only 3.09x
+    assert rec.gamma == optimal_gamma(0.8, 0.05)[0]
+    assert "gamma-measured" in codes(rec.reasons)
+    text = " ".join(messages(rec.reasons))
+    assert "3.09x" in text and "upper bound" not in text
+    off = recommend(alpha=0.05, c=0.1)
+    assert codes(off.reasons)[-1] == "alpha-not-above-c"
+    assert off.method is None and off.config is None and off.label == "keep it off"
+
+
+def test_model_ids_go_into_the_config():
+    rec = recommend(small_draft_model=True, spare_memory=True, draft_model="Qwen/Qwen3-0.6B")
+    assert rec.config["model"] == "Qwen/Qwen3-0.6B"
+    assert recommend(eagle3_drafter=True, eagle3_model="a/b.eagle3").config["model"] == \
+        "a/b.eagle3"
+
+
+def test_no_spare_memory_means_no_draft_model():
+    rec = recommend(small_draft_model=True, spare_memory=False)
+    assert rec.method == "ngram"
+    assert "draft-model-takes-memory" in codes(rec.reasons)
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"target_has_mtp": "yes"}, "target_has_mtp must be True or False"),
+    ({"eagle3_drafter": 1}, "eagle3_drafter must be True, False or None"),
+    ({"workload": "poetry"}, "workload must be one of"),
+    ({"peak_batch": 0}, "peak_batch"),
+    ({"temperature": -1}, "temperature"),
+    ({"goal": "speed"}, "goal must be one of"),
+    ({"alpha": 0.8}, "alpha and c go together"),
+    ({"alpha": 1.5, "c": 0.1}, "alpha"),
+    ({"draft_model": ""}, "draft_model must be a checkpoint"),
+])
+def test_bad_inputs_are_named(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        recommend(**kwargs)
+
+
+@pytest.mark.parametrize("situation,setup,acceptance", MODEL_CASES)
+def test_model_threshold_is_the_crossover_batch(situation, setup, acceptance):
+    from specnb import serving
+
+    rec = recommend(**situation)
+    gpu, model, spec, gpus = setup
+    st = serving.setup(gpu, model, spec, gpus=gpus)
+    top = max(1024, situation["peak_batch"])
+    cross = serving.crossover_batch(st, situation["context"], [rec.gamma], max_batch=top,
+                                    **acceptance)
+    assert rec.crossover == cross
+    assert rec.measure_first == (situation["peak_batch"] > cross)
+    assert "peak_batch_model" in rec.rules and "peak_batch" not in rec.rules
+    (reason,) = [r.message for r in rec.reasons if r.code.startswith("peak-batch-")]
+    for part in (st.target.name, st.gpu.name, f"{situation['context']:,} tokens",
+                 f"crossover {cross}", "A model prediction, not a measurement",
+                 f"says {MEASURE_BATCH}"):
+        assert part in reason
+    if rec.measure_first:
+        assert rec.label == "measure on and off under real load"
+        assert f"crossover {cross}" in rec.why and "compare" in reason
+
+
+def test_model_cases_cover_both_sides_of_the_crossover():
+    firsts = {recommend(**s).measure_first for s, _, _ in MODEL_CASES}
+    assert firsts == {True, False}
+
+
+def test_fixed_threshold_stays_the_fallback():
+    rec = recommend(eagle3_drafter=True, peak_batch=64)
+    assert rec.crossover is None and rec.measure_first and "peak_batch" in rec.rules
+    assert measure_threshold()[0] == MEASURE_BATCH
+    assert recommend(eagle3_drafter=True, peak_batch=MEASURE_BATCH - 1).measure_first is False
+    # the model can move the threshold either way: below 24 ...
+    low = recommend(workload="copy-heavy", peak_batch=16, gpu="H200", model="Llama-3.1-8B",
+                    context=100, alpha=0.2, c=0.02)
+    assert low.crossover is not None and low.crossover < 16 and low.measure_first
+
+
+def test_context_beyond_the_model_maximum_is_a_reason_not_an_error():
+    # Llama-2-7B takes 4,096 positions (data/model_architectures.csv): at context 16,000 the
+    # crossover is still modelled, and the threshold sentence and recommend's reasons say so
+    threshold, sentence = measure_threshold("A100", "Llama-2-7B", 16000)
+    assert threshold >= 1
+    assert ("Note: context 16000 exceeds the target Llama-2-7B's maximum of 4096 positions"
+            in sentence and "LLaMA-2-7B-32K" in sentence)
+    rec = recommend(eagle3_drafter=True, peak_batch=64, gpu="A100", model="Llama-2-7B",
+                    context=16000)
+    assert rec.method == "eagle3"
+    assert any("exceeds the target Llama-2-7B's maximum of 4096" in r
+               for r in messages(rec.reasons))
+    within = recommend(eagle3_drafter=True, peak_batch=64, gpu="A100", model="Llama-2-7B",
+                       context=4096)
+    assert not any("exceeds" in r for r in messages(within.reasons))
+    _, long = measure_threshold("A100", "LLaMA-2-7B-32K", 16000)
+    assert "exceeds" not in long
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(gpu="H200"), r"gpu, model and context go together.*missing model, context"),
+    (dict(model="Llama-3.1-8B", context=1000), r"missing gpu"),
+    (dict(gpus=2), r"gpus only with them"),
+    (dict(gpu="H9000", model="Llama-3.1-8B", context=1000), r"gpu='H9000': unknown GPU.*H200"),
+    (dict(gpu="H200", model="Llama-9", context=1000), r"model='Llama-9': unknown model"),
+    (dict(gpu="H200", model="no/such/config.json", context=1000), r"model='no/such"),
+    (dict(gpu="H200", model="Llama-3.1-8B", context=0), r"context must be an integer >= 1"),
+    (dict(gpu="H200", model="Llama-3.1-8B", context=1000, gpus=0), r"gpus"),
+    (dict(target_has_mtp=True, gpu="H200", model="Llama-3.1-8B", context=1000),
+     r"acceptance of mtp.*pass the measured alpha"),
+    (dict(workload="creative", eagle3_drafter=True, gpu="H200", model="Llama-3.1-8B",
+          context=1000), r"acceptance of eagle3 on creative"),
+    (dict(small_draft_model=True, spare_memory=True, gpu="H200", model="Llama-3.1-8B",
+          context=1000, alpha=0.7, c=0.1), r"give draft_model="),
+    (dict(small_draft_model=True, spare_memory=True, draft_model="Qwen3-0.6B", gpu="H200",
+          model="Llama-3.1-8B", context=1000, alpha=0.7, c=0.1),
+     r"draft_model='Qwen3-0.6B'.*vocab_size"),
+])
+def test_model_threshold_bad_inputs_are_named(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        recommend(**kwargs)
+
+
+def test_measure_threshold_with_the_model_is_the_batch_after_the_crossover():
+    from specnb import serving
+
+    st = serving.setup("L40S", "Qwen2.5-7B", "eagle3")
+    cross = serving.crossover_batch(st, 2000, [2], max_batch=300, alpha=0.4)
+    batch, source = measure_threshold("l40s", "Qwen2.5-7B", 2000, method="eagle3", gamma=2,
+                                      alpha=0.4, max_batch=300)
+    assert 1 < batch == cross + 1 < 300 and f"crossover {cross}" in source and "L40S" in source
+    with pytest.raises(ValueError, match="method must be one of"):
+        measure_threshold("H200", "Llama-3.1-8B", 1000, method="medusa")
+    with pytest.raises(ValueError, match="gamma 6 needs 6 per-position acceptance rates"):
+        measure_threshold("H200", "Llama-3.1-8B", 1000, method="eagle3", gamma=6)
+
+
+# ----------------------------------------------------------------- edge and bad input (r2)
+@pytest.mark.parametrize("kwargs, match", [
+    ({"gamma": 0}, r"gamma=0: only with gpu, model and context"),
+    ({"alpha": 0.7}, r"alpha=0.7: only with gpu, model and context"),
+    ({"gpu": "H100", "model": "Llama-3.1-8B", "context": 4096, "draft_model": "Llama-3.2-1B"},
+     r"draft_model='Llama-3.2-1B' is modelled only with method='draft_model'; got "
+     r"method='eagle3'"),
+    ({"gpu": "H100", "model": "Llama-3.1-8B", "context": 4096, "max_batch": 10 ** 9},
+     r"max_batch must be an integer in \[1, 65536\], got 1000000000"),
+    ({"gpu": "H100", "model": "Llama-3.1-8B", "context": 4096, "gpus": 3},
+     r"^gpus = 3 does not divide the target Llama-3.1-8B's num_attention_heads \(32\)"),
+])
+def test_measure_threshold_refuses_what_it_would_ignore_or_cannot_do(kwargs, match):
+    """Arguments the fixed rule would drop, a draft the method does not model, a search that
+    would not fit in memory (10**9 batch sizes), a TP size vLLM refuses."""
+    with pytest.raises(ValueError, match=match):
+        measure_threshold(**kwargs)
+
+
+def test_recommend_with_a_huge_peak_batch_searches_a_bounded_range():
+    from specnb import serving
+
+    rec = recommend(gpu="H100", model="meta-llama/Llama-3.1-8B", context=4096,
+                    peak_batch=10 ** 9, eagle3_drafter=True, draft_model="org/draft")
+    assert rec.crossover <= serving.MAX_BATCH_SEARCH and rec.measure_first
+    assert rec.reasons[-1].code == "peak-batch-beyond-crossover"
+    assert f"crossover {rec.crossover}" in rec.reasons[-1].message

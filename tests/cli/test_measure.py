@@ -1,0 +1,99 @@
+"""``specnb measure`` (specnb/cli/measure.py): text and JSON reports on the bundled pair, flag
+errors that name the flag, --logged conflicts, --help, and the message without torch."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from specnb import measure as M  # noqa: E402
+from specnb.cli import main  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.slow
+def test_cli_logged_text_report_keeps_both_temperatures_and_qualifies_the_speedup(capsys):
+    rc = main(["measure", "--logged", str(M.BUNDLED_LOGGED), "--draft", str(M.BUNDLED_DRAFTS[1]),
+               "--per-task", "1", "--gamma", "1", "--no-progress"])
+    out = capsys.readouterr().out
+    assert rc == 0 and "(6 records, T [0.0, 1.0])" in out
+    # Theorem 3.8 with single-forward c says > 1x where the assisted runs measure < 1x: the
+    # report says what the figure leaves out
+    assert "leave out each round's fixed costs" in out
+
+
+@pytest.mark.slow
+def test_cli_json_on_the_bundled_pair(capsys):
+    rc = main(["measure", "--draft", str(M.BUNDLED_DRAFTS[1]), "--per-task", "1", "--gamma", "2",
+               "--temperature", "0", "--max-new-tokens", "16", "--repeats", "1", "--no-pld",
+               "--json"])
+    assert rc == 0
+    obj = json.loads(capsys.readouterr().out)
+    assert obj["gamma"] == [2] and obj["temperature"] == [0.0] and obj["lossless"] == [True]
+    assert obj["speedup_predicted_loo"] == [None]  # one gamma: nothing to leave out
+    assert obj["config"]["drafts"] == ["draft-1x64"]
+
+
+@pytest.mark.parametrize("argv,msg", [
+    (["--threads", "-1"], "--threads must be >= 0"),
+    (["--per-task", "-1"], "--per-task must be >= 0 (0 = all prompts)"),
+    (["--repeats", "0"], "--repeats must be >= 1"),
+    (["--gamma", "2", "0"], "--gamma must be >= 1"),
+])
+def test_cli_flag_errors_name_the_flag(capsys, argv, msg):
+    assert main(["measure", *argv]) == 2
+    assert msg in capsys.readouterr().err
+
+
+def test_cli_help_documents_device_dtype_seed(capsys):
+    with pytest.raises(SystemExit):
+        main(["measure", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "default auto: cuda when torch sees a GPU" in out
+    assert "default auto: float32 on a CPU" in out
+    assert "seed for sampling at T > 0" in out
+
+
+def test_cli_missing_model_exits_with_message(capsys):
+    assert main(["measure", "--target", "data/models/none", "--json"]) == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_cli_without_torch_says_install_the_extra(tmp_path):
+    # a sitecustomize that hides torch: `specnb --help` still works, `measure` explains
+    (tmp_path / "sitecustomize.py").write_text(
+        "import sys\nsys.modules['torch'] = None\nsys.modules['transformers'] = None\n")
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"}
+    cmd = [sys.executable, "-m", "specnb"]
+    help_ = subprocess.run(cmd + ["--help"], capture_output=True, text=True, env=env, timeout=60)
+    assert help_.returncode == 0 and "measure" in help_.stdout
+    proc = subprocess.run(cmd + ["measure"], capture_output=True, text=True, env=env, timeout=60)
+    assert proc.returncode == 3
+    assert "pip install -e '.[measure]'" in proc.stderr
+
+
+def test_cli_logged_flag_conflicts_exit_2(capsys):
+    assert main(["measure", "--logged", str(M.BUNDLED_LOGGED), "--temperature", "0"]) == 2
+    assert "each record gives the temperature" in capsys.readouterr().err
+    assert main(["measure", "--logged", "x.jsonl", "--prompts", "y.jsonl"]) == 2
+
+
+@pytest.mark.parametrize("extra, match", [
+    (["--max-new-tokens", "5"], "--max-new-tokens does not apply with --logged"),
+    (["--repeats", "3", "--no-pld"], "--repeats, --no-pld do not apply with --logged"),
+    (["--gamma", "1", "1"], "--gamma lists a value twice: 1 1"),
+    (["--draft", "d", "d"], "--draft lists a value twice: d d"),
+])
+def test_cli_logged_flags_that_would_be_ignored_or_repeated_exit_2(capsys, extra, match):
+    """Flags --logged has no use for are refused like --temperature, not dropped silently;
+    a repeated gamma or draft would print the same row twice (or merge two drafts)."""
+    assert main(["measure", "--logged", str(M.BUNDLED_LOGGED), *extra]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("specnb measure: error:") and match in err, err

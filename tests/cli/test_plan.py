@@ -1,0 +1,321 @@
+"""`specnb plan`: the text table, --json keys, the schedule, and exit 2 for every bad input."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+
+import pytest
+
+from specnb import serving as S
+from specnb.cli import main
+from specnb.vllm import check_speculative_config, validate_schedule
+
+BASE = ["plan", "--gpu", "H100-SXM", "--model", "Llama-3.1-8B", "--draft", "eagle3",
+        "--context", "1000", "8000", "--batch", "1", "16", "64", "256", "--gamma", "1", "2", "3",
+        "4"]
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_text_output_marks_the_best_gamma_and_prints_schedule_and_serve_line(capsys):
+    code, out, err = run(capsys, *BASE, "--alpha", "0.7")
+    assert code == 0, err
+    assert "context 1000 tokens" in out and "context 8000 tokens" in out
+    assert "*" in out and "g=4" in out
+    serve = next(line for line in out.splitlines() if line.startswith("vllm serve"))
+    words = shlex.split(serve)
+    cfg = json.loads(words[words.index("--speculative-config") + 1])
+    assert check_speculative_config(cfg).accepted
+    assert "num_speculative_tokens_per_batch_size" in cfg
+    assert "+21.6 %" in out  # the reported cost of the schedule
+
+
+def test_json_output(capsys):
+    code, out, _ = run(capsys, *BASE, "--tau", "1.7", "2.1", "2.4", "2.6", "--json")
+    assert code == 0
+    res = json.loads(out)
+    assert {"rows", "best", "schedule", "config"} <= set(res)
+    assert len(res["rows"]) == 2 * 4 * 4
+    assert set(res["rows"][0]) == {"batch_size", "context", "gamma", "tau", "speedup",
+                                   "t_plain_ms", "t_verify_ms", "t_draft_ms", "bound"}
+    assert {r["bound"] for r in res["rows"]} <= {"memory", "compute"}
+    assert [r["tau"] for r in res["rows"][:4]] == [1.7, 2.1, 2.4, 2.6]
+    assert len(res["best"]) == 8
+    best = {(b["batch_size"], b["context"]): b for b in res["best"]}
+    for (b, s), rec in best.items():
+        sp = {r["gamma"]: r["speedup"] for r in res["rows"]
+              if r["batch_size"] == b and r["context"] == s}
+        top = max(sp, key=sp.get)
+        assert rec["gamma"] == (top if sp[top] > 1 else 0)
+    sched = res["schedule"]
+    assert sched[0][0] == 1 and sched[-1][1] == 256
+    assert [list(r) for r in validate_schedule(
+        sched, res["config"]["num_speculative_tokens"])] == sched
+    assert res["config"]["num_speculative_tokens_per_batch_size"] == sched
+
+
+def test_acceptance_rates_and_calibration_file(capsys, tmp_path):
+    p = tmp_path / "m.csv"
+    true = S.Efficiency(bandwidth=0.8, compute=0.6, fixed_ms=2.5)
+    rows = ["role,batch_size,context,query_tokens,ms"]
+    for b in (1, 8, 32):
+        for q in (1, 4):
+            ms = S.step_time_ms("Llama-3.1-8B", "H200", b, 2000, q, efficiency=true)
+            rows.append(f"target,{b},2000,{q},{ms:.3f}")
+    p.write_text("\n".join(rows) + "\n")
+    code, out, err = run(capsys, "plan", "--gpu", "h200", "--model", "llama-3.1-8b", "--draft",
+                         "ngram", "--context", "2000", "--batch", "1", "32", "--gamma", "2", "3",
+                         "--acceptance-rates", "0.35", "0.29", "0.26", "--calibrate", str(p),
+                         "--json")
+    assert code == 0, err
+    res = json.loads(out)
+    assert res["calibration"]["rows"] == 6 and res["calibration"]["max_abs_error"] < 0.01
+    assert [r["tau"] for r in res["rows"][:2]] == pytest.approx([1.64, 1.90])
+
+
+def test_context_beyond_the_model_maximum_is_a_prominent_note(capsys):
+    # Llama-2-7B takes 4,096 positions: at 16,000 the plan still runs (exit 0), says so first
+    # in the text and in --json (notes and context_limit_notes), and names the 32K variant
+    argv = ["plan", "--gpu", "A100", "--gpus", "8", "--model", "Llama-2-7B", "--draft",
+            "eagle3", "--context", "2000", "16000", "--batch", "32", "--gamma", "2", "--tau",
+            "2.17"]
+    code, out, _ = run(capsys, *argv)
+    lines = out.splitlines()
+    assert code == 0 and lines[1].startswith("NOTE: context 16000 exceeds the target "
+                                             "Llama-2-7B's maximum of 4096 positions")
+    assert "LLaMA-2-7B-32K, 32768 positions" in lines[1]
+    assert sum("exceeds the target" in line for line in lines) == 1  # not repeated below
+    code, js, _ = run(capsys, *argv, "--json")
+    res = json.loads(js)
+    assert code == 0 and res["setup"]["max_position_embeddings"] == 4096
+    (note,) = res["context_limit_notes"]
+    assert res["context_limit_note_codes"] == ["context-over-max-positions"]
+    i = res["note_codes"].index("context-over-max-positions")
+    assert res["notes"][i] == note and "context 16000 exceeds" in note
+    # within the maximum, or the 32K variant: no such note
+    assert argv[6] == "Llama-2-7B" and argv[10:12] == ["2000", "16000"]
+    code, js, _ = run(capsys, *argv[:6], "LLaMA-2-7B-32K", *argv[7:], "--json")
+    assert code == 0 and json.loads(js)["context_limit_notes"] == []
+    code, out, _ = run(capsys, *argv[:10], "4096", *argv[12:])
+    assert code == 0 and "NOTE:" not in out and "exceeds" not in out
+
+
+def test_self_draft_with_kv_budget_and_a_draft_model(capsys):
+    code, out, _ = run(capsys, "plan", "--gpu", "A100", "--gpus", "8", "--model",
+                       "LLaMA-2-7B-32K", "--draft", "TinyLlama-1.1B", "--draft-kv-budget", "512",
+                       "--context", "16000", "--batch", "32", "--gamma", "2", "--tau", "2.17",
+                       "--json")
+    assert code == 0
+    res = json.loads(out)
+    assert res["config"]["method"] == "draft_model"
+    assert res["config"]["model"] == "TinyLlama/TinyLlama-1.1B-Chat-v1.0"
+    assert "--tensor-parallel-size" in res["serve"]
+    code, out, _ = run(capsys, "plan", "--gpu", "H100", "--model", "Llama-3.1-8B", "--draft",
+                       "self", "--draft-kv-budget", "2049", "--context", "32000", "--batch", "32",
+                       "--gamma", "4", "--alpha", "0.8")
+    assert code == 0 and "sparse-KV" in out
+
+
+def test_nothing_pays_prints_no_schedule(capsys):
+    code, out, _ = run(capsys, "plan", "--gpu", "H100", "--model", "Llama-3.1-8B", "--draft",
+                       "Llama-3.2-1B", "--context", "100", "--batch", "1", "512", "--gamma", "1",
+                       "--alpha", "0.05", "--json")
+    assert code == 0
+    res = json.loads(out)
+    assert res["schedule"] is None and res["config"] is None
+    assert all(b["gamma"] == 0 and b["verdict"] == "does not pay" for b in res["best"])
+
+
+def test_paying_only_from_a_larger_batch_is_not_called_never_paying(capsys):
+    # long context, draft with a KV budget: loses at batch 1, pays at the batches asked for
+    argv = ["plan", "--gpu", "A100", "--gpus", "8", "--model", "LLaMA-2-7B-32K", "--draft",
+            "TinyLlama-1.1B", "--draft-kv-budget", "512", "--context", "16000", "--batch", "32",
+            "64", "--gamma", "2", "--tau", "2.17"]
+    code, out, _ = run(capsys, *argv)
+    assert code == 0 and "does not pay even at batch 1" not in out
+    code, js, _ = run(capsys, *argv, "--json")
+    res = json.loads(js)
+    (first, last), = res["paying_batches"]["16000"]
+    assert res["crossover_batch"]["16000"] == 0 and 1 < first <= 32 and last == 64
+    assert f"does not pay at batch 1-{first - 1}; pays at batch {first}-64" in out
+    # with a context where nothing pays, the schedule (worst context) is none, and says why
+    code, out, _ = run(capsys, *argv[:-9], "--context", "1024", "16000", *argv[-7:])
+    assert code == 0 and "schedule: none (no gamma pays at every context at once)" in out
+    assert "speculation pays at context 16000" in out
+    assert "no gamma pays at any batch size" not in out
+
+
+def test_mtp_plan_says_the_target_needs_mtp_layers(capsys):
+    code, out, _ = run(capsys, "plan", "--gpu", "H100", "--model", "Llama-3.1-8B", "--draft",
+                       "mtp", "--context", "2000", "--batch", "1", "--gamma", "1", "--alpha", "0.7")
+    assert code == 0 and '"method": "mtp"' in out
+    assert "note: mtp needs MTP layers in the target checkpoint" in out
+
+
+def test_config_json_as_model(capsys, tmp_path):
+    cfg = {"model_type": "llama", "num_hidden_layers": 32, "hidden_size": 4096,
+           "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336,
+           "vocab_size": 128256}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    code, out, err = run(capsys, "plan", "--gpu", "L40S", "--model",
+                         str(tmp_path / "config.json"), "--draft", "eagle", "--context", "500",
+                         "--batch", "1", "8", "--gamma", "2", "--alpha", "0.7", "--json")
+    assert code == 0, err
+    assert json.loads(out)["serve"].split()[2] == str(tmp_path)
+
+
+@pytest.mark.parametrize("extra, match", [
+    (["--gpu", "V100"], "unknown GPU 'V100'; known GPUs: H100-SXM"),
+    (["--model", "gpt-9"], "unknown model 'gpt-9'; known models: Llama-3.1-8B"),
+    (["--draft", "Qwen3-0.6B"], "cannot be verified"),
+    (["--draft", "medusa9"], "unknown draft 'medusa9'"),
+    (["--tau", "4.5"], r"tau must be in \[1, gamma \+ 1\] = \[1, 2\] for gamma = 1, got 4.5"),
+    (["--tau", "2", "2"], "--tau takes one value or one per --gamma"),
+    (["--alpha", "1.5"], r"alpha must be in \[0, 1\]"),
+    (["--acceptance-rates", "0.8", "1.2", "0.5", "0.4"], r"acceptance_rates must be in \[0, 1\]"),
+    (["--acceptance-rates", "0.8", "0.7"], "gamma 4 needs 4 acceptance rates, got 2"),
+    (["--gamma", "0"], "--gamma must be >= 1, got 0"),
+    (["--batch", "0"], "--batch must be >= 1, got 0"),
+    (["--batch", "4", "4"], "--batch lists a value twice"),
+    (["--gpus", "0"], "--gpus must be >= 1, got 0"),
+    (["--draft", "ngram", "--draft-kv-budget", "512"], "reads no KV cache"),
+])
+def test_bad_input_exits_2(capsys, extra, match):
+    """A valid command line with one flag replaced by ``extra``."""
+    given = {e for e in extra if e.startswith("--")}
+    defaults = {"--gpu": ["H100"], "--model": ["Llama-3.1-8B"], "--draft": ["eagle3"],
+                "--context": ["1000"], "--batch": ["1", "8"],
+                "--gamma": ["1"] if "--tau" in given else ["1", "2", "3", "4"]}
+    args = ["plan"]
+    for flag, values in defaults.items():
+        if flag not in given:
+            args += [flag, *values]
+    if not given & {"--alpha", "--tau", "--acceptance-rates"}:
+        args += ["--alpha", "0.7"]
+    args += extra
+    code, out, err = run(capsys, *args)
+    assert code == 2, (args, out, err)
+    assert err.startswith("specnb plan: error:") and re.search(match, err), err
+    assert out == ""
+
+
+@pytest.mark.parametrize("text, match", [
+    ("role,batch_size,context,ms\ntarget,1,10,5\n", "missing column"),
+    ("role,batch_size,context,query_tokens,ms\ntarget,1,10,1,0\n", "ms must be a positive time"),
+    ("role,batch_size,context,query_tokens,ms\ntarget,1,10,1,-2.5\n", "ms must be a positive"),
+])
+def test_bad_calibration_file_exits_2(capsys, tmp_path, text, match):
+    p = tmp_path / "bad.csv"
+    p.write_text(text)
+    code, out, err = run(capsys, *BASE, "--alpha", "0.7", "--calibrate", str(p))
+    assert code == 2 and match in err and out == ""
+    code, _, err = run(capsys, *BASE, "--alpha", "0.7", "--calibrate", str(tmp_path / "no.csv"))
+    assert code == 2 and "no.csv" in err
+
+
+def test_argparse_usage_errors_exit_2(capsys):
+    with pytest.raises(SystemExit) as info:  # no acceptance given
+        main(BASE)
+    assert info.value.code == 2
+    with pytest.raises(SystemExit) as info:  # two acceptance sources
+        main([*BASE, "--alpha", "0.7", "--tau", "2"])
+    assert info.value.code == 2
+    with pytest.raises(SystemExit) as info:
+        main([*BASE, "--alpha", "0.7", "--dtype", "fp4"])
+    assert info.value.code == 2
+    capsys.readouterr()
+
+
+# ----------------------------------------------------------------- edge and bad input (r2)
+@pytest.mark.parametrize("extra, match", [
+    (["--gpus", "3"], r"gpus = 3 does not divide the target Llama-3.1-8B's num_attention_heads"),
+    (["--model", ""], "model must not be empty; known models"),
+    (["--batch", "1", "65537"], r"--batch must be <= 65536, got 65537"),
+    (["--draft", "ngram", "--draft-dtype", "fp8"], "draft_dtype applies to model drafts; ngram "
+                                                   "drafting has no weights"),
+])
+def test_more_bad_input_exits_2(capsys, extra, match):
+    test_bad_input_exits_2(capsys, extra, match)
+
+
+def test_hugging_face_id_of_a_catalogue_model(capsys):
+    code, out, err = run(capsys, "plan", "--gpu", "H100", "--model", "meta-llama/Llama-3.1-8B",
+                         "--draft", "eagle3", "--context", "1000", "--batch", "1",
+                         "--gamma", "2", "--alpha", "0.7", "--json")
+    assert code == 0, err
+    assert json.loads(out)["setup"]["model"] == "Llama-3.1-8B"
+
+
+def test_text_output_shows_calibration_notes_and_a_context_no_sequence_fits(capsys, tmp_path):
+    p = tmp_path / "one.csv"
+    p.write_text("role,batch_size,context,query_tokens,ms\ntarget,1,1024,1,7.1\n")
+    code, out, err = run(capsys, "plan", "--gpu", "H200", "--model", "Llama-3.1-8B", "--draft",
+                         "ngram", "--context", "1024", "100000000", "--batch", "1", "8",
+                         "--gamma", "2", "--alpha", "0.7", "--calibrate", str(p))
+    assert code == 0, err
+    assert "calibration note: target: only 1 distinct" in out  # the fit is underdetermined
+    assert "context 100000000: not even one sequence" in out
+
+
+def test_the_cli_batch_cap_is_the_serving_models():
+    from specnb.cli import plan as plan_cli
+
+    assert plan_cli.MAX_BATCH == S.MAX_BATCH_SEARCH
+    assert plan_cli.MAX_GRID_CELLS == S.MAX_GRID_CELLS
+
+
+def test_a_grid_too_large_for_memory_exits_2(capsys):
+    contexts = [str(1000 * i) for i in range(1, 41)]  # 65,536 x 40 x 8 > 2**24 cells
+    code, out, err = run(capsys, "plan", "--gpu", "H100", "--model", "Llama-3.1-8B", "--draft",
+                         "eagle3", "--context", *contexts, "--batch", "1", "65536", "--gamma",
+                         *map(str, range(1, 9)), "--alpha", "0.7")
+    assert code == 2 and out == ""
+    assert "= 20,971,520 model cells, above 16,777,216" in err
+    with pytest.raises(ValueError, match="MAX_GRID_CELLS"):
+        S.evaluate(S.setup("H100", "Llama-3.1-8B", "eagle3"), range(1, 70000), range(300),
+                   [1])
+
+
+def test_a_context_beyond_the_configs_positions_is_noted(capsys, tmp_path):
+    cfg = {"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64,
+           "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128,
+           "vocab_size": 1000, "max_position_embeddings": 2048}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    code, out, err = run(capsys, "plan", "--gpu", "H200", "--model", str(tmp_path), "--draft",
+                         "ngram", "--context", "1024", "4096", "--batch", "1", "--gamma", "2",
+                         "--alpha", "0.9", "--json")
+    assert code == 0, err
+    res = json.loads(out)
+    notes = [n for n, c in zip(res["notes"], res["note_codes"])
+             if c == "context-over-max-positions"]
+    assert len(notes) == 1 and notes[0].startswith("context 4096 exceeds the target")
+    assert "maximum of 2048" in notes[0] and "context 1024 " not in notes[0], notes
+    assert not any("context 1024 " in n for n in res["notes"]), res["notes"]
+    assert S.architecture(tmp_path).max_position_embeddings == 2048
+    assert S.architecture("Llama-3.1-8B").max_position_embeddings == 131072
+
+
+def test_a_sliding_window_config_is_noted_above_its_window(tmp_path):
+    cfg = {"model_type": "mistral", "num_hidden_layers": 2, "hidden_size": 64,
+           "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128,
+           "vocab_size": 1000, "max_position_embeddings": 32768, "sliding_window": 4096}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    arch = S.architecture(tmp_path)
+    assert arch.sliding_window == 4096
+    assert S.context_limit_notes(arch and str(tmp_path), [4096]) == []
+    notes = S.context_limit_notes(str(tmp_path), [8192])
+    assert [n.code for n in notes] == ["sliding-window-modelled-full"]
+    assert "sliding-window attention over the last 4096" in notes[0].message
+    # Qwen2-style configs carry a window but switch it off
+    (tmp_path / "config.json").write_text(json.dumps({**cfg, "use_sliding_window": False}))
+    assert S.architecture(tmp_path).sliding_window is None
+    assert S.context_limit_notes(str(tmp_path), [8192]) == []
+    (tmp_path / "config.json").write_text(json.dumps({**cfg, "sliding_window": "4k"}))
+    with pytest.raises(ValueError, match="sliding_window must be a positive integer"):
+        S.architecture(tmp_path)

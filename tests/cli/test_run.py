@@ -1,0 +1,65 @@
+"""specnb run (specnb.cli.run): bad parameters files and usage errors exit 2."""
+
+from __future__ import annotations
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_notebook
+
+from specnb import runner
+from specnb.cli import main
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def usage_exit(capsys, *argv):
+    """argparse usage errors exit 2 through SystemExit; return the stderr text."""
+    with pytest.raises(SystemExit) as info:
+        main(list(argv))
+    assert info.value.code == 2
+    return capsys.readouterr().err
+
+
+# =========================================================================== CLI: run
+@pytest.fixture(scope="module")
+def one_nb(tmp_path_factory):
+    d = tmp_path_factory.mktemp("nbs")
+    nb = new_notebook(cells=[new_code_cell("alpha = 0.5", metadata={"tags": ["parameters"]})])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    nbformat.write(nb, d / "04_one.ipynb")
+    return d
+
+
+@pytest.mark.parametrize("yaml_text,words", [
+    ("- 1\n- 2\n", "must map notebook names"),
+    ("true: {alpha: 1}\n", "True is not a notebook name"),
+    ("04: {alpha: 2020-01-01}\n", "04.alpha is of type date"),
+    ("04: {alpha: !!set {a, b}}\n", "04.alpha is of type set"),
+    ("04: {alpha: [1, {2: 3}]}\n", "mapping keys must be strings"),
+    ("99: {alpha: 1}\n", "parameters for notebook '99' matches no notebook"),
+    ("04: {beta: 1}\n", "unknown parameter(s) beta"),
+])
+def test_cli_run_bad_parameters_files(capsys, tmp_path, one_nb, yaml_text, words):
+    params = tmp_path / "p.yaml"
+    params.write_text(yaml_text)
+    code, _, err = run(capsys, "run", "--notebooks", str(one_nb), "--output",
+                       str(tmp_path / "out"), "--parameters", str(params))
+    assert code == 2 and words in err
+    assert not (tmp_path / "out").exists()  # nothing ran
+
+
+def test_cli_run_usage_errors(capsys, tmp_path, one_nb):
+    code, _, err = run(capsys, "run", "--notebooks", str(one_nb), "--parameters", str(tmp_path))
+    assert code == 2 and "cannot be read" in err
+    code, _, err = run(capsys, "run", "--notebooks", str(tmp_path), "--output", str(tmp_path))
+    assert code == 2 and "no notebooks named NN_slug.ipynb" in err
+    code, _, err = run(capsys, "run", "--notebooks", str(one_nb), "--output", "/dev/null/x")
+    assert code == 2 and "cannot create the output folder" in err
+    assert "positive integer" in usage_exit(capsys, "run", "--cell-timeout", "0")
+    with pytest.raises(ValueError, match="cell_timeout must be an integer >= 1"):
+        runner.run_notebooks(notebook_dir=one_nb, cell_timeout=-1, output_dir=tmp_path)

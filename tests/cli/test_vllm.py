@@ -1,0 +1,314 @@
+"""specnb config / metrics / bench (specnb.cli.vllm): exit codes and output."""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+import io
+import json
+import shlex
+import subprocess
+import sys
+
+import pytest
+
+from specnb.advise import acceptance_advice, compare_bench, thin_window
+from specnb.cli import main
+from specnb.notes import codes, messages
+from specnb.vllm import read_acceptance, sample_path
+from specnb.vllm.logs import read_offline_printout
+from specnb.vllm.metrics import FORMATS
+
+
+# ----------------------------------------------------------------- edge and bad input (r2)
+_SCRAPE = ("# TYPE vllm:spec_decode_num_drafts_total counter\n"
+           "vllm:spec_decode_num_drafts_total{{model_name=\"m\"}} {d}\n"
+           "# TYPE vllm:spec_decode_num_draft_tokens_total counter\n"
+           "vllm:spec_decode_num_draft_tokens_total{{model_name=\"m\"}} {t}\n"
+           "# TYPE vllm:spec_decode_num_accepted_tokens_total counter\n"
+           "vllm:spec_decode_num_accepted_tokens_total{{model_name=\"m\"}} {a}\n")
+
+
+CASES = Path(__file__).parent.parent / "cases"
+
+
+FIELD = CASES / "field-reports"
+
+
+def field(name: str) -> str:
+    return (FIELD / name).read_text(encoding="utf-8")
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def advice_text(stats, c=None) -> str:
+    return " ".join(messages(acceptance_advice(stats, c)))
+
+
+ARTICLE = ('{"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_min": 2, '
+           '"prompt_lookup_max": 5}')
+
+
+def test_huge_counters_are_refused_not_a_traceback_or_a_10_to_the_298_tau(tmp_path, capsys):
+    from specnb.cli import main
+    from specnb.vllm.metrics import acceptance_rate_ci
+
+    low, high = acceptance_rate_ci(1e300, 1e308)  # the fallback formula in floats
+    assert 0 <= low <= high <= 1e-7
+    p = tmp_path / "m.prom"
+    p.write_text(_SCRAPE.format(d=100, t="1e308", a="1e300"))
+    assert main(["metrics", str(p)]) == 1
+    err = capsys.readouterr().err
+    assert "draft tokens / drafts = 1e+308 / 100 = 1e+306 tokens per step is no draft" in err
+
+
+def test_a_window_that_accepted_without_drafting_is_inconsistent_not_empty(tmp_path, capsys):
+    from specnb.cli import main
+
+    before, after = tmp_path / "a.prom", tmp_path / "b.prom"
+    before.write_text(_SCRAPE.format(d=100, t=300, a=150))
+    after.write_text(_SCRAPE.format(d=100, t=300, a=500))
+    assert main(["metrics", str(before), str(after)]) == 1
+    err = capsys.readouterr().err
+    assert "accepted tokens (350) exceed draft tokens (0)" in err, err
+
+
+def test_a_k_beyond_2_to_the_53_is_a_usage_error(tmp_path, capsys):
+    from specnb.cli import main
+
+    p = tmp_path / "m.prom"
+    p.write_text(_SCRAPE.format(d=100, t=300, a=150))
+    with pytest.raises(SystemExit) as info:
+        main(["metrics", str(p), "-k", str(10 ** 21)])
+    assert info.value.code == 2
+    assert "must be at most 2**53" in capsys.readouterr().err
+
+
+def test_offline_printout_own_input_with_positions(capsys, tmp_path):
+    text = ("total_num_output_tokens: 900\n" + "-" * 50 + "\nnum_drafts: 200\n"
+            "num_draft_tokens: 600\nnum_accepted_tokens: 300\nmean acceptance length: 2.50\n"
+            + "-" * 50 + "\nacceptance at token 0: 0.70\nacceptance at token 1:0.50\n"
+            "acceptance at token 2: 0.30\n")
+    counts = read_offline_printout(text)
+    assert (counts.drafts, counts.draft_tokens, counts.accepted_tokens) == (200, 600, 300)
+    assert counts.accepted_per_position == pytest.approx((140, 100, 60))
+    path = tmp_path / "printout.txt"
+    path.write_text(text)
+    code, out, _ = run(capsys, "metrics", str(path))
+    assert code == 0 and "spec_decode.py" in out and "2.50" in out
+    with pytest.raises(ValueError, match="disagrees"):
+        read_offline_printout(text.replace("2.50", "2.80"))
+
+
+# --------------------------------------------------------------------------- v0.8 lines
+def test_v08_line_without_tau_needs_k(capsys):
+    s = read_acceptance(field("metrics_v08_no_tau.log")).stats
+    assert f"{100 * s.acceptance_rate:.0f}" == "100"
+    assert math.isnan(s.mean_acceptance_length) and s.num_speculative_tokens is None
+    assert "needs" in advice_text(s) and "-k" in advice_text(s)
+    # without k the draft count is unknown: the 66 tokens are 66 / k drafts, never 385
+    assert thin_window(s)
+    text = advice_text(s)
+    assert "66 draft tokens and no draft count in this input" in text
+    assert "66 at k = 1, 22 at k = 3" in text and "reach at no k" in text and "pass -k" in text
+    with_k = read_acceptance(field("metrics_v08_no_tau.log"), num_speculative_tokens=3).stats
+    assert with_k.counts.drafts == 22
+    assert f"{with_k.mean_acceptance_length:.2f}" == "4.00"
+    code, out, _ = run(capsys, "metrics", str(FIELD / "metrics_v08_no_tau.log"), "-k", "3")
+    assert code == 0 and "4.00" in out and "22" in out
+    assert out.startswith("source: 1 log line; ")  # not "1 log lines"
+    # at -k 1 the 100 % acceptance is judged by Corollary 3.9 (alpha > c, c assumed and named);
+    # the best gamma of Theorem 3.8 at alpha 1 is optimal_gamma's search limit, and it says so
+    code, out, _ = run(capsys, "metrics", str(FIELD / "metrics_v08_no_tau.log"), "-k", "1")
+    assert code == 0 and "alpha > c, so it pays (Corollary 3.9)" in out
+    assert "0.05 assumed" in out and "search limit" in out and "50%" not in out
+
+
+# --------------------------------------------------------------------------- V0 cumulative
+def test_v0_cumulative_lines_use_the_last_and_the_header_says_so(capsys):
+    r = read_acceptance(field("metrics_v0_cumulative.log"))
+    assert (r.stats.counts.draft_tokens, r.stats.counts.drafts) == (15, 3)
+    header = " ".join(r.header)
+    assert "cumulative" in header and "last line" in header and "summed" not in header
+    code, out, _ = run(capsys, "metrics", str(FIELD / "metrics_v0_cumulative.log"))
+    assert code == 0 and "cumulative" in out and "lines summed" not in out
+    # the line prints "Number of accepted tokens: 1", yet no prefix was kept (emitted 3 = steps
+    # 3): the advice says which "accepted" it means instead of contradicting the log
+    assert "Number of accepted tokens: 1" in field("metrics_v0_cumulative.log")
+    assert r.stats.counts.accepted_tokens == 0
+    assert "no draft token was accepted as a prefix (15 drafted; V0 may still print" in out
+
+
+def test_per_position_table_counts_positions_as_the_advice_does(capsys):
+    # the advice names "positions 6-7 of 7" (from 1); the table shows that count beside vLLM's
+    # position label (from 0), so the two cannot be read against each other wrongly
+    code, out, _ = run(capsys, "metrics", str(FIELD / "metrics_few_drafts.log"))
+    assert code == 0 and "positions 6-7 of 7" in out
+    header = next(line for line in out.splitlines() if "acceptance accepted" in line)
+    assert header.split()[:4] == ["draft", "position", "vLLM", "position"]
+    rows = {int(line.split()[0]): line.split() for line in out.splitlines()
+            if re.match(r"\s+[1-7]\s+[0-6]\s+\d", line)}
+    assert sorted(rows) == list(range(1, 8)) and rows[6][1:3] == ["5", "7.71"]
+
+
+# --------------------------------------------------------------------------- bad input
+def test_unreadable_input_names_the_formats(capsys, tmp_path):
+    path = tmp_path / "notes.txt"
+    path.write_text("this is not a metrics file {\n")
+    code, _, err = run(capsys, "metrics", str(path))
+    assert code == 1 and "spec_decode.py" in err and "Speculative metrics:" in err
+    assert "Prometheus" in FORMATS
+    code, _, err = run(capsys, "metrics", str(FIELD / "metrics_v08_no_tau.log"),
+                       str(FIELD / "metrics_few_drafts.log"))
+    assert code == 2 and "pair" in err
+
+
+# --------------------------------------------------------------------------- bench
+def test_single_request_bench_keeps_the_verdict_with_the_caution_above(capsys):
+    on, off = FIELD / "bench_single_request_on.json", FIELD / "bench_single_request_off.json"
+    r = compare_bench(on, off)
+    assert r.verdict == "keep it off"
+    assert {"output-tokens-differ", "single-request"} <= set(codes(r.comparability))
+    flags = " ".join(messages(r.comparability))
+    assert "different numbers of output tokens" in flags and "1,000 off vs 947 on" in flags
+    assert "single request" in flags and "not a benchmark" in flags
+    text = str(r)
+    assert text.index("not a like-for-like") < text.index("goal: latency -> keep it off")
+    code, out, _ = run(capsys, "bench", str(on), str(off))
+    assert code == 0 and "keep it off" in out and "not a benchmark" in out
+
+
+def test_check_accepts_the_articles_config(capsys):
+    code, out, _ = run(capsys, "config", "check", ARTICLE)
+    assert code == 0 and "would accept" in out
+
+
+def test_check_warnings_still_exit_0(capsys):
+    code, out, _ = run(capsys, "config", "check", '{"method": "mtp", "num_speculative_tokens": 2}')
+    assert code == 0 and "warning" in out
+
+
+def test_check_rejects_with_1_and_reads_stdin(capsys, monkeypatch):
+    monkeypatch.setattr(sys, "stdin", io.StringIO("{method: mtp, num_speculative_tokens: 1}"))
+    code, out, _ = run(capsys, "config", "check", "-")
+    assert code == 1 and "line 1, column 2" in out and "would reject" in out
+
+
+def test_check_json_output(capsys):
+    code, out, _ = run(capsys, "config", "check", "--json",
+                       '{"method": "ngram", "num_speculative_tokens": 4, "top_p": 0.9}')
+    data = json.loads(out)
+    assert code == 1 and data["accepted"] is False
+    assert "top_p" in {f["key"] for f in data["findings"]}
+
+
+def test_check_version_flag(capsys):
+    cfg = ARTICLE[:-1] + ', "ngram_prompt_lookup_max": 5}'
+    assert run(capsys, "config", "check", cfg)[0] == 1
+    assert run(capsys, "config", "check", "--vllm-version", "0.11.0", cfg)[0] == 0
+
+
+@pytest.mark.parametrize("argv", [["config", "check"],
+                                  ["config", "check", "{}", "--vllm-version", "new"],
+                                  ["config"], ["bench", "x.json"]])
+def test_usage_errors_exit_2(capsys, argv):
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # argparse's own usage errors
+        code = exc.code
+    capsys.readouterr()
+    assert code == 2
+
+
+def test_build_renders_each_format(capsys):
+    code, out, _ = run(capsys, "config", "build", "ngram", "-k", "4", "--set",
+                       "prompt_lookup_min=2", "--set", "prompt_lookup_max=5", "--target",
+                       "Qwen/Qwen3-8B")
+    assert code == 0
+    assert shlex.split(out)[-1] == ARTICLE
+    code, out, _ = run(capsys, "config", "build", "mtp", "-k", "1", "--format", "json")
+    assert json.loads(out) == {"method": "mtp", "num_speculative_tokens": 1}
+    code, out, _ = run(capsys, "config", "build", "mtp", "-k", "1", "--format", "yaml")
+    assert "speculative-config:" in out
+    code, out, _ = run(capsys, "config", "build", "draft_model", "-k", "5", "--model",
+                       "Qwen/Qwen3-0.6B", "--format", "python")
+    assert "speculative_config={" in out
+
+
+def test_build_refusals(capsys):
+    code, _, err = run(capsys, "config", "build", "eagle3", "-k", "3")
+    assert code == 1 and "without speculative model" in err
+    code, _, err = run(capsys, "config", "build", "ngram", "--set", "oops")
+    assert code == 2 and "KEY=VALUE" in err
+
+
+def test_metrics_pair_and_log(capsys):
+    code, out, _ = run(capsys, "metrics", str(sample_path("metrics_before.prom")),
+                       str(sample_path("metrics_after.prom")))
+    assert code == 0 and "43.71" in out and "4.50" in out and "76.17 %" in out
+    # the implied alpha (0.812) sits beside a 43.71 % acceptance rate: the output says why
+    from specnb.theory import expected_tokens_per_step
+    assert f"{expected_tokens_per_step(0.812, 8):.2f}" == "4.50"  # Eq. 1 at the implied alpha
+    assert "note: implied alpha 0.812 is the per-token acceptance" in out
+    code, out, _ = run(capsys, "metrics", str(sample_path("spec_decode_current.log")))
+    assert code == 0 and "4.50" in out
+
+
+def test_metrics_errors(capsys, tmp_path):
+    empty = tmp_path / "m.prom"
+    empty.write_text("vllm:num_requests_running 1\n")
+    assert run(capsys, "metrics", str(empty))[0] == 1
+    assert run(capsys, "metrics", str(tmp_path / "missing"))[0] == 2
+
+
+def test_metrics_gamma_the_data_contradicts_exits_1(capsys):
+    code, out, err = run(capsys, "metrics", str(sample_path("metrics_after.prom")), "-k", "5")
+    assert code == 1 and out == ""
+    assert "num_speculative_tokens=5 contradicts" in err and "gamma >= 8" in err
+
+
+def test_metrics_k1_log_advice_and_sources(capsys):
+    code, out, _ = run(capsys, "metrics", str(sample_path("spec_decode_v09.log")))
+    assert code == 0 and "shrink" not in out and "try a larger num_speculative_tokens" in out
+    assert "log: Drafted" in out and "vllm:spec_decode_num_drafts" not in out
+    # gamma 1: Corollary 3.9 with the assumed c named, no fixed 50 % bar
+    assert "Corollary 3.9" in out and "0.05 assumed" in out and "50%" not in out
+
+
+def test_metrics_draft_cost_decides_gamma1_and_states_theorem_3_8(capsys):
+    # 83.4 % acceptance at gamma 1: pays at c 0.05; at a measured c 0.9, alpha <= c
+    code, out, _ = run(capsys, "metrics", str(sample_path("spec_decode_v09.log")), "-c", "0.9")
+    assert code == 0 and "(1 + 0.834) / (1 + 0.9) = 0.97x" in out
+    assert "alpha <= c, so no gamma pays (Corollary 3.9)" in out and "assumed" not in out
+    # gamma 8 with c: Theorem 3.8 as Leviathan Table 4 shows it, not "an upper bound"
+    code, out, _ = run(capsys, "metrics", str(sample_path("metrics_before.prom")),
+                       str(sample_path("metrics_after.prom")), "-c", "0.05")
+    assert code == 0 and "Theorem 3.8 gives" in out and "0.68x to 1.29x of it" in out
+    assert "upper bound" not in out
+
+
+def test_metrics_error_prints_nothing_on_stdout(capsys):
+    after = str(sample_path("metrics_after.prom"))
+    code, out, err = run(capsys, "metrics", after, after)
+    assert code == 1 and out == "" and "no speculation in this window" in err
+
+
+def test_bench(capsys):
+    code, out, _ = run(capsys, "bench", str(sample_path("bench_mtp8.json")),
+                       str(sample_path("bench_mtp1.json")))
+    assert code == 0 and "turn it on" in out and "-26.09" in out
+    code, out, _ = run(capsys, "bench", str(sample_path("bench_off.json")),
+                       str(sample_path("bench_on.json")), "--goal", "throughput")
+    assert code == 0 and "keep it off" in out
+
+
+def test_cli_module_imports_light():
+    code = ("import sys, specnb.cli.vllm; "
+            "sys.exit(1 if {'pandas', 'specnb.vllm', 'prometheus_client'} & set(sys.modules) "
+            "else 0)")
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0

@@ -1,0 +1,148 @@
+"""specnb.serving.calibrate: reading measurements, fitting efficiencies, predicting held-out
+rows, coded calibration notes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from specnb import data
+from specnb import serving as S
+
+
+@pytest.mark.parametrize("overlap", [0.0, 1.0])
+def test_calibration_recovers_known_efficiencies(overlap):
+    true = S.Efficiency(bandwidth=0.8, compute=0.5, fixed_ms=2.0, token_us=5.0, overlap=overlap)
+    st_ = S.setup("H200", "Llama-3.1-8B", "self")
+    b = np.array([1, 4, 16, 64, 256, 1, 4, 16, 64, 256, 8, 128])
+    s = np.array([128, 128, 128, 128, 128, 8000, 8000, 8000, 8000, 8000, 30000, 512])
+    q = np.array([1, 1, 4, 4, 8, 1, 4, 1, 8, 1, 2, 16])
+    ms = S.step_time_ms(st_.target, st_.gpu, b, s, q, efficiency=true)
+    df = pd.DataFrame({"role": "target", "batch_size": b, "context": s, "query_tokens": q,
+                       "ms": ms})
+    cal = S.calibrate(st_, df)
+    got = cal.setup.target_efficiency
+    assert got.overlap == overlap
+    for f in ("bandwidth", "compute", "fixed_ms", "token_us"):
+        assert getattr(got, f) == pytest.approx(getattr(true, f), rel=1e-6), f
+    assert cal.report["relative_error"].abs().max() < 1e-9
+    assert cal.setup.draft_efficiency == st_.draft_efficiency  # no draft rows: untouched
+
+
+def test_calibration_csv_file(tmp_path):
+    """A CSV in the calibration format (as a transformers measurement on one GPU would give:
+    target rows only, ms to 2 decimals) is read and fitted directly."""
+    true = S.Efficiency(bandwidth=0.85, compute=0.6, fixed_ms=3.0, token_us=10.0)
+    st_ = S.setup("H200", "Llama-3.1-8B", "eagle3")
+    grid = [(b, s, q) for b in (1, 4, 16, 64) for s in (512, 4096) for q in (1, 4)]
+    lines = ["role,batch_size,context,query_tokens,ms"]
+    for b, s, q in grid:
+        ms = S.step_time_ms(st_.target, st_.gpu, b, s, q, efficiency=true)
+        lines.append(f"target,{b},{s},{q},{ms:.2f}")
+    p = tmp_path / "steps.csv"
+    p.write_text("\n".join(lines) + "\n")
+    cal = S.calibrate(st_, p)
+    assert cal.report["relative_error"].abs().max() < 0.005
+    assert S.t_plain_ms(cal.setup, 256, 8192) == pytest.approx(
+        S.step_time_ms(st_.target, st_.gpu, 256, 8192, efficiency=true), rel=0.02)
+
+
+@pytest.mark.parametrize("text, match", [
+    ("role,batch_size,context,ms\ntarget,1,10,5\n", "missing column.*query_tokens"),
+    ("role,batch_size,context,query_tokens,ms\ntarget,1,10,1,0\n", "row 2: ms must be a positive"),
+    ("role,batch_size,context,query_tokens,ms\ntarget,1,10,1,-3\n", "ms must be a positive"),
+    ("role,batch_size,context,query_tokens,ms\ntarget,1,10,1,abc\n", "ms must be a positive"),
+    ("role,batch_size,context,query_tokens,ms\nverify,1,10,1,3\n", "role must be 'target' or"),
+    ("role,batch_size,context,query_tokens,ms\ntarget,1.5,10,1,3\n", "batch_size must be an "
+                                                                      "integer >= 1"),
+    ("role,batch_size,context,query_tokens,ms\n", "no rows"),
+    ("", "empty file"),
+])
+def test_bad_calibration_csv(tmp_path, text, match):
+    p = tmp_path / "bad.csv"
+    p.write_text(text)
+    with pytest.raises(ValueError, match=match):
+        S.read_measurements(p)
+
+
+def test_calibration_rejects_draft_rows_without_a_draft_model():
+    df = pd.DataFrame({"role": ["draft"], "batch_size": [1], "context": [1], "query_tokens": [1],
+                       "ms": [1.0]})
+    with pytest.raises(ValueError, match="no model to time"):
+        S.calibrate(S.setup("H100", "Llama-3.1-8B", "ngram"), df)
+    with pytest.raises(ValueError, match="fit must be one of"):
+        S.calibrate(S.setup("H100", "Llama-3.1-8B", "self"), df, fit=("speed",))
+
+
+def test_measured_h200_files_calibrate_and_predict_held_out_rows():
+    from specnb import data
+    path = data.DATA_DIR / "measured" / "h200_llama_steps.csv"
+    rows = S.read_measurements(path)
+    assert set(rows["role"]) == {"target", "draft"} and (rows["gpu"] == "NVIDIA H200").all()
+    st = S.setup("H200", "Llama-3.1-8B", "Llama-3.2-1B")
+    train = rows["batch_size"] <= 16
+    cal = S.calibrate(st, rows[train])
+    # the report of calibrate is predict_measurements on the rows it was fitted on
+    again = S.predict_measurements(cal.setup, rows[train])
+    np.testing.assert_allclose(again["predicted_ms"], cal.report["predicted_ms"])
+    held = S.predict_measurements(cal.setup, rows[~train])
+    assert len(held) == int((~train).sum()) and held["predicted_ms"].gt(0).all()
+    np.testing.assert_allclose(held["relative_error"],
+                               held["predicted_ms"] / held["ms"] - 1.0)
+
+
+def test_predict_measurements_refuses_draft_rows_without_a_draft_model():
+    rows = pd.DataFrame({"role": ["draft"], "batch_size": [1], "context": [10],
+                         "query_tokens": [1], "ms": [1.0]})
+    with pytest.raises(ValueError, match="no model to time"):
+        S.predict_measurements(S.setup("H200", "Llama-3.1-8B", "ngram"), rows)
+
+
+@pytest.mark.parametrize("text, match", [
+    ("role,batch_size,context,query_tokens,ms\ntarget,1,10,1,3,9\n",
+     r"a row has more fields than the header \(5: role, batch_size"),
+    ("role,batch_size,context,query_tokens,ms\ntarget,1,10,1,3\ntarget,2,10,1,3,9\n",
+     "not a regular CSV.*line 3"),
+    ("role,batch_size,context,query_tokens,ms,ms\ntarget,1,10,1,3,4\n",
+     "column.s. ms appear more than once"),
+    ("role,batch_size,context,query_tokens,ms\ntarget,1e30,10,1,3\n",
+     r"batch_size must be an integer >= 1 \(at most 2\*\*53\), got 1e\+30"),
+    ("role,batch_size,context,query_tokens,ms\ntarget,,10,1,3\n",
+     "batch_size must be an integer >= 1 .*got a missing value"),
+    ("role,batch_size,context,query_tokens,ms\n,1,10,1,3\n",
+     "role must be 'target' or 'draft', got a missing value"),
+    ("role,batch_size,context,query_tokens,ms\ntarget,1,10,1,-1\n",
+     "ms must be a positive time in milliseconds, got -1$"),
+])
+def test_calibration_csv_structure_errors(tmp_path, text, match):
+    p = tmp_path / "m.csv"
+    p.write_text(text)
+    with pytest.raises(ValueError, match=match):
+        S.read_measurements(p)
+
+
+def test_calibration_csv_paths_bom_crlf_and_duplicate_rows(tmp_path):
+    with pytest.raises(ValueError, match="is a folder"):
+        S.read_measurements(tmp_path)
+    with pytest.raises(FileNotFoundError, match="calibration CSV .*no.csv' does not exist"):
+        S.read_measurements(tmp_path / "no.csv")
+    p = tmp_path / "m.csv"
+    p.write_bytes(("\ufeffrole,batch_size,context,query_tokens,ms\r\n"
+                   + "target,1,1024,1,7.1\r\n" * 6).encode("utf-8"))
+    assert list(S.read_measurements(p)["ms"]) == [7.1] * 6
+    cal = S.calibrate(S.setup("H200", "Llama-3.1-8B", "ngram"), p)
+    # six copies of one point still determine one parameter: the note says so
+    (under,) = [n.message for n in cal.notes if n.code == "fit-underdetermined"]
+    assert "only 1 distinct (batch_size, context, query_tokens) points (6 rows)" in under
+
+
+def test_calibration_notes_measurements_labelled_with_another_gpu_or_model():
+    path = data.DATA_DIR / "measured" / "h200_llama_steps.csv"
+    same = S.calibrate(S.setup("H200", "Llama-3.1-8B", "Llama-3.2-1B"), path)
+    assert not {"measured-on-other-gpu", "measured-on-other-model"} & {n.code for n in same.notes}
+    other = S.calibrate(S.setup("H100", "Llama-3.1-8B", "eagle3"), path)
+    gpu_note = [n.message for n in other.notes if n.code == "measured-on-other-gpu"]
+    assert gpu_note[0].startswith("the measurements name GPU NVIDIA H200, the setup H100-SXM")
+    model_note = [n.message for n in other.notes if n.code == "measured-on-other-model"]
+    assert model_note[0].startswith("the draft rows were measured on Llama-3.2-1B")

@@ -1,0 +1,150 @@
+"""specnb.serving.setup: drafts, the setup, memory, tensor parallelism and the coded
+context-limit notes."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from specnb import serving as S
+from tests.serving.configs import LLAMA_CFG, llama8b_config
+
+
+def test_config_json_max_position_embeddings(tmp_path):
+    assert S.architecture(llama8b_config()).max_position_embeddings is None  # absent: unknown
+    cfg = {**llama8b_config(), "max_position_embeddings": 8192}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    assert S.architecture(path).max_position_embeddings == 8192
+    with pytest.raises(ValueError, match="max_position_embeddings must be a positive integer"):
+        S.architecture({**llama8b_config(), "max_position_embeddings": "4k"})
+    # a config with a maximum gets the note; one without gets none
+    assert S.context_limit_notes(cfg, [8192]) == []
+    (note,) = S.context_limit_notes(cfg, [1000, 10000])
+    assert note.code == "context-over-max-positions"
+    note = note.message
+    assert "context 10000 exceeds" in note and "maximum of 8192 positions" in note
+    assert S.context_limit_notes(llama8b_config(), [10 ** 6]) == []
+
+
+def test_context_beyond_the_maximum_is_a_note_not_an_error():
+    # the README's old example: Llama-2-7B (4,096 positions) at context 16,000
+    st_ = S.setup("A100", "Llama-2-7B", "TinyLlama-1.1B", gpus=8, draft_kv_budget=512)
+    grid = S.evaluate(st_, [32], [16000], [2], tau=2.17)  # evaluated: no error
+    assert grid.speedup.shape == (1, 1, 1)
+    notes = S.context_limit_notes(st_, [1000, 16000])
+    assert len(notes) == 2
+    assert [n.code for n in notes] == ["context-over-max-positions",
+                                       "draft-kv-budget-not-expressible"]
+    target, draft = (n.message for n in notes)
+    assert "context 16000 exceeds the target Llama-2-7B's maximum of 4096 positions" in target
+    assert "1000" not in target.split("exceeds")[0]  # only the contexts above it
+    assert "LLaMA-2-7B-32K, 32768 positions" in target and "within 4096" in target
+    # TinyLlama (2,048) reads 512 tokens in the model, but vLLM has no draft KV budget
+    assert "draft TinyLlama-1.1B takes at most 2048 positions" in draft
+    assert "no KV budget" in draft
+    assert [n.message for n in S.context_limit_notes(st_, [4096])] == [
+        draft.replace("(16000)", "(4096)")]
+    assert S.context_limit_notes(st_, 2048) == []
+    # the 32K variant serves 16,000; a draft model without a budget beyond its maximum
+    st32 = S.setup("A100", "LLaMA-2-7B-32K", "TinyLlama-1.1B", gpus=8)
+    (note,) = S.context_limit_notes(st32, [16000])
+    assert note.code == "context-over-max-positions"
+    note = note.message
+    assert "exceeds the draft TinyLlama-1.1B's maximum of 2048" in note
+    assert "long-context variant of the model" in note  # no same-shape row to name
+    first = S.context_limit_notes(S.setup("H100", "Llama-2-7B", "eagle3"), [5000])[0]
+    assert first.code == "context-over-max-positions" and first.message.startswith(
+        "context 5000 exceeds the target Llama-2-7B's")
+    with pytest.raises(ValueError, match="contexts"):
+        S.context_limit_notes(st32, [-1])
+
+
+def test_drafts():
+    tgt = "Llama-3.1-8B"
+    head = S.draft("eagle3", tgt)
+    assert head.kind == "head" and head.arch.n_layers == 1 and head.arch.vocab_size == 128256
+    assert S.draft("ngram", tgt).arch is None
+    assert S.draft("Llama-3.2-1B", tgt).method == "draft_model"
+    assert S.draft("self", tgt, kv_budget=512).kv_budget == 512
+    with pytest.raises(ValueError, match="vocab_size 151936 but the target Llama-3.1-8B has "
+                                         "128256"):
+        S.draft("Qwen3-0.6B", tgt)
+    with pytest.raises(ValueError, match="ngram drafting reads no KV"):
+        S.draft("ngram", tgt, kv_budget=512)
+    with pytest.raises(ValueError, match="unknown draft 'medusa2'.*ngram.*Llama-3.2-1B"):
+        S.draft("medusa2", tgt)
+    with pytest.raises(ValueError, match="draft_kv_budget must be an integer >= 1"):
+        S.draft("self", tgt, kv_budget=0)
+
+
+def test_draft_times_follow_the_draft():
+    st_ng = S.setup("H100", "Llama-3.1-8B", "ngram")
+    assert S.t_draft_ms(st_ng, 8, 1000, 3) == pytest.approx(
+        S.NGRAM_DRAFT_FRACTION * S.t_verify_ms(st_ng, 8, 1000, 3))
+    st_self = S.setup("H100", "Llama-3.1-8B", "self")
+    assert S.t_draft_ms(st_self, 8, 1000, 3) == pytest.approx(3 * S.t_plain_ms(st_self, 8, 1000))
+    budget = S.setup("H100", "Llama-3.1-8B", "self", draft_kv_budget=512)
+    assert S.t_draft_ms(budget, 8, 100000, 1) == pytest.approx(S.t_plain_ms(budget, 8, 512))
+
+
+def test_max_batch_in_memory():
+    st_ = S.setup("H100", "Llama-3.1-8B", "ngram")
+    room = 0.9 * 80e9 - S.architecture("Llama-3.1-8B").weight_bytes()
+    assert S.max_batch_in_memory(st_, 8000) == int(room // (8000 * 131072))
+    assert S.max_batch_in_memory(S.setup("RTX-4090", "Llama-3.1-70B", "ngram"), 100) == 0
+
+
+def test_setup_is_a_plain_dataclass():
+    st_ = S.setup("H100", "Llama-3.1-8B", "eagle")
+    fast = dataclasses.replace(st_, gpu=S.gpu("B200"))
+    assert S.t_plain_ms(fast, 8, 1000) < S.t_plain_ms(st_, 8, 1000)
+
+
+@pytest.mark.parametrize("model, gpus, match", [
+    ("Llama-3.1-8B", 3, r"gpus = 3 does not divide the target Llama-3.1-8B's "
+                        r"num_attention_heads \(32\).*allowed GPU counts: 1, 2, 4, 8, 16, 32"),
+    ("Llama-3.1-8B", 64, "num_attention_heads"),
+    ("Qwen2.5-7B", 8, r"num_attention_heads \(28\)"),
+])
+def test_tensor_parallel_sizes_vllm_refuses(model, gpus, match):
+    with pytest.raises(ValueError, match=match):
+        S.setup("H100", model, "eagle3", gpus=gpus)
+    assert S.setup("H100", "Llama-3.1-8B", "eagle3", gpus=16).gpus == 16  # KV heads x 2
+
+
+def test_tensor_parallel_checks_the_draft_model_too():
+    cfg = {**LLAMA_CFG, "num_attention_heads": 6, "num_key_value_heads": 6, "hidden_size": 96}
+    st = S.setup("H100", "Llama-3.1-8B", cfg, gpus=1)
+    assert st.draft.kind == "model"
+    with pytest.raises(ValueError, match="the draft config's num_attention_heads"):
+        S.setup("H100", "Llama-3.1-8B", cfg, gpus=4)
+
+
+def test_a_kv_budget_given_beside_a_built_draft_is_not_dropped():
+    d = S.draft("self", "Llama-3.1-8B")
+    with pytest.raises(ValueError, match="draft_kv_budget 512 given with a Draft whose "
+                                         "kv_budget is None"):
+        S.setup("H100", "Llama-3.1-8B", d, draft_kv_budget=512)
+    assert S.draft(S.draft("self", "Llama-3.1-8B", kv_budget=512), "Llama-3.1-8B",
+                   kv_budget=512).kv_budget == 512
+
+
+@pytest.mark.parametrize("extra, method", [
+    ({"architectures": ["LlamaForCausalLMEagle3"], "draft_vocab_size": 32000}, "eagle3"),
+    ({"architectures": ["MedusaModel"]}, "medusa"),
+])
+def test_a_draft_head_config_is_not_modelled_as_a_draft_model(tmp_path, extra, method):
+    """An EAGLE-3 head's config.json given as a draft model would give a draft_model config,
+    the misconfiguration vLLM runs with acceptance near 0 (issue 11)."""
+    cfg = {**LLAMA_CFG, "hidden_size": 4096, "num_attention_heads": 32,
+           "num_key_value_heads": 8, "intermediate_size": 14336, "num_hidden_layers": 1,
+           **extra}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(ValueError, match=f"is a checkpoint for method {method} .config.json "
+                                         "architectures"):
+        S.setup("H100", "Llama-3.1-8B", str(tmp_path))
+    plain = {k: v for k, v in cfg.items() if k not in extra}
+    assert S.setup("H100", "Llama-3.1-8B", plain).draft.method == "draft_model"

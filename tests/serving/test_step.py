@@ -1,0 +1,87 @@
+"""specnb.serving.step: bytes, FLOPs and step times; the defaults against their sources."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from specnb import data
+from specnb import serving as S
+
+
+def test_step_breakdown_bytes_and_flops():
+    br = S.step_breakdown("Llama-3.1-8B", "H100", 32, 1000, 4)
+    a = S.architecture("Llama-3.1-8B")
+    assert br["kv_bytes"] == 32 * 1000 * 131072
+    assert br["weight_bytes"] == a.step_params * 2
+    assert br["linear_flops"] == 2 * a.matmul_params_per_token * 32 * 4
+    assert br["attention_flops"] == 4 * 32 * 32 * 128 * 32 * 4 * 1000
+    assert str(br["bound"]) == "memory"
+    assert str(S.step_breakdown("Llama-3.1-8B", "H100", 512, 0, 8)["bound"]) == "compute"
+    # tensor parallelism splits weights and FLOPs n ways, KV min(n, kv_heads) ways
+    tp = S.step_breakdown("Llama-3.1-8B", "H100", 32, 1000, 4, gpus=16)
+    assert tp["weight_bytes"] == br["weight_bytes"] / 16 and tp["kv_bytes"] == br["kv_bytes"] / 8
+    assert tp["t_comm_ms"] > 0 and br["t_comm_ms"] == 0
+    # weight dtypes: fp8 halves, int4 quarters the weight bytes
+    assert S.step_breakdown("Llama-3.1-8B", "H100", 1, 0, dtype="int4")["weight_bytes"] == \
+        br["weight_bytes"] / 4
+    # a KV budget caps the context read
+    capped = S.step_breakdown("Llama-3.1-8B", "H100", 32, 100000, kv_budget=512)
+    assert capped["kv_bytes"] == 32 * 512 * 131072
+
+
+def test_additive_default_reproduces_specdecode_bench_fit():
+    """With the defaults (derived from SpecDecode-Bench's Llama8BH100 constants), the target step
+    is c_kv x KV tokens + c_compute x query tokens + c_fixed up to attention FLOPs."""
+    pred = data.load("specdecode_bench_predictor").set_index("constant")["value"]
+    eff = S.DEFAULT_EFFICIENCY
+    g = S.gpu("H100-SXM")
+    assert round(131072 / pred["target_c_kv"] / g.bandwidth, 3) == eff.bandwidth
+    a = S.architecture("Llama-3.1-8B")
+    assert round(2 * a.matmul_params_per_token / pred["target_c_compute"] / g.bf16_flops, 3) \
+        == eff.compute
+    w = a.step_params * 2 / (eff.bandwidth * g.bandwidth)
+    assert round(1e3 * pred["target_c_fixed"] - 1e3 * w, 2) == eff.fixed_ms
+    b, s, q = 16, 2000, 4
+    br = S.step_breakdown("Llama-3.1-8B", "H100-SXM", b, s, q)
+    additive = 1e3 * (pred["target_c_kv"] * b * s + pred["target_c_compute"] * b * q
+                      + pred["target_c_fixed"])
+    assert float(br["time_ms"]) == pytest.approx(additive, rel=0.02)
+
+
+def test_allreduce_default_is_derived_from_magicdec_table4():
+    st = S.magicdec_setup("table4", target_efficiency=S.Efficiency(allreduce_us=0.0))
+    r = S.magicdec_table("table4")
+    res = r["t_ar_ms"].to_numpy() - S.t_plain_ms(st, r["batch_size"].to_numpy(),
+                                                r["context"].to_numpy())
+    assert round(res.mean() / 64 * 1e3) == S.DEFAULT_EFFICIENCY.allreduce_us
+
+
+@settings(max_examples=40, deadline=None)
+@given(b=st.integers(1, 512), s=st.integers(0, 100_000), q=st.integers(1, 16),
+       overlap=st.sampled_from([0.0, 0.5, 1.0]))
+def test_step_time_grows_with_batch_context_and_query(b, s, q, overlap):
+    eff = S.Efficiency(overlap=overlap)
+    t = lambda *a: S.step_time_ms("Llama-3.1-8B", "A100", *a, efficiency=eff)  # noqa: E731
+    # strictly with partial overlap; the ideal roofline is flat while memory-bound
+    grows = (lambda x, y: x > y) if overlap < 1 else (lambda x, y: x >= y)  # noqa: E731
+    assert grows(t(b + 1, s, q), t(b, s, q))
+    assert t(b, s + 1000, q) > t(b, s, q)
+    assert grows(t(b, s, q + 1), t(b, s, q))
+    # the ideal roofline (overlap 1) is never slower than partial overlap
+    assert S.step_time_ms("Llama-3.1-8B", "A100", b, s, q, efficiency=S.Efficiency(overlap=1)) \
+        <= t(b, s, q) + 1e-12
+
+
+def test_step_time_bad_input():
+    with pytest.raises(ValueError, match="batch_size must be an integer >= 1, got 0"):
+        S.step_time_ms("Llama-3.1-8B", "H100", 0, 100)
+    with pytest.raises(ValueError, match="dtype must be one of"):
+        S.step_time_ms("Llama-3.1-8B", "H100", 1, 100, dtype="fp4")
+    with pytest.raises(ValueError, match="gpus must be an integer >= 1"):
+        S.step_time_ms("Llama-3.1-8B", "H100", 1, 100, gpus=0)
+    with pytest.raises(ValueError, match="overlap must be in"):
+        S.Efficiency(overlap=2)
+    with pytest.raises(ValueError, match="bandwidth must be in"):
+        S.Efficiency(bandwidth=0)

@@ -1,0 +1,66 @@
+"""notebooks/08_measure_alpha.ipynb with its defaults (the bundled pair on this CPU): it runs,
+every greedy run was lossless, and what it shows agrees with the package's predictions."""
+
+import pytest
+
+from specnb import theory
+
+pytestmark = pytest.mark.slow  # executes the notebook (through the session fixture)
+
+NB = "08_measure_alpha"
+
+
+@pytest.fixture(scope="module")
+def rec(records):
+    if NB not in records:
+        pytest.fail(f"{NB} did not produce records")
+    return records[NB]
+
+
+def test_notebook_runs_and_is_lossless(executed_notebooks, rec):
+    assert executed_notebooks[NB].status == "ok", executed_notebooks[NB].error
+    assert rec["measure.lossless"] is True
+
+
+def test_notebook_tau_matches_prediction_from_betas(rec):
+    s = rec["measure.summary"]
+    greedy = s[s["temperature"] == 0.0]
+    assert len(greedy) > 0
+    for _, row in greedy.iterrows():
+        assert row["tau_measured"] == pytest.approx(row["tau_betas"], rel=1e-9)
+        assert row["tau_predicted"] == pytest.approx(
+            theory.expected_tokens_per_step(row["alpha"], int(row["gamma"])))
+
+
+def test_notebook_shows_draft_trade_and_optimal_gamma(rec):
+    trade = rec["measure.draft_trade"].set_index("draft")
+    assert trade.loc["draft-2x128", "alpha"] > trade.loc["draft-1x64", "alpha"]
+    assert trade.loc["draft-2x128", "parameters"] > trade.loc["draft-1x64", "parameters"]
+    og = rec["measure.optimal_gamma"]
+    for _, row in og.iterrows():
+        g, sp = theory.optimal_gamma(row["alpha"], row["c"])
+        assert row["optimal gamma"] == g and row["predicted speedup"] == pytest.approx(sp)
+
+
+def test_notebook_prompt_lookup_copies_on_copy_edits(rec):
+    pld = rec["measure.pld"]
+    greedy = pld[(pld["temperature"] == 0.0) & (pld["gamma"] == pld["gamma"].max())]
+    by_task = greedy.set_index("task")["tau"]
+    assert by_task["copy-edit"] > by_task["prose"]
+
+
+def test_notebook_predicts_each_gamma_left_out(rec):
+    loo = rec["measure.loo"]
+    assert loo["speedup_predicted_loo"].notna().all() and (loo["speedup_predicted_loo"] > 0).all()
+    err = loo["speedup_predicted_loo"] / loo["speedup_measured"] - 1
+    assert err.tolist() == pytest.approx(loo["loo error"].tolist())
+
+
+def test_notebook_measures_alpha_from_the_logged_responses(rec):
+    lg = rec["measure.logged"]
+    greedy = lg[lg["temperature"] == 0.0]
+    assert len(greedy) > 0 and greedy["alpha_rounds"].between(0, 1).all()
+    assert lg["alpha"].between(0, 1).all() and (lg["tau_betas"] >= 1).all()
+    # the bigger draft agrees with the target more often on the logged text too
+    a = greedy.groupby("draft")["alpha"].first()
+    assert a["draft-2x128"] > a["draft-1x64"]

@@ -1,0 +1,434 @@
+"""specnb.vllm.check and its rules (specnb.vllm._rules): vLLM's verdict on every shared case,
+the field reports' configs (tests/cases/field-reports/), the dynamic schedule."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from specnb.vllm import (check_speculative_config, describe_schedule, schedule_lookup, suggest_fix,
+                         validate_schedule)
+from specnb.vllm import _schema as S
+
+
+CASES = Path(__file__).parent.parent / "cases"
+
+
+FIELD = CASES / "field-reports"
+
+
+def field(name: str) -> str:
+    return (FIELD / name).read_text(encoding="utf-8")
+
+
+# --------------------------------------------------------------------------- configs
+FIELD_CONFIGS = [json.loads(line) for line in field("configs.jsonl").splitlines() if line.strip()]
+
+
+OWN_CONFIGS = [
+    # (config, severity, key, words in the message)
+    ({"method": "medusa", "model": "org/llama-eagle3-head", "num_speculative_tokens": 3},
+     "warning", "method", "runs 'eagle3' instead of 'medusa'"),
+    ({"method": "eagle", "model": "RedHatAI/Llama-3.1-8B-Instruct-speculator.eagle3",
+      "num_speculative_tokens": 2}, "warning", "method", "does not re-detect"),
+    ({"model": "FasterDecoding/medusa-vicuna-7b-v1.3", "num_speculative_tokens": 3},
+     "warning", "method", "likely method is 'medusa'"),
+    ({"model": "my_eagle_head", "num_speculative_tokens": 3}, "warning", "method",
+     "would load it as 'draft_model'"),
+    ({"model": "Qwen/Qwen3-0.6B", "num_speculative_tokens": 3}, "warning", "method",
+     "likely method is 'draft_model'"),
+    ({"method": "eagle", "model": "e", "num_speculative_tokens": 3,
+      "num_speculative_tokens_per_batch_size": [[1, 8, 3], [6, 9, 1]]}, "error",
+     "num_speculative_tokens_per_batch_size", "overlap"),
+    ({"method": "eagle", "model": "e", "num_speculative_tokens": 3,
+      "num_speculative_tokens_per_batch_size": []}, "error",
+     "num_speculative_tokens_per_batch_size", "must not be empty"),
+    ({"method": "eagle", "model": "e", "num_speculative_tokens": 3,
+      "num_speculative_tokens_per_batch_size": [[1, 8, -1]]}, "error",
+     "num_speculative_tokens_per_batch_size", "K must be >= 0"),
+    ({"method": "eagle", "model": "e", "num_speculative_tokens": 3,
+      "num_speculative_tokens_per_batch_size": [[1, 8, 2], [12, 9, 1]]}, "error",
+     "num_speculative_tokens_per_batch_size", "range_start must be <= range_end"),
+    ({"method": "eagle", "model": "e", "num_speculative_tokens": 3,
+      "num_speculative_tokens_per_batch_size": [[1, 8, 1, 4, 2]]}, "error",
+     "num_speculative_tokens_per_batch_size", "5-item"),
+    ({"method": "mtp", "num_speculative_tokens": 1,
+      "num_speculative_tokens_per_batch_size": [[1, 4, 3], [5, 64, 1]]}, "warning",
+     "num_speculative_tokens_per_batch_size", "clamps it to 1"),
+]
+
+
+# --------------------------------------------------------------------------- the schedule
+I9_LIKE = [[1, 16, 5], [17, 32, 4], [33, 64, 3], [65, 128, 1], [129, 512, 0]]
+
+
+# --------------------------------------------------------------------------- every fix passes
+def _all_texts():
+    texts = [line for line in (CASES / "vllm_configs.jsonl").read_text().splitlines() if line]
+    out = [json.loads(t)["config"] for t in texts]
+    out += [c.get("config_text") or c["config"] for c in FIELD_CONFIGS]
+    out += [cfg for cfg, *_ in OWN_CONFIGS]
+    out += ["{method: ngram}", "{method: eagle}", "{'method': 'eagle3', 'model': 'x-eagle3'}",
+            "{speculative_model = \"[ngram]\", ngram_prompt_lookup_min = 1}",
+            '{"speculative_model": "[ngram]", "num_speculative_tokens": 3,}',
+            "{'speculative_model': 'facebook/opt-125m', 'num_speculative_tokens': 5, "
+            "'temperature': 0.2}", '{"method": "ngram", "num_speculative_tokens": 4 // four\n}']
+    return out
+
+
+SHARED_CASES = [json.loads(line) for line in
+         (Path(__file__).parent.parent / "cases" / "vllm_configs.jsonl").read_text().splitlines()
+         if line.strip()]
+
+
+#: The article's n-gram example (section 7), the same values as vLLM's docs README.
+ARTICLE_NGRAM_JSON = ('{"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_min": 2, '
+                      '"prompt_lookup_max": 5}')
+
+
+def error_keys(result):
+    return {f.key for f in result.errors}
+
+
+@pytest.mark.parametrize("case", FIELD_CONFIGS, ids=[c["id"] for c in FIELD_CONFIGS])
+def test_field_report_configs_get_the_expected_severity(case):
+    result = check_speculative_config(case.get("config_text") or case["config"])
+    hits = [f for f in result if f.key == case["key"] and f.severity == case["expect"]]
+    assert hits, str(result)
+    if case["expect"] == "warning":
+        assert result.accepted, str(result)
+
+
+def test_method_vs_eagle_path_names_the_method_and_what_vllm_does():
+    case = next(c for c in FIELD_CONFIGS if c["id"] == "explicit-method-vs-eagle-path")
+    msg = " ".join(f.message + f.fix for f in check_speculative_config(case["config"]))
+    assert "'eagle'" in msg and "runs 'eagle' instead of 'draft_model'" in msg and "47486" in msg
+
+
+def test_toml_style_v0_fix_is_valid_for_current_vllm():
+    case = next(c for c in FIELD_CONFIGS if c["id"] == "toml-style-v0-keys")
+    (finding,) = check_speculative_config(case["config_text"])
+    assert finding.fix.startswith("use ")
+    fixed = json.loads(finding.fix[4:])
+    assert fixed == {"method": "ngram", "num_speculative_tokens": 5, "prompt_lookup_max": 2}
+    assert check_speculative_config(fixed).accepted
+
+
+@pytest.mark.parametrize("cfg,severity,key,words", OWN_CONFIGS,
+                         ids=[str(i) for i in range(len(OWN_CONFIGS))])
+def test_own_configs(cfg, severity, key, words):
+    result = check_speculative_config(cfg)
+    hits = [f for f in result if f.key == key and f.severity == severity and words in f.message]
+    assert hits, str(result)
+
+
+def test_draft_config_json_architecture_is_read(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({"architectures": ["Eagle3LlamaForCausalLM"],
+                                                      "model_type": "llama"}))
+    cfg = {"method": "draft_model", "model": str(tmp_path), "num_speculative_tokens": 3}
+    assert not [f for f in check_speculative_config(cfg) if f.key == "method"]
+    msg = " ".join(f.message for f in check_speculative_config(cfg, draft_config=tmp_path))
+    assert "architectures" in msg and "'eagle3'" in msg
+    full = {"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3"}
+    msg = " ".join(f.message for f in check_speculative_config(
+        {"method": "eagle", "model": "m", "num_speculative_tokens": 3}, draft_config=full))
+    assert "full causal LM" in msg
+    mtp = {"architectures": ["DeepSeekMTPModel"], "model_type": "deepseek_mtp"}
+    msg = " ".join(f.message for f in check_speculative_config(
+        {"method": "draft_model", "model": "m", "num_speculative_tokens": 1}, draft_config=mtp))
+    assert "runs 'mtp' instead of 'draft_model'" in msg
+    with pytest.raises(ValueError, match="no config.json"):
+        check_speculative_config(cfg, draft_config=tmp_path / "missing")
+
+
+def test_draft_config_with_a_bom_is_read_and_non_utf8_is_named(tmp_path):
+    p = tmp_path / "config.json"
+    p.write_text("\ufeff" + json.dumps({"architectures": ["Eagle3LlamaForCausalLM"]}),
+                 encoding="utf-8")
+    cfg = {"method": "draft_model", "model": "m", "num_speculative_tokens": 3}
+    msg = " ".join(f.message for f in check_speculative_config(cfg, draft_config=p))
+    assert "'eagle3'" in msg
+    p.write_bytes(b'{"architectures": ["caf\xe9"]}')
+    with pytest.raises(ValueError, match=r"config.json': not UTF-8 text \(byte 0xe9 at offset"):
+        check_speculative_config(cfg, draft_config=p)
+
+
+def test_a_valid_schedule_is_accepted_and_explained():
+    cfg = {"method": "eagle3", "model": "org/head-eagle3", "num_speculative_tokens": 5,
+           "num_speculative_tokens_per_batch_size": I9_LIKE}
+    result = check_speculative_config(cfg)
+    assert result.accepted, str(result)
+    (w,) = [f for f in result if f.key == "num_speculative_tokens_per_batch_size"]
+    for words in ("inclusive", "previous range's K", "last K", "K = 0 drafts nothing",
+                  "--data-parallel-size > 1", "+6.6% at concurrency 2", "+21.6% at concurrency 189",
+                  "#49548"):
+        assert words in w.message, words
+
+
+def test_schedule_lookup_follows_vllms_table():
+    # gaps carry the previous K, sizes past the last range take the last K, K is clamped
+    table = schedule_lookup([[1, 16, 3], [32, 128, 2]], num_speculative_tokens=4, max_num_seqs=200)
+    assert table[1] == table[16] == 3 and table[17] == table[31] == 3
+    assert table[32] == table[128] == table[200] == 2
+    assert schedule_lookup([[1, 4, 9]], 2, 8)[1:] == [2] * 8
+    assert validate_schedule([[65, 512, 0], [1, 64, 3]]) == [(1, 64, 3), (65, 512, 0)]
+    assert "K=3 for the gap 17-31" in describe_schedule([[1, 16, 3], [32, 128, 2]])
+    with pytest.raises(ValueError, match="first range must start at batch size 1"):
+        validate_schedule([[2, 8, 1]])
+    with pytest.raises(ValueError, match="max_num_seqs"):
+        schedule_lookup(I9_LIKE, 5, 0)
+
+
+@pytest.mark.parametrize("text", _all_texts())
+def test_every_suggested_json_fix_passes_the_checker_for_current_vllm(text):
+    for finding in check_speculative_config(text):
+        if finding.fix.startswith("use {"):
+            fixed = json.loads(finding.fix[4:])
+            assert check_speculative_config(fixed).accepted, (finding.fix, str(
+                check_speculative_config(fixed)))
+    if isinstance(text, dict):
+        better = suggest_fix(text)
+        assert better is None or check_speculative_config(better).accepted
+
+
+# --------------------------------------------------------------------------- shared cases
+@pytest.mark.parametrize("case", SHARED_CASES, ids=[c["id"] for c in SHARED_CASES])
+def test_every_shared_case_gets_vllms_verdict(case):
+    result = check_speculative_config(case["config"])
+    if case["expect"] == "ok":
+        assert result.accepted, str(result)
+        assert result.errors == []
+    else:
+        assert not result.accepted, str(result)
+        assert case["key"] in error_keys(result), str(result)
+
+
+def test_the_shared_cases_cover_both_verdicts():
+    assert {c["expect"] for c in SHARED_CASES} == {"ok", "error"}
+
+
+def test_unknown_key_list_says_which_version_it_is():
+    old = check_speculative_config('{"method": "ngram", "num_speculative_tokens": 4, "foo": 1}',
+                                   vllm_version="0.11.0")
+    (foo,) = [f for f in old if f.key == "foo"]
+    assert "valid keys in current vLLM" in foo.fix and "0.11.0 may lack" in foo.fix
+
+
+# vLLM's optional_type tests `val == "" or val == "None"` exactly: "   " is handed to json.loads
+# and rejected (see tests/test_bad_input.py); JSON null parses to None, i.e. no config.
+@pytest.mark.parametrize("text", ["", "None", "null"])
+def test_empty_value_means_speculation_off_and_is_accepted(text):
+    result = check_speculative_config(text)
+    assert result.accepted and result.config is None
+    assert result.codes() == ["empty-value"] and "stays off" in result.warnings[0].message
+
+
+@pytest.mark.parametrize("text", ["[1, 2]", "5", '"ngram"'])
+def test_a_non_object_is_an_error(text):
+    result = check_speculative_config(text)
+    assert not result.accepted and result.codes() in (["not-an-object"], ["json-string-of-json"])
+
+
+# --------------------------------------------------------------------------- vLLM's rules
+def test_the_articles_example_is_clean():
+    result = check_speculative_config(ARTICLE_NGRAM_JSON)
+    assert result.accepted and len(result) == 0
+
+
+@pytest.mark.parametrize("value,severity", [(0, "error"), (-3, "error"), (True, "error"),
+                                            (2.5, "error"), ("four", "error"),
+                                            (4.0, "warning"), ("4", "warning")])
+def test_num_speculative_tokens_must_be_a_positive_integer(value, severity):
+    cfg = {"method": "ngram", "num_speculative_tokens": value, "prompt_lookup_min": 2,
+           "prompt_lookup_max": 5}
+    result = check_speculative_config(cfg)
+    assert [f.severity for f in result if f.key == "num_speculative_tokens"] == [severity]
+
+
+@pytest.mark.parametrize("method", sorted(S.NEEDS_MODEL - {"custom_class"}))
+def test_methods_with_a_draft_checkpoint_need_a_model(method):
+    result = check_speculative_config({"method": method, "num_speculative_tokens": 3})
+    assert "model" in error_keys(result)
+    assert "model-missing" in result.codes()
+    assert any("without speculative model" in f.message for f in result.errors)  # vLLM's words
+
+
+@pytest.mark.parametrize("method", ["draft_model", "eagle", "eagle3"])
+def test_a_plain_draft_or_eagle_head_needs_num_speculative_tokens(method):
+    result = check_speculative_config({"method": method, "model": "org/draft"})
+    assert "num_speculative_tokens" in error_keys(result)
+    assert "num-speculative-tokens-missing" in result.codes()
+
+
+@pytest.mark.parametrize("method", ["medusa", "mlp_speculator"])
+def test_checkpoints_with_n_predict_only_warn(method):
+    result = check_speculative_config({"method": method, "model": "org/head"})
+    assert result.accepted
+    assert "n-predict-default" in result.codes()
+
+
+def test_mtp_without_tokens_fails_and_more_than_one_warns():
+    assert not check_speculative_config({"method": "mtp"}).accepted
+    result = check_speculative_config({"method": "mtp", "num_speculative_tokens": 3})
+    assert result.accepted and result.warnings[0].code == "mtp-reruns-layer"
+
+
+def test_suffix_defaults_and_needs_arctic_inference():
+    result = check_speculative_config({"method": "suffix"})
+    assert result.accepted
+    assert {"suffix-default-tokens", "suffix-needs-arctic"} <= set(result.codes())
+    text = " ".join(f.message for f in result)
+    assert "(24)" in text and "arctic-inference" in text
+
+
+def test_ngram_lookup_defaults_mirror_and_order():
+    both = check_speculative_config({"method": "ngram", "num_speculative_tokens": 4})
+    assert both.accepted and both.codes() == ["ngram-lookup-defaults"]
+    assert "both to 5" in both.warnings[0].message
+    one = check_speculative_config({"method": "ngram", "num_speculative_tokens": 4,
+                                    "prompt_lookup_max": 3})
+    assert one.accepted and one.codes() == ["ngram-lookup-mirrored"]
+    bad = check_speculative_config({"method": "ngram", "num_speculative_tokens": 4,
+                                    "prompt_lookup_min": 5, "prompt_lookup_max": 2})
+    (f,) = bad.errors
+    assert f.key == "prompt_lookup_min" and f.code == "ngram-lookup-min-above-max"
+    assert "prompt_lookup_min=5 must be <= prompt_lookup_max=2" in f.message
+    zero = check_speculative_config({"method": "ngram", "num_speculative_tokens": 4,
+                                     "prompt_lookup_min": 0, "prompt_lookup_max": 2})
+    assert "prompt_lookup_min" in error_keys(zero)
+
+
+def test_lookups_are_ignored_outside_ngram():
+    result = check_speculative_config({"method": "mtp", "num_speculative_tokens": 1,
+                                       "prompt_lookup_max": 4})
+    assert result.accepted and "ngram-lookup-ignored" in result.codes()
+
+
+def test_tensor_parallel_size_gets_vllms_message():
+    result = check_speculative_config({"method": "draft_model", "model": "a/b",
+                                       "num_speculative_tokens": 3, "tensor_parallel_size": 2})
+    (f,) = result.errors
+    assert f.message.startswith("'tensor_parallel_size' is not a valid argument in the "
+                                "speculative_config. Please pass 'draft_tensor_parallel_size'")
+    assert "draft_tensor_parallel_size" in f.fix
+
+
+@pytest.mark.parametrize("key", ["temperature", "top_p", "top_k"])
+def test_sampling_parameters_are_not_config_keys(key):
+    result = check_speculative_config({"method": "ngram", "num_speculative_tokens": 4,
+                                       "prompt_lookup_min": 2, "prompt_lookup_max": 5,
+                                       key: 0.5})
+    (f,) = result.errors
+    assert f.key == key and f.code == "sampling-key"
+
+
+@pytest.mark.parametrize("old,new", [("ngram_prompt_lookup_max", "prompt_lookup_max"),
+                                     ("ngram_prompt_lookup_min", "prompt_lookup_min"),
+                                     ("speculative_model", "model"),
+                                     ("num-speculative-tokens", "num_speculative_tokens"),
+                                     ("max-model-len", "max_model_len"),
+                                     ("Num_Speculative_Tokens", "num_speculative_tokens"),
+                                     ("prompt_lookup_maxx", "prompt_lookup_max"),
+                                     ("draft_tensor_paralel_size", "draft_tensor_parallel_size")])
+def test_unknown_keys_get_a_did_you_mean(old, new):
+    result = check_speculative_config({"method": "ngram", "num_speculative_tokens": 4,
+                                       "prompt_lookup_min": 2, "prompt_lookup_max": 5, old: 3})
+    f = next(f for f in result.errors if f.key == old)
+    assert f.code in ("legacy-key", "key-misspelled", "unknown-key-did-you-mean")
+    assert f"'{new}'" in f.message and new in f.fix
+
+
+def test_unknown_keys_by_version():
+    cfg = {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_min": 2,
+           "prompt_lookup_max": 5, "ngram_prompt_lookup_max": 10}
+    current = check_speculative_config(cfg)
+    assert not current.accepted and "rejects unknown keys" in current.errors[0].message
+    assert "ignored them silently" in current.errors[0].message
+    old = check_speculative_config(cfg, vllm_version="0.11.0")
+    assert old.accepted
+    assert "ignores unknown keys silently" in old.warnings[0].message
+    new = check_speculative_config(cfg, vllm_version="v0.15.1")
+    assert not new.accepted
+    assert not check_speculative_config(cfg, vllm_version="0.6.3").accepted
+
+
+def test_removed_disable_by_batch_size():
+    cfg = {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_min": 2,
+           "prompt_lookup_max": 5, "disable_by_batch_size": 4}
+    now = check_speculative_config(cfg)
+    assert now.errors[0].code == "legacy-key" and "PR #35060" in now.errors[0].message
+    then = check_speculative_config(cfg, vllm_version="0.11.0")
+    assert then.accepted and "done nothing since v0.10.0" in then.warnings[0].message
+
+
+@pytest.mark.parametrize("name", [m for m in S.MTP_METHODS if m != "mtp"])
+def test_model_specific_mtp_methods_map_to_mtp(name):
+    result = check_speculative_config({"method": name, "num_speculative_tokens": 1})
+    assert result.accepted
+    (f,) = result.warnings
+    assert f.key == "method" and f.code == "deprecated-mtp-method"
+
+
+@pytest.mark.parametrize("method,hint", [("EAGLE3", "eagle3"), ("eagle-3", "eagle3"),
+                                         ("n-gram", "ngram"), ("draft", "draft_model"),
+                                         ("deepseek_v3_mtp", "mtp"), ("sufix", "suffix")])
+def test_unknown_method_with_did_you_mean(method, hint):
+    result = check_speculative_config({"method": method, "num_speculative_tokens": 3,
+                                       "model": "a/b"})
+    (f,) = [f for f in result.errors if f.key == "method"]
+    assert f"did you mean '{hint}'" in f.message
+
+
+def test_method_is_inferred_from_the_model():
+    result = check_speculative_config({"model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B",
+                                       "num_speculative_tokens": 3})
+    assert result.accepted and "'eagle3'" in result.warnings[0].message
+    assert check_speculative_config({"model": "[ngram]", "num_speculative_tokens": 3,
+                                     "prompt_lookup_min": 2, "prompt_lookup_max": 5}).accepted
+
+
+@pytest.mark.parametrize("cfg,key", [
+    ({"method": "eagle", "model": "a/b", "num_speculative_tokens": 2,
+      "index_share_for_mtp_iteration": True}, "index_share_for_mtp_iteration"),
+    ({"method": "eagle", "model": "a/b", "num_speculative_tokens": 2,
+      "enable_adaptive_verification": True}, "enable_adaptive_verification"),
+    ({"method": "eagle3", "model": "a/b", "num_speculative_tokens": 2,
+      "use_heterogeneous_vocab": True}, "use_heterogeneous_vocab"),
+    ({"method": "eagle3", "model": "a/b", "num_speculative_tokens": 2,
+      "synthetic_acceptance_length": 2.0}, "synthetic_acceptance_length"),
+    ({"method": "eagle3", "model": "a/b", "num_speculative_tokens": 2,
+      "rejection_sample_method": "synthetic", "synthetic_acceptance_rates": [0.5, 0.7]},
+     "synthetic_acceptance_rates"),
+    ({"method": "eagle3", "model": "a/b", "num_speculative_tokens": 2,
+      "rejection_sample_method": "strict"}, "rejection_sample_method"),
+    ({"method": "suffix", "suffix_decoding_min_token_prob": 1.5},
+     "suffix_decoding_min_token_prob"),
+    ({"method": "eagle", "model": "a/b", "num_speculative_tokens": 3,
+      "num_speculative_tokens_per_batch_size": [[64, 1, 3]]},
+     "num_speculative_tokens_per_batch_size"),
+    ({"method": "ngram", "num_speculative_tokens": 4, "target_model_config": {}},
+     "target_model_config"),
+])
+def test_method_specific_rules(cfg, key):
+    assert key in error_keys(check_speculative_config(cfg))
+
+
+def test_findings_in_text_carry_the_keys_position():
+    text = '{\n  "method": "ngram",\n  "num_speculative_tokens": 4,\n  "top_p": 0.9\n}'
+    (f,) = check_speculative_config(text).errors
+    assert (f.key, f.line, f.column) == ("top_p", 4, 3)
+
+
+def test_bad_input_types_are_named():
+    with pytest.raises(TypeError, match="text_or_dict"):
+        check_speculative_config(42)
+    with pytest.raises(ValueError, match="vllm_version"):
+        check_speculative_config("{}", vllm_version="latest")
+
+
+def test_findings_table():
+    df = check_speculative_config({"method": "ngram", "num_speculative_tokens": 0}).to_frame()
+    assert list(df.columns) == ["severity", "code", "key", "line", "column", "message", "fix"]
+    assert set(df["severity"]) == {"error", "warning"}

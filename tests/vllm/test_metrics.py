@@ -1,0 +1,203 @@
+"""specnb.vllm.metrics: /metrics scrapes, acceptance and the alpha they imply."""
+
+from __future__ import annotations
+
+from pathlib import Path
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from specnb.theory import expected_tokens_per_step
+from specnb.vllm import (SpecDecodeCounts, acceptance_stats, log_counts, metrics_delta,
+                         read_metrics, sample_path)
+from specnb.advise import MIN_DRAFTS
+from specnb.vllm.metrics import acceptance_rate_ci
+
+
+CASES = Path(__file__).parent.parent / "cases"
+
+
+#: ../shared/reference/vllm.md section 3.5 (b), verbatim.
+SECTION_3_5 = (CASES / "vllm_metrics_section_3_5.prom").read_text()
+
+
+#: Printed values: PR #48892 via section 3.5.
+PRINTED_RATE, PRINTED_LENGTH = "43.71", "4.50"
+
+
+PRINTED_PER_POS = ["76.17", "61.58", "51.25", "42.43", "36.40", "30.94", "27.22", "23.65"]
+
+
+def _engine_lines(name, values, suffix="_total", extra=""):
+    return "\n".join(f'{name}{suffix}{{engine="{i}",model_name="m"{extra}}} {v}'
+                     for i, v in enumerate(values))
+
+
+# --------------------------------------------------------------------------- statistics
+@st.composite
+def prefix_counts(draw):
+    k = draw(st.integers(1, 8))
+    drafts = draw(st.integers(1, 10_000))
+    per_pos, cap = [], drafts
+    for _ in range(k):  # prefix acceptance: position i+1 never beats position i
+        cap = draw(st.integers(0, cap))
+        per_pos.append(cap)
+    return SpecDecodeCounts(drafts, k * drafts, sum(per_pos), tuple(per_pos))
+
+
+def test_section_3_5_sample_gives_the_printed_values():
+    stats = acceptance_stats(read_metrics(SECTION_3_5))
+    assert f"{100 * stats.acceptance_rate:.2f}" == PRINTED_RATE
+    assert f"{stats.mean_acceptance_length:.2f}" == PRINTED_LENGTH
+    assert [f"{100 * p:.2f}" for p in stats.per_position] == PRINTED_PER_POS
+    assert stats.num_speculative_tokens == 8
+
+
+def test_implied_alpha_reproduces_tau_through_eq1():
+    stats = acceptance_stats(read_metrics(SECTION_3_5))
+    tau = expected_tokens_per_step(stats.alpha, stats.num_speculative_tokens)
+    assert tau == pytest.approx(stats.mean_acceptance_length, rel=1e-9)
+    assert 0 < stats.alpha < 1
+
+
+def test_per_position_sums_to_accepted_tokens():
+    counts = read_metrics(SECTION_3_5)
+    assert sum(counts.accepted_per_position) == counts.accepted_tokens
+
+
+def test_created_and_per_pos_series_do_not_leak_into_totals():
+    # _created timestamps and per-position series share the totals' name prefixes
+    created = "\n".join(
+        f'vllm:spec_decode_num_{n}_created{{engine="0",model_name="m"}} 1756736798.733569'
+        for n in ("drafts", "draft_tokens", "accepted_tokens"))
+    per_pos_created = ('vllm:spec_decode_num_accepted_tokens_per_pos_created{engine="0",'
+                       'model_name="m",position="0"} 1756736798.7338755')
+    text = SECTION_3_5 + created + "\n" + per_pos_created + "\n"
+    assert read_metrics(text) == read_metrics(SECTION_3_5)
+
+
+def test_counters_are_summed_across_data_parallel_engines():
+    # drafts per engine as shown in vLLM PR #24049 (8 DP engines)
+    drafts = [22, 15, 29, 20, 25, 24, 27, 26]
+    text = "\n".join([
+        "# TYPE vllm:spec_decode_num_drafts counter",
+        _engine_lines("vllm:spec_decode_num_drafts", drafts),
+        _engine_lines("vllm:spec_decode_num_draft_tokens", [3 * d for d in drafts]),
+        _engine_lines("vllm:spec_decode_num_accepted_tokens", [d for d in drafts]),
+        _engine_lines("vllm:spec_decode_num_accepted_tokens_per_pos", [d for d in drafts],
+                      extra=',position="0"'),
+    ]) + "\n"
+    counts = read_metrics(text)
+    assert counts.drafts == sum(drafts) and counts.label_sets == 8
+    assert counts.draft_tokens == 3 * sum(drafts)
+    assert counts.accepted_per_position == (sum(drafts),)
+
+
+def test_before_after_pair_gives_the_window():
+    before, after = (sample_path(n).read_text() for n in
+                     ("metrics_before.prom", "metrics_after.prom"))
+    window = metrics_delta(before, after)
+    assert window == read_metrics(after) - read_metrics(before)
+    stats = acceptance_stats(window)
+    assert f"{100 * stats.acceptance_rate:.2f}" == PRINTED_RATE
+    assert f"{stats.mean_acceptance_length:.2f}" == PRINTED_LENGTH
+    with pytest.raises(ValueError, match="restarted"):
+        metrics_delta(after, before)
+
+
+def test_model_name_filter():
+    assert read_metrics(SECTION_3_5, model_name="<model>") == read_metrics(SECTION_3_5)
+    with pytest.raises(ValueError, match="matches no spec-decode series"):
+        read_metrics(SECTION_3_5, model_name="other")
+
+
+@pytest.mark.parametrize("text,match", [
+    ("# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running 3\n",
+     "speculative decoding is off"),
+    ("vllm:spec_decode_draft_acceptance_rate 0.6\n", "V0 server"),
+    ("vllm:spec_decode_num_drafts_total{engine=\"0\"} | 22\n", "Prometheus UI table"),
+])
+def test_scrapes_without_counters_say_why(text, match):
+    with pytest.raises(ValueError, match=match):
+        read_metrics(text)
+
+
+def test_read_metrics_rejects_non_text():
+    with pytest.raises(TypeError, match="text must be a str"):
+        read_metrics(b"bytes")
+
+
+@settings(max_examples=200, deadline=None)
+@given(prefix_counts())
+def test_vllm_identities_hold(counts):
+    s = acceptance_stats(counts)
+    k = s.num_speculative_tokens
+    assert s.mean_acceptance_length - 1 == pytest.approx(sum(s.per_position))
+    assert s.acceptance_rate == pytest.approx((s.mean_acceptance_length - 1) / k)
+    assert 1 <= s.mean_acceptance_length <= k + 1
+    assert 0 <= s.alpha <= 1
+
+
+def test_gamma_inference_and_override():
+    counts = SpecDecodeCounts(100, 300, 150)  # no per-position series
+    assert acceptance_stats(counts).num_speculative_tokens == 3
+    assert acceptance_stats(counts, num_speculative_tokens=5).num_speculative_tokens == 5
+    uneven = SpecDecodeCounts(100, 290, 150)
+    s = acceptance_stats(uneven)
+    assert s.alpha is None and any("gamma unknown" in n for n in s.notes)
+    with pytest.raises(ValueError, match="num_speculative_tokens=1 contradicts.*gamma >= 3"):
+        acceptance_stats(SpecDecodeCounts(100, 300, 250), num_speculative_tokens=1)
+
+
+def test_no_speculation_in_window():
+    with pytest.raises(ValueError, match="no speculation"):
+        acceptance_stats(SpecDecodeCounts(0, 0, 0))
+    with pytest.raises(TypeError, match="SpecDecodeCounts"):
+        acceptance_stats({"drafts": 1})
+
+
+def test_stats_tables():
+    stats = acceptance_stats(read_metrics(SECTION_3_5))
+    assert len(stats.per_position_frame()) == 8
+    assert "mean acceptance length (tau)" in set(stats.to_frame()["quantity"])
+    assert "43.71 %" in str(stats)
+
+
+def test_a_gamma_the_counts_contradict_is_an_error():
+    after = read_metrics(sample_path("metrics_after.prom").read_text())  # k = 8 in the data
+    with pytest.raises(ValueError, match=r"num_speculative_tokens=5 contradicts the counts.*"
+                                         r"8\.00 tokens per step.*8 per-position series.*"
+                                         r"gamma >= 8"):
+        acceptance_stats(after, num_speculative_tokens=5)
+    # the per-position series alone is enough
+    with pytest.raises(ValueError, match=r"num_speculative_tokens=2 .* 3 per-position series"):
+        acceptance_stats(SpecDecodeCounts(100, 200, 60, (30, 20, 10)), num_speculative_tokens=2)
+    # fewer draft tokens than gamma x drafts stays allowed (structured output, dynamic depth)
+    s = acceptance_stats(SpecDecodeCounts(100, 250, 60), num_speculative_tokens=3)
+    assert s.num_speculative_tokens == 3 and any("fewer tokens" in n for n in s.notes)
+    assert acceptance_stats(after, num_speculative_tokens=8).alpha == pytest.approx(0.812, abs=1e-3)
+    with pytest.raises(ValueError, match="inconsistent.*exceeds the 2 per-position series"):
+        acceptance_stats(SpecDecodeCounts(100, 300, 60, (40, 20)))
+
+
+def test_formatted_frame_and_log_sources():
+    scrape = acceptance_stats(read_metrics(SECTION_3_5)).to_frame(formatted=True)
+    assert scrape["value"].iloc[0] == "11,043" and scrape["value"].iloc[-1] == "0.812"
+    assert scrape["from"].iloc[0] == "vllm:spec_decode_num_drafts"
+    log = acceptance_stats(log_counts(sample_path("spec_decode_current.log").read_text()))
+    assert log.to_frame()["from"].iloc[0].startswith("log:")
+
+
+def test_wilson_interval_matches_the_closed_form():
+    lo, hi = acceptance_rate_ci(150, 546)
+    z, n, p = 1.959963984540054, 546, 150 / 546
+    centre, half = p + z * z / (2 * n), z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    assert (lo, hi) == pytest.approx(((centre - half) / (1 + z * z / n),
+                                      (centre + half) / (1 + z * z / n)), abs=1e-9)
+    assert acceptance_rate_ci(0, 15)[0] == pytest.approx(0.0, abs=1e-12)
+    assert acceptance_rate_ci(15, 15)[1] == pytest.approx(1.0)
+    assert MIN_DRAFTS == 385  # ceil(1.96^2 x 0.25 / 0.05^2)
+    with pytest.raises(ValueError):
+        acceptance_rate_ci(5, 4)

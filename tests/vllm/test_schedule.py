@@ -1,0 +1,54 @@
+"""specnb.vllm.schedule: the one schedule validator and lookup, as the serving plan uses
+them; the schedule tax from data/."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from specnb import serving as S
+from specnb.vllm import schedule_lookup, validate_schedule
+from specnb.vllm.schedule import schedule_tax, schedule_tax_source
+
+
+def test_schedule_lookup_follows_vllm_semantics():
+    # vLLM's code comment: [(1,16,3),(32,128,2)] maps 17-31 to K = 3; past the last range -> last
+    lk = np.array(schedule_lookup([[1, 16, 3], [32, 128, 2]], 3, 200)[1:])  # index 0 = batch 1
+    assert (lk[16:31] == 3).all() and (lk[31:128] == 2).all() and (lk[128:] == 2).all()
+    # clamped to num_speculative_tokens
+    assert (np.array(schedule_lookup([[1, 64, 5]], 3, 10)[1:]) == 3).all()
+
+
+@pytest.mark.parametrize("sched, nst, match", [
+    ([], None, "must not be empty"),
+    ([[1, 64]], None, r"\[range_start, range_end, K\]"),
+    ([[1, 64, True]], None, "3 integers"),
+    ([[0, 64, 3]], None, "must be positive"),
+    ([[1, 64, 3], [70, 65, 1]], None, "range_start must be <= range_end"),
+    ([[1, 64, -1]], None, "K must be >= 0"),
+    ([[1, 64, 3], [64, 128, 1]], None, "must not overlap"),
+    ([[2, 64, 3]], None, "start at batch size 1"),
+    ([[1, 64, 5]], 3, "every K must be <= num_speculative_tokens = 3"),
+])
+def test_bad_schedules(sched, nst, match):
+    with pytest.raises(ValueError, match=match):
+        validate_schedule(sched, nst)
+
+
+def test_schedule_tax_matches_the_report():
+    (c_lo, off_lo, on_lo), (c_hi, off_hi, on_hi) = schedule_tax()
+    assert (c_lo, c_hi) == (2, 189)
+    lo, hi = on_lo / off_lo - 1, on_hi / off_hi - 1
+    # printed +6.56 % and +21.58 %; 93.820 / 77.164 - 1 = 0.215852 (the report truncates)
+    assert round(100 * lo, 2) == 6.56 and int(100 * hi * 100) / 100 == 21.58
+    assert "#49548" in schedule_tax_source()
+
+
+def test_check_schedule_takes_integer_arrays_and_context_zero_is_quiet():
+    assert validate_schedule(np.array([[1, 8, 3], [9, 16, 0]])) == [(1, 8, 3), (9, 16, 0)]
+    with pytest.raises(ValueError, match="with 3 integers"):
+        validate_schedule(np.array([[1.0, 8.0, 3.0]]))
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert S.max_batch_in_memory(S.setup("H100", "Llama-3.1-8B", "eagle3"), 0) == 2 ** 53
