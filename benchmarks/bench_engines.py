@@ -23,16 +23,14 @@ import numpy as np
 import pandas as pd
 
 from specnb import serving as S
-from specnb._staging_engines import catalogue as C
-from specnb._staging_engines import engine_fit as F
-from specnb._staging_engines.step import step_parts
+from specnb.serving import engines as F
 
 GOALS = {"vllm": (0.05, 0.95), "vllm-v0": (0.05, 0.95), "sglang": (0.08, None)}
 
 
 def scored():
     pts = F.load_points()
-    return pts, F.table(pts)
+    return pts, F.points_table(pts)
 
 
 def per_source(t: pd.DataFrame) -> list[str]:
@@ -95,19 +93,17 @@ MOE_SETUPS = [("DeepSeek-V3", "H200", 8, "fp8"), ("Kimi-K2", "H200", 16, "fp8"),
 
 
 def moe_ratios(context: int = 2048, gamma: int = 3) -> pd.DataFrame:
-    b = np.array([1, 4, 16, 64, 256], float)
+    b = np.array([1, 4, 16, 64, 256])
     rows = []
     for name, gpu, n, dtype in MOE_SETUPS:
-        shape, g = C.shape(name), S.gpu(gpu)
-        kv = "fp8" if dtype == "fp8" else "bf16"
-        p = step_parts(shape, g, S.DEFAULT_EFFICIENCY, dtype, kv, n, b, float(context), 1.0)
-        v = step_parts(shape, g, S.DEFAULT_EFFICIENCY, dtype, kv, n, b, float(context),
-                       gamma + 1.0)
+        kw = dict(dtype=dtype, gpus=n)
+        p = S.step_breakdown(name, gpu, b, context, 1, **kw)
+        v = S.step_breakdown(name, gpu, b, context, gamma + 1, **kw)
         rows.append({"model": name, "setup": f"{n}x {gpu} {dtype}",
                      **{f"B={int(x)}": round(float(r), 2)
-                        for x, r in zip(b, v["total"] / p["total"])},
+                        for x, r in zip(b, v["time_ms"] / p["time_ms"])},
                      **{f"W ratio B={int(x)}": round(float(r), 2)
-                        for x, r in zip(b[:2], (v["w"] / p["w"])[:2])}})
+                        for x, r in zip(b[:2], (v["weight_bytes"] / p["weight_bytes"])[:2])}})
     return pd.DataFrame(rows)
 
 

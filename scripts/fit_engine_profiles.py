@@ -4,9 +4,9 @@ data/engine_measurements.csv, and print how each fit predicts the sources it was
 For each usable point (a batch size, a catalogue model, a tau: published, or the closest
 published proxy where the source prints none), the serving model gives the plain step T_AR,
 the verification T_V and the drafting time (EAGLE-1 / EAGLE-3 heads costed from their shapes,
-specnb/_staging_engines/heads.py); the measured speedup implies a step cost
+specnb/serving/heads.py); the measured speedup implies a step cost
 ``needed = tau x T_AR / speedup``; the profile's free parameters are fitted, non-negative, to
-the relative misfit (specnb._staging_engines.profiles.fit_profile).
+the relative misfit (specnb.serving.engines.fit_profile).
 
 Prints: per profile the fitted values, in-sample median / max |error| and verdicts per source;
 leave-one-source-out errors (fit without a source, predict it) where a profile has two sources
@@ -27,12 +27,17 @@ import pandas as pd
 
 from specnb import data
 from specnb import serving as S
-from specnb._staging_engines import profiles as P
-from specnb._staging_engines.engine_fit import (FREE, fit, load_points, predict, summary,
-                                                table)
+from specnb.serving import engines as P
+from specnb.serving.engines import FREE, fit, load_points, predict, summary
+from specnb.serving.engines import points_table as table
 
 #: Fixed rows written beside the fits.
 FIXED_ROWS = [
+    ("specdecode-bench", "sd_overhead_ms", "", S.SD_OVERHEAD_MS, "default",
+     "the model's default: SpecDecode-Bench overhead_constant_per_step (vLLM v0.10 on 1x H100)"),
+    ("specdecode-bench", "draft_step_ms", "", 0.0, "zero", "no engine cost beyond the model"),
+    ("specdecode-bench", "draft_logits_ns", "", 0.0, "zero", "no engine cost beyond the model"),
+    ("specdecode-bench", "verify_token_us", "", 0.0, "zero", "no engine cost beyond the model"),
     ("ideal", "sd_overhead_ms", "", 0.0, "zero", "roofline only: no per-verification overhead"),
     ("ideal", "draft_step_ms", "", 0.0, "zero", "roofline only"),
     ("ideal", "draft_logits_ns", "", 0.0, "zero", "roofline only"),
@@ -49,6 +54,8 @@ DESCRIPTION = {
     "vllm-v0": "vLLM V0 (2024 - early 2025): fitted on EAGLE-3 Table 5 (batch 2-56, RTX 3090)",
     "sglang": "SGLang v0.4.4: fitted on EAGLE-3 Table 3 (batch 2-64, 1x H100)",
     "ideal": "roofline only: datasheet peaks, no fixed or engine costs (an upper bound)",
+    "specdecode-bench": "the model's defaults alone (SpecDecode-Bench's fitted constants, vLLM "
+                        "v0.10.1 on 1x H100): the profile of the MagicDec reference tables",
 }
 
 

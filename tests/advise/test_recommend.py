@@ -179,8 +179,10 @@ def test_fixed_threshold_stays_the_fallback():
     assert measure_threshold()[0] == MEASURE_BATCH
     assert recommend(eagle3_drafter=True, peak_batch=MEASURE_BATCH - 1).measure_first is False
     # the model can move the threshold either way: below 24 ...
+    # (issue 16: vLLM V1's fitted per-verification overhead, 0.26 ms, moved the alpha 0.2
+    # crossover to 21; at alpha 0.1 it is 8)
     low = recommend(workload="copy-heavy", peak_batch=16, gpu="H200", model="Llama-3.1-8B",
-                    context=100, alpha=0.2, c=0.02)
+                    context=100, alpha=0.1, c=0.02)
     assert low.crossover is not None and low.crossover < 16 and low.measure_first
 
 

@@ -1,5 +1,5 @@
-"""specnb/_staging_engines/moe.py and catalogue.py: experts touched, MoE parameter counts
-against the model cards, MLA KV bytes, MTP module."""
+"""specnb/serving/moe.py: experts touched, MoE parameter counts against the model cards, MLA
+KV bytes, the MTP module, MoE configs; the MoE rows of the catalogue."""
 
 import dataclasses
 
@@ -7,8 +7,7 @@ import numpy as np
 import pytest
 
 from specnb import serving as S
-from specnb._staging_engines import catalogue as C
-from specnb._staging_engines import moe as M
+from specnb.serving import moe as M
 
 
 # --------------------------------------------------------------------------- experts touched
@@ -69,8 +68,9 @@ CARDS = {
 @pytest.mark.parametrize("name", sorted(CARDS))
 def test_moe_param_counts_match_the_model_cards(name):
     total, active, kind = CARDS[name]
-    assert C.published_params(name) == (total, active)  # the CSV holds the card's numbers
-    p = M.param_counts(C.shape(name))
+    a = S.architecture(name)
+    assert (a.params_published, S.published_active_params(a)) == (total, active)  # as printed
+    p = M.param_counts(a)
     # cards round to 2-3 significant figures ("671B", "3.3B"); Kimi's "1T" is 1.03 T
     tol = 0.03 if name == "Kimi-K2" else 0.02
     assert p["total"] == pytest.approx(total, rel=tol)
@@ -78,26 +78,33 @@ def test_moe_param_counts_match_the_model_cards(name):
 
 
 def test_counts_printed_in_the_report():
-    p = M.param_counts(C.shape("DeepSeek-V3"))
+    p = M.param_counts(S.architecture("DeepSeek-V3"))
     assert round(p["total"] / 1e9, 2) == 671.03 and round(p["active"] / 1e9, 2) == 37.55
-    q = M.param_counts(C.shape("Qwen3-30B-A3B"))
+    q = M.param_counts(S.architecture("Qwen3-30B-A3B"))
     assert round(q["total"] / 1e9, 2) == 30.53 and round(q["active"] / 1e9, 2) == 3.35
 
 
-def test_dense_shapes_count_like_the_serving_architecture():
+def test_dense_shapes_keep_the_dense_formulas():
+    # the formulas the serving model used before issue 16, written out for the dense rows
     for name in S.architecture_names():
-        a, s = S.architecture(name), C.shape(name)
-        assert s.moe is None and s.mla is None
-        assert M.param_counts(s)["total"] == a.params, name
-        assert M.step_weight_params(s, 7) == a.step_params, name
-        assert M.matmul_params_per_token(s) == a.matmul_params_per_token, name
-        assert M.kv_bytes_per_token(s) == a.kv_bytes_per_token(), name
-        assert M.attention_flops_per_token_per_context(s) == 4.0 * a.n_layers * a.n_heads \
-            * a.head_dim
+        a = S.architecture(name)
+        if a.moe is not None:
+            continue
+        h, hd, q, kv = a.hidden_size, a.head_dim, a.n_heads * a.head_dim, a.n_kv_heads * a.head_dim
+        layer = h * q + 2 * h * kv + q * h + 3 * h * a.intermediate_size + 2 * h \
+            + (q + 2 * kv if a.attention_bias else 0) + (2 * hd if a.qk_norm else 0)
+        emb = a.vocab_size * h
+        assert a.layer_params == layer, name
+        assert a.params == a.n_layers * layer + emb + (0 if a.tie_word_embeddings else emb) + h
+        assert a.step_params == M.step_weight_params(a, 7) == a.n_layers * layer + emb + h
+        assert a.matmul_params_per_token == a.n_layers * (2 * h * q + 2 * h * kv + 3 * h
+                                                          * a.intermediate_size) + emb
+        assert a.kv_bytes_per_token() == 2.0 * a.n_layers * kv * 2
+        assert M.attention_flops_per_token_per_context(a) == 4.0 * a.n_layers * q
 
 
 def test_step_weights_grow_with_tokens_to_the_total():
-    s = C.shape("DeepSeek-V3")
+    s = S.architecture("DeepSeek-V3")
     one, many = M.step_weight_params(s, 1), M.step_weight_params(s, 10 ** 6)
     p = M.param_counts(s)
     # one token reads the active weights less the input embedding; all tokens: everything
@@ -108,24 +115,24 @@ def test_step_weights_grow_with_tokens_to_the_total():
 
 
 def test_mla_kv_bytes_and_split():
-    s = C.shape("DeepSeek-V3")
+    s = S.architecture("DeepSeek-V3")
     assert M.kv_bytes_per_token(s) == 61 * (512 + 64) * 2 == 70272
     assert M.kv_bytes_per_token(s, 1.0) == 35136  # fp8 cache
     assert M.kv_bytes_per_token(dataclasses.replace(s, mla=None)) == 2 * 61 * 128 * 192 * 2
     assert M.kv_split_ways(s, 8) == 1  # the latent is replicated on every rank
-    assert M.kv_split_ways(C.shape("Qwen3-235B-A22B"), 8) == 4  # 4 KV heads, then replicas
-    assert M.kv_bytes_per_token(C.shape("Kimi-K2")) == 70272  # same MLA dims as DeepSeek-V3
+    assert M.kv_split_ways(S.architecture("Qwen3-235B-A22B"), 8) == 4  # 4 KV heads, then replicas
+    assert M.kv_bytes_per_token(S.architecture("Kimi-K2")) == 70272  # same MLA dims as DeepSeek-V3
 
 
 def test_mla_attention_flops():
-    s = C.shape("DeepSeek-V3")
+    s = S.architecture("DeepSeek-V3")
     assert M.attention_flops_per_token_per_context(s) == 2.0 * 61 * 128 * (2 * 512 + 64)
     assert M.attention_flops_per_token_per_context(s, absorbed=False) == \
         2.0 * 61 * 128 * (128 + 64 + 128)
 
 
 def test_mtp_module_of_deepseek_v3():
-    s = C.shape("DeepSeek-V3")
+    s = S.architecture("DeepSeek-V3")
     assert s.mtp_layers == 1
     m = M.mtp_params(s)
     # the card: the MTP module is 14 B on the hub, with its copies of embedding and head
@@ -145,11 +152,26 @@ def test_moe_and_mla_validate():
 
 def test_catalogue_rows_and_unknown_names():
     assert {"DeepSeek-V3", "DeepSeek-R1", "Qwen3-30B-A3B", "Qwen3-235B-A22B", "gpt-oss-120b",
-            "gpt-oss-20b", "Mixtral-8x7B", "Kimi-K2"} <= set(C.shape_names())
-    assert C.shape("deepseek-ai/DeepSeek-V3").name == "DeepSeek-V3"
-    assert C.shape("mixtral-8x7b-instruct-v0.1").moe.experts_per_token == 2
+            "gpt-oss-20b", "Mixtral-8x7B", "Kimi-K2"} <= set(S.architecture_names())
+    assert S.architecture("deepseek-ai/DeepSeek-V3").name == "DeepSeek-V3"
+    assert S.architecture("mixtral-8x7b-instruct-v0.1").moe.experts_per_token == 2
     with pytest.raises(ValueError, match="unknown model 'gpt-5'.*DeepSeek-V3"):
-        C.shape("gpt-5")
+        S.architecture("gpt-5")
+
+
+def test_moe_config_json_reads_like_the_catalogue(tmp_path):
+    cfg = {"model_type": "deepseek_v3", "num_hidden_layers": 61, "hidden_size": 7168,
+           "num_attention_heads": 128, "num_key_value_heads": 128, "intermediate_size": 18432,
+           "vocab_size": 129280, **DSV3_CFG}
+    a = S.architecture(cfg)
+    ds = S.architecture("DeepSeek-V3")
+    assert a.head_dim == 192 and a.moe == ds.moe and a.mla == ds.mla and a.mtp_layers == 1
+    assert a.params == ds.params and a.kv_bytes_per_token() == 70272
+    qwen = {"model_type": "qwen3_moe", "num_hidden_layers": 48, "hidden_size": 2048,
+            "num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 128,
+            "intermediate_size": 6144, "vocab_size": 151936, "num_experts": 128,
+            "num_experts_per_tok": 8, "moe_intermediate_size": 768}
+    assert S.architecture(qwen).params == S.architecture("Qwen3-30B-A3B").params
 
 
 DSV3_CFG = {"model_type": "deepseek_v3", "n_routed_experts": 256, "num_experts_per_tok": 8,
@@ -161,15 +183,15 @@ DSV3_CFG = {"model_type": "deepseek_v3", "n_routed_experts": 256, "num_experts_p
 
 def test_moe_from_config_shapes_match_the_catalogue():
     moe, mla, mtp = M.moe_from_config(DSV3_CFG)
-    ds = C.shape("DeepSeek-V3")
+    ds = S.architecture("DeepSeek-V3")
     assert (moe, mla, mtp) == (ds.moe, ds.mla, 1)
     qwen = {"model_type": "qwen3_moe", "num_experts": 128, "num_experts_per_tok": 8,
             "moe_intermediate_size": 768, "decoder_sparse_step": 1, "mlp_only_layers": []}
-    assert M.moe_from_config(qwen)[0] == C.shape("Qwen3-30B-A3B").moe
+    assert M.moe_from_config(qwen)[0] == S.architecture("Qwen3-30B-A3B").moe
     mixtral = {"num_local_experts": 8, "num_experts_per_tok": 2, "intermediate_size": 14336}
-    assert M.moe_from_config(mixtral)[0] == C.shape("Mixtral-8x7B").moe
+    assert M.moe_from_config(mixtral)[0] == S.architecture("Mixtral-8x7B").moe
     oss = {"num_local_experts": 32, "experts_per_token": 4, "intermediate_size": 2880}
-    assert M.moe_from_config({"text_config": oss})[0] == C.shape("gpt-oss-20b").moe
+    assert M.moe_from_config({"text_config": oss})[0] == S.architecture("gpt-oss-20b").moe
     assert M.moe_from_config({"hidden_size": 4096}) == (None, None, 0)
 
 

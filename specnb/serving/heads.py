@@ -1,4 +1,4 @@
-"""EAGLE-1, EAGLE-3 and MTP draft heads costed from their shapes (issue 16, staged).
+"""EAGLE-1, EAGLE-3 and MTP draft heads costed from their shapes (issue 16).
 
 What one draft forward reads (``shared/reference/engines.md`` section 2 item 3; vLLM's
 ``EagleLlamaForCausalLM`` / ``Eagle3LlamaForCausalLM``; DeepSeek-V3's MTP module):
@@ -10,7 +10,7 @@ What one draft forward reads (``shared/reference/engines.md`` section 2 item 3; 
   embedding and hidden state, and its OWN LM head over a reduced draft vocabulary
   (``draft_vocab_size``; 32,000 for the Llama-3.1-8B head, target 128,256).
 * MTP (DeepSeek-V3): the eh projection (2h -> h), one transformer block of the model's kind
-  (MLA + MoE) and the shared LM head; see :func:`specnb._staging_engines.moe.mtp_params`.
+  (MLA + MoE) and the shared LM head; see :func:`specnb.serving.moe.mtp_params`.
 
 A head is described by :class:`HeadShape`; :func:`params_per_step` gives the weights step i
 (0-based) reads. The decoder layer's attention reads one layer's KV cache, as the model's.
@@ -21,13 +21,11 @@ step costs beyond the weights belong to the engine profile (``data/engine_profil
 
 from __future__ import annotations
 
-import json
-import os
 from dataclasses import dataclass
-from pathlib import Path
 
 from .. import _check
-from .moe import ModelShape, expert_params
+from .. import hf_config
+from .moe import expert_params
 
 __all__ = ["HEAD_KINDS", "EAGLE3_DEFAULT_DRAFT_VOCAB", "HeadShape", "eagle_head",
            "head_from_config", "params_per_step", "mean_params_per_step", "own_params"]
@@ -77,21 +75,15 @@ class HeadShape:
     own_lm_head: bool = False
     source: str = ""
 
-    def layer(self) -> ModelShape:
-        """The head's decoder layer as a one-layer dense :class:`ModelShape` (for KV bytes and
-        attention FLOPs)."""
-        return ModelShape(self.n_layers, self.hidden_size, self.n_heads, self.n_kv_heads,
-                          self.head_dim, self.intermediate_size, self.lm_head_vocab,
-                          name=f"{self.kind} head")
 
-
-def eagle_head(kind: str, target: ModelShape, *, draft_vocab: int | None = None) -> HeadShape:
+def eagle_head(kind: str, target, *, draft_vocab: int | None = None) -> HeadShape:
     """The head vLLM builds for ``target`` by default: one layer of the target's shape.
 
     Parameters
     ----------
     kind : ``"eagle"`` or ``"eagle3"``
-    target : the target's :class:`ModelShape`
+    target : the target's :class:`~specnb.serving.Architecture` (a dense layer of its
+        hidden size, heads and ``intermediate_size`` is the head's layer)
     draft_vocab : EAGLE-3's draft vocabulary (default :data:`EAGLE3_DEFAULT_DRAFT_VOCAB`,
         capped at the target's vocabulary); not allowed for EAGLE-1 (it uses the target's
         LM head)
@@ -128,7 +120,7 @@ def _is_eagle3(cfg: dict) -> bool:
         str(cfg.get("model_type", "")).lower() == "eagle3"
 
 
-def head_from_config(config, target: ModelShape) -> HeadShape:
+def head_from_config(config, target) -> HeadShape:
     """A head's shape from its Hugging Face ``config.json`` (a path, a folder holding one, or a
     dict): ``architectures`` / ``draft_vocab_size`` tell EAGLE-3 from EAGLE-1 (EAGLE-3 heads
     carry ``draft_vocab_size`` and an ``...Eagle3...`` architecture); sizes from
@@ -145,24 +137,11 @@ def head_from_config(config, target: ModelShape) -> HeadShape:
     FileNotFoundError
         a path that does not exist.
     """
-    where = "config"
+    where, source = "draft config", "draft config (dict)"
     if not isinstance(config, dict):
-        path = Path(os.fspath(config))
-        if path.is_dir():
-            path = path / "config.json"
-        if not path.is_file():
-            raise FileNotFoundError(f"draft config {str(path)!r} does not exist (give the head's "
-                                    "config.json or the folder holding it)")
-        where = str(path)
-        try:
-            config = json.loads(path.read_text(encoding="utf-8-sig"))
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{where}: not valid JSON at line {exc.lineno}, column "
-                             f"{exc.colno}: {exc.msg}") from None
-        if not isinstance(config, dict):
-            raise ValueError(f"{where}: a config.json must hold a JSON object, got "
-                             f"{type(config).__name__}")
-
+        config, path = hf_config.read_config(config, label="draft_config",
+                                             hint="give the head's config.json or its folder")
+        where, source = f"draft_config {str(path)!r}", str(path)
     def size(key, default=None):
         value = config.get(key, default)
         if value is None:
@@ -187,7 +166,7 @@ def head_from_config(config, target: ModelShape) -> HeadShape:
                      size("num_key_value_heads", heads), size("head_dim", h // heads),
                      size("intermediate_size"), vocab, lm, size("num_hidden_layers", 1),
                      fc_in=3 if eagle3 else 2, fc_every_step=not eagle3,
-                     qkv_in=2 if eagle3 else 1, own_lm_head=eagle3, source=where)
+                     qkv_in=2 if eagle3 else 1, own_lm_head=eagle3, source=source)
 
 
 def _layer_params(head: HeadShape) -> int:

@@ -1,14 +1,14 @@
-"""specnb/_staging_engines/heads.py: EAGLE-1 vs EAGLE-3 heads from their shapes."""
+"""specnb/serving/heads.py and the head drafts of serving.setup: EAGLE-1 vs EAGLE-3 heads costed
+from their shapes, a head's config.json, DeepSeek-V3's MTP module."""
 
 import json
 
 import pytest
 
 from specnb import serving as S
-from specnb._staging_engines import catalogue as C
-from specnb._staging_engines import heads as H
+from specnb.serving import heads as H
 
-LLAMA = C.shape("Llama-3.1-8B")
+LLAMA = S.architecture("Llama-3.1-8B")
 H_, V = 4096, 128256
 LAYER = 4096 * 4096 * 2 + 2 * 4096 * 1024 + 3 * 4096 * 14336 + 2 * 4096  # q, o, k, v, MLP, norms
 
@@ -73,7 +73,7 @@ def test_bad_head_configs(change, match):
 
 
 def test_bad_head_config_files(tmp_path):
-    with pytest.raises(FileNotFoundError, match="draft config"):
+    with pytest.raises(FileNotFoundError, match="draft_config"):
         H.head_from_config(tmp_path / "none" / "config.json", LLAMA)
     bad = tmp_path / "config.json"
     bad.write_text("{")
@@ -83,3 +83,38 @@ def test_bad_head_config_files(tmp_path):
     del cfg["intermediate_size"]
     with pytest.raises(ValueError, match="missing key 'intermediate_size'"):
         H.head_from_config(cfg, LLAMA)
+
+
+def test_setup_costs_heads_from_their_shapes(tmp_path):
+    e1, e3 = S.draft("eagle", "Llama-3.1-8B"), S.draft("eagle3", "Llama-3.1-8B")
+    assert e1.extra_params == (2 * H_ * H_,) * 2 and e1.weight_params == 2 * H_ * H_ + LAYER + H_
+    assert e3.extra_params == (3 * H_ * H_ + H_ * (H_ + 2 * 1024), H_ * (H_ + 2 * 1024))
+    st1 = S.setup("H100", "Llama-3.1-8B", "eagle", engine="specdecode-bench")
+    st3 = S.setup("H100", "Llama-3.1-8B", "eagle3", engine="specdecode-bench")
+    # gamma 3 at batch 1: EAGLE-1 reads 3 x 777 M weights, EAGLE-3 425 M + 2 x 374 M
+    t1, t3 = S.t_draft_ms(st1, 1, 512, 3), S.t_draft_ms(st3, 1, 512, 3)
+    assert round(t1, 2) == 2.19 and round(t3, 2) == 1.49
+    # a head's config.json decides the shape (and must be the method's kind)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**EAGLE3_CFG, "draft_vocab_size": 64000}))
+    st = S.setup("H100", "Llama-3.1-8B", "eagle3", draft_config=path)
+    assert st.draft.lm_head_vocab == 64000 and st.draft.head.source == str(path)
+    with pytest.raises(ValueError, match="describes an eagle3 head, not eagle"):
+        S.setup("H100", "Llama-3.1-8B", "eagle", draft_config=path)
+    with pytest.raises(ValueError, match="draft_config applies to eagle and eagle3"):
+        S.setup("H100", "Llama-3.1-8B", "ngram", draft_config=path)
+
+
+def test_mtp_of_deepseek_v3_is_one_moe_block_and_the_shared_head():
+    d = S.draft("mtp", "DeepSeek-V3")
+    ds = S.architecture("DeepSeek-V3")
+    assert d.arch.n_layers == 1 and d.arch.moe.n_routed_experts == 256
+    assert d.arch.moe.first_k_dense_layers == 0 and d.arch.mla == ds.mla
+    assert d.extra_params == (2 * 7168 * 7168 + 2 * 7168,) * 2  # the eh projection
+    assert d.weight_params == S.moe.mtp_params(ds)["own"]
+    assert d.lm_head_vocab == 129280  # the shared head
+    # one MTP forward at batch 1 reads its block's attention, router, shared and 8 routed
+    # experts and the shared head: 1.26 B + 0.35 B = 1.61 B
+    one = d.arch.step_params + d.extra_params[0]
+    assert round(one / 1e9, 2) == round((S.moe.mtp_params(ds)["per_step_fixed"]
+                                         + 8 * 3 * 7168 * 2048) / 1e9, 2) == 1.61

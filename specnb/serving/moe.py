@@ -1,5 +1,8 @@
-"""Mixture-of-experts and multi-head latent attention (MLA) shapes: parameters, the experts one
-step reads, KV bytes. Pure, torch-free (issue 16; staged here, to move into ``specnb/serving/``).
+"""Mixture-of-experts and multi-head latent attention (MLA): parameters, the experts one step
+reads, KV bytes, the MTP module (issue 16). Pure, torch-free; the functions take any shape with
+the attributes of :class:`specnb.serving.Architecture` (``n_layers``, ``hidden_size``,
+``n_heads``, ``n_kv_heads``, ``head_dim``, ``intermediate_size``, ``vocab_size``,
+``tie_word_embeddings``, ``attention_bias``, ``qk_norm``, ``moe``, ``mla``).
 
 A step over N tokens reads the weights of the experts those tokens route to. With E routed
 experts, k chosen per token and routing that spreads tokens uniformly and independently over
@@ -30,7 +33,7 @@ import numpy as np
 
 from .. import _check
 
-__all__ = ["MoE", "MLA", "ModelShape", "experts_touched", "expert_params", "attention_params",
+__all__ = ["MoE", "MLA", "experts_touched", "expert_params", "attention_params",
            "param_counts", "step_weight_params", "matmul_params_per_token",
            "attention_flops_per_token_per_context", "kv_bytes_per_token", "kv_split_ways",
            "mtp_params", "moe_from_config"]
@@ -86,29 +89,6 @@ class MLA:
             _check.scalar_int("q_lora_rank", self.q_lora_rank, lo=1)
 
 
-@dataclass(frozen=True)
-class ModelShape:
-    """A decoder's shape with optional MoE and MLA parts (the fields of
-    ``serving.Architecture`` plus ``moe``, ``mla`` and ``mtp_layers``). Dense models have
-    ``moe = mla = None``; then every count equals the dense formulas of
-    ``serving.Architecture``."""
-
-    n_layers: int
-    hidden_size: int
-    n_heads: int
-    n_kv_heads: int
-    head_dim: int
-    intermediate_size: int
-    vocab_size: int
-    tie_word_embeddings: bool = False
-    attention_bias: bool = False
-    qk_norm: bool = False
-    moe: MoE | None = None
-    mla: MLA | None = None
-    mtp_layers: int = 0
-    name: str = ""
-
-
 def experts_touched(n_experts, experts_per_token, tokens):
     """Expected distinct routed experts one MoE layer reads for ``tokens`` tokens, uniform
     independent routing: ``E (1 - (1 - k/E)^N)``.
@@ -151,7 +131,7 @@ def expert_params(hidden_size: int, width: int) -> int:
     return 3 * int(hidden_size) * int(width)
 
 
-def attention_params(shape: ModelShape, *, matrices_only: bool = False) -> int:
+def attention_params(shape, *, matrices_only: bool = False) -> int:
     """Parameters of one layer's attention (projections and biases, no norms).
 
     GQA: ``h (H hd) + 2 h (KV hd) + (H hd) h`` (+ q/k/v biases with ``attention_bias``, +
@@ -183,7 +163,7 @@ def attention_params(shape: ModelShape, *, matrices_only: bool = False) -> int:
     return q + kv + heads * m.v_head_dim * h - (norms if matrices_only else 0)
 
 
-def _layer_split(shape: ModelShape) -> tuple[int, int]:
+def _layer_split(shape) -> tuple[int, int]:
     """(dense layers, MoE layers)."""
     if shape.moe is None:
         return shape.n_layers, 0
@@ -191,7 +171,7 @@ def _layer_split(shape: ModelShape) -> tuple[int, int]:
     return dense, shape.n_layers - dense
 
 
-def param_counts(shape: ModelShape) -> dict:
+def param_counts(shape) -> dict:
     """Total and active parameters.
 
     Returns
@@ -203,7 +183,7 @@ def param_counts(shape: ModelShape) -> dict:
     ``active_without_input_embedding`` (the same less the embedding table: the convention of
     gpt-oss's model card). Dense models: total == active (+/- the tied head).
 
-    Checked against the model cards in ``tests/_staging_engines/test_moe.py`` (DeepSeek-V3
+    Checked against the model cards in ``tests/serving/test_moe.py`` (DeepSeek-V3
     671 B / 37 B, Qwen3-30B-A3B 30.5 B / 3.3 B, Mixtral-8x7B 46.7 B / 12.9 B, gpt-oss-120b
     117 B / 5.1 B, gpt-oss-20b 21 B / 3.6 B...).
     """
@@ -224,12 +204,12 @@ def param_counts(shape: ModelShape) -> dict:
             "active_without_input_embedding": active + head}
 
 
-def step_weight_params(shape: ModelShape, tokens):
+def step_weight_params(shape, tokens):
     """Parameters one forward over ``tokens`` query tokens reads: every layer's attention and
     norms, the dense layers' MLPs, per MoE layer the router, the shared experts and the routed
     experts the tokens touch (:func:`experts_touched`, an upper bound for skewed routing), the
     LM head and the final norm (the input embedding reads one row per token: not counted, as
-    ``serving.Architecture.step_params``). ``tokens``: number or array >= 1 (a fractional
+    :attr:`Architecture.step_params`). ``tokens``: number or array >= 1 (a fractional
     mean allowed). Returns float(s)."""
     n = _check.real("tokens", tokens, lo=1.0)
     h = shape.hidden_size
@@ -246,7 +226,7 @@ def step_weight_params(shape: ModelShape, tokens):
     return _check.out(fixed + moe_layers * per_layer)
 
 
-def matmul_params_per_token(shape: ModelShape) -> int:
+def matmul_params_per_token(shape) -> int:
     """Weights multiplied per query token (2 FLOPs each): attention projections, dense MLPs,
     per MoE layer the router, shared and k routed experts, and the LM head. Independent of
     how many experts the step touches (each token computes with k experts)."""
@@ -262,7 +242,7 @@ def matmul_params_per_token(shape: ModelShape) -> int:
     return n + shape.vocab_size * h
 
 
-def attention_flops_per_token_per_context(shape: ModelShape, absorbed: bool = True) -> float:
+def attention_flops_per_token_per_context(shape, absorbed: bool = True) -> float:
     """Attention FLOPs per query token per context token, all layers.
 
     GQA: ``4 L H hd`` (scores and values, 2 FLOPs per multiply-add). MLA decoding with the
@@ -279,7 +259,7 @@ def attention_flops_per_token_per_context(shape: ModelShape, absorbed: bool = Tr
     return 2.0 * L * H * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim)
 
 
-def kv_bytes_per_token(shape: ModelShape, bytes_per_element: float = 2.0) -> float:
+def kv_bytes_per_token(shape, bytes_per_element: float = 2.0) -> float:
     """KV-cache bytes per token. GQA: ``2 L KV hd b``; MLA: ``L (kv_lora_rank +
     qk_rope_head_dim) b`` (one latent and one rope key per layer, no per-head K and V).
     DeepSeek-V3 in bf16: 61 x 576 x 2 = 70,272 B, against 2 x 61 x 128 x 192 x 2 = 5.996 MB
@@ -291,7 +271,7 @@ def kv_bytes_per_token(shape: ModelShape, bytes_per_element: float = 2.0) -> flo
     return float(shape.n_layers * (m.kv_lora_rank + m.qk_rope_head_dim)) * b
 
 
-def kv_split_ways(shape: ModelShape, gpus: int) -> int:
+def kv_split_ways(shape, gpus: int) -> int:
     """Over how many of ``gpus`` tensor-parallel GPUs one token's KV cache is split:
     ``min(gpus, kv_heads)`` for GQA (heads split, a KV head replicated beyond that); 1 for MLA
     (the latent is shared by all heads, so vLLM keeps a full copy on every rank)."""
@@ -299,7 +279,7 @@ def kv_split_ways(shape: ModelShape, gpus: int) -> int:
     return 1 if shape.mla is not None else min(n, shape.n_kv_heads)
 
 
-def mtp_params(shape: ModelShape) -> dict:
+def mtp_params(shape) -> dict:
     """Parameters of one multi-token-prediction (MTP) module (DeepSeek-V3 style): a projection
     of the concatenated embedding and hidden state (2h x h) and two norms, one transformer
     block of the model's MoE kind, sharing the embedding and LM head with the model.
@@ -366,7 +346,8 @@ def moe_from_config(cfg: dict, where: str = "config") -> tuple[MoE | None, MLA |
     if e_key is None:
         return None, mla, int(mtp)
     e = _cfg_int(cfg, e_key, where)
-    k_key = "num_experts_per_tok" if "num_experts_per_tok" in cfg else "experts_per_token"
+    k_key = "experts_per_token" if "experts_per_token" in cfg and "num_experts_per_tok" not in cfg \
+        else "num_experts_per_tok"
     k = _cfg_int(cfg, k_key, where)
     if k > e:
         raise ValueError(f"{where}: {k_key} ({k}) exceeds {e_key} ({e})")

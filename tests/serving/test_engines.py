@@ -1,14 +1,15 @@
-"""specnb/_staging_engines/profiles.py and data/engine_profiles.csv: provenance, costs, fit."""
+"""specnb/serving/engines.py and data/engine_profiles.csv: provenance, costs, the fits."""
 
 import numpy as np
 import pytest
 
 from specnb import data, serving as S
-from specnb._staging_engines import profiles as P
+from specnb.serving import engines as P
 
 
 def test_required_profiles_with_provenance():
-    assert {"vllm", "vllm-v0", "sglang", "ideal"} <= set(P.profile_names())
+    assert {"vllm", "vllm-v0", "sglang", "ideal", "specdecode-bench"} <= set(P.profile_names())
+    assert S.engine_names() == P.profile_names()
     assert P.DEFAULT_ENGINE == "vllm"
     df = data.load("engine_profiles")
     for col in ("engine", "parameter", "value", "unit", "fit", "fitted_on", "n_points",
@@ -54,7 +55,7 @@ def test_extra_cost():
 
 
 def test_unknown_engine():
-    with pytest.raises(ValueError, match="engine must be one of vllm, vllm-v0, sglang, ideal"):
+    with pytest.raises(ValueError, match="engine must be one of vllm, vllm-v0, sglang, "):
         P.profile("trtllm")
     assert P.profile("SGLang").name == "sglang"
 
@@ -76,3 +77,38 @@ def test_nnls_and_fit_recover_known_parameters():
         pytest.approx(7.0) and theta["draft_logits_ns"] == pytest.approx(0.0, abs=1e-9)
     with pytest.raises(ValueError, match="at most 10 columns"):
         P.nnls(np.ones((3, 11)), np.ones(3))
+
+
+def test_the_fits_reproduce_the_csv_and_meet_the_goals():
+    # refit every profile on the published points: the CSV holds these values
+    t = P.points_table(P.load_points())
+    for name, (free, _) in P.FREE.items():
+        rows = t[t["profile"] == name]
+        theta = P.fit(rows, free)
+        assert theta == pytest.approx(P.fitted_profile(name), rel=1e-4, abs=1e-6), name
+        for key, part in rows.groupby("source_key"):
+            med, _, ver = P.summary_numbers(part, P.predict(part, free, theta))
+            # issue 16 goals: vLLM sources median <= 5 %, verdicts >= 95 %; SGLang <= 8 %
+            assert med <= (0.08 if name == "sglang" else 0.05), key
+            if name != "sglang":
+                assert ver >= 0.95, key
+    # V0's per-verified-token cost lands inside vLLM PR #5691's 33-71 us (batch expansion)
+    assert 33 <= P.profile("vllm-v0").verify_token_us <= 71
+
+
+def test_setup_takes_the_profile():
+    st = S.setup("H100", "Llama-3.1-8B", "eagle3")
+    assert st.engine.name == "vllm" and st.sd_overhead_ms == P.profile("vllm").sd_overhead_ms
+    sg = S.setup("H100", "Llama-3.1-8B", "eagle3", engine="sglang")
+    b, s, g = 64, 512, 3
+    want = P.extra_cost_ms("sglang", b, g, method="eagle3", draft_vocab=32000)
+    assert S.t_engine_ms(sg, b, s, g) + sg.sd_overhead_ms == pytest.approx(want)
+    ideal = S.setup("H100", "Llama-3.1-8B", "eagle3", engine="ideal")
+    assert ideal.sd_overhead_ms == 0 and ideal.target_efficiency.overlap == 1.0
+    assert ideal.target_efficiency.bandwidth == 1.0 and ideal.draft_efficiency.fixed_ms == 0
+    # the roofline alone is an upper bound on every fitted engine at these shapes
+    for name in ("vllm", "vllm-v0", "sglang"):
+        other = S.setup("H100", "Llama-3.1-8B", "eagle3", engine=name)
+        assert S.speedup(ideal, b, s, g, tau=2.8) > S.speedup(other, b, s, g, tau=2.8)
+    with pytest.raises(ValueError, match="engine must be one of"):
+        S.setup("H100", "Llama-3.1-8B", "eagle3", engine="trtllm")
