@@ -291,20 +291,35 @@ def measure_threshold(gpu=None, model=None, context=None, *, method: str = "eagl
         acceptance = {"acceptance_rates": list(rates[:gamma])}
         said = (f"per-position acceptance {', '.join(f'{r:.3f}' for r in rates[:gamma])} "
                 f"({source})")
-    cross = serving.crossover_batch(st, s, [gamma], max_batch=mb, **acceptance)
+    # one grid read three ways; crossover and paying ranges stop at the memory cap
+    grid = serving.batch_range_grid(st, [s], [gamma], mb, **acceptance)
+    cross = int(serving.crossover_of(grid)[0])
+    ranges = serving.paying_of(grid)[0]
+    fits = int(serving.max_batch_in_memory(st, s))
     where = (f"{method} at gamma {gamma} on {arch.name}, {n}x {g.name}, context {s:,} tokens, "
              f"{said}")
-    if cross == 0:
+    if fits == 0:
+        verdict = (f"does not run: the weights do not fit in {n}x {g.name} memory "
+                   "(serving.max_batch_in_memory 0; raise gpus)")
+    elif cross == 0 and ranges:
+        spans = ", ".join(f"{a}" if a == e else f"{a}-{e}" for a, e in ranges)
+        verdict = f"does not pay at batch 1; pays at batch {spans}" + (
+            f" (from batch {fits + 1} on the KV cache does not fit)"
+            if ranges[-1][1] == fits < mb else "")
+    elif cross == 0:
         verdict = "does not pay even at batch 1"
     elif cross >= mb:
         verdict = f"pays at every batch up to {mb} (the range searched)"
+    elif cross == fits:
+        verdict = (f"pays at every batch that fits in memory: up to {fits:,} sequences of this "
+                   "context, whose KV cache fits beside the weights and the draft "
+                   "(serving.memory_cap); beyond that vLLM queues or preempts")
     else:
         verdict = f"pays up to batch {cross} and not from batch {cross + 1}"
-    fits = serving.max_batch_in_memory(st, s)
-    if cross > fits:
-        verdict += (f" (but the KV cache of only {fits:,} sequences of this context fits beside "
-                    "the weights, serving.max_batch_in_memory: beyond that vLLM queues or "
-                    "preempts)")
+    if arch.moe is not None:
+        verdict += (" (MoE target: each step reads the experts its tokens touch, so a small "
+                    "batch's verification reads many more than its plain step and the speedup "
+                    "can rise with batch; uniform routing, an upper bound for skewed routing)")
     return cross + 1, (f"the step-time model (specnb.serving.crossover_batch: crossover {cross}) "
                        f"predicts that {where}, {verdict}. A model prediction, not a measurement "
                        "(static batches of equal contexts; defaults fitted at batch <= 64 on one "
