@@ -175,7 +175,7 @@ def test_engine_sources_beside_the_model(rec):
         assert r["printed"] == row["speedup"]
         kw = {} if np.isnan(row["draft_kv_budget"]) else {
             "draft_kv_budget": int(row["draft_kv_budget"])}
-        prof = r["engine profile"].split(" ")[0]
+        prof = r["engine profile"].split(",")[0]
         assert prof == (row["profile"] if row["profile"] in S.engine_names()
                         else "specdecode-bench")
         st_e = S.setup(row["gpu"], row["model"], row["draft"], gpus=int(row["gpus"]),
