@@ -46,8 +46,21 @@ run: install
 lab: install
 	SPECNB_PYTHON=$(BIN)/python sh scripts/lab.sh $(LAB_ARGS)
 
+# Every benchmark prints its figures; a speed target's line ends in "met" or "MISSED" ("NOT met"). The
+# misses are listed at the end. Timings depend on the machine and its load, so make bench
+# exits 0 on a miss (rerun on an idle machine); BENCH_STRICT=1 makes a miss exit 1.
 bench: install
-	@for f in benchmarks/*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
+	@log=$$(mktemp); one=$$(mktemp); \
+	for f in benchmarks/bench_*.py; do echo "== $$f"; \
+	  $(BIN)/python $$f > "$$one"; rc=$$?; cat "$$one"; cat "$$one" >> "$$log"; \
+	  if [ $$rc != 0 ]; then rm -f "$$log" "$$one"; exit 1; fi; done; \
+	missed=$$(grep -cE 'MISSED|NOT met' "$$log"); \
+	if [ "$$missed" -gt 0 ]; then \
+	  echo "== $$missed speed target(s) MISSED on this machine:"; grep -E 'MISSED|NOT met' "$$log"; \
+	  echo "   (timings depend on the machine and its load; rerun on an idle machine)"; \
+	else echo "== every speed target met"; fi; \
+	rm -f "$$log" "$$one"; \
+	if [ "$$missed" -gt 0 ] && [ "$(BENCH_STRICT)" = 1 ]; then exit 1; fi
 
 clean:
 	rm -rf build .pytest_cache .hypothesis
