@@ -31,7 +31,7 @@ def speedup_errors(p: pd.DataFrame) -> pd.Series:
             / (off["tpot_ms"] / on["tpot_ms"]) - 1.0).abs().dropna()
 
 
-def one(name, st, runs, train, label):
+def one(name, st, runs, train, label, goal=True):
     t0 = time.perf_counter()
     cal = S.calibrate_bench(st, runs[train])
     ms = 1e3 * (time.perf_counter() - t0)
@@ -46,8 +46,9 @@ def one(name, st, runs, train, label):
           f"{100 * tp.max():.1f} % (defaults {100 * tp0.median():.1f} %, {100 * tp0.max():.1f} %)")
     if len(sp):
         print(f"    speedup median {100 * sp.median():.1f} %, max {100 * sp.max():.1f} % (defaults "
-              f"{100 * sp0.median():.1f} %, {100 * sp0.max():.1f} %)  goal median <= "
-              f"{100 * GOAL:.0f} %: {'met' if ok else 'MISSED'}")
+              f"{100 * sp0.median():.1f} %, {100 * sp0.max():.1f} %)"
+              + (f"  goal median <= {100 * GOAL:.0f} %: {'met' if ok else 'MISSED'}" if goal
+                 else "  (a subset: no goal)"))
     return ok
 
 
@@ -61,7 +62,7 @@ def main():
     for ctx in (1024, 4000, 8000):
         sub = runs[runs["context"] == ctx].reset_index(drop=True)
         one(f"context {ctx}", st, sub, sub["concurrency"].isin([32, 48]).to_numpy(),
-            "concurrency 32 and 48")
+            "concurrency 32 and 48", goal=False)
     print("== vLLM V1, issue #20780 (1x H100, Llama-3.1-8B, batch 1): held-out K ==")
     for head in ("eagle", "eagle3"):
         r = pd.DataFrame([bench_point(d) for d in

@@ -309,6 +309,7 @@ def test_eagle3_tables_with_stated_assumptions(rec):
         published = data.load(table).set_index(["method", "batch_size"])["throughput_ratio"]
         for _, r in e3[e3["table"] == table].iterrows():
             assert r["printed"] == published.loc[(r["method"], r["batch_size"])]
+            # batch_table_comparison's engine: the model's defaults alone (issue 16)
             st_e = S.setup(r["gpu"], "Llama-3.1-8B", "eagle3" if r["method"] == "EAGLE-3"
                            else "eagle", engine="specdecode-bench")
             assert r["model, assumed rates"] == pytest.approx(

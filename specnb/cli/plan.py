@@ -1,11 +1,14 @@
 """``specnb plan``: will speculation pay at my batch sizes and contexts, with which gamma, and
 the vLLM schedule that says so.
 
-Exit status: 0 printed; 2 on bad input (argparse's own errors, an unknown GPU, model or draft,
-tau > gamma + 1, a rate outside [0, 1], a calibration CSV with a missing column or a
-non-positive time, a draft whose vocabulary cannot match the target's; a bench file without
-the keys a bench calibration needs, mixed models in one calibration set). Only argparse is
-imported at registration; numpy and pandas inside the command.
+Exit status: 0 printed; 2 on bad input (argparse's own errors, an unknown GPU, model, draft or
+engine, tau > gamma + 1, a rate outside [0, 1], a proposal rate outside (0, 1] or given for a
+draft that proposes for every sequence, a negative --input-len or an --output-len below 1, a
+--gpu-memory-utilization outside (0, 1], a calibration CSV with a missing column or a
+non-positive time, a draft whose vocabulary cannot match the target's, a --draft-config that
+is not the --draft method's head; a bench file without the keys a bench calibration needs,
+mixed models in one calibration set). Only argparse is imported at registration; numpy and
+pandas inside the command.
 """
 
 from __future__ import annotations
@@ -70,6 +73,26 @@ def register(subparsers) -> argparse.ArgumentParser:
     acc.add_argument("--acceptance-rates", type=float, nargs="+", metavar="R",
                      help="vLLM's per-position acceptance rates r1 r2 ...; "
                           "tau(k) = 1 + r1 + ... + rk")
+    p.add_argument("--draft-config", metavar="CONFIG",
+                   help="an EAGLE / EAGLE-3 head's config.json (or its folder): the head's "
+                        "shape and draft vocabulary (draft_vocab_size) are read from it "
+                        "(default: one target layer; EAGLE-3 with 32,000 draft tokens)")
+    p.add_argument("--engine", default=None, metavar="NAME",
+                   help="serving engine profile from data/engine_profiles.csv: vllm (V1, the "
+                        "default), vllm-v0, sglang, ideal (roofline only), specdecode-bench "
+                        "(the model's defaults alone)")
+    p.add_argument("--proposal-rate", type=float, default=None, metavar="M",
+                   help="ngram / suffix: share of sequence-steps that carry a draft, 0 < M <= "
+                        "1 (default 1); a step verifies B (1 + M gamma) tokens and a sequence "
+                        "gains 1 + M (tau - 1), tau per draft as vLLM counts it")
+    p.add_argument("--input-len", type=int, default=None, metavar="N",
+                   help="prompt tokens per sequence: with --output-len, rows gain "
+                        "speedup_end_to_end (the prefill counted, as vllm bench serve times it)")
+    p.add_argument("--output-len", type=int, default=None, metavar="N",
+                   help="generated tokens per sequence (with --input-len)")
+    p.add_argument("--gpu-memory-utilization", type=float, default=0.9, metavar="U",
+                   help="vLLM's share of each GPU's memory (default 0.9): batches whose KV "
+                        "cache does not fit beside the weights never pay")
     p.add_argument("--calibrate", metavar="MEASURED.csv",
                    help="fit efficiencies and fixed costs to measured step times (columns "
                         "role, batch_size, context, query_tokens, ms)")
@@ -109,6 +132,19 @@ def _check_flags(args) -> str | None:
     if args.tau is not None and len(args.tau) not in (1, len(args.gamma)):
         return (f"--tau takes one value or one per --gamma ({len(args.gamma)}), got "
                 f"{len(args.tau)}")
+    m = args.proposal_rate
+    if m is not None and not 0 < m <= 1:  # NaN fails too
+        return ("--proposal-rate must be in (0, 1] (the share of sequence-steps with a draft), "
+                f"got {m:g}")
+    if (args.input_len is None) != (args.output_len is None):
+        return "--input-len and --output-len go together (tokens per sequence), or neither"
+    if args.input_len is not None and args.input_len < 0:
+        return f"--input-len must be >= 0, got {args.input_len}"
+    if args.output_len is not None and args.output_len < 1:
+        return f"--output-len must be >= 1, got {args.output_len}"
+    u = args.gpu_memory_utilization
+    if not 0 < u <= 1:  # NaN fails too
+        return f"--gpu-memory-utilization must be in (0, 1], got {u:g}"
     return None
 
 
@@ -120,7 +156,10 @@ def plan(args) -> dict:
     from .. import serving as S
 
     st = S.setup(args.gpu, args.model, args.draft, gpus=args.gpus, dtype=args.dtype,
-                 draft_dtype=args.draft_dtype, draft_kv_budget=args.draft_kv_budget)
+                 draft_dtype=args.draft_dtype, draft_kv_budget=args.draft_kv_budget,
+                 engine=args.engine, draft_config=args.draft_config,
+                 proposal_rate=1.0 if args.proposal_rate is None else args.proposal_rate,
+                 gpu_memory_utilization=args.gpu_memory_utilization)
     acceptance = {}
     if args.alpha is not None:
         acceptance["alpha"] = args.alpha
@@ -148,7 +187,8 @@ def plan(args) -> dict:
     from ..advise import serving_plan
     from ..notes import codes, messages
 
-    p = serving_plan(st, args.batch, args.context, args.gamma, **acceptance)
+    p = serving_plan(st, args.batch, args.context, args.gamma, input_len=args.input_len,
+                     output_len=args.output_len, **acceptance)
     best_g, best_s = p.best
     best = []
     for i, b in enumerate(p.grid.batch_sizes):
@@ -161,6 +201,14 @@ def plan(args) -> dict:
                   "draft": st.draft.name, "draft_kv_budget": st.draft.kv_budget,
                   "dtype": st.dtype, "draft_dtype": st.draft_dtype or st.dtype,
                   "max_position_embeddings": st.target.max_position_embeddings,
+                  "engine": st.engine.name, "sd_overhead_ms": st.sd_overhead_ms,
+                  "proposal_rate": st.proposal_rate,
+                  "gpu_memory_utilization": st.memory_fraction,
+                  "input_len": args.input_len, "output_len": args.output_len,
+                  "draft_config": args.draft_config,
+                  "draft_lm_head_vocab": st.draft.lm_head_vocab or None,
+                  "moe": None if st.target.moe is None else vars(st.target.moe),
+                  "mla": None if st.target.mla is None else vars(st.target.mla),
                   "acceptance": {k: (list(map(float, np.atleast_1d(v))) if k != "alpha"
                                      else float(v)) for k, v in acceptance.items()}},
         "rows": p.rows(),
@@ -171,6 +219,8 @@ def plan(args) -> dict:
         "crossover_batch": {str(s): c for s, c in p.crossover_batch.items()},
         "paying_batches": {str(s): r for s, r in p.paying_batches.items()},
         "max_batch_in_memory": {str(c): m for c, m in p.max_batch_in_memory.items()},
+        "displaced": {str(c): d for c, d in p.displaced.items()},
+        "max_num_seqs": p.max_num_seqs,
         "calibration": calibration,
         "calibration_bench": bench,
         "context_limit_notes": messages(p.context_notes),
@@ -191,7 +241,11 @@ def format_plan(result: dict) -> str:
     acc = ", ".join(f"{k} {v}" for k, v in su["acceptance"].items())
     lines = [f"{su['model']} on {su['gpus']} x {su['gpu']} ({su['dtype']}), draft "
              f"{su['draft']}" + (f" (KV budget {su['draft_kv_budget']})"
-                                 if su["draft_kv_budget"] else "") + f"; {acc}"]
+                                 if su["draft_kv_budget"] else "") + f"; {acc}; engine "
+             f"{su['engine']}" + (f"; proposal rate {su['proposal_rate']:g}"
+                                  if su["proposal_rate"] < 1 else "")]
+    if su["draft"] in S.PARTIAL_PROPOSAL_METHODS:
+        lines.append(f"reading M: {S.PROPOSAL_RATE_HELP}")
     # beyond the model's max_position_embeddings: said first, not only among the notes
     lines += [f"NOTE: {n}" for n in result.get("context_limit_notes", [])]
     if result["calibration"]:
@@ -205,12 +259,19 @@ def format_plan(result: dict) -> str:
     best = {(b["batch_size"], b["context"]): b for b in result["best"]}
     for s, part in rows.groupby("context", sort=True):
         lines += ["", f"context {s} tokens: speedup by batch size (rows) and gamma (columns); "
-                      "* = best gamma, - = nothing pays"]
+                      "* = best gamma, - = nothing pays (or the KV cache does not fit)"
+                  + ("; e2e = end to end, with the prefill of "
+                     f"{su['input_len']} and {su['output_len']} output tokens per sequence"
+                     if su.get("input_len") is not None else "")]
         table = part.pivot(index="batch_size", columns="gamma", values="speedup")
         out = pd.DataFrame(index=table.index)
         for g in table.columns:
             out[f"g={g}"] = [f"{v:.2f}" + ("*" if best[(b, s)]["gamma"] == g else " ")
                              for b, v in zip(table.index, table[g])]
+        if "speedup_end_to_end" in part.columns:  # the prefill counted, as bench serve times
+            e2e = part.pivot(index="batch_size", columns="gamma", values="speedup_end_to_end")
+            for g in e2e.columns:
+                out[f"e2e g={g}"] = [f"{v:.2f}" for v in e2e[g]]
         bound = part.groupby("batch_size")["bound"].agg(lambda x: "/".join(sorted(set(x))))
         out["best"] = [best[(b, s)]["gamma"] or "-" for b in table.index]
         out["verify bound"] = bound.reindex(table.index).to_numpy()

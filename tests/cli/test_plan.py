@@ -52,10 +52,14 @@ def test_json_output(capsys):
     for (b, s), rec in best.items():
         sp = {r["gamma"]: r["speedup"] for r in res["rows"]
               if r["batch_size"] == b and r["context"] == s}
+        fits = {r["fits"] for r in res["rows"] if r["batch_size"] == b and r["context"] == s}
         top = max(sp, key=sp.get)
-        assert rec["gamma"] == (top if sp[top] > 1 else 0)
+        # issue 16: a batch whose KV cache does not fit never pays
+        assert rec["gamma"] == (top if sp[top] > 1 and fits == {True} else 0)
+        assert fits == {b <= res["max_batch_in_memory"][str(s)]}
     sched = res["schedule"]
-    assert sched[0][0] == 1 and sched[-1][1] == 256
+    cap = min(res["max_batch_in_memory"].values())
+    assert sched[0][0] == 1 and sched[-1][1] == cap == res["max_num_seqs"] < 256
     assert [list(r) for r in validate_schedule(
         sched, res["config"]["num_speculative_tokens"])] == sched
     assert res["config"]["num_speculative_tokens_per_batch_size"] == sched
@@ -147,7 +151,9 @@ def test_paying_only_from_a_larger_batch_is_not_called_never_paying(capsys):
     lose = "1" if first == 2 else f"1-{first - 1}"
     assert f"does not pay at batch {lose}; pays at batch {first}-64" in out
     # with a context where nothing pays, the schedule (worst context) is none, and says why
-    code, out, _ = run(capsys, *argv[:-9], "--context", "1024", "16000", *argv[-7:])
+    # (the model's defaults alone: with vLLM V1's fitted overhead context 1024 pays from 47)
+    code, out, _ = run(capsys, *argv[:-9], "--context", "1024", "16000", *argv[-7:],
+                       "--engine", "specdecode-bench")
     assert code == 0 and "schedule: none (no gamma pays at every context at once)" in out
     assert "speculation pays at context 16000" in out
     assert "no gamma pays at any batch size" not in out
@@ -241,6 +247,21 @@ def test_argparse_usage_errors_exit_2(capsys):
     (["--batch", "1", "65537"], r"--batch must be <= 65536, got 65537"),
     (["--draft", "ngram", "--draft-dtype", "fp8"], "draft_dtype applies to model drafts; ngram "
                                                    "drafting has no weights"),
+    # issue 16
+    (["--draft", "ngram", "--proposal-rate", "0"], r"--proposal-rate must be in \(0, 1\]"),
+    (["--draft", "ngram", "--proposal-rate", "1.5"], r"--proposal-rate must be in \(0, 1\]"),
+    (["--draft", "ngram", "--proposal-rate", "nan"], r"--proposal-rate must be in \(0, 1\]"),
+    (["--proposal-rate", "0.5"], "proposal_rate 0.5 applies to ngram / suffix"),
+    (["--input-len", "-1", "--output-len", "10"], "--input-len must be >= 0, got -1"),
+    (["--input-len", "10", "--output-len", "0"], "--output-len must be >= 1, got 0"),
+    (["--input-len", "10"], "--input-len and --output-len go together"),
+    (["--gpu-memory-utilization", "0"], r"--gpu-memory-utilization must be in \(0, 1\]"),
+    (["--gpu-memory-utilization", "1.2"], r"--gpu-memory-utilization must be in \(0, 1\]"),
+    (["--engine", "trtllm"], "engine must be one of vllm, vllm-v0, sglang"),
+    (["--draft-config", "/nonexistent/config.json"], "draft_config '/nonexistent/config.json' "
+                                                     "does not exist"),
+    (["--draft", "ngram", "--draft-config", "/x.json"], "draft_config applies to eagle and "
+                                                         "eagle3"),
 ])
 def test_more_bad_input_exits_2(capsys, extra, match):
     test_bad_input_exits_2(capsys, extra, match)
@@ -402,3 +423,75 @@ def test_calibrate_bench_labels_and_bad_files(capsys, tmp_path):
     assert code == 2 and "give one of --alpha, --tau or --acceptance-rates" in err
     code, _, err = run(capsys, *base, "--gamma", "2", "--alpha", "0.6", "--label", "on")
     assert code == 2 and "--label applies to --calibrate-bench files" in err
+
+
+
+# ----------------------------------------------------------------- issue 16
+def test_memory_cap_in_rows_schedule_and_serve_line(capsys):
+    # the issue's example: EAGLE-3 on one H100 at context 2000 with --max-num-seqs 512
+    argv = ["plan", "--gpu", "H100", "--model", "Llama-3.1-8B", "--draft", "eagle3",
+            "--context", "2000", "--batch", "1", "64", "512", "--gamma", "3", "--alpha", "0.7"]
+    code, out, err = run(capsys, *argv)
+    cap = S.max_batch_in_memory(S.setup("H100", "Llama-3.1-8B", "eagle3"), 2000)
+    assert code == 0, err
+    assert f"pays up to batch {cap}, not at {cap + 1}" in out
+    assert "pays at every batch size up to 512" not in out
+    assert out.count(f"--max-num-seqs {cap}") == 1 and f"stop at {cap}" in out
+    assert "the draft's weights and KV cache take the room of 10 sequences" in out
+    code, js, _ = run(capsys, *argv, "--json")
+    res = json.loads(js)
+    assert [r["fits"] for r in res["rows"]] == [True, True, False]
+    assert res["max_num_seqs"] == cap and res["displaced"] == {"2000": 10}
+    assert "draft-displaces-sequences" in res["note_codes"]
+    assert res["schedule"][-1][1] == cap
+    # --gpu-memory-utilization moves the cap and reaches the serve line
+    code, js, _ = run(capsys, *argv, "--json", "--gpu-memory-utilization", "0.95")
+    res2 = json.loads(js)
+    assert res2["max_num_seqs"] > cap and "--gpu-memory-utilization 0.95" in res2["serve"]
+
+
+def test_engine_proposal_rate_and_end_to_end(capsys):
+    base = ["plan", "--gpu", "H100", "--gpus", "4", "--model", "Llama-3.1-70B", "--draft",
+            "ngram", "--context", "2000", "--batch", "1", "64", "128", "--gamma", "4",
+            "--tau", "1.8"]
+    code, js, _ = run(capsys, *base, "--json")
+    full = json.loads(js)
+    assert full["setup"]["engine"] == "vllm" and full["setup"]["proposal_rate"] == 1.0
+    code, js, _ = run(capsys, *base, "--json", "--proposal-rate", "1")
+    assert [r["speedup"] for r in json.loads(js)["rows"]] == [r["speedup"] for r in full["rows"]]
+    code, out, _ = run(capsys, *base, "--proposal-rate", "0.3")
+    assert code == 0 and "proposal rate 0.3" in out
+    assert "vllm:spec_decode_num_drafts_total" in out  # how to read M
+    code, js, _ = run(capsys, *base, "--json", "--proposal-rate", "0.3")
+    part = json.loads(js)
+    assert part["rows"][2]["speedup"] > full["rows"][2]["speedup"]
+    code, js, _ = run(capsys, *base, "--json", "--input-len", "1000", "--output-len", "200")
+    rows = json.loads(js)["rows"]
+    assert all(1 <= r["speedup_end_to_end"] < r["speedup"] for r in rows if r["speedup"] > 1)
+    code, out, _ = run(capsys, *base, "--input-len", "1000", "--output-len", "200")
+    assert "e2e g=4" in out and "prefill of 1000" in out
+    code, js, _ = run(capsys, *base, "--json", "--engine", "sglang")
+    assert json.loads(js)["setup"]["engine"] == "sglang"
+
+
+def test_moe_target_and_head_config(capsys, tmp_path):
+    code, out, err = run(capsys, "plan", "--gpu", "H200", "--gpus", "8", "--dtype", "fp8",
+                         "--model", "DeepSeek-V3", "--draft", "mtp", "--context", "4096",
+                         "--batch", "1", "16", "256", "--gamma", "1", "3", "--tau", "1.8",
+                         "2.9", "--json")
+    assert code == 0, err
+    res = json.loads(out)
+    assert res["setup"]["moe"]["n_routed_experts"] == 256
+    assert res["setup"]["mla"]["kv_lora_rank"] == 512
+    head = tmp_path / "head"
+    head.mkdir()
+    (head / "config.json").write_text(json.dumps({
+        "architectures": ["LlamaForCausalLMEagle3"], "hidden_size": 4096,
+        "intermediate_size": 14336, "num_attention_heads": 32, "num_key_value_heads": 8,
+        "vocab_size": 128256, "draft_vocab_size": 64000}))
+    code, out, err = run(capsys, *BASE, "--alpha", "0.7", "--json", "--draft-config", str(head))
+    assert code == 0, err
+    assert json.loads(out)["setup"]["draft_lm_head_vocab"] == 64000
+    code, out, err = run(capsys, *BASE[:6], "eagle", *BASE[7:], "--alpha", "0.7",
+                         "--draft-config", str(head))
+    assert code == 2 and "describes an eagle3 head, not eagle" in err
