@@ -19,6 +19,9 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "specnb"
 TESTS = ROOT / "tests"
 
+_RULES_SPLIT = ("part of the checker's rules (split from _rules.py): tested through "
+                "check_speculative_config (tests/vllm/test_check.py, test_oracle_fixtures.py)")
+
 #: Modules without a test file of their name: {module path under specnb/: reason}. A
 #: package's ``__init__.py`` (its face) needs none: each name it lists is tested in its module's
 #: file; tests/<pkg>/test_init.py is where a face's own tests go.
@@ -28,6 +31,10 @@ NO_TEST_FILE = {
                        "slow); no test file of its own yet",
     "vllm/_rules.py": "private to specnb.vllm.check: tested through check_speculative_config "
                       "(tests/vllm/test_check.py)",
+    "vllm/_rules_keys.py": _RULES_SPLIT,
+    "vllm/_rules_method.py": _RULES_SPLIT,
+    "vllm/_rules_target.py": _RULES_SPLIT,
+    "vllm/_rules_typed.py": _RULES_SPLIT,
     "vllm/_versions.py": "vLLM version profiles (package data read from vLLM's own code): "
                          "tested through tests/vllm/test_oracle_fixtures.py and test_check.py",
     "vllm/_schema.py": "private to specnb.vllm.check: tested through check_speculative_config "

@@ -27,7 +27,7 @@ Samples
 
 The modules (one job each): ``_schema`` (vLLM's schema transcribed), ``_rules`` (vLLM's rules
 as findings; its key, value and method rules in ``_rules_keys``, ``_rules_typed``,
-``_rules_method``), ``syntax`` (JSON diagnosis), ``schedule``, ``check``, ``findings``, ``config``
+``_rules_method``, the checks against the target in ``_rules_target``), ``syntax`` (JSON diagnosis), ``schedule``, ``check``, ``findings``, ``config``
 (the builder), ``render``, ``metrics`` (Prometheus counters), ``logs`` (log lines and the
 offline printout), ``read`` (one entry point), ``bench``. Rules and names come from vLLM's
 source at named commits; nothing here imports vLLM or needs a GPU or network.
