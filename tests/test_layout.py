@@ -53,10 +53,6 @@ NOT_A_MODULE = {
     "test_readme.py": "the README's examples (doctest)",
     "test_readme_commands.py": "the README's command lines run as written",
     "test_browser.py": "JupyterLab and the HTML report in a real Chromium (slow, browser)",
-    "test_nb_pending.py": "specnb.nb; pending: fold into tests/test_nb.py (left to branch "
-                          "faults)",
-    "test_runner_pending.py": "specnb.runner; pending: fold into tests/test_runner.py (left to "
-                              "branch faults)",
     "advise/test_bad_input.py": "bad input across specnb.advise's modules",
     "cli/test_bad_input.py": "bad input across the CLI's commands",
     "vllm/test_bad_input.py": "bad input across specnb.vllm's modules",
