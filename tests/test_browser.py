@@ -18,12 +18,14 @@ these tests skip and say why. JupyterLab and Chromium are shut down also when a 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import tempfile
 import time
 from pathlib import Path
+from urllib.parse import quote, urlparse
 
 import pytest
 
@@ -269,22 +271,40 @@ def test_lab_widgets_follow_theory(lab, page, screenshot_on_failure):
     # keeps the served notebooks clean.
     before = lab.api(f"contents/{NOTEBOOK}?content=0")["last_modified"]
     gamma.locator(".noUi-handle").focus()  # out of the text box, which keeps its keystrokes
-    page.keyboard.press("Control+s")
-    saved = _wait_for_save(lab, NOTEBOOK, before)
+    with page.expect_response(lambda r: _is_save_of(r, NOTEBOOK), timeout=60_000) as saving:
+        page.keyboard.press("Control+s")
+    saved = _saved_notebook(lab, NOTEBOOK, saving.value, before)
     kept = [i for i, cell in enumerate(saved["cells"])
             if cell.get("outputs") or cell.get("execution_count") is not None]
     assert not kept, f"the saved notebook has outputs in cells {kept} (pre-save hook not active?)"
 
 
-def _wait_for_save(lab: JupyterLab, path: str, before: str, timeout_s: float = 20.0) -> dict:
+def _is_save_of(response, path: str) -> bool:
+    """Whether ``response`` answers JupyterLab's save of ``path`` (a PUT to the contents API)."""
+    return (response.request.method == "PUT"
+            and urlparse(response.url).path.endswith(f"/api/contents/{quote(path)}"))
+
+
+def _saved_notebook(lab: JupyterLab, path: str, response, before: str,
+                    timeout_s: float = 30.0) -> dict:
+    """The notebook as the save answered by ``response`` left it on disk.
+
+    The server answers the PUT once the file is written, so the file is read only then: reading
+    it while a save is being written (as polling the contents API did) sees a half-written
+    file, and the server answers such a read with HTTP 400 "Unreadable Notebook". A read that
+    still finds a half-written file (an autosave started meanwhile) is retried."""
+    assert response.ok, f"saving {path} failed: HTTP {response.status} {response.text()[:300]}"
+    model = response.json()
+    assert model["last_modified"] != before, f"{path}: the save did not write the file"
+    file = lab.root_dir / path
     deadline = time.monotonic() + timeout_s
     while True:
-        model = lab.api(f"contents/{path}?content=1")
-        if model["last_modified"] != before:
-            return model["content"]
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{path} was not saved within {timeout_s:.0f} s")
-        time.sleep(0.3)
+        try:
+            return json.loads(file.read_text(encoding="utf-8"))
+        except ValueError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.3)
 
 
 # ---------------------------------------------------------------------------------- the report

@@ -19,6 +19,9 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "specnb"
 TESTS = ROOT / "tests"
 
+_RULES_SPLIT = ("part of the checker's rules (split from _rules.py): tested through "
+                "check_speculative_config (tests/vllm/test_check.py, test_oracle_fixtures.py)")
+
 #: Modules without a test file of their name: {module path under specnb/: reason}. A
 #: package's ``__init__.py`` (its face) needs none: each name it lists is tested in its module's
 #: file; tests/<pkg>/test_init.py is where a face's own tests go.
@@ -28,6 +31,10 @@ NO_TEST_FILE = {
                        "slow); no test file of its own yet",
     "vllm/_rules.py": "private to specnb.vllm.check: tested through check_speculative_config "
                       "(tests/vllm/test_check.py)",
+    "vllm/_rules_keys.py": _RULES_SPLIT,
+    "vllm/_rules_method.py": _RULES_SPLIT,
+    "vllm/_rules_target.py": _RULES_SPLIT,
+    "vllm/_rules_typed.py": _RULES_SPLIT,
     "vllm/_versions.py": "vLLM version profiles (package data read from vLLM's own code): "
                          "tested through tests/vllm/test_oracle_fixtures.py and test_check.py",
     "vllm/_schema.py": "private to specnb.vllm.check: tested through check_speculative_config "
@@ -46,10 +53,6 @@ NOT_A_MODULE = {
     "test_readme.py": "the README's and the docs/*.md pages' examples (doctest)",
     "test_readme_commands.py": "the README's and the docs/*.md pages' command lines run as written",
     "test_browser.py": "JupyterLab and the HTML report in a real Chromium (slow, browser)",
-    "test_nb_pending.py": "specnb.nb; pending: fold into tests/test_nb.py (left to branch "
-                          "faults)",
-    "test_runner_pending.py": "specnb.runner; pending: fold into tests/test_runner.py (left to "
-                              "branch faults)",
     "advise/test_bad_input.py": "bad input across specnb.advise's modules",
     "cli/test_bad_input.py": "bad input across the CLI's commands",
     "vllm/test_bad_input.py": "bad input across specnb.vllm's modules",

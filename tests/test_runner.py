@@ -1,4 +1,5 @@
-"""The notebook runner: names, parameters, failures, summary and exit status (tiny notebooks)."""
+"""The notebook runner: names, parameters, failures, summary and exit status (tiny notebooks;
+the tests that start a kernel are marked slow)."""
 
 import json
 
@@ -34,12 +35,18 @@ def test_resolve_names(nbdir):
         runner.resolve(["99"], avail)
 
 
+def test_a_plain_number_names_a_notebook(tmp_path):
+    _nb(tmp_path / "04_one.ipynb", "alpha = 0.5", "pass")
+    assert runner.resolve(["4", "04", "one"], runner.find_notebooks(tmp_path)) == ["04_one"]
+
+
 def test_unknown_parameter_is_an_error(nbdir, tmp_path):
     with pytest.raises(ValueError, match="unknown parameter.*nope.*its parameters are x"):
         runner.run_notebooks(["01"], tmp_path, parameters={"01": {"nope": 1}}, notebook_dir=nbdir)
     assert not list(tmp_path.glob("*.ipynb"))  # checked before anything runs
 
 
+@pytest.mark.slow  # starts a kernel
 def test_run_continues_past_failure_and_reports(nbdir, tmp_path, capsys):
     pfile = tmp_path / "params.yaml"
     pfile.write_text("01:\n  x: 42\n")
@@ -81,6 +88,7 @@ ANSWER_SRC = ("from specnb import nb\n"
               "nb.answer(f'Yes below batch {24 * x} (`ratio` 1.4x);\\nmeasure above it.')")
 
 
+@pytest.mark.slow  # starts a kernel
 def test_notebook_summary_reads_question_and_the_computed_answer(tmp_path):
     """The question comes from the first Markdown cell; the answer only from an executed
     notebook's Answer output, never from static Markdown."""
@@ -117,6 +125,7 @@ def test_index_says_why_a_notebook_has_no_answer(tmp_path):
     assert "2 notebooks run: 1 ok, 1 failed" in page
 
 
+@pytest.mark.slow  # starts a kernel
 def test_failure_names_the_prompt_number_the_html_shows(nbdir, tmp_path):
     """A failing cell is named as the executed notebook shows it (In [n]), and by position."""
     d = tmp_path / "nbs"

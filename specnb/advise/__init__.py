@@ -25,7 +25,8 @@ On against off (:mod:`~specnb.advise.bench`)
 Plan (:mod:`~specnb.advise.plan`; used by ``specnb plan``, notebook 09 and docs/serving.md)
     :func:`serving_plan` -> :class:`Plan` (grid -> gamma per batch -> schedule -> config ->
     serve line + coded notes); :func:`plan_schedule`, :func:`setup_config`,
-    :func:`schedule_config`, :func:`schedule`, :func:`schedule_gammas`
+    :func:`schedule_config`, :func:`schedule`, :func:`schedule_gammas`,
+    :func:`memory_limit` (a batch whose KV cache does not fit never pays)
 """
 
 from __future__ import annotations
@@ -35,8 +36,8 @@ from .bench import BenchComparison, comparability, compare_bench
 from .evidence import (MEASURE_BATCH, MIN_DRAFTS, SAMPLING_GAMMA_CAP, WORKLOADS, batch_evidence,
                        sampling_gamma_evidence, theorem_vs_measured, thin_window,
                        workload_acceptance, workload_evidence)
-from .plan import (Plan, plan_schedule, schedule, schedule_config, schedule_gammas,
-                   serving_plan, setup_config)
+from .plan import (Plan, memory_limit, plan_schedule, schedule, schedule_config,
+                   schedule_gammas, serving_plan, setup_config)
 from .recommend import RULES, Recommendation, recommend
 from .threshold import measure_threshold
 from .watch import (acceptance_advice, acceptance_length_advice, best_draft_length,
@@ -52,5 +53,5 @@ __all__ = [
     "best_draft_length", "watch_table",
     "compare_bench", "BenchComparison", "comparability",
     "Plan", "serving_plan", "plan_schedule", "schedule", "schedule_gammas",
-    "schedule_config", "setup_config",
+    "schedule_config", "setup_config", "memory_limit",
 ]

@@ -27,7 +27,7 @@ from .. import serving as S
 from .._json import records
 from ..notes import Note
 
-__all__ = ["Plan", "serving_plan", "schedule", "schedule_gammas", "schedule_of", "plan_schedule",
+__all__ = ["memory_limit", "Plan", "serving_plan", "schedule", "schedule_gammas", "schedule_of", "plan_schedule",
            "schedule_config", "setup_config"]
 
 
@@ -89,6 +89,8 @@ def schedule_gammas(grid: S.Grid):
     i = np.argmax(worst, axis=1)
     sp = worst[np.arange(worst.shape[0]), i]
     pays = sp > 1.0
+    if grid.fits is not None:  # a batch that does not fit at some context never pays
+        pays &= grid.fits[:, :, 0].all(axis=1)
     return np.where(pays, grid.gammas[i], 0), np.where(pays, sp, 1.0)
 
 
@@ -103,9 +105,21 @@ def plan_schedule(st: S.Setup, contexts, gammas, *, max_batch: int, alpha=None, 
     """The ``num_speculative_tokens_per_batch_size`` schedule for batch sizes 1..max_batch:
     the model on every integer batch size, :func:`schedule_gammas` over ``contexts``, then
     :func:`schedule`. Every K is one of ``gammas`` or 0. max_batch: 1 to
-    :data:`specnb.serving.MAX_BATCH_SEARCH` (ValueError outside)."""
-    return schedule_of(S.batch_range_grid(st, contexts, gammas, max_batch, alpha=alpha,
+    :data:`specnb.serving.MAX_BATCH_SEARCH` (ValueError outside); the schedule stops at the
+    fewest sequences that fit in memory at any context (:func:`memory_limit`)."""
+    limit = memory_limit(st, contexts, max_batch)
+    return schedule_of(S.batch_range_grid(st, contexts, gammas, limit, alpha=alpha,
                                           tau=tau, acceptance_rates=acceptance_rates))
+
+
+def memory_limit(st: S.Setup, contexts, max_batch: int) -> int:
+    """``max_batch`` cut at the fewest sequences whose KV cache fits at any of ``contexts``
+    (:func:`specnb.serving.max_batch_in_memory`; a batch that does not fit never pays);
+    ``max_batch`` unchanged when not even one sequence fits (the weights do not fit: noted
+    apart). max_batch: int >= 1."""
+    mb = S.check_axis("max_batch", [max_batch], 1)[0]
+    fit = min(int(S.max_batch_in_memory(st, int(c))) for c in np.atleast_1d(contexts))
+    return int(min(mb, fit)) if fit >= 1 else int(mb)
 
 
 # --------------------------------------------------------------------------- config
@@ -229,6 +243,9 @@ class Plan:
     config : the vLLM ``speculative_config`` (None: leave speculation off)
     serve : the ``vllm serve`` line (None without a config)
     crossover_batch, paying_batches, max_batch_in_memory : one entry per context (int keys)
+    displaced : per context, the sequences the draft's weights and KV push out of memory
+    max_num_seqs : the serve line's ``--max-num-seqs``: max(batch sizes), cut at the fewest
+        sequences that fit at any context (a batch that does not fit never pays)
     context_notes : :func:`specnb.serving.context_limit_notes` (also first in ``notes``)
     notes : every :class:`specnb.notes.Note`, the context notes first
     """
@@ -245,15 +262,21 @@ class Plan:
     max_batch_in_memory: dict
     context_notes: list = field(default_factory=list)
     notes: list = field(default_factory=list)
+    displaced: dict = field(default_factory=dict)
+    max_num_seqs: int | None = None
 
     def rows(self, columns=("batch_size", "context", "gamma", "tau", "speedup", "t_plain_ms",
-                            "t_verify_ms", "t_draft_ms", "bound")) -> list[dict]:
-        """The grid as JSON-ready dicts, one per (batch, context, gamma)."""
-        return records(self.grid.frame()[list(columns)], nan_to_none=False)
+                            "t_verify_ms", "t_draft_ms", "bound", "fits", "t_engine_ms",
+                            "speedup_end_to_end")) -> list[dict]:
+        """The grid as JSON-ready dicts, one per (batch, context, gamma); a column the grid
+        lacks (``speedup_end_to_end`` without input/output lengths) is left out."""
+        frame = self.grid.frame()
+        columns = [c for c in columns if c in frame.columns]
+        return records(frame[columns], nan_to_none=False)
 
 
 def serving_plan(st: S.Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=None,
-         acceptance_rates=None) -> Plan:
+         acceptance_rates=None, input_len=None, output_len=None) -> Plan:
     """The plan for a setup: the model on the asked grid, the schedule for batch sizes
     1..max(batch_sizes) that serves every context, its vLLM config and serve line
     (``--max-num-seqs`` = max(batch_sizes), ``--tensor-parallel-size`` with gpus > 1), the
@@ -265,6 +288,13 @@ def serving_plan(st: S.Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=
     batch_sizes, contexts, gammas : lists of ints (batch >= 1, context >= 0, gamma >= 1);
         sorted here; max(batch_sizes) at most :data:`specnb.serving.MAX_BATCH_SEARCH`
     alpha, tau, acceptance_rates : exactly one (:func:`specnb.serving.tokens_per_step`)
+    input_len, output_len : tokens per sequence (both or neither): the grid gains
+        ``speedup_end_to_end`` (the prefill counted)
+
+    The memory cap (:func:`specnb.serving.memory_cap` at the setup's
+    ``gpu_memory_utilization``): a batch whose KV cache does not fit never pays, so the
+    paying ranges, the crossover, the schedule and ``--max-num-seqs`` stop at the fewest
+    sequences that fit at any context.
 
     Returns
     -------
@@ -281,16 +311,23 @@ def serving_plan(st: S.Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=
                               ("acceptance_rates", acceptance_rates)) if v is not None}
     batches, contexts, gammas = sorted(batch_sizes), sorted(contexts), list(gammas)
     grid = S.evaluate(st, batches, contexts, gammas, alpha=alpha, tau=tau,
-                      acceptance_rates=acceptance_rates)
+                      acceptance_rates=acceptance_rates, input_len=input_len,
+                      output_len=output_len)
     top = max(batches)
-    # one grid over every batch size 1..max for the schedule, crossover and paying ranges
-    full = S.batch_range_grid(st, contexts, gammas, top, alpha=alpha, tau=tau,
+    caps = {int(c): S.memory_cap(st, int(c)) for c in contexts}
+    room = {c: int(m["max_batch"]) for c, m in caps.items()}
+    fit_all = min(room.values())
+    limit = memory_limit(st, contexts, top)
+    # one grid over every batch size 1..limit for the schedule, crossover and paying ranges
+    full = S.batch_range_grid(st, contexts, gammas, limit, alpha=alpha, tau=tau,
                               acceptance_rates=acceptance_rates)
     sched = schedule_of(full)
     cfg, notes = setup_config(st, sched)
     serve = None if cfg is None else serve_command(
-        cfg, S.model_id(st.target), extra_args=["--max-num-seqs", str(top)]
-        + (["--tensor-parallel-size", str(st.gpus)] if st.gpus > 1 else []))
+        cfg, S.model_id(st.target), extra_args=["--max-num-seqs", str(limit)]
+        + (["--tensor-parallel-size", str(st.gpus)] if st.gpus > 1 else [])
+        + ([] if st.memory_fraction == S.DEFAULT_GPU_MEMORY_UTILIZATION else
+           ["--gpu-memory-utilization", f"{st.memory_fraction:g}"]))
     if not st.fits_memory():
         notes.append(Note("weights-do-not-fit",
                           f"the weights do not fit in {st.gpus} x {st.gpu.name} memory; the "
@@ -300,15 +337,25 @@ def serving_plan(st: S.Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=
                           "the schedule serves every --context: per batch size, the gamma "
                           "whose worst speedup over the contexts is highest (0 if that is not "
                           "above 1)"))
-    room = {int(c): int(S.max_batch_in_memory(st, int(c))) for c in contexts}
     tight = {c: m for c, m in room.items() if m < top}
     if tight:
         notes.append(Note("kv-does-not-fit",
-                          "KV cache room (90 % of GPU memory, weights first): "
+                          f"KV cache room ({100 * st.memory_fraction:g} % of GPU memory, "
+                          "weights first): "
                           + ", ".join(f"context {c}: " + (f"at most {m} sequences" if m else
                                                           "not even one sequence")
                                       for c, m in tight.items())
-                          + "; larger batch sizes are shown but cannot run at once"))
+                          + "; larger batch sizes are shown but cannot run at once, so they "
+                          "never pay" + (f": the paying ranges, the schedule and "
+                                         f"--max-num-seqs stop at {limit}" if fit_all >= 1
+                                         else "")))
+    displaced = {c: int(m["displaced"]) for c, m in caps.items()}
+    if st.draft.kind != "none" and any(displaced.values()):
+        notes.append(Note("draft-displaces-sequences",
+                          "the draft's weights and KV cache take the room of "
+                          + ", ".join(f"{d} sequences at context {c} ({room[c] + d} fit "
+                                      f"without it, {room[c]} with it)"
+                                      for c, d in displaced.items())))
     context_notes = S.context_limit_notes(st, contexts)
     notes = context_notes + notes
     paying = S.paying_of(full)
@@ -322,4 +369,5 @@ def serving_plan(st: S.Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=
                           + " (see above): plan with the contexts you serve"))
     return Plan(st, acc, grid, grid.best(), sched, cfg, serve,
                 {int(s): int(c) for s, c in zip(contexts, S.crossover_of(full))},
-                {int(s): r for s, r in zip(contexts, paying)}, room, context_notes, notes)
+                {int(s): r for s, r in zip(contexts, paying)}, room, context_notes, notes,
+                displaced, limit)

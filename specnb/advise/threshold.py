@@ -125,10 +125,13 @@ def measure_threshold(gpu=None, model=None, context=None, *, method: str = "eagl
     mb = _check.scalar_int("max_batch", max_batch, lo=1, hi=serving.MAX_BATCH_SEARCH)
     st = _modelled_setup(g, arch, n, method, draft_model)
     acceptance, said = _modelled_acceptance(method, workload, gamma, alpha)
-    cross = serving.crossover_batch(st, s, [gamma], max_batch=mb, **acceptance)
+    # one grid read three ways; crossover and paying ranges stop at the memory cap
+    grid = serving.batch_range_grid(st, [s], [gamma], mb, **acceptance)
+    cross = int(serving.crossover_of(grid)[0])
     where = (f"{method} at gamma {gamma} on {arch.name}, {n}x {g.name}, context {s:,} tokens, "
              f"{said}")
-    verdict = _crossover_verdict(cross, mb, serving.max_batch_in_memory(st, s))
+    verdict = _crossover_verdict(cross, mb, int(serving.max_batch_in_memory(st, s)),
+                                 serving.paying_of(grid)[0], n, g.name, arch.moe is not None)
     return cross + 1, (f"the step-time model (specnb.serving.crossover_batch: crossover {cross}) "
                        f"predicts that {where}, {verdict}. A model prediction, not a measurement "
                        "(static batches of equal contexts; defaults fitted at batch <= 64 on one "
@@ -182,16 +185,29 @@ def _modelled_acceptance(method, workload, gamma, alpha):
             f"({source})")
 
 
-def _crossover_verdict(cross, mb, fits):
-    """The crossover in words, with the KV room when the crossover exceeds it."""
-    if cross == 0:
+def _crossover_verdict(cross, mb, fits, ranges, n, gpu_name, moe):
+    """The crossover in words: the memory cap (``fits`` sequences; crossover and paying
+    ``ranges`` already stop there), paying ranges that start above batch 1, an MoE target."""
+    if fits == 0:
+        verdict = (f"does not run: the weights do not fit in {n}x {gpu_name} memory "
+                   "(serving.max_batch_in_memory 0; raise gpus)")
+    elif cross == 0 and ranges:
+        spans = ", ".join(f"{a}" if a == e else f"{a}-{e}" for a, e in ranges)
+        verdict = f"does not pay at batch 1; pays at batch {spans}" + (
+            f" (from batch {fits + 1} on the KV cache does not fit)"
+            if ranges[-1][1] == fits < mb else "")
+    elif cross == 0:
         verdict = "does not pay even at batch 1"
     elif cross >= mb:
         verdict = f"pays at every batch up to {mb} (the range searched)"
+    elif cross == fits:
+        verdict = (f"pays at every batch that fits in memory: up to {fits:,} sequences of this "
+                   "context, whose KV cache fits beside the weights and the draft "
+                   "(serving.memory_cap); beyond that vLLM queues or preempts")
     else:
         verdict = f"pays up to batch {cross} and not from batch {cross + 1}"
-    if cross > fits:
-        verdict += (f" (but the KV cache of only {fits:,} sequences of this context fits beside "
-                    "the weights, serving.max_batch_in_memory: beyond that vLLM queues or "
-                    "preempts)")
+    if moe:
+        verdict += (" (MoE target: each step reads the experts its tokens touch, so a small "
+                    "batch's verification reads many more than its plain step and the speedup "
+                    "can rise with batch; uniform routing, an upper bound for skewed routing)")
     return verdict

@@ -1,10 +1,14 @@
 """``specnb plan``: will speculation pay at my batch sizes and contexts, with which gamma, and
 the vLLM schedule that says so.
 
-Exit status: 0 printed; 2 on bad input (argparse's own errors, an unknown GPU, model or draft,
-tau > gamma + 1, a rate outside [0, 1], a calibration CSV with a missing column or a
-non-positive time, a draft whose vocabulary cannot match the target's). Only argparse and
-:mod:`specnb.memory` are imported at registration; pandas and the model inside the command.
+Exit status: 0 printed; 2 on bad input (argparse's own errors, an unknown GPU, model, draft or
+engine, tau > gamma + 1, a rate outside [0, 1], a proposal rate outside (0, 1] or given for a
+draft that proposes for every sequence, a negative --input-len or an --output-len below 1, a
+--gpu-memory-utilization outside (0, 1], a calibration CSV with a missing column or a
+non-positive time, a draft whose vocabulary cannot match the target's, a --draft-config that
+is not the --draft method's head; a bench file without the keys a bench calibration needs,
+mixed models in one calibration set). Only argparse and :mod:`specnb.memory` are imported at
+registration; numpy and pandas inside the command.
 """
 
 from __future__ import annotations
@@ -65,7 +69,7 @@ def register(subparsers) -> argparse.ArgumentParser:
                    help="batch sizes (concurrent sequences per step)")
     p.add_argument("--gamma", type=int, nargs="+", required=True, metavar="G",
                    help="draft lengths (num_speculative_tokens) to compare")
-    acc = p.add_mutually_exclusive_group(required=True)
+    acc = p.add_mutually_exclusive_group()  # one is needed, or --calibrate-bench's tau
     acc.add_argument("--alpha", type=float, metavar="A",
                      help="acceptance rate; tau by Leviathan Eq. 1")
     acc.add_argument("--tau", type=float, nargs="+", metavar="T",
@@ -73,9 +77,30 @@ def register(subparsers) -> argparse.ArgumentParser:
     acc.add_argument("--acceptance-rates", type=float, nargs="+", metavar="R",
                      help="vLLM's per-position acceptance rates r1 r2 ...; "
                           "tau(k) = 1 + r1 + ... + rk")
+    p.add_argument("--draft-config", metavar="CONFIG",
+                   help="an EAGLE / EAGLE-3 head's config.json (or its folder): the head's "
+                        "shape and draft vocabulary (draft_vocab_size) are read from it "
+                        "(default: one target layer; EAGLE-3 with 32,000 draft tokens)")
+    p.add_argument("--engine", default=None, metavar="NAME",
+                   help="serving engine profile from data/engine_profiles.csv: vllm (V1, the "
+                        "default), vllm-v0, sglang, ideal (roofline only), specdecode-bench "
+                        "(the model's defaults alone)")
+    p.add_argument("--proposal-rate", type=float, default=None, metavar="M",
+                   help="ngram / suffix: share of sequence-steps that carry a draft, 0 < M <= "
+                        "1 (default 1); a step verifies B (1 + M gamma) tokens and a sequence "
+                        "gains 1 + M (tau - 1), tau per draft as vLLM counts it")
+    p.add_argument("--input-len", type=int, default=None, metavar="N",
+                   help="prompt tokens per sequence: with --output-len, rows gain "
+                        "speedup_end_to_end (the prefill counted, as vllm bench serve times it)")
+    p.add_argument("--output-len", type=int, default=None, metavar="N",
+                   help="generated tokens per sequence (with --input-len)")
+    p.add_argument("--gpu-memory-utilization", type=float, default=0.9, metavar="U",
+                   help="vLLM's share of each GPU's memory (default 0.9): batches whose KV "
+                        "cache does not fit beside the weights never pay")
     p.add_argument("--calibrate", metavar="MEASURED.csv",
                    help="fit efficiencies and fixed costs to measured step times (columns "
                         "role, batch_size, context, query_tokens, ms)")
+    _add_bench_flags(p)
     p.add_argument("--json", action="store_true",
                    help="print one JSON object: rows, best, schedule, config (and serve, "
                         "notes, crossover_batch, paying_batches, calibration)")
@@ -105,9 +130,25 @@ def _check_flags(args) -> str | None:
                          ("--gamma", args.gamma)):
         if len(set(values)) != len(values):
             return f"{flag} lists a value twice: {' '.join(map(str, values))}"
+    bad = _check_bench_flags(args)
+    if bad:
+        return bad
     if args.tau is not None and len(args.tau) not in (1, len(args.gamma)):
         return (f"--tau takes one value or one per --gamma ({len(args.gamma)}), got "
                 f"{len(args.tau)}")
+    m = args.proposal_rate
+    if m is not None and not 0 < m <= 1:  # NaN fails too
+        return ("--proposal-rate must be in (0, 1] (the share of sequence-steps with a draft), "
+                f"got {m:g}")
+    if (args.input_len is None) != (args.output_len is None):
+        return "--input-len and --output-len go together (tokens per sequence), or neither"
+    if args.input_len is not None and args.input_len < 0:
+        return f"--input-len must be >= 0, got {args.input_len}"
+    if args.output_len is not None and args.output_len < 1:
+        return f"--output-len must be >= 1, got {args.output_len}"
+    u = args.gpu_memory_utilization
+    if not 0 < u <= 1:  # NaN fails too
+        return f"--gpu-memory-utilization must be in (0, 1], got {u:g}"
     return None
 
 
@@ -119,15 +160,19 @@ def plan(args) -> dict:
     from .. import serving as S
 
     st = S.setup(args.gpu, args.model, args.draft, gpus=args.gpus, dtype=args.dtype,
-                 draft_dtype=args.draft_dtype, draft_kv_budget=args.draft_kv_budget)
+                 draft_dtype=args.draft_dtype, draft_kv_budget=args.draft_kv_budget,
+                 engine=args.engine, draft_config=args.draft_config,
+                 proposal_rate=1.0 if args.proposal_rate is None else args.proposal_rate,
+                 gpu_memory_utilization=args.gpu_memory_utilization)
     acceptance = {}
     if args.alpha is not None:
         acceptance["alpha"] = args.alpha
     elif args.tau is not None:
         acceptance["tau"] = args.tau[0] if len(args.tau) == 1 else np.asarray(args.tau)
-    else:
+    elif args.acceptance_rates is not None:
         acceptance["acceptance_rates"] = args.acceptance_rates
-    S.tokens_per_step(args.gamma, **acceptance)  # bad acceptance input fails before fitting
+    if acceptance:  # bad acceptance input fails before fitting
+        S.tokens_per_step(args.gamma, **acceptance)
     calibration = None
     if args.calibrate:
         cal = S.calibrate(st, args.calibrate)
@@ -140,10 +185,14 @@ def plan(args) -> dict:
                        "draft_efficiency": vars(st.draft_efficiency),
                        "notes": [n.message for n in cal.notes],
                        "note_codes": [n.code for n in cal.notes]}
+    bench = None
+    if args.calibrate_bench:
+        st, bench = _calibrate_bench(args, st, acceptance)
     from ..advise import serving_plan
     from ..notes import codes, messages
 
-    p = serving_plan(st, args.batch, args.context, args.gamma, **acceptance)
+    p = serving_plan(st, args.batch, args.context, args.gamma, input_len=args.input_len,
+                     output_len=args.output_len, **acceptance)
     best_g, best_s = p.best
     best = []
     for i, b in enumerate(p.grid.batch_sizes):
@@ -156,6 +205,14 @@ def plan(args) -> dict:
                   "draft": st.draft.name, "draft_kv_budget": st.draft.kv_budget,
                   "dtype": st.dtype, "draft_dtype": st.draft_dtype or st.dtype,
                   "max_position_embeddings": st.target.max_position_embeddings,
+                  "engine": st.engine.name, "sd_overhead_ms": st.sd_overhead_ms,
+                  "proposal_rate": st.proposal_rate,
+                  "gpu_memory_utilization": st.memory_fraction,
+                  "input_len": args.input_len, "output_len": args.output_len,
+                  "draft_config": args.draft_config,
+                  "draft_lm_head_vocab": st.draft.lm_head_vocab or None,
+                  "moe": None if st.target.moe is None else vars(st.target.moe),
+                  "mla": None if st.target.mla is None else vars(st.target.mla),
                   "acceptance": {k: (list(map(float, np.atleast_1d(v))) if k != "alpha"
                                      else float(v)) for k, v in acceptance.items()}},
         "rows": p.rows(),
@@ -166,7 +223,10 @@ def plan(args) -> dict:
         "crossover_batch": {str(s): c for s, c in p.crossover_batch.items()},
         "paying_batches": {str(s): r for s, r in p.paying_batches.items()},
         "max_batch_in_memory": {str(c): m for c, m in p.max_batch_in_memory.items()},
+        "displaced": {str(c): d for c, d in p.displaced.items()},
+        "max_num_seqs": p.max_num_seqs,
         "calibration": calibration,
+        "calibration_bench": bench,
         "context_limit_notes": messages(p.context_notes),
         "context_limit_note_codes": codes(p.context_notes),
         "notes": messages(p.notes),
@@ -185,7 +245,11 @@ def format_plan(result: dict) -> str:
     acc = ", ".join(f"{k} {v}" for k, v in su["acceptance"].items())
     lines = [f"{su['model']} on {su['gpus']} x {su['gpu']} ({su['dtype']}), draft "
              f"{su['draft']}" + (f" (KV budget {su['draft_kv_budget']})"
-                                 if su["draft_kv_budget"] else "") + f"; {acc}"]
+                                 if su["draft_kv_budget"] else "") + f"; {acc}; engine "
+             f"{su['engine']}" + (f"; proposal rate {su['proposal_rate']:g}"
+                                  if su["proposal_rate"] < 1 else "")]
+    if su["draft"] in S.PARTIAL_PROPOSAL_METHODS:
+        lines.append(f"reading M: {S.PROPOSAL_RATE_HELP}")
     # beyond the model's max_position_embeddings: said first, not only among the notes
     lines += [f"NOTE: {n}" for n in result.get("context_limit_notes", [])]
     if result["calibration"]:
@@ -193,16 +257,25 @@ def format_plan(result: dict) -> str:
         lines.append(f"calibrated on {c['file']} ({c['rows']} row{'s' * (c['rows'] != 1)}): step-time error median "
                      f"{100 * c['median_abs_error']:.1f} %, max {100 * c['max_abs_error']:.1f} %")
         lines += [f"calibration note: {n}" for n in c["notes"]]
+    if result.get("calibration_bench"):
+        lines += _format_bench(result["calibration_bench"])
     rows = pd.DataFrame(result["rows"])
     best = {(b["batch_size"], b["context"]): b for b in result["best"]}
     for s, part in rows.groupby("context", sort=True):
         lines += ["", f"context {s} tokens: speedup by batch size (rows) and gamma (columns); "
-                      "* = best gamma, - = nothing pays"]
+                      "* = best gamma, - = nothing pays (or the KV cache does not fit)"
+                  + ("; e2e = end to end, with the prefill of "
+                     f"{su['input_len']} and {su['output_len']} output tokens per sequence"
+                     if su.get("input_len") is not None else "")]
         table = part.pivot(index="batch_size", columns="gamma", values="speedup")
         out = pd.DataFrame(index=table.index)
         for g in table.columns:
             out[f"g={g}"] = [f"{v:.2f}" + ("*" if best[(b, s)]["gamma"] == g else " ")
                              for b, v in zip(table.index, table[g])]
+        if "speedup_end_to_end" in part.columns:  # the prefill counted, as bench serve times
+            e2e = part.pivot(index="batch_size", columns="gamma", values="speedup_end_to_end")
+            for g in e2e.columns:
+                out[f"e2e g={g}"] = [f"{v:.2f}" for v in e2e[g]]
         bound = part.groupby("batch_size")["bound"].agg(lambda x: "/".join(sorted(set(x))))
         out["best"] = [best[(b, s)]["gamma"] or "-" for b in table.index]
         out["verify bound"] = bound.reindex(table.index).to_numpy()
@@ -224,6 +297,106 @@ def format_plan(result: dict) -> str:
     lines += [f"note: {n}" for n, code in zip(result["notes"], result["note_codes"])
               if code not in shown_first]
     return "\n".join(lines)
+
+
+# --------------------------------------------------------------- --calibrate-bench
+def _add_bench_flags(p) -> None:
+    p.add_argument("--calibrate-bench", nargs="+", metavar="RESULT.json",
+                   help="fit the model (target efficiencies, per-verification overhead, cost "
+                        "per verified token) to `vllm bench serve --max-concurrency N "
+                        "--save-result` files, with speculation on and off; prints the fit's "
+                        "error on each file and predicts the --batch values not run; tau and "
+                        "num_speculative_tokens come from the files' spec_decode_* keys (then "
+                        "--alpha/--tau may be left out)")
+    p.add_argument("--label", nargs="+", choices=("on", "off", "auto"), metavar="on|off",
+                   help="one per --calibrate-bench file: whether speculation was on (auto: "
+                        "the file's spec_decode_* keys decide; a file from a vLLM whose "
+                        "bench writes none needs on or off)")
+
+
+def _check_bench_flags(args) -> str | None:
+    files, labels = args.calibrate_bench, args.label
+    if labels is not None and files is None:
+        return "--label applies to --calibrate-bench files; give the files"
+    if files and labels is not None and len(labels) != len(files):
+        return (f"--label takes one value per --calibrate-bench file ({len(files)}), got "
+                f"{len(labels)}")
+    if files and args.calibrate:
+        return "give --calibrate (step times) or --calibrate-bench (bench runs), not both"
+    if args.alpha is None and args.tau is None and args.acceptance_rates is None and not files:
+        return ("give one of --alpha, --tau or --acceptance-rates (or --calibrate-bench files "
+                "run with speculation on, whose tau is used)")
+    return None
+
+
+def _calibrate_bench(args, st, acceptance: dict):
+    """Fit ``st`` to the bench files; fills ``acceptance`` with the runs' tau per --gamma when
+    no acceptance flag was given. Returns (calibrated setup, the JSON-ready summary)."""
+    from .. import serving as S
+    from ..vllm import bench_points
+
+    runs = bench_points(args.calibrate_bench, args.label)
+    one = lambda v: v[0] if v and len(v) == 1 else None  # noqa: E731
+    cal = S.calibrate_bench(st, runs, tau=one(args.tau), gamma=one(args.gamma))
+    if not acceptance:
+        missing = [g for g in args.gamma if g not in cal.tau]
+        if missing:
+            raise ValueError(f"--gamma {' '.join(map(str, missing))}: no bench run with "
+                             "speculation on at that num_speculative_tokens (runs at "
+                             f"{', '.join(map(str, sorted(cal.tau)))}); give --tau or --alpha")
+        acceptance["tau"] = [cal.tau[g] for g in args.gamma]
+    ran = set(cal.runs["concurrency"].astype(int))
+    todo = [b for b in args.batch if b not in ran]
+    pred = cal.predict(todo) if todo else None
+    rep = cal.report
+    clean = lambda recs: [{k: (None if isinstance(v, float) and v != v else v)  # noqa: E731
+                           for k, v in r.items()} for r in recs]
+    return cal.setup, {
+        "files": list(args.calibrate_bench), "fitted": cal.fitted,
+        "context": cal.context, "tau": {str(k): v for k, v in cal.tau.items()},
+        "median_abs_tpot_error": float(rep["tpot_error"].abs().median()),
+        "max_abs_tpot_error": float(rep["tpot_error"].abs().max()),
+        "runs": clean(rep.assign(speculation=rep["speculation"].map({True: "on",
+                                                                      False: "off"}))
+                      .to_dict("records")),
+        "predicted": [] if pred is None else clean(pred.to_dict("records")),
+        "notes": [n.message for n in cal.notes], "note_codes": [n.code for n in cal.notes]}
+
+
+def _format_bench(c: dict) -> list[str]:
+    import pandas as pd
+
+    fitted = ", ".join(f"{k} {v:.3g}" for k, v in c["fitted"].items())
+    lines = [f"calibrated on {len(c['files'])} bench file(s) (mean decode context "
+             f"{c['context']}): {fitted}; TPOT error median "
+             f"{100 * c['median_abs_tpot_error']:.1f} %, max {100 * c['max_abs_tpot_error']:.1f} %"]
+    runs = pd.DataFrame(c["runs"])
+    show = pd.DataFrame({"file": runs["file"], "spec": runs["speculation"],
+                         "conc.": runs["concurrency"],
+                         "gamma": runs["gamma"].map(lambda g: "-" if g is None or pd.isna(g)
+                                                    else f"{g:.0f}"),
+                         "tau": runs["tau"].map(lambda t: "-" if t is None or pd.isna(t)
+                                                else f"{t:.2f}"),
+                         "TPOT ms": runs["tpot_ms"].map("{:.2f}".format),
+                         "model": runs["predicted_tpot_ms"].map("{:.2f}".format),
+                         "error": runs["tpot_error"].map("{:+.1%}".format),
+                         "tok/s": runs["output_throughput"].map("{:.0f}".format),
+                         "model tok/s": runs["predicted_throughput"].map("{:.0f}".format),
+                         "error ": runs["throughput_error"].map("{:+.1%}".format)})
+    lines.append(show.to_string(index=False))
+    lines += [f"calibration note: {n}" for n in c["notes"]]
+    if c["predicted"]:
+        p = pd.DataFrame(c["predicted"])
+        lines += ["", f"predicted at the --batch values not run (context {c['context']}; "
+                      "decode only, no prefill):",
+                  pd.DataFrame({"conc.": p["concurrency"], "gamma": p["gamma"],
+                                "tau": p["tau"].map("{:.2f}".format),
+                                "TPOT off ms": p["tpot_off_ms"].map("{:.2f}".format),
+                                "TPOT on ms": p["tpot_on_ms"].map("{:.2f}".format),
+                                "speedup": p["speedup"].map("{:.2f}".format),
+                                "KV fits": p["fits"].map({True: "yes", False: "no"})})
+                  .to_string(index=False)]
+    return lines
 
 
 def run(args) -> int:

@@ -44,11 +44,25 @@ speedup (arrays broadcast: batch x context x gamma)
     :func:`paying_batches`, :func:`describe_paying`; :func:`batch_range_grid` with
     :func:`crossover_of` and :func:`paying_of` (one grid, read several ways);
     :data:`NGRAM_DRAFT_FRACTION`, :data:`MAX_BATCH_SEARCH`, :data:`MAX_GRID_CELLS`.
+moe, heads, engines (issue 16)
+    :class:`MoE`, :class:`MLA`, :func:`experts_touched` (uniform routing: an upper bound),
+    :mod:`specnb.serving.moe` (parameter counts, MLA KV bytes, MTP module, MoE configs);
+    :class:`HeadShape`, :func:`head_from_config` (EAGLE-1 vs EAGLE-3 from their shapes);
+    :class:`EngineProfile`, :func:`engine_profile`, :func:`engine_names`,
+    :data:`DEFAULT_ENGINE` (``data/engine_profiles.csv``; fits in
+    :mod:`specnb.serving.engines`); :func:`memory_cap` (sequences that fit, with and without
+    the draft), :func:`t_engine_ms`, :func:`prefill_ms`, :func:`end_to_end_speedup`;
+    :data:`PARTIAL_PROPOSAL_METHODS`, :data:`DEFAULT_GPU_MEMORY_UTILIZATION`;
+    :func:`proposal_rate_from_counters`, :data:`PROPOSAL_RATE_HELP` (M from vLLM's counters;
+    :mod:`specnb.serving.workload`).
 calibrate
     :func:`read_measurements` (CSV ``role, batch_size, context, query_tokens, ms``);
     :func:`calibrate` -> :class:`Calibration` (``.setup``, ``.report``, ``.notes``);
     :func:`predict_measurements`; :data:`MEASURED_COLUMNS`, :data:`OVERLAP_GRID`,
-    :data:`FIT_EFFICIENCY_RANGE`.
+    :data:`FIT_EFFICIENCY_RANGE`; ``vllm bench serve`` runs (:data:`BENCH_COLUMNS`, read by
+    :func:`specnb.vllm.bench_points`): :func:`calibrate_bench` -> :class:`BenchCalibration`
+    (``.report``, ``.predict(concurrencies)``), :func:`predict_bench`, :data:`BENCH_FIT`;
+    :func:`published_bench_results` (published sweeps as bench results, :data:`PUBLISHED_SWEEPS`).
 reference (``data/magicdec_steps.csv``, EAGLE-3 Tables 3 and 5)
     :data:`MAGICDEC_TABLES`, :data:`MAGICDEC_SNAPKV_BUDGET`, :func:`magicdec_table`,
     :func:`magicdec_setup`, :func:`table_measurements`, :func:`predict_table`,
@@ -60,20 +74,30 @@ Scalars give Python floats; arrays broadcast with numpy's rules.
 
 from __future__ import annotations
 
-from .calibrate import (FIT_EFFICIENCY_RANGE, MEASURED_COLUMNS, OVERLAP_GRID, Calibration,
-                        calibrate, predict_measurements, read_measurements)
+from .calibrate import (BENCH_COLUMNS, BENCH_FIT, FIT_EFFICIENCY_RANGE, MEASURED_COLUMNS,
+                        OVERLAP_GRID, PUBLISHED_SWEEPS, BenchCalibration, Calibration,
+                        calibrate, calibrate_bench, predict_bench, predict_measurements,
+                        published_bench_results, read_measurements)
 from .catalogue import (DTYPES, GPU, Architecture, architecture, architecture_names, gpu,
-                        gpu_names, model_id, resolve_architecture, ridge_point)
+                        gpu_names, model_id, published_active_params, resolve_architecture,
+                        ridge_point)
+from .engines import DEFAULT_ENGINE, EngineProfile
+from .engines import profile as engine_profile
+from .engines import profile_names as engine_names
+from .heads import HeadShape, head_from_config
+from .moe import MLA, MoE, experts_touched
+from .workload import PROPOSAL_RATE_HELP, proposal_rate_from_counters
 from .reference import (EAGLE3_BATCH_TABLES, MAGICDEC_SNAPKV_BUDGET, MAGICDEC_TABLES,
                         batch_table_comparison, fit_and_predict, magicdec_setup,
                         magicdec_table, predict_table, table_measurements)
-from .setup import (DRAFT_METHODS, SD_OVERHEAD_MS, Draft, Setup, context_limit_notes, draft,
-                    max_batch_in_memory, setup)
+from .setup import (DEFAULT_GPU_MEMORY_UTILIZATION, DRAFT_METHODS, PARTIAL_PROPOSAL_METHODS,
+                    SD_OVERHEAD_MS, Draft, Setup, context_limit_notes, draft,
+                    max_batch_in_memory, memory_cap, setup)
 from .speedup import (MAX_BATCH_SEARCH, MAX_GRID_CELLS, NGRAM_DRAFT_FRACTION, Grid,
                       batch_range_grid, best_gamma, check_axis, crossover_batch, crossover_of,
-                      describe_paying, evaluate, paying_batches, paying_of,
-                      per_token_latency_ms, speedup, t_draft_ms, t_plain_ms, t_verify_ms,
-                      tokens_per_step, verdict)
+                      describe_paying, end_to_end_speedup, evaluate, paying_batches,
+                      paying_of, per_token_latency_ms, prefill_ms, speedup, t_draft_ms,
+                      t_engine_ms, t_plain_ms, t_verify_ms, tokens_per_step, verdict)
 from .step import (DEFAULT_EFFICIENCY, DEFAULT_HEAD_EFFICIENCY, Efficiency,
                    default_efficiency_sources, step_breakdown, step_time_ms)
 
@@ -94,4 +118,11 @@ __all__ = [
     "MAGICDEC_TABLES", "MAGICDEC_SNAPKV_BUDGET", "magicdec_table", "magicdec_setup",
     "table_measurements", "predict_table", "fit_and_predict",
     "EAGLE3_BATCH_TABLES", "batch_table_comparison",
+    "MoE", "MLA", "experts_touched", "HeadShape", "head_from_config", "EngineProfile",
+    "engine_profile", "engine_names", "DEFAULT_ENGINE", "memory_cap", "t_engine_ms",
+    "prefill_ms", "end_to_end_speedup", "PARTIAL_PROPOSAL_METHODS",
+    "DEFAULT_GPU_MEMORY_UTILIZATION", "published_active_params", "PROPOSAL_RATE_HELP",
+    "proposal_rate_from_counters",
+    "BENCH_COLUMNS", "BENCH_FIT", "BenchCalibration", "calibrate_bench", "predict_bench",
+    "PUBLISHED_SWEEPS", "published_bench_results",
 ]

@@ -21,9 +21,11 @@ import numpy as np
 
 from .. import _check, hf_config
 from ..memory import DTYPE_BYTES, kv_cache_bytes_per_token
+from . import moe as _moe
+from .moe import MLA, MoE
 
 __all__ = ["DTYPES", "GPU", "gpu", "gpu_names", "ridge_point", "Architecture", "architecture",
-           "architecture_names", "resolve_architecture", "model_id"]
+           "architecture_names", "resolve_architecture", "model_id", "published_active_params"]
 
 #: Bytes per stored weight for each weight dtype the serving model takes: the one dtype table,
 #: :data:`specnb.memory.DTYPE_BYTES`, without fp32 (not a serving dtype); int4 packs two per byte.
@@ -119,7 +121,9 @@ def ridge_point(gpu_name, dtype: str = "bf16") -> float:
 
 @dataclass(frozen=True)
 class Architecture:
-    """A dense decoder-only transformer's shape (LLaMA / Mistral / Qwen family).
+    """A decoder-only transformer's shape: dense (LLaMA / Mistral / Qwen family) or with
+    mixture-of-experts layers and multi-head latent attention (DeepSeek-V3, Kimi-K2,
+    Qwen3-MoE, gpt-oss, Mixtral).
 
     Attributes follow the Hugging Face config names: ``n_layers``, ``hidden_size``,
     ``n_heads``, ``n_kv_heads``, ``head_dim``, ``intermediate_size`` (gated MLP: 3 matrices),
@@ -130,7 +134,12 @@ class Architecture:
     ``sliding_window`` (tokens each position attends to, from a config whose
     ``sliding_window`` is set and ``use_sliding_window`` is not false, e.g. Mistral-7B-v0.1's
     4096; None = full attention). The step-time model always reads the full KV cache: see
-    :func:`context_limit_notes`.
+    :func:`context_limit_notes`. ``moe`` (:class:`~specnb.serving.moe.MoE`: routed experts,
+    experts per token, shared experts, expert width, leading dense layers; None = dense),
+    ``mla`` (:class:`~specnb.serving.moe.MLA`: latent and rope dims; None = per-head K and V),
+    ``mtp_layers`` (multi-token-prediction modules shipped with the model, DeepSeek-V3: 1).
+    Parameter counts, weights read per step, FLOPs and KV bytes come from
+    :mod:`specnb.serving.moe` (dense shapes give the dense formulas).
     """
 
     name: str
@@ -148,18 +157,21 @@ class Architecture:
     source: str = ""
     max_position_embeddings: int | None = None
     sliding_window: int | None = None
+    moe: MoE | None = None
+    mla: MLA | None = None
+    mtp_layers: int = 0
 
     @property
     def layer_params(self) -> int:
-        """Parameters of one decoder layer (attention, gated MLP, 2 norms, biases, q/k norms)."""
-        h, hd = self.hidden_size, self.head_dim
-        q, kv = self.n_heads * hd, self.n_kv_heads * hd
-        n = h * q + 2 * h * kv + q * h + 3 * h * self.intermediate_size + 2 * h
-        if self.attention_bias:
-            n += q + 2 * kv
-        if self.qk_norm:
-            n += 2 * hd
-        return n
+        """Parameters of one decoder layer (attention, 2 norms, biases, q/k norms, and the
+        gated MLP; an MoE model's layer: router, shared and every routed expert)."""
+        h = self.hidden_size
+        mlp = 3 * h * self.intermediate_size
+        if self.moe is not None:
+            m = self.moe
+            mlp = (m.n_routed_experts * h + (m.n_routed_experts + m.n_shared_experts)
+                   * _moe.expert_params(h, m.moe_intermediate_size))
+        return _moe.attention_params(self) + mlp + 2 * h
 
     @property
     def embedding_params(self) -> int:
@@ -168,30 +180,43 @@ class Architecture:
 
     @property
     def params(self) -> int:
-        """Total parameters: layers, embedding, LM head (unless tied), final norm."""
-        head = 0 if self.tie_word_embeddings else self.embedding_params
-        return self.n_layers * self.layer_params + self.embedding_params + head + self.hidden_size
+        """Total parameters: layers (all experts), embedding, LM head (unless tied), final
+        norm; MTP modules not counted (model cards count them apart)."""
+        return _moe.param_counts(self)["total"]
+
+    @property
+    def active_params(self) -> int:
+        """Parameters one token uses (k routed + shared experts; = :attr:`params` for dense
+        models), with the input embedding (see :func:`specnb.serving.moe.param_counts`)."""
+        return _moe.param_counts(self)["active"]
 
     @property
     def step_params(self) -> int:
-        """Parameters read by one forward: every layer, the LM head and the final norm (the
-        embedding lookup reads only one row per token)."""
-        return self.n_layers * self.layer_params + self.embedding_params + self.hidden_size
+        """Parameters read by a one-token forward: every layer (an MoE layer: router, shared
+        and k routed experts), the LM head and the final norm (the embedding lookup reads only
+        one row per token). More tokens read more experts: :meth:`step_params_for`."""
+        return int(round(float(_moe.step_weight_params(self, 1))))
+
+    def step_params_for(self, tokens):
+        """Parameters a forward over ``tokens`` query tokens reads (the routed experts they
+        touch under uniform routing, an upper bound for skewed routing; dense models: the
+        same for every token count). Number or array >= 1."""
+        return _moe.step_weight_params(self, tokens)
 
     @property
     def matmul_params_per_token(self) -> int:
-        """Weights multiplied per query token (layers' matrices + LM head): 2 FLOPs each."""
-        h, hd = self.hidden_size, self.head_dim
-        per_layer = (2 * h * self.n_heads * hd + 2 * h * self.n_kv_heads * hd
-                     + 3 * h * self.intermediate_size)
-        return self.n_layers * per_layer + self.embedding_params
+        """Weights multiplied per query token (layers' matrices, k routed + shared experts,
+        router, LM head): 2 FLOPs each."""
+        return _moe.matmul_params_per_token(self)
 
     def kv_bytes_per_token(self, dtype: str = "bf16") -> float:
         """KV-cache bytes per token: 2 x layers x kv_heads x head_dim x bytes per element
-        (:func:`specnb.memory.kv_cache_bytes_per_token`).
-        Llama-3.1-8B in bf16: 131,072 B = 128 KiB (reference section 6.2)."""
+        (Llama-3.1-8B in bf16: 131,072 B = 128 KiB, reference section 6.2); MLA:
+        layers x (kv_lora_rank + qk_rope_head_dim) x bytes (DeepSeek-V3: 70,272 B)."""
         _check.choice("dtype", dtype, DTYPES)
-        return kv_cache_bytes_per_token(self.n_layers, self.n_kv_heads, self.head_dim, dtype)
+        if self.mla is None:  # the one GQA formula: specnb.memory
+            return kv_cache_bytes_per_token(self.n_layers, self.n_kv_heads, self.head_dim, dtype)
+        return _moe.kv_bytes_per_token(self, DTYPES[dtype])
 
     def weight_bytes(self, dtype: str = "bf16") -> float:
         """Bytes of all weights in ``dtype`` (scales of quantized formats not counted)."""
@@ -199,11 +224,13 @@ class Architecture:
         return self.params * DTYPES[dtype]
 
     def one_layer(self, name: str | None = None) -> "Architecture":
-        """The shape of an EAGLE / MTP draft head: one decoder layer of this model plus its
-        LM head (the issue's definition; EAGLE's input fc and a reduced draft vocabulary are
-        not modelled)."""
+        """One decoder layer of this model plus its LM head (an MoE model's: an MoE layer),
+        the body of an EAGLE / MTP draft head; the heads' own parts (fc layers, EAGLE-3's
+        draft vocabulary, MTP's projection) are added by :mod:`specnb.serving.heads`."""
+        moe = None if self.moe is None else dataclasses.replace(self.moe, first_k_dense_layers=0)
         return dataclasses.replace(self, name=name or f"{self.name} (1 layer)", n_layers=1,
-                                   tie_word_embeddings=True, params_published=None)
+                                   tie_word_embeddings=True, params_published=None, moe=moe,
+                                   mtp_layers=0)
 
 
 def architecture_names() -> list[str]:
@@ -236,6 +263,27 @@ def _alias_max_positions(rec: dict, key: str) -> tuple[str, int | None]:
     return rec["model"], _optional_int(rec.get("max_position_embeddings"))
 
 
+def _row_moe(rec: dict):
+    """(MoE or None, MLA or None) from a catalogue row's MoE columns (empty for dense rows)."""
+    get = lambda k: _optional_int(rec.get(k))  # noqa: E731
+    moe = mla = None
+    if get("n_routed_experts"):
+        moe = MoE(get("n_routed_experts"), get("experts_per_token"),
+                  get("n_shared_experts") or 0, get("moe_intermediate_size"),
+                  get("first_k_dense_layers") or 0)
+    if get("kv_lora_rank"):
+        mla = MLA(get("kv_lora_rank"), get("qk_rope_head_dim"), get("qk_nope_head_dim"),
+                  get("v_head_dim"), get("q_lora_rank"))
+    return moe, mla
+
+
+def published_active_params(arch: "Architecture") -> float | None:
+    """The model card's active-parameter count of a catalogue MoE model (None otherwise)."""
+    rec = _catalogue("model_architectures", "model").get(arch.name.lower())
+    value = str((rec or {}).get("params_active_published", "")).strip()
+    return float(value) if value else None
+
+
 def architecture(name_or_config) -> Architecture:
     """A model shape by catalogue name (case-insensitive, aliases allowed), from a Hugging Face
     ``config.json`` (a file path or a folder holding one), or from a config dict.
@@ -245,7 +293,10 @@ def architecture(name_or_config) -> Architecture:
     ``head_dim`` (default hidden / heads), ``intermediate_size``, ``vocab_size``,
     ``tie_word_embeddings`` (default False), ``attention_bias`` (default: True for
     ``model_type`` qwen2), q/k norm for ``model_type`` qwen3, ``max_position_embeddings``
-    (absent: unknown, None); a multimodal config's ``text_config`` is used.
+    (absent: unknown, None); a multimodal config's ``text_config`` is used. MoE and MLA
+    configs (DeepSeek-V3 / Kimi-K2, Qwen3-MoE, Mixtral, gpt-oss shapes) add their experts and
+    latent dims (:func:`specnb.serving.moe.moe_from_config`); an MLA config's head_dim is
+    ``qk_nope_head_dim + qk_rope_head_dim``.
 
     Raises
     ------
@@ -254,7 +305,8 @@ def architecture(name_or_config) -> Architecture:
         (line and column), lacks a key (named), holds a non-positive or non-integer size (0 is
         refused, not replaced by a default), a ``tie_word_embeddings`` / ``attention_bias``
         that is not a JSON boolean, attention heads that are not a multiple of the KV heads,
-        or describes a mixture-of-experts model (not modelled). A catalogue model's Hugging
+        an MoE layout the model cannot represent (:func:`specnb.serving.moe.moe_from_config`).
+        A catalogue model's Hugging
         Face id (``meta-llama/Llama-3.1-8B``) names it unless such a local path exists; a
         UTF-8 BOM is skipped.
     FileNotFoundError
@@ -288,12 +340,14 @@ def resolve_architecture(name_or_config) -> tuple[Architecture, dict | None]:
                     if str(r.get("hf_id", "")).lower() == text.lower()), None)
     if rec is not None:
         name, max_positions = _alias_max_positions(rec, text.lower())
+        moe, mla = _row_moe(rec)
         return Architecture(
             name, int(rec["n_layers"]), int(rec["hidden_size"]), int(rec["n_heads"]),
             int(rec["n_kv_heads"]), int(rec["head_dim"]), int(rec["intermediate_size"]),
             int(rec["vocab_size"]), _as_bool(rec["tie_word_embeddings"]),
             _as_bool(rec["attention_bias"]), _as_bool(rec["qk_norm"]),
-            float(rec["params_published"]), rec["source"], max_positions), None
+            float(rec["params_published"]), rec["source"], max_positions, None, moe, mla,
+            _optional_int(rec.get("mtp_layers")) or 0), None
     path = Path(text)
     looks_like_path = path.suffix == ".json" or os.sep in text or path.exists()
     if not looks_like_path:
@@ -310,9 +364,7 @@ def _from_config(cfg: dict, where: str) -> Architecture:
     if isinstance(cfg.get("text_config"), dict):
         cfg = {**cfg["text_config"], "model_type": cfg["text_config"].get(
             "model_type", cfg.get("model_type"))}
-    if cfg.get("num_experts") or cfg.get("num_local_experts") or cfg.get("n_routed_experts"):
-        raise ValueError(f"{where}: a mixture-of-experts config (num_experts / "
-                         "num_local_experts); the serving model covers dense models only")
+    moe, mla, mtp = _moe.moe_from_config(cfg, where)
 
     def need(key):
         if key not in cfg or cfg[key] is None:
@@ -350,6 +402,8 @@ def _from_config(cfg: dict, where: str) -> Architecture:
                          f"num_key_value_heads ({kv}): each KV head serves a whole group of "
                          "query heads (grouped-query attention)")
     hd = cfg.get("head_dim")
+    if mla is not None:
+        hd = mla.qk_nope_head_dim + mla.qk_rope_head_dim
     hd = pos_int("head_dim", hidden // heads if hd is None else hd)  # transformers' default
     inter = pos_int("intermediate_size", need("intermediate_size"))
     vocab = pos_int("vocab_size", need("vocab_size"))
@@ -363,7 +417,7 @@ def _from_config(cfg: dict, where: str) -> Architecture:
               else pos_int("sliding_window", window))
     return Architecture(str(name), layers, hidden, heads, kv, hd, inter, vocab,
                         flag("tie_word_embeddings", False), bias,
-                        mtype.startswith("qwen3"), None, where, max_pos, window)
+                        mtype.startswith("qwen3"), None, where, max_pos, window, moe, mla, mtp)
 
 
 

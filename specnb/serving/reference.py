@@ -45,7 +45,8 @@ def magicdec_setup(table_id: str, **kwargs) -> Setup:
     """The :class:`Setup` of a MagicDec table: GPU and TP from its hardware, target and draft
     from its columns, the draft's KV budget (512 printed for Table 3; assumed
     :data:`MAGICDEC_SNAPKV_BUDGET` for Tables 2 and 4). ``kwargs`` go to :func:`setup`
-    (e.g. efficiencies)."""
+    (e.g. efficiencies); the engine profile defaults to ``specdecode-bench`` (the model's
+    defaults: MagicDec ran its own backend, not vLLM)."""
     return _magicdec_setup(magicdec_table(table_id), **kwargs)
 
 
@@ -55,6 +56,7 @@ def _magicdec_setup(rows, **kwargs) -> Setup:
     g, n = _HARDWARE[r["hardware"]]
     budget = r["draft_kv_budget"]
     budget = int(budget) if str(budget).strip() not in ("", "nan") else MAGICDEC_SNAPKV_BUDGET
+    kwargs.setdefault("engine", "specdecode-bench")  # MagicDec's own backend, not vLLM
     return setup(g, r["target"], r["draft"], gpus=n, draft_kv_budget=budget, **kwargs)
 
 
@@ -84,7 +86,7 @@ def predict_table(st: Setup, rows):
     s = rows["context"].to_numpy(float)
     g = rows["gamma"].to_numpy(float)
     tau = rows["omega"].to_numpy(float)
-    tp, tv, td, cost, sp, _ = _Times(st).parts(b, s, g, tau)
+    tp, tv, td, cost, sp, *_ = _Times(st).parts(b, s, g, tau)
     out = pd.DataFrame({"batch_size": rows["batch_size"], "context": rows["context"],
                         "gamma": rows["gamma"], "tau": tau, "t_ar_ms": tp,
                         "t_verify_ms": tv, "gamma_t_draft_ms": td, "speedup": sp,
@@ -134,14 +136,16 @@ EAGLE3_BATCH_TABLES = ("eagle3_table3_sglang_batch", "eagle3_table5_vllm_batch")
 
 
 def batch_table_comparison(name: str, gpu_name, *, context: int = 512, alpha=None, tau=None,
-                           acceptance_rates=None):
+                           acceptance_rates=None, engine: str = "specdecode-bench"):
     """An EAGLE-3 batch table (Table 3, SGLang on 1x H100, chain 3; Table 5, vLLM, chain 2,
     hardware stated inconsistently) beside the model for Llama-3.1-8B on ``gpu_name``.
 
     The tables print no tau and no context, so both are assumptions the caller states: the
     acceptance (one of alpha, tau, acceptance_rates, applied to both EAGLE and EAGLE-3) and
     ``context`` (default 512 tokens, roughly an MT-bench turn). EAGLE rows use an ``eagle``
-    draft, EAGLE-3 rows ``eagle3`` (the same one-layer head in this model).
+    draft, EAGLE-3 rows ``eagle3`` (each costed from its shape). ``engine``: the engine
+    profile (default ``specdecode-bench``, the model's defaults; ``sglang`` for Table 3 and
+    ``vllm-v0`` for Table 5 are the profiles fitted on them, ``data/engine_profiles.csv``).
 
     Returns
     -------
@@ -159,7 +163,8 @@ def batch_table_comparison(name: str, gpu_name, *, context: int = 512, alpha=Non
     df = _load(name)
     out = []
     for method, part in df.groupby("method", sort=False):
-        st = setup(gpu_name, "Llama-3.1-8B", "eagle3" if method == "EAGLE-3" else "eagle")
+        st = setup(gpu_name, "Llama-3.1-8B", "eagle3" if method == "EAGLE-3" else "eagle",
+                   engine=engine)
         gamma = int(part["chain_length"].iloc[0])
         sp = speedup(st, part["batch_size"].to_numpy(), context, gamma, alpha=alpha, tau=tau,
                      acceptance_rates=acceptance_rates)

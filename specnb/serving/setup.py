@@ -8,6 +8,7 @@ whether the KV cache fits (:func:`max_batch_in_memory`) and contexts the models 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
 
@@ -17,10 +18,20 @@ from .. import _check, hf_config
 from ..notes import Note
 from .catalogue import (DTYPES, GPU, Architecture, architecture, architecture_names, gpu,
                         resolve_architecture)
+from . import engines, heads
+from . import moe as _moe
 from .step import DEFAULT_EFFICIENCY, DEFAULT_HEAD_EFFICIENCY, Efficiency
 
-__all__ = ["DRAFT_METHODS", "SD_OVERHEAD_MS", "Draft", "draft", "Setup", "setup",
-           "max_batch_in_memory", "context_limit_notes"]
+__all__ = ["DRAFT_METHODS", "SD_OVERHEAD_MS", "PARTIAL_PROPOSAL_METHODS",
+           "DEFAULT_GPU_MEMORY_UTILIZATION", "Draft", "draft", "Setup", "setup",
+           "max_batch_in_memory", "memory_cap", "context_limit_notes"]
+
+#: Drafts that propose only where the recent tokens match earlier text, so a proposal rate
+#: M < 1 applies (vLLM's n-gram and suffix proposers; engines.md section 2 item 1).
+PARTIAL_PROPOSAL_METHODS = ("ngram", "suffix")
+
+#: vLLM's default ``gpu_memory_utilization`` (the share of each GPU's memory vLLM takes).
+DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
 
 #: Draft methods that are not a model name: no model (``ngram``, ``suffix``), one decoder layer
 #: of the target plus its LM head (``eagle``, ``eagle3``, ``mtp``), the target itself (``self``).
@@ -44,6 +55,12 @@ class Draft:
     self-speculation). ``method`` is vLLM's method name (``ngram``, ``suffix``, ``eagle``,
     ``eagle3``, ``mtp``, ``draft_model``); ``arch`` the draft's shape (None for ``none``);
     ``kv_budget`` the most context tokens the draft reads (None = all); ``dtype`` its weights.
+    Heads (issue 16) are costed from their shapes: ``arch`` is the head's decoder layer with
+    its LM-head rows (EAGLE-3: its draft vocabulary), ``extra_params`` the weights each draft
+    forward reads beyond ``arch`` (first forward, later forwards: EAGLE-1's fc, EAGLE-3's fc
+    on the first forward and its 2h-wide q/k/v, MTP's projection), ``weight_params`` the
+    head's own weights in GPU memory, ``head`` the :class:`~specnb.serving.heads.HeadShape`
+    (EAGLE heads) and ``lm_head_vocab`` the rows its sampling covers.
     """
 
     kind: str
@@ -52,9 +69,49 @@ class Draft:
     kv_budget: int | None = None
     dtype: str | None = None
     name: str = ""
+    extra_params: tuple = (0, 0)
+    weight_params: int | None = None
+    head: heads.HeadShape | None = None
+    lm_head_vocab: int = 0
 
 
-def draft(spec, target, *, kv_budget=None, dtype=None) -> Draft:
+def _head_draft(key: str, tgt: Architecture, kv_budget, dtype, config) -> Draft:
+    """An EAGLE / EAGLE-3 / MTP head for ``tgt`` (see :class:`Draft`)."""
+    if key == "mtp" and tgt.moe is not None and tgt.mtp_layers:
+        # DeepSeek-V3 style: the eh projection (2h -> h), one block of the model's kind
+        # (MLA + MoE), the shared embedding and LM head
+        if config is not None:
+            raise ValueError("draft_config applies to eagle and eagle3 heads; the mtp module "
+                             f"of {tgt.name} comes with the model")
+        h = tgt.hidden_size
+        body = tgt.one_layer(f"mtp module of {tgt.name}")
+        return Draft("head", key, body, kv_budget, dtype, key, (2 * h * h + 2 * h,) * 2,
+                     _moe.mtp_params(tgt)["own"], None, tgt.vocab_size)
+    if key == "mtp":
+        if config is not None:
+            raise ValueError("draft_config applies to eagle and eagle3 heads, not mtp")
+        body = tgt.one_layer(f"{key} head of {tgt.name}")
+        return Draft("head", key, body, kv_budget, dtype, key, (0, 0), body.layer_params, None,
+                     tgt.vocab_size)
+    head = (heads.eagle_head(key, tgt) if config is None
+            else heads.head_from_config(config, tgt))
+    if head.kind != key:
+        raise ValueError(f"draft_config {head.source!r} describes an {head.kind} head, not "
+                         f"{key} (EAGLE-3 heads carry draft_vocab_size and an Eagle3 "
+                         f"architecture): give --draft {head.kind}")
+    body = dataclasses.replace(
+        tgt.one_layer(f"{key} head of {tgt.name}"), n_layers=head.n_layers,
+        hidden_size=head.hidden_size, n_heads=head.n_heads, n_kv_heads=head.n_kv_heads,
+        head_dim=head.head_dim, intermediate_size=head.intermediate_size,
+        vocab_size=head.lm_head_vocab, moe=None, mla=None, attention_bias=False,
+        qk_norm=False, max_position_embeddings=tgt.max_position_embeddings,
+        sliding_window=None)
+    extra = tuple(int(heads.params_per_step(head, i) - body.step_params) for i in (0, 1))
+    return Draft("head", key, body, kv_budget, dtype, key, extra, heads.own_params(head), head,
+                 head.lm_head_vocab)
+
+
+def draft(spec, target, *, kv_budget=None, dtype=None, config=None) -> Draft:
     """Build a :class:`Draft` for ``target`` from a method, catalogue name or config path.
 
     Parameters
@@ -66,6 +123,11 @@ def draft(spec, target, *, kv_budget=None, dtype=None) -> Draft:
     kv_budget : int >= 1 or None
         Context tokens the draft reads at most (sparse KV, StreamingLLM); not for n-gram.
     dtype : weight dtype of a draft model (default: the target's)
+    config : an EAGLE / EAGLE-3 head's ``config.json`` (path, folder or dict; vLLM's
+        ``draft_model`` checkpoint's config) for ``eagle`` / ``eagle3``: the head's shape
+        and draft vocabulary are read from it (:func:`specnb.serving.heads.head_from_config`);
+        without it the head is one layer of the target (EAGLE-3 with a 32,000-token draft
+        vocabulary, ASSUMED: the Llama-3.1-8B head's)
 
     Raises
     ------
@@ -75,7 +137,9 @@ def draft(spec, target, *, kv_budget=None, dtype=None) -> Draft:
         tokenizer); a KV budget or dtype with ``ngram`` / ``suffix``; a config of a draft
         head (EAGLE, EAGLE-3, MTP, Medusa...: its ``architectures``, ``model_type`` or folder
         name, read as the vLLM checker reads them) given as a draft model; a ``kv_budget``
-        that differs from that of a given :class:`Draft`.
+        that differs from that of a given :class:`Draft`; a ``config`` for a method other than
+        eagle / eagle3, or describing the other kind of head, or a bad config
+        (:func:`specnb.serving.heads.head_from_config`).
     """
     tgt = architecture(target)
     if kv_budget is not None:
@@ -88,6 +152,8 @@ def draft(spec, target, *, kv_budget=None, dtype=None) -> Draft:
     if dtype is not None:
         _check.choice("draft_dtype", dtype, DTYPES)
     key = spec.strip().lower() if isinstance(spec, str) else None
+    if config is not None and key not in ("eagle", "eagle3", "mtp"):
+        raise ValueError(f"draft_config applies to eagle and eagle3 heads, not {spec!r}")
     if key in ("ngram", "suffix"):
         if kv_budget is not None:
             raise ValueError(f"draft_kv_budget applies to model drafts; {key} drafting reads "
@@ -97,10 +163,10 @@ def draft(spec, target, *, kv_budget=None, dtype=None) -> Draft:
                              f"weights, got draft_dtype {dtype!r}")
         return Draft("none", key, None, None, None, key)
     if key in ("eagle", "eagle3", "mtp"):
-        return Draft("head", key, tgt.one_layer(f"{key} head of {tgt.name}"), kv_budget, dtype,
-                     key)
+        return _head_draft(key, tgt, kv_budget, dtype, config)
     if key == "self":
-        return Draft("self", "draft_model", tgt, kv_budget, dtype, "self")
+        return Draft("self", "draft_model", tgt, kv_budget, dtype, "self",
+                     lm_head_vocab=tgt.vocab_size)
     try:
         arch, cfg = resolve_architecture(spec)  # a config file is read once
     except ValueError as exc:
@@ -129,14 +195,18 @@ def draft(spec, target, *, kv_budget=None, dtype=None) -> Draft:
                          f"{tgt.name} has {tgt.vocab_size}: the draft's token ids cannot be "
                          "verified by the target (a draft model must share the target's "
                          "tokenizer and vocabulary)")
-    return Draft("model", "draft_model", arch, kv_budget, dtype, arch.name)
+    return Draft("model", "draft_model", arch, kv_budget, dtype, arch.name,
+                 lm_head_vocab=arch.vocab_size)
 
 
 # --------------------------------------------------------------------------- setup
 @dataclass(frozen=True)
 class Setup:
     """Everything the step-time model needs: GPU, GPU count (tensor parallelism), target shape,
-    weight and KV dtypes, the draft, and one :class:`Efficiency` per role. Build with
+    weight and KV dtypes, the draft, one :class:`Efficiency` per role, the per-verification
+    overhead, the serving engine's profile (:class:`~specnb.serving.engines.EngineProfile`,
+    ``data/engine_profiles.csv``), the proposal rate M (the share of sequence-steps that carry
+    a draft: 1 except for n-gram / suffix) and vLLM's ``gpu_memory_utilization``. Build with
     :func:`setup`; change a field with ``dataclasses.replace``."""
 
     gpu: GPU
@@ -149,24 +219,41 @@ class Setup:
     target_efficiency: Efficiency = DEFAULT_EFFICIENCY
     draft_efficiency: Efficiency = DEFAULT_EFFICIENCY
     sd_overhead_ms: float = SD_OVERHEAD_MS
+    engine: engines.EngineProfile = engines.EngineProfile("specdecode-bench")
+    proposal_rate: float = 1.0
+    memory_fraction: float = DEFAULT_GPU_MEMORY_UTILIZATION
+
+    def _draft_weight_bytes(self) -> float:
+        d = self.draft
+        if d.kind == "model":
+            return d.arch.weight_bytes(d.dtype or self.draft_dtype or self.dtype)
+        if d.kind == "head":
+            return float(d.weight_params) * DTYPES[d.dtype or self.dtype]
+        return 0.0
 
     def fits_memory(self) -> bool:
         """True when the target's and draft's weights fit in the GPUs' memory (no KV left
         over is checked)."""
-        w = self.target.weight_bytes(self.dtype)
-        if self.draft.kind == "model":
-            w += self.draft.arch.weight_bytes(self.draft_dtype or self.dtype)
-        elif self.draft.kind == "head":
-            w += self.draft.arch.layer_params * DTYPES[self.dtype]
+        w = self.target.weight_bytes(self.dtype) + self._draft_weight_bytes()
         return w <= self.gpus * self.gpu.memory_bytes
 
 
-def max_batch_in_memory(st: Setup, context, memory_fraction: float = 0.9):
-    """Most sequences of ``context`` tokens whose KV cache (target, plus the draft's for
-    model, self and head drafts, within its KV budget) fits beside the weights in
-    ``memory_fraction`` of the GPUs' memory (vLLM's default gpu_memory_utilization is 0.9).
-    Activations and CUDA graphs are not counted, so the real limit is lower. 0 when the
-    weights alone do not fit. Scalar context -> int, array -> int array.
+def memory_cap(st: Setup, context, memory_fraction: float | None = None) -> dict:
+    """How many sequences of ``context`` tokens run at once, with and without the draft.
+
+    vLLM allocates ``memory_fraction`` (its ``gpu_memory_utilization``; default the setup's,
+    0.9) of each GPU's memory; the target's weights, then the draft's (a draft model, or an
+    EAGLE / MTP head's own weights), take their share, and the rest holds KV blocks for the
+    target and the draft (within the draft's KV budget; an MLA latent is replicated on every
+    rank, a KV head beyond ``gpus = kv_heads`` too). A batch whose KV cache does not fit cannot
+    run at once (vLLM preempts), so it never pays. Activations, CUDA graphs and the block
+    granularity are not counted: the real room is smaller.
+
+    Returns
+    -------
+    dict: ``max_batch`` (with the draft), ``max_batch_without_draft``, ``displaced`` (the
+    sequences the draft's weights and KV push out); ints for a scalar context, int arrays
+    otherwise; 0 when the weights alone do not fit.
 
     Raises
     ------
@@ -174,29 +261,50 @@ def max_batch_in_memory(st: Setup, context, memory_fraction: float = 0.9):
         context < 0 or fractional; memory_fraction outside (0, 1].
     """
     s = _check.integer("context", context, lo=0).astype(float)
-    frac = _check.scalar_real("memory_fraction", memory_fraction, lo=0.0, hi=1.0,
-                              lo_open=True)
+    frac = st.memory_fraction if memory_fraction is None else memory_fraction
+    frac = _check.scalar_real("gpu_memory_utilization", frac, lo=0.0, hi=1.0, lo_open=True)
     kv_dtype = st.kv_dtype or ("fp8" if st.dtype == "fp8" else "bf16")
-    w = st.target.weight_bytes(st.dtype)
-    per_seq = s * st.target.kv_bytes_per_token(kv_dtype)
+    copies = lambda a: st.gpus / _moe.kv_split_ways(a, st.gpus)  # noqa: E731 - replicas
+    per_seq = s * st.target.kv_bytes_per_token(kv_dtype) * copies(st.target)
+    per_seq0 = per_seq
     d = st.draft
     if d.kind in ("model", "self", "head"):
         ds = s if d.kv_budget is None else np.minimum(s, d.kv_budget)
-        per_seq = per_seq + ds * d.arch.kv_bytes_per_token(kv_dtype)
-        if d.kind == "model":
-            w += d.arch.weight_bytes(d.dtype or st.draft_dtype or st.dtype)
-        elif d.kind == "head":
-            w += d.arch.layer_params * DTYPES[d.dtype or st.dtype]
-    room = frac * st.gpus * st.gpu.memory_bytes - w
-    with np.errstate(divide="ignore", over="ignore"):  # context 0: no KV, capped below
-        n = np.where(room <= 0, 0.0, np.floor(room / np.maximum(per_seq, 1e-300)))
-    n = np.minimum(n, 2.0 ** 53).astype(np.int64)
-    return int(n) if n.ndim == 0 else n
+        per_seq = per_seq + ds * d.arch.kv_bytes_per_token(kv_dtype) * copies(d.arch)
+    room0 = frac * st.gpus * st.gpu.memory_bytes - st.target.weight_bytes(st.dtype)
+    room = room0 - st._draft_weight_bytes()
+
+    def count(r, per):
+        with np.errstate(divide="ignore", over="ignore"):  # context 0: no KV, capped below
+            n = np.where(r <= 0, 0.0, np.floor(r / np.maximum(per, 1e-300)))
+        n = np.minimum(n, 2.0 ** 53).astype(np.int64)
+        return int(n) if n.ndim == 0 else n
+
+    with_d, without = count(room, per_seq), count(room0, per_seq0)
+    return {"max_batch": with_d, "max_batch_without_draft": without,
+            "displaced": without - with_d}
+
+
+def max_batch_in_memory(st: Setup, context, memory_fraction: float | None = None):
+    """Most sequences of ``context`` tokens whose KV cache (target, plus the draft's for
+    model, self and head drafts, within its KV budget) fits beside the weights in
+    ``memory_fraction`` of the GPUs' memory (default the setup's ``memory_fraction``, vLLM's
+    ``gpu_memory_utilization`` 0.9): :func:`memory_cap`'s ``max_batch``. Activations and CUDA
+    graphs are not counted, so the real limit is lower. 0 when the weights alone do not fit.
+    Scalar context -> int, array -> int array.
+
+    Raises
+    ------
+    ValueError
+        context < 0 or fractional; memory_fraction outside (0, 1].
+    """
+    return memory_cap(st, context, memory_fraction)["max_batch"]
 
 
 def setup(gpu_name, model, draft_spec="eagle3", *, gpus=1, dtype="bf16", draft_dtype=None,
           kv_dtype=None, draft_kv_budget=None, target_efficiency=None, draft_efficiency=None,
-          sd_overhead_ms=SD_OVERHEAD_MS) -> Setup:
+          sd_overhead_ms=None, engine=None, proposal_rate=1.0, draft_config=None,
+          gpu_memory_utilization=DEFAULT_GPU_MEMORY_UTILIZATION) -> Setup:
     """A :class:`Setup` from names: ``setup("H100-SXM", "Llama-3.1-8B", "eagle3")``.
 
     Parameters
@@ -204,22 +312,31 @@ def setup(gpu_name, model, draft_spec="eagle3", *, gpus=1, dtype="bf16", draft_d
     gpu_name : catalogue GPU name (case-insensitive) or GPU
     model : catalogue model name, config.json path or Architecture (the target)
     draft_spec : see :func:`draft`
-    gpus : int >= 1, tensor-parallel size (the draft runs with the same size)
+    gpus : int >= 1, tensor-parallel size (the draft runs with the same size; an MoE model's
+        experts are split over them, as tensor or expert parallelism alike)
     dtype, draft_dtype : weight dtypes, bf16 / fp16 / fp8 / int8 / int4
     kv_dtype : KV-cache dtype (default bf16, fp8 with fp8 weights)
     draft_kv_budget : int >= 1 or None
-    target_efficiency : Efficiency (default :data:`DEFAULT_EFFICIENCY`)
+    target_efficiency : Efficiency (default :data:`DEFAULT_EFFICIENCY`; the ``ideal`` engine:
+        the datasheet roofline)
     draft_efficiency : Efficiency (default :data:`DEFAULT_HEAD_EFFICIENCY` for eagle, eagle3
-        and mtp, else :data:`DEFAULT_EFFICIENCY`)
-    sd_overhead_ms : float >= 0, system overhead per verification (default
-        :data:`SD_OVERHEAD_MS`)
+        and mtp, else :data:`DEFAULT_EFFICIENCY`; ``ideal``: the roofline)
+    sd_overhead_ms : float >= 0, system overhead per verification (default: the engine
+        profile's, else :data:`SD_OVERHEAD_MS`)
+    engine : engine profile name or EngineProfile (default
+        :data:`~specnb.serving.engines.DEFAULT_ENGINE`, ``vllm``; see
+        :func:`specnb.serving.engines.profile_names`)
+    proposal_rate : float in (0, 1], M, for ``ngram`` / ``suffix`` only (default 1)
+    draft_config : an EAGLE / EAGLE-3 head's config.json (see :func:`draft`)
+    gpu_memory_utilization : float in (0, 1], vLLM's share of GPU memory (default 0.9)
 
     Raises
     ------
     ValueError
-        unknown GPU, model, draft or dtype; gpus < 1; gpus that vLLM's tensor parallelism
-        cannot split the target or draft model over (heads, KV heads, MLP width); the draft
-        errors of :func:`draft`.
+        unknown GPU, model, draft, dtype or engine; gpus < 1; gpus that vLLM's tensor
+        parallelism cannot split the target or draft model over (heads, KV heads, MLP width);
+        the draft errors of :func:`draft`; a proposal rate outside (0, 1], or below 1 for a
+        draft that proposes for every sequence; a memory utilization outside (0, 1].
     """
     g = gpu(gpu_name)
     tgt = architecture(model)
@@ -229,15 +346,38 @@ def setup(gpu_name, model, draft_spec="eagle3", *, gpus=1, dtype="bf16", draft_d
     if kv_dtype is not None:
         _check.choice("kv_dtype", kv_dtype, DTYPES)
     n = _check.scalar_int("gpus", gpus, lo=1)
-    d = draft(draft_spec, tgt, kv_budget=draft_kv_budget, dtype=draft_dtype)
+    prof = engines.profile(engines.DEFAULT_ENGINE if engine is None else engine)
+    m = _check.scalar_real("proposal_rate", proposal_rate, lo=0.0, hi=1.0, lo_open=True)
+    frac = _check.scalar_real("gpu_memory_utilization", gpu_memory_utilization, lo=0.0,
+                              hi=1.0, lo_open=True)
+    d = draft(draft_spec, tgt, kv_budget=draft_kv_budget, dtype=draft_dtype, config=draft_config)
+    if m < 1.0 and d.method not in PARTIAL_PROPOSAL_METHODS:
+        raise ValueError(f"proposal_rate {m:g} applies to {' / '.join(PARTIAL_PROPOSAL_METHODS)}"
+                         f" drafting (vLLM proposes only where a match exists); {d.name} "
+                         "drafts for every sequence: leave proposal_rate at 1")
     _check_tensor_parallel(tgt, n, "target")
     if d.kind == "model":
         _check_tensor_parallel(d.arch, n, "draft")
+    if sd_overhead_ms is None:
+        sd_overhead_ms = SD_OVERHEAD_MS if prof.sd_overhead_ms is None else prof.sd_overhead_ms
     over = _check.scalar_real("sd_overhead_ms", sd_overhead_ms, lo=0.0)
+    ideal = prof.efficiency
     if draft_efficiency is None:
         draft_efficiency = DEFAULT_HEAD_EFFICIENCY if d.kind == "head" else DEFAULT_EFFICIENCY
-    return Setup(g, tgt, d, n, dtype, draft_dtype, kv_dtype,
-                 target_efficiency or DEFAULT_EFFICIENCY, draft_efficiency, over)
+        if ideal:
+            draft_efficiency = _ideal(draft_efficiency, ideal, head=d.kind == "head")
+    if target_efficiency is None:
+        target_efficiency = _ideal(DEFAULT_EFFICIENCY, ideal) if ideal else DEFAULT_EFFICIENCY
+    return Setup(g, tgt, d, n, dtype, draft_dtype, kv_dtype, target_efficiency,
+                 draft_efficiency, over, prof, m, frac)
+
+
+def _ideal(eff: Efficiency, over: dict, head: bool = False) -> Efficiency:
+    """An efficiency with a profile's overrides (``ideal``: peaks, no fixed cost, overlap)."""
+    fixed = over.get("head_fixed_ms" if head else "fixed_ms", eff.fixed_ms)
+    return dataclasses.replace(eff, bandwidth=over.get("bandwidth", eff.bandwidth),
+                               compute=over.get("compute", eff.compute), fixed_ms=fixed,
+                               overlap=over.get("overlap", eff.overlap))
 
 
 def _long_context_variants(arch: Architecture, need: int) -> list[str]:

@@ -17,12 +17,16 @@ import numpy as np
 
 from .. import _check
 from .setup import Setup
+from .catalogue import DTYPES
+from . import workload
+from .setup import memory_cap
 from .step import _prep, _step
 
 __all__ = ["NGRAM_DRAFT_FRACTION", "MAX_BATCH_SEARCH", "MAX_GRID_CELLS", "t_plain_ms",
            "t_verify_ms", "t_draft_ms", "tokens_per_step", "speedup", "per_token_latency_ms",
            "verdict", "Grid", "check_axis", "evaluate", "best_gamma", "batch_range_grid",
-           "crossover_batch", "crossover_of", "paying_batches", "paying_of", "describe_paying"]
+           "crossover_batch", "crossover_of", "paying_batches", "paying_of", "describe_paying",
+           "t_engine_ms", "prefill_ms", "end_to_end_speedup"]
 
 #: n-gram / suffix drafting time as a fraction of the verification time: SpecDecode-Bench's
 #: ``ngram_draft_percentage`` (0.005875; same source).
@@ -71,26 +75,60 @@ class _Times:
         self.drf = None if d.kind == "none" else _prep(
             d.arch, st.gpu, d.dtype or st.draft_dtype or st.dtype, st.kv_dtype, st.gpus,
             st.draft_efficiency)
+        self.m = float(st.proposal_rate)
 
     def plain(self, b, s):
         return _step(*self.tgt, b, s, 1.0)[0]
 
     def verify(self, b, s, g):
-        return _step(*self.tgt, b, s, g + 1.0)
+        """T_V at ``1 + M gamma`` query tokens per sequence (M = the proposal rate)."""
+        return _step(*self.tgt, b, s, workload.query_tokens(g, self.m))
+
+    def _extra_ms(self, params, b):
+        """Time of ``params`` more weights read and multiplied by b tokens (a head's fc
+        layers and wider q/k/v, MTP's projection), at the draft's efficiency."""
+        if not params:
+            return 0.0
+        arch, g, eff, dtype, _, n = self.drf
+        bw, fl = eff.bandwidth * g.bandwidth, eff.compute * g.flops(dtype)
+        return params * DTYPES[dtype] / n / bw * 1e3 + 2.0 * params * b / n / fl * 1e3
 
     def draft(self, b, s, g, t_v):
-        """gamma x T_D (one-token draft forwards), or the n-gram fraction of T_V."""
+        """gamma x T_D (one-token draft forwards, plus what a head's shape adds), or the
+        n-gram fraction of T_V."""
         if self.drf is None:
             return NGRAM_DRAFT_FRACTION * t_v
         one = _step(*self.drf, b, s, 1.0, self.st.draft.kv_budget)[0]
-        return g * one
+        first, rest = self.st.draft.extra_params
+        return g * one + self._extra_ms(first, b) + (g - 1.0) * self._extra_ms(rest, b)
+
+    def engine(self, b, g):
+        """The engine profile's costs beyond the model (:mod:`specnb.serving.engines`): per
+        draft forward, per draft token x LM-head rows, per verified token."""
+        p, d = self.st.engine, self.st.draft
+        steps = 0.0 if d.kind == "none" else p.draft_step(d.method) * g
+        logits = p.draft_logits_ns * b * g * d.lm_head_vocab / 1000.0 * 1e-6
+        return steps + logits + p.verify_token_us * b * workload.query_tokens(g, self.m) * 1e-3
 
     def parts(self, b, s, g, tau):
         tp = self.plain(b, s)
         tv, cb = self.verify(b, s, g)
         td = self.draft(b, s, g, tv)
-        cost = td + tv + self.st.sd_overhead_ms
-        return tp, tv, td, cost, tau * tp / cost, cb
+        te = self.engine(b, g)
+        cost = td + tv + self.st.sd_overhead_ms + te
+        gain = workload.gain(tau, self.m)  # tokens a sequence gains per step
+        return tp, tv, td, cost, gain * tp / cost, cb, te, gain
+
+    def prefill(self, b, n, chunk, draft=False):
+        """Prefill of b prompts of n tokens in ceil(b n / chunk) steps (target, or the draft's
+        own prefill), ms; see :func:`prefill_ms`."""
+        k = np.ceil(b * n / chunk)
+        q = np.where(k > 0, b * n / np.maximum(k, 1.0), 0.0)
+        prep = self.drf if draft else self.tgt
+        if prep is None or n == 0:
+            return 0.0 * b
+        t = _step(*prep, 1.0, np.floor(n / 2.0), np.maximum(q, 1.0))[0]
+        return np.where(k > 0, k * t, 0.0)
 
 
 def t_plain_ms(st: Setup, batch_size, context):
@@ -101,19 +139,68 @@ def t_plain_ms(st: Setup, batch_size, context):
 
 
 def t_verify_ms(st: Setup, batch_size, context, gamma):
-    """Verification step of the target, ms: gamma + 1 query tokens per sequence (T_V).
-    gamma: int >= 1 (broadcasts)."""
+    """Verification step of the target, ms: gamma + 1 query tokens per sequence (T_V), or
+    1 + M gamma with the setup's proposal rate M < 1 (n-gram / suffix). gamma: int >= 1
+    (broadcasts)."""
     b, s, g = _bsg(batch_size, context, gamma)
     return _check.out(_Times(st).verify(b, s, g)[0] + 0.0 * b)
 
 
 def t_draft_ms(st: Setup, batch_size, context, gamma):
     """Drafting time of one speculative step, ms: gamma draft forwards of one token per
-    sequence (gamma x T_D; the draft reads min(context, kv_budget) tokens). n-gram / suffix:
-    :data:`NGRAM_DRAFT_FRACTION` x T_V. gamma: int >= 1."""
+    sequence (gamma x T_D; the draft reads min(context, kv_budget) tokens; a head adds what
+    its shape reads beyond one layer and its LM head: EAGLE-1's fc every forward, EAGLE-3's
+    fc on the first and its wider q/k/v, MTP's projection). n-gram / suffix:
+    :data:`NGRAM_DRAFT_FRACTION` x T_V. The engine profile's costs are apart
+    (:func:`t_engine_ms`). gamma: int >= 1."""
     b, s, g = _bsg(batch_size, context, gamma)
     tm = _Times(st)
     return _check.out(tm.draft(b, s, g, tm.verify(b, s, g)[0]) + 0.0 * b)
+
+
+def t_engine_ms(st: Setup, batch_size, context, gamma):
+    """The engine profile's cost of one speculative step beyond the model, ms (per draft
+    forward, per draft token x LM-head rows, per verified token; the per-verification
+    overhead is ``st.sd_overhead_ms``, apart): :mod:`specnb.serving.engines`."""
+    b, s, g = _bsg(batch_size, context, gamma)
+    return _check.out(_Times(st).engine(b, g) + 0.0 * b + 0.0 * s)
+
+
+def prefill_ms(st: Setup, batch_size, input_len: int, *, draft: bool = False,
+               max_batched_tokens: int = workload.DEFAULT_MAX_BATCHED_TOKENS):
+    """Time to prefill ``batch_size`` prompts of ``input_len`` tokens, ms (the target's; the
+    draft's own prefill with ``draft=True``: a draft model's or a head's, 0 for n-gram).
+
+    The B N prompt tokens run in ``k = ceil(B N / max_batched_tokens)`` steps of ``B N / k``
+    query tokens, each at the prompt's mean context N / 2 (causal attention: B N^2 / 2 score
+    FLOPs; the weights read k times): ``P = k x step(1, N / 2, B N / k)``.
+    ``max_batched_tokens``: vLLM's ``max_num_batched_tokens`` (8192, its V1 default for online
+    serving on H100-class GPUs, ASSUMED; pass the value the server logs).
+
+    Raises
+    ------
+    ValueError
+        batch_size < 1, input_len < 0, max_batched_tokens < 1.
+    """
+    b = _check.integer("batch_size", batch_size, lo=1).astype(float)
+    n = _check.scalar_int("input_len", input_len, lo=0)
+    c = _check.scalar_int("max_batched_tokens", max_batched_tokens, lo=1)
+    return _check.out(_Times(st).prefill(b, float(n), float(c), draft=draft) + 0.0 * b)
+
+
+def end_to_end_speedup(prefill_ms_, decode_plain_ms, decode_speedup, draft_prefill_ms=0.0):
+    """End-to-end ratio with / without speculation when the run's time includes the prefill
+    (``vllm bench serve``, offline ``LLM.generate``): ``(P + D) / (P + P_draft + D / S)``
+    (engines.md section 2 item 2): P the target's prefill, D the plain decode time, S the
+    decode speedup, P_draft the draft's own prefill. P = 0 gives S; P >> D about 1.
+    Arrays broadcast; P, P_draft >= 0; D, S > 0."""
+    p = _check.real("prefill_ms", prefill_ms_, lo=0.0)
+    d = _check.real("decode_plain_ms", decode_plain_ms, lo=0.0, lo_open=True)
+    sp = _check.real("decode_speedup", decode_speedup, lo=0.0, lo_open=True)
+    pd_ = _check.real("draft_prefill_ms", draft_prefill_ms, lo=0.0)
+    p, d, sp, pd_ = _check.broadcast(prefill_ms=p, decode_plain_ms=d, decode_speedup=sp,
+                                     draft_prefill_ms=pd_)
+    return _check.out((p + d) / (p + pd_ + d / sp))
 
 
 def tokens_per_step(gamma, *, alpha=None, tau=None, acceptance_rates=None):
@@ -159,8 +246,10 @@ def tokens_per_step(gamma, *, alpha=None, tau=None, acceptance_rates=None):
 def speedup(st: Setup, batch_size, context, gamma, *, alpha=None, tau=None,
             acceptance_rates=None):
     """Throughput ratio with / without speculation at a fixed batch (= per-token latency
-    ratio): ``tau x T_plain / (gamma T_D + T_V + sd_overhead_ms)`` (MagicDec eq. 2 with a
-    per-step overhead). Arrays broadcast (e.g. batch[:, None, None], context[None, :, None],
+    ratio): ``(1 + M (tau - 1)) x T_plain / (gamma T_D + T_V + sd_overhead_ms + engine)``
+    (MagicDec eq. 2 with a per-step overhead and the engine profile's costs; M = the setup's
+    proposal rate, 1 but for n-gram / suffix; tau per draft, as vLLM counts it). Arrays
+    broadcast (e.g. batch[:, None, None], context[None, :, None],
     gamma[None, None, :]). Give exactly one of alpha, tau, acceptance_rates
     (:func:`tokens_per_step`).
 
@@ -177,11 +266,12 @@ def speedup(st: Setup, batch_size, context, gamma, *, alpha=None, tau=None,
 
 def per_token_latency_ms(st: Setup, batch_size, context, gamma, **acceptance):
     """Time per generated token per sequence with speculation, ms:
-    ``(gamma T_D + T_V + overhead) / tau`` (without: :func:`t_plain_ms`). ``acceptance``: one
-    of alpha, tau, acceptance_rates."""
+    ``(gamma T_D + T_V + overhead + engine) / (1 + M (tau - 1))`` (without:
+    :func:`t_plain_ms`). ``acceptance``: one of alpha, tau, acceptance_rates."""
     b, s, g = _bsg(batch_size, context, gamma)
     tau_ = np.asarray(tokens_per_step(g.astype(np.int64), **acceptance))
-    return _check.out(_Times(st).parts(b, s, g, tau_)[3] / tau_)
+    parts = _Times(st).parts(b, s, g, tau_)
+    return _check.out(parts[3] / parts[7])
 
 
 def verdict(speedup_value, tolerance: float = 0.0):
@@ -205,8 +295,14 @@ class Grid:
     ``speedup``, ``t_plain_ms``, ``t_verify_ms``, ``t_draft_ms`` (gamma x T_D),
     ``latency_ms`` (per token with speculation), ``compute_bound`` (bool: the verification
     step's compute roofline exceeds its memory roofline); property ``bound`` gives
-    ``"memory"`` / ``"compute"`` strings. The arrays are read-only broadcast views (copy one
-    before changing it).
+    ``"memory"`` / ``"compute"`` strings; ``t_engine_ms`` (the engine profile's cost per
+    step); ``fits`` (bool, (B, S, G): the batch's KV cache fits beside the weights, see
+    :func:`specnb.serving.memory_cap`; a batch that does not fit never pays in
+    :func:`best_gamma`, :func:`crossover_of`, :func:`paying_of`) and ``max_batch_in_memory``
+    (per context); ``speedup_end_to_end`` (with the prefill of ``input_len`` tokens and
+    ``output_len`` decode steps per sequence, :func:`end_to_end_speedup`; None without
+    them) and ``prefill_ms`` (the target's). The arrays are read-only broadcast views (copy
+    one before changing it).
     """
 
     batch_sizes: np.ndarray
@@ -219,6 +315,11 @@ class Grid:
     t_draft_ms: np.ndarray
     latency_ms: np.ndarray
     compute_bound: np.ndarray
+    t_engine_ms: np.ndarray | None = None
+    fits: np.ndarray | None = None
+    max_batch_in_memory: np.ndarray | None = None
+    speedup_end_to_end: np.ndarray | None = None
+    prefill_ms: np.ndarray | None = None
 
     @property
     def bound(self) -> np.ndarray:
@@ -232,16 +333,23 @@ class Grid:
     def frame(self):
         """A tidy pandas DataFrame, one row per (batch_size, context, gamma), with columns
         batch_size, context, gamma, tau, speedup, t_plain_ms, t_verify_ms, t_draft_ms,
-        latency_ms, bound."""
+        latency_ms, bound, t_engine_ms, fits, and speedup_end_to_end and prefill_ms where the
+        grid has them."""
         import pandas as pd
 
         B, S, G = np.meshgrid(self.batch_sizes, self.contexts, self.gammas, indexing="ij")
-        return pd.DataFrame({
+        cols = {
             "batch_size": B.ravel(), "context": S.ravel(), "gamma": G.ravel(),
             "tau": self.tau.ravel(), "speedup": self.speedup.ravel(),
             "t_plain_ms": self.t_plain_ms.ravel(), "t_verify_ms": self.t_verify_ms.ravel(),
             "t_draft_ms": self.t_draft_ms.ravel(), "latency_ms": self.latency_ms.ravel(),
-            "bound": self.bound.ravel()})
+            "bound": self.bound.ravel()}
+        shape = B.shape
+        for name in ("t_engine_ms", "fits", "speedup_end_to_end", "prefill_ms"):
+            value = getattr(self, name)
+            if value is not None:
+                cols[name] = np.broadcast_to(value, shape).ravel()
+        return pd.DataFrame(cols)
 
 
 def check_axis(name, values, lo):
@@ -258,17 +366,23 @@ def check_axis(name, values, lo):
 
 
 def evaluate(st: Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=None,
-             acceptance_rates=None) -> Grid:
+             acceptance_rates=None, input_len=None, output_len=None,
+             max_batched_tokens: int = workload.DEFAULT_MAX_BATCHED_TOKENS) -> Grid:
     """The model on every (batch, context, gamma): a :class:`Grid` of shape (B, S, G).
 
     ``tau`` may be a scalar or one value per gamma. A 1,024 x 64 x 8 grid takes tens of ms
-    (``benchmarks/bench_serving_model.py``).
+    (``benchmarks/bench_serving_model.py``). With ``input_len`` and ``output_len`` (tokens
+    per sequence; both or neither) the grid also holds ``speedup_end_to_end``: the prefill
+    of ``input_len`` tokens per sequence (:func:`prefill_ms`, chunks of
+    ``max_batched_tokens``) and ``output_len`` decode steps at each context counted, as
+    ``vllm bench serve`` and offline ``LLM.generate`` time a run.
 
     Raises
     ------
     ValueError
         empty or non-integer axes, batch < 1, context < 0, gamma < 1; more than
-        :data:`MAX_GRID_CELLS` cells; acceptance errors as :func:`tokens_per_step`.
+        :data:`MAX_GRID_CELLS` cells; acceptance errors as :func:`tokens_per_step`; only one
+        of input_len / output_len, input_len < 0, output_len < 1.
     """
     b = check_axis("batch_sizes", batch_sizes, 1)
     s = check_axis("contexts", contexts, 0)
@@ -285,20 +399,39 @@ def evaluate(st: Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=None,
     S = s.astype(float)[None, :, None]
     G = g.astype(float)[None, None, :]
     T = tau_g[None, None, :]
-    tp, tv, td, cost, sp, cb = _Times(st).parts(B, S, G, T)
+    if (input_len is None) != (output_len is None):
+        raise ValueError("give input_len and output_len together (tokens per sequence: the "
+                         "prompt prefilled, the tokens decoded), or neither")
+    if input_len is not None:
+        input_len = _check.scalar_int("input_len", input_len, lo=0)
+        output_len = _check.scalar_int("output_len", output_len, lo=1)
+    tm = _Times(st)
+    tp, tv, td, cost, sp, cb, te, gain = tm.parts(B, S, G, T)
     shape = (b.size, s.size, g.size)
     full = lambda x: np.broadcast_to(x, shape)  # noqa: E731
-    return Grid(b, s, g, full(T), full(sp), full(tp), full(tv), full(td), full(cost / T),
-                full(cb))
+    cap = np.atleast_1d(np.asarray(memory_cap(st, s)["max_batch"]))
+    fits = B <= cap[None, :, None].astype(float)
+    e2e = pre = None
+    if input_len is not None:
+        chunk = float(_check.scalar_int("max_batched_tokens", max_batched_tokens, lo=1))
+        pre = tm.prefill(B, float(input_len), chunk)
+        pre_d = tm.prefill(B, float(input_len), chunk, draft=True)
+        e2e = full((pre + output_len * tp) / (pre + pre_d + output_len * tp / sp))
+        pre = full(pre + 0.0 * S + 0.0 * G)
+    return Grid(b, s, g, full(T), full(sp), full(tp), full(tv), full(td), full(cost / gain),
+                full(cb), full(te), full(fits), cap, e2e, pre)
 
 
 def best_gamma(grid: Grid):
     """Best draft length per (batch, context) of a :class:`Grid`: (gamma, speedup) arrays of
-    shape (B, S); 0 and 1.0 where no gamma pays. Ties go to the smaller gamma."""
+    shape (B, S); 0 and 1.0 where no gamma pays, or where the batch does not fit in memory
+    (``grid.fits``). Ties go to the smaller gamma."""
     i = np.argmax(grid.speedup, axis=2)
     sp = np.take_along_axis(grid.speedup, i[..., None], axis=2)[..., 0]
     gam = grid.gammas[i]
     pays = sp > 1.0
+    if grid.fits is not None:
+        pays &= grid.fits[..., 0]
     return np.where(pays, gam, 0), np.where(pays, sp, 1.0)
 
 

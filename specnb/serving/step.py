@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _check
+from . import moe as _moe
 from .catalogue import DTYPES, architecture, gpu
 
 __all__ = ["Efficiency", "DEFAULT_EFFICIENCY", "DEFAULT_HEAD_EFFICIENCY",
@@ -108,14 +109,18 @@ def _prep(arch, gpu_name, dtype, kv_dtype, gpus, efficiency):
 
 
 def _step(arch, g, eff, dtype, kv_dtype, n, b, s, q, kv_budget=None, parts=False):
-    """Unchecked core of :func:`step_breakdown` on float arrays that broadcast."""
+    """Unchecked core of :func:`step_breakdown` on float arrays that broadcast (q may be a
+    fractional mean, e.g. 1 + M gamma with partial proposals)."""
     if kv_budget is not None:
         s = np.minimum(s, kv_budget)
     tokens = b * q
-    w = arch.step_params * DTYPES[dtype] / n
-    kv = b * s * (arch.kv_bytes_per_token(kv_dtype) / min(n, arch.n_kv_heads))
+    if arch.moe is None:
+        w = arch.step_params * DTYPES[dtype] / n
+    else:  # the routed experts the step's tokens touch (uniform routing: an upper bound)
+        w = np.asarray(arch.step_params_for(np.maximum(tokens, 1.0))) * DTYPES[dtype] / n
+    kv = b * s * (arch.kv_bytes_per_token(kv_dtype) / _moe.kv_split_ways(arch, n))
     f_lin = (2.0 * arch.matmul_params_per_token / n) * tokens
-    f_att = (4.0 * arch.n_layers * arch.n_heads * arch.head_dim / n) * tokens * s
+    f_att = (_moe.attention_flops_per_token_per_context(arch) / n) * tokens * s
     bw = eff.bandwidth * g.bandwidth
     fl = eff.compute * g.flops(dtype)
     t_w, t_lin = w / bw * 1e3, f_lin * (1e3 / fl)
@@ -146,7 +151,7 @@ def step_breakdown(arch, gpu_name, batch_size, context, query_tokens=1, *, dtype
     Each sequence has ``context`` tokens in its KV cache (capped at ``kv_budget`` when given)
     and ``query_tokens`` new tokens (1 = plain decoding, gamma + 1 = verification). Per GPU,
     with n = ``gpus`` (tensor parallelism; weights and FLOPs split n ways, KV split
-    min(n, kv_heads) ways)::
+    min(n, kv_heads) ways, an MLA latent not split)::
 
         t_linear = comb(W / (e_bw BW), F_lin / (e_c FLOPS))    # weights vs matmuls
         t_attn   = comb(KV / (e_bw BW), F_att / (e_c FLOPS))   # KV read vs attention math
@@ -154,9 +159,15 @@ def step_breakdown(arch, gpu_name, batch_size, context, query_tokens=1, *, dtype
         t_comm   = 2 layers (allreduce_us + 2 (n-1)/n x B q hidden x 2 bytes / link)  (n > 1)
         t        = fixed_ms + t_linear + t_attn + token_us x B q + t_comm
 
-    with W = weights read per step (:attr:`Architecture.step_params` x bytes per weight),
-    KV = B x S x KV bytes per token, F_lin = 2 x matmul params x B q,
-    F_att = 4 x layers x heads x head_dim x B q x S (section 1 of the reference).
+    with W = weights read per step (:meth:`Architecture.step_params_for` the step's B q
+    tokens x bytes per weight: for a mixture-of-experts model the shared experts, dense layers
+    and the routed experts those tokens touch, ``E (1 - (1 - k/E)^(B q))`` per layer under
+    uniform routing, an UPPER BOUND for skewed routing), KV = B x S x KV bytes per token,
+    F_lin = 2 x matmul params x B q, F_att = 4 x layers x heads x head_dim x B q x S (MLA:
+    2 x layers x heads x (2 kv_lora_rank + qk_rope_head_dim), the absorbed decode path;
+    section 1 of the reference). Expert parallelism places whole experts on GPUs: in
+    expectation the same bytes per GPU as tensor parallelism, so it is modelled the same
+    (all-to-all traffic and uneven routing are not).
 
     Parameters
     ----------

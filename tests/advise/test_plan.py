@@ -63,7 +63,8 @@ def test_plan_schedule_builds_an_accepted_config():
     st_ = S.setup("H100", "Llama-3.1-8B", "eagle3")
     rows = A.plan_schedule(st_, [1000], [1, 2, 3, 4, 5], max_batch=1024, alpha=0.6)
     ks = [r[2] for r in rows]
-    assert ks == sorted(ks, reverse=True) and ks[0] >= 3 and ks[-1] < ks[0]
+    # issue 16: vLLM V1's profile adds 0.51 ms per EAGLE-3 draft forward: the best K falls
+    assert ks == sorted(ks, reverse=True) and ks[0] >= 2 and ks[-1] < ks[0]
     cfg, notes = A.setup_config(st_, rows, checkpoint="yuhuili/EAGLE3-LLaMA3.1-Instruct-8B")
     _vllm_valid(cfg["num_speculative_tokens_per_batch_size"], cfg["num_speculative_tokens"])
     assert cfg["num_speculative_tokens"] == max(ks)
@@ -83,10 +84,15 @@ def test_plan_schedule_gives_vllm_the_chosen_gamma_at_every_batch_size():
     grid = S.evaluate(st_, np.arange(1, 301), [2000, 16000], gammas, alpha=0.75)
     chosen, worst = A.schedule_gammas(grid)
     nst = max(r[2] for r in rows)
-    assert (np.array(schedule_lookup(rows, nst, 300)[1:]) == chosen).all()
+    # issue 16: the schedule stops where the KV cache of the longest context stops fitting
+    limit = A.memory_limit(st_, [2000, 16000], 300)
+    assert rows[-1][1] == limit == S.max_batch_in_memory(st_, 16000) < 300
+    assert (np.array(schedule_lookup(rows, nst, limit)[1:]) == chosen[:limit]).all()
+    assert (chosen[limit:] == 0).all()  # beyond it nothing runs at once: never pays
     # the chosen gamma is the best for the least favourable context
     i = np.argmax(grid.speedup.min(axis=1), axis=1)
-    assert (np.where(worst > 1, grid.gammas[i], 0) == chosen).all()
+    fits = grid.fits[:, :, 0].all(axis=1)
+    assert (np.where((worst > 1) & fits, grid.gammas[i], 0) == chosen).all()
 
 
 def test_model_id_of_a_json_file_is_its_folder_and_the_config_says_so(tmp_path):
@@ -106,19 +112,26 @@ def test_serving_plan_is_the_grid_schedule_config_and_serve_line():
     p = A.serving_plan(st_, [256, 1, 16, 64], [4000], [1, 2, 3, 4, 5], alpha=0.7)
     assert p.grid.batch_sizes.tolist() == [1, 16, 64, 256]  # sorted
     # the parts, each computed on its own, agree with the pipeline
+    # issue 16: the schedule and --max-num-seqs stop where the KV cache stops fitting (101)
+    cap = S.max_batch_in_memory(st_, 4000)
     assert p.schedule == A.plan_schedule(st_, [4000], [1, 2, 3, 4, 5], max_batch=256,
-                                         alpha=0.7) == [[1, 33, 4], [34, 256, 3]]
+                                         alpha=0.7) == [[1, cap, 3]] and cap == 101
     cfg, notes = A.setup_config(st_, p.schedule)
     assert p.config == cfg and check_speculative_config(cfg).accepted
-    assert p.serve.endswith("--max-num-seqs 256")
+    assert p.serve.endswith(f"--max-num-seqs {cap}") and p.max_num_seqs == cap
     assert p.crossover_batch == {4000: int(S.crossover_batch(st_, 4000, [1, 2, 3, 4, 5],
                                                              max_batch=256, alpha=0.7))}
     assert p.paying_batches == {4000: S.paying_batches(st_, 4000, [1, 2, 3, 4, 5],
                                                        max_batch=256, alpha=0.7)}
     assert p.max_batch_in_memory == {4000: S.max_batch_in_memory(st_, 4000)}
-    assert [n.code for n in p.notes] == ["checkpoint-placeholder", "schedule-tax",
-                                         "kv-does-not-fit"]
-    assert f"at most {S.max_batch_in_memory(st_, 4000)} sequences" in p.notes[-1].message
+    # one K up to the cap: a static config, so no schedule tax note
+    assert [n.code for n in p.notes] == ["checkpoint-placeholder", "kv-does-not-fit",
+                                         "draft-displaces-sequences"]
+    assert f"at most {cap} sequences" in p.notes[-2].message
+    assert f"stop at {cap}" in p.notes[-2].message
+    d = S.memory_cap(st_, 4000)
+    assert p.displaced == {4000: d["displaced"]} and d["displaced"] > 0
+    assert f"{d['displaced']} sequences at context 4000" in p.notes[-1].message
     rows = p.rows()
     assert len(rows) == 4 * 5 and rows[0]["batch_size"] == 1 and rows[0]["gamma"] == 1
     assert rows[0]["speedup"] == pytest.approx(float(p.grid.speedup[0, 0, 0]))
@@ -133,7 +146,7 @@ def test_serving_plan_notes_carry_codes():
     assert p.notes[:2] == p.context_notes
     assert "schedule-serves-every-context" in [n.code for n in p.notes]
     # tensor parallelism reaches the serve line
-    assert p.schedule == [[1, 34, 0], [35, 64, 2]]  # pays only from batch 35 at both contexts
+    assert p.schedule == [[1, 18, 0], [19, 64, 2]]  # pays only from batch 19 at both contexts
     assert p.serve.endswith("--max-num-seqs 64 --tensor-parallel-size 8")
     # nothing pays at every context, but something pays at one: that note, not no-gamma-pays
     st2 = S.setup("H100-SXM", "Llama-3.1-8B", "self", draft_kv_budget=256)

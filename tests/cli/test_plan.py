@@ -43,7 +43,8 @@ def test_json_output(capsys):
     assert {"rows", "best", "schedule", "config"} <= set(res)
     assert len(res["rows"]) == 2 * 4 * 4
     assert set(res["rows"][0]) == {"batch_size", "context", "gamma", "tau", "speedup",
-                                   "t_plain_ms", "t_verify_ms", "t_draft_ms", "bound"}
+                                   "t_plain_ms", "t_verify_ms", "t_draft_ms", "bound",
+                                   "fits", "t_engine_ms"}  # issue 16: memory cap, engine
     assert {r["bound"] for r in res["rows"]} <= {"memory", "compute"}
     assert [r["tau"] for r in res["rows"][:4]] == [1.7, 2.1, 2.4, 2.6]
     assert len(res["best"]) == 8
@@ -51,10 +52,14 @@ def test_json_output(capsys):
     for (b, s), rec in best.items():
         sp = {r["gamma"]: r["speedup"] for r in res["rows"]
               if r["batch_size"] == b and r["context"] == s}
+        fits = {r["fits"] for r in res["rows"] if r["batch_size"] == b and r["context"] == s}
         top = max(sp, key=sp.get)
-        assert rec["gamma"] == (top if sp[top] > 1 else 0)
+        # issue 16: a batch whose KV cache does not fit never pays
+        assert rec["gamma"] == (top if sp[top] > 1 and fits == {True} else 0)
+        assert fits == {b <= res["max_batch_in_memory"][str(s)]}
     sched = res["schedule"]
-    assert sched[0][0] == 1 and sched[-1][1] == 256
+    cap = min(res["max_batch_in_memory"].values())
+    assert sched[0][0] == 1 and sched[-1][1] == cap == res["max_num_seqs"] < 256
     assert [list(r) for r in validate_schedule(
         sched, res["config"]["num_speculative_tokens"])] == sched
     assert res["config"]["num_speculative_tokens_per_batch_size"] == sched
@@ -143,9 +148,12 @@ def test_paying_only_from_a_larger_batch_is_not_called_never_paying(capsys):
     res = json.loads(js)
     (first, last), = res["paying_batches"]["16000"]
     assert res["crossover_batch"]["16000"] == 0 and 1 < first <= 32 and last == 64
-    assert f"does not pay at batch 1-{first - 1}; pays at batch {first}-64" in out
+    lose = "1" if first == 2 else f"1-{first - 1}"
+    assert f"does not pay at batch {lose}; pays at batch {first}-64" in out
     # with a context where nothing pays, the schedule (worst context) is none, and says why
-    code, out, _ = run(capsys, *argv[:-9], "--context", "1024", "16000", *argv[-7:])
+    # (the model's defaults alone: with vLLM V1's fitted overhead context 1024 pays from 47)
+    code, out, _ = run(capsys, *argv[:-9], "--context", "1024", "16000", *argv[-7:],
+                       "--engine", "specdecode-bench")
     assert code == 0 and "schedule: none (no gamma pays at every context at once)" in out
     assert "speculation pays at context 16000" in out
     assert "no gamma pays at any batch size" not in out
@@ -220,9 +228,9 @@ def test_bad_calibration_file_exits_2(capsys, tmp_path, text, match):
 
 
 def test_argparse_usage_errors_exit_2(capsys):
-    with pytest.raises(SystemExit) as info:  # no acceptance given
-        main(BASE)
-    assert info.value.code == 2
+    # no acceptance given (optional since --calibrate-bench can give tau): exit 2, named
+    assert main(BASE) == 2
+    assert "give one of --alpha, --tau or --acceptance-rates" in capsys.readouterr().err
     with pytest.raises(SystemExit) as info:  # two acceptance sources
         main([*BASE, "--alpha", "0.7", "--tau", "2"])
     assert info.value.code == 2
@@ -239,6 +247,21 @@ def test_argparse_usage_errors_exit_2(capsys):
     (["--batch", "1", "65537"], r"--batch must be <= 65536, got 65537"),
     (["--draft", "ngram", "--draft-dtype", "fp8"], "draft_dtype applies to model drafts; ngram "
                                                    "drafting has no weights"),
+    # issue 16
+    (["--draft", "ngram", "--proposal-rate", "0"], r"--proposal-rate must be in \(0, 1\]"),
+    (["--draft", "ngram", "--proposal-rate", "1.5"], r"--proposal-rate must be in \(0, 1\]"),
+    (["--draft", "ngram", "--proposal-rate", "nan"], r"--proposal-rate must be in \(0, 1\]"),
+    (["--proposal-rate", "0.5"], "proposal_rate 0.5 applies to ngram / suffix"),
+    (["--input-len", "-1", "--output-len", "10"], "--input-len must be >= 0, got -1"),
+    (["--input-len", "10", "--output-len", "0"], "--output-len must be >= 1, got 0"),
+    (["--input-len", "10"], "--input-len and --output-len go together"),
+    (["--gpu-memory-utilization", "0"], r"--gpu-memory-utilization must be in \(0, 1\]"),
+    (["--gpu-memory-utilization", "1.2"], r"--gpu-memory-utilization must be in \(0, 1\]"),
+    (["--engine", "trtllm"], "engine must be one of vllm, vllm-v0, sglang"),
+    (["--draft-config", "/nonexistent/config.json"], "draft_config '/nonexistent/config.json' "
+                                                     "does not exist"),
+    (["--draft", "ngram", "--draft-config", "/x.json"], "draft_config applies to eagle and "
+                                                         "eagle3"),
 ])
 def test_more_bad_input_exits_2(capsys, extra, match):
     test_bad_input_exits_2(capsys, extra, match)
@@ -336,3 +359,156 @@ def test_calibration_on_one_row_says_1_row(capsys, tmp_path):
                          "--acceptance-rates", "0.35", "0.29", "--calibrate", str(p))
     assert code == 0, err
     assert f"calibrated on {p} (1 row): " in out and "1 rows" not in out
+
+
+# ---------------------------------------------------------------- --calibrate-bench
+MAGICDEC = ["plan", "--gpu", "A100-SXM-80GB", "--gpus", "8", "--model", "LLaMA-2-7B-32K",
+            "--draft", "TinyLlama-1.1B", "--draft-kv-budget", "512", "--context", "4000"]
+
+
+def _bench_files(tmp_path, source, keep=lambda d: True):
+    paths = []
+    for i, d in enumerate(S.published_bench_results(source)):
+        if keep(d):
+            p = tmp_path / f"run{i:02d}.json"
+            p.write_text(json.dumps(d))
+            paths.append(str(p))
+    return paths
+
+
+def test_calibrate_bench_prints_each_files_error_and_predicts_concurrencies_not_run(
+        capsys, tmp_path):
+    """MagicDec Table 3(a) at context 4000 as bench files: fit on concurrency 32 and 48,
+    --batch 64 and 128 are predicted; the printed errors are the fit's, to their decimals."""
+    files = _bench_files(tmp_path, "magicdec-table3a",
+                         lambda d: d["max_concurrency"] in (32, 48)
+                         and d["total_input_tokens"] / d["completed"] == 4000 - 128)
+    assert len(files) == 4
+    code, out, err = run(capsys, *MAGICDEC, "--batch", "32", "48", "64", "128", "--gamma", "2",
+                         "--calibrate-bench", *files)
+    assert code == 0, err
+    code, js, _ = run(capsys, *MAGICDEC, "--batch", "32", "48", "64", "128", "--gamma", "2",
+                      "--calibrate-bench", *files, "--json")
+    res = json.loads(js)
+    c = res["calibration_bench"]
+    assert res["setup"]["acceptance"] == {"tau": [pytest.approx(2.19)]}  # from the files
+    assert [r["concurrency"] for r in c["runs"]] == [32, 32, 48, 48]
+    for r in c["runs"]:
+        assert f"{r['tpot_error']:+.1%}" in out
+        line = next(ln for ln in out.splitlines() if ln.startswith(r["file"]))
+        assert r["speculation"] in line.split()
+    assert sorted({p["concurrency"] for p in c["predicted"]}) == [64, 128]
+    assert "predicted at the --batch values not run" in out
+    p64 = next(p for p in c["predicted"] if p["concurrency"] == 64)
+    assert f"{p64['speedup']:.2f}" in out.split("predicted at the --batch values not run")[1]
+    assert f"TPOT error median {100 * c['median_abs_tpot_error']:.1f} %" in out
+
+
+def test_calibrate_bench_labels_and_bad_files(capsys, tmp_path):
+    files = _bench_files(tmp_path, "vllm-i20780-eagle3")
+    base = ["plan", "--gpu", "H100-SXM", "--model", "Llama-3.1-8B", "--draft", "eagle3",
+            "--context", "256", "--batch", "1", "8"]
+    code, _, err = run(capsys, *base, "--gamma", "2", "5", "--calibrate-bench", *files)
+    assert code == 0, err
+    # a --gamma no run was made at, and no --tau: refused
+    code, _, err = run(capsys, *base, "--gamma", "8", "--calibrate-bench", *files)
+    assert code == 2 and "--gamma 8: no bench run with speculation on" in err
+    # files without spec keys (an older vLLM): --label on, tau and gamma from --tau / --gamma
+    bare = tmp_path / "bare.json"
+    d = json.loads(open(files[2]).read())
+    for k in [k for k in d if k.startswith("spec_decode")]:
+        del d[k]
+    bare.write_text(json.dumps(d))
+    code, _, err = run(capsys, *base, "--gamma", "3", "--calibrate-bench", files[0], str(bare))
+    assert code == 2 and "every run has speculation off" in err
+    code, _, err = run(capsys, *base, "--gamma", "3", "--tau", "2.79", "--calibrate-bench",
+                       files[0], str(bare), "--label", "off", "on")
+    assert code == 0, err
+    code, _, err = run(capsys, *base, "--gamma", "3", "--calibrate-bench", files[0],
+                       "--label", "on", "off")
+    assert code == 2 and "--label takes one value per --calibrate-bench file (1), got 2" in err
+    # a bench file without the keys needed; mixed models
+    thin = tmp_path / "thin.json"
+    thin.write_text(json.dumps({"mean_tpot_ms": 5.0, "output_throughput": 100.0}))
+    code, _, err = run(capsys, *base, "--gamma", "3", "--calibrate-bench", files[0], str(thin))
+    assert code == 2 and "thin.json: no max_concurrency, completed" in err
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({**json.loads(open(files[1]).read()), "model_id": "Qwen/Qwen3-8B"}))
+    code, _, err = run(capsys, *base, "--gamma", "2", "--calibrate-bench", files[0], str(other))
+    assert code == 2 and "mixed models in one calibration set" in err
+    code, _, err = run(capsys, *base, "--gamma", "2")
+    assert code == 2 and "give one of --alpha, --tau or --acceptance-rates" in err
+    code, _, err = run(capsys, *base, "--gamma", "2", "--alpha", "0.6", "--label", "on")
+    assert code == 2 and "--label applies to --calibrate-bench files" in err
+
+
+
+# ----------------------------------------------------------------- issue 16
+def test_memory_cap_in_rows_schedule_and_serve_line(capsys):
+    # the issue's example: EAGLE-3 on one H100 at context 2000 with --max-num-seqs 512
+    argv = ["plan", "--gpu", "H100", "--model", "Llama-3.1-8B", "--draft", "eagle3",
+            "--context", "2000", "--batch", "1", "64", "512", "--gamma", "3", "--alpha", "0.7"]
+    code, out, err = run(capsys, *argv)
+    cap = S.max_batch_in_memory(S.setup("H100", "Llama-3.1-8B", "eagle3"), 2000)
+    assert code == 0, err
+    assert f"pays up to batch {cap}, not at {cap + 1}" in out
+    assert "pays at every batch size up to 512" not in out
+    assert out.count(f"--max-num-seqs {cap}") == 1 and f"stop at {cap}" in out
+    assert "the draft's weights and KV cache take the room of 10 sequences" in out
+    code, js, _ = run(capsys, *argv, "--json")
+    res = json.loads(js)
+    assert [r["fits"] for r in res["rows"]] == [True, True, False]
+    assert res["max_num_seqs"] == cap and res["displaced"] == {"2000": 10}
+    assert "draft-displaces-sequences" in res["note_codes"]
+    assert res["schedule"][-1][1] == cap
+    # --gpu-memory-utilization moves the cap and reaches the serve line
+    code, js, _ = run(capsys, *argv, "--json", "--gpu-memory-utilization", "0.95")
+    res2 = json.loads(js)
+    assert res2["max_num_seqs"] > cap and "--gpu-memory-utilization 0.95" in res2["serve"]
+
+
+def test_engine_proposal_rate_and_end_to_end(capsys):
+    base = ["plan", "--gpu", "H100", "--gpus", "4", "--model", "Llama-3.1-70B", "--draft",
+            "ngram", "--context", "2000", "--batch", "1", "64", "128", "--gamma", "4",
+            "--tau", "1.8"]
+    code, js, _ = run(capsys, *base, "--json")
+    full = json.loads(js)
+    assert full["setup"]["engine"] == "vllm" and full["setup"]["proposal_rate"] == 1.0
+    code, js, _ = run(capsys, *base, "--json", "--proposal-rate", "1")
+    assert [r["speedup"] for r in json.loads(js)["rows"]] == [r["speedup"] for r in full["rows"]]
+    code, out, _ = run(capsys, *base, "--proposal-rate", "0.3")
+    assert code == 0 and "proposal rate 0.3" in out
+    assert "vllm:spec_decode_num_drafts_total" in out  # how to read M
+    code, js, _ = run(capsys, *base, "--json", "--proposal-rate", "0.3")
+    part = json.loads(js)
+    assert part["rows"][2]["speedup"] > full["rows"][2]["speedup"]
+    code, js, _ = run(capsys, *base, "--json", "--input-len", "1000", "--output-len", "200")
+    rows = json.loads(js)["rows"]
+    assert all(1 <= r["speedup_end_to_end"] < r["speedup"] for r in rows if r["speedup"] > 1)
+    code, out, _ = run(capsys, *base, "--input-len", "1000", "--output-len", "200")
+    assert "e2e g=4" in out and "prefill of 1000" in out
+    code, js, _ = run(capsys, *base, "--json", "--engine", "sglang")
+    assert json.loads(js)["setup"]["engine"] == "sglang"
+
+
+def test_moe_target_and_head_config(capsys, tmp_path):
+    code, out, err = run(capsys, "plan", "--gpu", "H200", "--gpus", "8", "--dtype", "fp8",
+                         "--model", "DeepSeek-V3", "--draft", "mtp", "--context", "4096",
+                         "--batch", "1", "16", "256", "--gamma", "1", "3", "--tau", "1.8",
+                         "2.9", "--json")
+    assert code == 0, err
+    res = json.loads(out)
+    assert res["setup"]["moe"]["n_routed_experts"] == 256
+    assert res["setup"]["mla"]["kv_lora_rank"] == 512
+    head = tmp_path / "head"
+    head.mkdir()
+    (head / "config.json").write_text(json.dumps({
+        "architectures": ["LlamaForCausalLMEagle3"], "hidden_size": 4096,
+        "intermediate_size": 14336, "num_attention_heads": 32, "num_key_value_heads": 8,
+        "vocab_size": 128256, "draft_vocab_size": 64000}))
+    code, out, err = run(capsys, *BASE, "--alpha", "0.7", "--json", "--draft-config", str(head))
+    assert code == 0, err
+    assert json.loads(out)["setup"]["draft_lm_head_vocab"] == 64000
+    code, out, err = run(capsys, *BASE[:6], "eagle", *BASE[7:], "--alpha", "0.7",
+                         "--draft-config", str(head))
+    assert code == 2 and "describes an eagle3 head, not eagle" in err

@@ -41,7 +41,9 @@ def test_batch_tokens_where_kv_equals_weights(model, k_tokens):
 def test_every_catalogue_model_agrees_with_its_published_count():
     for name in S.architecture_names():
         a = S.architecture(name)
-        assert abs(a.params / a.params_published - 1) < 0.01, name
+        # Kimi-K2's card rounds 1.03 T to "1 T" (data/README.md)
+        assert abs(a.params / a.params_published - 1) < (0.03 if name == "Kimi-K2" else 0.01), \
+            name
     # Qwen3-0.6B: 0.44 B non-embedding on its card; tied embeddings
     q = S.architecture("qwen3-0.6b")
     assert round((q.params - q.embedding_params) / 1e9, 2) == 0.44
@@ -104,7 +106,8 @@ def test_bad_config_json(tmp_path):
     del cfg["vocab_size"]
     with pytest.raises(ValueError, match="missing key 'vocab_size'"):
         S.architecture(cfg)
-    with pytest.raises(ValueError, match="mixture-of-experts"):
+    # an MoE config lacking its expert sizes (issue 16: MoE configs are read, not refused)
+    with pytest.raises(ValueError, match="num_experts_per_tok must be an integer >= 1"):
         S.architecture({**llama8b_config(), "num_local_experts": 8})
     with pytest.raises(ValueError, match="hidden_size must be a positive integer"):
         S.architecture({**llama8b_config(), "hidden_size": 0})
@@ -117,7 +120,10 @@ def test_catalogue_max_position_embeddings_with_their_source():
     expected = {"Llama-3.1-8B": 131072, "Llama-3.1-70B": 131072, "Llama-3.2-1B": 131072,
                 "Llama-2-7B": 4096, "LLaMA-2-7B-32K": 32768, "TinyLlama-1.1B": 2048,
                 "Mistral-7B-v0.3": 32768, "Qwen2.5-7B": 131072, "Qwen2.5-32B": 131072,
-                "Qwen3-8B": 40960, "Qwen3-0.6B": 40960}
+                "Qwen3-8B": 40960, "Qwen3-0.6B": 40960, "DeepSeek-V3": 163840,
+                "DeepSeek-R1": 163840, "Kimi-K2": 131072, "Qwen3-30B-A3B": 40960,
+                "Qwen3-235B-A22B": 40960, "gpt-oss-120b": 131072, "gpt-oss-20b": 131072,
+                "Mixtral-8x7B": 32768}
     assert set(S.architecture_names()) == set(expected)
     rows = data.load("model_architectures").set_index("model")
     for name, value in expected.items():

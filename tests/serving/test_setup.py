@@ -65,7 +65,10 @@ def test_context_beyond_the_maximum_is_a_note_not_an_error():
 def test_drafts():
     tgt = "Llama-3.1-8B"
     head = S.draft("eagle3", tgt)
-    assert head.kind == "head" and head.arch.n_layers == 1 and head.arch.vocab_size == 128256
+    # issue 16: an EAGLE-3 head samples its own 32,000-token draft vocabulary (ASSUMED
+    # without its config.json); EAGLE-1 uses the target's LM head
+    assert head.kind == "head" and head.arch.n_layers == 1 and head.arch.vocab_size == 32000
+    assert head.lm_head_vocab == 32000 and S.draft("eagle", tgt).arch.vocab_size == 128256
     assert S.draft("ngram", tgt).arch is None
     assert S.draft("Llama-3.2-1B", tgt).method == "draft_model"
     assert S.draft("self", tgt, kv_budget=512).kv_budget == 512
@@ -148,3 +151,48 @@ def test_a_draft_head_config_is_not_modelled_as_a_draft_model(tmp_path, extra, m
         S.setup("H100", "Llama-3.1-8B", str(tmp_path))
     plain = {k: v for k, v in cfg.items() if k not in extra}
     assert S.setup("H100", "Llama-3.1-8B", plain).draft.method == "draft_model"
+
+
+# --------------------------------------------------------------------------- issue 16
+def test_memory_cap_issue_example():
+    # Llama-3.1-8B, EAGLE-3, one H100, context 2000: "pays at every batch size up to 512"
+    # was printed while 205 sequences fit; the EAGLE-3 head's own weights (its fc, wider
+    # q/k/v and 32,000-row LM head: 0.42 B) now count, so 203 fit with it, 213 without
+    st = S.setup("H100", "Llama-3.1-8B", "eagle3")
+    cap = S.memory_cap(st, 2000)
+    assert cap == {"max_batch": 203, "max_batch_without_draft": 213, "displaced": 10}
+    assert S.max_batch_in_memory(st, 2000) == 203
+    assert S.memory_cap(st, 2000, 0.95)["max_batch"] > 203  # --gpu-memory-utilization
+    tight = S.setup("H100", "Llama-3.1-8B", "eagle3", gpu_memory_utilization=0.5)
+    assert S.max_batch_in_memory(tight, 2000) < 100
+    room = 0.9 * 80e9 - st.target.weight_bytes() - st.draft.weight_params * 2.0
+    per_seq = 2000 * (131072 + 4096)  # the head caches one layer's KV
+    assert cap["max_batch"] == int(room // per_seq)
+
+
+def test_memory_cap_mla_and_replicated_kv_heads():
+    ds = S.setup("H200", "DeepSeek-V3", "mtp", gpus=8, dtype="fp8")
+    cap = S.memory_cap(ds, 8192)
+    # the MLA latent is cached whole on every rank: 8 copies of 35,136 B (fp8 KV with fp8
+    # weights) per token
+    room = 0.9 * 8 * 141e9 - ds.target.weight_bytes("fp8") - ds.draft.weight_params
+    per_token = 8 * 35136 * (1 + 1 / 61)  # + the MTP block's own layer
+    assert cap["max_batch"] == int(room // (8192 * per_token))
+    assert cap["displaced"] > 0
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"proposal_rate": 0}, r"proposal_rate must be in \(0, 1\]"),
+    ({"proposal_rate": 1.5}, r"proposal_rate must be in \(0, 1\]"),
+    ({"gpu_memory_utilization": 0}, r"gpu_memory_utilization must be in \(0, 1\]"),
+    ({"gpu_memory_utilization": 1.2}, r"gpu_memory_utilization must be in \(0, 1\]"),
+])
+def test_setup_bad_issue16_inputs(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        S.setup("H100", "Llama-3.1-8B", "ngram", **kwargs)
+
+
+def test_proposal_rate_only_for_partial_proposers():
+    assert S.setup("H100", "Llama-3.1-8B", "suffix", proposal_rate=0.3).proposal_rate == 0.3
+    with pytest.raises(ValueError, match="proposal_rate 0.5 applies to ngram / suffix"):
+        S.setup("H100", "Llama-3.1-8B", "eagle3", proposal_rate=0.5)

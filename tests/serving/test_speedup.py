@@ -43,7 +43,8 @@ def test_speedup_formula_and_grid_agree():
     st_ = S.setup("A100", "Llama-3.1-8B", "Llama-3.2-1B")
     b, s, g = 16, 4000, 3
     tau = float(S.tokens_per_step(g, alpha=0.6))
-    cost = S.t_draft_ms(st_, b, s, g) + S.t_verify_ms(st_, b, s, g) + S.SD_OVERHEAD_MS
+    cost = (S.t_draft_ms(st_, b, s, g) + S.t_verify_ms(st_, b, s, g) + st_.sd_overhead_ms
+            + S.t_engine_ms(st_, b, s, g))  # issue 16: the engine profile's costs
     assert S.speedup(st_, b, s, g, alpha=0.6) == pytest.approx(tau * S.t_plain_ms(st_, b, s) / cost)
     assert S.per_token_latency_ms(st_, b, s, g, alpha=0.6) == pytest.approx(cost / tau)
     grid = S.evaluate(st_, [1, 16, 256], [0, 4000], [1, 3, 5], alpha=0.6)
@@ -63,7 +64,8 @@ def test_speculation_stops_paying_at_large_batch_and_long_context_brings_it_back
     assert sp[0, 0] > 1 > sp[1, 0]  # short context: pays at batch 1, not at 1024
     assert sp[1, 1] > sp[0, 1] > 1  # long context: pays more at 1024 (MagicDec's finding)
     cross = S.crossover_batch(st_, [500, 32000], [3], max_batch=1024, alpha=0.7)
-    assert 1 < cross[0] < 1024 and cross[1] == 1024
+    # issue 16: at 32,000 tokens only 12 sequences' KV fit on one H100: it pays up to there
+    assert 1 < cross[0] < 1024 and cross[1] == S.max_batch_in_memory(st_, 32000) == 12
     assert S.crossover_batch(st_, 500, [1, 2, 3], max_batch=64, tau=1.0) == 0
 
 
@@ -76,13 +78,15 @@ def test_paying_batches_finds_speculation_that_pays_only_from_a_larger_batch():
     sp = S.evaluate(st_, np.arange(1, 65), [16000], [2], tau=2.17).speedup[:, 0, 0]
     pays = np.flatnonzero(sp > 1) + 1
     assert ranges == [[int(pays[0]), 64]] and pays[0] > 1 and pays.size == 65 - pays[0]
-    assert S.describe_paying(ranges, 64) == (f"does not pay at batch 1-{pays[0] - 1}; pays at "
+    lose = "1" if pays[0] == 2 else f"1-{pays[0] - 1}"
+    assert S.describe_paying(ranges, 64) == (f"does not pay at batch {lose}; pays at "
                                               f"batch {pays[0]}-64")
     # one list per context; agrees with crossover_batch where the run starts at batch 1
     st2 = S.setup("H100", "Llama-3.1-8B", "eagle3")
     both = S.paying_batches(st2, [500, 32000], [3], max_batch=1024, alpha=0.7)
     cross = S.crossover_batch(st2, [500, 32000], [3], max_batch=1024, alpha=0.7)
-    assert both[0][0] == [1, int(cross[0])] and both[1] == [[1, 1024]]
+    # issue 16: at 32,000 tokens the paying range stops where the KV cache stops fitting
+    assert both[0][0] == [1, int(cross[0])] and both[1] == [[1, 12]]
     assert S.describe_paying(both[0][:1], 1024) == (f"pays up to batch {cross[0]}, not at "
                                                     f"{cross[0] + 1}")
     assert S.describe_paying([[1, 1024]], 1024) == "pays at every batch size up to 1024"
@@ -109,3 +113,59 @@ def test_speedup_properties(b, s, g, a, draft):
     # per-token latency with speculation = plain step / speedup
     assert S.per_token_latency_ms(st_, b, s, g, alpha=a) == pytest.approx(
         S.t_plain_ms(st_, b, s) / S.speedup(st_, b, s, g, alpha=a))
+
+
+# --------------------------------------------------------------------------- issue 16
+def test_full_proposal_rate_gives_todays_numbers_and_partial_proposals_pay_more():
+    one = S.setup("H100", "Llama-3.1-70B", "ngram", gpus=4)
+    same = S.setup("H100", "Llama-3.1-70B", "ngram", gpus=4, proposal_rate=1.0)
+    b, s, g = np.array([1, 64, 128]), 2000, 4
+    assert np.array_equal(S.speedup(one, b, s, g, tau=1.8), S.speedup(same, b, s, g, tau=1.8))
+    part = S.setup("H100", "Llama-3.1-70B", "ngram", gpus=4, proposal_rate=0.25)
+    # a step verifies B (1 + M gamma) tokens and a sequence gains 1 + M (tau - 1)
+    tv = S.t_verify_ms(part, 64, s, g)
+    assert tv == pytest.approx(S.step_time_ms("Llama-3.1-70B", "H100", 64, s, 2, gpus=4))
+    tau = 1 + 0.8 / 0.25  # vLLM's per-draft tau for 1.8 tokens per sequence-step: 4.2
+    cost = (tv + S.t_draft_ms(part, 64, s, g) + part.sd_overhead_ms
+            + S.t_engine_ms(part, 64, s, g))
+    want = (1 + 0.25 * (tau - 1)) * S.t_plain_ms(part, 64, s) / cost
+    assert S.speedup(part, 64, s, g, tau=tau) == pytest.approx(want)
+    # the same tokens per step (1.8) verified more cheaply: more speedup at large batch
+    assert S.speedup(part, 128, s, g, tau=tau) > S.speedup(one, 128, s, g, tau=1.8)
+
+
+def test_prefill_and_end_to_end():
+    st = S.setup("H100", "Llama-3.1-8B", "eagle3")
+    p = S.prefill_ms(st, 128, 1000)
+    # 16 chunks of 8,000 tokens at mean context 500
+    assert p == pytest.approx(16 * S.step_time_ms("Llama-3.1-8B", "H100", 1, 500, 8000))
+    assert S.prefill_ms(st, 4, 0) == 0.0
+    assert S.end_to_end_speedup(0.0, 100.0, 2.0) == 2.0
+    assert S.end_to_end_speedup(100.0, 100.0, 2.0, 10.0) == pytest.approx(200 / 160)
+    g = S.evaluate(st, [1, 128], [1500], [3], alpha=0.7, input_len=1000, output_len=1000)
+    pre = S.prefill_ms(st, np.array([1, 128]), 1000)
+    pre_d = S.prefill_ms(st, np.array([1, 128]), 1000, draft=True)
+    tp, sp = g.t_plain_ms[:, 0, 0], g.speedup[:, 0, 0]
+    want = (pre + 1000 * tp) / (pre + pre_d + 1000 * tp / sp)
+    assert g.speedup_end_to_end[:, 0, 0] == pytest.approx(want)
+    assert (1 < g.speedup_end_to_end[:, 0, 0]).all() and (g.speedup_end_to_end < g.speedup).all()
+    frame = g.frame()
+    assert {"speedup_end_to_end", "prefill_ms", "fits", "t_engine_ms"} <= set(frame.columns)
+    with pytest.raises(ValueError, match="give input_len and output_len together"):
+        S.evaluate(st, [1], [100], [3], alpha=0.7, input_len=100)
+    with pytest.raises(ValueError, match="input_len must be an integer >= 0"):
+        S.evaluate(st, [1], [100], [3], alpha=0.7, input_len=-1, output_len=10)
+    with pytest.raises(ValueError, match="output_len must be an integer >= 1"):
+        S.evaluate(st, [1], [100], [3], alpha=0.7, input_len=10, output_len=0)
+
+
+def test_batches_that_do_not_fit_never_pay():
+    st = S.setup("H100", "Llama-3.1-8B", "eagle3")
+    cap = S.max_batch_in_memory(st, 2000)
+    grid = S.evaluate(st, [1, cap, cap + 1, 512], [2000], [3], alpha=0.7)
+    assert grid.fits[:, 0, 0].tolist() == [True, True, False, False]
+    best, sp = grid.best()
+    assert (grid.speedup[2:, 0, 0] > 1).all() and (best[2:, 0] == 0).all()
+    assert S.paying_batches(st, 2000, [3], max_batch=512, alpha=0.7) == [[1, cap]]
+    assert S.crossover_batch(st, 2000, [3], max_batch=512, alpha=0.7) == cap
+    assert S.describe_paying([[1, cap]], 512) == f"pays up to batch {cap}, not at {cap + 1}"

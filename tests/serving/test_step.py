@@ -86,3 +86,29 @@ def test_step_time_bad_input():
         S.Efficiency(overlap=2)
     with pytest.raises(ValueError, match="bandwidth must be in"):
         S.Efficiency(bandwidth=0)
+
+
+# --------------------------------------------------------------------------- MoE (issue 16)
+def test_moe_verification_costs_more_than_dense_at_small_batch():
+    ds = "DeepSeek-V3"
+    plain = S.step_breakdown(ds, "H200", 1, 2048, 1, dtype="fp8", gpus=8)
+    verify = S.step_breakdown(ds, "H200", 1, 2048, 4, dtype="fp8", gpus=8)
+    dp = S.step_breakdown("Llama-3.1-70B", "H200", 1, 2048, 1, dtype="fp8", gpus=8)
+    dv = S.step_breakdown("Llama-3.1-70B", "H200", 1, 2048, 4, dtype="fp8", gpus=8)
+    # 4 tokens read ~3.8x the routed experts of one: 2.57x the weight bytes, where a dense
+    # model reads the same weights; T_V / T_AR 1.24 against 1.01 (8x H200, FP8, S = 2048)
+    assert round(float(verify["weight_bytes"] / plain["weight_bytes"]), 2) == 2.57
+    assert dv["weight_bytes"] == dp["weight_bytes"]
+    assert round(float(verify["time_ms"] / plain["time_ms"]), 2) == 1.24
+    assert round(float(dv["time_ms"] / dp["time_ms"]), 2) == 1.01
+    # at batch 256 one token per sequence already touches nearly every expert
+    big_p = S.step_breakdown(ds, "H200", 256, 2048, 1, dtype="fp8", gpus=8)
+    big_v = S.step_breakdown(ds, "H200", 256, 2048, 4, dtype="fp8", gpus=8)
+    assert big_v["weight_bytes"] / big_p["weight_bytes"] < 1.001
+
+
+def test_mla_kv_is_not_split_over_ranks():
+    kw = dict(dtype="fp8", kv_dtype="bf16")
+    one = S.step_breakdown("DeepSeek-V3", "H200", 4, 10000, 1, gpus=1, **kw)["kv_bytes"]
+    eight = S.step_breakdown("DeepSeek-V3", "H200", 4, 10000, 1, gpus=8, **kw)["kv_bytes"]
+    assert one == eight == 4 * 10000 * 70272

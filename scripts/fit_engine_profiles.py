@@ -1,0 +1,168 @@
+"""Fit the engine profiles of data/engine_profiles.csv on the published engine points of
+data/engine_measurements.csv, and print how each fit predicts the sources it was not fitted on.
+
+For each usable point (a batch size, a catalogue model, a tau: published, or the closest
+published proxy where the source prints none), the serving model gives the plain step T_AR,
+the verification T_V and the drafting time (EAGLE-1 / EAGLE-3 heads costed from their shapes,
+specnb/serving/heads.py); the measured speedup implies a step cost
+``needed = tau x T_AR / speedup``; the profile's free parameters are fitted, non-negative, to
+the relative misfit (specnb.serving.engines.fit_profile).
+
+Prints: per profile the fitted values, in-sample median / max |error| and verdicts per source;
+leave-one-source-out errors (fit without a source, predict it) where a profile has two sources
+with points, and leave-one-series-out (fit without a method's rows) where the free parameters
+are shared between methods; every profile applied to every source. ``--write`` rewrites
+data/engine_profiles.csv. Run from the repository root:
+``PYTHONPATH=$PWD python scripts/fit_engine_profiles.py [--write]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from specnb import data
+from specnb import serving as S
+from specnb.serving import engines as P
+from specnb.serving.engines import FREE, fit, load_points, predict, summary
+from specnb.serving.engines import points_table as table
+
+#: Fixed rows written beside the fits.
+FIXED_ROWS = [
+    ("specdecode-bench", "sd_overhead_ms", "", S.SD_OVERHEAD_MS, "default",
+     "the model's default: SpecDecode-Bench overhead_constant_per_step (vLLM v0.10 on 1x H100)"),
+    ("specdecode-bench", "draft_step_ms", "", 0.0, "zero", "no engine cost beyond the model"),
+    ("specdecode-bench", "draft_logits_ns", "", 0.0, "zero", "no engine cost beyond the model"),
+    ("specdecode-bench", "verify_token_us", "", 0.0, "zero", "no engine cost beyond the model"),
+    ("ideal", "sd_overhead_ms", "", 0.0, "zero", "roofline only: no per-verification overhead"),
+    ("ideal", "draft_step_ms", "", 0.0, "zero", "roofline only"),
+    ("ideal", "draft_logits_ns", "", 0.0, "zero", "roofline only"),
+    ("ideal", "verify_token_us", "", 0.0, "zero", "roofline only"),
+    ("ideal", "bandwidth", "", 1.0, "ideal", "peak memory bandwidth"),
+    ("ideal", "compute", "", 1.0, "ideal", "peak dense tensor FLOP/s"),
+    ("ideal", "fixed_ms", "", 0.0, "ideal", "no fixed cost per target forward"),
+    ("ideal", "head_fixed_ms", "", 0.0, "ideal", "no fixed cost per draft forward"),
+    ("ideal", "overlap", "", 1.0, "ideal", "memory and compute overlap perfectly (max, not sum)"),
+]
+
+DESCRIPTION = {
+    "vllm": "vLLM V1 (default): fitted on vLLM issue #20780 and PR #16937 (batch 1, 1x H100)",
+    "vllm-v0": "vLLM V0 (2024 - early 2025): fitted on EAGLE-3 Table 5 (batch 2-56, RTX 3090)",
+    "sglang": "SGLang v0.4.4: fitted on EAGLE-3 Table 3 (batch 2-64, 1x H100)",
+    "ideal": "roofline only: datasheet peaks, no fixed or engine costs (an upper bound)",
+    "specdecode-bench": "the model's defaults alone (SpecDecode-Bench's fitted constants, vLLM "
+                        "v0.10.1 on 1x H100): the profile of the MagicDec reference tables",
+}
+
+
+def as_profile_rows(name: str, theta: dict, rows: pd.DataFrame) -> list[tuple]:
+    free, why = FREE[name]
+    srcs = ", ".join(sorted(rows["source_key"].unique()))
+    n = len(rows)
+    out = []
+    for par in P.PARAMETERS:
+        if par == "draft_step_ms":
+            keys = [k for k in free if k.startswith("draft_step_ms")]
+            for k in keys:
+                method = k.partition(":")[2]
+                out.append((name, par, "" if method == "*" else method, theta[k], "fitted",
+                            srcs, n, why))
+            if not keys:
+                out.append((name, par, "", 0.0, "zero", "", 0, why))
+            continue
+        if par in free:
+            out.append((name, par, "", theta[par], "fitted", srcs, n, why))
+        elif par == "sd_overhead_ms":
+            out.append((name, par, "", S.SD_OVERHEAD_MS, "default", "", 0,
+                        "the model's default (SpecDecode-Bench overhead_constant_per_step, vLLM "
+                        "on 1x H100)"))
+        else:
+            out.append((name, par, "", 0.0, "zero", "", 0, why))
+    return out
+
+
+def write_csv(rows_out: list[tuple], path: Path) -> None:
+    cols = ["engine", "parameter", "method", "value", "unit", "fit", "fitted_on", "n_points",
+            "description", "source", "arxiv_version", "table", "note"]
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh, lineterminator="\n")
+        w.writerow(cols)
+        for eng, par, method, value, how, on, n, why in rows_out:
+            unit = P.PARAMETERS.get(par, "fraction of peak" if par in ("bandwidth", "compute")
+                                    else ("ms" if par.endswith("_ms") else "fraction"))
+            src = ("scripts/fit_engine_profiles.py on data/engine_measurements.csv ("
+                   + on + ")") if how == "fitted" else (
+                "specnb serving model defaults (data/specdecode_bench_predictor.csv)"
+                if how == "default" else "by definition (no engine cost)")
+            w.writerow([eng, par, method, f"{value:.6g}", unit, how, on, n,
+                        DESCRIPTION[eng], src, "", "engine_profiles fit" if how == "fitted"
+                        else "definition", why])
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--write", action="store_true", help="rewrite data/engine_profiles.csv")
+    args = ap.parse_args(argv)
+    pd.set_option("display.width", 200)
+    pts = load_points()
+    print("== points ==")
+    for key, part in pts.groupby("source_key", sort=False):
+        why = sorted(set(part["skip"]) - {""})
+        print(f"  {key:18s} {part['profile'].iloc[0]:8s} {len(part):3d} points, "
+              f"{int((part['skip'] == '').sum()):3d} scored" + (f"; not scored: {'; '.join(why)}"
+                                                                 if why else ""))
+    t = table(pts)
+    thetas, out_rows = {}, []
+    print("\n== fits (in-sample) ==")
+    for name, (free, why) in FREE.items():
+        rows = t[t["profile"] == name]
+        theta = fit(rows, free)
+        thetas[name] = theta
+        print(f"{name}: " + ", ".join(f"{k} = {v:.4g}" for k, v in theta.items()))
+        for key, part in rows.groupby("source_key"):
+            print(f"    {key:18s} {summary(part, predict(part, free, theta))}")
+        out_rows += as_profile_rows(name, theta, rows)
+    print("\n== held out ==")
+    for name, (free, _) in FREE.items():
+        rows = t[t["profile"] == name]
+        keys = sorted(rows["source_key"].unique())
+        if len(keys) > 1:
+            for k in keys:
+                train, test = rows[rows["source_key"] != k], rows[rows["source_key"] == k]
+                th = fit(train, free)
+                print(f"  {name}: fit without {k}, predict it: {summary(test, predict(test, free, th))}")
+        shared = not any(f.startswith("draft_step_ms:") and not f.endswith("*") for f in free)
+        if shared:
+            for m in sorted(rows["draft"].unique()):
+                train, test = rows[rows["draft"] != m], rows[rows["draft"] == m]
+                th = fit(train, free)
+                print(f"  {name}: fit without the {m} series, predict it: "
+                      f"{summary(test, predict(test, free, th))}")
+        if len(keys) == 1 and not shared:
+            print(f"  {name}: one source and method-specific parameters: no held-out fit "
+                  "possible (see the cross-engine table)")
+    print("\n== every profile on every source (in-sample where the profile was fitted on it) ==")
+    for key, part in t.groupby("source_key"):
+        for name, (free, _) in FREE.items():
+            print(f"  {key:18s} with {name:8s}: {summary(part, predict(part, free, thetas[name]))}")
+        none = ["draft_step_ms:*"]  # the model's defaults alone (its 1.207 ms overhead)
+        print(f"  {key:18s} with {'none':8s}: "
+              f"{summary(part, predict(part, none, {'draft_step_ms:*': 0.0}))}")
+    if args.write:
+        out_rows += FIXED_ROWS_AS(out_rows)
+        path = data.DATA_DIR / "engine_profiles.csv"
+        write_csv(out_rows, path)
+        print(f"\nwrote {path}")
+    return 0
+
+
+def FIXED_ROWS_AS(_rows) -> list[tuple]:  # noqa: N802 - the ideal rows in write order
+    return [(e, p, m, v, how, "", 0, why) for e, p, m, v, how, why in FIXED_ROWS]
+
+
+if __name__ == "__main__":
+    sys.exit(main())
