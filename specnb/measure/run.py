@@ -89,6 +89,25 @@ class Measurement:
         v = self.runs.loc[self.runs["method"] != "plain", "lossless"].dropna()
         return None if v.empty else bool(v.all())
 
+    def for_loop(self, loop: str) -> "Measurement":
+        """This measurement seen through one loop: ``summary`` and ``timing`` rows of ``loop``,
+        and ``runs`` without the other loop's speculative runs (plain and prompt lookup kept).
+
+        Raises
+        ------
+        ValueError
+            A loop this measurement did not run.
+        """
+        ran = list(self.summary["loop"].unique())
+        if loop not in ran:
+            raise ValueError(f"loop must be one this measurement ran, {ran}, got {loop!r}")
+        other = [LOOPS[x] for x in ran if x != loop]
+        pick = lambda f: f[f["loop"] == loop].reset_index(drop=True)  # noqa: E731
+        return Measurement(betas=self.betas, alpha=self.alpha,
+                           runs=self.runs[~self.runs["method"].isin(other)].reset_index(drop=True),
+                           summary=pick(self.summary), pld=self.pld, timing=pick(self.timing),
+                           config={**self.config, "loops": [loop]})
+
     def to_json(self) -> dict:
         """One JSON-able object. The keys ``draft``, ``gamma``, ``temperature``, ``alpha``,
         ``alpha_counted``, ``tau_measured``, ``tau_predicted``, ``tau_betas``,
