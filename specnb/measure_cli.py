@@ -119,6 +119,8 @@ def format_report(m) -> str:
             "",
             "tau: measured vs predicted:",
             m.summary[cols].to_string(index=False),
+            "(lossless: greedy output token-identical to plain greedy, checked at T = 0; None at "
+            "T > 0, where sampled outputs cannot be compared token by token)",
             "",
             f"speedup: measured (loop {', '.join(m.config.get('loops', ['transformers']))}; "
             "95% interval: bootstrap over prompts, printed to the decimals it supports) vs "

@@ -71,8 +71,9 @@ def decimals_for(low, high, most: int = 3) -> int:
 
 def format_speedup(value, low, high) -> str:
     """``"0.7x (0.6-0.8)"``: the speedup and its 95 % interval, rounded to what the interval
-    supports; ``"0.712x (one prompt: no interval)"`` without one."""
+    supports; ``"0.71x (one prompt: no interval)"`` without one (two decimals: one run of
+    one prompt supports no more)."""
     if not (math.isfinite(float(low)) and math.isfinite(float(high))):
-        return f"{float(value):.3f}x (one prompt: no interval)"
+        return f"{float(value):.2f}x (one prompt: no interval)"
     d = decimals_for(low, high)
     return f"{float(value):.{d}f}x ({float(low):.{d}f}-{float(high):.{d}f})"

@@ -43,4 +43,4 @@ def test_format():
     assert S.format_speedup(0.7123, 0.60, 0.86) == "0.7x (0.6-0.9)"
     assert S.format_speedup(1.1234, 1.10, 1.14) == "1.12x (1.10-1.14)"
     assert S.format_speedup(0.7123, float("nan"), float("nan")) == \
-        "0.712x (one prompt: no interval)"
+        "0.71x (one prompt: no interval)"
