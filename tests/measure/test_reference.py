@@ -68,7 +68,7 @@ def test_rule_output_distribution_small_vocabulary(rule):
     fn, lossless = RULES[rule]
     p = np.array([0.45, 0.25, 0.15, 0.10, 0.05])
     q = np.array([0.05, 0.10, 0.15, 0.30, 0.40])
-    pt, qt = torch.tensor([p, p]), torch.tensor([q])
+    pt, qt = torch.tensor(np.stack([p, p])), torch.tensor(q[None])
     gen = torch.Generator().manual_seed(0)
     out = []
     for _ in range(6000):
