@@ -201,7 +201,8 @@ def _check_flags(args) -> str | None:
             return ("--temperature does not apply with --logged: each record gives the "
                     "temperature its response was served at")
         unused = [f for f, v in (("--max-new-tokens", args.max_new_tokens),
-                                 ("--repeats", args.repeats), ("--no-pld", args.no_pld or None))
+                                 ("--repeats", args.repeats), ("--no-pld", args.no_pld or None),
+                                 ("--loop", None if args.loop == ["transformers"] else args.loop))
                   if v is not None]
         if unused:
             return (f"{', '.join(unused)} " + ("does" if len(unused) == 1 else "do")
@@ -286,7 +287,11 @@ def run(args) -> int:
                                     cpu_threads=args.threads or None, seed=args.seed)
         except (FileNotFoundError, ValueError, TypeError, RuntimeError) as exc:
             return error("measure", str(exc))
-        if args.target is not None and 0.0 in m.config.get("temperatures", []):
+        from .measure import args as A
+
+        if args.target is not None and 0.0 in m.config.get("temperatures", []) and not (
+                A.is_bundled_log(args.logged)
+                and Path(args.target).expanduser().resolve() == A.BUNDLED_TARGET.resolve()):
             print("note: at T = 0 only the logged tokens matter: the greedy alphas are "
                   f"agreement with the logged text, --target {args.target}'s alpha only if it "
                   "served this log", file=sys.stderr)

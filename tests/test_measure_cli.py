@@ -89,6 +89,7 @@ def test_cli_logged_flag_conflicts_exit_2(capsys):
     (["--max-new-tokens", "5"], "--max-new-tokens does not apply with --logged"),
     (["--repeats", "3", "--no-pld"], "--repeats, --no-pld do not apply with --logged"),
     (["--gamma", "1", "1"], "--gamma lists a value twice: 1 1"),
+    (["--loop", "reference"], "--loop does not apply with --logged"),
     (["--draft", "d", "d"], "--draft lists a value twice: d d"),
 ])
 def test_cli_logged_flags_that_would_be_ignored_or_repeated_exit_2(capsys, extra, match):
