@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from ..memory import TORCH_DTYPES
 from . import error
@@ -60,6 +61,11 @@ def register(subparsers) -> argparse.ArgumentParser:
                    help="timed runs per prompt and setting, median kept (default 2; not with "
                         "--logged)")
     p.add_argument("--no-pld", action="store_true", help="skip prompt lookup decoding")
+    p.add_argument("--loop", nargs="+", default=["transformers"],
+                   choices=["transformers", "reference"],
+                   help="speculative loop(s) to time: transformers' assisted decoding "
+                        "(default), the reference loop (specnb.measure.reference: no generate() "
+                        "per round, so its per-round host overhead is the algorithm's), or both")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"],
                    help="where to run the models (default auto: cuda when torch sees a GPU, "
                         "else cpu; cuda needs a CUDA build of torch)")
@@ -70,8 +76,9 @@ def register(subparsers) -> argparse.ArgumentParser:
                    help="seed for sampling at T > 0; each prompt and temperature derives its "
                         "own seed from it (default 0)")
     p.add_argument("--threads", type=int, default=1, metavar="N",
-                   help="torch threads on a CPU while measuring (default 1: steadier timings "
-                        "when other processes share the cores; 0 = leave torch's setting)")
+                   help="torch CPU threads while measuring, on a CPU and on CUDA (default 1: "
+                        "steadier timings when other processes share the cores, and the fast "
+                        "setting of the H200 runs; 0 = leave torch's setting)")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object (keys include alpha, gamma, temperature, "
                         "tau_measured, tau_predicted, speedup_measured, speedup_predicted, "
@@ -93,10 +100,13 @@ def format_report(m) -> str:
     from .. import measure as M
 
     with pd.option_context(*_TABLE_OPTIONS):
-        cols = ["draft", "gamma", "temperature", "alpha", "alpha_counted", "tau_measured",
-                "tau_predicted", "tau_betas", "lossless"]
-        scols = ["draft", "gamma", "temperature", "c", "speedup_measured", "speedup_predicted",
-                 "speedup_timing_model", "speedup_predicted_loo"]
+        lead = ["loop"] if m.summary["loop"].nunique() > 1 else []
+        cols = [*lead, "draft", "gamma", "temperature", "alpha", "alpha_counted",
+                "tau_measured", "tau_predicted", "tau_betas", "lossless"]
+        scols = [*lead, "draft", "gamma", "temperature", "c", "speedup (95% CI)",
+                 "speedup_predicted", "speedup_with_overhead", "speedup_timing_model",
+                 "speedup_predicted_loo"]
+        summary = _with_spread(m.summary, "speedup_measured")
         parts = [
             f"target {m.config['target']}  prompts {m.config['prompts']} "
             f"({m.config['n_prompts']})  device {m.config['device']} {m.config['dtype']}  "
@@ -109,13 +119,21 @@ def format_report(m) -> str:
             "",
             "tau: measured vs predicted:",
             m.summary[cols].to_string(index=False),
+            "(lossless: greedy output token-identical to plain greedy, checked at T = 0; None at "
+            "T > 0, where sampled outputs cannot be compared token by token)",
             "",
-            "speedup: measured vs predicted (speedup_predicted_loo: timing model fitted without "
-            "that gamma's runs, rounds from the betas; what to expect before running a gamma):",
-            m.summary[scols].to_string(index=False),
+            f"speedup: measured (loop {', '.join(m.config.get('loops', ['transformers']))}; "
+            "95% interval: bootstrap over prompts, printed to the decimals it supports) vs "
+            "predicted (speedup_with_overhead: Theorem 3.8 with the loop's fitted per-round "
+            "overhead; speedup_predicted_loo: timing model fitted without that gamma's runs, "
+            "rounds from the betas; what to expect before running a gamma):",
+            summary[scols].to_string(index=False),
         ]
         if not m.pld.empty:
-            parts += ["", "prompt lookup decoding:", m.pld.to_string(index=False)]
+            pld = _with_spread(m.pld, "speedup")
+            parts += ["", "prompt lookup decoding (speedup with its 95% interval over prompts):",
+                      pld[["gamma", "temperature", "task", "tau", "speedup (95% CI)",
+                           "lossless"]].to_string(index=False)]
         timing = m.timing.copy()
         for col in ("t_target_forward", "t_draft_forward", "t_call", "t_target", "t_draft",
                     "t_round"):
@@ -124,13 +142,24 @@ def format_report(m) -> str:
                                         if c.startswith("t_")})
         warns = list(dict.fromkeys(w for ws in timing.pop("warnings") if ws
                                    for w in ws.split("; ")))
-        parts += ["", "timing (ms): single forwards timed directly, and one model fitted to all "
-                  "drafts' runs (t_call, t_target, t_round shared; t_draft per draft; all >= 0)",
+        parts += ["", "timing (ms): single forwards timed directly, and per loop one model "
+                  "fitted to all drafts' runs (t_call, t_target, t_round shared; t_draft per "
+                  "draft; all >= 0; t_round: the loop's host overhead per round)",
                   timing.to_string(index=False)]
         parts += [f"  warning: {w}" for w in warns]
         parts += ["",
                   f"lossless (greedy outputs identical to plain greedy): {m.lossless}"]
     return "\n".join(parts)
+
+
+def _with_spread(frame, col):
+    """``frame`` with a ``"speedup (95% CI)"`` column: ``col`` and its interval
+    (``speedup_ci_low`` / ``_high``) rounded to what the interval supports."""
+    from ..measure.spread import format_speedup
+
+    return frame.assign(**{"speedup (95% CI)": [
+        format_speedup(v, lo, hi) for v, lo, hi in
+        zip(frame[col], frame["speedup_ci_low"], frame["speedup_ci_high"])]})
 
 
 def format_logged_report(m) -> str:
@@ -172,7 +201,8 @@ def _check_flags(args) -> str | None:
             return ("--temperature does not apply with --logged: each record gives the "
                     "temperature its response was served at")
         unused = [f for f, v in (("--max-new-tokens", args.max_new_tokens),
-                                 ("--repeats", args.repeats), ("--no-pld", args.no_pld or None))
+                                 ("--repeats", args.repeats), ("--no-pld", args.no_pld or None),
+                                 ("--loop", None if args.loop == ["transformers"] else args.loop))
                   if v is not None]
         if unused:
             return (f"{', '.join(unused)} " + ("does" if len(unused) == 1 else "do")
@@ -199,19 +229,56 @@ def _check_flags(args) -> str | None:
         for v in values:
             if not v >= lo:
                 return f"{flag} must be >= {lo} {note}".rstrip() + f", got {v:g}"
+    return _check_files(args)
+
+
+def _check_files(args) -> str | None:
+    """Models, prompt files and gamma bounds, checked without torch (see
+    :mod:`specnb.measure.args`); None when all are fine. Says on stderr when a hub id will be
+    requested from the network (which can take a while to fail)."""
+    from ..measure import args as A
+
+    try:
+        kinds = {name: A.check_model_name(name, what) for name, what in
+                 [(args.target, "--target")] * (args.target is not None)
+                 + [(d, "--draft") for d in args.draft or []]}
+        for path in [args.prompts, args.logged]:
+            if path is not None:
+                A.check_prompts_file(path, "--logged file" if path == args.logged
+                                     else "--prompts file")
+        target = args.target if args.target is not None else A.BUNDLED_TARGET
+        A.check_gammas(args.gamma, flag="--gamma", context=A.local_context(target),
+                       max_new_tokens=None if args.logged is not None else args.max_new_tokens)
+    except (FileNotFoundError, ValueError) as exc:
+        return str(exc)
+    if args.logged is not None and A.is_bundled_log(args.logged) and args.target is not None \
+            and Path(args.target).expanduser().resolve() != A.BUNDLED_TARGET.resolve():
+        return (f"--logged {args.logged} holds the bundled target's responses, not --target "
+                f"{args.target}'s: at T = 0 only the logged tokens matter, so its alphas would "
+                "measure agreement with the bundled target's text whatever --target is; give a "
+                "log of --target's own responses (JSON lines with task, prompt, response, "
+                "temperature)")
+    for name, kind in kinds.items():
+        if kind == "hub":
+            print(f"specnb measure: {name!r} is not a local folder: loading it from the model "
+                  f"hub (network; {A.OFFLINE_HINT})", file=sys.stderr)
     return None
 
 
 def run(args) -> int:
-    """Run ``specnb measure`` with parsed ``args``; returns the exit status."""
+    """Run ``specnb measure`` with parsed ``args``; returns the exit status. Every argument is
+    checked before torch is imported."""
+    bad = _check_flags(args)
+    if bad:
+        return error("measure", bad)
     try:
+        import torch  # noqa: F401
+        import transformers  # noqa: F401
+
         from .. import measure as M
     except ImportError:
         print(MISSING_EXTRA, file=sys.stderr)
         return 3
-    bad = _check_flags(args)
-    if bad:
-        return error("measure", bad)
     if args.logged is not None:
         try:
             m = M.alpha_from_logged(args.target, args.draft, prompts=args.logged,
@@ -220,6 +287,14 @@ def run(args) -> int:
                                     cpu_threads=args.threads or None, seed=args.seed)
         except (FileNotFoundError, ValueError, TypeError, RuntimeError) as exc:
             return error("measure", str(exc))
+        from ..measure import args as A
+
+        if args.target is not None and 0.0 in m.config.get("temperatures", []) and not (
+                A.is_bundled_log(args.logged)
+                and Path(args.target).expanduser().resolve() == A.BUNDLED_TARGET.resolve()):
+            print("note: at T = 0 only the logged tokens matter: the greedy alphas are "
+                  f"agreement with the logged text, --target {args.target}'s alpha only if it "
+                  "served this log", file=sys.stderr)
         print(json.dumps(m.to_json()) if args.json else format_logged_report(m))
         return 0
     try:
@@ -229,7 +304,7 @@ def run(args) -> int:
             temperatures=args.temperature if args.temperature is not None else [0.0, 1.0],
             max_new_tokens=args.max_new_tokens, device=args.device, dtype=args.dtype,
             repeats=args.repeats, pld=not args.no_pld, seed=args.seed,
-            cpu_threads=args.threads or None,
+            cpu_threads=args.threads or None, loop=args.loop,
             progress=not args.no_progress and not args.json,
         )
     except (FileNotFoundError, ValueError, TypeError) as exc:

@@ -1,8 +1,10 @@
 """Measure alpha, tau and speedup of a real draft/target pair with transformers.
 
 The only specnb package that imports torch and transformers (the ``measure`` extra:
-``pip install -e '.[measure]'``); importing it imports both (an ImportError says how to install
-them). Every formula it applies lives in torch-free modules: :mod:`specnb.theory` (Eq. 1,
+``pip install -e '.[measure]'``). The face is lazy (PEP 562): ``import specnb.measure`` is cheap
+and torch-free, and the first use of a name below imports its submodule, and with it torch and
+transformers (an ImportError says how to install them). :mod:`specnb.measure.args` (argument
+checks, before any slow import) and :mod:`specnb.measure.spread` need neither. Every formula it applies lives in torch-free modules: :mod:`specnb.theory` (Eq. 1,
 Theorem 3.8, optimal gamma) and :mod:`specnb.acceptance` (rounds, tau from per-position betas,
 alpha counted from rounds, CIs, timing model).
 
@@ -55,6 +57,9 @@ generate  one timed ``generate`` call with counting hooks, the logits processing
 logged    teacher forcing (betas, alpha per task), :func:`alpha_by_teacher_forcing`,
           :func:`alpha_from_logged` and :func:`logged_responses`.
 run       :func:`measure` and its :class:`Measurement` (timed runs, timing model, summary).
+reference the reference speculative loop (:func:`reference_generate`, ``loop="reference"``).
+spread    speedup intervals (bootstrap over prompts) and rounding to them (torch-free).
+args      argument checks that need no torch (models, prompts, gamma bounds).
 train     the bundled family's training script, ``python -m specnb.measure.train``.
 corpus    its corpus (the standard library, files held out whole) and evaluation prompts.
 card      its model card (``data/models/MODEL_CARD.md``).
@@ -74,27 +79,28 @@ runs cleanly).
 
 from __future__ import annotations
 
-try:
-    import torch  # noqa: F401
-    import transformers  # noqa: F401
-except ImportError as exc:  # pragma: no cover - exercised by the CLI's message
-    raise ImportError(
-        "specnb.measure needs torch and transformers, which are not installed: install the "
-        "measure extra with  pip install -e '.[measure]'  (CPU torch: pip install torch==2.13.0 "
-        f"first). Original error: {exc}"
-    ) from exc
+import importlib
 
-from .generate import (GenRun, Processing, forward_time, generate_continuation,
-                       generation_processing, run_generate)
-from .load import (BUNDLED_DRAFTS, BUNDLED_TARGET, MODELS_DIR, TOKENIZER_FILES, check_pair,
-                   context_length, load_model, model_contexts, pad_token_id, resolve_device,
-                   resolve_dtype, short_names)
-from .logged import (LoggedAlpha, alpha_by_teacher_forcing, alpha_from_logged,
-                     logged_responses, processing_note, teacher_forced_betas,
-                     teacher_forced_betas_all)
-from .prompts import (BUNDLED_LOGGED, BUNDLED_PROMPTS, encode_prompts, encode_responses,
-                      load_prompts)
-from .run import Measurement, measure
+#: Where each public name lives (submodule of this package).
+_WHERE = {
+    **dict.fromkeys(["GenRun", "Processing", "forward_time", "generate_continuation",
+                     "generation_processing", "run_generate"], "generate"),
+    **dict.fromkeys(["BUNDLED_DRAFTS", "BUNDLED_TARGET", "MODELS_DIR", "TOKENIZER_FILES",
+                     "check_pair", "context_length", "load_model", "model_contexts",
+                     "pad_token_id", "resolve_device", "resolve_dtype", "short_names"], "load"),
+    **dict.fromkeys(["LoggedAlpha", "alpha_by_teacher_forcing", "alpha_from_logged",
+                     "logged_responses", "processing_note", "teacher_forced_betas",
+                     "teacher_forced_betas_all"], "logged"),
+    **dict.fromkeys(["BUNDLED_LOGGED", "BUNDLED_PROMPTS", "encode_prompts", "encode_responses",
+                     "load_prompts"], "prompts"),
+    **dict.fromkeys(["Measurement", "measure", "LOOPS"], "run"),
+    **dict.fromkeys(["reference_generate", "accept_resample", "accept_greedy"], "reference"),
+    **dict.fromkeys(["speedup_interval", "format_speedup"], "spread"),
+}
+
+_NEED_TORCH = ("specnb.measure needs torch and transformers, which are not installed: install "
+               "the measure extra with  pip install -e '.[measure]'  (CPU torch: pip install "
+               "torch==2.13.0 first). Original error: {}")
 
 __all__ = [
     "MODELS_DIR", "BUNDLED_TARGET", "BUNDLED_DRAFTS", "BUNDLED_PROMPTS", "BUNDLED_LOGGED",
@@ -103,6 +109,26 @@ __all__ = [
     "logged_responses", "processing_note",
     "resolve_device", "resolve_dtype", "load_model", "check_pair", "context_length",
     "load_prompts", "encode_prompts", "generate_continuation", "teacher_forced_betas",
-    "forward_time", "GenRun", "run_generate", "Measurement", "measure",
-    "alpha_by_teacher_forcing", "short_names",
+    "forward_time", "GenRun", "run_generate", "Measurement", "measure", "LOOPS",
+    "alpha_by_teacher_forcing", "short_names", "reference_generate", "accept_resample",
+    "accept_greedy", "speedup_interval", "format_speedup",
 ]
+
+
+def __getattr__(name: str):
+    """PEP 562: import the submodule that holds ``name`` on first use (torch with it)."""
+    mod = _WHERE.get(name)
+    if mod is None:
+        raise AttributeError(f"module 'specnb.measure' has no attribute {name!r}")
+    try:
+        value = getattr(importlib.import_module(f".{mod}", __name__), name)
+    except ImportError as exc:
+        if getattr(exc, "name", None) in ("torch", "transformers") or "torch" in str(exc):
+            raise ImportError(_NEED_TORCH.format(exc)) from exc
+        raise
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

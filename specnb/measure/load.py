@@ -18,8 +18,11 @@ import transformers
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from .. import _check
-from ..data import DATA_DIR
 from ..memory import TORCH_DTYPES
+from .args import BUNDLED_DRAFTS, BUNDLED_TARGET, MODELS_DIR  # one home: torch-free args
+from .args import OFFLINE_HINT as _OFFLINE_HINT
+from .args import check_model_name
+from .args import offline as _offline
 
 __all__ = [
     "MODELS_DIR", "BUNDLED_TARGET", "BUNDLED_DRAFTS", "TOKENIZER_FILES", "resolve_device",
@@ -27,12 +30,6 @@ __all__ = [
     "pad_token_id", "short_names",
 ]
 
-#: Bundled models (``python -m specnb.measure.train``).
-MODELS_DIR = DATA_DIR / "models"
-BUNDLED_TARGET = MODELS_DIR / "target-4x256"
-BUNDLED_DRAFTS = (MODELS_DIR / "draft-2x128", MODELS_DIR / "draft-1x64")
-
-_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 
 
 # --------------------------------------------------------------------------- loading
@@ -90,30 +87,15 @@ def resolve_dtype(dtype: str = "auto", device: str = "cpu") -> torch.dtype:
     return _DTYPES[dtype]
 
 
-_OFFLINE_HINT = ("to stay offline (no hub requests: only local folders and the hub cache) set "
-                 "HF_HUB_OFFLINE=1")
 
 #: Files one of which a folder needs for AutoTokenizer (fast, sentencepiece or BPE vocab).
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json",
                    "spiece.model", "sentencepiece.bpe.model", "vocab.txt")
 
 
-def _looks_like_path(name: str) -> bool:
-    """Whether ``name`` is meant as a local path, so that a missing one fails at once instead
-    of going to the model hub: a name that cannot be a hub id ("org/name" or "name"), or an
-    "a/b" whose first part is a local folder (``models/nosuch`` beside a ``models/``)."""
-    if name.startswith((".", "/", "~")) or "\\" in name or not _HUB_ID.match(name):
-        return True
-    return "/" in name and Path(name.split("/")[0]).expanduser().is_dir()
-
-
 def _one_line(exc) -> str:
     """A library's exception text on one line (the CLI prints one-line errors)."""
     return " ".join(str(exc).split())
-
-
-def _offline() -> bool:
-    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
 
 
 def load_model(name_or_path, *, device: str = "cpu", dtype="auto", need_tokenizer: bool = True):
@@ -183,12 +165,7 @@ def _source(name: str, path: Path) -> tuple[str, bool]:
                 f"model path {name!r} holds no *.safetensors file; specnb loads safetensors only "
                 "(convert with model.save_pretrained(dir, safe_serialization=True))")
         return str(path), True
-    if _looks_like_path(name):
-        raise FileNotFoundError(
-            f"model path {name!r} does not exist (it is a local path, so it is not looked up on "
-            "the model hub). The bundled pair is data/models/target-4x256 with "
-            "data/models/draft-2x128 (retrain it with  python -m specnb.measure.train); or pass "
-            f"a hub id such as 'org/name' to download one (needs network; {_OFFLINE_HINT}).")
+    check_model_name(name, "model path")  # a missing local path, or offline and not cached
     return name, _offline()  # offline: the hub cache only, no request
 
 
@@ -391,10 +368,10 @@ def _load_models(target, drafts, models, device, dtype):
 
 @contextlib.contextmanager
 def _run_settings(dev, cpu_threads, name: str):
-    """transformers' logging at errors only, and ``cpu_threads`` torch threads on a CPU
-    (checked first, named ``name``); both restored on exit."""
-    n = _check.scalar_int(name, cpu_threads, lo=1) if cpu_threads is not None and dev == "cpu" \
-        else None
+    """transformers' logging at errors only, and ``cpu_threads`` torch (CPU) threads (checked
+    first, named ``name``), on a CPU and on CUDA alike (on CUDA the host thread launches the
+    kernels; see :func:`specnb.measure.measure`); both restored on exit."""
+    n = _check.scalar_int(name, cpu_threads, lo=1) if cpu_threads is not None else None
     verbosity = transformers.logging.get_verbosity()
     threads = torch.get_num_threads()
     transformers.logging.set_verbosity_error()

@@ -12,18 +12,13 @@ from pathlib import Path
 import torch
 
 from .. import _check
-from ..data import DATA_DIR
+from .args import BUNDLED_LOGGED, BUNDLED_PROMPTS, check_prompts_file  # one home
 from .load import _check_fits
+
+
 
 __all__ = ["BUNDLED_PROMPTS", "BUNDLED_LOGGED", "load_prompts", "encode_prompts",
            "encode_responses"]
-
-#: Bundled prompts: held-out standard-library text (``python -m specnb.measure.train --prompts``).
-BUNDLED_PROMPTS = DATA_DIR / "prompts" / "stdlib_heldout.jsonl"
-#: The bundled target's own responses to every held-out prompt (greedy and T = 1), as a request
-#: log would hold them (``scripts/make_logged_responses.py``; provenance in data/prompts/README.md).
-BUNDLED_LOGGED = DATA_DIR / "prompts" / "stdlib_heldout_responses.jsonl"
-
 
 def _check_logged(path, n, obj) -> None:
     """Validate a logged-traffic record's ``response``, ``temperature`` and ``response_ids``."""
@@ -72,17 +67,15 @@ def load_prompts(path=None, *, tasks=None, per_task: int | None = None,
     Raises
     ------
     FileNotFoundError
-        No such file.
+        No such file, or a folder.
     ValueError
         A line that is not a JSON object with string ``task`` and ``prompt``; with ``logged``
         a record without ``response``; a record whose ``response`` is empty or not a string,
         whose ``temperature`` is missing or negative, or whose ``response_ids`` are not ids; an
         unknown task in ``tasks``; ``per_task`` < 0; no prompt left.
     """
-    path = Path(path) if path is not None else (BUNDLED_LOGGED if logged else BUNDLED_PROMPTS)
-    if not path.is_file():
-        raise FileNotFoundError(f"prompts file {str(path)!r} does not exist; the bundled one is "
-                                f"{BUNDLED_PROMPTS}")
+    path = check_prompts_file(path if path is not None
+                              else (BUNDLED_LOGGED if logged else BUNDLED_PROMPTS))
     items = _read_records(path, logged)
     _default_ids(items)
     order = list(dict.fromkeys(i["task"] for i in items))

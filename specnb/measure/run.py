@@ -16,12 +16,30 @@ import transformers
 
 from .. import _check, _json, theory, timing
 from .. import acceptance as acc
+from .args import check_gammas
 from .generate import _seed_for, forward_time, run_generate
 from .load import _as_list, _load_models, _run_settings, model_contexts
 from .logged import _teacher_forcing
 from .prompts import _prompt_items, encode_prompts
+from .reference import reference_generate
+from .spread import speedup_interval
 
-__all__ = ["Measurement", "measure"]
+__all__ = ["Measurement", "measure", "LOOPS"]
+
+#: The speculative loops :func:`measure` can time, and the ``runs`` method of each:
+#: ``"transformers"``, transformers' assisted decoding (``generate(assistant_model=...)``), and
+#: ``"reference"``, :func:`specnb.measure.reference.reference_generate`.
+LOOPS = {"transformers": "assisted", "reference": "reference"}
+
+
+def _loops(loop) -> list:
+    """``loop`` as a list of loop names (one or both of :data:`LOOPS`), checked."""
+    names = [loop] if isinstance(loop, str) else list(loop) if loop is not None else []
+    bad = [x for x in names if x not in LOOPS]
+    if not names or bad or len(set(names)) != len(names):
+        raise ValueError(f"loop must be one of {sorted(LOOPS)} or a list of them without "
+                         f"repeats (--loop on the command line), got {loop!r}")
+    return names
 
 
 @dataclass
@@ -30,19 +48,26 @@ class Measurement:
 
     * ``betas``: (draft, temperature, prompt): task, positions, sum of betas, the sequence.
     * ``alpha``: (draft, temperature, task incl. ``"all"``): alpha, 95% CI, prompts, positions.
-    * ``runs``: every generate call: method (plain / plain_short / assisted / pld; plain_short
-      is plain decoding of max_new_tokens // 2 tokens, timed only for the timing model), draft, gamma,
+    * ``runs``: every generate call: method (plain / plain_short / assisted / reference / pld;
+      plain_short is plain decoding of max_new_tokens // 2 tokens, timed only for the timing
+      model; assisted is transformers' loop, reference the reference loop), loop, draft, gamma,
       temperature, prompt, repeat, wall_s, new_tokens, target/draft forwards, rounds, tau,
       lossless (greedy only).
-    * ``summary``: (draft, gamma, temperature): alpha, alpha_counted, tau_measured,
+    * ``summary``: (loop, draft, gamma, temperature): alpha, alpha_counted, tau_measured,
       tau_predicted (Eq. 1), tau_betas (no i.i.d.), speedup_measured, speedup_predicted
       (Thm 3.8 with c), speedup_betas, speedup_timing_model (the fitted timing model's
       predicted wall times of the same calls, per-call cost included), speedup_predicted_loo
       (leave one gamma out: the timing model fitted without this gamma's runs, applied to the
       rounds the teacher-forced betas imply at this gamma; what a user can predict before
-      running a gamma; NaN with a single gamma), c, lossless.
-    * ``pld``: (gamma, temperature, task incl. ``"all"``): tau, speedup, lossless.
-    * ``timing``: (draft): the timing model fitted jointly to all drafts' runs
+      running a gamma; NaN with a single gamma), speedup_ci_low / speedup_ci_high (95 %
+      paired bootstrap over prompts of speedup_measured), t_round (the loop's per-round host
+      overhead from its timing model, s), speedup_with_overhead (Theorem 3.8 with that
+      overhead: tau by Eq. 1 from alpha, a round costing t_target + t_round + gamma t_draft as
+      fitted; NaN where the fit did not identify t_target), c, lossless.
+    * ``pld``: (gamma, temperature, task incl. ``"all"``): tau, speedup, its 95 % interval
+      (speedup_ci_low / high, bootstrap over prompts), lossless.
+    * ``timing``: (loop, draft): per loop, the timing model fitted jointly to all drafts' runs
+      of that loop and the plain runs
       (:func:`specnb.timing.fit_timing_models`: t_call, t_target and t_round shared, t_draft
       per draft, all >= 0, in s), c_fit, r2, ``warnings`` (what the runs could not identify,
       "" when nothing); and the directly timed forwards t_target_forward, t_draft_forward, c.
@@ -63,6 +88,25 @@ class Measurement:
         (None when no greedy run was made)."""
         v = self.runs.loc[self.runs["method"] != "plain", "lossless"].dropna()
         return None if v.empty else bool(v.all())
+
+    def for_loop(self, loop: str) -> "Measurement":
+        """This measurement seen through one loop: ``summary`` and ``timing`` rows of ``loop``,
+        and ``runs`` without the other loop's speculative runs (plain and prompt lookup kept).
+
+        Raises
+        ------
+        ValueError
+            A loop this measurement did not run.
+        """
+        ran = list(self.summary["loop"].unique())
+        if loop not in ran:
+            raise ValueError(f"loop must be one this measurement ran, {ran}, got {loop!r}")
+        other = [LOOPS[x] for x in ran if x != loop]
+        pick = lambda f: f[f["loop"] == loop].reset_index(drop=True)  # noqa: E731
+        return Measurement(betas=self.betas, alpha=self.alpha,
+                           runs=self.runs[~self.runs["method"].isin(other)].reset_index(drop=True),
+                           summary=pick(self.summary), pld=self.pld, timing=pick(self.timing),
+                           config={**self.config, "loops": [loop]})
 
     def to_json(self) -> dict:
         """One JSON-able object. The keys ``draft``, ``gamma``, ``temperature``, ``alpha``,
@@ -85,7 +129,8 @@ def measure(target=None, drafts=None, *, prompts=None, tasks=None, per_task: int
             gammas=(1, 2, 3, 5), temperatures=(0.0, 1.0), max_new_tokens: int = 48,
             device: str = "auto", dtype: str = "auto", repeats: int = 2, warmup: int = 1,
             pld: bool = True, chat_template="auto", seed: int = 0, progress: bool = True,
-            cpu_threads: int | None = 1, models: dict | None = None) -> Measurement:
+            cpu_threads: int | None = 1, models: dict | None = None,
+            loop="transformers") -> Measurement:
     """Measure alpha, tau and speedup of ``drafts`` against ``target`` on ``prompts``.
 
     Parameters
@@ -114,13 +159,24 @@ def measure(target=None, drafts=None, *, prompts=None, tasks=None, per_task: int
     seed : int >= 0, seeds sampling (each prompt and temperature gets its own derived seed).
     progress : bool, show a tqdm progress bar.
     cpu_threads : int >= 1 or None
-        torch threads while measuring on a CPU (restored afterwards). 1 by default: with tiny
-        models a decoding step is overhead-bound, so more threads gain little, and when other
-        processes share the cores a multi-threaded forward stalls at every OpenMP barrier (we
-        saw single calls slow down 100x on a shared 2-core machine). None keeps torch's setting.
+        torch's CPU threads while measuring (restored afterwards), on a CPU and on CUDA. 1 by
+        default: with tiny models a decoding step is overhead-bound, so more threads gain
+        little, and when other processes share the cores a multi-threaded forward stalls at
+        every OpenMP barrier (we saw single calls slow down 100x on a shared 2-core machine).
+        On CUDA the host only launches kernels; the H200 runs with 1 thread (and fp32) cost
+        9-15 ms a round, those with torch's default 16 threads (and bf16) 28-39 ms
+        (``data/measured/h200_measure/``), so 1 is the default there too (costless if threads
+        are not the cause; ``scripts/gpu_notebook.sh`` varies both). None keeps torch's
+        setting.
     models : dict, optional
         Already loaded ``{"target": (model, tokenizer), "drafts": {name: (model, tok)}}``, to
         skip loading (the notebook and tests reuse them).
+    loop : ``"transformers"`` (default), ``"reference"``, or a list of both
+        Which speculative loop the assisted runs use: transformers' assisted decoding, or the
+        reference loop (:mod:`specnb.measure.reference`: no ``generate()`` per round; at
+        T > 0 it applies no logits processors, so a target whose ``generation_config`` sets
+        any is refused for it). With both, the summary and timing tables hold one block per
+        loop (column ``loop``).
 
     Returns
     -------
@@ -129,15 +185,19 @@ def measure(target=None, drafts=None, *, prompts=None, tasks=None, per_task: int
     Raises
     ------
     ValueError
-        Bad gammas/temperatures/max_new_tokens/repeats; mismatched vocabularies; a prompt too
-        long for the target's context (see :func:`encode_prompts`).
+        Bad gammas/temperatures/max_new_tokens/repeats (a gamma above max_new_tokens - 1, which
+        no round can draft); an unknown loop; mismatched vocabularies; a prompt too long for
+        the target's context (see :func:`encode_prompts`); loop ``"reference"`` with a target
+        whose generation_config sets logits processors.
     FileNotFoundError
         A missing model folder or prompts file.
     """
+    loops = _loops(loop)
     gam = [int(g) for g in _check.integer("gammas", _as_list(gammas, "gammas"), lo=1)]
     temps = [float(t) for t in _check.real("temperatures", _as_list(temperatures, "temperatures"),
                                            lo=0.0)]
     mnt = _check.scalar_int("max_new_tokens", max_new_tokens, lo=1)
+    check_gammas(gam, max_new_tokens=mnt, flag="gammas")
     reps = _check.scalar_int("repeats", repeats, lo=1)
     warm = _check.scalar_int("warmup", warmup, lo=0)
     seed = _check.scalar_int("seed", seed, lo=0)
@@ -148,7 +208,7 @@ def measure(target=None, drafts=None, *, prompts=None, tasks=None, per_task: int
                          context=model_contexts(tmodel, dmodels), chat_template=chat_template)
     n_p = len(prompt_items)
     n_calls = len(temps) * n_p * (1 + len(dmodels)) + reps * len(temps) * n_p * (
-        1 + (mnt >= 4) + len(dmodels) * len(gam) + (len(gam) if pld else 0))
+        1 + (mnt >= 4) + len(loops) * len(dmodels) * len(gam) + (len(gam) if pld else 0))
     with _progress(n_calls, progress) as tick:
         with _run_settings(dev, cpu_threads, "cpu_threads (--threads on the command line, "
                                               "where 0 = torch's setting)"):
@@ -157,12 +217,12 @@ def measure(target=None, drafts=None, *, prompts=None, tasks=None, per_task: int
                           tasks=list(dict.fromkeys(p["task"] for p in prompt_items)),
                           gammas=gam, temperatures=temps, max_new_tokens=mnt, repeats=reps,
                           warmup=warm, device=dev, dtype=str(torch_dtype).replace("torch.", ""),
-                          seed=seed, chat_template=chat_template,
+                          seed=seed, chat_template=chat_template, loops=loops,
                           versions={"torch": torch.__version__,
                                     "transformers": transformers.__version__},
                           torch_threads=torch.get_num_threads())
             return _measure(tmodel, dmodels, prompt_items, ids, gam, temps, mnt, reps, warm, pld,
-                            seed, tick, config)
+                            seed, tick, config, loops)
 
 
 @contextlib.contextmanager
@@ -222,37 +282,50 @@ def _loo_speedup(model, betas, runs, dname, gamma, t, mnt):
 
 
 def _measure(tmodel, dmodels, prompts, ids, gammas, temps, mnt, reps, warm, pld, seed, tick,
-             config) -> Measurement:
+             config, loops=("transformers",)) -> Measurement:
     """The steps of :func:`measure` on loaded models and encoded prompts."""
     # 1. continuations and teacher-forced betas
     conts, betas, alpha = _teacher_forcing(tmodel, dmodels, prompts, ids, temps, mnt, seed, tick,
                                            config["processing"])
+    procs = {t: p for t, p in config["processing"].items() if p}
+    if "reference" in loops and procs:
+        raise ValueError(
+            "loop 'reference' applies no logits processors, and this target's generation_config "
+            f"sets some ({procs}): measure it with loop 'transformers' (--loop transformers)")
     # 2. c: decoding-step forward times, measured side by side
     fwd = forward_time([tmodel] + [dm for dm, _ in dmodels.values()], ids[0])
     t_target, t_draft = fwd[0], dict(zip(dmodels, fwd[1:]))
     # 3. timed runs; per prompt and setting the median wall time over repeats
     runs = _timed_runs(tmodel, dmodels, prompts, ids, gammas, temps, mnt, reps, warm, pld, seed,
-                       conts, tick)
+                       conts, tick, loops)
     med = _medians(runs)
-    # 4. one timing model for all drafts; 4b. leave one gamma out
-    fitted = runs[runs["method"].isin(["plain", "plain_short", "assisted"])]
-    is_a = (fitted["method"] == "assisted").to_numpy()
-    timing, models_fit = _timing_table(fitted, is_a, dmodels, t_target, t_draft)
-    loo = _leave_one_gamma_out(fitted, is_a, dmodels, gammas, temps, betas, runs, mnt)
-    # 5. prediction beside measurement; 6. prompt lookup decoding by task
-    summary = _summary(dmodels, gammas, temps, mnt, betas, alpha, runs, med, t_target, t_draft,
-                       models_fit, loo)
+    # 4. per loop one timing model for all drafts; 4b. leave one gamma out
+    timings, summaries = [], []
+    for lp in loops:
+        method = LOOPS[lp]
+        fitted = runs[runs["method"].isin(["plain", "plain_short", method])]
+        is_a = (fitted["method"] == method).to_numpy()
+        timing, models_fit = _timing_table(fitted, is_a, dmodels, t_target, t_draft)
+        timings.append(timing.assign(loop=lp)[["loop", *timing.columns]])
+        loo = _leave_one_gamma_out(fitted, is_a, dmodels, gammas, temps, betas, runs, mnt)
+        # 5. prediction beside measurement
+        summaries.append(_summary(dmodels, gammas, temps, mnt, betas, alpha, runs, med, t_target,
+                                  t_draft, models_fit, loo, lp))
+    timing = pd.concat(timings, ignore_index=True)
+    summary = pd.concat(summaries, ignore_index=True)
+    summary["lossless"] = summary["lossless"].astype(object)
+    # 6. prompt lookup decoding by task
     pld_df = _pld_table(runs, med, gammas, temps) if pld else pd.DataFrame([])
     return Measurement(betas=betas, alpha=alpha, runs=runs, summary=summary, pld=pld_df,
                        timing=timing, config=config)
 
 
-def _settings(dmodels, gammas, mnt: int, pld: bool) -> list:
+def _settings(dmodels, gammas, mnt: int, pld: bool, loops=("transformers",)) -> list:
     """``(method, draft, gamma)`` of every timed setting, in run order."""
     settings = [("plain", None, None)]
     if mnt >= 4:  # plain calls of two lengths separate the per-call cost from t_target
         settings.append(("plain_short", None, None))
-    settings += [("assisted", d, g) for d in dmodels for g in gammas]
+    settings += [(LOOPS[lp], d, g) for d in dmodels for g in gammas for lp in loops]
     if pld:
         settings += [("pld", None, g) for g in gammas]
     return settings
@@ -263,6 +336,8 @@ def _call(tmodel, dmodels, ids, method, dname, g, pi, t, ti, mnt, seed):
     kw = dict(max_new_tokens=mnt, temperature=t, seed=_seed_for(seed, ti, pi))
     if method == "assisted":
         return run_generate(tmodel, ids[pi], draft=dmodels[dname][0], gamma=g, **kw)
+    if method == "reference":
+        return reference_generate(tmodel, dmodels[dname][0], ids[pi], gamma=g, **kw)
     if method == "pld":
         return run_generate(tmodel, ids[pi], prompt_lookup=g, **kw)
     if method == "plain_short":
@@ -288,8 +363,9 @@ def _run_row(run, method, dname, g, t, p, r, greedy_tokens) -> dict:
         raise RuntimeError(
             f"internal check failed: {rounds} streamed rounds but "
             f"{run.target_forwards} target forwards ({method}, gamma {g})")
+    loop = {v: k for k, v in LOOPS.items()}.get(method)
     return dict(
-        method=method, draft=dname, gamma=g, temperature=t, prompt=p["id"],
+        method=method, loop=loop, draft=dname, gamma=g, temperature=t, prompt=p["id"],
         task=p["task"], repeat=r, wall_s=run.wall_s, new_tokens=len(run.tokens),
         target_forwards=run.target_forwards, draft_forwards=run.draft_forwards,
         rounds=rounds if not plain else 0,
@@ -298,10 +374,10 @@ def _run_row(run, method, dname, g, t, p, r, greedy_tokens) -> dict:
 
 
 def _timed_runs(tmodel, dmodels, prompts, ids, gammas, temps, mnt, reps, warm, pld, seed, conts,
-                tick) -> pd.DataFrame:
+                tick, loops=("transformers",)) -> pd.DataFrame:
     """Warm-up calls of every setting on the first prompt, then the timed runs, interleaved:
     repeat -> temperature -> prompt -> setting; one row each (:func:`_run_row`)."""
-    settings = _settings(dmodels, gammas, mnt, pld)
+    settings = _settings(dmodels, gammas, mnt, pld, loops)
     for _ in range(warm):
         for method, dname, g in settings:
             _call(tmodel, dmodels, ids, method, dname, g, 0, temps[0], 0, mnt, seed)
@@ -385,8 +461,9 @@ def _leave_one_gamma_out(fitted, is_a, dmodels, gammas, temps, betas, runs, mnt)
 
 
 def _summary(dmodels, gammas, temps, mnt, betas, alpha, runs, med, t_target, t_draft,
-             models_fit, loo) -> pd.DataFrame:
-    """One row per (draft, temperature, gamma): prediction beside measurement."""
+             models_fit, loo, loop="transformers") -> pd.DataFrame:
+    """One row per (draft, temperature, gamma) of one loop: prediction beside measurement."""
+    method = LOOPS[loop]
     summary_rows = []
     for dname in dmodels:
         c = t_draft[dname] / t_target
@@ -395,12 +472,12 @@ def _summary(dmodels, gammas, temps, mnt, betas, alpha, runs, med, t_target, t_d
             a_row = alpha[(alpha["draft"] == dname) & (alpha["temperature"] == t)
                           & (alpha["task"] == "all")].iloc[0]
             for g in gammas:
-                fr = runs[(runs["method"] == "assisted") & (runs["draft"] == dname)
+                fr = runs[(runs["method"] == method) & (runs["draft"] == dname)
                           & (runs["gamma"] == g) & (runs["temperature"] == t)]
-                fm = med[(med["method"] == "assisted") & (med["draft"] == dname)
+                fm = med[(med["method"] == method) & (med["draft"] == dname)
                          & (med["gamma"] == g) & (med["temperature"] == t)]
-                summary_rows.append(_summary_row(dname, g, t, c, mnt, a_row, bseq, fr, fm, med,
-                                                 runs, models_fit, loo))
+                summary_rows.append({"loop": loop, **_summary_row(
+                    dname, g, t, c, mnt, a_row, bseq, fr, fm, med, runs, models_fit, loo)})
     summary = pd.DataFrame(summary_rows)
     summary["lossless"] = summary["lossless"].astype(object)
     return summary
@@ -413,22 +490,39 @@ def _summary_row(dname, g, t, c, mnt, a_row, bseq, fr, fm, med, runs, models_fit
     rounds = [acc.rounds_from_accept_lengths(al, g, mnt) for al in fr["accept_lengths"]]
     tau_b = acc.tau_from_betas(bseq, g, mnt)
     rate, rate_plain = _tok_per_s(fm), _base_rate(med, t)
+    _, ci_lo, ci_hi = _interval(fm, med, t)
+    tau_eq1 = theory.expected_tokens_per_step(a_row["alpha"], g)
+    tm = models_fit.get(dname)
     return dict(
         draft=dname, gamma=g, temperature=t, alpha=a_row["alpha"],
         alpha_ci_low=a_row["ci_low"], alpha_ci_high=a_row["ci_high"],
         alpha_counted=acc.alpha_from_rounds(rounds),
         draft_acceptance_rate=acc.draft_acceptance_rate(rounds),
         tau_measured=float(fr["new_tokens"].sum() / fr["rounds"].sum()),
-        tau_predicted=theory.expected_tokens_per_step(a_row["alpha"], g), tau_betas=tau_b,
+        tau_predicted=tau_eq1, tau_betas=tau_b,
         speedup_measured=rate / rate_plain,
         speedup_predicted=theory.walltime_speedup(a_row["alpha"], g, c),
         speedup_betas=acc.speedup_from_tau(tau_b, g, c),
         speedup_timing_model=_model_speedup(models_fit.get(dname), fr, runs, t),
         speedup_predicted_loo=loo.get((dname, g, t), np.nan),
+        speedup_ci_low=ci_lo, speedup_ci_high=ci_hi,
+        t_round=tm.t_round if tm is not None else np.nan,
+        speedup_with_overhead=float(tm.speedup(tau_eq1, g)) if tm is not None else np.nan,
         c=c, tokens_per_s=rate, tokens_per_s_plain=rate_plain,
         target_forwards=int(fr["target_forwards"].sum()),
         draft_forwards=int(fr["draft_forwards"].sum()),
         lossless=_all_lossless(fr))
+
+
+def _interval(fm, med, t, task=None):
+    """:func:`speedup_interval` of the per-prompt medians ``fm`` against plain decoding's
+    medians on the same prompts at temperature ``t``."""
+    base = med[(med["method"] == "plain") & (med["temperature"] == t)]
+    if task is not None:
+        base = base[base["task"] == task]
+    both = fm.merge(base, on="prompt", suffixes=("", "_base"))
+    return speedup_interval(both["new_tokens"], both["wall_s"], both["new_tokens_base"],
+                            both["wall_s_base"])
 
 
 def _pld_table(runs, med, gammas, temps) -> pd.DataFrame:
@@ -444,10 +538,12 @@ def _pld_table(runs, med, gammas, temps) -> pd.DataFrame:
             for task in [*dict.fromkeys(fr["task"]), "all"]:
                 sel = fr if task == "all" else fr[fr["task"] == task]
                 selm = fm if task == "all" else fm[fm["task"] == task]
+                _, lo, hi = _interval(selm, med, t, None if task == "all" else task)
                 pld_rows.append(dict(
                     gamma=g, temperature=t, task=task,
                     tau=float(sel["new_tokens"].sum() / sel["rounds"].sum()),
                     speedup=_tok_per_s(selm) / _base_rate(med, t, None if task == "all"
                                                           else task),
+                    speedup_ci_low=lo, speedup_ci_high=hi,
                     lossless=_all_lossless(sel)))
     return pd.DataFrame(pld_rows)

@@ -89,6 +89,7 @@ def test_cli_logged_flag_conflicts_exit_2(capsys):
     (["--max-new-tokens", "5"], "--max-new-tokens does not apply with --logged"),
     (["--repeats", "3", "--no-pld"], "--repeats, --no-pld do not apply with --logged"),
     (["--gamma", "1", "1"], "--gamma lists a value twice: 1 1"),
+    (["--loop", "reference"], "--loop does not apply with --logged"),
     (["--draft", "d", "d"], "--draft lists a value twice: d d"),
 ])
 def test_cli_logged_flags_that_would_be_ignored_or_repeated_exit_2(capsys, extra, match):
@@ -97,3 +98,54 @@ def test_cli_logged_flags_that_would_be_ignored_or_repeated_exit_2(capsys, extra
     assert main(["measure", "--logged", str(M.BUNDLED_LOGGED), *extra]) == 2
     err = capsys.readouterr().err
     assert err.startswith("specnb measure: error:") and match in err, err
+
+
+def _without_torch(tmp_path):
+    """Environment whose python cannot import torch or transformers (a sitecustomize hides them):
+    a flag error that comes back with exit 2 was checked before torch was needed."""
+    (tmp_path / "sitecustomize.py").write_text(
+        "import sys\nsys.modules['torch'] = None\nsys.modules['transformers'] = None\n")
+    return {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}", "HF_HUB_OFFLINE": "1"}
+
+
+@pytest.mark.parametrize("argv, match", [
+    (["--repeats", "0"], "--repeats must be >= 1"),
+    (["--temperature", "-1"], "--temperature must be >= 0"),
+    (["--gamma", "10000"], "--gamma 10000 is more than any round can draft: with "
+                           "max_new_tokens 48 a round drafts at most 47"),
+    (["--gamma", "9", "--max-new-tokens", "8"], "a round drafts at most 7 tokens"),
+    (["--logged", str(M.BUNDLED_LOGGED), "--gamma", "300"], "context of 256 positions"),
+    (["--prompts", "nosuch.jsonl"], "--prompts file 'nosuch.jsonl' does not exist"),
+    (["--prompts", "data"], "--prompts file 'data' is a folder; give the JSON-lines file"),
+    (["--target", "someorg/nosuch-model"], "HF_HUB_OFFLINE is set"),
+    (["--draft", "data/models/nosuch"], "--draft 'data/models/nosuch' does not exist"),
+    (["--logged", str(M.BUNDLED_LOGGED), "--target", str(M.BUNDLED_DRAFTS[0])],
+     "holds the bundled target's responses, not --target"),
+])
+def test_cli_checks_every_argument_before_torch(tmp_path, argv, match):
+    """Faults 13, 22, 23 and 8: each refused with exit 2 and a message naming the flag, by a
+    python without torch (so before torch could load) and without waiting on the hub."""
+    proc = subprocess.run([sys.executable, "-m", "specnb", "measure", *argv], cwd=ROOT,
+                          capture_output=True, text=True, env=_without_torch(tmp_path), timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert match in " ".join(proc.stderr.split())
+
+
+def test_cli_loop_flag(capsys):
+    with pytest.raises(SystemExit):
+        main(["measure", "--loop", "vllm"])
+    assert "invalid choice: 'vllm'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["measure", "--help"])
+    assert "reference loop" in " ".join(capsys.readouterr().out.split())
+
+
+@pytest.mark.slow
+def test_cli_both_loops_print_spread_and_overhead(capsys):
+    rc = main(["measure", "--draft", str(M.BUNDLED_DRAFTS[1]), "--per-task", "1", "--gamma", "1",
+               "3", "--temperature", "0", "--max-new-tokens", "16", "--repeats", "1", "--no-pld",
+               "--loop", "transformers", "reference", "--no-progress"])
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert "speedup (95% CI)" in out and "speedup_with_overhead" in out
+    assert out.count("reference") >= 3 and "t_round_ms" in out

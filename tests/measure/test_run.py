@@ -178,3 +178,66 @@ def test_teacher_forcing_predicts_the_rounds_of_another_draft_exactly(gen):
         pred = acc.greedy_rounds(b, int(r["gamma"]), 12)
         assert pred.produced.tolist() == list(r["accept_lengths"])
     assert m.lossless is True
+
+
+def test_unknown_loop_refused_before_loading():
+    with pytest.raises(ValueError, match="loop must be one of"):
+        M.measure(target="data/models/nosuch", loop="vllm")
+    with pytest.raises(ValueError, match="without repeats"):
+        M.measure(loop=["reference", "reference"])
+    with pytest.raises(ValueError, match="gammas 48 is more than any round can draft"):
+        M.measure(target="data/models/nosuch", gammas=[48], max_new_tokens=48)
+
+
+@pytest.fixture(scope="module")
+def both_loops(models):
+    """Both loops on one prompt per task, gammas 1 and 3, greedy and T = 1, draft-1x64."""
+    one = {**models, "drafts": {"draft-1x64": models["drafts"]["draft-1x64"]}}
+    return M.measure(models=one, per_task=1, gammas=GAMMAS, temperatures=(0.0, 1.0),
+                     max_new_tokens=MAX_NEW, repeats=1, warmup=1, pld=False, progress=False,
+                     loop=["transformers", "reference"])
+
+
+def test_both_loops_run_the_same_greedy_rounds(both_loops):
+    s = both_loops.summary
+    assert sorted(s["loop"].unique()) == ["reference", "transformers"]
+    g = s[s["temperature"] == 0.0].set_index(["loop", "gamma"])
+    for gamma in GAMMAS:
+        a, b = g.loc[("transformers", gamma)], g.loc[("reference", gamma)]
+        assert a["tau_measured"] == b["tau_measured"] == pytest.approx(a["tau_betas"])
+        assert a["alpha_counted"] == b["alpha_counted"]
+        assert (a["target_forwards"], a["draft_forwards"]) == (b["target_forwards"],
+                                                               b["draft_forwards"])
+    assert both_loops.lossless is True
+    ref = both_loops.runs[both_loops.runs["method"] == "reference"]
+    assert (ref["new_tokens"] == ref["accept_lengths"].map(sum)).all()
+    assert (ref["rounds"] == ref["target_forwards"]).all()
+
+
+def test_both_loops_overhead_interval_and_views(both_loops):
+    t = both_loops.timing
+    assert sorted(t["loop"]) == ["reference", "transformers"] and (t["t_round"] >= 0).all()
+    s = both_loops.summary
+    ok = s["speedup_ci_low"].notna()
+    assert ((s.loc[ok, "speedup_ci_low"] <= s.loc[ok, "speedup_measured"])
+            & (s.loc[ok, "speedup_measured"] <= s.loc[ok, "speedup_ci_high"])).all()
+    for _, row in s.iterrows():
+        tr = t[t["loop"] == row["loop"]].iloc[0]
+        if tr["t_target"] > 0:
+            tau = theory.expected_tokens_per_step(row["alpha"], int(row["gamma"]))
+            assert row["speedup_with_overhead"] == pytest.approx(
+                tau * tr["t_target"] / (tr["t_target"] + tr["t_round"]
+                                        + row["gamma"] * tr["t_draft"]))
+            assert row["t_round"] == tr["t_round"]
+    ref = both_loops.for_loop("reference")
+    assert set(ref.summary["loop"]) == {"reference"} and set(ref.timing["loop"]) == {"reference"}
+    assert "assisted" not in set(ref.runs["method"]) and ref.config["loops"] == ["reference"]
+    with pytest.raises(ValueError, match="loop must be one this measurement ran"):
+        ref.for_loop("transformers")
+
+
+def test_reference_loop_refuses_a_target_with_logits_processors():
+    target, draft = llama(2, repetition_penalty=1.3), llama(1, seed=1)
+    with pytest.raises(ValueError, match="loop 'reference' applies no logits processors"):
+        small_measure({"target": (target, _tok()), "drafts": {"d": (draft, None)}},
+                      loop="reference")

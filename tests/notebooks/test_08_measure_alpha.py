@@ -64,3 +64,26 @@ def test_notebook_measures_alpha_from_the_logged_responses(rec):
     # the bigger draft agrees with the target more often on the logged text too
     a = greedy.groupby("draft")["alpha"].first()
     assert a["draft-2x128"] > a["draft-1x64"]
+
+
+def test_notebook_compares_both_loops(rec):
+    """Both loops ran on the same prompts: the same greedy tau, and a per-round overhead for each
+    (which loop's is smaller is a timing, measured by benchmarks/bench_measure_loops.py)."""
+    s = rec["measure.loops"]
+    assert sorted(s["loop"].unique()) == ["reference", "transformers"]
+    g = s[s["temperature"] == 0.0].set_index(["loop", "draft", "gamma"])["tau_measured"]
+    assert g.loc["reference"].tolist() == pytest.approx(g.loc["transformers"].tolist())
+    lt = rec["measure.loops_timing"]
+    assert sorted(lt["loop"].unique()) == ["reference", "transformers"] and (lt["t_round"] >= 0).all()
+    assert lt["t_round / t_target"].tolist() == pytest.approx(
+        (lt["t_round"] / lt["t_target"]).tolist())
+
+
+def test_notebook_speedups_carry_an_interval(rec):
+    s = rec["measure.summary"]
+    assert {"speedup_ci_low", "speedup_ci_high"} <= set(rec["measure.loops"].columns)
+    pld = rec["measure.pld"]
+    ok = pld["speedup_ci_low"].notna()
+    assert ok.any() and (pld.loc[ok, "speedup_ci_low"] <= pld.loc[ok, "speedup"]).all()
+    assert (pld.loc[ok, "speedup"] <= pld.loc[ok, "speedup_ci_high"]).all()
+    assert len(s) > 0

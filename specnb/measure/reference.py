@@ -1,0 +1,170 @@
+"""A reference speculative loop: speculative decoding written out over two causal LMs, with no
+``generate()`` machinery, so that its per-round host overhead is what the algorithm needs.
+
+Per round (Leviathan, Kalman & Matias, arXiv 2211.17192 v2, Algorithm 1):
+
+1. the draft proposes k = min(gamma, max_new_tokens - generated - 1) tokens, one forward each,
+   with its own KV cache (the first forward of a round feeds what the cache lacks);
+2. one target forward over the tokens the target's cache lacks plus the k drafts gives the
+   target's distributions at the k + 1 positions (the first round's forward is also the
+   prefill, as in transformers' assisted decoding);
+3. acceptance: at T = 0 the longest prefix whose drafts equal the target's argmax, then the
+   target's argmax (correction or bonus); at T > 0 :func:`accept_resample`;
+4. both caches are cropped to the accepted prefix (``DynamicCache.crop``).
+
+Counted the way transformers' assisted decoding is counted (:func:`specnb.measure.run_generate`):
+tokens appended per target forward (accepted drafts + 1) and forward calls by hooks; drafts are
+capped at ``max_new_tokens - generated - 1`` as transformers caps them, so at T = 0 both loops
+run the same rounds. Generation stops after an end-of-sequence token (the target's
+``generation_config.eos_token_id``), as ``generate`` does.
+
+Logits processing: none beyond the temperature (pure temperature sampling at T > 0). A target
+whose ``generation_config`` sets processors (penalties, top-k, ...) is refused by
+:func:`specnb.measure.measure` for this loop.
+
+The rule is written in torch here rather than reused from :mod:`specnb.verify`, whose
+``speculative_sample`` draws the draft token itself for n independent steps of one (p, q): in
+a loop the draft token is drawn while drafting, before the target runs. The test
+(``tests/measure/test_reference.py``) checks both give the same output distribution.
+"""
+
+from __future__ import annotations
+
+import time
+
+import torch
+from transformers import DynamicCache
+
+from .. import _check
+from .generate import GenRun, _count_forwards
+from .load import _sync
+
+__all__ = ["accept_resample", "accept_greedy", "reference_generate"]
+
+
+def accept_greedy(logits, drafted, generator=None):
+    """T = 0: ``(n, token)``: n = the length of the longest prefix of ``drafted`` (k,) equal to
+    the target's argmax of ``logits`` (k + 1, V), token = the argmax at position n."""
+    best = logits.argmax(-1)
+    k = drafted.numel()
+    n = int((best[:k] == drafted).cumprod(0).sum()) if k else 0
+    return n, int(best[n])
+
+
+def accept_resample(p, q, drafted, generator=None):
+    """Leviathan et al.'s rule at T > 0: ``(n, token)``.
+
+    Parameters
+    ----------
+    p : tensor (k + 1, V), the target's probabilities at the k drafted positions and the bonus.
+    q : tensor (k, V), the draft's probabilities the drafts were sampled from.
+    drafted : LongTensor (k,).
+    generator : torch.Generator on p's device, optional.
+
+    Draft i is accepted while u_i <= p_i(x_i) / q_i(x_i), u_i ~ U[0, 1) (Algorithm 1); at the
+    first rejection n the token is drawn from norm(max(0, p_n - q_n)) (from p_n when that is 0
+    everywhere); when all k are accepted, the bonus token is drawn from p_k. The output is
+    distributed as p (Theorem 3.5 / Appendix A.1).
+    """
+    k = drafted.numel()
+    n = 0
+    if k:
+        idx = torch.arange(k, device=p.device)
+        ratio = p[idx, drafted] / q[idx, drafted]
+        u = torch.rand(k, generator=generator, device=p.device)
+        n = int((u <= ratio).cumprod(0).sum())
+    if n < k:
+        dist = torch.clamp(p[n] - q[n], min=0.0)
+        if not dist.sum() > 0:
+            dist = p[n]
+    else:
+        dist = p[k]
+    return n, int(torch.multinomial(dist / dist.sum(), 1, generator=generator))
+
+
+def _crop(cache, keep: int) -> None:
+    """Keep the first ``keep`` positions of ``cache`` (transformers 5.x's ``crop`` takes the
+    number of tokens to remove, as a negative int)."""
+    remove = cache.get_seq_length() - keep
+    if remove > 0:
+        cache.crop(-remove)
+
+
+def _eos_ids(model) -> set:
+    e = getattr(model.generation_config, "eos_token_id", None)
+    return set() if e is None else set(e if isinstance(e, (list, tuple)) else [e])
+
+
+@torch.inference_mode()
+def reference_generate(target, draft, input_ids, *, gamma: int, max_new_tokens: int,
+                       temperature: float = 0.0, seed: int = 0, rule=None) -> GenRun:
+    """One timed run of the reference loop (batch size 1); the same :class:`GenRun` as
+    :func:`specnb.measure.run_generate` (tokens, wall seconds, tokens appended per target
+    forward, target and draft forwards counted by hooks).
+
+    Parameters
+    ----------
+    target, draft : causal LMs with one vocabulary, on one device.
+    input_ids : 1-D LongTensor, the prompt.
+    gamma : int >= 1, drafts per round; max_new_tokens : int >= 1.
+    temperature : float >= 0 (0: greedy); seed : int >= 0, seeds sampling.
+    rule : callable ``(p, q, drafted, generator) -> (n, token)`` at T > 0, optional
+        (default :func:`accept_resample`; tests pass a wrong rule to show the test catches it).
+
+    Raises
+    ------
+    ValueError
+        gamma < 1, max_new_tokens < 1, temperature < 0, seed < 0.
+    """
+    g = _check.scalar_int("gamma", gamma, lo=1)
+    mnt = _check.scalar_int("max_new_tokens", max_new_tokens, lo=1)
+    t = float(_check.real("temperature", temperature, lo=0.0))
+    _check.scalar_int("seed", seed, lo=0)
+    dev = target.device
+    gen = torch.Generator(device=dev).manual_seed(int(seed)) if t > 0 else None
+    rule = rule or accept_resample
+    eos = _eos_ids(target)
+    seq = input_ids.to(dev)[None, :]
+    tcache, dcache = DynamicCache(), DynamicCache()
+    t_len = d_len = 0
+    out, lengths, tcount, dcount = [], [], [0], [0]
+    with _count_forwards(target, tcount), _count_forwards(draft, dcount):
+        _sync(dev)
+        t0 = time.perf_counter()
+        while len(out) < mnt:
+            k = min(g, mnt - len(out) - 1)
+            drafted, qs, inp = [], [], seq[:, d_len:]
+            for _ in range(k):
+                logits = draft(input_ids=inp, cache=dcache, use_cache=True).logits[0, -1]
+                if t > 0:
+                    qs.append(torch.softmax(logits.float() / t, -1))
+                    x = torch.multinomial(qs[-1], 1, generator=gen)
+                else:
+                    x = logits.argmax(-1, keepdim=True)
+                drafted.append(x)
+                inp = x[None]
+            cand = torch.cat(drafted) if drafted else seq.new_zeros(0)
+            logits = target(input_ids=torch.cat([seq[:, t_len:], cand[None]], 1), cache=tcache,
+                            use_cache=True).logits[0, -(k + 1):]
+            if t > 0:
+                n, tok = rule(torch.softmax(logits.float() / t, -1),
+                              torch.stack(qs) if qs else None, cand, gen)
+            else:
+                n, tok = accept_greedy(logits, cand)
+            new = (cand[:n].tolist() + [tok])[:mnt - len(out)]
+            stop = next((j for j, x in enumerate(new) if x in eos), None)
+            if stop is not None:
+                new = new[:stop + 1]
+            base = seq.shape[1]
+            out += new
+            lengths.append(len(new))
+            if stop is not None or len(out) >= mnt:
+                break
+            seq = torch.cat([seq, seq.new_tensor(new)[None]], 1)
+            t_len = base + n  # cached: old sequence + accepted drafts; the new token is fed next
+            _crop(tcache, t_len)
+            d_len = min(dcache.get_seq_length(), t_len)
+            _crop(dcache, d_len)
+        _sync(dev)
+        wall = time.perf_counter() - t0
+    return GenRun(out, wall, lengths, tcount[0], dcount[0])
