@@ -272,10 +272,8 @@ def run(args) -> int:
     if bad:
         return error("measure", bad)
     try:
-        import torch  # noqa: F401
-        import transformers  # noqa: F401
-
         from .. import measure as M
+        from ..measure import load as _  # noqa: F401  (imports torch and transformers)
     except ImportError:
         print(MISSING_EXTRA, file=sys.stderr)
         return 3

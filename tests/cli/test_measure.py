@@ -15,7 +15,7 @@ pytest.importorskip("transformers")
 from specnb import measure as M  # noqa: E402
 from specnb.cli import main  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.slow

@@ -12,7 +12,7 @@ pytest.importorskip("torch")
 pytest.importorskip("papermill")
 pd = pytest.importorskip("pandas")
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.slow
