@@ -1,7 +1,9 @@
 # specnb: two commands on a fresh machine with Python 3.11+ and make.
 #   make test   create .venv if missing, install, run the whole test suite
 #   make run    create .venv if missing, install, execute every notebook headless -> build/
-# Other targets: make check (import layers and the fast tests), make lab (JupyterLab with widgets), make bench (benchmarks), make clean.
+# Other targets: make check (import layers and the fast tests), make lab (JupyterLab with widgets), make bench (benchmarks), make clean,
+#   make oracle [VLLM=0.33.0]   vLLM itself as the oracle: writes tests/cases/vllm/$(VLLM)/
+#   make oracle-check           re-run it into a temp folder; fail if a verdict moved
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
@@ -13,7 +15,7 @@ TORCH  ?= torch==2.13.0
 # One stamp per TORCH setting, so changing TORCH re-runs the install.
 STAMP  := $(VENV)/.specnb-installed-$(subst =,_,$(subst /,_,$(if $(TORCH),$(TORCH),own-torch)))
 
-.PHONY: install test check run lab bench clean distclean
+.PHONY: install test check run lab bench clean distclean oracle oracle-check
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -33,7 +35,8 @@ test: install
 	$(BIN)/python -m pytest
 
 # The quick check: the import layers, then every test not marked slow (no notebooks, models,
-# browser).
+# transformers, browser, benchmark scripts; property tests with a quarter of their examples).
+# Under a minute on the idle 2-core machine: python benchmarks/bench_check_tier.py prints it.
 check: install
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -m "not slow"
@@ -46,11 +49,46 @@ run: install
 lab: install
 	SPECNB_PYTHON=$(BIN)/python sh scripts/lab.sh $(LAB_ARGS)
 
+# Every benchmark prints its figures; a speed target's line ends in "met" or "MISSED" ("NOT met"). The
+# misses are listed at the end. Timings depend on the machine and its load, so make bench
+# exits 0 on a miss (rerun on an idle machine); BENCH_STRICT=1 makes a miss exit 1.
 bench: install
-	@for f in benchmarks/*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
+	@log=$$(mktemp); one=$$(mktemp); \
+	for f in benchmarks/bench_*.py; do echo "== $$f"; \
+	  $(BIN)/python $$f > "$$one"; rc=$$?; cat "$$one"; cat "$$one" >> "$$log"; \
+	  if [ $$rc != 0 ]; then rm -f "$$log" "$$one"; exit 1; fi; done; \
+	missed=$$(grep -cE 'MISSED|NOT met' "$$log"); \
+	if [ "$$missed" -gt 0 ]; then \
+	  echo "== $$missed speed target(s) MISSED on this machine:"; grep -E 'MISSED|NOT met' "$$log"; \
+	  echo "   (timings depend on the machine and its load; rerun on an idle machine)"; \
+	else echo "== every speed target met"; fi; \
+	rm -f "$$log" "$$one"; \
+	if [ "$$missed" -gt 0 ] && [ "$(BENCH_STRICT)" = 1 ]; then exit 1; fi
+
+# vLLM as the oracle (oracle/README.md): its own virtualenv .venv-vllm-$(VLLM) (the CPU torch,
+# the vLLM wheel with --no-deps, oracle/requirements-$(VLLM).txt), then oracle/drive.py on the
+# corpus. VLLM names any release; the fixtures go to tests/cases/vllm/$(VLLM)/.
+VLLM          ?= 0.33.0
+ORACLE_PY     ?= python3
+ORACLE_VENV   := .venv-vllm-$(VLLM)
+ORACLE_STAMP  := $(ORACLE_VENV)/.oracle-installed
+ORACLE_OUT    := tests/cases/vllm/$(VLLM)
+ORACLE_ENV    := VLLM_TARGET_DEVICE=cpu HF_HUB_OFFLINE=1
+
+$(ORACLE_STAMP): oracle/setup_venv.sh $(wildcard oracle/requirements-$(VLLM).txt)
+	PYTHON=$(ORACLE_PY) sh oracle/setup_venv.sh $(VLLM)
+
+oracle: $(ORACLE_STAMP)
+	$(ORACLE_ENV) $(ORACLE_VENV)/bin/python oracle/drive.py all --out $(ORACLE_OUT)
+	mkdir -p specnb/vllm/versions && cp $(ORACLE_OUT)/profile.json specnb/vllm/versions/$(VLLM).json
+
+oracle-check: $(ORACLE_STAMP)
+	@tmp=$$(mktemp -d) && \
+	$(ORACLE_ENV) $(ORACLE_VENV)/bin/python oracle/drive.py configs --out $$tmp --quiet && \
+	$(ORACLE_PY) oracle/compare.py $(ORACLE_OUT) $$tmp; rc=$$?; rm -rf $$tmp; exit $$rc
 
 clean:
-	rm -rf build .pytest_cache .hypothesis
+	rm -rf build .pytest_cache .hypothesis .import_linter_cache
 
 # Remove the virtual environment too (the next make test/run reinstalls).
 distclean: clean

@@ -9,6 +9,8 @@ import sys
 import tempfile
 import time
 
+from _goals import goal_line
+
 from specnb.runner import find_notebooks, run_notebooks
 
 ARTICLE = [s for s in find_notebooks() if s[:2] in {"01", "02", "03", "04", "05", "06"}]
@@ -21,7 +23,8 @@ def main() -> int:
         total = time.perf_counter() - t0
     for r in results:
         print(f"{r.name:<28} {r.status:<6} {r.seconds:6.1f} s")
-    print(f"{'total (' + str(len(results)) + ' notebooks)':<28} {'':<6} {total:6.1f} s  (target <= 60 s)")
+    print(goal_line(f"{'total (' + str(len(results)) + ' notebooks)':<28} {'':<6}", total, 60, "s",
+                    fmt="6.1f", at_most=True))
     return 0 if all(r.status == "ok" for r in results) else 1
 
 

@@ -8,8 +8,12 @@
 #   bash scripts/gpu_measure.sh                         # on the GPU machine, from the repo root
 #   SPECNB_GPU_SMOKE=1 OUT=/tmp/gpu-smoke bash scripts/gpu_measure.sh   # CPU smoke test (~3 min)
 #
-# Needs python3 with torch, transformers, tokenizers, safetensors, pandas, numpy, pyyaml (no
+# Needs a Python with torch, transformers, tokenizers, safetensors, pandas, numpy, pyyaml (no
 # pip install: specnb runs from the checkout with PYTHONPATH=.); no network (HF_HUB_OFFLINE=1).
+# PYTHON names it; default: the project's .venv/bin/python when there is one, else python3.
+# The script checks first that it imports torch and transformers (exit 2 and a message if not).
+# Exit status: 0 when every stage ran, 1 when any stage failed or timed out (run.log says
+# which; the files of the others are still written), 2 when the Python cannot run it at all.
 # Writes at most 8 flat files to $OUT:
 #   run.log            every stage's command, exit status, seconds; stderr of each stage
 #   bundled.json       specnb measure --json, bundled pair (target-4x256, both drafts)
@@ -23,7 +27,15 @@ set -u
 cd "$(dirname "$0")/.."
 OUT="${OUT:-/tmp/specnb-gpu-out}"
 mkdir -p "$OUT"
-PY="${PYTHON:-python3}"
+if [ -n "${PYTHON:-}" ]; then PY=$PYTHON
+elif [ -x .venv/bin/python ]; then PY=.venv/bin/python
+else PY=python3
+fi
+if ! "$PY" -c "import torch, transformers" 2>/dev/null; then
+  echo "gpu_measure.sh: $PY cannot import torch and transformers; set PYTHON to an" \
+       "interpreter that has them (e.g. PYTHON=.venv/bin/python after make install)" >&2
+  exit 2
+fi
 export PYTHONPATH=".${PYTHONPATH:+:$PYTHONPATH}"
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=true
 export PYTHONUNBUFFERED=1
@@ -61,6 +73,7 @@ else
 fi
 
 T0=$(date +%s)
+FAILED=()
 LOG="$OUT/run.log"
 : > "$LOG"
 
@@ -72,6 +85,7 @@ stage() {
   if [ "$left" -lt "$cap" ]; then cap=$left; fi
   if [ "$cap" -lt 10 ]; then
     echo "== $name: skipped, no time left (total budget ${TOTAL}s)" >> "$LOG"
+    FAILED+=("$name (skipped)")
     return 0
   fi
   echo "== $name (cap ${cap}s) $(date -u +%H:%M:%S): $*" >> "$LOG"
@@ -79,6 +93,7 @@ stage() {
   timeout --kill-after=5 "$cap" "$@" > "$out" 2>> "$LOG"
   local rc=$?
   echo "== $name: exit $rc after $(( $(date +%s) - s ))s$([ $rc = 124 ] && echo ' (timed out)')" >> "$LOG"
+  [ "$rc" = 0 ] || FAILED+=("$name")
   return 0
 }
 
@@ -112,10 +127,16 @@ if [ -n "$TARGET" ] && [ -f "$TARGET/model.safetensors" ] && [ -n "$DRAFTS" ] \
     --json --no-progress
 else
   echo "== gpu_pair: skipped, the trained pair is incomplete (see train.log)" >> "$LOG"
+  FAILED+=("gpu_pair (skipped)")
 fi
 
-timeout 15 "$PY" scripts/gpu_summary.py "$OUT" > "$OUT/summary.md" 2>> "$LOG"
+timeout 15 "$PY" scripts/gpu_summary.py "$OUT" > "$OUT/summary.md" 2>> "$LOG" || FAILED+=(summary)
 [ -n "${SHORT:-}" ] && rm -f "$SHORT"
 echo "== done in $(( $(date +%s) - T0 ))s" >> "$LOG"
 ls -l "$OUT" >> "$LOG"
+if [ "${#FAILED[@]}" -gt 0 ]; then
+  echo "gpu_measure.sh: ${#FAILED[@]} stage(s) failed: ${FAILED[*]}; see $LOG" >&2
+  exit 1
+fi
+echo "gpu_measure.sh: every stage ran; outputs in $OUT (summary.md)" >&2
 exit 0

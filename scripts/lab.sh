@@ -9,6 +9,13 @@
 #   imports this specnb; ipywidgets 8 and its JupyterLab 4 extension come from the `lab` extra;
 # - serves notebooks/ (SPECNB_LAB_ROOT overrides), so each notebook runs in its own folder as
 #   under `make run`;
+# - saves notebooks WITHOUT outputs: a contents-manager pre-save hook
+#   (specnb.nb.strip_outputs_hook) strips outputs, prompt numbers and widget state from every
+#   save and autosave, so using the lab leaves the repository clean (the committed notebooks
+#   have no outputs; executed copies with outputs come from `make run`, in build/). Edits to
+#   cells are saved as usual; the outputs live in the browser tab until it closes;
+# - no "get notified about Jupyter news?" pop-up and no news fetch: scripts/lab-settings/
+#   overrides.json sets fetchNews false (JupyterLab's settings overrides), news_url None;
 # - drops SPECNB_HEADLESS, which would turn the widgets into static tables.
 # SPECNB_PYTHON names the interpreter (default .venv/bin/python). The browser tests start
 # JupyterLab through this script too.
@@ -21,4 +28,6 @@ export JUPYTER_PREFER_ENV_PATH=1
 if [ "$(id -u)" = 0 ]; then
     set -- --ServerApp.allow_root=True "$@"   # containers often run as root
 fi
-exec "$python" -m jupyterlab --ServerApp.ip=127.0.0.1 --ServerApp.root_dir="$root" "$@"
+exec "$python" -m jupyterlab --ServerApp.ip=127.0.0.1 --ServerApp.root_dir="$root" \
+    --ContentsManager.pre_save_hook=specnb.nb.strip_outputs_hook \
+    --LabApp.app_settings_dir="$here/scripts/lab-settings" --LabApp.news_url=None "$@"

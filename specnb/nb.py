@@ -4,9 +4,14 @@
 * :func:`record` stores a reproduced table or figure value in the notebook's outputs under a
   name, as a display output of MIME type :data:`RECORD_MIME`; :func:`read_records` reads them
   back from an executed ``.ipynb`` (for tests), without scrapbook.
+* :func:`answer` shows the notebook's **Answer.** paragraph, built by the notebook from the
+  values this run computed; the report (:mod:`specnb.runner`) reads it back from the executed
+  notebook with :func:`read_answer`, so the report's answer follows ``--parameters``.
 * :func:`interact` wraps a pure function in ipywidgets. Headless (``SPECNB_HEADLESS=1``, set by
   ``specnb run``) it calls the function once with the default values and shows the result as a
   normal output, so an exception fails the run instead of hiding in a widget.
+* :func:`strip_outputs_hook` is the Jupyter contents-manager pre-save hook ``make lab`` installs,
+  so JupyterLab saves the notebooks without outputs.
 """
 
 from __future__ import annotations
@@ -17,11 +22,17 @@ import platform
 import sys
 from pathlib import Path
 
-__all__ = ["RECORD_MIME", "show_versions", "record", "reproduce", "read_records", "is_headless",
-           "interact", "slider", "log_slider", "choice", "number", "labelled", "heatmap"]
+__all__ = ["RECORD_MIME", "ANSWER_MIME", "show_versions", "record", "reproduce", "read_records",
+           "answer", "read_answer", "strip_outputs", "strip_outputs_hook", "is_headless",
+           "interact", "slider", "log_slider", "choice", "number", "labelled", "align",
+           "NOTE_CODES", "left_aligned", "heatmap"]
 
 #: MIME type of a recorded value in a notebook's outputs.
 RECORD_MIME = "application/vnd.specnb.record+json"
+#: MIME type of the Answer output (:func:`answer`) in a notebook's outputs.
+ANSWER_MIME = "application/vnd.specnb.answer+json"
+#: The bold lead every Answer paragraph starts with.
+ANSWER_LEAD = "**Answer.**"
 
 
 def show_versions(extra: tuple[str, ...] = ()) -> dict[str, str]:
@@ -61,14 +72,17 @@ def _jsonable(value):
         return {"__dataframe__": json.loads(value.to_json(orient="split", index=False))}
     if pd is not None and isinstance(value, pd.Series):
         return {str(k): _jsonable(v) for k, v in value.items()}
-    if hasattr(value, "tolist"):  # numpy scalars and arrays
-        return value.tolist()
     if isinstance(value, dict):
         return {str(k): _jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_jsonable(v) for v in value]
-    if isinstance(value, (str, int, float, bool)) or value is None:
+    from ._json import plain
+
+    value = plain(value, arrays=True)  # numpy scalars and arrays -> Python (the one converter)
+    if isinstance(value, list) or isinstance(value, (str, int, float, bool)) or value is None:
         return value
+    if hasattr(value, "tolist"):  # pandas Index, Categorical and the like
+        return _jsonable(value.tolist())
     raise TypeError(f"record() cannot store a value of type {type(value).__name__}; "
                     "use a number, string, list, dict, numpy array or pandas DataFrame")
 
@@ -151,6 +165,92 @@ def read_records(path) -> dict:
     return found
 
 
+def answer(text: str) -> str:
+    """Show the notebook's Answer and return it as Markdown: ``"**Answer.** " + text``.
+
+    ``text`` is the answer to the notebook's **Question.**, written by the notebook from values
+    this run computed (an f-string over the recorded numbers, never a copy of a default run's
+    figures), so the answer follows ``specnb run --parameters``. Runs of whitespace, newlines
+    included, become one space: the answer is one Markdown paragraph.
+
+    The output carries Markdown (what the notebook shows), plain text, and the answer under
+    :data:`ANSWER_MIME`, which :func:`read_answer` and the report's ``index.html`` read back
+    from the executed notebook. Outside IPython it only returns the Markdown.
+
+    Raises
+    ------
+    TypeError
+        ``text`` is not a string.
+    ValueError
+        ``text`` is empty or already starts with the ``**Answer.**`` lead.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a string, got {type(text).__name__}")
+    body = " ".join(text.split())
+    if not body:
+        raise ValueError("text must not be empty")
+    if body.startswith(ANSWER_LEAD):
+        raise ValueError(f"text must not start with {ANSWER_LEAD!r}; answer() adds it")
+    md = f"{ANSWER_LEAD} {body}"
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:  # pragma: no cover
+        return md
+    if get_ipython() is not None:
+        display({"text/markdown": md, "text/plain": md, ANSWER_MIME: {"answer": md}}, raw=True)
+    return md
+
+
+def read_answer(notebook) -> str:
+    """The Answer an executed notebook showed with :func:`answer` ("" if none was shown).
+
+    ``notebook`` is a path to an ``.ipynb`` file or a notebook already read (a dict or an
+    nbformat node). The last Answer output wins.
+
+    Raises
+    ------
+    FileNotFoundError
+        no notebook at the path.
+    """
+    nb = notebook if isinstance(notebook, dict) else \
+        json.loads(Path(notebook).read_text(encoding="utf-8"))
+    found = ""
+    for cell in nb.get("cells", []):
+        for out in cell.get("outputs", []) or []:
+            data = out.get("data", {})
+            if ANSWER_MIME in data:
+                found = data[ANSWER_MIME].get("answer", "")
+    return found
+
+
+def strip_outputs(nb: dict) -> dict:
+    """Remove outputs, execution counts and saved widget state from a notebook dict, in place.
+
+    Returns ``nb``. Cells keep their source and metadata (tags such as ``parameters``).
+    """
+    for cell in nb.get("cells", []):
+        if cell.get("cell_type") == "code":
+            cell["outputs"] = []
+            cell["execution_count"] = None
+    nb.get("metadata", {}).pop("widgets", None)
+    return nb
+
+
+def strip_outputs_hook(model, path=None, contents_manager=None, **kwargs):
+    """Jupyter contents-manager pre-save hook: save notebooks without outputs.
+
+    ``make lab`` (``scripts/lab.sh``) starts JupyterLab with
+    ``--ContentsManager.pre_save_hook=specnb.nb.strip_outputs_hook``, so an autosave or a save
+    after *Run All* writes the notebook's sources only and the repository stays clean; the
+    outputs stay in the browser session, and ``make run`` writes executed copies to
+    ``build/``. Called by jupyter_server with the contents ``model`` (a dict; ``type``
+    "notebook" carries the notebook as a dict under ``content``); other files pass unchanged.
+    """
+    if model.get("type") == "notebook" and isinstance(model.get("content"), dict):
+        strip_outputs(model["content"])
+
+
 def is_headless() -> bool:
     """True when run by ``specnb run`` / papermill (``SPECNB_HEADLESS=1``), False in Jupyter."""
     return os.environ.get("SPECNB_HEADLESS", "") not in ("", "0")
@@ -159,13 +259,16 @@ def is_headless() -> bool:
 def interact(fn, **controls):
     """Show ``fn`` with ipywidgets controls; headless, show ``fn(**defaults)`` as plain output.
 
-    ``controls`` maps each keyword of ``fn`` to an ipywidgets control (``FloatSlider``,
-    ``IntSlider``, ``Dropdown``...); each control's current ``value`` is the default. ``fn``
-    should return something displayable (a string, DataFrame, figure) or display it itself.
+    ``controls`` maps each keyword of ``fn`` to a control: one of this module's
+    (:func:`slider`, :func:`log_slider`, :func:`number`, :func:`choice`) or any ipywidgets
+    value widget; each control's current ``value`` is the default. ``fn`` should return
+    something displayable (a string, DataFrame, figure) or display it itself.
 
     Headless, ``fn`` is called once and its result displayed like any cell output, so an
-    exception propagates and fails the run. Interactive, the controls and an output area are
-    shown; the output area updates as the controls move.
+    exception propagates and fails the run. Interactive, the controls (their labels given one
+    common width, so the tracks line up) and an output area are shown; the output area
+    updates as the controls move, and a ValueError or TypeError from ``fn`` (a value the
+    function refuses) is shown as one line naming the controls' values, not as a traceback.
 
     Returns the ipywidgets ``interactive`` object (interactive) or ``fn``'s result (headless).
     """
@@ -173,39 +276,74 @@ def interact(fn, **controls):
 
     from IPython.display import display
 
+    headless = is_headless()
+    labels = {k: (_label_widget(w).description or k) for k, w in controls.items()}
+
     @functools.wraps(fn)  # keeps fn's signature, which ipywidgets matches to the controls
     def shown(**kwargs):
-        result = fn(**kwargs)
+        try:
+            result = fn(**kwargs)
+        except (ValueError, TypeError) as exc:
+            if headless:
+                raise
+            values = ", ".join(f"{labels.get(k, k)} = {_fmt_plain(v)}" for k, v in kwargs.items())
+            print(f"not computed ({values}): {exc}")
+            return None
         if isinstance(result, str):  # text reads better printed than as a quoted repr
             print(result)
             return None
         return result
 
     defaults = {k: w.value for k, w in controls.items()}
-    if is_headless():
+    if headless:
         result = shown(**defaults)
         if result is not None:
             display(result)
         return result
     import ipywidgets as widgets
 
+    align(controls.values())
     # auto_display: show fn's return value in the output area (interactive() does not by default)
     ui = widgets.interactive(shown, {"auto_display": True}, **controls)
     display(ui)
     return ui
 
 
-# --- controls that never clip -------------------------------------------------------------------
-# ipywidgets clips a slider's value into [min, max] and refuses a Dropdown value outside its
-# options, silently in the first case. A notebook parameter outside a control's range would
-# then be shown (and computed) as a different value. These builders widen the range, or add the
-# option, so the parameter cell's value is always the one used; invalid values then reach the
-# specnb function, which raises a clear error.
+def _fmt_plain(v) -> str:
+    return f"{v:.12g}" if isinstance(v, float) else str(v)
+
+
+# --- controls that neither clip nor snap silently ------------------------------------------------
+# ipywidgets clips a slider's value into [min, max] and snaps it to the step, silently, both for
+# the parameter cell's value and for a value typed into the slider's readout; IntText turns 2.5
+# into 2; a Dropdown refuses a value outside its options. The controls below keep the exact
+# value: a slider's range is widened to include the parameter cell's value, and a value is typed
+# into a text box beside the track (the slider's own readout is off), where it is used exactly
+# as typed or refused, with a note either way (``note_code``, one of :data:`NOTE_CODES`).
 
 #: Width of a control's track (slider, box, dropdown) beside its label, in CSS pixels.
 CONTROL_WIDTH_PX = 300
 #: Approximate CSS pixels per label character (JupyterLab's 13 px UI font), for the layout.
 _PX_PER_CHAR = 8
+
+#: A typed value's note, by code: "" none; the rest are shown beside the control.
+NOTE_CODES = {
+    "": "no note",
+    "beyond-track": "the typed value lies outside the slider's track; used as typed",
+    "between-steps": "the typed value lies between the slider's steps; used as typed",
+    "not-a-number": "the text is not a finite number; refused, the value is unchanged",
+    "not-whole": "the control takes whole numbers; refused, the value is unchanged",
+    "out-of-range": "the value is outside the control's valid range; refused, unchanged",
+}
+
+
+def _label_widget(widget):
+    """The part of a control that carries its label (the control itself for plain widgets)."""
+    return getattr(widget, "label_widget", widget)
+
+
+def _label_px(text: str) -> int:
+    return _PX_PER_CHAR * len(text or "") + 16
 
 
 def labelled(widget, description: str | None = None):
@@ -215,30 +353,219 @@ def labelled(widget, description: str | None = None):
     This sets ``style.description_width = "initial"`` (the label takes the width it needs)
     and widens the widget's layout by the label's length, so the control itself keeps
     :data:`CONTROL_WIDTH_PX`. The full text is also the widget's hover ``tooltip``.
-    ``description`` (optional) replaces the widget's own.
+    ``description`` (optional) replaces the widget's own. For this module's typed controls
+    the label sits on their track or box (``label_widget``).
     """
     import ipywidgets as widgets
 
+    target = _label_widget(widget)
     if description is not None:
-        widget.description = description
-    text = widget.description or ""
-    widget.style = {"description_width": "initial"}
-    width = CONTROL_WIDTH_PX + _PX_PER_CHAR * len(text) + 16
-    widget.layout = widgets.Layout(width=f"{width}px", max_width="100%")
+        target.description = description
+    text = target.description or ""
+    target.style = {"description_width": "initial"}
+    width = CONTROL_WIDTH_PX + _label_px(text)
+    target.layout = widgets.Layout(width=f"{width}px", max_width="100%")
     if text:
-        widget.tooltip = text
+        target.tooltip = text
     return widget
 
 
-def slider(value, lo, hi, step=None, description: str = ""):
-    """An IntSlider (int value, bounds and step) or FloatSlider whose range includes ``value``.
+def align(controls) -> None:
+    """Give every labelled control in ``controls`` the same label width (the longest label's),
+    so their tracks and boxes start at one x position. Checkboxes (label on the right) and
+    controls without a label are left as they are."""
+    import ipywidgets as widgets
+
+    targets = [_label_widget(w) for w in controls]
+    targets = [t for t in targets if getattr(t, "description", "")
+               and not isinstance(t, (widgets.Checkbox, widgets.ToggleButton, widgets.Button))]
+    if not targets:
+        return
+    px = max(_label_px(t.description) for t in targets)
+    for t in targets:
+        t.style.description_width = f"{px}px"
+        t.layout.width = f"{CONTROL_WIDTH_PX + px}px"
+
+
+def _decimals(step) -> int | None:
+    """Decimals of a step (0.05 -> 2, 1 -> 0); None for no step."""
+    if step is None:
+        return None
+    text = f"{float(step):.8f}".rstrip("0")
+    return min(len(text.split(".")[1]), 8)
+
+
+_TYPED_CLASS = None
+
+
+def _typed_class():
+    """The TypedNumber widget class (built on first use, so importing specnb.nb needs no
+    ipywidgets)."""
+    global _TYPED_CLASS
+    if _TYPED_CLASS is not None:
+        return _TYPED_CLASS
+    import html as _html
+    import math
+
+    import ipywidgets as widgets
+    import traitlets
+
+    class TypedNumber(widgets.HBox, widgets.ValueWidget):
+        """A number control: an optional slider track, a text box to type an exact value, and
+        a note. ``value`` is the number in use (kernel side); ``note_code`` and ``note`` say
+        what happened to the last typed text (see :data:`NOTE_CODES`)."""
+
+        value = traitlets.Any()
+
+        def __init__(self, value, *, description, integer, valid, decimals, track=None,
+                     log=False):
+            self.integer, self.valid, self.decimals = integer, valid, decimals
+            self.track, self.is_log = track, log
+            self.label_text = description or "value"
+            self.note_code, self.note = "", ""
+            self.text = widgets.Text(continuous_update=False,
+                                     layout=widgets.Layout(width="8em"))
+            self.message = widgets.HTML("")
+            if track is not None:
+                track.description = description
+                self.label_widget = track
+                children = [track, self.text, self.message]
+            else:
+                self.text.description = description
+                self.label_widget = self.text
+                children = [self.text, self.message]
+            super().__init__(children=children)
+            self.value = value
+            self.text.value = self.format(value)
+            self.text.observe(self._typed, names="value")
+            if track is not None:
+                track.observe(self._moved, names="value")
+
+        # -- formatting and the track's position for a value
+        def format(self, v) -> str:
+            if self.integer:
+                return str(int(v))
+            d = self.decimals
+            if d is not None and abs(v - round(v, d)) <= 1e-9 * max(1.0, abs(v)):
+                return f"{v:.{d}f}"
+            return f"{v:.12g}"
+
+        def position(self, v):
+            """Where the track shows ``v``: clipped to its ends, snapped to its steps."""
+            t = self.track
+            if self.is_log:
+                e = min(max(math.log10(v), t.min), t.max) if v > 0 else t.min
+                e = t.min + round((e - t.min) / t.step) * t.step
+                return 10.0 ** e
+            p = min(max(v, t.min), t.max)
+            p = t.min + round((p - t.min) / t.step) * t.step
+            p = min(max(p, t.min), t.max)
+            return int(round(p)) if self.integer else round(p, self.decimals or 12)
+
+        def _same(self, a, b) -> bool:
+            return math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-12)
+
+        def _set_note(self, code: str, text: str = "") -> None:
+            self.note_code, self.note = code, text
+            self.message.value = (f"<span style='color:#a04000'>{_html.escape(text)}</span>"
+                                  if text else "")
+
+        # -- events
+        def _moved(self, change):
+            new = change["new"]
+            new = int(new) if self.integer else (new if self.is_log else
+                                                 round(new, self.decimals or 12))
+            if self._same(new, self.position(self.value)):
+                return  # the track echoing (or snapping) the value in use: keep the value
+            self.value = new
+            self._set_note("")
+            self.text.value = self.format(new)
+
+        def _typed(self, change):
+            raw = change["new"].strip()
+            if raw == self.format(self.value):
+                return
+            keep = self.format(self.value)
+            try:
+                v = float(raw.replace(",", ""))
+            except ValueError:
+                v = math.nan
+            if not math.isfinite(v):
+                self._refuse("not-a-number", f"{self.label_text}: {raw!r} is not a finite number; "
+                             f"kept {keep}")
+                return
+            if self.integer and not v.is_integer():
+                self._refuse("not-whole", f"{self.label_text} takes whole numbers: {raw} refused; "
+                             f"kept {keep}")
+                return
+            lo, hi = self.valid
+            if (lo is not None and v < lo) or (hi is not None and v > hi):
+                allowed = (f"[{_fmt_plain(lo) if lo is not None else '-inf'}, "
+                           f"{_fmt_plain(hi) if hi is not None else 'inf'}]")
+                self._refuse("out-of-range", f"{self.label_text} must be in {allowed}: {raw} "
+                             f"refused; kept {keep}")
+                return
+            v = int(v) if self.integer else v
+            code, text = "", ""
+            if self.track is not None:
+                t = self.track
+                inside = (t.min <= (math.log10(v) if self.is_log and v > 0 else v) <= t.max) \
+                    if not (self.is_log and v <= 0) else False
+                if not inside:
+                    ends = ((10.0 ** t.min, 10.0 ** t.max) if self.is_log else (t.min, t.max))
+                    code, text = "beyond-track", (
+                        f"{self.format(v)} is beyond the slider's {self.format(ends[0])}-"
+                        f"{self.format(ends[1])}: used as typed")
+                elif not self._same(v, self.position(v)):
+                    code, text = "between-steps", (
+                        f"{self.format(v)} lies between the slider's steps: used as typed")
+            self.value = v  # before moving the track, so its echo is recognised
+            self._set_note(code, text)
+            self.text.value = self.format(v)
+            if self.track is not None:
+                self.track.value = self.position(v) if not self.is_log else \
+                    min(max(v, 10.0 ** self.track.min), 10.0 ** self.track.max)
+
+        def _refuse(self, code, text):
+            self._set_note(code, text)
+            self.text.value = self.format(self.value)
+
+    _TYPED_CLASS = TypedNumber
+    return TypedNumber
+
+
+def _valid(name, valid):
+    if valid is None:
+        return (None, None)
+    if not (isinstance(valid, (tuple, list)) and len(valid) == 2):
+        raise ValueError(f"{name or 'value'}: valid must be a pair (lo, hi) with None for no "
+                         f"bound, got {valid!r}")
+    return tuple(valid)
+
+
+def slider(value, lo, hi, step=None, description: str = "", valid=None):
+    """A slider whose track includes ``value``, with a box to type an exact value.
+
+    An IntSlider track (int ``value``, bounds and step) or a FloatSlider track; its range is
+    widened to include ``value``. ``value`` is used exactly, and so is a value typed into the
+    box beside the track: one beyond the track or between its steps is used as typed (with a
+    note, ``note_code`` "beyond-track" or "between-steps"), text that is not a number, a
+    fraction for an integer slider, or a value outside ``valid`` is refused with a note and
+    the value stays. Float values show with the step's decimals. Returns the control (its
+    ``value`` is the number in use).
+
+    Parameters
+    ----------
+    valid : (lo, hi) or None
+        Inclusive bounds a typed value must respect (None for no bound); default no bounds,
+        so the specnb function behind the widget decides and raises its own clear error.
 
     Raises
     ------
     TypeError
         ``value`` is not a real number (bool included).
     ValueError
-        ``value`` is NaN or infinite.
+        ``value`` is NaN or infinite; ``valid`` is not a pair.
     """
     import ipywidgets as widgets
 
@@ -250,14 +577,20 @@ def slider(value, lo, hi, step=None, description: str = ""):
         (step is None or isinstance(step, int))
     lo, hi = min(lo, value), max(hi, value)
     if is_int:
-        return labelled(widgets.IntSlider(value=int(v), min=lo, max=hi, step=step or 1,
-                                          description=description))
-    step = step if step is not None else (hi - lo) / 100 or 0.01
-    return labelled(widgets.FloatSlider(value=v, min=lo, max=hi, step=step, description=description))
+        track = widgets.IntSlider(value=int(v), min=lo, max=hi, step=step or 1, readout=False)
+        decimals = 0
+    else:
+        step = step if step is not None else (hi - lo) / 100 or 0.01
+        decimals = _decimals(step)
+        track = widgets.FloatSlider(value=v, min=lo, max=hi, step=step, readout=False)
+    ctl = _typed_class()(int(v) if is_int else v, description=description, integer=is_int,
+                         valid=_valid(name, valid), decimals=decimals, track=track)
+    return labelled(ctl)
 
 
-def log_slider(value, lo_exp: float, hi_exp: float, description: str = ""):
-    """A FloatLogSlider (base 10) whose exponent range includes ``value``.
+def log_slider(value, lo_exp: float, hi_exp: float, description: str = "", valid=None):
+    """A log-scale slider (base 10) whose exponent range includes ``value``, with a box to type
+    an exact value (used as typed, or refused with a note, as in :func:`slider`).
 
     Raises
     ------
@@ -272,8 +605,13 @@ def log_slider(value, lo_exp: float, hi_exp: float, description: str = ""):
 
     v = float(_check.real(description or "value", value, lo=0.0, lo_open=True))
     e = math.log10(v)
-    return labelled(widgets.FloatLogSlider(value=v, base=10, min=min(lo_exp, math.floor(e)),
-                                           max=max(hi_exp, math.ceil(e)), description=description))
+    track = widgets.FloatLogSlider(value=v, base=10, min=min(lo_exp, math.floor(e)),
+                                   max=max(hi_exp, math.ceil(e)), readout=False)
+    lo_valid, hi_valid = _valid(description, valid)
+    ctl = _typed_class()(v, description=description, integer=False,
+                         valid=(0.0 if lo_valid is None else lo_valid, hi_valid), decimals=None,
+                         track=track, log=True)
+    return labelled(ctl)
 
 
 def choice(value, options, description: str = ""):
@@ -288,28 +626,57 @@ def choice(value, options, description: str = ""):
     return labelled(widgets.Dropdown(options=opts, value=value, description=description))
 
 
-def number(value, description: str = "", step=None):
-    """A number box (FloatText, or IntText for an int ``value``) that takes any exact value.
+def number(value, description: str = "", step=None, valid=None):
+    """A number box that takes any exact value (an int ``value`` takes whole numbers only).
 
-    Unlike a slider there is no range and no snapping to steps: typing 3e9 gives 3e9. Nothing
-    is clipped (ipywidgets' Bounded* boxes would clip silently), so an invalid entry reaches
-    the specnb function, which raises a clear error naming the parameter.
+    There is no range and no snapping: typing 3e9 gives 3e9 (and 1e9 in a whole-number box
+    gives 1000000000). Text that is not a number, a fraction in a whole-number box, or a value
+    outside ``valid`` (inclusive ``(lo, hi)``, None for no bound) is refused with a note
+    naming the label (``note_code`` as in :func:`slider`), and the value stays. ``step`` sets
+    the decimals shown for floats.
 
     Raises
     ------
     TypeError
         ``value`` is not a real number (bool included).
     ValueError
-        ``value`` is NaN or infinite.
+        ``value`` is NaN or infinite; ``valid`` is not a pair.
     """
-    import ipywidgets as widgets
-
     from . import _check
 
-    v = float(_check.real(description or "value", value))
-    if isinstance(value, int) and not isinstance(value, bool):
-        return labelled(widgets.IntText(value=int(v), step=step or 1, description=description))
-    return labelled(widgets.FloatText(value=v, step=step, description=description))
+    name = description or "value"
+    v = float(_check.real(name, value))
+    is_int = isinstance(value, int) and not isinstance(value, bool)
+    ctl = _typed_class()(int(v) if is_int else v, description=description, integer=is_int,
+                         valid=_valid(name, valid), decimals=0 if is_int else _decimals(step))
+    return labelled(ctl)
+
+
+def left_aligned(table, columns=None):
+    """A pandas Styler of ``table`` whose text columns read left-aligned.
+
+    pandas right-aligns every cell, which leaves prose columns (sources, reasons, PromQL)
+    ragged on the left. ``columns`` (default: every column of object or string dtype) are
+    left-aligned and wrap at spaces; other columns keep the default alignment. For tables of
+    text: numbers in the result are formatted by the Styler (6 decimals by default), so
+    round or format them as strings first.
+
+    Raises
+    ------
+    KeyError
+        a name in ``columns`` that is not a column of ``table``.
+    """
+    import pandas as pd
+
+    if columns is None:
+        columns = [c for c in table.columns
+                   if pd.api.types.is_object_dtype(table[c]) or pd.api.types.is_string_dtype(table[c])]
+    missing = [c for c in columns if c not in table.columns]
+    if missing:
+        raise KeyError(f"columns {missing} are not in the table; its columns are "
+                       f"{list(table.columns)}")
+    return table.style.set_properties(subset=list(columns),
+                                      **{"text-align": "left", "white-space": "pre-wrap"})
 
 
 def heatmap(table, ax=None, fmt: str = "{:.2f}", title: str = "", colorbar_label: str = "",

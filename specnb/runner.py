@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = ["NOTEBOOK_DIR", "KERNEL", "find_notebooks", "resolve", "load_parameters",
-           "check_parameters", "run_notebooks", "write_report", "register", "notebook_title",
+           "check_parameters", "check_output_dir", "run_notebooks", "write_report", "notebook_title",
            "notebook_summary"]
 
 NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
@@ -99,18 +99,23 @@ def _paragraph(text: str, lead: str) -> str:
 
 
 def notebook_summary(path) -> dict:
-    """Title, question and answer of a notebook, from its first Markdown cell.
+    """Title, question and answer of a notebook.
 
-    Returns ``{"title": str, "question": str, "answer": str}``: the first heading, and the
-    Markdown paragraphs that start with ``**Question.**`` and ``**Answer.**`` (the collection's
-    convention; lines joined with spaces, the bold lead kept). Missing parts are "".
+    Returns ``{"title": str, "question": str, "answer": str}``: the first heading and the first
+    Markdown cell's paragraph that starts with ``**Question.**`` (lines joined with spaces, the
+    bold lead kept), and the Answer the notebook showed when it ran
+    (:func:`specnb.nb.answer`, read back with :func:`specnb.nb.read_answer`): an executed
+    notebook's answer is computed from that run, so it follows ``--parameters``. A notebook
+    that has not run (or stopped before its Answer cell) has answer "". Missing parts are "".
     """
     import nbformat
+
+    from .nb import read_answer
 
     nb = nbformat.read(str(path), as_version=4)
     first = next((c.source for c in nb.cells if c.cell_type == "markdown"), "")
     return {"title": _title(nb), "question": _paragraph(first, "**Question.**"),
-            "answer": _paragraph(first, "**Answer.**")}
+            "answer": read_answer(nb)}
 
 
 def find_notebooks(folder: Path | str = NOTEBOOK_DIR) -> dict[str, Path]:
@@ -237,11 +242,51 @@ def _export_html(executed: Path) -> Path:
 
 
 def _describe(exc: Exception) -> str:
-    """One line naming the failing cell and the error (papermill's message starts with a rule)."""
+    """One line naming the failing cell and the error (papermill's message starts with a rule).
+
+    The cell is named by its prompt number, ``In [15]``, as the executed notebook and its HTML
+    page show it ("An Exception was encountered at 'In [15]'"); papermill's cell index would
+    count Markdown cells and its own inserted cells, which no page shows."""
     if hasattr(exc, "ename"):  # papermill.exceptions.PapermillExecutionError
-        return f"cell {exc.cell_index}: {exc.ename}: {exc.evalue}"
+        where = f"In [{exc.exec_count}]" if getattr(exc, "exec_count", None) else "a cell"
+        return f"{where}: {exc.ename}: {exc.evalue}"
     lines = [ln for ln in str(exc).splitlines() if ln.strip() and not set(ln.strip()) <= set("-")]
     return f"{type(exc).__name__}: {lines[0] if lines else ''}"
+
+
+def check_output_dir(out_dir, names=()) -> Path:
+    """Create ``out_dir`` if needed and check that the report can be written there.
+
+    ``names`` are the executed notebooks' file names (``04_draft_length.ipynb``); each, its
+    ``.html`` page and ``index.html`` must not be folders. A probe file is created and removed,
+    so a folder that exists but refuses writes (permissions, read-only or immutable) is found
+    before anything runs.
+
+    Raises
+    ------
+    ValueError
+        the folder cannot be created or written, or a target name is taken by a folder; the
+        message names the path and the reason.
+    """
+    import tempfile
+
+    out_dir = Path(out_dir)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ValueError(f"cannot create the output folder {out_dir}: {exc.strerror}") from None
+    try:
+        with tempfile.NamedTemporaryFile(dir=out_dir, prefix=".specnb-write-check-"):
+            pass
+    except OSError as exc:
+        raise ValueError(f"cannot write to the output folder {out_dir}: {exc.strerror}; "
+                         "choose another --output") from None
+    targets = ["index.html"] + [t for n in names for t in (n, str(Path(n).with_suffix(".html")))]
+    for name in targets:
+        if (out_dir / name).is_dir():
+            raise ValueError(f"cannot write {out_dir / name}: a folder of that name is in the "
+                             "way; remove it or choose another --output")
+    return out_dir
 
 
 def run_notebooks(names=None, output_dir="build", parameters: dict | None = None,
@@ -265,7 +310,7 @@ def run_notebooks(names=None, output_dir="build", parameters: dict | None = None
     ValueError
         unknown notebook names or parameters, a parameter value that is not a literal, no
         notebooks in ``notebook_dir``, ``cell_timeout`` < 1, an output folder that cannot be
-        created (all before anything runs).
+        created or written (:func:`check_output_dir`; all before anything runs).
     FileNotFoundError
         ``notebook_dir`` does not exist.
     """
@@ -292,10 +337,7 @@ def run_notebooks(names=None, output_dir="build", parameters: dict | None = None
         check_parameters(available[stem], params)
 
     out_dir = Path(output_dir)
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ValueError(f"cannot create the output folder {out_dir}: {exc.strerror}") from None
+    check_output_dir(out_dir, [available[s].name for s in stems])
     os.environ["SPECNB_HEADLESS"] = "1"
     os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
     results: list[Result] = []
@@ -317,7 +359,7 @@ def run_notebooks(names=None, output_dir="build", parameters: dict | None = None
             error = _describe(exc)
         seconds = time.perf_counter() - start
         res = Result(stem, status, seconds, dst, error=error, parameters=params,
-                     **notebook_summary(src))
+                     **notebook_summary(dst if dst.exists() else src))
         if report and dst.exists():
             res.html = _export_html(dst)
         results.append(res)
@@ -334,8 +376,10 @@ def _inline_markdown(text: str) -> str:
 
 
 def write_report(results: list[Result], out_dir) -> Path:
-    """Write ``index.html``: every executed notebook's HTML page, its title, question and
-    answer (from the first Markdown cell, see :func:`notebook_summary`), status and time."""
+    """Write ``index.html``: every executed notebook's HTML page, its title, question (from
+    the first Markdown cell) and the Answer the run computed (see :func:`notebook_summary`),
+    status and time. A notebook without an Answer says why (it failed before its Answer cell,
+    or it shows none)."""
     out_dir = Path(out_dir)
     rows = []
     for r in results:
@@ -346,6 +390,10 @@ def write_report(results: list[Result], out_dir) -> Path:
             qa += f"<div class='q'>{_inline_markdown(r.question)}</div>"
         if r.answer:
             qa += f"<div class='a'>{_inline_markdown(r.answer)}</div>"
+        else:
+            why = ("the run failed before its Answer cell" if r.status != "ok"
+                   else "this notebook shows no Answer")
+            qa += f"<div class='a noanswer'><em>No answer: {why}.</em></div>"
         rows.append(f"<tr class='{r.status}'><td class='notebook'>{link}</td>"
                     f"<td class='question'>{qa}</td>"
                     f"<td class='status'>{r.status}</td><td class='seconds'>{r.seconds:.1f}</td>"
@@ -366,9 +414,17 @@ size and context.</p>
 <tbody>
 {chr(10).join(rows)}
 </tbody></table>
-<p>{sum(r.status == 'ok' for r in results)} of {len(results)} notebooks ran, {total:.1f} s in all.</p>
+<p>{_count_line(results)}, {total:.1f} s in all.</p>
 </body></html>
 """
     index = out_dir / "index.html"
     index.write_text(page, encoding="utf-8")
     return index
+
+
+def _count_line(results: list[Result]) -> str:
+    """"2 notebooks run: 1 ok, 1 failed" (the count of runs, then how they ended)."""
+    n = len(results)
+    failed = sum(r.status != "ok" for r in results)
+    return f"{n} notebook{'s' if n != 1 else ''} run: {n - failed} ok, {failed} failed"
+

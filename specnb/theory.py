@@ -25,6 +25,7 @@ from . import _check
 
 __all__ = [
     "expected_tokens_per_step",
+    "tau_from_rates",
     "walltime_speedup",
     "operations_factor",
     "optimal_gamma",
@@ -101,6 +102,56 @@ def expected_tokens_per_step(alpha, gamma):
     g = _check.integer("gamma", gamma, lo=0)
     a, g = _check.broadcast(alpha=a, gamma=g)
     return _check.out(_tokens(a, g))
+
+
+def tau_from_rates(acceptance_rates, gamma, *, non_increasing: bool = False):
+    """Mean acceptance length from per-position acceptance rates: ``1 + r_1 + ... + r_gamma``.
+
+    The survival form of Eq. 1 without the i.i.d. assumption: r_i is the fraction of
+    verifications whose draft is accepted up to position i (vLLM's per-position acceptance,
+    SpecDecode-Bench's P(L >= 1 + i)); with r_i = alpha**i it is Eq. 1. Acceptance is
+    prefix-based, so shortening the draft keeps the earlier rates.
+
+    Parameters
+    ----------
+    acceptance_rates : 1-D sequence of fractions in [0, 1], position 1 first; at least one.
+    gamma : int or array of int, in [0, len(acceptance_rates)]
+        Draft length(s) (``num_speculative_tokens``).
+    non_increasing : bool
+        Also refuse rates that increase with the position (vLLM's counts cannot;
+        :func:`specnb.serving.tokens_per_step` asks for it).
+
+    Returns
+    -------
+    float or ndarray (gamma's shape), tokens per verification, in [1, gamma + 1].
+
+    Raises
+    ------
+    TypeError
+        acceptance_rates not a 1-D sequence of numbers.
+    ValueError
+        a rate outside [0, 1] or NaN; no rates; with ``non_increasing``, a rate above the one
+        before it; gamma negative or fractional; gamma above the number of rates.
+    """
+    if np.ndim(acceptance_rates) != 1 or isinstance(acceptance_rates, (str, bytes)):
+        raise TypeError("acceptance_rates must be a 1-D sequence of numbers (one per draft "
+                        "position)")
+    r = _check.real("acceptance_rates", list(acceptance_rates), lo=0.0, hi=1.0)
+    if r.size == 0:
+        raise ValueError("acceptance_rates must hold at least one rate")
+    up = np.flatnonzero(np.diff(r) > 0) if non_increasing else ()
+    if len(up):
+        i = int(up[0])
+        raise ValueError(f"acceptance_rates must not increase with the position (vLLM's "
+                         f"per-position rates count drafts accepted at position i, which "
+                         f"cannot exceed those at i - 1), got {r[i]:g} then {r[i + 1]:g} at "
+                         f"positions {i + 1} and {i + 2}")
+    g = _check.integer("gamma", gamma, lo=0)
+    if g.max(initial=0) > r.size:
+        raise ValueError(f"gamma {int(g.max())} needs {int(g.max())} acceptance rates, got "
+                         f"{r.size}")
+    cum = np.concatenate([[1.0], 1.0 + np.cumsum(r)])
+    return _check.out(cum[g])
 
 
 def walltime_speedup(alpha, gamma, c):

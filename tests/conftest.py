@@ -1,24 +1,53 @@
-"""Shared fixtures. ``executed_notebooks`` runs every notebook once per test session through
-the runner (as ``make run`` does) and hands out the results; notebook tests read the values the
-notebooks recorded, and the browser tests open the report it wrote."""
+"""Shared fixtures and two session checks.
 
+``executed_notebooks`` runs every notebook once per test session through the runner (as
+``make run`` does) and hands out the results; notebook tests read the values the notebooks
+recorded, and the browser tests open the report it wrote. It takes minutes, so only tests
+marked ``slow`` may use it (directly or through ``records``): collection fails naming any
+other, and ``pytest -m "not slow"`` (``make check``) runs no notebook. Tests marked
+``browser`` must be marked ``slow`` too.
+
+The session writes nothing into the checkout except caches (.pytest_cache, .hypothesis,
+__pycache__): the report goes to pytest's temporary directory (or ``$SPECNB_TEST_REPORT``),
+and at the end of the session ``git status --porcelain --ignored`` must show no entry that was
+not there at its start; the session fails listing any new one.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+from tests import tier
 
 ROOT = Path(__file__).resolve().parent.parent
-REPORT_DIR = ROOT / "build" / "test-report"
+
+#: Path parts a test session may create in the checkout.
+CACHES = (".pytest_cache", ".hypothesis", "__pycache__")
 
 
 @pytest.fixture(scope="session")
-def executed_notebooks():
+def report_dir(tmp_path_factory) -> Path:
+    """Where the session's report goes: ``$SPECNB_TEST_REPORT``, else ``test-report`` under
+    pytest's temporary directory (``/tmp/pytest-of-$USER/pytest-N/``, the last 3 kept)."""
+    wanted = os.environ.get("SPECNB_TEST_REPORT")
+    return Path(wanted) if wanted else tmp_path_factory.mktemp("test-report", numbered=False)
+
+
+@pytest.fixture(scope="session")
+def executed_notebooks(report_dir):
     """{notebook stem: specnb.runner.Result} for every notebook, executed once per session.
 
-    The report (executed notebooks, HTML pages, index.html) is written to build/test-report/.
+    The report (executed notebooks, HTML pages, index.html) is written to ``report_dir``.
     """
     from specnb.runner import run_notebooks
 
-    results = run_notebooks(None, output_dir=REPORT_DIR, progress=False)
+    results = run_notebooks(None, output_dir=report_dir, progress=False)
     return {r.name: r for r in results}
 
 
@@ -28,3 +57,73 @@ def records(executed_notebooks):
     from specnb.nb import read_records
 
     return {name: read_records(r.output) for name, r in executed_notebooks.items() if r.output.exists()}
+
+
+# ------------------------------------------------------------------------- tiers, markers
+
+settings.register_profile("full", deadline=None)
+settings.register_profile("check", deadline=None, max_examples=25)
+
+
+def pytest_configure(config):
+    named = config.getoption("hypothesis_profile", None) or os.environ.get("HYPOTHESIS_PROFILE")
+    fast = "not slow" in (config.getoption("markexpr", "") or "")
+    settings.load_profile(named or ("check" if fast else "full"))
+    tier.SCALE = settings().max_examples / 100
+
+
+def pytest_collection_modifyitems(config, items):
+    """Refuse a test that runs the notebooks, or drives a browser, without the ``slow`` mark."""
+    unmarked = [item.nodeid for item in items if item.get_closest_marker("slow") is None
+                and ("executed_notebooks" in getattr(item, "fixturenames", ())
+                     or item.get_closest_marker("browser") is not None)]
+    if unmarked:
+        raise pytest.UsageError(
+            "these tests execute the notebooks (the executed_notebooks fixture) or drive a "
+            "browser but are not marked slow; add @pytest.mark.slow (or pytestmark):\n  "
+            + "\n  ".join(unmarked))
+
+
+# ------------------------------------------------------------------- writes nothing here
+
+def _checkout_entries() -> set[str] | None:
+    """``git status --porcelain --ignored`` of the checkout, one entry per file (caches and
+    the virtual environment left out), or None outside a git checkout."""
+    excluded = {".venv"}
+    prefix = Path(sys.prefix).resolve()
+    if prefix.is_relative_to(ROOT):
+        excluded.add(prefix.relative_to(ROOT).as_posix())
+    cmd = ["git", "-C", str(ROOT), "status", "--porcelain", "--ignored", "--untracked-files=all",
+           "--", ".", *(f":(exclude){p}" for p in sorted(excluded))]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if done.returncode != 0:
+        return None
+    return {line for line in done.stdout.splitlines()
+            if not any(part in CACHES for part in Path(line[3:].strip('"')).parts)}
+
+
+def pytest_sessionstart(session):
+    session.config._specnb_checkout = _checkout_entries()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    before = getattr(session.config, "_specnb_checkout", None)
+    if before is None:
+        return
+    after = _checkout_entries()
+    new = sorted((after or set()) - before)
+    if new:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        text = ("entries of git status --porcelain --ignored that are new since the session "
+                "started (tests write under tmp_path instead; a file you edited meanwhile shows "
+                "here too):\n  " + "\n  ".join(new))
+        if reporter is not None:
+            reporter.ensure_newline()
+            reporter.write_sep("=", "files written into the checkout", red=True)
+            reporter.write_line(text)
+        else:
+            print(text, file=sys.stderr)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -1,23 +1,31 @@
 """End-to-end: the two web pages readers use, checked in a real (headless) Chromium.
 
-* JupyterLab with live widgets: open the draft-length notebook, Run All, move the alpha slider
-  (typed into its readout) and the gamma slider (arrow keys on its handle), and check that the
-  shown speedup becomes what :mod:`specnb.theory` gives for the new setting; no error output
-  anywhere in the notebook.
-* The HTML report ``make run`` writes (here the test session's ``build/test-report/``): every
-  notebook link resolves, every figure loads, no notebook shows an error.
+* JupyterLab with live widgets: open the draft-length notebook, Run All, set alpha (typed into
+  the box beside its slider), gamma (arrow keys on its slider's handle) and c beyond its track
+  (used as typed, with a note), and check that the shown speedup becomes what
+  :mod:`specnb.theory` gives for the new setting; no error output
+  anywhere in the notebook; a save writes the notebook without outputs (``make lab``'s
+  pre-save hook).
+* The HTML report ``make run`` writes (here the test session's, under pytest's temporary
+  directory; tests/conftest.py ``report_dir``): every notebook link resolves, every figure
+  loads, no notebook shows an error.
 
-Screenshots go to ``build/screenshots/`` for a person to look at. The browser is Debian's
+Screenshots go to ``$SPECNB_SCREENSHOTS`` (default: ``specnb-screenshots`` in the system's
+temporary directory, never the checkout) for a person to look at. The browser is Debian's
 ``chromium`` (``scripts/ensure_browser.sh`` installs it; ``make test`` runs that); without one
 these tests skip and say why. JupyterLab and Chromium are shut down also when a test fails.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import shutil
+import tempfile
 import time
 from pathlib import Path
+from urllib.parse import quote, urlparse
 
 import pytest
 
@@ -26,12 +34,14 @@ from tests.browser_support import (CHROMIUM_ARGS, ERROR_TEXT, JupyterLab,
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
-SCREENSHOTS = ROOT / "build" / "screenshots"
+SCREENSHOTS = Path(os.environ.get("SPECNB_SCREENSHOTS")
+                   or Path(tempfile.gettempdir()) / "specnb-screenshots")
 NOTEBOOK = "04_draft_length.ipynb"
 VIEWPORT = {"width": 1400, "height": 1000}
 
 _reason = browser_unavailable_reason()
-pytestmark = [pytest.mark.browser, pytest.mark.skipif(_reason is not None, reason=str(_reason))]
+pytestmark = [pytest.mark.slow, pytest.mark.browser,
+              pytest.mark.skipif(_reason is not None, reason=str(_reason))]
 
 
 # ---------------------------------------------------------------------------------- fixtures
@@ -84,7 +94,7 @@ def lab(tmp_path_factory):
 
 @pytest.fixture
 def screenshot_on_failure(request):
-    """Call with a page: if the test fails, a screenshot of it lands in build/screenshots/."""
+    """Call with a page: if the test fails, a screenshot of it lands in SCREENSHOTS."""
     pages = []
     failed_before = request.session.testsfailed
     (SCREENSHOTS / f"FAILED_{request.node.name}.png").unlink(missing_ok=True)
@@ -165,6 +175,13 @@ def _slider(interact, page, name: str):
                             has=page.locator("label.widget-label", has_text=re.compile(rf"^{name}$")))
 
 
+def _typed_box(interact, page, name: str):
+    """The text box beside the slider labelled ``name`` (specnb.nb.slider's typed value)."""
+    label = page.locator("label.widget-label", has_text=re.compile(rf"^{name}$"))
+    control = interact.locator(".widget-hbox", has=page.locator(".widget-slider", has=label))
+    return control.locator(".widget-text input")
+
+
 # ---------------------------------------------------------------------------------- JupyterLab
 
 def test_lab_widgets_follow_theory(lab, page, screenshot_on_failure):
@@ -209,14 +226,14 @@ def test_lab_widgets_follow_theory(lab, page, screenshot_on_failure):
     # The defaults first: alpha 0.8, gamma 5, c 0.05.
     _wait_for_row(table, "speedup", round(theory.walltime_speedup(0.8, 5, 0.05), 4))
 
-    # alpha -> 0.6 through the slider's readout, as a reader types a value.
+    # alpha -> 0.6 through the box beside the slider, as a reader types a value.
     alpha = _slider(interact, page, "alpha")
-    readout = alpha.locator(".widget-readout")
-    readout.click()
+    box = _typed_box(interact, page, "alpha")
+    box.click()
     page.keyboard.press("Control+A")
     page.keyboard.type("0.6")
     page.keyboard.press("Enter")
-    expect(readout).to_have_text(re.compile(r"^\s*0\.60?\s*$"))
+    expect(box).to_have_value(re.compile(r"^\s*0\.60?\s*$"))
     expect(alpha.locator(".noUi-handle")).to_have_attribute("aria-valuenow", re.compile(r"^0\.60?$"))
     _wait_for_row(table, "speedup", round(theory.walltime_speedup(0.6, 5, 0.05), 4))
     _wait_for_row(table, "tokens per step", round(theory.expected_tokens_per_step(0.6, 5), 4))
@@ -226,9 +243,21 @@ def test_lab_widgets_follow_theory(lab, page, screenshot_on_failure):
     gamma.locator(".noUi-handle").focus()
     page.keyboard.press("ArrowLeft")
     page.keyboard.press("ArrowLeft")
-    expect(gamma.locator(".widget-readout")).to_have_text(re.compile(r"^\s*3\s*$"))
+    expect(_typed_box(interact, page, "gamma")).to_have_value(re.compile(r"^\s*3\s*$"))
     _wait_for_row(table, "speedup", round(theory.walltime_speedup(0.6, 3, 0.05), 4))
     _wait_for_row(table, "operations", round(theory.operations_factor(0.6, 3, 0.05), 4))
+
+    # c -> 0.7, beyond its slider's 0-0.5 track: used as typed (not clipped to 0.5), with a note.
+    box_c = _typed_box(interact, page, "c")
+    box_c.click()
+    page.keyboard.press("Control+A")
+    page.keyboard.type("0.7")
+    page.keyboard.press("Enter")
+    expect(box_c).to_have_value(re.compile(r"^\s*0\.70?\s*$"))
+    _wait_for_row(table, "speedup", round(theory.walltime_speedup(0.6, 3, 0.7), 4))
+    note = interact.locator(".widget-hbox", has=page.locator(".widget-text input")).filter(
+        has_text=re.compile(r"0\.70"))
+    expect(note.first).to_be_visible()
 
     # Show the cell, its widgets and the table as a reader sees them.
     page.mouse.move(0, 0)
@@ -238,29 +267,44 @@ def test_lab_widgets_follow_theory(lab, page, screenshot_on_failure):
     errors = _error_outputs(page)
     assert not errors, f"error output in the notebook: {errors}"
 
-    # The same check on what the kernel sent: save, then read the outputs back.
-    page.keyboard.press("Control+s")
-    saved = _wait_for_saved_outputs(lab, NOTEBOOK)
-    bad = [(i, out.get("ename") or out.get("text", "")[:300]) for i, cell in enumerate(saved["cells"])
-           for out in cell.get("outputs", [])
-           if out["output_type"] == "error"
-           or (out.get("name") == "stderr" and ERROR_TEXT.search(_text(out.get("text", ""))))]
-    assert not bad, f"error outputs in the saved notebook (cell, error): {bad}"
+    # Saving (as autosave does) writes the notebook without outputs: make lab's pre-save hook
+    # keeps the served notebooks clean.
+    before = lab.api(f"contents/{NOTEBOOK}?content=0")["last_modified"]
+    gamma.locator(".noUi-handle").focus()  # out of the text box, which keeps its keystrokes
+    with page.expect_response(lambda r: _is_save_of(r, NOTEBOOK), timeout=60_000) as saving:
+        page.keyboard.press("Control+s")
+    saved = _saved_notebook(lab, NOTEBOOK, saving.value, before)
+    kept = [i for i, cell in enumerate(saved["cells"])
+            if cell.get("outputs") or cell.get("execution_count") is not None]
+    assert not kept, f"the saved notebook has outputs in cells {kept} (pre-save hook not active?)"
 
 
-def _text(value) -> str:
-    return "".join(value) if isinstance(value, list) else str(value)
+def _is_save_of(response, path: str) -> bool:
+    """Whether ``response`` answers JupyterLab's save of ``path`` (a PUT to the contents API)."""
+    return (response.request.method == "PUT"
+            and urlparse(response.url).path.endswith(f"/api/contents/{quote(path)}"))
 
 
-def _wait_for_saved_outputs(lab: JupyterLab, path: str, timeout_s: float = 20.0) -> dict:
+def _saved_notebook(lab: JupyterLab, path: str, response, before: str,
+                    timeout_s: float = 30.0) -> dict:
+    """The notebook as the save answered by ``response`` left it on disk.
+
+    The server answers the PUT once the file is written, so the file is read only then: reading
+    it while a save is being written (as polling the contents API did) sees a half-written
+    file, and the server answers such a read with HTTP 400 "Unreadable Notebook". A read that
+    still finds a half-written file (an autosave started meanwhile) is retried."""
+    assert response.ok, f"saving {path} failed: HTTP {response.status} {response.text()[:300]}"
+    model = response.json()
+    assert model["last_modified"] != before, f"{path}: the save did not write the file"
+    file = lab.root_dir / path
     deadline = time.monotonic() + timeout_s
     while True:
-        nb = lab.api(f"contents/{path}?content=1")["content"]
-        if any(cell.get("outputs") for cell in nb["cells"]):
-            return nb
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{path} was not saved with outputs within {timeout_s:.0f} s")
-        time.sleep(0.3)
+        try:
+            return json.loads(file.read_text(encoding="utf-8"))
+        except ValueError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.3)
 
 
 # ---------------------------------------------------------------------------------- the report

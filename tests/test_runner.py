@@ -1,4 +1,5 @@
-"""The notebook runner: names, parameters, failures, summary and exit status (tiny notebooks)."""
+"""The notebook runner: names, parameters, failures, summary and exit status (tiny notebooks;
+the tests that start a kernel are marked slow)."""
 
 import json
 
@@ -34,12 +35,18 @@ def test_resolve_names(nbdir):
         runner.resolve(["99"], avail)
 
 
+def test_a_plain_number_names_a_notebook(tmp_path):
+    _nb(tmp_path / "04_one.ipynb", "alpha = 0.5", "pass")
+    assert runner.resolve(["4", "04", "one"], runner.find_notebooks(tmp_path)) == ["04_one"]
+
+
 def test_unknown_parameter_is_an_error(nbdir, tmp_path):
     with pytest.raises(ValueError, match="unknown parameter.*nope.*its parameters are x"):
         runner.run_notebooks(["01"], tmp_path, parameters={"01": {"nope": 1}}, notebook_dir=nbdir)
     assert not list(tmp_path.glob("*.ipynb"))  # checked before anything runs
 
 
+@pytest.mark.slow  # starts a kernel
 def test_run_continues_past_failure_and_reports(nbdir, tmp_path, capsys):
     pfile = tmp_path / "params.yaml"
     pfile.write_text("01:\n  x: 42\n")
@@ -65,45 +72,106 @@ def test_cli_usage_errors(nbdir, tmp_path, capsys):
     assert cli.main(["run", "--notebooks", str(nbdir), "--parameters", str(bad), "--output", str(tmp_path)]) == 2
 
 
-def _nb_with_intro(path, intro):
-    nb = new_notebook(cells=[nbformat.v4.new_markdown_cell(intro),
-                             new_code_cell("x = 1", metadata={"tags": ["parameters"]})])
+def _nb_with_intro(path, intro, answer_src=None):
+    cells = [nbformat.v4.new_markdown_cell(intro),
+             new_code_cell("x = 1", metadata={"tags": ["parameters"]})]
+    if answer_src:
+        cells.append(new_code_cell(answer_src))
+    nb = new_notebook(cells=cells)
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(nb, path)
 
 
 INTRO = ("# 9. A title\n\n**Question.** Does it pay\nat <my> batch?\n\n"
-         "**Answer.** Yes below batch 24 (`ratio` 1.4x);\nmeasure above it.\n\nMore text.")
+         "**Answer.** A static answer.\n\nMore text.")
+ANSWER_SRC = ("from specnb import nb\n"
+              "nb.answer(f'Yes below batch {24 * x} (`ratio` 1.4x);\\nmeasure above it.')")
 
 
-def test_notebook_summary_reads_question_and_answer(tmp_path):
-    _nb_with_intro(tmp_path / "09_x.ipynb", INTRO)
+@pytest.mark.slow  # starts a kernel
+def test_notebook_summary_reads_question_and_the_computed_answer(tmp_path):
+    """The question comes from the first Markdown cell; the answer only from an executed
+    notebook's Answer output, never from static Markdown."""
+    _nb_with_intro(tmp_path / "09_x.ipynb", INTRO, ANSWER_SRC)
     s = runner.notebook_summary(tmp_path / "09_x.ipynb")
     assert s == {"title": "9. A title", "question": "**Question.** Does it pay at <my> batch?",
-                 "answer": "**Answer.** Yes below batch 24 (`ratio` 1.4x); measure above it."}
-    _nb_with_intro(tmp_path / "10_y.ipynb", "# Only a title")
-    assert runner.notebook_summary(tmp_path / "10_y.ipynb")["answer"] == ""
+                 "answer": ""}  # not executed: no answer, and the static paragraph is ignored
+    results = runner.run_notebooks(None, tmp_path / "out", notebook_dir=tmp_path,
+                                   parameters={"09": {"x": 2}}, progress=False)
+    assert results[0].answer == "**Answer.** Yes below batch 48 (`ratio` 1.4x); measure above it."
+    assert runner.notebook_summary(tmp_path / "out" / "09_x.ipynb")["answer"] == results[0].answer
 
 
 def test_index_shows_each_answer_beside_its_question(tmp_path):
     _nb_with_intro(tmp_path / "09_x.ipynb", INTRO)
     r = runner.Result("09_x", "ok", 1.0, tmp_path / "09_x.ipynb",
-                      **runner.notebook_summary(tmp_path / "09_x.ipynb"))
+                      **{**runner.notebook_summary(tmp_path / "09_x.ipynb"),
+                         "answer": "**Answer.** Yes below batch 24 (`ratio` 1.4x); measure."})
     page = runner.write_report([r], tmp_path).read_text()
     row = page.split("<tbody>")[1].split("</tbody>")[0]
     assert row.index("Question.") < row.index("Answer.")  # same row, question first
     assert "<strong>Answer.</strong> Yes below batch 24 (<code>ratio</code> 1.4x)" in row
     assert "&lt;my&gt;" in row and "<my>" not in row  # Markdown rendered, raw HTML escaped
-    assert "More text" not in row
+    assert "More text" not in row and "static answer" not in row
 
 
-def test_index_of_the_real_notebooks_has_their_answers(tmp_path):
-    """The report shows the answer of every notebook that has one (no execution needed)."""
-    results = [runner.Result(stem, "ok", 0.0, path, **runner.notebook_summary(path))
-               for stem, path in runner.find_notebooks().items()]
-    page = runner.write_report(results, tmp_path).read_text()
-    # 08 measures and 09 models: the intro does not say every page reproduces the article
-    assert "Each notebook reproduces a section" not in page and "08 measures" in page
-    for r in results:
-        if r.answer:
-            assert r.answer.split("**Answer.**")[1].split()[0] in page
+def test_index_says_why_a_notebook_has_no_answer(tmp_path):
+    _nb_with_intro(tmp_path / "09_x.ipynb", INTRO)
+    summary = runner.notebook_summary(tmp_path / "09_x.ipynb")
+    failed = runner.Result("09_x", "failed", 1.0, tmp_path / "09_x.ipynb", **summary)
+    ok = runner.Result("10_y", "ok", 1.0, tmp_path / "09_x.ipynb", **summary)
+    page = runner.write_report([failed, ok], tmp_path).read_text()
+    assert page.count("class='a noanswer'") == 2
+    assert "2 notebooks run: 1 ok, 1 failed" in page
+
+
+@pytest.mark.slow  # starts a kernel
+def test_failure_names_the_prompt_number_the_html_shows(nbdir, tmp_path):
+    """A failing cell is named as the executed notebook shows it (In [n]), and by position."""
+    d = tmp_path / "nbs"
+    d.mkdir()
+    nb = new_notebook(cells=[nbformat.v4.new_markdown_cell("# t"),
+                             new_code_cell("x = 1", metadata={"tags": ["parameters"]}),
+                             nbformat.v4.new_markdown_cell("text"),
+                             new_code_cell("raise ValueError('bad x')")])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, d / "01_f.ipynb")
+    (res,) = runner.run_notebooks(None, tmp_path / "out", notebook_dir=d, progress=False)
+    executed = nbformat.read(tmp_path / "out" / "01_f.ipynb", as_version=4)
+    shown = [c.execution_count for c in executed.cells
+             if c.cell_type == "code" and any(o.get("output_type") == "error" for o in c.outputs)]
+    assert res.error == f"In [{shown[0]}]: ValueError: bad x"
+    banner = executed.cells[0].source  # papermill's "An Exception was encountered at ..."
+    assert f"In [{shown[0]}]" in banner
+
+
+@pytest.mark.parametrize("case", ["not-writable", "index-is-a-folder"])
+def test_output_folder_that_cannot_be_written_is_a_usage_error(nbdir, tmp_path, capsys, case):
+    """An existing --output folder that refuses writes: exit 2, one line, nothing run."""
+    import os
+    import stat
+    import subprocess
+
+    out = tmp_path / "out"
+    out.mkdir()
+    undo = None
+    if case == "not-writable":
+        if os.geteuid() == 0:  # root writes through permissions: make the folder immutable
+            if subprocess.run(["chattr", "+i", str(out)], capture_output=True).returncode:
+                pytest.skip("running as root without chattr +i support")
+            undo = ["chattr", "-i", str(out)]
+        else:
+            out.chmod(stat.S_IRUSR | stat.S_IXUSR)
+    else:
+        (out / "index.html").mkdir()
+    try:
+        code = cli.main(["run", "--notebooks", str(nbdir), "--only", "01", "--output", str(out)])
+    finally:
+        if undo:
+            subprocess.run(undo, check=True)
+        out.chmod(stat.S_IRWXU)
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith("specnb run: error: cannot write") and str(out) in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert not list(out.glob("*.ipynb"))  # checked before anything ran

@@ -1,6 +1,9 @@
-"""specnb.theory against Leviathan et al. (arXiv 2211.17192 v2) and the article's section 5."""
+"""specnb.theory against Leviathan et al. (arXiv 2211.17192 v2) and the article's section 5;
+the helpers (summary, trade-off, optimum beyond the search limit); bad input, edge values and
+large gamma_max (a clear error naming the parameter, never a silent guess)."""
 
 import math
+import time
 
 import numpy as np
 import pytest
@@ -8,6 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from specnb import theory
+from specnb.theory import _tokens
+from tests.tier import examples
 
 alphas = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
 alphas_open = st.floats(min_value=0.0, max_value=0.999, allow_nan=False)
@@ -73,7 +78,7 @@ def test_optimal_gamma_examples():
     assert theory.optimal_gamma(1.0, 0.0, gamma_max=10)[0] == 10
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(alphas, costs, st.integers(1, 30))
 def test_optimal_gamma_is_the_argmax(alpha, c, gmax):
     g, s = theory.optimal_gamma(alpha, c, gamma_max=gmax)
@@ -88,27 +93,27 @@ def test_optimal_gamma_vectorized():
     assert s.shape == (2,)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(alphas, gammas)
 def test_expected_tokens_in_bounds(alpha, gamma):
     e = theory.expected_tokens_per_step(alpha, gamma)
     assert 1.0 - 1e-12 <= e <= gamma + 1 + 1e-9
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(alphas_open, gammas)
 def test_speedup_at_zero_cost_bounded(alpha, gamma):
     """Section 3.6: with c = 0 the improvement is bounded by 1 / (1 - alpha)."""
     assert theory.walltime_speedup(alpha, gamma, 0.0) <= 1.0 / (1.0 - alpha) * (1 + 1e-12)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(alphas, costs)
 def test_corollary_3_9_gamma_one(alpha, c):
     assert theory.walltime_speedup(alpha, 1, c) == pytest.approx((1 + alpha) / (1 + c), rel=1e-12)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(alphas, st.integers(1, 30))
 def test_alpha_from_acceptance_length_inverts_eq1(alpha, gamma):
     tau = theory.expected_tokens_per_step(alpha, gamma)
@@ -118,7 +123,7 @@ def test_alpha_from_acceptance_length_inverts_eq1(alpha, gamma):
     assert back == pytest.approx(alpha, abs=1e-6)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(alphas, alphas, st.integers(1, 30), costs)
 def test_monotonic_in_alpha(a1, a2, gamma, c):
     lo, hi = sorted((a1, a2))
@@ -197,7 +202,7 @@ alphas_wide = st.one_of(
 )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(alphas_wide, st.integers(1, 1000))
 def test_alpha_inversion_round_trip_exact(alpha, gamma):
     """alpha -> Eq. 1 -> inverse gives alpha back to ~1e-12 wherever Eq. 1 resolves it."""
@@ -210,7 +215,7 @@ def test_alpha_inversion_round_trip_exact(alpha, gamma):
     assert theory.expected_tokens_per_step(back, gamma) == pytest.approx(tau, rel=1e-14, abs=0)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.floats(min_value=0.0, max_value=1.0), st.integers(1, 200))
 def test_alpha_inversion_matches_bisection(frac, gamma):
     tau = 1.0 + frac * gamma  # anywhere in [1, gamma + 1]
@@ -218,7 +223,7 @@ def test_alpha_inversion_matches_bisection(frac, gamma):
     assert got == pytest.approx(_alpha_by_bisection(tau, gamma), abs=1e-12)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.tuples(st.floats(min_value=0.0, max_value=1.0), st.integers(1, 64)),
                 min_size=1, max_size=50))
 def test_alpha_inversion_vectorized_equals_scalar(points):
@@ -230,7 +235,7 @@ def test_alpha_inversion_vectorized_equals_scalar(points):
         assert v == theory.alpha_from_acceptance_length(float(t), int(g))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.floats(min_value=0.0, max_value=1.0), st.floats(min_value=0.0, max_value=1.0),
        st.integers(1, 100))
 def test_alpha_inversion_monotonic(f1, f2, gamma):
@@ -261,3 +266,162 @@ def test_alpha_inversion_edges_and_shapes():
 def test_alpha_inversion_bad_arrays(tau, gamma, param):
     with pytest.raises(ValueError, match=param):
         theory.alpha_from_acceptance_length(tau, gamma)
+
+
+def test_tau_from_rates_is_eq1_for_geometric_rates_and_the_survival_sum_otherwise():
+    from specnb.theory import tau_from_rates
+
+    alpha = 0.7
+    rates = [alpha ** i for i in range(1, 6)]
+    got = tau_from_rates(rates, np.arange(6))
+    assert np.allclose(got, theory.expected_tokens_per_step(alpha, np.arange(6)), rtol=1e-12)
+    assert tau_from_rates([0.8, 0.5, 0.25], 2) == pytest.approx(2.3)
+    assert tau_from_rates([0.8], 0) == 1.0
+    with pytest.raises(ValueError, match="gamma 3 needs 3 acceptance rates, got 2"):
+        tau_from_rates([0.8, 0.5], 3)
+    with pytest.raises(ValueError, match="acceptance_rates"):
+        tau_from_rates([1.2], 1)
+    with pytest.raises(TypeError, match="1-D"):
+        tau_from_rates(0.5, 1)
+    assert tau_from_rates([0.5, 0.6], 2) == pytest.approx(2.1)  # order checked only on request
+    with pytest.raises(ValueError, match="must not increase.*positions 1 and 2"):
+        tau_from_rates([0.5, 0.6], 2, non_increasing=True)
+# --- helpers: summary, trade-off, latency, the optimum beyond the search limit ---------------
+
+def test_summary_tradeoff_latency():
+    s = theory.summary(0.8, 5, 0.05)
+    assert s["optimal_gamma"] == 8 and s["speedup"] == pytest.approx(2.951424)
+    t = theory.gamma_tradeoff(0.8, 0.05, 5, 8)
+    assert t["speed_gain"] == pytest.approx(0.04766, abs=1e-5)
+    assert theory.latency_reduction(1.25) == pytest.approx(0.2)
+    with pytest.raises(ValueError, match="speedup"):
+        theory.latency_reduction(0)
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(st.floats(0.0, 0.95), st.floats(0.001, 1.0), st.integers(1, 40))
+def test_optimum_beyond_limit_matches_a_wider_search(alpha, c, gmax):
+    g_wide, _ = theory.optimal_gamma(alpha, c, gamma_max=400)
+    assert theory.optimum_beyond_limit(alpha, c, gmax) == (g_wide > gmax)
+
+
+def test_optimum_beyond_limit_edges():
+    assert theory.optimum_beyond_limit(1.0, 0.3, 16)        # rises for ever
+    assert theory.optimum_beyond_limit(0.99, 0.0, 64)
+    assert not theory.optimum_beyond_limit(1.0, 1.0, 16)    # (g + 1) / (g + 1): flat
+    assert not theory.optimum_beyond_limit(0.8, 0.05, 16)   # optimum 8
+    s = theory.summary(1.0, 5, 0.3, gamma_max=16)
+    assert s["optimal_gamma"] == 16 and s["optimum_beyond_limit"] is True
+
+
+@pytest.mark.parametrize("call,param", [
+    (lambda: theory.optimum_beyond_limit(1.5, 0.1, 16), "alpha"),
+    (lambda: theory.optimum_beyond_limit(0.5, -0.1, 16), "c"),
+    (lambda: theory.optimum_beyond_limit(0.5, 0.1, 0), "gamma_max"),
+])
+def test_new_helpers_name_the_bad_parameter(call, param):
+    with pytest.raises(ValueError, match=param):
+        call()
+
+
+# --- bad input, edge values, large gamma_max ---------------------------------------------------
+
+def _brute_force(alpha, c, gamma_max):
+    g = np.arange(gamma_max + 1)[:, None]
+    speed = _tokens(np.asarray(alpha)[None, :], g) / (g * np.asarray(c)[None, :] + 1.0)
+    best = np.argmax(speed, axis=0)
+    return best, speed[best, np.arange(len(alpha))]
+
+
+@pytest.mark.parametrize("value,kind", [
+    (None, "None"), ("0.5", "'0.5'"), (True, "boolean True"), (np.True_, "boolean"),
+    ([0.5, True], "boolean True"), ([0.5, None], "None"), (0.5 + 1j, "0.5+1j"),
+    (np.array(["0.5"]), "'0.5'"), ([[0.5], [0.6, 0.7]], "non-ragged"),
+])
+def test_a_non_number_is_a_type_error_naming_the_parameter(value, kind):
+    with pytest.raises(TypeError, match="alpha") as info:
+        theory.expected_tokens_per_step(value, 3)
+    assert kind in str(info.value)
+
+
+def test_nan_is_reported_with_its_position_not_the_whole_array():
+    alpha = [0.5] * 5000 + [float("nan")]
+    with pytest.raises(ValueError, match=r"alpha must not be NaN, got nan at index 5000") as info:
+        theory.expected_tokens_per_step(alpha, 3)
+    assert len(str(info.value)) < 100
+
+
+@pytest.mark.parametrize("gamma,shown", [(10 ** 30, "1000000000000000000000000000000"),
+                                         (2 ** 53 + 1, "9007199254740993"), (1e300, "1e+300")])
+def test_a_gamma_beyond_float_precision_is_refused_not_wrapped(gamma, shown):
+    with pytest.raises(ValueError, match=r"gamma must be an integer in \[0, 2\*\*53") as info:
+        theory.expected_tokens_per_step(0.5, gamma)
+    assert shown in str(info.value)
+
+
+def test_integer_errors_show_the_value_as_given():
+    with pytest.raises(ValueError, match="gamma_max must be an integer >= 1, got 0$"):
+        theory.optimal_gamma(0.5, 0.1, gamma_max=0)
+
+
+@pytest.mark.parametrize("call,names", [
+    (lambda: theory.expected_tokens_per_step([0.5, 0.6], [1, 2, 3]), "alpha (2,), gamma (3,)"),
+    (lambda: theory.walltime_speedup([0.5, 0.6], 3, [0.1, 0.2, 0.3]), "c (3,)"),
+    (lambda: theory.operations_factor([0.5, 0.6], 3, [0.1, 0.2, 0.3]), "c_hat (3,)"),
+    (lambda: theory.optimal_gamma([0.5, 0.6], [0.1, 0.2, 0.3]), "alpha (2,), c (3,)"),
+    (lambda: theory.alpha_from_acceptance_length([1.5, 2.0], [1, 2, 3]), "tau (2,), gamma (3,)"),
+])
+def test_shapes_that_do_not_broadcast_name_each_parameter(call, names):
+    with pytest.raises(ValueError, match="must broadcast to one shape") as info:
+        call()
+    assert names in str(info.value)
+
+
+@pytest.mark.parametrize("alpha,gamma,tokens", [(0.0, 0, 1.0), (0.0, 7, 1.0), (1.0, 0, 1.0),
+                                                (1.0, 7, 8.0), (-0.0, 3, 1.0)])
+def test_alpha_exactly_0_and_1(alpha, gamma, tokens):
+    assert theory.expected_tokens_per_step(alpha, gamma) == tokens
+    assert theory.walltime_speedup(alpha, gamma, 0.0) == tokens
+    assert theory.operations_factor(alpha, gamma, 0.0) == (gamma + 1) / tokens
+
+
+@pytest.mark.parametrize("gamma", [1, 3, 8])
+def test_tau_exactly_1_and_gamma_plus_1(gamma):
+    assert theory.alpha_from_acceptance_length(1.0, gamma) == 0.0
+    assert theory.alpha_from_acceptance_length(gamma + 1.0, gamma) == 1.0
+    with pytest.raises(ValueError, match=rf"tau must be in \[1, gamma \+ 1\] = \[1, {gamma + 1}\]"):
+        theory.alpha_from_acceptance_length(np.nextafter(gamma + 1.0, np.inf), gamma)
+
+
+def test_numpy_integer_types_are_numbers():
+    assert theory.expected_tokens_per_step(0.5, np.int64(3)) == 1.875
+    default = theory.optimal_gamma(0.8, 0.05)
+    assert theory.optimal_gamma(0.8, 0.05, gamma_max=np.int32(64)) == default
+
+
+def test_huge_gamma_max_neither_allocates_nor_changes_the_answer():
+    start = time.perf_counter()
+    assert theory.optimal_gamma(0.8, 0.05, gamma_max=10 ** 9) == theory.optimal_gamma(0.8, 0.05)
+    g, s = theory.optimal_gamma(np.linspace(0.0, 0.99, 2000), 0.01, gamma_max=10 ** 9)
+    assert g.shape == (2000,) and g.max() < 200
+    # alpha = 1 with c >= 1: the speedup never exceeds 1, so gamma 0 is known at once
+    assert theory.optimal_gamma(1.0, 1.5, gamma_max=2 ** 53) == (0, 1.0)
+    assert time.perf_counter() - start < 30
+
+
+def test_chunked_search_equals_evaluating_every_gamma():
+    rng = np.random.default_rng(7)
+    alpha = np.concatenate([rng.uniform(0, 1, 2000), [0.0, 1.0, 1.0, 1.0, 0.999999]])
+    c = np.concatenate([rng.uniform(0, 5, 2000), [0.0, 0.0, 0.5, 1.0, 0.0]])
+    c[::9] = 0.0
+    for gamma_max in (1, 64, 700):  # 700 x 2005 gammas run over several chunks
+        want_g, want_s = _brute_force(alpha, c, gamma_max)
+        g, s = theory.optimal_gamma(alpha, c, gamma_max=gamma_max)
+        assert np.array_equal(g, want_g) and np.array_equal(s, want_s)
+
+
+def test_summary_takes_scalars_only():
+    with pytest.raises(TypeError, match="alpha must be a single number"):
+        theory.summary([0.8, 0.7], 5, 0.05)
+    with pytest.raises(TypeError, match="gamma must be an integer"):
+        theory.summary(0.8, "5", 0.05)

@@ -7,8 +7,9 @@ Used by notebooks 06 and 07, ``specnb metrics`` / ``bench`` and the README:
 
 Recommend (:mod:`~specnb.advise.recommend`)
     :func:`recommend` -> :class:`Recommendation` (a situation in: workload kind and facts;
-    :data:`RULES` with sources); :func:`measure_threshold` (peak batch from which to measure
-    first); :data:`WORKLOADS`, :data:`MEASURE_BATCH`, :data:`SAMPLING_GAMMA_CAP`
+    :data:`RULES` with sources); :func:`measure_threshold` (:mod:`~specnb.advise.threshold`:
+    peak batch from which to measure first); :data:`WORKLOADS`, :data:`MEASURE_BATCH`,
+    :data:`SAMPLING_GAMMA_CAP`
 The article's table (:mod:`~specnb.advise.article`)
     :data:`ARTICLE_SITUATIONS`, :func:`recommendation_table`, :func:`compare_with_article`
 Evidence (:mod:`~specnb.advise.evidence`)
@@ -24,7 +25,7 @@ On against off (:mod:`~specnb.advise.bench`)
 Plan (:mod:`~specnb.advise.plan`; used by ``specnb plan``, notebook 09 and the README)
     :func:`serving_plan` -> :class:`Plan` (grid -> gamma per batch -> schedule -> config ->
     serve line + coded notes); :func:`plan_schedule`, :func:`setup_config`,
-    :func:`schedule_config`, :func:`schedule`, :func:`schedule_gammas`, :func:`schedule_of`,
+    :func:`schedule_config`, :func:`schedule`, :func:`schedule_gammas`,
     :func:`memory_limit` (a batch whose KV cache does not fit never pays)
 """
 
@@ -36,8 +37,9 @@ from .evidence import (MEASURE_BATCH, MIN_DRAFTS, SAMPLING_GAMMA_CAP, WORKLOADS,
                        sampling_gamma_evidence, theorem_vs_measured, thin_window,
                        workload_acceptance, workload_evidence)
 from .plan import (Plan, memory_limit, plan_schedule, schedule, schedule_config,
-                   schedule_gammas, schedule_of, serving_plan, setup_config)
-from .recommend import RULES, Recommendation, measure_threshold, recommend
+                   schedule_gammas, serving_plan, setup_config)
+from .recommend import RULES, Recommendation, recommend
+from .threshold import measure_threshold
 from .watch import (acceptance_advice, acceptance_length_advice, best_draft_length,
                     gamma1_verdict, theorem_advice, watch_table)
 
@@ -50,6 +52,6 @@ __all__ = [
     "acceptance_advice", "gamma1_verdict", "theorem_advice", "acceptance_length_advice",
     "best_draft_length", "watch_table",
     "compare_bench", "BenchComparison", "comparability",
-    "Plan", "serving_plan", "plan_schedule", "schedule", "schedule_gammas", "schedule_of",
+    "Plan", "serving_plan", "plan_schedule", "schedule", "schedule_gammas",
     "schedule_config", "setup_config", "memory_limit",
 ]

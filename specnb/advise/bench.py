@@ -5,8 +5,8 @@ speculation one chunk often carries several tokens, so ITL can rise while TPOT f
 #48892: median TPOT -26%, median ITL +612%). The files are read by :mod:`specnb.vllm.bench`.
 
 Note codes: reasons ``tpot-change``, ``tpot-missing``, ``throughput-change``,
-``throughput-missing``; comparability ``runs-differ``, ``output-tokens-differ``,
-``single-request``; cautions ``tail-tpot-worse``, ``median-ttft-worse``, ``tail-ttft-worse``,
+``throughput-missing``; comparability ``same-file``, ``identical-results``, ``runs-differ``,
+``output-tokens-differ``, ``single-request``; cautions ``tail-tpot-worse``, ``median-ttft-worse``, ``tail-ttft-worse``,
 ``itl-rose``, ``failed-requests``, ``no-spec-section``, ``off-has-spec-counters`` and the
 :func:`~specnb.advise.watch.acceptance_length_advice` codes (``acceptance-length-shrink``,
 ``gamma1-off``, ``gamma1-grow``).
@@ -67,6 +67,10 @@ class BenchComparison:
                 lines.append(f"acceptance rate (ON)    {a['spec_decode_acceptance_rate']:.2f} %")
             if "spec_decode_acceptance_length" in a:
                 lines.append(f"acceptance length (ON)  {a['spec_decode_acceptance_length']:.2f}")
+            rates = a.get("spec_decode_per_position_acceptance_rates")
+            if isinstance(rates, list) and rates:
+                lines.append("per-position acceptance (ON) " + ", ".join(
+                    f"{i}: {100 * float(r):.1f} %" for i, r in enumerate(rates)))
         lines.append("")
         if self.comparability:
             lines.append("not a like-for-like comparison; read the verdict with this in mind:")
@@ -79,9 +83,11 @@ class BenchComparison:
 
 def comparability(on, off, tolerance: float = 0.05) -> list[Note]:
     """Why two ``vllm bench serve`` results are not like for like, as coded notes
-    (``runs-differ``, ``output-tokens-differ``, ``single-request``).
+    (``same-file``, ``identical-results``, ``runs-differ``, ``output-tokens-differ``,
+    ``single-request``).
 
-    Flags (ours, stated): a different value of any :data:`COMPARABLE` key present in both
+    Flags (ours, stated): the same file given twice, or two results with identical contents;
+    a different value of any :data:`COMPARABLE` key present in both
     (model, prompts, concurrency, request rate, burstiness, endpoint, dataset, completed
     requests); output tokens per request (``total_output_tokens / completed``) that differ by
     more than ``tolerance`` (TPOT and throughput then average over different outputs); a run
@@ -95,13 +101,39 @@ def comparability(on, off, tolerance: float = 0.05) -> list[Note]:
     """
     on_d, off_d = read_bench(on), read_bench(off)
     tol = float(_check.real("tolerance", tolerance, lo=0.0, hi=1.0, hi_open=True))
+    return _comparability(on_d, off_d, tol, _same_file(on, off) and str(on))
+
+
+def _comparability(on_d, off_d, tol, same_file):
+    """:func:`comparability` of read results; ``same_file`` is the path when ON and OFF are
+    one file, else False."""
     out = []
+    if same_file:
+        out.append(Note("same-file", f"ON and OFF are the same file ({same_file}): the run is "
+                        "compared with itself, so any verdict says nothing about speculation; "
+                        "give the result with speculation and the one without"))
+    elif on_d == off_d:
+        out.append(Note("identical-results", "the ON and OFF results are identical (the same "
+                        "run saved twice?): any verdict says nothing about speculation; give "
+                        "the result with speculation and the one without"))
     for k in COMPARABLE:
         if k in on_d and k in off_d and on_d[k] != off_d[k]:
             out.append(Note("runs-differ", f"the runs differ in {k} ({off_d[k]!r} off vs "
                             f"{on_d[k]!r} on): not a like-for-like comparison"))
-    tokens = [bench_value(d, "total_output_tokens") for d in (off_d, on_d)]
     done = [bench_value(d, "completed") for d in (off_d, on_d)]
+    inputs = [bench_value(d, "total_input_tokens") for d in (off_d, on_d)]
+    if not any(math.isnan(t) for t in inputs) and all(n == n and n > 0 for n in done):
+        per_in = [t / n for t, n in zip(inputs, done)]
+        if per_in[0] > 0 and abs(per_in[1] / per_in[0] - 1) > tol:
+            # vLLM 0.33 writes no dataset keys; the input lengths show a different prompt set
+            out.append(Note(
+                "input-lengths-differ",
+                f"the runs sent prompts of different lengths: {per_in[0]:,.1f} off vs "
+                f"{per_in[1]:,.1f} on input tokens per request (total_input_tokens / "
+                f"completed, {100 * (per_in[1] / per_in[0] - 1):+.1f}%): different prompts, "
+                "so TTFT and throughput are not comparable (use the same --dataset-name, "
+                "input length and --seed)"))
+    tokens = [bench_value(d, "total_output_tokens") for d in (off_d, on_d)]
     if not any(math.isnan(t) for t in tokens):
         per = [t / n if n == n and n > 0 else t for t, n in zip(tokens, done)]
         unit = "per request" if all(n == n and n > 0 for n in done) else "in total"
@@ -124,6 +156,18 @@ def comparability(on, off, tolerance: float = 0.05) -> list[Note]:
             "request is not a benchmark (run vllm bench serve with many prompts, at the "
             "concurrency you serve)"))
     return out
+
+
+def _same_file(a, b) -> bool:
+    """True when the paths ``a`` and ``b`` name one file (dicts never do)."""
+    import os
+
+    if not isinstance(a, (str, os.PathLike)) or not isinstance(b, (str, os.PathLike)):
+        return False
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def _change(off, on):
@@ -185,11 +229,19 @@ def compare_bench(on, off, goal: str = "latency", tolerance: float = 0.05) -> Be
     ValueError
         unknown goal; tolerance outside [0, 1); files as in :func:`read_bench`.
     """
-    from ..cost import relative_cost
-
     _check.choice("goal", goal, GOALS)
     tol = float(_check.real("tolerance", tolerance, lo=0.0, hi=1.0, hi_open=True))
     on_d, off_d = read_bench(on), read_bench(off)
+    table = _comparison_table(on_d, off_d, tol)
+    verdict, reasons = _verdict(table, goal, tol)
+    flags, cautions, acceptance = _cautions(table, on_d, off_d, tol,
+                                         _same_file(on, off) and str(on))
+    return BenchComparison(table, acceptance, goal, verdict, tuple(reasons), tuple(cautions),
+                           tuple(flags))
+
+
+def _comparison_table(on_d, off_d, tol):
+    """One row per metric and statistic: off, on, on/off, change and which run is better."""
     import pandas as pd
 
     records = []
@@ -207,18 +259,26 @@ def compare_bench(on, off, goal: str = "latency", tolerance: float = 0.05) -> Be
                         "on/off": ratio, "change (%)": change, "better": who})
     table = pd.DataFrame(records, columns=["metric", "stat", "unit", "off", "on", "on/off",
                                            "change (%)", "better"])
+    return table
 
-    def row(metric, stat):
-        hit = table[(table["metric"] == metric) & (table["stat"] == stat)]
-        if hit.empty or math.isnan(hit.iloc[0]["on/off"]):
-            return None
-        return hit.iloc[0]
 
-    reasons, cautions = [], []
+def _row(table, metric, stat):
+    hit = table[(table["metric"] == metric) & (table["stat"] == stat)]
+    if hit.empty or math.isnan(hit.iloc[0]["on/off"]):
+        return None
+    return hit.iloc[0]
+
+
+def _verdict(table, goal, tol):
+    """(verdict, reasons) by the goal's rule: median TPOT for latency, output throughput for
+    throughput."""
+    from ..cost import relative_cost
+
+    reasons = []
     verdict = "cannot tell"
     if goal == "latency":
-        r = row("TPOT", "median")
-        r = r if r is not None else row("TPOT", "mean")
+        r = _row(table, "TPOT", "median")
+        r = r if r is not None else _row(table, "TPOT", "mean")
         if r is None:
             reasons.append(Note("tpot-missing",
                                 "no TPOT (median or mean) in both runs, or the OFF run's is 0"))
@@ -228,7 +288,7 @@ def compare_bench(on, off, goal: str = "latency", tolerance: float = 0.05) -> Be
             reasons.append(Note("tpot-change", f"{r['stat']} TPOT {r['off']:.2f} -> {r['on']:.2f} "
                                 f"ms ({r['change (%)']:+.1f}%, tolerance {100 * tol:.0f}%)"))
     else:
-        r = row("output throughput", "")
+        r = _row(table, "output throughput", "")
         if r is None:
             reasons.append(Note("throughput-missing", "output_throughput is missing from one of "
                                 "the runs, or 0 in the OFF run"))
@@ -239,22 +299,29 @@ def compare_bench(on, off, goal: str = "latency", tolerance: float = 0.05) -> Be
                                 f"{r['on']:.2f} tok/s ({r['change (%)']:+.1f}%, tolerance "
                                 f"{100 * tol:.0f}%); cost per token "
                                 f"x{relative_cost(r['on/off']):.3f}"))
+    return verdict, reasons
+
+
+def _cautions(table, on_d, off_d, tol, same_file):
+    """(comparability flags, every caution, the ON run's spec-decode section); ``same_file``:
+    the path when ON and OFF name the same file, else False."""
+    cautions = []
     for metric, stat, what in (("TPOT", "p99", "tail TPOT"), ("TTFT", "median", "median TTFT"),
                                ("TTFT", "p99", "tail TTFT")):
-        x = row(metric, stat)
+        x = _row(table, metric, stat)
         if x is not None and x["better"] == "off":
             cautions.append(Note(f"{what.replace(' ', '-').lower()}-worse",
                                  f"{what} got worse: {x['off']:.2f} -> {x['on']:.2f} ms "
                                  f"({x['change (%)']:+.1f}%)"))
-    itl = row("ITL", "median")
-    itl = itl if itl is not None else row("ITL", "mean")
-    tpot = row("TPOT", "median")
+    itl = _row(table, "ITL", "median")
+    itl = itl if itl is not None else _row(table, "ITL", "mean")
+    tpot = _row(table, "TPOT", "median")
     if itl is not None and tpot is not None and itl["better"] == "off" and \
             tpot["better"] != "off":
         cautions.append(Note("itl-rose", f"ITL rose {itl['change (%)']:+.1f}% while TPOT did "
                              "not: ITL is per streamed chunk and a chunk now carries several "
                              "tokens; judge by TPOT"))
-    flags = comparability(on_d, off_d, tol)
+    flags = _comparability(on_d, off_d, tol, same_file)
     cautions = flags + cautions
     for name, d in (("ON", on_d), ("OFF", off_d)):
         if bench_value(d, "failed") > 0:
@@ -277,5 +344,4 @@ def compare_bench(on, off, goal: str = "latency", tolerance: float = 0.05) -> Be
                                  f"acceptance-length-{action}",
                                  sentence + (" (article checklist, step 3)"
                                              if action == "shrink" else "")))
-    return BenchComparison(table, acceptance, goal, verdict, tuple(reasons), tuple(cautions),
-                           tuple(flags))
+    return flags, cautions, acceptance

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import serving as S
+from .._json import records
 from ..notes import Note
 
 __all__ = ["memory_limit", "Plan", "serving_plan", "schedule", "schedule_gammas", "schedule_of", "plan_schedule",
@@ -274,8 +275,7 @@ class Plan:
         lacks (``speedup_end_to_end`` without input/output lengths) is left out."""
         frame = self.grid.frame()
         columns = [c for c in columns if c in frame.columns]
-        return [{k: (v.item() if hasattr(v, "item") else v) for k, v in r.items()}
-                for r in frame[list(columns)].to_dict("records")]
+        return records(frame[columns], nan_to_none=False)
 
 
 def serving_plan(st: S.Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=None,

@@ -52,15 +52,11 @@ from dataclasses import dataclass, field
 from ..notes import Note
 from ..vllm import DEFAULT_GAMMA, NGRAM_OPTIONS, speculative_config
 from .evidence import (MEASURE_BATCH, SAMPLING_GAMMA_CAP, TASK_NAMES, WORKLOADS, batch_sentence,
-                       sampling_gamma_evidence, table1, theorem_sentence, workload_acceptance,
-                       workload_evidence)
+                       sampling_gamma_evidence, table1, theorem_sentence, workload_evidence)
 
-__all__ = ["MODEL_MAX_BATCH", "RULES", "Rule", "Recommendation", "recommend",
-           "measure_threshold"]
+from .threshold import MODEL_MAX_BATCH, _serving_inputs, measure_threshold
 
-#: Largest batch :func:`measure_threshold` searches with the step-time model: a crossover at
-#: this batch means "pays at every batch up to here" (the peak batch is searched when larger).
-MODEL_MAX_BATCH = 1024
+__all__ = ["RULES", "Rule", "Recommendation", "recommend"]
 
 
 @dataclass(frozen=True)
@@ -160,160 +156,6 @@ class Recommendation:
 
 
 
-def _architecture(name: str, value):
-    """:func:`specnb.serving.architecture`, also taking a catalogue model's Hugging Face id
-    (``serving.model_id``: ``meta-llama/Llama-3.2-1B``), which a vLLM config names; errors
-    name the parameter."""
-    from .. import serving
-
-    try:
-        return serving.architecture(value)  # takes catalogue names and their Hugging Face ids
-    except (ValueError, FileNotFoundError) as exc:
-        raise ValueError(f"{name}={value!r}: {exc}") from None
-
-
-def _serving_inputs(gpu, model, context, gpus):
-    """None when gpu, model, context and gpus are all None; else (GPU, Architecture, context,
-    gpus) checked with :mod:`specnb.serving`. Errors name the parameter."""
-    from .. import _check, serving
-
-    given = {"gpu": gpu, "model": model, "context": context}
-    if all(v is None for v in given.values()) and gpus is None:
-        return None
-    missing = [k for k, v in given.items() if v is None]
-    if missing:
-        raise ValueError(f"gpu, model and context go together (the crossover batch needs all "
-                         f"three{'; gpus only with them' if gpus is not None else ''}); missing "
-                         f"{', '.join(missing)}; got gpu={gpu!r}, model={model!r}, "
-                         f"context={context!r}")
-    try:
-        g = serving.gpu(gpu)
-    except ValueError as exc:
-        raise ValueError(f"gpu={gpu!r}: {exc}") from None
-    return (g, _architecture("model", model), _check.scalar_int("context", context, lo=1),
-            _check.scalar_int("gpus", 1 if gpus is None else gpus, lo=1))
-
-
-def measure_threshold(gpu=None, model=None, context=None, *, method: str = "eagle3",
-                      gamma: int | None = None, alpha: float | None = None,
-                      workload: str = "general", gpus: int | None = None, draft_model=None,
-                      max_batch: int = MODEL_MAX_BATCH) -> tuple[int, str]:
-    """The peak batch from which :func:`recommend` asks to measure on and off first.
-
-    Without ``gpu``, ``model`` and ``context``: ``(MEASURE_BATCH, source)``, the EAGLE-3
-    paper's batch tables (EAGLE-1 below 1x from batch 24).
-
-    With all three: the step-time model's answer, ``(crossover + 1, sentence)``, where crossover
-    = :func:`specnb.serving.crossover_batch` for ``method`` at ``gamma`` (the largest batch up
-    to ``max_batch`` at which speculation pays at every batch from 1; 0 = not even at batch 1;
-    ``max_batch`` = at every batch searched): from the batch after it, the model predicts no
-    gain. The sentence names the
-    model, GPU, context, acceptance and crossover, and that it is a prediction to confirm by
-    measurement (README, the serving model's assumptions and limits); a context beyond the
-    model's ``max_position_embeddings`` adds :func:`specnb.serving.context_limit_notes`' note
-    (the model cannot serve it; no error, the crossover is still modelled), which
-    :func:`recommend` carries into its reasons.
-
-    Parameters
-    ----------
-    gpu : catalogue GPU name (``specnb.serving.gpu_names()``), case-insensitive, or None
-    model : catalogue model name (``specnb.serving.architecture_names()``), its Hugging Face id,
-        or a config.json path
-    context : int >= 1, tokens per sequence (prompt plus output so far)
-    method : ``"eagle3"``, ``"ngram"``, ``"mtp"`` or ``"draft_model"`` (the draft modelled:
-        an EAGLE-3 / MTP head of one target layer, n-gram lookup, or ``draft_model``)
-    gamma : int >= 1, ``num_speculative_tokens`` (default: :data:`DEFAULT_GAMMA` of method)
-    alpha : float in [0, 1] or None
-        Acceptance rate (Eq. 1); None: the per-position rates of :func:`workload_acceptance`.
-    workload : one of :data:`WORKLOADS` (picks the acceptance when ``alpha`` is None)
-    gpus : int >= 1 or None, tensor-parallel size (None: 1); only with gpu, model and context
-    draft_model : catalogue name, its Hugging Face id or config.json path of the draft (method
-        ``draft_model``)
-    max_batch : int in [1, :data:`specnb.serving.MAX_BATCH_SEARCH`], the batch range searched
-        (default :data:`MODEL_MAX_BATCH`; :func:`recommend` searches up to the peak batch)
-
-    Raises
-    ------
-    ValueError
-        only some of gpu, model and context; gamma, alpha or draft_model without them;
-        draft_model with another method; an unknown GPU or model, or a draft the model
-        cannot take (the message names the parameter and lists the known names); context < 1;
-        gamma < 1; an unknown method; no acceptance to use (no ``alpha`` and no bundled table
-        for the method and workload: pass the measured alpha); gamma beyond the 5 measured
-        positions without ``alpha``.
-    """
-    inputs = _serving_inputs(gpu, model, context, gpus)
-    unused = {k: v for k, v in (("gamma", gamma), ("alpha", alpha), ("draft_model", draft_model))
-              if v is not None}
-    if inputs is None and unused:
-        raise ValueError(f"{', '.join(f'{k}={v!r}' for k, v in unused.items())}: only with gpu, "
-                         "model and context (the fixed rule, from the EAGLE-3 paper's batch "
-                         "tables, takes no acceptance, gamma or draft)")
-    if draft_model is not None and method != "draft_model":
-        raise ValueError(f"draft_model={draft_model!r} is modelled only with "
-                         f"method='draft_model'; got method={method!r}")
-    if inputs is None:
-        return MEASURE_BATCH, ("the EAGLE-3 paper's batch tables: EAGLE below 1x from batch 24 "
-                               "(SGLang, Table 3) and 32 (vLLM, Table 5)")
-    from .. import _check, serving
-
-    _check.choice("method", method, DEFAULT_GAMMA)
-    g, arch, s, n = inputs
-    gamma = DEFAULT_GAMMA[method] if gamma is None else _check.scalar_int("gamma", gamma, lo=1)
-    mb = _check.scalar_int("max_batch", max_batch, lo=1, hi=serving.MAX_BATCH_SEARCH)
-    if method == "draft_model":
-        if draft_model is None:
-            raise ValueError("method draft_model: give draft_model= as a catalogue model name "
-                             f"({', '.join(serving.architecture_names())}) or a config.json path "
-                             "so that the draft's cost can be modelled")
-        spec = _architecture("draft_model", draft_model)
-    else:
-        spec = method
-    try:
-        st = serving.setup(g, arch, spec, gpus=n)
-    except ValueError as exc:  # a draft vocabulary that differs, GPUs that do not divide
-        if not str(exc).startswith("draft "):
-            raise  # the message names gpus
-        raise ValueError(f"draft_model={draft_model!r}: {exc}") from None
-    if alpha is not None:
-        alpha = _check.scalar_real("alpha", alpha, lo=0.0, hi=1.0)
-        acceptance, said = {"alpha": alpha}, f"alpha {alpha:g}"
-    else:
-        found = workload_acceptance(method, workload)
-        if found is None:
-            raise ValueError(f"the crossover needs the acceptance of {method} on {workload} "
-                             "traffic, which no bundled table measures: pass the measured alpha "
-                             "(and c), e.g. from specnb metrics")
-        rates, source = found
-        if gamma > len(rates):
-            raise ValueError(f"gamma {gamma} needs {gamma} per-position acceptance rates; the "
-                             f"bundled table measures {len(rates)}: pass the measured alpha")
-        acceptance = {"acceptance_rates": list(rates[:gamma])}
-        said = (f"per-position acceptance {', '.join(f'{r:.3f}' for r in rates[:gamma])} "
-                f"({source})")
-    cross = serving.crossover_batch(st, s, [gamma], max_batch=mb, **acceptance)
-    where = (f"{method} at gamma {gamma} on {arch.name}, {n}x {g.name}, context {s:,} tokens, "
-             f"{said}")
-    if cross == 0:
-        verdict = "does not pay even at batch 1"
-    elif cross >= mb:
-        verdict = f"pays at every batch up to {mb} (the range searched)"
-    else:
-        verdict = f"pays up to batch {cross} and not from batch {cross + 1}"
-    fits = serving.max_batch_in_memory(st, s)
-    if cross > fits:
-        verdict += (f" (but the KV cache of only {fits:,} sequences of this context fits beside "
-                    "the weights, serving.max_batch_in_memory: beyond that vLLM queues or "
-                    "preempts)")
-    return cross + 1, (f"the step-time model (specnb.serving.crossover_batch: crossover {cross}) "
-                       f"predicts that {where}, {verdict}. A model prediction, not a measurement "
-                       "(static batches of equal contexts; defaults fitted at batch <= 64 on one "
-                       "H100: README, the serving model's assumptions and limits): calibrate it "
-                       "on your own step times (specnb plan --calibrate) and confirm at the "
-                       "peak; the fixed rule, from the EAGLE-3 paper's batch tables, says "
-                       f"{MEASURE_BATCH}"
-                       + "".join(f". Note: {n}" for n in serving.context_limit_notes(st, s)))
-
 
 
 # ----------------------------------------------------------------------------- the rules
@@ -346,61 +188,81 @@ def _pick_method(workload, target_has_mtp, eagle3_drafter, small_draft_model, sp
                                                          if ev["eagle3"] else ""),
                 [Note("eagle3-fastest", e3)], (), ("eagle3",))
     if workload == "copy-heavy":
-        return ("ngram", "start with ngram or suffix",
-                f"output copies the input: prompt lookup {ev['pld']:.2f}x on {task}, its best "
-                "task (no training)",
-                [Note("copy-prompt-lookup",
-                      f"prompt lookup (vLLM's ngram) drafts from the prompt and earlier output: "
-                      f"{ev['pld']:.2f}x on {task} against {ev['pld_others'][0]:.2f}-"
-                      f"{ev['pld_others'][1]:.2f}x on the other tasks, and above a "
-                      f"draft model there ({ev['sps']:.2f}x) (EAGLE-3 Table 1, Vicuna 13B, T=0); "
-                      "suffix decoding also drafts without a model (vLLM docs)")],
-                ("suffix",), ("copy",))
+        return _copy_heavy_pick(ev, task)
     if small_draft_model and spare_memory:
-        t1 = table1()
-        (sps,) = t1[(t1["method"] == "SpS") & (t1["task"] == "mean")]["speedup"]
-        (pld,) = t1[(t1["method"] == "PLD") & (t1["task"] == "mean")]["speedup"]
-        return ("draft_model", "draft_model",
-                f"no training; a draft model {sps:.2f}x against prompt lookup {pld:.2f}x (mean)",
-                [Note("draft-model-no-training",
-                      f"a same-family small model needs no training: SpS (Vicuna-68M draft) "
-                      f"{sps:.2f}x mean against prompt lookup {pld:.2f}x (EAGLE-3 Table 1); "
-                      "vLLM's docs rate draft models 'high gain' at low QPS"),
-                 Note("draft-model-same-vocabulary",
-                      "it must share the target's tokenizer and vocabulary (vLLM raises 'Target "
-                      "and draft model should have the same vocabulary size'; transformers' "
-                      "universal assisted decoding handles different tokenizers); drafts about "
-                      "two orders of magnitude smaller than the target did best (Leviathan et "
-                      "al. section 3.6)")],
-                (), ("draft_model",))
+        return _draft_model_pick()
     if eagle3_drafter is None:
-        alternatives = () if workload == "creative" else ("ngram",)
-        fallback = ("keep it off until n-gram's acceptance is measured (creative text gives "
-                    "it little to copy)" if workload == "creative" else "start with ngram")
-        return ("eagle3", "eagle3 (if a drafter exists)", e3.split(" (")[0]
-                + (f": {ev['eagle3']:.2f}x on {task}" if ev["eagle3"] else ""),
-                [Note("eagle3-fastest", e3),
-                 Note("eagle3-check-drafter", f"check for a published EAGLE-3 drafter for your "
-                      f"target first; without one, {fallback}")], alternatives,
-                ("eagle3_unchecked",))
+        return _unchecked_eagle3_pick(workload, e3, ev, task)
     if workload == "creative" and not measured:
-        return (None, "keep it off",
-                "only n-gram is left, and creative text gives it little to copy: measure its "
-                "acceptance first",
-                [Note("creative-little-to-copy",
-                      "with no MTP layers, no EAGLE-3 drafter and no draft model, only n-gram is "
-                      "left, and it drafts only what the prompt or earlier output contains; no "
-                      "bundled table measures it on creative writing. At low acceptance it buys "
-                      "little for much work: the article's own gamma table, at bigram-level "
-                      "alpha 0.2 and gamma 3, gives 1.25x for 3.21x the operations (Theorems "
-                      "3.8 and 3.11)"),
-                 Note("creative-measure-ngram",
-                      "to try n-gram, measure its acceptance (specnb metrics) and pass alpha and "
-                      "c: it pays only while alpha > c (Corollary 3.9)")], (), ("creative",))
+        return _creative_pick()
     return ("ngram", "ngram", "no draft model or training needed",
             [Note("ngram-needs-nothing", "no MTP layers, no drafter, no spare draft model: "
                   "n-gram needs nothing (the article's summary: otherwise start with n-gram)")],
             (), ("ngram",))
+
+
+def _copy_heavy_pick(ev, task):
+    """Rule ``copy``: prompt lookup (vLLM's ngram), suffix decoding the alternative."""
+    return ("ngram", "start with ngram or suffix",
+            f"output copies the input: prompt lookup {ev['pld']:.2f}x on {task}, its best "
+            "task (no training)",
+            [Note("copy-prompt-lookup",
+                  f"prompt lookup (vLLM's ngram) drafts from the prompt and earlier output: "
+                  f"{ev['pld']:.2f}x on {task} against {ev['pld_others'][0]:.2f}-"
+                  f"{ev['pld_others'][1]:.2f}x on the other tasks, and above a "
+                  f"draft model there ({ev['sps']:.2f}x) (EAGLE-3 Table 1, Vicuna 13B, T=0); "
+                  "suffix decoding also drafts without a model (vLLM docs)")],
+            ("suffix",), ("copy",))
+
+
+def _draft_model_pick():
+    """Rule ``draft_model``: a same-family small model with spare memory."""
+    t1 = table1()
+    (sps,) = t1[(t1["method"] == "SpS") & (t1["task"] == "mean")]["speedup"]
+    (pld,) = t1[(t1["method"] == "PLD") & (t1["task"] == "mean")]["speedup"]
+    return ("draft_model", "draft_model",
+            f"no training; a draft model {sps:.2f}x against prompt lookup {pld:.2f}x (mean)",
+            [Note("draft-model-no-training",
+                  f"a same-family small model needs no training: SpS (Vicuna-68M draft) "
+                  f"{sps:.2f}x mean against prompt lookup {pld:.2f}x (EAGLE-3 Table 1); "
+                  "vLLM's docs rate draft models 'high gain' at low QPS"),
+             Note("draft-model-same-vocabulary",
+                  "it must share the target's tokenizer and vocabulary (vLLM raises 'Target "
+                  "and draft model should have the same vocabulary size'; transformers' "
+                  "universal assisted decoding handles different tokenizers); drafts about "
+                  "two orders of magnitude smaller than the target did best (Leviathan et "
+                  "al. section 3.6)")],
+            (), ("draft_model",))
+
+
+def _unchecked_eagle3_pick(workload, e3, ev, task):
+    """Rule ``eagle3_unchecked``: nobody checked for an EAGLE-3 drafter."""
+    alternatives = () if workload == "creative" else ("ngram",)
+    fallback = ("keep it off until n-gram's acceptance is measured (creative text gives "
+                "it little to copy)" if workload == "creative" else "start with ngram")
+    return ("eagle3", "eagle3 (if a drafter exists)", e3.split(" (")[0]
+            + (f": {ev['eagle3']:.2f}x on {task}" if ev["eagle3"] else ""),
+            [Note("eagle3-fastest", e3),
+             Note("eagle3-check-drafter", f"check for a published EAGLE-3 drafter for your "
+                  f"target first; without one, {fallback}")], alternatives,
+            ("eagle3_unchecked",))
+
+
+def _creative_pick():
+    """Rule ``creative``: only n-gram is left and nothing measured: keep it off."""
+    return (None, "keep it off",
+            "only n-gram is left, and creative text gives it little to copy: measure its "
+            "acceptance first",
+            [Note("creative-little-to-copy",
+                  "with no MTP layers, no EAGLE-3 drafter and no draft model, only n-gram is "
+                  "left, and it drafts only what the prompt or earlier output contains; no "
+                  "bundled table measures it on creative writing. At low acceptance it buys "
+                  "little for much work: the article's own gamma table, at bigram-level "
+                  "alpha 0.2 and gamma 3, gives 1.25x for 3.21x the operations (Theorems "
+                  "3.8 and 3.11)"),
+             Note("creative-measure-ngram",
+                  "to try n-gram, measure its acceptance (specnb metrics) and pass alpha and "
+                  "c: it pays only while alpha > c (Corollary 3.9)")], (), ("creative",))
 
 
 def recommend(*, workload: str = "general", target_has_mtp: bool = False,

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ..vllm import PROMQL
 from .evidence import (EVIDENCE_HALF_WIDTH, MIN_DRAFTS, drafts_unknown_sentence,
                        theorem_sentence, thin_window)
@@ -253,15 +255,19 @@ def best_draft_length(per_position, c: float = TAIL_DRAFT_COST) -> tuple[int, fl
         a rate outside [0, 1] or NaN; c negative or NaN.
     """
     from .. import _check
+    from ..acceptance import speedup_from_tau
+    from ..theory import tau_from_rates
 
     rates = [float(r) for r in _check.real("per_position", list(per_position), lo=0.0, hi=1.0)]
     c = _check.scalar_real("c", c, lo=0.0)
-    best_k, best, tau = 0, 1.0, 1.0
-    for k, r in enumerate(rates, 1):
-        tau += r
-        value = tau / (1 + k * c)
-        if value > best + 1e-12:
-            best_k, best = k, value
+    if not rates:
+        return 0, 1.0
+    ks = np.arange(len(rates) + 1)
+    values = speedup_from_tau(tau_from_rates(rates, ks), ks, c)
+    best_k, best = 0, 1.0
+    for k in range(1, len(rates) + 1):
+        if values[k] > best + 1e-12:
+            best_k, best = k, float(values[k])
     return best_k, best
 
 

@@ -6,8 +6,9 @@ engine, tau > gamma + 1, a rate outside [0, 1], a proposal rate outside (0, 1] o
 draft that proposes for every sequence, a negative --input-len or an --output-len below 1, a
 --gpu-memory-utilization outside (0, 1], a calibration CSV with a missing column or a
 non-positive time, a draft whose vocabulary cannot match the target's, a --draft-config that
-is not the --draft method's head). Only argparse is imported at registration; numpy and
-pandas inside the command.
+is not the --draft method's head; a bench file without the keys a bench calibration needs,
+mixed models in one calibration set). Only argparse and :mod:`specnb.memory` are imported at
+registration; numpy and pandas inside the command.
 """
 
 from __future__ import annotations
@@ -16,11 +17,15 @@ import argparse
 import json
 import sys
 
+from ..memory import DTYPE_BYTES
 from . import error
 
 __all__ = ["register", "run", "plan", "format_plan"]
 
-DTYPE_CHOICES = ("bf16", "fp16", "fp8", "int8", "int4")
+#: Weight dtypes the serving model takes: :data:`specnb.serving.DTYPES`, i.e. the one dtype
+#: table :data:`specnb.memory.DTYPE_BYTES` without fp32 (read from memory so that registration
+#: does not import the serving model and pandas).
+DTYPE_CHOICES = tuple(d for d in DTYPE_BYTES if d != "fp32")
 
 #: Largest --batch: specnb.serving.MAX_BATCH_SEARCH (the schedule and the crossover evaluate
 #: every batch size 1..max; kept here so that registration imports no numpy).
@@ -64,7 +69,7 @@ def register(subparsers) -> argparse.ArgumentParser:
                    help="batch sizes (concurrent sequences per step)")
     p.add_argument("--gamma", type=int, nargs="+", required=True, metavar="G",
                    help="draft lengths (num_speculative_tokens) to compare")
-    acc = p.add_mutually_exclusive_group(required=True)
+    acc = p.add_mutually_exclusive_group()  # one is needed, or --calibrate-bench's tau
     acc.add_argument("--alpha", type=float, metavar="A",
                      help="acceptance rate; tau by Leviathan Eq. 1")
     acc.add_argument("--tau", type=float, nargs="+", metavar="T",
@@ -95,6 +100,7 @@ def register(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--calibrate", metavar="MEASURED.csv",
                    help="fit efficiencies and fixed costs to measured step times (columns "
                         "role, batch_size, context, query_tokens, ms)")
+    _add_bench_flags(p)
     p.add_argument("--json", action="store_true",
                    help="print one JSON object: rows, best, schedule, config (and serve, "
                         "notes, crossover_batch, paying_batches, calibration)")
@@ -124,6 +130,9 @@ def _check_flags(args) -> str | None:
                          ("--gamma", args.gamma)):
         if len(set(values)) != len(values):
             return f"{flag} lists a value twice: {' '.join(map(str, values))}"
+    bad = _check_bench_flags(args)
+    if bad:
+        return bad
     if args.tau is not None and len(args.tau) not in (1, len(args.gamma)):
         return (f"--tau takes one value or one per --gamma ({len(args.gamma)}), got "
                 f"{len(args.tau)}")
@@ -160,9 +169,10 @@ def plan(args) -> dict:
         acceptance["alpha"] = args.alpha
     elif args.tau is not None:
         acceptance["tau"] = args.tau[0] if len(args.tau) == 1 else np.asarray(args.tau)
-    else:
+    elif args.acceptance_rates is not None:
         acceptance["acceptance_rates"] = args.acceptance_rates
-    S.tokens_per_step(args.gamma, **acceptance)  # bad acceptance input fails before fitting
+    if acceptance:  # bad acceptance input fails before fitting
+        S.tokens_per_step(args.gamma, **acceptance)
     calibration = None
     if args.calibrate:
         cal = S.calibrate(st, args.calibrate)
@@ -175,6 +185,9 @@ def plan(args) -> dict:
                        "draft_efficiency": vars(st.draft_efficiency),
                        "notes": [n.message for n in cal.notes],
                        "note_codes": [n.code for n in cal.notes]}
+    bench = None
+    if args.calibrate_bench:
+        st, bench = _calibrate_bench(args, st, acceptance)
     from ..advise import serving_plan
     from ..notes import codes, messages
 
@@ -213,6 +226,7 @@ def plan(args) -> dict:
         "displaced": {str(c): d for c, d in p.displaced.items()},
         "max_num_seqs": p.max_num_seqs,
         "calibration": calibration,
+        "calibration_bench": bench,
         "context_limit_notes": messages(p.context_notes),
         "context_limit_note_codes": codes(p.context_notes),
         "notes": messages(p.notes),
@@ -240,9 +254,11 @@ def format_plan(result: dict) -> str:
     lines += [f"NOTE: {n}" for n in result.get("context_limit_notes", [])]
     if result["calibration"]:
         c = result["calibration"]
-        lines.append(f"calibrated on {c['file']} ({c['rows']} rows): step-time error median "
+        lines.append(f"calibrated on {c['file']} ({c['rows']} row{'s' * (c['rows'] != 1)}): step-time error median "
                      f"{100 * c['median_abs_error']:.1f} %, max {100 * c['max_abs_error']:.1f} %")
         lines += [f"calibration note: {n}" for n in c["notes"]]
+    if result.get("calibration_bench"):
+        lines += _format_bench(result["calibration_bench"])
     rows = pd.DataFrame(result["rows"])
     best = {(b["batch_size"], b["context"]): b for b in result["best"]}
     for s, part in rows.groupby("context", sort=True):
@@ -281,6 +297,106 @@ def format_plan(result: dict) -> str:
     lines += [f"note: {n}" for n, code in zip(result["notes"], result["note_codes"])
               if code not in shown_first]
     return "\n".join(lines)
+
+
+# --------------------------------------------------------------- --calibrate-bench
+def _add_bench_flags(p) -> None:
+    p.add_argument("--calibrate-bench", nargs="+", metavar="RESULT.json",
+                   help="fit the model (target efficiencies, per-verification overhead, cost "
+                        "per verified token) to `vllm bench serve --max-concurrency N "
+                        "--save-result` files, with speculation on and off; prints the fit's "
+                        "error on each file and predicts the --batch values not run; tau and "
+                        "num_speculative_tokens come from the files' spec_decode_* keys (then "
+                        "--alpha/--tau may be left out)")
+    p.add_argument("--label", nargs="+", choices=("on", "off", "auto"), metavar="on|off",
+                   help="one per --calibrate-bench file: whether speculation was on (auto: "
+                        "the file's spec_decode_* keys decide; a file from a vLLM whose "
+                        "bench writes none needs on or off)")
+
+
+def _check_bench_flags(args) -> str | None:
+    files, labels = args.calibrate_bench, args.label
+    if labels is not None and files is None:
+        return "--label applies to --calibrate-bench files; give the files"
+    if files and labels is not None and len(labels) != len(files):
+        return (f"--label takes one value per --calibrate-bench file ({len(files)}), got "
+                f"{len(labels)}")
+    if files and args.calibrate:
+        return "give --calibrate (step times) or --calibrate-bench (bench runs), not both"
+    if args.alpha is None and args.tau is None and args.acceptance_rates is None and not files:
+        return ("give one of --alpha, --tau or --acceptance-rates (or --calibrate-bench files "
+                "run with speculation on, whose tau is used)")
+    return None
+
+
+def _calibrate_bench(args, st, acceptance: dict):
+    """Fit ``st`` to the bench files; fills ``acceptance`` with the runs' tau per --gamma when
+    no acceptance flag was given. Returns (calibrated setup, the JSON-ready summary)."""
+    from .. import serving as S
+    from ..vllm import bench_points
+
+    runs = bench_points(args.calibrate_bench, args.label)
+    one = lambda v: v[0] if v and len(v) == 1 else None  # noqa: E731
+    cal = S.calibrate_bench(st, runs, tau=one(args.tau), gamma=one(args.gamma))
+    if not acceptance:
+        missing = [g for g in args.gamma if g not in cal.tau]
+        if missing:
+            raise ValueError(f"--gamma {' '.join(map(str, missing))}: no bench run with "
+                             "speculation on at that num_speculative_tokens (runs at "
+                             f"{', '.join(map(str, sorted(cal.tau)))}); give --tau or --alpha")
+        acceptance["tau"] = [cal.tau[g] for g in args.gamma]
+    ran = set(cal.runs["concurrency"].astype(int))
+    todo = [b for b in args.batch if b not in ran]
+    pred = cal.predict(todo) if todo else None
+    rep = cal.report
+    clean = lambda recs: [{k: (None if isinstance(v, float) and v != v else v)  # noqa: E731
+                           for k, v in r.items()} for r in recs]
+    return cal.setup, {
+        "files": list(args.calibrate_bench), "fitted": cal.fitted,
+        "context": cal.context, "tau": {str(k): v for k, v in cal.tau.items()},
+        "median_abs_tpot_error": float(rep["tpot_error"].abs().median()),
+        "max_abs_tpot_error": float(rep["tpot_error"].abs().max()),
+        "runs": clean(rep.assign(speculation=rep["speculation"].map({True: "on",
+                                                                      False: "off"}))
+                      .to_dict("records")),
+        "predicted": [] if pred is None else clean(pred.to_dict("records")),
+        "notes": [n.message for n in cal.notes], "note_codes": [n.code for n in cal.notes]}
+
+
+def _format_bench(c: dict) -> list[str]:
+    import pandas as pd
+
+    fitted = ", ".join(f"{k} {v:.3g}" for k, v in c["fitted"].items())
+    lines = [f"calibrated on {len(c['files'])} bench file(s) (mean decode context "
+             f"{c['context']}): {fitted}; TPOT error median "
+             f"{100 * c['median_abs_tpot_error']:.1f} %, max {100 * c['max_abs_tpot_error']:.1f} %"]
+    runs = pd.DataFrame(c["runs"])
+    show = pd.DataFrame({"file": runs["file"], "spec": runs["speculation"],
+                         "conc.": runs["concurrency"],
+                         "gamma": runs["gamma"].map(lambda g: "-" if g is None or pd.isna(g)
+                                                    else f"{g:.0f}"),
+                         "tau": runs["tau"].map(lambda t: "-" if t is None or pd.isna(t)
+                                                else f"{t:.2f}"),
+                         "TPOT ms": runs["tpot_ms"].map("{:.2f}".format),
+                         "model": runs["predicted_tpot_ms"].map("{:.2f}".format),
+                         "error": runs["tpot_error"].map("{:+.1%}".format),
+                         "tok/s": runs["output_throughput"].map("{:.0f}".format),
+                         "model tok/s": runs["predicted_throughput"].map("{:.0f}".format),
+                         "error ": runs["throughput_error"].map("{:+.1%}".format)})
+    lines.append(show.to_string(index=False))
+    lines += [f"calibration note: {n}" for n in c["notes"]]
+    if c["predicted"]:
+        p = pd.DataFrame(c["predicted"])
+        lines += ["", f"predicted at the --batch values not run (context {c['context']}; "
+                      "decode only, no prefill):",
+                  pd.DataFrame({"conc.": p["concurrency"], "gamma": p["gamma"],
+                                "tau": p["tau"].map("{:.2f}".format),
+                                "TPOT off ms": p["tpot_off_ms"].map("{:.2f}".format),
+                                "TPOT on ms": p["tpot_on_ms"].map("{:.2f}".format),
+                                "speedup": p["speedup"].map("{:.2f}".format),
+                                "KV fits": p["fits"].map({True: "yes", False: "no"})})
+                  .to_string(index=False)]
+    return lines
 
 
 def run(args) -> int:

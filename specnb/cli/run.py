@@ -29,6 +29,9 @@ def _cmd_run(args) -> int:
                                 notebook_dir=args.notebooks, cell_timeout=args.cell_timeout)
     except (ValueError, FileNotFoundError) as exc:
         return error("run", str(exc))
+    except OSError as exc:  # e.g. the disk fills up while the report is written
+        where = f" {exc.filename}" if getattr(exc, "filename", None) else ""
+        return error("run", f"cannot write{where}: {exc.strerror or exc}")
     _print_summary(results, args.output)
     return 1 if any(r.status != "ok" for r in results) else 0
 

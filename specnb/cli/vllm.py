@@ -2,7 +2,7 @@
 
 Exit status:
 
-* ``specnb config check JSON|-`` -- 0 when vLLM would accept the config (warnings allowed),
+* ``specnb config check JSON|FILE|-`` -- 0 when vLLM would accept the config (warnings allowed),
   1 when it would reject it, 2 on usage errors (argparse's own, an unreadable file, a bad
   ``--vllm-version``).
 * ``specnb config build METHOD ...`` -- 0 and the rendered config; 1 when vLLM would reject
@@ -40,6 +40,37 @@ def _read_text(arg: str) -> str:
     return _stdin("surrogateescape") if arg == "-" else arg
 
 
+def _looks_like_json(arg: str) -> bool:
+    if arg in ("", "None") or arg.strip()[:1] in ("{", "[", '"'):
+        return True
+    try:
+        json.loads(arg)
+    except (ValueError, RecursionError):
+        return False
+    return True
+
+
+def _config_text(arg: str) -> tuple[str, str]:
+    """(text, location label) of ``config check``'s argument: stdin for ``-``; the file's text
+    when the argument is not JSON and names a file; else the argument itself. Raises
+    ValueError (a usage error) for a folder, or a path-like argument naming no file."""
+    import os
+
+    if arg == "-":
+        return _read_text(arg), "<stdin>"
+    if not _looks_like_json(arg):
+        if os.path.isdir(arg):
+            raise ValueError(f"{arg!r} is a folder; give the config file in it, the JSON "
+                             "text, or - with < FILE")
+        if os.path.exists(arg):
+            with open(arg, "rb") as fh:
+                return fh.read().decode("utf-8", "surrogateescape"), arg
+        if arg.lower().endswith((".json", ".yaml", ".yml")) or "/" in arg or os.sep in arg:
+            raise ValueError(f"{arg!r} looks like a file name, but there is no such file; "
+                             "pass the file's text, or use - with < FILE")
+    return arg, "<argument>"
+
+
 def _tolerance(text: str) -> float:
     try:
         value = float(text)
@@ -53,19 +84,27 @@ def _tolerance(text: str) -> float:
 def _cmd_check(args) -> int:
     from ..vllm import check_speculative_config
 
-    text = _read_text(args.config)
+    try:
+        text, source = _config_text(args.config)
+    except OSError as exc:
+        return _err("config check", f"cannot read {exc.filename}: {exc.strerror}", 2)
+    except ValueError as exc:
+        return _err("config check", str(exc), 2)
     try:
         result = check_speculative_config(text, vllm_version=args.vllm_version,
-                                          draft_config=args.draft_config)
+                                          draft_config=args.draft_config,
+                                          target_config=args.target_config,
+                                          tensor_parallel_size=args.tensor_parallel_size,
+                                          max_model_len=args.max_model_len)
     except OSError as exc:
         return _err("config check", f"cannot read {exc.filename}: {exc.strerror}", 2)
     except ValueError as exc:
         return _err("config check", str(exc), 2)
     if args.json:
-        print(json.dumps({"accepted": result.accepted,
+        print(json.dumps({"accepted": result.accepted, "source": source,
                           "findings": [f.__dict__ for f in result.findings]}, indent=2))
     else:
-        print(_printable(str(result)))
+        print(_printable(result.format(source)))
     return 0 if result.accepted else 1
 
 
@@ -225,12 +264,21 @@ def register(sub) -> None:
                         description="Print the findings; exit 0 if vLLM would accept the "
                                     "config (warnings allowed), 1 if it would reject it, 2 on "
                                     "usage errors.")
-    c.add_argument("config", help="the JSON value as vLLM receives it, or - to read stdin")
+    c.add_argument("config", help="the JSON value as vLLM receives it, a file holding it, or "
+                                  "- to read stdin")
     c.add_argument("--vllm-version", metavar="X.Y.Z",
                    help="the server's vLLM version (default: current vLLM)")
     c.add_argument("--draft-config", metavar="PATH",
                    help="the draft checkpoint's local config.json (or its folder): checks the "
                         "method against its architectures / model_type")
+    c.add_argument("--target-config", metavar="PATH",
+                   help="the served model's local config.json (or its folder): checks the "
+                        "draft's max_model_len, vocabulary, TP and checkpoint kind against it")
+    c.add_argument("--tensor-parallel-size", metavar="N", type=positive_int,
+                   help="the server's --tensor-parallel-size (judges draft_tensor_parallel_size)")
+    c.add_argument("--max-model-len", metavar="N", type=positive_int,
+                   help="the server's --max-model-len (default: the target's "
+                        "max_position_embeddings)")
     c.add_argument("--json", action="store_true", help="print the findings as JSON")
     c.set_defaults(func=_cmd_check)
 
@@ -264,7 +312,8 @@ def register(sub) -> None:
                                    "and the implied alpha. Exit status: 0 printed, 1 no usable "
                                    "data (not UTF-8, not a scrape or log, inconsistent counts, a "
                                    "-k the counts contradict), 2 usage error (a file that cannot "
-                                   "be read, - twice, a bad option).")
+                                   "be read, - twice, a bad option, a -k above the input's "
+                                   "per-position series: vLLM exports one per position).")
     m.add_argument("files", nargs="+", metavar="FILE",
                    help="scrape, or BEFORE AFTER scrapes, or a log file, or a spec_decode.py "
                         "printout; - for stdin")

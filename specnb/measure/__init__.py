@@ -24,7 +24,7 @@ arXiv 2211.17192 v2; transformers 5.x assisted decoding, checked on 5.24.0):
 3. **Prediction beside measurement.** tau and speedup from alpha by Eq. 1 and Theorem 3.8 with a
    measured c (median single-token forward time with a KV cache, draft over target), and from
    the per-position beta sequences without the i.i.d. assumption; plus a timing model fitted
-   to the runs (:func:`specnb.acceptance.fit_timing_models`).
+   to the runs (:func:`specnb.timing.fit_timing_models`).
 4. **Losslessness.** Every greedy assisted and prompt-lookup output is compared token by token
    with plain greedy output.
 5. **Leave one gamma out.** ``speedup_predicted_loo``: the timing model fitted without a

@@ -14,7 +14,7 @@ import pandas as pd
 import torch
 import transformers
 
-from .. import _check, _json, theory
+from .. import _check, _json, theory, timing
 from .. import acceptance as acc
 from .generate import _seed_for, forward_time, run_generate
 from .load import _as_list, _load_models, _run_settings, model_contexts
@@ -43,7 +43,7 @@ class Measurement:
       running a gamma; NaN with a single gamma), c, lossless.
     * ``pld``: (gamma, temperature, task incl. ``"all"``): tau, speedup, lossless.
     * ``timing``: (draft): the timing model fitted jointly to all drafts' runs
-      (:func:`specnb.acceptance.fit_timing_models`: t_call, t_target and t_round shared, t_draft
+      (:func:`specnb.timing.fit_timing_models`: t_call, t_target and t_round shared, t_draft
       per draft, all >= 0, in s), c_fit, r2, ``warnings`` (what the runs could not identify,
       "" when nothing); and the directly timed forwards t_target_forward, t_draft_forward, c.
     * ``config``: the arguments, model paths, device, dtype and library versions.
@@ -181,13 +181,13 @@ def _progress(total: int, show: bool):
 
 
 def _fit_timing(runs, is_assisted):
-    """:func:`specnb.acceptance.fit_timing_models` on plain and assisted ``runs`` (draft
+    """:func:`specnb.timing.fit_timing_models` on plain and assisted ``runs`` (draft
     forwards, rounds and draft name count for the assisted ones only)."""
-    return acc.fit_timing_models(runs["wall_s"], runs["target_forwards"],
-                                 np.where(is_assisted, runs["draft_forwards"], 0),
-                                 np.where(is_assisted, runs["rounds"], 0),
-                                 drafts=np.where(is_assisted,
-                                                 runs["draft"].fillna("").astype(str), ""))
+    return timing.fit_timing_models(runs["wall_s"], runs["target_forwards"],
+                                    np.where(is_assisted, runs["draft_forwards"], 0),
+                                    np.where(is_assisted, runs["rounds"], 0),
+                                    drafts=np.where(is_assisted,
+                                                    runs["draft"].fillna("").astype(str), ""))
 
 
 def _plain_rate(model, runs, t):

@@ -59,7 +59,10 @@ calibrate
     :func:`read_measurements` (CSV ``role, batch_size, context, query_tokens, ms``);
     :func:`calibrate` -> :class:`Calibration` (``.setup``, ``.report``, ``.notes``);
     :func:`predict_measurements`; :data:`MEASURED_COLUMNS`, :data:`OVERLAP_GRID`,
-    :data:`FIT_EFFICIENCY_RANGE`.
+    :data:`FIT_EFFICIENCY_RANGE`; ``vllm bench serve`` runs (:data:`BENCH_COLUMNS`, read by
+    :func:`specnb.vllm.bench_points`): :func:`calibrate_bench` -> :class:`BenchCalibration`
+    (``.report``, ``.predict(concurrencies)``), :func:`predict_bench`, :data:`BENCH_FIT`;
+    :func:`published_bench_results` (published sweeps as bench results, :data:`PUBLISHED_SWEEPS`).
 reference (``data/magicdec_steps.csv``, EAGLE-3 Tables 3 and 5)
     :data:`MAGICDEC_TABLES`, :data:`MAGICDEC_SNAPKV_BUDGET`, :func:`magicdec_table`,
     :func:`magicdec_setup`, :func:`table_measurements`, :func:`predict_table`,
@@ -71,8 +74,10 @@ Scalars give Python floats; arrays broadcast with numpy's rules.
 
 from __future__ import annotations
 
-from .calibrate import (FIT_EFFICIENCY_RANGE, MEASURED_COLUMNS, OVERLAP_GRID, Calibration,
-                        calibrate, predict_measurements, read_measurements)
+from .calibrate import (BENCH_COLUMNS, BENCH_FIT, FIT_EFFICIENCY_RANGE, MEASURED_COLUMNS,
+                        OVERLAP_GRID, PUBLISHED_SWEEPS, BenchCalibration, Calibration,
+                        calibrate, calibrate_bench, predict_bench, predict_measurements,
+                        published_bench_results, read_measurements)
 from .catalogue import (DTYPES, GPU, Architecture, architecture, architecture_names, gpu,
                         gpu_names, model_id, published_active_params, resolve_architecture,
                         ridge_point)
@@ -118,4 +123,6 @@ __all__ = [
     "prefill_ms", "end_to_end_speedup", "PARTIAL_PROPOSAL_METHODS",
     "DEFAULT_GPU_MEMORY_UTILIZATION", "published_active_params", "PROPOSAL_RATE_HELP",
     "proposal_rate_from_counters",
+    "BENCH_COLUMNS", "BENCH_FIT", "BenchCalibration", "calibrate_bench", "predict_bench",
+    "PUBLISHED_SWEEPS", "published_bench_results",
 ]

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import _check, hf_config
-from ..memory import DTYPE_BYTES
+from ..memory import DTYPE_BYTES, kv_cache_bytes_per_token
 from . import moe as _moe
 from .moe import MLA, MoE
 
@@ -214,6 +214,8 @@ class Architecture:
         (Llama-3.1-8B in bf16: 131,072 B = 128 KiB, reference section 6.2); MLA:
         layers x (kv_lora_rank + qk_rope_head_dim) x bytes (DeepSeek-V3: 70,272 B)."""
         _check.choice("dtype", dtype, DTYPES)
+        if self.mla is None:  # the one GQA formula: specnb.memory
+            return kv_cache_bytes_per_token(self.n_layers, self.n_kv_heads, self.head_dim, dtype)
         return _moe.kv_bytes_per_token(self, DTYPES[dtype])
 
     def weight_bytes(self, dtype: str = "bf16") -> float:

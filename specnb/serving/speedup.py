@@ -213,7 +213,7 @@ def tokens_per_step(gamma, *, alpha=None, tau=None, acceptance_rates=None):
     * ``acceptance_rates``: vLLM's per-position acceptance rates r_1, r_2, ... (accepted at
       position i / drafts; non-increasing, in [0, 1]); tau(gamma) = 1 + r_1 + ... + r_gamma,
       the survival form of SpecDecode-Bench and vLLM's dynamic-SD manager (reference 4.2 and
-      5.3). Needs at least max(gamma) rates.
+      5.3), :func:`specnb.theory.tau_from_rates`. Needs at least max(gamma) rates.
 
     Raises
     ------
@@ -240,25 +240,7 @@ def tokens_per_step(gamma, *, alpha=None, tau=None, acceptance_rates=None):
             raise ValueError(f"tau must be in [1, gamma + 1] = [1, {int(gg.ravel()[i]) + 1}] "
                              f"for gamma = {int(gg.ravel()[i])}, got {float(t.ravel()[i])!r}")
         return _check.out(t.astype(float))
-    rates = acceptance_rates
-    if np.ndim(rates) != 1 or isinstance(rates, (str, bytes)):
-        raise TypeError("acceptance_rates must be a 1-D sequence of numbers (one per draft "
-                        "position)")
-    r = _check.real("acceptance_rates", list(rates), lo=0.0, hi=1.0)
-    if r.size == 0:
-        raise ValueError("acceptance_rates must hold at least one rate")
-    up = np.flatnonzero(np.diff(r) > 0)
-    if up.size:
-        i = int(up[0])
-        raise ValueError(f"acceptance_rates must not increase with the position (vLLM's "
-                         f"per-position rates count drafts accepted at position i, which "
-                         f"cannot exceed those at i - 1), got {r[i]:g} then {r[i + 1]:g} at "
-                         f"positions {i + 1} and {i + 2}")
-    if g.max(initial=0) > r.size:
-        raise ValueError(f"gamma {int(g.max())} needs {int(g.max())} acceptance rates, got "
-                         f"{r.size}")
-    cum = np.concatenate([[1.0], 1.0 + np.cumsum(r)])
-    return _check.out(cum[g])
+    return theory.tau_from_rates(acceptance_rates, g, non_increasing=True)
 
 
 def speedup(st: Setup, batch_size, context, gamma, *, alpha=None, tau=None,

@@ -19,12 +19,15 @@ Read
     :class:`Reading`; :func:`read_metrics`, :func:`metrics_delta`, :func:`log_counts`,
     :func:`acceptance_stats` -> :class:`SpecDecodeCounts`, :class:`AcceptanceStats`;
     :data:`PROMQL`; :func:`read_bench`, :func:`bench_summary`, :func:`bench_rows`,
-    :func:`bench_value`, :data:`SPEC_KEYS`, :data:`COMPARABLE`
+    :func:`bench_value`, :data:`SPEC_KEYS`, :data:`COMPARABLE`; :func:`bench_point` /
+    :func:`bench_points` (a run's numbers for ``specnb.serving.calibrate_bench``),
+    :data:`POINT_KEYS`
 Samples
     :func:`sample_path`, :func:`sample_names` -- the bundled, labelled inputs in ``data/samples/``.
 
 The modules (one job each): ``_schema`` (vLLM's schema transcribed), ``_rules`` (vLLM's rules
-as findings), ``syntax`` (JSON diagnosis), ``schedule``, ``check``, ``findings``, ``config``
+as findings; its key, value and method rules in ``_rules_keys``, ``_rules_typed``,
+``_rules_method``, the checks against the target in ``_rules_target``), ``syntax`` (JSON diagnosis), ``schedule``, ``check``, ``findings``, ``config``
 (the builder), ``render``, ``metrics`` (Prometheus counters), ``logs`` (log lines and the
 offline printout), ``read`` (one entry point), ``bench``. Rules and names come from vLLM's
 source at named commits; nothing here imports vLLM or needs a GPU or network.
@@ -35,7 +38,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from ._schema import BUILD_METHODS, DEFAULT_GAMMA, METHODS, NGRAM_OPTIONS
-from .bench import COMPARABLE, SPEC_KEYS, bench_rows, bench_summary, bench_value, read_bench
+from .bench import (COMPARABLE, POINT_KEYS, SPEC_KEYS, bench_point, bench_points, bench_rows,
+                    bench_summary, bench_value, per_position_rates, read_bench,
+                    read_bench_results)
 from .check import check_speculative_config, parse_speculative_config, suggest_fix
 from .config import speculative_config
 from .findings import ConfigCheck, Finding
@@ -48,6 +53,7 @@ from .schedule import describe_schedule, schedule_lookup, validate_schedule
 from .syntax import ConfigSyntaxError
 
 __all__ = [
+    "read_bench_results", "per_position_rates",
     "METHODS", "BUILD_METHODS", "DEFAULT_GAMMA", "NGRAM_OPTIONS",
     "speculative_config", "serve_command", "yaml_config", "python_snippet",
     "check_speculative_config", "parse_speculative_config", "suggest_fix",
@@ -56,6 +62,7 @@ __all__ = [
     "read_acceptance", "Reading", "UsageError", "read_metrics", "metrics_delta", "log_counts",
     "acceptance_stats", "SpecDecodeCounts", "AcceptanceStats", "PROMQL",
     "read_bench", "bench_summary", "bench_rows", "bench_value", "SPEC_KEYS", "COMPARABLE",
+    "bench_point", "bench_points", "POINT_KEYS",
     "sample_path", "sample_names",
 ]
 

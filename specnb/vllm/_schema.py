@@ -205,3 +205,8 @@ SUFFIX_DEFAULT_TOKENS = 24
 DEFAULT_GAMMA = {"mtp": 1, "eagle3": 3, "ngram": 4, "draft_model": 5}
 #: ``speculative_config`` options for ngram drafting: vLLM's docs example.
 NGRAM_OPTIONS = {"prompt_lookup_min": 2, "prompt_lookup_max": 5}
+#: Above this ``num_speculative_tokens`` the checker warns (``num-speculative-tokens-huge``):
+#: vLLM accepts any integer > 0 (``Field(gt=0)``), but its docs use 1 to 32 (suffix: 32) and
+#: 1024 is the context of the smallest models served (GPT-2's n_positions), so a draft this
+#: long is surely a typo. With a draft config.json, its max_position_embeddings is the bound.
+MAX_SENSIBLE_GAMMA = 1024

@@ -20,13 +20,3 @@ def _json_values(value, where: str) -> None:
                         f"dict), got {type(value).__module__}.{type(value).__name__} "
                         f"{value!r}{hint}")
 
-
-def _plain(value):
-    """numpy scalars -> the equal Python number (exact); lists, tuples and dicts recursively."""
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if type(value).__module__ == "numpy" and getattr(value, "shape", None) == ():
-        return value.item()
-    return value

@@ -23,12 +23,19 @@ from pathlib import Path
 
 from .. import _check
 
-__all__ = ["SPEC_KEYS", "COMPARABLE", "read_bench", "bench_summary", "bench_value", "bench_rows"]
+__all__ = ["SPEC_KEYS", "COMPARABLE", "read_bench", "read_bench_results", "bench_summary",
+           "bench_value", "bench_rows", "per_position_rates", "POINT_KEYS", "bench_point",
+           "bench_points"]
 
 LATENCY_METRICS = ("ttft", "tpot", "itl", "e2el")
 THROUGHPUTS = (("output_throughput", "output throughput", "tok/s"),
                ("total_token_throughput", "total token throughput", "tok/s"),
-               ("request_throughput", "request throughput", "req/s"))
+               ("request_throughput", "request throughput", "req/s"),
+               # written when --goodput is given (null otherwise)
+               ("request_goodput", "request goodput", "req/s"),
+               # peaks over 1-second buckets (vllm/benchmarks/serve.py, 0.33.0)
+               ("max_output_tokens_per_s", "peak output throughput", "tok/s"),
+               ("max_concurrent_requests", "peak concurrent requests", "req"))
 SPEC_KEYS = ("spec_decode_acceptance_rate", "spec_decode_acceptance_length",
              "spec_decode_num_drafts", "spec_decode_draft_tokens",
              "spec_decode_accepted_tokens", "spec_decode_per_position_acceptance_rates")
@@ -59,8 +66,55 @@ def _check_values(data: dict, where: str) -> None:
                          f"of fractions in [0, 1], got {rates!r}")
 
 
+def _objects(text: str, where: str) -> list:
+    """The JSON values in ``text``: one, or several written one a line by
+    ``vllm bench serve --append-result`` (a newline between objects, none at the end)."""
+    dec = json.JSONDecoder()
+    out, i, n = [], 0, len(text)
+    while True:
+        while i < n and text[i].isspace():
+            i += 1
+        if i >= n:
+            return out
+        try:
+            obj, i = dec.raw_decode(text, i)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{where}: not JSON ({exc.msg} at line {exc.lineno} column "
+                             f"{exc.colno})") from None
+        out.append(obj)
+
+
+def read_bench_results(path) -> list[dict]:
+    """Every result in a ``vllm bench serve`` file: one for ``--save-result``, one per run for
+    ``--append-result`` (runs appended, one JSON object a line), oldest first.
+
+    Raises
+    ------
+    OSError, ValueError
+        as :func:`read_bench` (each result is checked the same way).
+    """
+    where = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise _check.utf8_error(where, exc, "is it a `vllm bench serve --save-result` JSON "
+                                "file?") from None
+    try:
+        objs = _objects(text, where)
+    except RecursionError:
+        raise ValueError(f"{where}: JSON nested too deeply to read") from None
+    if not objs:
+        raise ValueError(f"{where}: empty; is this a `vllm bench serve --save-result` file?")
+    suffix = len(objs) > 1
+    return [_validated(o, f"{where} (result {i + 1} of {len(objs)})" if suffix else where)
+            for i, o in enumerate(objs)]
+
+
 def read_bench(path_or_dict) -> dict:
     """Load one ``vllm bench serve --save-result`` JSON file (or take its dict).
+
+    A file written with ``--append-result`` holds one result a line: the last (newest) one is
+    returned (:func:`read_bench_results` gives them all).
 
     Parameters
     ----------
@@ -82,20 +136,14 @@ def read_bench(path_or_dict) -> dict:
     if isinstance(path_or_dict, dict):
         data, where = path_or_dict, "the dict"
     elif isinstance(path_or_dict, (str, Path)):
-        where = str(path_or_dict)
-        try:
-            data = json.loads(Path(path_or_dict).read_text(encoding="utf-8"))
-        except UnicodeDecodeError as exc:
-            raise _check.utf8_error(where, exc, "is it a `vllm bench serve --save-result` JSON "
-                                    "file?") from None
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{where}: not JSON ({exc.msg} at line {exc.lineno} column "
-                             f"{exc.colno})") from None
-        except RecursionError:
-            raise ValueError(f"{where}: JSON nested too deeply to read") from None
+        return read_bench_results(path_or_dict)[-1]
     else:
         raise TypeError("path_or_dict must be a path or a dict, got "
                         f"{type(path_or_dict).__name__}")
+    return _validated(data, where)
+
+
+def _validated(data, where: str) -> dict:
     if not isinstance(data, dict):
         raise ValueError(f"{where}: a bench result is a JSON object, got {type(data).__name__}")
     _check_values(data, where)
@@ -120,7 +168,7 @@ def bench_rows(on: dict, off: dict) -> list[tuple]:
     for m in LATENCY_METRICS:
         pct = sorted({float(hit.group(1)) for d in (on, off) for k in d
                       if (hit := _PCT.match(k)) and hit.group(2) == m})
-        stats = [("mean", f"mean_{m}_ms"), ("median", f"median_{m}_ms")]
+        stats = [("mean", f"mean_{m}_ms"), ("median", f"median_{m}_ms"), ("std", f"std_{m}_ms")]
         stats += [(f"p{p:g}", f"p{p:g}_{m}_ms") for p in pct]
         for stat, key in stats:
             if key in on or key in off:
@@ -131,6 +179,13 @@ def bench_rows(on: dict, off: dict) -> list[tuple]:
     if "duration" in on or "duration" in off:
         rows.append(("duration", "", "s", bench_value(off, "duration"), bench_value(on, "duration"), "lower"))
     return rows
+
+
+def per_position_rates(d: dict) -> list[float]:
+    """``spec_decode_per_position_acceptance_rates`` (fractions; vLLM's bench prints them as
+    percentages), or [] when the run has no spec-decode section."""
+    rates = d.get("spec_decode_per_position_acceptance_rates")
+    return [float(r) for r in rates] if isinstance(rates, list) else []
 
 
 def bench_summary(path_or_dict):
@@ -149,3 +204,98 @@ def bench_summary(path_or_dict):
     run = read_bench(path_or_dict)
     rows = [(metric, stat, unit, value) for metric, stat, unit, _, value, _ in bench_rows(run, {})]
     return pd.DataFrame(rows, columns=["metric", "stat", "unit", "value"])
+
+
+#: Keys :func:`bench_point` needs in every run (what they give).
+POINT_KEYS = {"max_concurrency": "the batch size (run with --max-concurrency N)",
+              "completed": "requests finished",
+              "total_input_tokens": "input tokens (the context)",
+              "total_output_tokens": "output tokens (the context, the throughput)",
+              "mean_tpot_ms": "time per output token",
+              "mean_ttft_ms": "time to first token (the throughput's prefill share)",
+              "output_throughput": "output tokens per second"}
+
+
+def bench_point(path_or_dict, label: str | None = None) -> dict:
+    """One ``vllm bench serve --save-result`` run as the numbers a bench calibration needs
+    (:func:`specnb.serving.calibrate_bench`'s columns): ``file``, ``model_id``,
+    ``speculation``, ``concurrency`` (``max_concurrency``), ``input_len`` and ``output_len``
+    (total tokens / ``completed``), ``tpot_ms`` (``mean_tpot_ms``), ``ttft_ms``,
+    ``output_throughput``, ``tau`` (``spec_decode_acceptance_length``: 1 + accepted /
+    drafts, per draft as vLLM counts it) and ``gamma`` (num_speculative_tokens: the length of
+    ``spec_decode_per_position_acceptance_rates``, else ``spec_decode_draft_tokens /
+    spec_decode_num_drafts`` when whole); NaN where the file has no spec-decode keys.
+
+    Speculation is on when the file has spec-decode keys with drafts (vLLM writes them only
+    when its server exposes the counters and drafts were made), off when it has none;
+    ``label`` (``"on"`` / ``"off"``) says it for a file whose keys cannot (an older vLLM,
+    whose bench writes no spec-decode keys).
+
+    Raises
+    ------
+    ValueError
+        as :func:`read_bench`; a key of :data:`POINT_KEYS` missing or null (named, with what
+        it is for); ``completed`` 0; a label other than on / off; label ``off`` on a file
+        whose counters show drafts.
+    """
+    d = read_bench(path_or_dict)
+    where = str(path_or_dict) if not isinstance(path_or_dict, dict) else d.get("label") or "run"
+    if label is not None and label not in ("on", "off"):
+        raise ValueError(f"{where}: label must be 'on' or 'off', got {label!r}")
+    missing = [k for k in POINT_KEYS if d.get(k) is None]
+    if missing:
+        raise ValueError(f"{where}: no {', '.join(missing)} (" + "; ".join(
+            f"{k}: {POINT_KEYS[k]}" for k in missing) + "); a bench calibration needs "
+            "`vllm bench serve --max-concurrency N --save-result` files")
+    conc = d["max_concurrency"]
+    if isinstance(conc, bool) or not isinstance(conc, int) or conc < 1:
+        raise ValueError(f"{where}: max_concurrency must be an integer >= 1, got {conc!r}")
+    if not d["completed"]:
+        raise ValueError(f"{where}: completed is 0: no request finished")
+    drafts = bench_value(d, "spec_decode_num_drafts")
+    tau = bench_value(d, "spec_decode_acceptance_length")
+    has_spec = (drafts > 0) if not math.isnan(drafts) else (tau >= 1)
+    if label == "off" and has_spec:
+        raise ValueError(f"{where}: labelled off, but its spec-decode counters show "
+                         f"{int(drafts) if not math.isnan(drafts) else 'some'} drafts "
+                         "(speculation was on)")
+    on = has_spec if label is None else label == "on"
+    gamma = math.nan
+    rates = d.get("spec_decode_per_position_acceptance_rates")
+    if on and rates:
+        gamma = float(len(rates))
+    elif on and drafts > 0:
+        k = bench_value(d, "spec_decode_draft_tokens") / drafts
+        gamma = float(round(k)) if abs(k - round(k)) < 1e-9 else math.nan
+    n = float(d["completed"])
+    return {"file": where, "model_id": d.get("model_id"), "speculation": bool(on),
+            "concurrency": conc, "input_len": d["total_input_tokens"] / n,
+            "output_len": d["total_output_tokens"] / n, "tpot_ms": float(d["mean_tpot_ms"]),
+            "ttft_ms": float(d["mean_ttft_ms"]),
+            "output_throughput": float(d["output_throughput"]),
+            "tau": tau if on and tau >= 1 else math.nan, "gamma": gamma}
+
+
+def bench_points(files, labels=None):
+    """:func:`bench_point` of each file as a DataFrame (one row per file), ready for
+    :func:`specnb.serving.calibrate_bench`. ``labels``: None, or one of ``"on"``, ``"off"``,
+    ``"auto"`` (the file's keys decide) per file.
+
+    Raises
+    ------
+    ValueError
+        as :func:`bench_point`; no files; a number of labels other than the number of files.
+    OSError
+        a file that cannot be read.
+    """
+    import pandas as pd
+
+    files = list(files)
+    if not files:
+        raise ValueError("give at least one bench file")
+    labels = [None] * len(files) if labels is None else list(labels)
+    if len(labels) != len(files):
+        raise ValueError(f"give one label per bench file: {len(files)} file(s), "
+                         f"{len(labels)} label(s)")
+    return pd.DataFrame([bench_point(f, None if lab in (None, "auto") else lab)
+                         for f, lab in zip(files, labels)])

@@ -18,12 +18,17 @@ import json
 import re
 
 from . import _schema as S
-from ._rules import _Checker, _era, _parse_version
+from ._rules import _Checker, _era, _parse_version, target_checks
+from ._versions import profile_for
 from ._values import _json_values
 from .findings import ConfigCheck, Finding
 from .syntax import ConfigSyntaxError, linecol, loads, mask_strings, syntax_error, too_deep
 
 __all__ = ["parse_speculative_config", "check_speculative_config", "suggest_fix"]
+
+
+#: JSON's names for the types :func:`json.loads` returns (RFC 8259, section 3).
+_JSON_TYPE = {int: "number", float: "number", str: "string", list: "array", bool: "boolean"}
 
 
 def suggest_fix(config) -> dict | None:
@@ -76,9 +81,11 @@ def suggest_fix(config) -> dict | None:
     return None
 
 
-def _draft_config(draft_config):
-    """``draft_config`` as a dict (read from a local config.json by
-    :func:`specnb.hf_config.read_config` when a path is given)."""
+def _draft_config(draft_config, label="draft_config",
+                  hint="no config.json there: give the draft checkpoint's local config.json or "
+                       "its folder"):
+    """``draft_config`` (or ``target_config``: ``label``) as a dict (read from a local
+    config.json by :func:`specnb.hf_config.read_config` when a path is given)."""
     if draft_config is None or isinstance(draft_config, dict):
         return draft_config
     from pathlib import Path
@@ -86,12 +93,10 @@ def _draft_config(draft_config):
     from ..hf_config import read_config
 
     if not isinstance(draft_config, (str, Path)):
-        raise TypeError("draft_config must be a dict (config.json), a path or None, got "
+        raise TypeError(f"{label} must be a dict (config.json), a path or None, got "
                         f"{type(draft_config).__name__}")
     try:
-        return read_config(draft_config, label="draft_config",
-                           hint="no config.json there: give the draft checkpoint's local "
-                                "config.json or its folder")[0]
+        return read_config(draft_config, label=label, hint=hint)[0]
     except FileNotFoundError as exc:  # the checker's bad input is a ValueError
         raise ValueError(str(exc)) from None
 
@@ -172,7 +177,9 @@ def parse_speculative_config(text: str):
                                 "e.g. 4)") from None
 
 
-def check_speculative_config(text_or_dict, vllm_version=None, draft_config=None) -> ConfigCheck:
+def check_speculative_config(text_or_dict, vllm_version=None, draft_config=None,
+                             target_config=None, tensor_parallel_size=None,
+                             max_model_len=None) -> ConfigCheck:
     """Check a ``--speculative-config`` value against vLLM's own rules.
 
     Follows ``SpeculativeConfig`` @ 002e77c1 (``vllm/config/speculative.py``): field types and
@@ -203,7 +210,18 @@ def check_speculative_config(text_or_dict, vllm_version=None, draft_config=None)
     draft_config : dict, str, Path or None
         The draft checkpoint's ``config.json``: its parsed dict, or a local path to the file or
         to the checkpoint folder holding it (nothing is downloaded). None: judge by the path
-        in ``model`` only.
+        in ``model`` only; when ``target_config`` is given and ``model`` is a local folder
+        with a config.json, that one is read.
+    target_config : dict, str, Path or None
+        The served (target) model's ``config.json`` (dict, file or folder). With it the
+        checks vLLM makes against the target run too (:func:`specnb.vllm._rules.target_checks`):
+        the draft's ``max_model_len`` against the target's and the draft's context, the
+        vocabulary sizes for ``draft_model``, a local ``model`` path that does not exist, and
+        ``draft_tensor_parallel_size`` against ``tensor_parallel_size``.
+    tensor_parallel_size : int >= 1 or None
+        The server's ``--tensor-parallel-size`` (vLLM's default is 1 when a target is given).
+    max_model_len : int >= 1 or None
+        The server's ``--max-model-len``; None: the target's ``max_position_embeddings``.
 
     Returns
     -------
@@ -225,6 +243,13 @@ def check_speculative_config(text_or_dict, vllm_version=None, draft_config=None)
         ``draft_config`` names a file that cannot be read.
     """
     draft = _draft_config(draft_config)
+    target = _draft_config(target_config, "target_config",
+                           "give the served model's local config.json or its folder")
+    for name, value in (("tensor_parallel_size", tensor_parallel_size),
+                        ("max_model_len", max_model_len)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                  or value < 1):
+            raise ValueError(f"{name} must be an integer >= 1 or None, got {value!r}")
     vt = _parse_version(vllm_version)
     era = _era(vt)
     version = vllm_version.strip() if vllm_version is not None else None
@@ -265,7 +290,10 @@ def check_speculative_config(text_or_dict, vllm_version=None, draft_config=None)
                 fix = f"use {json.dumps(inner)}"
                 code = "json-string-of-json"
             else:
-                msg = f"the value must be a JSON object {{...}}, got a {type(cfg).__name__}"
+                shown = json.dumps(cfg)
+                shown = shown if len(shown) <= 40 else shown[:37] + "..."
+                msg = (f"the value must be a JSON object {{...}}, got a JSON "
+                       f"{_JSON_TYPE.get(type(cfg), type(cfg).__name__)}: {shown}")
                 fix = "write e.g. {\"method\": \"ngram\", \"num_speculative_tokens\": 4}"
                 code = "not-an-object"
             return ConfigCheck((Finding("error", None, msg, fix, 1, 1, code=code),), None,
@@ -273,6 +301,9 @@ def check_speculative_config(text_or_dict, vllm_version=None, draft_config=None)
     else:
         raise TypeError("text_or_dict must be JSON text (str) or a dict, got "
                         f"{type(text_or_dict).__name__}")
-    checker = _Checker(text, era, version, draft)
+    prof = profile_for(version) if era in ("strict", "current") else None
+    checker = _Checker(text, era, version, draft, profile=prof)
     checker.run(cfg)
+    if target is not None or tensor_parallel_size is not None or max_model_len is not None:
+        target_checks(checker, cfg, target, tensor_parallel_size, max_model_len)
     return ConfigCheck(tuple(checker.out), dict(cfg), version)

@@ -10,8 +10,9 @@ from __future__ import annotations
 import difflib
 import json
 
+from .._json import plain
 from . import _schema as S
-from ._values import _json_values, _plain
+from ._values import _json_values
 from .check import check_speculative_config
 
 __all__ = ["speculative_config"]
@@ -56,12 +57,12 @@ def speculative_config(method: str, num_speculative_tokens: int | None = None,
         hint = S.METHOD_ALIASES.get(str(method).lower()) or (close[0] if close else None)
         raise ValueError(f"method must be one of {', '.join(S.BUILD_METHODS)}; got {method!r}"
                          + (f" (did you mean {hint!r}?)" if hint else ""))
-    num_speculative_tokens = _plain(num_speculative_tokens)
+    num_speculative_tokens = plain(num_speculative_tokens)
     if num_speculative_tokens is not None and (isinstance(num_speculative_tokens, bool) or
                                                not isinstance(num_speculative_tokens, int)):
         raise TypeError(f"num_speculative_tokens must be an int (> 0) or None, got "
                         f"{type(num_speculative_tokens).__name__} {num_speculative_tokens!r}")
-    options = {k: _plain(v) for k, v in options.items()}
+    options = {k: plain(v) for k, v in options.items()}
     _json_values(options, "options")
     cfg: dict = {"method": method}
     if options.get("model") is not None:

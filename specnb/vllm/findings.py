@@ -37,8 +37,16 @@ class Finding:
     code: str = field(kw_only=True)
 
     def __str__(self) -> str:
+        return self.format()
+
+    def format(self, source: str | None = None) -> str:
+        """The finding as text: ``severity: KEY (line L, column C): message`` and its fix.
+
+        ``source`` labels a finding about the whole config (key None), e.g. the file name or
+        ``<argument>``; without it such a finding shows ``-`` in place of a key.
+        """
         where = f" (line {self.line}, column {self.column})" if self.line else ""
-        key = self.key if self.key is not None else "-"
+        key = self.key if self.key is not None else (source or "-")
         text = f"{self.severity}: {key}{where}: {self.message}"
         return text + (f"\n  fix: {self.fix}" if self.fix else "")
 
@@ -95,11 +103,15 @@ class ConfigCheck:
                             columns=cols)
 
     def __str__(self) -> str:
+        return self.format()
+
+    def format(self, source: str | None = None) -> str:
+        """All findings (:meth:`Finding.format` with ``source``) and the verdict line."""
         who = f"vLLM {self.vllm_version}" if self.vllm_version else "current vLLM"
         n_err, n_warn = len(self.errors), len(self.warnings)
         verdict = (f"{who} would accept this config" if self.accepted
                    else f"{who} would reject this config")
-        lines = [str(f) for f in self.findings]
+        lines = [f.format(source) for f in self.findings]
         lines.append(f"{verdict} ({n_err} error{'s' * (n_err != 1)}, "
                      f"{n_warn} warning{'s' * (n_warn != 1)}).")
         return "\n".join(lines)

@@ -277,10 +277,9 @@ def _counts_from_log(df) -> SpecDecodeCounts:
                             1, "log (V0, cumulative)", False)
 
 
-def _v0_rate_stats(row, num_speculative_tokens=None) -> AcceptanceStats:
-    """AcceptanceStats from a V0 line with rates only: tau = efficiency x (k + 1)."""
+def _v0_k(row, num_speculative_tokens=None) -> int:
+    """The k a V0 line prints; a different ``num_speculative_tokens`` raises ValueError."""
     from .. import _check
-    from ..theory import alpha_from_acceptance_length
 
     k = int(row["num_speculative_tokens"])
     if num_speculative_tokens is not None:
@@ -288,6 +287,14 @@ def _v0_rate_stats(row, num_speculative_tokens=None) -> AcceptanceStats:
         if given != k:
             raise ValueError(f"num_speculative_tokens={given} contradicts the log line "
                              f"{row['line']}, which prints 'Number of speculative tokens: {k}'")
+    return k
+
+
+def _v0_rate_stats(row, num_speculative_tokens=None) -> AcceptanceStats:
+    """AcceptanceStats from a V0 line with rates only: tau = efficiency x (k + 1)."""
+    from ..theory import alpha_from_acceptance_length
+
+    k = _v0_k(row, num_speculative_tokens)
     eff = float(row["system_efficiency"])
     tau = eff * (k + 1)
     rate = (tau - 1.0) / k
@@ -325,6 +332,8 @@ def _stats_from_log(df, num_speculative_tokens=None) -> AcceptanceStats:
     v0 = _is_v0(df)
     if not (~v0).any() and df.iloc[-1]["format"] == "v0 (rates only)":
         return _v0_rate_stats(df.iloc[-1], num_speculative_tokens)
+    if not (~v0).any():  # V0 with counts: the last line prints k too
+        _v0_k(df.iloc[-1], num_speculative_tokens)
     return acceptance_stats(_counts_from_log(df), num_speculative_tokens)
 
 

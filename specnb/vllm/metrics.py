@@ -32,8 +32,14 @@ import math
 from dataclasses import dataclass, field
 from statistics import NormalDist
 
-__all__ = ["COUNTERS", "PROMQL", "FORMATS", "SpecDecodeCounts", "AcceptanceStats",
+__all__ = ["COUNTERS", "PROMQL", "FORMATS", "SpecDecodeCounts", "AcceptanceStats", "UsageError",
            "read_metrics", "metrics_delta", "acceptance_stats", "acceptance_rate_ci"]
+
+
+class UsageError(ValueError):
+    """A ValueError about how the inputs or options were given (their number or mix, a
+    ``num_speculative_tokens`` the input's own per-position series rule out), not about what
+    the inputs hold; its message starts with "usage: ". ``specnb metrics`` exits 2 for it."""
 
 #: Exposed sample names of vLLM's V1 spec-decode counters.
 COUNTERS = {
@@ -409,6 +415,9 @@ def acceptance_stats(counts: SpecDecodeCounts, num_speculative_tokens: int | Non
         above the drafts (inconsistent counts); gamma < 1; a ``num_speculative_tokens`` the
         counts contradict (draft tokens above gamma x drafts, or more per-position series than
         gamma; the message names the gamma the data implies); a tau above gamma + 1.
+    UsageError
+        (a ValueError) ``num_speculative_tokens`` above the number of per-position series when
+        the input has them: vLLM exports exactly one per draft position, so they give k.
     TypeError
         a count that is not a number; ``num_speculative_tokens`` not an integer.
 
@@ -425,28 +434,67 @@ def acceptance_stats(counts: SpecDecodeCounts, num_speculative_tokens: int | Non
     for name in ("draft_tokens", "accepted_tokens"):
         _check.real(f"counts.{name}", getattr(counts, name), lo=0.0)
     if counts.drafts_estimated and isinstance(counts.drafts, float) and math.isnan(counts.drafts):
-        if counts.draft_tokens <= 0:
-            raise ValueError("no speculation in this window (draft tokens=0); vLLM reports no "
-                             "acceptance then")
-        if counts.accepted_tokens > counts.draft_tokens:
-            raise ValueError(f"accepted tokens ({counts.accepted_tokens:g}) exceed draft tokens "
-                             f"({counts.draft_tokens:g}): the counts are inconsistent")
         if num_speculative_tokens is None:
-            rate = counts.accepted_tokens / counts.draft_tokens
-            return AcceptanceStats(
-                rate, math.nan, (), None, None, counts,
-                ("the input prints no number of drafts (vLLM v0.8 log lines), so tau = 1 + "
-                 "accepted / drafts needs num_speculative_tokens (-k): drafts = draft tokens / k",),
-                acceptance_rate_ci(counts.accepted_tokens, counts.draft_tokens))
-        k = _check.scalar_int("num_speculative_tokens", num_speculative_tokens, lo=1)
-        counts = SpecDecodeCounts(counts.draft_tokens / k, counts.draft_tokens,
-                                  counts.accepted_tokens, counts.accepted_per_position,
-                                  counts.label_sets, counts.source, True)
-        derived = (f"drafts = draft tokens / k = {counts.draft_tokens:,.0f} / {k} = "
-                   f"{counts.drafts:,.2f} (the input prints no draft count; assumes every step "
-                   "drafted k tokens)")
+            return _rate_only(counts)
+        counts, derived = _drafts_from_k(counts, num_speculative_tokens)
     else:
         derived = None
+    _check_counts(counts)
+    notes = [derived] if derived else []
+    rate = counts.accepted_tokens / counts.draft_tokens
+    tau = 1.0 + counts.accepted_tokens / counts.drafts
+    per_pos = tuple(x / counts.drafts for x in counts.accepted_per_position)
+    if counts.drafts_estimated and not derived:
+        notes.append("drafts estimated from log lines (they print no draft count)")
+    if "V0" in counts.source:
+        notes.append("V0 log: accepted = emitted - steps (prefix-accepted drafts); V0's own "
+                     "printed acceptance rate also counts tokens after a rejection")
+    gamma = _gamma_of(counts, num_speculative_tokens, per_pos, notes)
+    alpha = alpha_from_acceptance_length(tau, gamma) if gamma is not None else None
+    ci = acceptance_rate_ci(counts.accepted_tokens, counts.draft_tokens)
+    return AcceptanceStats(rate, tau, per_pos, gamma, alpha, counts, tuple(notes), ci)
+
+
+def _no_draft_count_checks(counts) -> None:
+    if counts.draft_tokens <= 0:
+        raise ValueError("no speculation in this window (draft tokens=0); vLLM reports no "
+                         "acceptance then")
+    if counts.accepted_tokens > counts.draft_tokens:
+        raise ValueError(f"accepted tokens ({counts.accepted_tokens:g}) exceed draft tokens "
+                         f"({counts.draft_tokens:g}): the counts are inconsistent")
+
+
+def _rate_only(counts) -> AcceptanceStats:
+    """No draft count and no gamma (vLLM v0.8 log lines): the acceptance rate only."""
+    _no_draft_count_checks(counts)
+    rate = counts.accepted_tokens / counts.draft_tokens
+    return AcceptanceStats(
+        rate, math.nan, (), None, None, counts,
+        ("the input prints no number of drafts (vLLM v0.8 log lines), so tau = 1 + "
+         "accepted / drafts needs num_speculative_tokens (-k): drafts = draft tokens / k",),
+        acceptance_rate_ci(counts.accepted_tokens, counts.draft_tokens))
+
+
+def _drafts_from_k(counts, num_speculative_tokens):
+    """No draft count: drafts = draft tokens / k; (counts with them, the note saying so)."""
+    from .. import _check
+
+    _no_draft_count_checks(counts)
+    k = _check.scalar_int("num_speculative_tokens", num_speculative_tokens, lo=1)
+    counts = SpecDecodeCounts(counts.draft_tokens / k, counts.draft_tokens,
+                              counts.accepted_tokens, counts.accepted_per_position,
+                              counts.label_sets, counts.source, True)
+    derived = (f"drafts = draft tokens / k = {counts.draft_tokens:,.0f} / {k} = "
+               f"{counts.drafts:,.2f} (the input prints no draft count; assumes every step "
+               "drafted k tokens)")
+    return counts, derived
+
+
+def _check_counts(counts) -> None:
+    """Counts vLLM could have written: drafts and per-position counts >= 0, some speculation,
+    accepted <= drafted, each position accepted at most once per draft."""
+    from .. import _check
+
     _check.real("counts.drafts", counts.drafts, lo=0.0)
     _check.real("counts.accepted_per_position", list(counts.accepted_per_position), lo=0.0)
     if counts.accepted_tokens > counts.draft_tokens:  # before "no speculation": 0 drafted
@@ -466,15 +514,13 @@ def acceptance_stats(counts: SpecDecodeCounts, num_speculative_tokens: int | Non
                          f"({counts.accepted_per_position[over[0]]:g}) exceeds the drafts "
                          f"({counts.drafts:g}): a position is accepted at most once per draft; "
                          "the counts are inconsistent")
-    notes = [derived] if derived else []
-    rate = counts.accepted_tokens / counts.draft_tokens
-    tau = 1.0 + counts.accepted_tokens / counts.drafts
-    per_pos = tuple(x / counts.drafts for x in counts.accepted_per_position)
-    if counts.drafts_estimated and not derived:
-        notes.append("drafts estimated from log lines (they print no draft count)")
-    if "V0" in counts.source:
-        notes.append("V0 log: accepted = emitted - steps (prefix-accepted drafts); V0's own "
-                     "printed acceptance rate also counts tokens after a rejection")
+
+
+def _gamma_of(counts, num_speculative_tokens, per_pos, notes):
+    """gamma: given (checked against the counts), else inferred from the per-position series or
+    draft tokens / drafts (None when neither says); appends what it did to ``notes``."""
+    from .. import _check
+
     gamma = None
     # The counts bound gamma from below: a step drafts at most gamma tokens, and vLLM keeps
     # one per-position series per draft position. Drafts read from log lines are estimated
@@ -493,6 +539,16 @@ def acceptance_stats(counts: SpecDecodeCounts, num_speculative_tokens: int | Non
                            f"{counts.drafts:,.0f} = {ratio:.2f} tokens per step")
         if len(per_pos) > gamma:
             implied.append(f"{len(per_pos)} per-position series (positions 0-{len(per_pos) - 1})")
+        if per_pos and gamma > len(per_pos):
+            # vLLM keeps exactly one per-position series per draft position (0 .. k-1, created
+            # with the counters; its log lines and spec_decode.py list k rates too), so the
+            # input records k itself: a larger gamma is not the server's.
+            n = len(per_pos)
+            raise UsageError(
+                f"usage: -k / num_speculative_tokens={gamma} is above the {n} per-position "
+                f"series in the input (positions 0-{n - 1}): vLLM exports one per draft "
+                f"position, so the server ran with num_speculative_tokens={n}; give -k {n} "
+                "or omit it")
         if implied:
             least = max(len(per_pos), math.ceil(ratio / slack))
             raise ValueError(
@@ -519,6 +575,4 @@ def acceptance_stats(counts: SpecDecodeCounts, num_speculative_tokens: int | Non
         notes.append(f"draft tokens != gamma x drafts ({counts.draft_tokens:g} vs "
                      f"{gamma * counts.drafts:g}): some steps drafted fewer tokens (structured "
                      "output, dynamic depth), so alpha is approximate")
-    alpha = alpha_from_acceptance_length(tau, gamma) if gamma is not None else None
-    ci = acceptance_rate_ci(counts.accepted_tokens, counts.draft_tokens)
-    return AcceptanceStats(rate, tau, per_pos, gamma, alpha, counts, tuple(notes), ci)
+    return gamma

@@ -11,14 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import logs
-from .metrics import FORMATS, AcceptanceStats, acceptance_stats, metrics_delta, read_metrics
+from .metrics import (FORMATS, AcceptanceStats, UsageError, acceptance_stats, metrics_delta,
+                      read_metrics)
 
 __all__ = ["Reading", "UsageError", "detect_format", "read_acceptance"]
-
-
-class UsageError(ValueError):
-    """A ValueError about how the inputs were given (their number or mix), not about what
-    they hold; its message starts with "usage: ". ``specnb metrics`` exits 2 for it."""
 
 
 @dataclass(frozen=True)

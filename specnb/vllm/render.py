@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import shlex
 
-from ._values import _plain
+from .._json import plain
 
 __all__ = ["serve_command", "yaml_config", "python_snippet"]
 
@@ -27,7 +27,7 @@ def _as_mapping(config, name="config") -> dict:
     for k in config:
         if not isinstance(k, str):
             raise ValueError(f"{name} keys must be strings, got {k!r}")
-    config = _plain(config)  # numpy numbers -> the equal Python numbers, tuples -> lists
+    config = plain(config)  # numpy numbers -> the equal Python numbers, tuples -> lists
     try:
         json.dumps(config, allow_nan=False)
     except (TypeError, ValueError) as exc:

@@ -117,3 +117,19 @@ def test_percentiles_beyond_p99_are_kept():
                       _run(**{"p99.9_tpot_ms": 50.0, "p50_tpot_ms": 20.0}))
     stats = set(r.table[r.table["metric"] == "TPOT"]["stat"])
     assert {"median", "p50", "p99", "p99.9"} <= stats
+
+
+def test_the_same_file_or_identical_results_twice_is_a_caution(tmp_path):
+    # fault 40: `bench X X` said only "no clear difference"
+    from specnb.notes import codes
+    from specnb.vllm import sample_path
+
+    on = sample_path("bench_on.json")
+    same = compare_bench(on, on)
+    assert codes(same.comparability)[0] == "same-file"
+    assert "same-file" in codes(same.cautions)
+    copy = tmp_path / "copy.json"
+    copy.write_bytes(on.read_bytes())
+    assert codes(compare_bench(on, copy).comparability)[0] == "identical-results"
+    assert {"same-file", "identical-results"}.isdisjoint(
+        codes(compare_bench(on, sample_path("bench_off.json")).cautions))

@@ -14,6 +14,7 @@ from specnb import advise as A
 from specnb import serving as S
 from specnb.vllm import check_speculative_config, schedule_lookup, validate_schedule
 from tests.serving.configs import LLAMA_CFG
+from tests.tier import examples
 
 
 def _vllm_valid(rows, nst):
@@ -26,7 +27,7 @@ def _vllm_valid(rows, nst):
     assert nst > 0 and all(r[2] <= nst for r in rows)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(st.tuples(st.integers(1, 600), st.integers(0, 8)), min_size=1, max_size=12,
                 unique_by=lambda x: x[0]))
 def test_schedule_follows_vllms_rules_and_means_what_was_asked(pairs):

@@ -1,5 +1,5 @@
-"""specnb.advise.recommend: situation inputs in, advice out by sourced rules; the peak-batch
-threshold, fixed or from the step-time model."""
+"""specnb.advise.recommend: situation inputs in, advice out by sourced rules, with the peak-batch
+threshold (fixed or from the step-time model; measure_threshold alone: test_threshold.py)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specnb.advise import (MEASURE_BATCH, SAMPLING_GAMMA_CAP, WORKLOADS, batch_evidence,
-                           measure_threshold, recommend)
+from specnb.advise import (MEASURE_BATCH, SAMPLING_GAMMA_CAP, WORKLOADS, measure_threshold,
+                           recommend)
 from specnb.notes import codes, messages
 from specnb.theory import optimal_gamma
 from specnb.vllm import check_speculative_config
+from tests.tier import examples
 
 
 # ----------------------------------------------------------------------------- model threshold
@@ -54,7 +55,7 @@ def test_any_sampling_temperature_caps_long_drafts(temperature):
     assert recommend(workload="copy-heavy", temperature=0.0).gamma == 4
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=examples(120), deadline=None)
 @given(st.sampled_from(list(WORKLOADS)), st.booleans(), st.sampled_from([True, False, None]),
        st.booleans(), st.booleans(), st.integers(1, 512), st.floats(0, 2),
        st.sampled_from(["latency", "throughput"]))
@@ -79,12 +80,6 @@ def test_every_situation_gets_checked_advice_that_explains_its_gamma(workload, m
         assert rec.gamma <= SAMPLING_GAMMA_CAP
     if mtp:
         assert rec.method == "mtp"
-
-
-def test_measure_threshold_is_where_the_paper_measured_a_loss():
-    batch, source = measure_threshold()
-    assert batch == MEASURE_BATCH == int(batch_evidence()["first_below_1x"].min())
-    assert "Table 3" in source
 
 
 def test_creative_with_a_trained_drafter_drafts_short():
@@ -229,38 +224,6 @@ def test_model_threshold_bad_inputs_are_named(kwargs, match):
         recommend(**kwargs)
 
 
-def test_measure_threshold_with_the_model_is_the_batch_after_the_crossover():
-    from specnb import serving
-
-    st = serving.setup("L40S", "Qwen2.5-7B", "eagle3")
-    cross = serving.crossover_batch(st, 2000, [2], max_batch=300, alpha=0.4)
-    batch, source = measure_threshold("l40s", "Qwen2.5-7B", 2000, method="eagle3", gamma=2,
-                                      alpha=0.4, max_batch=300)
-    assert 1 < batch == cross + 1 < 300 and f"crossover {cross}" in source and "L40S" in source
-    with pytest.raises(ValueError, match="method must be one of"):
-        measure_threshold("H200", "Llama-3.1-8B", 1000, method="medusa")
-    with pytest.raises(ValueError, match="gamma 6 needs 6 per-position acceptance rates"):
-        measure_threshold("H200", "Llama-3.1-8B", 1000, method="eagle3", gamma=6)
-
-
-# ----------------------------------------------------------------- edge and bad input (r2)
-@pytest.mark.parametrize("kwargs, match", [
-    ({"gamma": 0}, r"gamma=0: only with gpu, model and context"),
-    ({"alpha": 0.7}, r"alpha=0.7: only with gpu, model and context"),
-    ({"gpu": "H100", "model": "Llama-3.1-8B", "context": 4096, "draft_model": "Llama-3.2-1B"},
-     r"draft_model='Llama-3.2-1B' is modelled only with method='draft_model'; got "
-     r"method='eagle3'"),
-    ({"gpu": "H100", "model": "Llama-3.1-8B", "context": 4096, "max_batch": 10 ** 9},
-     r"max_batch must be an integer in \[1, 65536\], got 1000000000"),
-    ({"gpu": "H100", "model": "Llama-3.1-8B", "context": 4096, "gpus": 3},
-     r"^gpus = 3 does not divide the target Llama-3.1-8B's num_attention_heads \(32\)"),
-])
-def test_measure_threshold_refuses_what_it_would_ignore_or_cannot_do(kwargs, match):
-    """Arguments the fixed rule would drop, a draft the method does not model, a search that
-    would not fit in memory (10**9 batch sizes), a TP size vLLM refuses."""
-    with pytest.raises(ValueError, match=match):
-        measure_threshold(**kwargs)
-
 
 def test_recommend_with_a_huge_peak_batch_searches_a_bounded_range():
     from specnb import serving
@@ -270,3 +233,26 @@ def test_recommend_with_a_huge_peak_batch_searches_a_bounded_range():
     assert rec.crossover <= serving.MAX_BATCH_SEARCH and rec.measure_first
     assert rec.reasons[-1].code == "peak-batch-beyond-crossover"
     assert f"crossover {rec.crossover}" in rec.reasons[-1].message
+
+
+def test_measure_threshold_uses_the_memory_cap_and_the_moe_model():
+    """recommend(gpu=, model=): a crossover set by memory is said so (not "does not pay from
+    the next batch"); an MoE target that loses at batch 1 and pays later says where it pays."""
+    from specnb import serving as S
+    from specnb.advise.recommend import measure_threshold
+
+    st = S.setup("H100-SXM", "Llama-3.1-8B", "eagle3")
+    fits = S.max_batch_in_memory(st, 4000)
+    nxt, text = measure_threshold("H100-SXM", "Llama-3.1-8B", 4000, alpha=0.7)
+    assert nxt == fits + 1
+    assert f"pays at every batch that fits in memory: up to {fits} sequences" in text
+    assert "not from batch" not in text
+    moe = S.setup("H100-SXM", "Qwen3-30B-A3B", "eagle3")
+    ranges = S.paying_batches(moe, 2048, [3], max_batch=1024, alpha=0.7)
+    assert ranges and ranges[0][0] > 1  # the model's claim, recomputed
+    _, text = measure_threshold("H100-SXM", "Qwen3-30B-A3B", 2048, alpha=0.7)
+    spans = ", ".join(f"{a}-{e}" if a != e else f"{a}" for a, e in ranges)
+    assert f"does not pay at batch 1; pays at batch {spans}" in text
+    assert "MoE target" in text
+    _, text = measure_threshold("RTX-3090", "Llama-3.1-70B", 2048, alpha=0.7)
+    assert "does not run: the weights do not fit in 1x RTX-3090 memory" in text

@@ -228,9 +228,9 @@ def test_bad_calibration_file_exits_2(capsys, tmp_path, text, match):
 
 
 def test_argparse_usage_errors_exit_2(capsys):
-    with pytest.raises(SystemExit) as info:  # no acceptance given
-        main(BASE)
-    assert info.value.code == 2
+    # no acceptance given (optional since --calibrate-bench can give tau): exit 2, named
+    assert main(BASE) == 2
+    assert "give one of --alpha, --tau or --acceptance-rates" in capsys.readouterr().err
     with pytest.raises(SystemExit) as info:  # two acceptance sources
         main([*BASE, "--alpha", "0.7", "--tau", "2"])
     assert info.value.code == 2
@@ -342,6 +342,104 @@ def test_a_sliding_window_config_is_noted_above_its_window(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({**cfg, "sliding_window": "4k"}))
     with pytest.raises(ValueError, match="sliding_window must be a positive integer"):
         S.architecture(tmp_path)
+
+
+def test_dtype_flags_take_the_serving_models_dtypes():
+    from specnb.cli.plan import DTYPE_CHOICES
+
+    assert DTYPE_CHOICES == tuple(S.DTYPES) == ("bf16", "fp16", "fp8", "int8", "int4")
+
+
+def test_calibration_on_one_row_says_1_row(capsys, tmp_path):
+    # fault 40: "(1 rows)" -> "(1 row)"
+    p = tmp_path / "one.csv"
+    p.write_text("role,batch_size,context,query_tokens,ms\ntarget,1,2000,1,7.5\n")
+    code, out, err = run(capsys, "plan", "--gpu", "h200", "--model", "llama-3.1-8b", "--draft",
+                         "ngram", "--context", "2000", "--batch", "1", "--gamma", "2",
+                         "--acceptance-rates", "0.35", "0.29", "--calibrate", str(p))
+    assert code == 0, err
+    assert f"calibrated on {p} (1 row): " in out and "1 rows" not in out
+
+
+# ---------------------------------------------------------------- --calibrate-bench
+MAGICDEC = ["plan", "--gpu", "A100-SXM-80GB", "--gpus", "8", "--model", "LLaMA-2-7B-32K",
+            "--draft", "TinyLlama-1.1B", "--draft-kv-budget", "512", "--context", "4000"]
+
+
+def _bench_files(tmp_path, source, keep=lambda d: True):
+    paths = []
+    for i, d in enumerate(S.published_bench_results(source)):
+        if keep(d):
+            p = tmp_path / f"run{i:02d}.json"
+            p.write_text(json.dumps(d))
+            paths.append(str(p))
+    return paths
+
+
+def test_calibrate_bench_prints_each_files_error_and_predicts_concurrencies_not_run(
+        capsys, tmp_path):
+    """MagicDec Table 3(a) at context 4000 as bench files: fit on concurrency 32 and 48,
+    --batch 64 and 128 are predicted; the printed errors are the fit's, to their decimals."""
+    files = _bench_files(tmp_path, "magicdec-table3a",
+                         lambda d: d["max_concurrency"] in (32, 48)
+                         and d["total_input_tokens"] / d["completed"] == 4000 - 128)
+    assert len(files) == 4
+    code, out, err = run(capsys, *MAGICDEC, "--batch", "32", "48", "64", "128", "--gamma", "2",
+                         "--calibrate-bench", *files)
+    assert code == 0, err
+    code, js, _ = run(capsys, *MAGICDEC, "--batch", "32", "48", "64", "128", "--gamma", "2",
+                      "--calibrate-bench", *files, "--json")
+    res = json.loads(js)
+    c = res["calibration_bench"]
+    assert res["setup"]["acceptance"] == {"tau": [pytest.approx(2.19)]}  # from the files
+    assert [r["concurrency"] for r in c["runs"]] == [32, 32, 48, 48]
+    for r in c["runs"]:
+        assert f"{r['tpot_error']:+.1%}" in out
+        line = next(ln for ln in out.splitlines() if ln.startswith(r["file"]))
+        assert r["speculation"] in line.split()
+    assert sorted({p["concurrency"] for p in c["predicted"]}) == [64, 128]
+    assert "predicted at the --batch values not run" in out
+    p64 = next(p for p in c["predicted"] if p["concurrency"] == 64)
+    assert f"{p64['speedup']:.2f}" in out.split("predicted at the --batch values not run")[1]
+    assert f"TPOT error median {100 * c['median_abs_tpot_error']:.1f} %" in out
+
+
+def test_calibrate_bench_labels_and_bad_files(capsys, tmp_path):
+    files = _bench_files(tmp_path, "vllm-i20780-eagle3")
+    base = ["plan", "--gpu", "H100-SXM", "--model", "Llama-3.1-8B", "--draft", "eagle3",
+            "--context", "256", "--batch", "1", "8"]
+    code, _, err = run(capsys, *base, "--gamma", "2", "5", "--calibrate-bench", *files)
+    assert code == 0, err
+    # a --gamma no run was made at, and no --tau: refused
+    code, _, err = run(capsys, *base, "--gamma", "8", "--calibrate-bench", *files)
+    assert code == 2 and "--gamma 8: no bench run with speculation on" in err
+    # files without spec keys (an older vLLM): --label on, tau and gamma from --tau / --gamma
+    bare = tmp_path / "bare.json"
+    d = json.loads(open(files[2]).read())
+    for k in [k for k in d if k.startswith("spec_decode")]:
+        del d[k]
+    bare.write_text(json.dumps(d))
+    code, _, err = run(capsys, *base, "--gamma", "3", "--calibrate-bench", files[0], str(bare))
+    assert code == 2 and "every run has speculation off" in err
+    code, _, err = run(capsys, *base, "--gamma", "3", "--tau", "2.79", "--calibrate-bench",
+                       files[0], str(bare), "--label", "off", "on")
+    assert code == 0, err
+    code, _, err = run(capsys, *base, "--gamma", "3", "--calibrate-bench", files[0],
+                       "--label", "on", "off")
+    assert code == 2 and "--label takes one value per --calibrate-bench file (1), got 2" in err
+    # a bench file without the keys needed; mixed models
+    thin = tmp_path / "thin.json"
+    thin.write_text(json.dumps({"mean_tpot_ms": 5.0, "output_throughput": 100.0}))
+    code, _, err = run(capsys, *base, "--gamma", "3", "--calibrate-bench", files[0], str(thin))
+    assert code == 2 and "thin.json: no max_concurrency, completed" in err
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({**json.loads(open(files[1]).read()), "model_id": "Qwen/Qwen3-8B"}))
+    code, _, err = run(capsys, *base, "--gamma", "2", "--calibrate-bench", files[0], str(other))
+    assert code == 2 and "mixed models in one calibration set" in err
+    code, _, err = run(capsys, *base, "--gamma", "2")
+    assert code == 2 and "give one of --alpha, --tau or --acceptance-rates" in err
+    code, _, err = run(capsys, *base, "--gamma", "2", "--alpha", "0.6", "--label", "on")
+    assert code == 2 and "--label applies to --calibrate-bench files" in err
 
 
 

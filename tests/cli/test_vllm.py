@@ -272,6 +272,17 @@ def test_metrics_gamma_the_data_contradicts_exits_1(capsys):
     assert "num_speculative_tokens=5 contradicts" in err and "gamma >= 8" in err
 
 
+def test_metrics_k_above_the_per_position_series_exits_2(capsys):
+    # fault 21: the scrape has 8 per-position series (vLLM: one per position), so -k 9 is
+    # refused as a usage error naming -k, the value and the observed count
+    for k in ("9", "1000000000"):
+        code, out, err = run(capsys, "metrics", str(sample_path("metrics_after.prom")), "-k", k)
+        assert code == 2 and out == ""
+        assert f"-k / num_speculative_tokens={k}" in err and "8 per-position series" in err
+        assert "usage:" not in err
+    assert run(capsys, "metrics", str(sample_path("metrics_after.prom")), "-k", "8")[0] == 0
+
+
 def test_metrics_k1_log_advice_and_sources(capsys):
     code, out, _ = run(capsys, "metrics", str(sample_path("spec_decode_v09.log")))
     assert code == 0 and "shrink" not in out and "try a larger num_speculative_tokens" in out
@@ -312,3 +323,75 @@ def test_cli_module_imports_light():
             "sys.exit(1 if {'pandas', 'specnb.vllm', 'prometheus_client'} & set(sys.modules) "
             "else 0)")
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+def test_config_check_reads_a_file_argument_and_labels_it(capsys, tmp_path, monkeypatch):
+    # fault 24: a file name is read as a file, and its findings are labelled with the file
+    # name, not "-" (stdin)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "broken.json").write_text("{\n")
+    (tmp_path / "good.json").write_text(ARTICLE)
+    code, out, _ = run(capsys, "config", "check", "broken.json")
+    assert code == 1 and out.startswith("error: broken.json (line 1, column 2): ")
+    code, out, _ = run(capsys, "config", "check", "broken.json", "--json")
+    got = json.loads(out)
+    assert code == 1 and got["source"] == "broken.json"
+    assert [f["code"] for f in got["findings"]] == ["invalid-json"]
+    code, out, _ = run(capsys, "config", "check", "good.json", "--json")
+    assert code == 0 and json.loads(out)["source"] == "good.json"
+    # inline text and stdin are labelled as such
+    code, out, _ = run(capsys, "config", "check", "{", "--json")
+    assert code == 1 and json.loads(out)["source"] == "<argument>"
+    monkeypatch.setattr(sys, "stdin", io.StringIO("{\n"))
+    code, out, _ = run(capsys, "config", "check", "-")
+    assert code == 1 and out.startswith("error: <stdin> (line 1, column 2): ")
+    # a path-like name that is no file, or a folder: a usage error that says what to do
+    code, out, err = run(capsys, "config", "check", "nosuch.json")
+    assert code == 2 and out == "" and "'nosuch.json' looks like a file name" in err
+    assert "use - with < FILE" in err
+    (tmp_path / "d").mkdir()
+    code, _, err = run(capsys, "config", "check", "d")
+    assert code == 2 and "'d' is a folder" in err
+
+
+def test_config_check_names_the_json_type_of_a_non_object(capsys):
+    # fault 40: "got a int" -> the JSON type, and the value
+    for arg, kind in (("42", "number: 42"), ("[1]", "array: [1]"), ('"x"', 'string: "x"')):
+        code, out, _ = run(capsys, "config", "check", arg, "--json")
+        finding = json.loads(out)["findings"][0]
+        assert code == 1 and finding["code"] == "not-an-object"
+        assert finding["message"].endswith(f"got a JSON {kind}")
+
+
+def test_config_build_warns_about_a_draft_length_beyond_any_context(capsys):
+    # fault 40: accepted (vLLM does), with a coded warning on stderr
+    code, out, err = run(capsys, "config", "build", "ngram", "-k", str(10 ** 23), "--format",
+                         "json")
+    assert code == 0 and json.loads(out)["num_speculative_tokens"] == 10 ** 23
+    assert "warning: num_speculative_tokens: num_speculative_tokens=1e+23" in err
+def test_config_check_against_the_target(tmp_path, capsys):
+    # the oracle's stand-ins: target-llama (vocab 32000, 4096 positions), SmolLM2's (vocab 50000)
+    standins = json.loads((Path(__file__).resolve().parent.parent / "cases" / "vllm"
+                           / "standins.json").read_text())
+    for name in ("target-llama", "draft-llama-vocab50k"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.json").write_text(
+            json.dumps(standins["local"][name]["config"]))
+    target = str(tmp_path / "target-llama")
+    draft = str(tmp_path / "draft-llama-vocab50k")
+    cfg = {"method": "draft_model", "model": draft, "num_speculative_tokens": 3,
+           "draft_tensor_parallel_size": 2}
+    assert main(["config", "check", json.dumps(cfg), "--target-config", target,
+                 "--json"]) == 1
+    codes = {f["code"] for f in json.loads(capsys.readouterr().out)["findings"]}
+    assert {"draft-tp-vs-target", "vocab-size-differs"} <= codes
+    cfg = {"method": "draft_model", "model": draft, "num_speculative_tokens": 3,
+           "draft_tensor_parallel_size": 2, "use_heterogeneous_vocab": True}
+    assert main(["config", "check", json.dumps(cfg), "--target-config", target,
+                 "--tensor-parallel-size", "2", "--max-model-len", "2048"]) == 0
+    capsys.readouterr()
+    cfg = {"method": "draft_model", "model": str(tmp_path / "missing"), "num_speculative_tokens": 3}
+    assert main(["config", "check", json.dumps(cfg), "--target-config", target]) == 1
+    assert "does not exist" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["config", "check", "{}", "--tensor-parallel-size", "0"])

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from specnb import data, theory
 from specnb import serving as S
+from tests.tier import examples
 
 
 def test_tokens_per_step_sources():
@@ -100,7 +101,7 @@ def test_verdict():
     assert list(S.verdict(np.array([0.9, 1.1]))) == ["does not pay", "pays"]
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(b=st.integers(1, 1024), s=st.integers(0, 64_000), g=st.integers(1, 8),
        a=st.floats(0.0, 0.95), draft=st.sampled_from(["ngram", "eagle3", "Llama-3.2-1B", "self"]))
 def test_speedup_properties(b, s, g, a, draft):

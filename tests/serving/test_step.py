@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from specnb import data
 from specnb import serving as S
+from tests.tier import examples
 
 
 def test_step_breakdown_bytes_and_flops():
@@ -58,7 +59,7 @@ def test_allreduce_default_is_derived_from_magicdec_table4():
     assert round(res.mean() / 64 * 1e3) == S.DEFAULT_EFFICIENCY.allreduce_us
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(b=st.integers(1, 512), s=st.integers(0, 100_000), q=st.integers(1, 16),
        overlap=st.sampled_from([0.0, 0.5, 1.0]))
 def test_step_time_grows_with_batch_context_and_query(b, s, q, overlap):

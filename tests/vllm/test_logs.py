@@ -145,3 +145,11 @@ def test_v0_cumulative_own_input():
     # last line: 100 steps, 250 emitted -> 150 prefix-accepted tokens, tau 2.5 = 0.5 x 5
     assert (s.counts.drafts, s.counts.draft_tokens, s.counts.accepted_tokens) == (100, 400, 150)
     assert s.mean_acceptance_length == pytest.approx(2.5)
+
+
+def test_v0_counts_line_a_k_other_than_the_printed_one_is_an_error():
+    # a V0 line prints 'Number of speculative tokens: 3': -k 5 gave another alpha silently
+    text = sample_path("spec_decode_v0.log").read_text()
+    assert read_acceptance(text, num_speculative_tokens=3).stats.num_speculative_tokens == 3
+    with pytest.raises(ValueError, match="num_speculative_tokens=5 contradicts the log line"):
+        read_acceptance(text, num_speculative_tokens=5)

@@ -14,6 +14,7 @@ from specnb.vllm import (SpecDecodeCounts, acceptance_stats, log_counts, metrics
                          read_metrics, sample_path)
 from specnb.advise import MIN_DRAFTS
 from specnb.vllm.metrics import acceptance_rate_ci
+from tests.tier import examples
 
 
 CASES = Path(__file__).parent.parent / "cases"
@@ -129,7 +130,7 @@ def test_read_metrics_rejects_non_text():
         read_metrics(b"bytes")
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(prefix_counts())
 def test_vllm_identities_hold(counts):
     s = acceptance_stats(counts)
@@ -201,3 +202,27 @@ def test_wilson_interval_matches_the_closed_form():
     assert MIN_DRAFTS == 385  # ceil(1.96^2 x 0.25 / 0.05^2)
     with pytest.raises(ValueError):
         acceptance_rate_ci(5, 4)
+
+
+def test_a_gamma_above_the_per_position_series_is_a_usage_error():
+    # vLLM exports one per-position series per draft position, so 8 series mean k = 8:
+    # a larger gamma is not the server's (fault 21), whatever the format
+    from specnb.vllm import UsageError, read_acceptance
+
+    after = read_metrics(sample_path("metrics_after.prom").read_text())
+    assert len(after.accepted_per_position) == 8
+    for k in (9, 10 ** 9):
+        with pytest.raises(UsageError, match=rf"num_speculative_tokens={k} is above the 8 "
+                                             r"per-position series"):
+            acceptance_stats(after, num_speculative_tokens=k)
+    assert issubclass(UsageError, ValueError)
+    with pytest.raises(UsageError, match="=4 is above the 3 per-position series"):
+        acceptance_stats(SpecDecodeCounts(100, 250, 60, (30, 20, 10)), num_speculative_tokens=4)
+    # a V1 log line lists k per-position rates: the same rule
+    log = sample_path("spec_decode_current.log").read_text()
+    n = len(read_acceptance(log).stats.per_position)
+    with pytest.raises(UsageError, match=rf"above the {n} per-position series"):
+        read_acceptance(log, num_speculative_tokens=n + 1)
+    # without per-position series the input cannot tell: fewer drafted tokens stay a note
+    s = acceptance_stats(SpecDecodeCounts(100, 250, 60), num_speculative_tokens=9)
+    assert s.num_speculative_tokens == 9 and any("fewer tokens" in x for x in s.notes)

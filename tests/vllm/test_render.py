@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from specnb.vllm import python_snippet, serve_command, speculative_config, yaml_config
+from tests.tier import examples
 
 
 #: The article's n-gram example (section 7), the same values as vLLM's docs README.
@@ -39,7 +40,7 @@ def test_serve_line_for_the_articles_example():
     assert serve_command(cfg).startswith("vllm serve '<target-model>' ")
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=examples(120), deadline=None)
 @given(configs, st.text(min_size=1, max_size=15).filter(str.strip))
 def test_serve_command_survives_the_shell(cfg, model):
     words = shlex.split(serve_command(cfg, model))
@@ -47,7 +48,7 @@ def test_serve_command_survives_the_shell(cfg, model):
     assert words[3] == "--speculative-config" and json.loads(words[4]) == cfg
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=examples(120), deadline=None)
 @given(configs)
 def test_yaml_round_trips(cfg):
     import yaml  # a core dependency: yaml_config is written by PyYAML
@@ -75,7 +76,7 @@ def test_yaml_keeps_a_dynamic_schedule_as_lists_and_odd_text():
     assert yaml.safe_load(text) == {"model": "m", "speculative-config": cfg}
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(configs)
 def test_python_snippet_round_trips(cfg):
     code = python_snippet(cfg, "m")

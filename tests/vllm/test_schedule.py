@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from specnb import serving as S
-from specnb.vllm import schedule_lookup, validate_schedule
+from specnb.vllm import describe_schedule, schedule_lookup, validate_schedule
 from specnb.vllm.schedule import schedule_tax, schedule_tax_source
 
 
@@ -52,3 +52,17 @@ def test_check_schedule_takes_integer_arrays_and_context_zero_is_quiet():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert S.max_batch_in_memory(S.setup("H100", "Llama-3.1-8B", "eagle3"), 0) == 2 ** 53
+
+
+def test_schedule_lookup_follows_vllms_table():
+    # gaps carry the previous K, sizes past the last range take the last K, K is clamped
+    table = schedule_lookup([[1, 16, 3], [32, 128, 2]], num_speculative_tokens=4, max_num_seqs=200)
+    assert table[1] == table[16] == 3 and table[17] == table[31] == 3
+    assert table[32] == table[128] == table[200] == 2
+    assert schedule_lookup([[1, 4, 9]], 2, 8)[1:] == [2] * 8
+    assert validate_schedule([[65, 512, 0], [1, 64, 3]]) == [(1, 64, 3), (65, 512, 0)]
+    assert "K=3 for the gap 17-31" in describe_schedule([[1, 16, 3], [32, 128, 2]])
+    with pytest.raises(ValueError, match="first range must start at batch size 1"):
+        validate_schedule([[2, 8, 1]])
+    with pytest.raises(ValueError, match="max_num_seqs"):
+        schedule_lookup([[1, 16, 5], [17, 32, 4], [33, 64, 3], [65, 128, 1], [129, 512, 0]], 5, 0)

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from specnb.vllm import ConfigSyntaxError, check_speculative_config, parse_speculative_config
+from tests.tier import examples
 
 
 # --------------------------------------------------------------------------- JSON errors
@@ -87,7 +88,7 @@ def test_a_quoted_json_string_is_named_as_kept_quotes():
     assert json.loads(f.fix[4:]) == inner
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(simple_configs)
 def test_python_dict_text_is_diagnosed_and_fixed_back(cfg):
     text = repr(cfg)  # what print(dict) gives: single quotes, True/False
@@ -96,7 +97,7 @@ def test_python_dict_text_is_diagnosed_and_fixed_back(cfg):
     assert json.loads(info.value.fix[4:]) == cfg
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(simple_configs, st.sampled_from(["trailing", "smart"]))
 def test_common_corruptions_are_fixed_back(cfg, how):
     text = json.dumps(cfg)
@@ -106,7 +107,7 @@ def test_common_corruptions_are_fixed_back(cfg, how):
     assert json.loads(info.value.fix[4:]) == cfg
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(st.text(max_size=60))
 def test_any_text_gives_findings_never_a_crash(text):
     result = check_speculative_config(text)

@@ -1,0 +1,46 @@
+"""The README's command lines run as written: every ``specnb config|metrics|bench|plan`` line
+of its bash blocks (a fast subcommand, run in-process) exits 0. Lines with a placeholder
+(``...``, ``<...>``, ``my_*``) are left out; ``run`` and ``measure`` are exercised by their own
+tests (they execute notebooks and models)."""
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from specnb import cli
+
+ROOT = Path(__file__).resolve().parent.parent
+FAST = {"config", "metrics", "bench", "plan"}
+
+
+def _command_lines():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    lines = []
+    for block in re.findall(r"```(?:bash|sh)\n(.*?)```", text, re.S):
+        joined = re.sub(r"\\\n\s*", " ", block)  # continuation lines
+        for line in joined.splitlines():
+            line = line.strip()
+            if not line.startswith(".venv/bin/specnb "):
+                continue
+            args = shlex.split(line, comments=True)[1:]
+            if args and args[0] in FAST and not any(
+                    a == "..." or re.search(r"<[^>]*>|\bmy_", a) for a in args):
+                lines.append(args)
+    return lines
+
+
+LINES = _command_lines()
+
+
+def test_the_readme_has_such_lines():
+    assert len(LINES) >= 10
+
+
+@pytest.mark.parametrize("args", LINES, ids=[" ".join(a)[:60] for a in LINES])
+def test_readme_command_runs_as_written(args, monkeypatch, capsys):
+    monkeypatch.chdir(ROOT)
+    code = cli.main(args)
+    err = capsys.readouterr().err
+    assert code == 0, f"specnb {' '.join(args)} -> exit {code}: {err[-400:]}"
