@@ -82,15 +82,17 @@ def schedule(batch_sizes, gammas, *, max_batch: int | None = None) -> list[list[
 def schedule_gammas(grid: S.Grid):
     """Per batch size of a :class:`specnb.serving.Grid`, the gamma for a schedule that serves
     every context of the grid: the gamma whose worst speedup over the contexts is highest, or
-    0 when that worst speedup is not above 1. With one context this is
-    :func:`specnb.serving.best_gamma`. Returns (gammas, worst-case speedups), each of shape
-    (B,)."""
-    worst = grid.speedup.min(axis=1)  # (B, G)
+    0 when that worst speedup is not above 1. A batch size counts only at the contexts where
+    its KV cache fits (``grid.fits``: it cannot run at the others), and gets 0 where it fits at
+    none. With one context this is :func:`specnb.serving.best_gamma`. Returns (gammas,
+    worst-case speedups), each of shape (B,)."""
+    speed = grid.speedup
+    if grid.fits is not None:  # a batch whose KV does not fit at a context never runs there
+        speed = np.where(grid.fits, speed, np.inf)
+    worst = speed.min(axis=1)  # (B, G)
     i = np.argmax(worst, axis=1)
     sp = worst[np.arange(worst.shape[0]), i]
-    pays = sp > 1.0
-    if grid.fits is not None:  # a batch that does not fit at some context never pays
-        pays &= grid.fits[:, :, 0].all(axis=1)
+    pays = np.isfinite(sp) & (sp > 1.0)  # inf: it fits at no context
     return np.where(pays, grid.gammas[i], 0), np.where(pays, sp, 1.0)
 
 
@@ -113,12 +115,13 @@ def plan_schedule(st: S.Setup, contexts, gammas, *, max_batch: int, alpha=None, 
 
 
 def memory_limit(st: S.Setup, contexts, max_batch: int) -> int:
-    """``max_batch`` cut at the fewest sequences whose KV cache fits at any of ``contexts``
-    (:func:`specnb.serving.max_batch_in_memory`; a batch that does not fit never pays);
-    ``max_batch`` unchanged when not even one sequence fits (the weights do not fit: noted
-    apart). max_batch: int >= 1."""
+    """``max_batch`` cut at the most sequences whose KV cache fits at any of ``contexts``
+    (:func:`specnb.serving.max_batch_in_memory`; a batch that fits at no context never runs,
+    so it never pays; one that fits at some contexts is scheduled for those,
+    :func:`schedule_gammas`); ``max_batch`` unchanged when not even one sequence fits (the
+    weights do not fit: noted apart). max_batch: int >= 1."""
     mb = S.check_axis("max_batch", [max_batch], 1)[0]
-    fit = min(int(S.max_batch_in_memory(st, int(c))) for c in np.atleast_1d(contexts))
+    fit = max(int(S.max_batch_in_memory(st, int(c))) for c in np.atleast_1d(contexts))
     return int(min(mb, fit)) if fit >= 1 else int(mb)
 
 
@@ -244,8 +247,8 @@ class Plan:
     serve : the ``vllm serve`` line (None without a config)
     crossover_batch, paying_batches, max_batch_in_memory : one entry per context (int keys)
     displaced : per context, the sequences the draft's weights and KV push out of memory
-    max_num_seqs : the serve line's ``--max-num-seqs``: max(batch sizes), cut at the fewest
-        sequences that fit at any context (a batch that does not fit never pays)
+    max_num_seqs : the serve line's ``--max-num-seqs``: max(batch sizes), cut at the most
+        sequences that fit at any context (a batch that fits at none never runs)
     context_notes : :func:`specnb.serving.context_limit_notes` (also first in ``notes``)
     notes : every :class:`specnb.notes.Note`, the context notes first
     """
@@ -292,9 +295,9 @@ def serving_plan(st: S.Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=
         ``speedup_end_to_end`` (the prefill counted)
 
     The memory cap (:func:`specnb.serving.memory_cap` at the setup's
-    ``gpu_memory_utilization``): a batch whose KV cache does not fit never pays, so the
-    paying ranges, the crossover, the schedule and ``--max-num-seqs`` stop at the fewest
-    sequences that fit at any context.
+    ``gpu_memory_utilization``): a batch whose KV cache does not fit never pays, so each
+    context's paying ranges and crossover stop at its own cap, and the schedule and
+    ``--max-num-seqs`` at the most sequences that fit at any context (:func:`memory_limit`).
 
     Returns
     -------
@@ -316,7 +319,7 @@ def serving_plan(st: S.Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=
     top = max(batches)
     caps = {int(c): S.memory_cap(st, int(c)) for c in contexts}
     room = {c: int(m["max_batch"]) for c, m in caps.items()}
-    fit_all = min(room.values())
+    fit_any = max(room.values())
     limit = memory_limit(st, contexts, top)
     # one grid over every batch size 1..limit for the schedule, crossover and paying ranges
     full = S.batch_range_grid(st, contexts, gammas, limit, alpha=alpha, tau=tau,
@@ -346,9 +349,9 @@ def serving_plan(st: S.Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=
                                                           "not even one sequence")
                                       for c, m in tight.items())
                           + "; larger batch sizes are shown but cannot run at once, so they "
-                          "never pay" + (f": the paying ranges, the schedule and "
-                                         f"--max-num-seqs stop at {limit}" if fit_all >= 1
-                                         else "")))
+                          "never pay: the paying ranges stop there"
+                          + (f", the schedule and --max-num-seqs at {limit}" if limit < top
+                             else "")))
     displaced = {c: int(m["displaced"]) for c, m in caps.items()}
     if st.draft.kind != "none" and any(displaced.values()):
         notes.append(Note("draft-displaces-sequences",

@@ -84,15 +84,17 @@ def test_plan_schedule_gives_vllm_the_chosen_gamma_at_every_batch_size():
     grid = S.evaluate(st_, np.arange(1, 301), [2000, 16000], gammas, alpha=0.75)
     chosen, worst = A.schedule_gammas(grid)
     nst = max(r[2] for r in rows)
-    # issue 16: the schedule stops where the KV cache of the longest context stops fitting
+    # issue 16: the schedule stops where the KV cache fits at no context (the shortest's cap);
+    # a batch counts only at the contexts where it fits
     limit = A.memory_limit(st_, [2000, 16000], 300)
-    assert rows[-1][1] == limit == S.max_batch_in_memory(st_, 16000) < 300
+    assert rows[-1][1] == limit == S.max_batch_in_memory(st_, 2000) < 300
+    assert S.max_batch_in_memory(st_, 16000) < limit
     assert (np.array(schedule_lookup(rows, nst, limit)[1:]) == chosen[:limit]).all()
     assert (chosen[limit:] == 0).all()  # beyond it nothing runs at once: never pays
     # the chosen gamma is the best for the least favourable context
-    i = np.argmax(grid.speedup.min(axis=1), axis=1)
-    fits = grid.fits[:, :, 0].all(axis=1)
-    assert (np.where((worst > 1) & fits, grid.gammas[i], 0) == chosen).all()
+    masked = np.where(grid.fits, grid.speedup, np.inf).min(axis=1)
+    i = np.argmax(masked, axis=1)
+    assert (np.where(np.isfinite(worst) & (worst > 1), grid.gammas[i], 0) == chosen).all()
 
 
 def test_model_id_of_a_json_file_is_its_folder_and_the_config_says_so(tmp_path):
@@ -128,7 +130,7 @@ def test_serving_plan_is_the_grid_schedule_config_and_serve_line():
     assert [n.code for n in p.notes] == ["checkpoint-placeholder", "kv-does-not-fit",
                                          "draft-displaces-sequences"]
     assert f"at most {cap} sequences" in p.notes[-2].message
-    assert f"stop at {cap}" in p.notes[-2].message
+    assert f"--max-num-seqs at {cap}" in p.notes[-2].message
     d = S.memory_cap(st_, 4000)
     assert p.displaced == {4000: d["displaced"]} and d["displaced"] > 0
     assert f"{d['displaced']} sequences at context 4000" in p.notes[-1].message

@@ -366,8 +366,9 @@ def test_schedule_config_and_serve_line(rec, p, st):
     assert rec["serving.schedule"] == sched
     kmax = max(r[2] for r in sched)
     assert [list(r) for r in validate_schedule(sched, kmax)] == sched
-    # the schedule stops at max_batch or where the longest context's KV cache stops fitting
-    end = min(p["max_batch"], int(S.max_batch_in_memory(st, max(p["contexts"]))))
+    # the schedule stops at max_batch or where the KV cache fits at no context (the shortest
+    # context's cap; a batch counts only at the contexts where it fits: advise.memory_limit)
+    end = min(p["max_batch"], int(S.max_batch_in_memory(st, min(p["contexts"]))))
     assert sched[0][0] == 1 and sched[-1][1] == end
     cfg = rec["serving.config"]
     assert cfg == A.setup_config(st, sched)[0]
