@@ -93,6 +93,14 @@ _TABLE_OPTIONS = ("display.width", 160, "display.max_columns", 30,
                   "display.float_format", "{:.3f}".format)
 
 
+def _table(df) -> str:
+    """``df`` as text: floats to 3 decimals, but a temperature as the value it is (``0``,
+    ``0.7``, ``1e+09``), not ``0.000`` (fault 40)."""
+    if "temperature" in df.columns:
+        df = df.assign(temperature=[f"{t:g}" for t in df["temperature"]])
+    return df.to_string(index=False)
+
+
 def format_report(m) -> str:
     """Human-readable tables of a :class:`specnb.measure.Measurement`."""
     import pandas as pd
@@ -113,12 +121,12 @@ def format_report(m) -> str:
             f"max_new_tokens {m.config['max_new_tokens']}",
             "",
             "alpha by teacher forcing (95% CI over prompts):",
-            m.alpha.to_string(index=False),
+            _table(m.alpha),
             "",
             M.processing_note(m.config),
             "",
             "tau: measured vs predicted:",
-            m.summary[cols].to_string(index=False),
+            _table(m.summary[cols]),
             "(lossless: greedy output token-identical to plain greedy, checked at T = 0; None at "
             "T > 0, where sampled outputs cannot be compared token by token)",
             "",
@@ -127,13 +135,13 @@ def format_report(m) -> str:
             "predicted (speedup_with_overhead: Theorem 3.8 with the loop's fitted per-round "
             "overhead; speedup_predicted_loo: timing model fitted without that gamma's runs, "
             "rounds from the betas; what to expect before running a gamma):",
-            summary[scols].to_string(index=False),
+            _table(summary[scols]),
         ]
         if not m.pld.empty:
             pld = _with_spread(m.pld, "speedup")
             parts += ["", "prompt lookup decoding (speedup with its 95% interval over prompts):",
-                      pld[["gamma", "temperature", "task", "tau", "speedup (95% CI)",
-                           "lossless"]].to_string(index=False)]
+                      _table(pld[["gamma", "temperature", "task", "tau", "speedup (95% CI)",
+                                  "lossless"]])]
         timing = m.timing.copy()
         for col in ("t_target_forward", "t_draft_forward", "t_call", "t_target", "t_draft",
                     "t_round"):
@@ -145,7 +153,7 @@ def format_report(m) -> str:
         parts += ["", "timing (ms): single forwards timed directly, and per loop one model "
                   "fitted to all drafts' runs (t_call, t_target, t_round shared; t_draft per "
                   "draft; all >= 0; t_round: the loop's host overhead per round)",
-                  timing.to_string(index=False)]
+                  _table(timing)]
         parts += [f"  warning: {w}" for w in warns]
         parts += ["",
                   f"lossless (greedy outputs identical to plain greedy): {m.lossless}"]
@@ -178,11 +186,11 @@ def format_logged_report(m) -> str:
             M.processing_note(cfg),
             "",
             "alpha along the served responses (95% CI over prompts):",
-            m.alpha.to_string(index=False),
+            _table(m.alpha),
             "",
             "per gamma (alpha_rounds: accepted / examined in the greedy rounds the betas imply; "
             "tau_betas: tokens per target forward):",
-            m.summary.to_string(index=False),
+            _table(m.summary),
         ]
     if "speedup_predicted" in m.summary:
         parts += ["", "speedup_predicted (Theorem 3.8 from alpha) and speedup_betas use c from "

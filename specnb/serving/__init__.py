@@ -74,10 +74,10 @@ Scalars give Python floats; arrays broadcast with numpy's rules.
 
 from __future__ import annotations
 
-from .calibrate import (BENCH_COLUMNS, BENCH_FIT, FIT_EFFICIENCY_RANGE, MEASURED_COLUMNS,
-                        OVERLAP_GRID, PUBLISHED_SWEEPS, BenchCalibration, Calibration,
-                        calibrate, calibrate_bench, predict_bench, predict_measurements,
-                        published_bench_results, read_measurements)
+from .bench_calibrate import (BENCH_COLUMNS, BENCH_FIT, PUBLISHED_SWEEPS, BenchCalibration,
+                              calibrate_bench, predict_bench, published_bench_results)
+from .calibrate import (FIT_EFFICIENCY_RANGE, MEASURED_COLUMNS, OVERLAP_GRID, Calibration,
+                        calibrate, predict_measurements, read_measurements)
 from .catalogue import (DTYPES, GPU, Architecture, architecture, architecture_names, gpu,
                         gpu_names, model_id, published_active_params, resolve_architecture,
                         ridge_point)

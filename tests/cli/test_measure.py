@@ -149,3 +149,15 @@ def test_cli_both_loops_print_spread_and_overhead(capsys):
     assert rc == 0
     assert "speedup (95% CI)" in out and "speedup_with_overhead" in out
     assert out.count("reference") >= 3 and "t_round_ms" in out
+
+
+def test_tables_show_temperatures_as_given():
+    # fault 40: temperatures were printed as 0.000 and 1000000000.000
+    import pandas as pd
+
+    from specnb.cli.measure import _table
+
+    text = _table(pd.DataFrame({"temperature": [0.0, 0.7, 1e9], "alpha": [0.5, 0.25, 0.125]}))
+    lines = [line.split() for line in text.splitlines()[1:]]
+    assert [row[0] for row in lines] == ["0", "0.7", "1e+09"]
+    assert [row[1] for row in lines] == ["0.500", "0.250", "0.125"]
