@@ -26,6 +26,8 @@ _RULES_SPLIT = ("part of the checker's rules (split from _rules.py): tested thro
 #: package's ``__init__.py`` (its face) needs none: each name it lists is tested in its module's
 #: file; tests/<pkg>/test_init.py is where a face's own tests go.
 NO_TEST_FILE = {
+    "controls.py": "the notebooks' controls, used through specnb.nb's face: tested in "
+                   "tests/test_nb.py (and the browser test)",
     "__main__.py": "`python -m specnb` calls specnb.cli.main (tests/cli/)",
     "measure/card.py": "write_model_card runs inside train_family (tests/measure/test_train.py, "
                        "slow); no test file of its own yet",
