@@ -8,22 +8,7 @@ from specnb.vllm import read_acceptance
 
 
 # ----------------------------------------------------------------- edge and bad input (r2)
-_SCRAPE = ("# TYPE vllm:spec_decode_num_drafts_total counter\n"
-           "vllm:spec_decode_num_drafts_total{{model_name=\"m\"}} {d}\n"
-           "# TYPE vllm:spec_decode_num_draft_tokens_total counter\n"
-           "vllm:spec_decode_num_draft_tokens_total{{model_name=\"m\"}} {t}\n"
-           "# TYPE vllm:spec_decode_num_accepted_tokens_total counter\n"
-           "vllm:spec_decode_num_accepted_tokens_total{{model_name=\"m\"}} {a}\n")
-
-
-CASES = Path(__file__).parent.parent / "cases"
-
-
-FIELD = CASES / "field-reports"
-
-
-def field(name: str) -> str:
-    return (FIELD / name).read_text(encoding="utf-8")
+from tests.vllm_support import CASES, FIELD, SCRAPE as _SCRAPE, field  # noqa: F401
 
 
 def test_a_log_that_also_holds_a_scrape_or_printout_says_which_part_it_read():
