@@ -110,17 +110,29 @@ def _prep(arch, gpu_name, dtype, kv_dtype, gpus, efficiency):
 
 def _step(arch, g, eff, dtype, kv_dtype, n, b, s, q, kv_budget=None, parts=False):
     """Unchecked core of :func:`step_breakdown` on float arrays that broadcast (q may be a
-    fractional mean, e.g. 1 + M gamma with partial proposals)."""
+    fractional mean, e.g. 1 + M gamma with partial proposals): B sequences alike, each with
+    context s and q query tokens (:func:`_step_totals` with tokens B q, KV tokens B s and
+    attention token-contexts B q s)."""
     if kv_budget is not None:
         s = np.minimum(s, kv_budget)
     tokens = b * q
+    return _step_totals(arch, g, eff, dtype, kv_dtype, n, tokens, b * s, tokens * s, parts)
+
+
+def _step_totals(arch, g, eff, dtype, kv_dtype, n, tokens, kv_tokens, att_tokens,
+                 parts=False):
+    """The physics of one forward from its totals (the one home of the step rule; a mixed
+    step of prefill chunks, decode and verify tokens calls it directly): ``tokens`` query
+    tokens in all, ``kv_tokens`` context tokens read from the KV cache (sum of each
+    sequence's context), ``att_tokens`` sum over sequences of query tokens x context (the
+    attention math). Float arrays that broadcast; unchecked."""
     if arch.moe is None:
         w = arch.step_params * DTYPES[dtype] / n
     else:  # the routed experts the step's tokens touch (uniform routing: an upper bound)
         w = np.asarray(arch.step_params_for(np.maximum(tokens, 1.0))) * DTYPES[dtype] / n
-    kv = b * s * (arch.kv_bytes_per_token(kv_dtype) / _moe.kv_split_ways(arch, n))
+    kv = kv_tokens * (arch.kv_bytes_per_token(kv_dtype) / _moe.kv_split_ways(arch, n))
     f_lin = (2.0 * arch.matmul_params_per_token / n) * tokens
-    f_att = (_moe.attention_flops_per_token_per_context(arch) / n) * tokens * s
+    f_att = (_moe.attention_flops_per_token_per_context(arch) / n) * att_tokens
     bw = eff.bandwidth * g.bandwidth
     fl = eff.compute * g.flops(dtype)
     t_w, t_lin = w / bw * 1e3, f_lin * (1e3 / fl)

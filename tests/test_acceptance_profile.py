@@ -1,0 +1,119 @@
+"""specnb.acceptance_profile: counters, entries, the file format, lookups and bad files."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from specnb import acceptance_profile as ap
+
+
+def _c(steps, drafts, tokens, acc, acc_pos, has_pos):
+    return ap.Counters(steps, drafts, tokens, acc, tuple(acc_pos), tuple(has_pos))
+
+
+def test_counters_derived_values_as_vllm_counts_them():
+    # 10 steps, 8 drafts of gamma 3 (two of length 2: no token at position 2), 22 tokens.
+    c = _c(10, 8, 22, 11, [6, 4, 1], [8, 8, 6])
+    assert c.tau == pytest.approx(1 + 11 / 8)
+    assert c.proposal_rate == pytest.approx(8 / 10)
+    assert c.alpha == pytest.approx(11 / 22)
+    # position 0: 6/8; position 1: 4/6; position 2: 1 / min(4 accepted through 1, 6 with a token)
+    assert c.acceptance_rates == pytest.approx([6 / 8, 4 / 6, 1 / 4])
+
+
+def test_counters_add_and_zero():
+    a = _c(3, 2, 4, 1, [1, 0], [2, 2])
+    b = _c(5, 5, 10, 7, [5, 2], [5, 5])
+    s = a + b + ap.Counters.zero(2)
+    assert s.to_dict() == {"num_steps": 8, "num_drafts": 7, "num_draft_tokens": 14,
+                           "num_accepted_tokens": 8, "num_accepted_tokens_per_pos": [6, 2],
+                           "num_draft_tokens_per_pos": [7, 7]}
+    assert math.isnan(ap.Counters.zero(2).tau)
+
+
+def _profile():
+    # two requests, gamma 2, buckets [0, 100) and [100, inf)
+    r1 = {0: _c(4, 4, 8, 6, [4, 2], [4, 4]), 1: _c(2, 2, 4, 1, [1, 0], [2, 2])}
+    r2 = {0: _c(5, 3, 6, 2, [2, 0], [3, 3])}
+    return ap.build("ngram", {2: [("code", r1), ("chat", r2)]}, context_edges=[100],
+                    tasks=["code", "chat"], params={"prompt_lookup_max": 3},
+                    source={"log": "x.jsonl"})
+
+
+def test_build_sums_requests_and_buckets():
+    p = _profile()
+    whole = p.entry(2)
+    assert whole.num_requests == 2
+    assert whole.counters.num_accepted_tokens == 6 + 1 + 2
+    assert whole.counters.num_drafts == 9
+    assert p.entry(2, context=150).counters.num_drafts == 2
+    assert p.entry(2, context=150).context == (100, None)
+    assert p.entry(2, context=99).counters.num_drafts == 7
+    assert p.entry(2, task="chat").counters.num_accepted_tokens == 2
+    assert p.entry(2, task="code", context=0).tau == pytest.approx(1 + 6 / 4)
+    # the interval brackets the pooled tau
+    lo, hi = whole.tau_ci
+    assert lo <= whole.tau <= hi
+
+
+def test_round_trip_through_json(tmp_path):
+    p = _profile()
+    f = tmp_path / "p.json"
+    ap.save(p, f)
+    d = json.loads(f.read_text())
+    assert d["format"] == ap.FORMAT and d["version"] == ap.VERSION
+    assert d["entries"][0]["tau"] == pytest.approx(round(1 + 9 / 9, 6))
+    q = ap.load(f)
+    assert q.gammas == (2,) and q.context_edges == (100,) and q.tasks == ("chat", "code")
+    assert [e.to_dict() for e in q.entries] == [e.to_dict() for e in p.entries]
+
+
+def test_lookup_errors_name_what_is_allowed():
+    p = _profile()
+    with pytest.raises(ValueError, match=r"gamma 4 is not in the acceptance profile.*\[2\]"):
+        p.entry(4)
+    with pytest.raises(ValueError, match="task"):
+        p.entry(2, task="math")
+    with pytest.raises(ValueError, match="context"):
+        p.entry(2, context=-1)
+
+
+@pytest.mark.parametrize("doc, match", [
+    ({"format": "other"}, "not an acceptance profile"),
+    ({"format": ap.FORMAT, "version": 99}, "version 99"),
+    ({"format": ap.FORMAT, "version": 1, "method": "ngram"}, "missing"),
+    ({"format": ap.FORMAT, "version": 1, "method": "ngram", "gammas": [2],
+      "entries": [{"gamma": 3}]}, "gamma 3 not in gammas"),
+    ({"format": ap.FORMAT, "version": 1, "method": "ngram", "gammas": [2],
+      "entries": [{"gamma": 2, "num_steps": 1, "num_drafts": 2, "num_draft_tokens": 2,
+                   "num_accepted_tokens": 0, "num_accepted_tokens_per_pos": [0, 0]}]},
+     "num_drafts <= num_steps"),
+    ({"format": ap.FORMAT, "version": 1, "method": "ngram", "gammas": [2],
+      "entries": [{"gamma": 2, "num_steps": 1, "num_drafts": 1, "num_draft_tokens": 2,
+                   "num_accepted_tokens": 0, "num_accepted_tokens_per_pos": [0]}]},
+     "length gamma"),
+])
+def test_bad_profiles_are_refused(tmp_path, doc, match):
+    f = tmp_path / "bad.json"
+    f.write_text(json.dumps(doc))
+    with pytest.raises(ValueError, match=match):
+        ap.load(f)
+
+
+def test_missing_and_non_json_files(tmp_path):
+    with pytest.raises(ValueError, match="does not exist"):
+        ap.load(tmp_path / "nope.json")
+    f = tmp_path / "x.json"
+    f.write_text("{")
+    with pytest.raises(ValueError, match="not readable JSON"):
+        ap.load(f)
+
+
+def test_build_refuses_bad_edges_and_tasks():
+    with pytest.raises(ValueError, match="increase"):
+        ap.build("ngram", {}, context_edges=[10, 5])
+    with pytest.raises(ValueError, match="task 'x'"):
+        ap.build("ngram", {1: [("x", {None: ap.Counters.zero(1)})]}, tasks=["y"])
