@@ -25,24 +25,24 @@ Read
 Samples
     :func:`sample_path`, :func:`sample_names` -- the bundled, labelled inputs in ``data/samples/``.
 
-The modules (one job each): ``_schema`` (vLLM's schema transcribed), ``_rules`` (vLLM's rules
-as findings; its key, value and method rules in ``_rules_keys``, ``_rules_typed``,
-``_rules_method``, the checks against the target in ``_rules_target``), ``syntax`` (JSON diagnosis), ``schedule``, ``check``, ``findings``, ``config``
-(the builder), ``render``, ``metrics`` (Prometheus counters), ``logs`` (log lines and the
-offline printout), ``read`` (one entry point), ``bench``. Rules and names come from vLLM's
-source at named commits; nothing here imports vLLM or needs a GPU or network.
+The modules (one job each): ``_versions`` (the per-release tables generated from vLLM's code,
+and which one judges a release), ``rules`` (vLLM's rules as plain functions over one context,
+run in a listed order; what vLLM's code does not carry is ``traps.json``), ``serve`` (the
+``vllm serve`` line, parsed with the release's flags), ``syntax`` (JSON diagnosis),
+``schedule``, ``check``, ``findings``, ``config`` (the builder), ``render``, ``metrics``
+(Prometheus counters), ``logs`` (log lines and the offline printout), ``read`` (one entry
+point), ``bench``. Nothing here imports vLLM or needs a GPU or network.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from ._schema import BUILD_METHODS, DEFAULT_GAMMA, METHODS, NGRAM_OPTIONS
 from .bench import (COMPARABLE, POINT_KEYS, SPEC_KEYS, bench_point, bench_points, bench_rows,
                     bench_summary, bench_value, per_position_rates, read_bench,
                     read_bench_results)
 from .check import check_speculative_config, parse_speculative_config, suggest_fix
-from .config import speculative_config
+from .config import BUILD_METHODS, DEFAULT_GAMMA, METHODS, NGRAM_OPTIONS, speculative_config
 from .findings import ConfigCheck, Finding
 from .logs import log_counts
 from .metrics import (PROMQL, AcceptanceStats, SpecDecodeCounts, acceptance_stats,

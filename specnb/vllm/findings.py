@@ -1,6 +1,6 @@
 """What the checker reports: :class:`Finding` (one problem) and :class:`ConfigCheck` (all of them).
 
-Kept apart from the rules (:mod:`specnb.vllm._rules`) and the JSON diagnosis
+Kept apart from the rules (:mod:`specnb.vllm.rules`) and the JSON diagnosis
 (:mod:`specnb.vllm.syntax`) so that each can be read and tested on its own.
 """
 
@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 __all__ = ["SEVERITIES", "Finding", "ConfigCheck"]
 
-SEVERITIES = ("error", "warning")
+SEVERITIES = ("error", "warning", "note")
 
 
 @dataclass(frozen=True)
@@ -19,7 +19,8 @@ class Finding:
 
     Attributes
     ----------
-    severity : "error" (vLLM refuses the config) or "warning" (it starts, but not as meant).
+    severity : "error" (vLLM refuses the config), "warning" (it starts, but not as meant) or
+        "note" (about the check itself, e.g. ``judged-by-older-release``).
     code : stable kebab-case name of the problem (e.g. ``"unknown-key"``, ``"invalid-json"``,
         ``"schedule-invalid"``), for programs and tests; the message may be reworded.
     key : the config key concerned, or None for the config as a whole (e.g. broken JSON).
@@ -45,6 +46,8 @@ class Finding:
         ``source`` labels a finding about the whole config (key None), e.g. the file name or
         ``<argument>``; without it such a finding shows ``-`` in place of a key.
         """
+        if self.severity == "note" and self.key is None:
+            return f"note: {self.message}"
         where = f" (line {self.line}, column {self.column})" if self.line else ""
         key = self.key if self.key is not None else (source or "-")
         text = f"{self.severity}: {key}{where}: {self.message}"

@@ -94,7 +94,7 @@ def schedule_problems(schedule) -> list[str]:
     for row in schedule:
         if not isinstance(row, (list, tuple)) or len(row) != 3 or not all(map(_is_int, row)):
             extra = (" (5-item [bs_lo, bs_hi, ctx_lo, ctx_hi, K] entries come from a newer "
-                     "vLLM, PR #48944; the version checked here, @ 002e77c1, takes 3 items)"
+                     "vLLM, PR #48944; the releases specnb has tables for take 3 items)"
                      if isinstance(row, (list, tuple)) and len(row) == 5 else "")
             return [f"each entry must be [range_start, range_end, K] with 3 integers, got "
                     f"{row!r}{extra}"]
