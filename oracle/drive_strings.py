@@ -129,10 +129,18 @@ SERVE_LINES = [
     ("mnbt-k", "MODEL --max-num-batched-tokens 8k"),
     ("float-flag", "MODEL --gpu-memory-utilization 0.85 --max-num-seqs 2.5"),
     ("dotted-bad", "MODEL --speculative-config.num_speculative_tokens"),
+    ("human-K", "MODEL --max-model-len 32K --max-num-batched-tokens 2.5k"),
+    ("human-bad", "MODEL --max-model-len 1.5K"),
+    ("auto", "MODEL --max-model-len auto"),
+    ("disable-inverse", "MODEL --disable-prefix-caching --enable-log-stats"),
+    ("abbrev", "MODEL --max-model 4096"),
+    ("dotted-and-json", "MODEL --speculative-config '{\"method\": \"ngram\"}' "
+                        "--speculative-config.num_speculative_tokens 2"),
+    ("served-name-first", "--served-model-name x --max-model-len 4096"),
 ]
 
 #: The flags whose parsed values the fixture records (dest names).
-DESTS = ("model_tag", "model", "max_model_len", "tensor_parallel_size", "data_parallel_size",
+DESTS = ("model_tag", "model", "max_model_len", "max_num_batched_tokens", "disable_log_stats", "tensor_parallel_size", "data_parallel_size",
          "max_num_seqs", "kv_cache_dtype", "enable_prefix_caching", "quantization",
          "enable_lora", "speculative_config", "structured_outputs_config")
 
@@ -150,8 +158,12 @@ def _plain(v):
 def flag_table(parser) -> dict:
     """The parser's options: {option string: {dest, kind, type, choices, nargs}}."""
     out = {}
-    for act in parser._actions:  # noqa: SLF001 (argparse keeps them here)
-        if not act.option_strings or act.dest == "help":
+    by_action: dict = {}
+    # every registered option string, the hidden ones (--no-enable-x) included
+    for opt, act in parser._option_string_actions.items():  # noqa: SLF001
+        by_action.setdefault(id(act), (act, []))[1].append(opt)
+    for act, opts in by_action.values():
+        if act.dest == "help":
             continue
         name = type(act).__name__
         if name in ("_StoreTrueAction", "_StoreFalseAction"):
@@ -176,13 +188,16 @@ def flag_table(parser) -> dict:
                 if typ != "str":
                     break
             del probe
-        if "human_readable" in (getattr(act.type, "__name__", "") or ""):
-            typ = "human_int"
+        fname = getattr(act.type, "__name__", "") or ""
+        if "human_readable" in fname:
+            typ = "human_int_or_auto" if fname.endswith("_or_auto") else "human_int"
         entry = {"dest": act.dest, "kind": kind, "type": typ,
                  "choices": [str(c) for c in act.choices] if act.choices else None,
                  "nargs": act.nargs if isinstance(act.nargs, (int, str)) else None}
-        for opt in act.option_strings:
-            out[opt] = entry
+        for opt in opts:
+            neg = opt in getattr(act, "negative_option_strings", ()) or (
+                kind == "bool_optional" and opt.startswith("--no-"))
+            out[opt] = {**entry, "negative": True} if neg else entry
     return dict(sorted(out.items()))
 
 

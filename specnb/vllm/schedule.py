@@ -47,12 +47,14 @@ def schedule_tax_source() -> str:
 
 @functools.lru_cache(maxsize=None)
 def _schedule_tax_rows():
+    import csv
+
     from .. import data
 
-    df = data.load("vllm_schedule_tax")
-    rows = tuple((int(r.concurrency), float(r.tpot_off_ms), float(r.tpot_on_k0_ms))
-                 for r in df.itertuples())
-    return rows, str(df["source"].iloc[0])
+    with open(data.path("vllm_schedule_tax"), newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))  # the csv module: no pandas import for one check
+    return (tuple((int(r["concurrency"]), float(r["tpot_off_ms"]), float(r["tpot_on_k0_ms"]))
+                  for r in rows), str(rows[0]["source"]))
 
 
 #: How vLLM reads the schedule, in words (sources in the module docstring).

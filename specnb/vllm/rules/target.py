@@ -46,7 +46,7 @@ def target(ctx: Context) -> None:
                    "config.json) or a Hugging Face id")
             return
         if draft is None and (path / "config.json").is_file():
-            draft = read_config(path, label="draft config")[0]
+            draft = ch.draft = read_config(path, label="draft config")[0]
     if method in ch.table.mtp and model is None and target is not None:
         text = target.get("text_config") if isinstance(target.get("text_config"), dict) else {}
         layers = [c.get(k) for c in (target, text) for k in (

@@ -1,0 +1,280 @@
+"""The whole ``vllm serve`` line: parsed with the release's own flags, the speculative config
+checked in its context.
+
+:func:`parse_serve_line` reads the line as vLLM's ``FlexibleArgumentParser``
+(``vllm/utils/argparse_utils.py``) does: ``_`` in a flag name read as ``-``, ``--flag=value``,
+dotted ``--speculative-config.key value`` merged into one JSON object (the value JSON, else a
+human-readable int such as ``8k``, else the string), then argparse over the release's flag
+table (``specnb/vllm/flags/<v>.json``, read from ``make_arg_parser`` by
+``oracle/drive_strings.py``), with argparse's own prefix matching and messages.
+:func:`check_serve_line` checks the speculative config with the line's settings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shlex
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from ._versions import flags_for, select
+
+__all__ = ["ServeLine", "ServeLineError", "parse_serve_line", "check_serve_line", "SETTINGS"]
+
+#: The flags (dest names) whose values the serve-line rules read.
+SETTINGS = ("tensor_parallel_size", "data_parallel_size", "max_model_len", "max_num_seqs",
+            "max_num_batched_tokens", "quantization", "kv_cache_dtype", "enable_prefix_caching",
+            "enable_lora", "structured_outputs_config", "gpu_memory_utilization", "dtype")
+
+
+class ServeLineError(ValueError):
+    """The line is not one vLLM's parser takes; the message is the parser's own error line."""
+
+
+@dataclass(frozen=True)
+class ServeLine:
+    """A parsed ``vllm serve`` line.
+
+    model: the served model (positional or ``--model``); speculative_config: the JSON text
+    vLLM's ``--speculative-config`` receives (dotted flags merged), or None; settings: the
+    :data:`SETTINGS` the line gives ({dest: value}); given: every flag given ({dest: value});
+    vllm: the release whose flags parsed it; replaced: the JSON ``--speculative-config`` that
+    dotted ``--speculative-config.key`` flags replaced (vLLM appends the merged dotted keys as
+    a second ``--speculative-config``, and argparse keeps the last), or None.
+    """
+
+    model: str | None
+    speculative_config: str | None
+    settings: dict = field(default_factory=dict)
+    given: dict = field(default_factory=dict)
+    vllm: str = ""
+    replaced: str | None = None
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise ServeLineError(f"vllm serve: error: {message}")
+
+
+def _human_int(text: str) -> int:
+    """vLLM's ``human_readable_int``: '1k' = 1000, '1K' = 1024, '25.6k' = 25600."""
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)([kKmMgGtT])", text.strip())
+    if not m:
+        return int(text)
+    number, suffix = m.groups()
+    if suffix.islower():
+        return int(float(number) * 10 ** (3 * "kmgt".index(suffix) + 3))
+    if "." in number:
+        raise argparse.ArgumentTypeError(f"Decimals are not allowed with binary suffixes like "
+                                         f"{suffix}. Did you mean to use {number}"
+                                         f"{suffix.lower()} instead?")
+    return int(number) * 2 ** (10 * "KMGT".index(suffix) + 10)
+
+
+def _human_int_or_auto(text: str) -> int:
+    return -1 if text.strip().lower() in ("auto", "-1") else _human_int(text)
+
+
+def _loads(text):
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"Value {text} cannot be converted to <function loads>."
+                                         ) from None
+
+
+_TYPES = {"int": int, "float": float, "json": _loads, "human_int": _human_int,
+          "human_int_or_auto": _human_int_or_auto}
+for _f, _n in ((_human_int, "human_readable_int"),
+               (_human_int_or_auto, "human_readable_int_or_auto")):
+    _f.__name__ = _n
+
+
+class _Switch(argparse.Action):
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, option_string not in self.const)
+
+
+@lru_cache(maxsize=None)
+def _parser(version: str) -> tuple[argparse.ArgumentParser, str]:
+    table = flags_for(version)
+    parser = _Parser(prog="vllm serve", add_help=False)
+    parser.add_argument("model_tag", nargs="?")
+    by_dest: dict = {}
+    for opt, f in table["flags"].items():
+        by_dest.setdefault((f["dest"], f["kind"]), []).append((opt, f))
+    for (dest, kind), opts in by_dest.items():
+        names = [o for o, _ in opts]
+        f = opts[0][1]
+        if kind in ("EnableDisableAction", "bool_optional"):
+            parser.add_argument(*names, dest=dest, nargs=0, action=_Switch,
+                                const={o for o, g in opts if g.get("negative")}, default=None)
+        elif kind in ("store_true", "store_false"):
+            parser.add_argument(*names, dest=dest, action=kind, default=None)
+        else:
+            nargs = f.get("nargs") if f.get("nargs") not in (None, 0) else None
+            parser.add_argument(*names, dest=dest, type=_TYPES.get(f["type"], str),
+                                choices=f.get("choices"), nargs=nargs, default=None)
+    return parser, table["vllm"]
+
+
+def _flexible(args: list[str]) -> list[str]:
+    """``FlexibleArgumentParser.parse_args``'s rewriting: names, ``=``, dotted flags."""
+    out = []
+    for a in args:
+        if a.startswith("--"):
+            key, eq, value = a.partition("=")
+            out.append(re.sub(r"(?<=--)[^.]*", lambda m: m.group(0).replace("_", "-"), key,
+                              count=1) + eq + value)
+        elif a.startswith("-O") and a != "-O":
+            out += ["--optimization-level", a[3:] if a[2:3] == "=" else a[2:]]
+        else:
+            out.append(a)
+    merged: dict = {}
+    rest, skip = [], False
+    for i, a in enumerate(out):
+        if skip:
+            skip = False
+            continue
+        name = a.split("=", 1)[0]
+        if not (a.startswith("-") and "." in name):
+            rest.append(a)
+            continue
+        if "=" in a:
+            value = a.split("=", 1)[1]
+        elif i + 1 < len(out):
+            value, skip = out[i + 1], True
+        else:
+            raise ServeLineError(f"vllm serve: error: {a} needs a value (vLLM's parser "
+                                 "crashes with IndexError on this line)")
+        if name.endswith("+"):
+            name, value = name[:-1], json.dumps(value.split(","))
+        key, *keys = name.split(".")
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            try:
+                parsed = _human_int(value)
+            except (ValueError, argparse.ArgumentTypeError):
+                parsed = value
+        node = merged.setdefault(key, {})
+        for k in keys[:-1]:
+            node = node.setdefault(k, {})
+        node[keys[-1]] = parsed
+    for key, value in merged.items():
+        rest += [key, json.dumps(value)]
+    return rest
+
+
+def _words(line) -> list[str]:
+    if isinstance(line, (list, tuple)):
+        words = [str(w) for w in line]
+    elif isinstance(line, str):
+        try:
+            words = shlex.split(line.replace("\\\n", " "))
+        except ValueError as exc:
+            raise ServeLineError(f"the serve line is not one a POSIX shell can split: {exc}"
+                                 ) from None
+    else:
+        raise TypeError(f"line must be a str or a list of words, got {type(line).__name__}")
+    if words[:2] == ["vllm", "serve"]:
+        words = words[2:]
+    elif words[:1] == ["serve"]:
+        words = words[1:]
+    if not words:
+        raise ServeLineError("the serve line is empty: give 'vllm serve MODEL ...'")
+    return words
+
+
+def parse_serve_line(line, vllm_version: str | None = None) -> ServeLine:
+    """Parse a ``vllm serve`` line as the release's parser does.
+
+    Parameters
+    ----------
+    line : str or list of str
+        ``"vllm serve MODEL --flag value ..."`` (``vllm serve`` optional; shell quoting and
+        ``\\``-newline continuations as a POSIX shell reads them), or its words.
+    vllm_version : str or None
+        The release whose flags to use (the nearest release with a flag table not newer than
+        it); None: the newest.
+
+    Raises
+    ------
+    ServeLineError (a ValueError)
+        the line cannot be split, has no words, or vLLM's parser refuses it: an unknown flag
+        ("unrecognized arguments: ..."), a value of the wrong type, a missing value; the
+        message is the parser's own line.
+    TypeError
+        ``line`` is neither a string nor a list.
+    """
+    table, _ = select(vllm_version)
+    parser, release = _parser(table.vllm)
+    args = _flexible(_words(line))
+    ns = parser.parse_args(args)
+    replaced = None
+    if args.count("--speculative-config") > 1 or (
+            "--speculative-config" in args and any(a.startswith("--speculative-config=")
+                                                   for a in args)):
+        first = next(i for i, a in enumerate(args) if a.startswith("--speculative-config"))
+        replaced = args[first].partition("=")[2] or args[first + 1]
+    given = {k: v for k, v in vars(ns).items() if v is not None}
+    spec = given.pop("speculative_config", None)
+    model = given.pop("model_tag", None) or given.get("model")
+    return ServeLine(model, json.dumps(spec) if spec is not None else None,
+                     {k: given[k] for k in SETTINGS if k in given}, given, release, replaced)
+
+
+def check_serve_line(line, vllm_version=None, draft_config=None, target_config=None):
+    """Check the speculative config of a ``vllm serve`` line in the line's context.
+
+    Parses ``line`` (:func:`parse_serve_line`), then runs
+    :func:`~specnb.vllm.check_speculative_config` with the line's settings: the string
+    rules, then the target rules (``--tensor-parallel-size``, ``--max-model-len``) and the
+    serve-line rules (:mod:`specnb.vllm.rules.serve`: a draft trained at fewer positions than
+    ``--max-model-len``, the schedule with ``--data-parallel-size`` > 1, a quantized target
+    with a full-precision head, ``--quantization`` / ``--kv-cache-dtype`` names the release
+    lacks). The draft's config.json is read from ``draft_config`` or from a local ``model``
+    path in the config; the target's from ``target_config`` or a local model path in the line.
+
+    Returns
+    -------
+    (ServeLine, ConfigCheck); the check holds one ``no-speculative-config`` warning when the
+    line has no ``--speculative-config``.
+
+    Raises
+    ------
+    ServeLineError
+        a line vLLM's parser refuses; ValueError, TypeError, OSError as
+        :func:`~specnb.vllm.check_speculative_config` raises them.
+    """
+    from pathlib import Path
+
+    from .check import check_speculative_config
+    from .findings import ConfigCheck, Finding
+
+    parsed = parse_serve_line(line, vllm_version)
+    if target_config is None and parsed.model and (Path(parsed.model) / "config.json").is_file():
+        target_config = parsed.model
+    if parsed.speculative_config is None:
+        return parsed, ConfigCheck((Finding("warning", None, "the line has no "
+                                            "--speculative-config: speculative decoding is off",
+                                            "add --speculative-config '{\"method\": \"ngram\", "
+                                            "\"num_speculative_tokens\": 4}' (or run specnb "
+                                            "plan for the method)",
+                                            code="no-speculative-config"),), None, vllm_version)
+    settings = dict(parsed.settings)
+    tp, mml = settings.pop("tensor_parallel_size", None), settings.pop("max_model_len", None)
+    check = check_speculative_config(parsed.speculative_config, vllm_version, draft_config,
+                                     target_config, tp, mml if mml and mml > 0 else None,
+                                     serve=settings)
+    if parsed.replaced is not None:
+        check = ConfigCheck((Finding(
+            "warning", None, f"the line gives --speculative-config {parsed.replaced} and dotted "
+            "--speculative-config.KEY flags: vLLM merges the dotted ones into a second "
+            "--speculative-config, which replaces the first, so vLLM runs "
+            f"{parsed.speculative_config}", "give every key one way: all in the JSON, or all "
+            "as dotted flags", code="dotted-flags-replace-json"),) + check.findings,
+            check.config, check.vllm_version)
+    return parsed, check
