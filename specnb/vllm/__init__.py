@@ -38,16 +38,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .bench import (COMPARABLE, POINT_KEYS, SPEC_KEYS, bench_point, bench_points, bench_rows,
-                    bench_summary, bench_value, per_position_rates, read_bench,
-                    read_bench_results)
 from .check import check_speculative_config, parse_speculative_config, suggest_fix
 from .config import BUILD_METHODS, DEFAULT_GAMMA, METHODS, NGRAM_OPTIONS, speculative_config
 from .findings import ConfigCheck, Finding
-from .logs import log_counts
-from .metrics import (PROMQL, AcceptanceStats, SpecDecodeCounts, acceptance_stats,
-                      metrics_delta, read_metrics)
-from .read import Reading, UsageError, read_acceptance
 from .render import python_snippet, serve_command, yaml_config
 from .schedule import describe_schedule, schedule_lookup, validate_schedule
 from .syntax import ConfigSyntaxError
@@ -65,6 +58,27 @@ __all__ = [
     "bench_point", "bench_points", "POINT_KEYS",
     "sample_path", "sample_names",
 ]
+
+
+#: The readers' names, imported when first used (PEP 562): a check starts without them.
+_READERS = {
+    "bench": ("COMPARABLE", "POINT_KEYS", "SPEC_KEYS", "bench_point", "bench_points",
+              "bench_rows", "bench_summary", "bench_value", "per_position_rates", "read_bench",
+              "read_bench_results"),
+    "logs": ("log_counts",),
+    "metrics": ("PROMQL", "AcceptanceStats", "SpecDecodeCounts", "acceptance_stats",
+                "metrics_delta", "read_metrics"),
+    "read": ("Reading", "UsageError", "read_acceptance"),
+}
+
+
+def __getattr__(name):
+    import importlib
+
+    for module, names in _READERS.items():
+        if name in names:
+            return getattr(importlib.import_module(f".{module}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _samples_dir() -> Path:

@@ -58,8 +58,8 @@ class _Parser(argparse.ArgumentParser):
         raise ServeLineError(f"vllm serve: error: {message}")
 
 
-def _human_int(text: str) -> int:
-    """vLLM's ``human_readable_int``: '1k' = 1000, '1K' = 1024, '25.6k' = 25600."""
+def human_readable_int(text: str) -> int:
+    """vLLM's own: '1k' = 1000, '1K' = 1024, '25.6k' = 25600, else ``int(text)``."""
     m = re.fullmatch(r"(\d+(?:\.\d+)?)([kKmMgGtT])", text.strip())
     if not m:
         return int(text)
@@ -73,8 +73,8 @@ def _human_int(text: str) -> int:
     return int(number) * 2 ** (10 * "KMGT".index(suffix) + 10)
 
 
-def _human_int_or_auto(text: str) -> int:
-    return -1 if text.strip().lower() in ("auto", "-1") else _human_int(text)
+def human_readable_int_or_auto(text: str) -> int:
+    return -1 if text.strip().lower() in ("auto", "-1") else human_readable_int(text)
 
 
 def _loads(text):
@@ -85,11 +85,8 @@ def _loads(text):
                                          ) from None
 
 
-_TYPES = {"int": int, "float": float, "json": _loads, "human_int": _human_int,
-          "human_int_or_auto": _human_int_or_auto}
-for _f, _n in ((_human_int, "human_readable_int"),
-               (_human_int_or_auto, "human_readable_int_or_auto")):
-    _f.__name__ = _n
+_TYPES = {"int": int, "float": float, "json": _loads, "human_int": human_readable_int,
+          "human_int_or_auto": human_readable_int_or_auto}
 
 
 class _Switch(argparse.Action):
@@ -156,7 +153,7 @@ def _flexible(args: list[str]) -> list[str]:
             parsed = json.loads(value)
         except ValueError:
             try:
-                parsed = _human_int(value)
+                parsed = human_readable_int(value)
             except (ValueError, argparse.ArgumentTypeError):
                 parsed = value
         node = merged.setdefault(key, {})
