@@ -2,9 +2,10 @@
 
 Exit status:
 
-* ``specnb config check JSON|FILE|-`` -- 0 when vLLM would accept the config (warnings allowed),
-  1 when it would reject it, 2 on usage errors (argparse's own, an unreadable file, a bad
-  ``--vllm-version``).
+* ``specnb config check JSON|FILE|-`` (or ``--serve LINE|-``, a whole ``vllm serve`` line) --
+  0 when vLLM would accept the config (warnings allowed), 1 when it would reject it, 2 on usage
+  errors (argparse's own, an unreadable file, a ``--vllm-version`` that is not a release or is
+  older than every table, a serve line vLLM's parser refuses).
 * ``specnb config build METHOD ...`` -- 0 and the rendered config; 1 when vLLM would reject
   what was asked for; 2 on usage errors.
 * ``specnb metrics FILE [FILE]`` and ``specnb bench ON.json OFF.json`` -- 0 with their tables;
@@ -92,7 +93,7 @@ def _cmd_check(args) -> int:
                                     "--max-model-len in the serve line", 2)
     try:
         if args.serve is not None:
-            from ..vllm.serve import check_serve_line
+            from ..vllm import check_serve_line
 
             line = _stdin("strict") if args.serve == "-" else args.serve
             source = "<serve line>"

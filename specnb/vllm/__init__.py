@@ -13,7 +13,8 @@ Check
     :func:`check_speculative_config` -> :class:`ConfigCheck` of :class:`Finding` (each with a
     stable ``code``); :func:`parse_speculative_config` (raises :class:`ConfigSyntaxError`);
     :func:`suggest_fix`; the dynamic schedule: :func:`validate_schedule`, :func:`schedule_lookup`,
-    :func:`describe_schedule`
+    :func:`describe_schedule`; the whole ``vllm serve`` line: :func:`check_serve_line`,
+    :func:`parse_serve_line` (raises :class:`ServeLineError`)
 Read
     :func:`read_acceptance` (any format; :class:`UsageError` for inputs given wrongly) ->
     :class:`Reading`; :func:`read_metrics`, :func:`metrics_delta`, :func:`log_counts`,
@@ -43,6 +44,7 @@ from .config import BUILD_METHODS, DEFAULT_GAMMA, METHODS, NGRAM_OPTIONS, specul
 from .findings import ConfigCheck, Finding
 from .render import python_snippet, serve_command, yaml_config
 from .schedule import describe_schedule, schedule_lookup, validate_schedule
+from .serve import ServeLineError, check_serve_line, parse_serve_line
 from .syntax import ConfigSyntaxError
 
 __all__ = [
@@ -52,6 +54,7 @@ __all__ = [
     "check_speculative_config", "parse_speculative_config", "suggest_fix",
     "ConfigCheck", "Finding", "ConfigSyntaxError",
     "validate_schedule", "schedule_lookup", "describe_schedule",
+    "check_serve_line", "parse_serve_line", "ServeLineError",
     "read_acceptance", "Reading", "UsageError", "read_metrics", "metrics_delta", "log_counts",
     "acceptance_stats", "SpecDecodeCounts", "AcceptanceStats", "PROMQL",
     "read_bench", "bench_summary", "bench_rows", "bench_value", "SPEC_KEYS", "COMPARABLE",
