@@ -26,13 +26,8 @@ Read
 Samples
     :func:`sample_path`, :func:`sample_names` -- the bundled, labelled inputs in ``data/samples/``.
 
-The modules (one job each): ``_versions`` (the per-release tables generated from vLLM's code,
-and which one judges a release), ``rules`` (vLLM's rules as plain functions over one context,
-run in a listed order; what vLLM's code does not carry is ``traps.json``), ``serve`` (the
-``vllm serve`` line, parsed with the release's flags), ``syntax`` (JSON diagnosis),
-``schedule``, ``check``, ``findings``, ``config`` (the builder), ``render``, ``metrics``
-(Prometheus counters), ``logs`` (log lines and the offline printout), ``read`` (one entry
-point), ``bench``. Nothing here imports vLLM or needs a GPU or network.
+The modules are listed in ``docs/vllm.md`` (Modules); ``rules`` holds vLLM's rules as plain
+functions run in a listed order. Nothing here imports vLLM or needs a GPU or network.
 """
 
 from __future__ import annotations
@@ -64,15 +59,12 @@ __all__ = [
 
 
 #: The readers' names, imported when first used (PEP 562): a check starts without them.
-_READERS = {
-    "bench": ("COMPARABLE", "POINT_KEYS", "SPEC_KEYS", "bench_point", "bench_points",
-              "bench_rows", "bench_summary", "bench_value", "per_position_rates", "read_bench",
-              "read_bench_results"),
-    "logs": ("log_counts",),
-    "metrics": ("PROMQL", "AcceptanceStats", "SpecDecodeCounts", "acceptance_stats",
-                "metrics_delta", "read_metrics"),
-    "read": ("Reading", "UsageError", "read_acceptance"),
-}
+_READERS = {"bench": ("COMPARABLE", "POINT_KEYS", "SPEC_KEYS", "bench_point", "bench_points",
+                      "bench_rows", "bench_summary", "bench_value", "per_position_rates",
+                      "read_bench", "read_bench_results"), "logs": ("log_counts",),
+            "metrics": ("PROMQL", "AcceptanceStats", "SpecDecodeCounts", "acceptance_stats",
+                        "metrics_delta", "read_metrics"),
+            "read": ("Reading", "UsageError", "read_acceptance")}
 
 
 def __getattr__(name):

@@ -1,17 +1,11 @@
 """The vLLM releases specnb judges by, and which table judges a ``vllm_version``.
 
-Each ``specnb/vllm/versions/<version>.json`` is written by the oracle (``make oracle
-VLLM=<version>``, ``oracle/drive.py``) from that release's own installed code:
-``SpeculativeConfig``'s fields (kind, null allowed, bound, choices, default), the ``method``
-values, the MTP names, ``LoadConfig``'s fields, whether ``create_speculative_config`` rewrites
-``-`` to ``_`` in keys (``hyphen_rewrite``) and, where the table has them, the quantization
-methods, the pydantic version and the wheel. ``specnb/vllm/flags/<version>.json`` (written by
-``oracle/drive_strings.py``) holds the release's ``vllm serve`` flags.
-
-:func:`select` picks the table: the exact release; else the nearest older table, with a note
-saying so; a release older than every table is refused (ValueError), as is a string that is
-not a version.
-"""
+``specnb/vllm/versions/<v>.json`` is written by ``make oracle VLLM=<v>`` (``oracle/drive.py``)
+from the release's own code: ``SpeculativeConfig``'s fields (kind, null allowed, bound,
+choices, default), the methods, the MTP names, ``LoadConfig``'s fields, ``hyphen_rewrite``
+(``create_speculative_config`` rewrites ``-`` to ``_``) and, where present, the quantization
+methods, the pydantic version and the wheel; ``specnb/vllm/flags/<v>.json``
+(``oracle/drive_strings.py``) its ``vllm serve`` flags. :func:`select` picks the table."""
 
 from __future__ import annotations
 
@@ -56,27 +50,21 @@ class Table:
     quantization_methods: tuple
     pydantic: str | None
     raw: dict = field(repr=False, compare=False)
-
-    @property
-    def name(self) -> str:
-        return f"vLLM {self.vllm}"
-
-    @property
-    def internal(self) -> frozenset:
-        return frozenset(k for k, f in self.fields.items() if f["kind"] == "internal")
-
-    @property
-    def pydantic_name(self) -> str:
-        return f"pydantic {self.pydantic}" if self.pydantic else "pydantic"
+    name: str = ""  # "vLLM 0.33.0"
+    pydantic_name: str = "pydantic"  # "pydantic 2.14.4" when the table names it
+    internal: frozenset = frozenset()  # the fields vLLM fills in itself
 
 
 def _table(raw: dict) -> Table:
     quant = raw.get("quantization_methods")
     if quant is None:
         quant = (raw["fields"].get("quantization") or {}).get("choices") or ()
+    pyd = raw.get("pydantic_version")
     return Table(raw["vllm"], raw["fields"], tuple(raw["methods"]), tuple(raw["mtp_methods"]),
                  bool(raw.get("hyphen_rewrite")), tuple(raw.get("load_config_fields", ())),
-                 tuple(quant), raw.get("pydantic_version"), raw)
+                 tuple(quant), pyd, raw, f"vLLM {raw['vllm']}",
+                 f"pydantic {pyd}" if pyd else "pydantic",
+                 frozenset(k for k, f in raw["fields"].items() if f["kind"] == "internal"))
 
 
 @lru_cache(maxsize=None)

@@ -28,23 +28,18 @@ from .syntax import ConfigSyntaxError, linecol, loads, mask_strings, syntax_erro
 __all__ = ["parse_speculative_config", "check_speculative_config", "suggest_fix"]
 
 
-#: JSON's names for the types :func:`json.loads` returns (RFC 8259, section 3).
 _JSON_TYPE = {int: "number", float: "number", str: "string", list: "array", bool: "boolean"}
 
 
 def suggest_fix(config) -> dict | None:
     """A config close to ``config`` that current vLLM accepts, or None when none is derived.
 
-    Applies, in order, the renames the checker names (V0 and misspelled keys such as
-    ``ngram_prompt_lookup_max`` -> ``prompt_lookup_max``, ``speculative_model`` -> ``model``),
-    maps the V0 n-gram spelling (``model: "[ngram]"`` or ``"ngram"`` -> ``method: "ngram"``,
-    ``model`` dropped), drops sampling parameters and removed keys, and adds a missing
-    ``num_speculative_tokens`` (:data:`~specnb.vllm.DEFAULT_GAMMA`, else 3). The
-    result is returned only if :func:`check_speculative_config` accepts it.
-
-    Parameters
-    ----------
-    config : dict (or anything else, which gives None)
+    Renames what the checker names (``ngram_prompt_lookup_max`` -> ``prompt_lookup_max``,
+    ``speculative_model`` -> ``model``), maps ``model: "[ngram]"`` / ``"ngram"`` to ``method:
+    "ngram"`` and a method word as the model name to that method, drops sampling and removed
+    keys, adds a missing ``num_speculative_tokens`` (:data:`~specnb.vllm.DEFAULT_GAMMA`, else
+    3); returned only if :func:`check_speculative_config` accepts it. ``config``: a dict
+    (anything else gives None).
     """
     if not isinstance(config, dict):
         return None
@@ -89,8 +84,7 @@ def suggest_fix(config) -> dict | None:
 def _draft_config(draft_config, label="draft_config",
                   hint="no config.json there: give the draft checkpoint's local config.json or "
                        "its folder"):
-    """``draft_config`` (or ``target_config``: ``label``) as a dict (read from a local
-    config.json by :func:`specnb.hf_config.read_config` when a path is given)."""
+    """``draft_config`` (``target_config``: ``label``) as a dict; a path is read."""
     if draft_config is None or isinstance(draft_config, dict):
         return draft_config
     from pathlib import Path
@@ -107,11 +101,8 @@ def _draft_config(draft_config, label="draft_config",
 
 
 def _completed(exc: ConfigSyntaxError) -> ConfigSyntaxError:
-    """Make the syntax error's "use <JSON>" fix one current vLLM accepts.
-
-    The repaired JSON stays when the checker accepts it; else :func:`suggest_fix` completes it;
-    when neither passes, the fix shows the repaired JSON as a step, not as "use ...".
-    """
+    """The syntax error with a "use <JSON>" fix current vLLM accepts: the repaired JSON, else
+    :func:`suggest_fix`'s; else the repaired JSON as a step, not as "use ..."."""
     if exc.repaired is None:
         return exc
     try:
@@ -133,30 +124,19 @@ def _completed(exc: ConfigSyntaxError) -> ConfigSyntaxError:
 
 
 def parse_speculative_config(text: str):
-    """Parse ``--speculative-config`` text the way vLLM does.
-
-    vLLM's flag type is ``optional_type(json.loads)`` (``vllm/engine/arg_utils.py`` @
-    ``99d7eb5d``): the values ``""`` and ``"None"`` mean no config (returns None), anything
-    else must be JSON.
-
-    Parameters
-    ----------
-    text : str
-        The value exactly as vLLM receives it (after the shell removed its own quoting).
-
-    Returns
-    -------
-    The parsed JSON value (normally a dict), or None for exactly ``""`` or ``"None"`` (as in
-    vLLM, surrounding whitespace makes them invalid JSON); JSON ``null`` also gives None.
+    """Parse ``--speculative-config`` text as vLLM's flag type ``optional_type(json.loads)``
+    does (``vllm/engine/arg_utils.py``): exactly ``""`` and ``"None"`` mean no config (None;
+    with surrounding whitespace they are invalid JSON), anything else must be JSON (``null``
+    also gives None). ``text``: the value as vLLM receives it, after the shell's quoting.
 
     Raises
     ------
     TypeError
         ``text`` is not a string.
     ConfigSyntaxError
-        the text is not JSON (also: nested deeper than Python's json module can read, or an
-        integer longer than Python's 4300-digit limit); the error has ``line``, ``column``,
-        ``cause`` and ``fix`` (a "use <JSON>" fix is always one current vLLM accepts).
+        the text is not JSON (also: nested deeper than Python's json module reads, or an
+        integer longer than its 4300-digit limit), with ``line``, ``column``, ``cause`` and
+        ``fix`` (a "use <JSON>" fix is always one current vLLM accepts).
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
@@ -187,58 +167,52 @@ def check_speculative_config(text_or_dict, vllm_version=None, draft_config=None,
                              max_model_len=None, serve=None) -> ConfigCheck:
     """Check a ``--speculative-config`` value against the rules of one vLLM release.
 
-    The release's table (``specnb/vllm/versions/<v>.json``, generated from its own code) gives
-    the fields (types, bounds, choices, defaults), the methods, the MTP names, the quantization
-    methods and the hyphen rewrite; ``traps.json`` what its code does not carry (old key
-    names, aliases, sampling keys, bounds checked for one method). The rules run in the order
-    of :data:`specnb.vllm.rules.RULES`: keys, values (as the release's pydantic coerces them),
-    method, the model it needs, the draft length, the n-gram window, suffix decoding, the
-    method switches, synthetic acceptance, the dynamic schedule; then, with a target or a serve
-    line, the checks against them (:data:`specnb.vllm.rules.CONTEXT_RULES`).
+    The release's table (``specnb/vllm/versions/<v>.json``, generated from its code) gives the
+    fields, methods, MTP names, quantization methods and the hyphen rewrite; ``traps.json``
+    what its code does not carry. The rules run in the order of
+    :data:`specnb.vllm.rules.RULES` (keys, values as the release's pydantic coerces them,
+    method, model, draft length, n-gram window, suffix, method switches, synthetic
+    acceptance, schedule), then, with a target or serve settings,
+    :data:`specnb.vllm.rules.CONTEXT_RULES`.
 
     Parameters
     ----------
     text_or_dict : str or dict
-        The value as vLLM receives it (JSON text, after the shell's quoting is removed), or an
-        already parsed mapping (as passed to ``LLM(speculative_config=...)``).
+        The value as vLLM receives it (JSON text, after the shell's quoting), or a parsed
+        mapping (as passed to ``LLM(speculative_config=...)``).
     vllm_version : str or None
-        The server's vLLM release, e.g. ``"0.33.0"``; None: the newest release specnb has a
-        table for. A release without a table is judged by the nearest older one, and the
-        first finding (severity ``note``, code ``judged-by-older-release``) says so.
-    draft_config : dict, str, Path or None
-        The draft checkpoint's ``config.json``: its parsed dict, or a local path to the file or
-        to the checkpoint folder holding it (nothing is downloaded).
-    target_config : dict, str, Path or None
-        The served (target) model's ``config.json`` (dict, file or folder): the draft's
-        ``max_model_len`` against the target's and the draft's context, the vocabulary sizes
-        for ``draft_model``, a local ``model`` path that does not exist, an MTP target without
-        MTP layers, ``draft_tensor_parallel_size`` against ``tensor_parallel_size``.
+        The server's vLLM release, e.g. ``"0.33.0"``; None: the newest table. A release
+        without a table is judged by the nearest older one, and the first finding (severity
+        ``note``, code ``judged-by-older-release``) says so.
+    draft_config, target_config : dict, str, Path or None
+        The draft checkpoint's / served model's ``config.json`` (parsed, or a local file or
+        folder; nothing is downloaded). The target adds vLLM's checks against it: the
+        draft's ``max_model_len``, the vocabulary for ``draft_model``, a missing local
+        ``model`` path, an MTP target without MTP layers, the draft's tensor parallel size.
     tensor_parallel_size, max_model_len : int >= 1 or None
         The server's ``--tensor-parallel-size`` (default 1) and ``--max-model-len`` (default:
         the target's ``max_position_embeddings``).
     serve : dict or None
-        More of the serve line (:func:`specnb.vllm.serve.parse_serve_line`'s ``settings``:
-        ``data_parallel_size``, ``quantization``, ``max_num_seqs``, ...), for the serve-line
-        checks (:mod:`specnb.vllm.rules.serve`).
+        More serve settings ({dest: value}, :func:`specnb.vllm.serve.parse_serve_line`'s
+        ``settings``) for the serve-line rules (:mod:`specnb.vllm.rules.serve`).
 
     Returns
     -------
     ConfigCheck
-        Iterable of :class:`Finding`; ``.accepted`` is True when vLLM would start (warnings
-        allowed); ``.config`` is the parsed mapping (None if the text was not a JSON object).
-        Broken JSON gives one error finding with ``line``, ``column`` and the likely cause.
+        Iterable of :class:`Finding`; ``.accepted``: vLLM would start (warnings allowed);
+        ``.config``: the parsed mapping (None if the text was not a JSON object). Broken JSON
+        gives one error finding with ``line``, ``column`` and the likely cause.
 
     Raises
     ------
     TypeError
-        ``text_or_dict`` is neither a string nor a dict, or the dict holds a value that is not
-        a JSON value (e.g. a numpy number); ``vllm_version`` is not a string.
+        ``text_or_dict`` neither a string nor a dict, or a dict value that is not JSON (e.g.
+        a numpy number); ``vllm_version`` not a string.
     ValueError
-        ``vllm_version`` is not a release, or older than every table; ``draft_config`` /
-        ``target_config`` is a path that holds no readable config.json;
-        ``tensor_parallel_size`` / ``max_model_len`` not an integer >= 1.
+        ``vllm_version`` not a release, or older than every table; a config path without a
+        readable config.json; ``tensor_parallel_size`` / ``max_model_len`` not an int >= 1.
     OSError
-        ``draft_config`` names a file that cannot be read.
+        a config file that cannot be read.
     """
     settings = dict(serve or {})
     for name, value in (("tensor_parallel_size", tensor_parallel_size),

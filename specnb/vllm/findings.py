@@ -37,9 +37,6 @@ class Finding:
     column: int | None = None
     code: str = field(kw_only=True)
 
-    def __str__(self) -> str:
-        return self.format()
-
     def format(self, source: str | None = None) -> str:
         """The finding as text: ``severity: KEY (line L, column C): message`` and its fix.
 
@@ -52,6 +49,8 @@ class Finding:
         key = self.key if self.key is not None else (source or "-")
         text = f"{self.severity}: {key}{where}: {self.message}"
         return text + (f"\n  fix: {self.fix}" if self.fix else "")
+
+    __str__ = format
 
 
 @dataclass(frozen=True)
@@ -92,10 +91,6 @@ class ConfigCheck:
         """The findings' codes, in order."""
         return [f.code for f in self.findings]
 
-    def keys(self) -> set:
-        """The keys that have at least one finding (None for whole-config findings)."""
-        return {f.key for f in self.findings}
-
     def to_frame(self):
         """The findings as a pandas DataFrame (columns severity, code, key, line, column, message,
         fix)."""
@@ -104,9 +99,6 @@ class ConfigCheck:
         cols = ["severity", "code", "key", "line", "column", "message", "fix"]
         return pd.DataFrame([{c: getattr(f, c) for c in cols} for f in self.findings],
                             columns=cols)
-
-    def __str__(self) -> str:
-        return self.format()
 
     def format(self, source: str | None = None) -> str:
         """All findings (:meth:`Finding.format` with ``source``) and the verdict line."""
@@ -118,3 +110,5 @@ class ConfigCheck:
         lines.append(f"{verdict} ({n_err} error{'s' * (n_err != 1)}, "
                      f"{n_warn} warning{'s' * (n_warn != 1)}).")
         return "\n".join(lines)
+
+    __str__ = format

@@ -1,14 +1,9 @@
-"""The whole ``vllm serve`` line: parsed with the release's own flags, the speculative config
-checked in its context.
-
-:func:`parse_serve_line` reads the line as vLLM's ``FlexibleArgumentParser``
-(``vllm/utils/argparse_utils.py``) does: ``_`` in a flag name read as ``-``, ``--flag=value``,
-dotted ``--speculative-config.key value`` merged into one JSON object (the value JSON, else a
-human-readable int such as ``8k``, else the string), then argparse over the release's flag
-table (``specnb/vllm/flags/<v>.json``, read from ``make_arg_parser`` by
-``oracle/drive_strings.py``), with argparse's own prefix matching and messages.
-:func:`check_serve_line` checks the speculative config with the line's settings.
-"""
+"""The whole ``vllm serve`` line: :func:`parse_serve_line` reads it as vLLM's
+``FlexibleArgumentParser`` (``vllm/utils/argparse_utils.py``) does (``_`` in flag names read as
+``-``, ``--flag=value``, dotted ``--speculative-config.key value`` merged into one JSON object:
+the value JSON, else a human-readable int such as ``8k``, else the string), then argparse over
+the release's flags (``specnb/vllm/flags/<v>.json``, from ``make_arg_parser`` by
+``oracle/drive_strings.py``); :func:`check_serve_line` checks the config in its context."""
 
 from __future__ import annotations
 
@@ -35,15 +30,11 @@ class ServeLineError(ValueError):
 
 @dataclass(frozen=True)
 class ServeLine:
-    """A parsed ``vllm serve`` line.
-
-    model: the served model (positional or ``--model``); speculative_config: the JSON text
-    vLLM's ``--speculative-config`` receives (dotted flags merged), or None; settings: the
-    :data:`SETTINGS` the line gives ({dest: value}); given: every flag given ({dest: value});
-    vllm: the release whose flags parsed it; replaced: the JSON ``--speculative-config`` that
-    dotted ``--speculative-config.key`` flags replaced (vLLM appends the merged dotted keys as
-    a second ``--speculative-config``, and argparse keeps the last), or None.
-    """
+    """A parsed line. model: positional or ``--model``; speculative_config: the JSON text
+    ``--speculative-config`` receives (dotted flags merged) or None; settings / given: the
+    :data:`SETTINGS` / every flag the line gives ({dest: value}); vllm: the release whose flags
+    parsed it; replaced: a JSON ``--speculative-config`` that dotted flags replaced (vLLM
+    appends them as a second ``--speculative-config``; argparse keeps the last) or None."""
 
     model: str | None
     speculative_config: str | None
@@ -186,25 +177,13 @@ def _words(line) -> list[str]:
 
 
 def parse_serve_line(line, vllm_version: str | None = None) -> ServeLine:
-    """Parse a ``vllm serve`` line as the release's parser does.
+    """Parse ``line`` (``"vllm serve MODEL --flag value ..."``, ``vllm serve`` optional, split
+    as a POSIX shell does; or its words) with the flags of ``vllm_version`` (the nearest flag
+    table not newer; None: the newest) -> :class:`ServeLine`.
 
-    Parameters
-    ----------
-    line : str or list of str
-        ``"vllm serve MODEL --flag value ..."`` (``vllm serve`` optional; shell quoting and
-        ``\\``-newline continuations as a POSIX shell reads them), or its words.
-    vllm_version : str or None
-        The release whose flags to use (the nearest release with a flag table not newer than
-        it); None: the newest.
-
-    Raises
-    ------
-    ServeLineError (a ValueError)
-        the line cannot be split, has no words, or vLLM's parser refuses it: an unknown flag
-        ("unrecognized arguments: ..."), a value of the wrong type, a missing value; the
-        message is the parser's own line.
-    TypeError
-        ``line`` is neither a string nor a list.
+    Raises ServeLineError (a ValueError; the parser's own line) for a line that cannot be split,
+    is empty, or that vLLM's parser refuses (an unknown flag: "unrecognized arguments: ...", a
+    value of the wrong type, a missing value); TypeError for a ``line`` that is no str or list.
     """
     table, _ = select(vllm_version)
     parser, release = _parser(table.vllm)
@@ -224,28 +203,13 @@ def parse_serve_line(line, vllm_version: str | None = None) -> ServeLine:
 
 
 def check_serve_line(line, vllm_version=None, draft_config=None, target_config=None):
-    """Check the speculative config of a ``vllm serve`` line in the line's context.
-
-    Parses ``line`` (:func:`parse_serve_line`), then runs
-    :func:`~specnb.vllm.check_speculative_config` with the line's settings: the string
-    rules, then the target rules (``--tensor-parallel-size``, ``--max-model-len``) and the
-    serve-line rules (:mod:`specnb.vllm.rules.serve`: a draft trained at fewer positions than
-    ``--max-model-len``, the schedule with ``--data-parallel-size`` > 1, a quantized target
-    with a full-precision head, ``--quantization`` / ``--kv-cache-dtype`` names the release
-    lacks). The draft's config.json is read from ``draft_config`` or from a local ``model``
-    path in the config; the target's from ``target_config`` or a local model path in the line.
-
-    Returns
-    -------
-    (ServeLine, ConfigCheck); the check holds one ``no-speculative-config`` warning when the
-    line has no ``--speculative-config``.
-
-    Raises
-    ------
-    ServeLineError
-        a line vLLM's parser refuses; ValueError, TypeError, OSError as
-        :func:`~specnb.vllm.check_speculative_config` raises them.
-    """
+    """(:func:`parse_serve_line`'s :class:`ServeLine`, :func:`~specnb.vllm.check_speculative_config`
+    of its config with the line's settings): the string rules, the target rules (``-tp``,
+    ``--max-model-len``) and the serve-line rules (:mod:`specnb.vllm.rules.serve`). The
+    draft's config.json comes from ``draft_config`` or a local ``model`` path in the config,
+    the target's from ``target_config`` or a local model path in the line. A line without
+    ``--speculative-config`` gives one ``no-speculative-config`` warning. Raises what
+    :func:`parse_serve_line` and the check raise."""
     from pathlib import Path
 
     from .check import check_speculative_config

@@ -40,15 +40,14 @@ CONTEXT_RULES = (
     ("serve line", serve.serve),
 )
 
-#: Rules that still run when no method could be resolved.
-_BEFORE_METHOD = {"duplicate keys", "hyphenated keys", "unknown keys", "values",
-                  "placeholder model", "method", "tensor parallel"}
 
 
 def run(ctx: Context) -> Context:
-    """Every rule over ``ctx`` in order; returns ``ctx`` with its findings."""
-    for name, rule in RULES:
-        if not ctx.stop or name in _BEFORE_METHOD:
+    """Every rule over ``ctx`` in order (after "tensor parallel", only while a method was
+    resolved); returns ``ctx`` with its findings."""
+    last = [name for name, _ in RULES].index("tensor parallel")
+    for i, (_, rule) in enumerate(RULES):
+        if not ctx.stop or i <= last:
             rule(ctx)
     for _, rule in CONTEXT_RULES:
         rule(ctx)

@@ -23,14 +23,10 @@ NO_DRAFT_BRANCH = frozenset(TRAPS["no_draft_branch"])
 
 @dataclass
 class Context:
-    """One config on its way through the rules.
-
-    keys: the config as given (after the release's hyphen rewrite); values: each field's value
-    as the release's pydantic reads it (None when it refuses it); method: the method vLLM runs
-    (None: the rules after the method stop); draft / target: the checkpoints' config.json;
-    serve: the serve line's settings (``tensor_parallel_size``, ``max_model_len``, ...);
-    findings: what the rules found, in order.
-    """
+    """One config on its way through the rules: keys (as given, after the hyphen rewrite),
+    values (as the release's pydantic reads them; None when refused), method (the one vLLM
+    runs; None stops the rules after it), draft / target (config.json), serve (the serve
+    line's settings), findings (in order)."""
 
     text: str | None
     table: Table

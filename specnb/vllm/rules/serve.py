@@ -1,14 +1,12 @@
-"""The serve-line rules: the speculative config in the context of the ``vllm serve`` line
-(``ctx.serve``: the flags :func:`specnb.vllm.serve.parse_serve_line` read) and the draft's and
-target's config.json."""
+"""The serve-line rules: the config in the context of the ``vllm serve`` line (``ctx.serve``,
+from :func:`specnb.vllm.serve.parse_serve_line`) and the draft's and target's config.json."""
 
 from __future__ import annotations
 
 from ...hf_config import architectures
 from .context import NO_DRAFT_BRANCH, Context
 
-#: Methods whose draft is a separately trained checkpoint with its own position range.
-_HEADS = ("eagle", "eagle3", "dflash", "draft_model", "medusa")
+_HEADS = ("eagle", "eagle3", "dflash", "draft_model", "medusa")  # drafts trained on their own
 
 
 def _int(x):

@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
-from ...hf_config import architectures, is_mtp_type, model_type
+import os
+from pathlib import Path
+
+from ...hf_config import architectures, is_mtp_type, model_type, read_config
 from .context import NO_DRAFT_BRANCH, Context
 
 
@@ -19,11 +22,6 @@ def target(ctx: Context) -> None:
     draft ``ModelConfig`` a missing local path fails). They apply to the methods that load a
     draft checkpoint (not ngram, suffix, custom proposers, hidden-state extraction).
     """
-    import os
-    from pathlib import Path
-
-    from ...hf_config import read_config
-
     if ctx.target is None and not ctx.serve:
         return
     cfg, ch, target = ctx.keys, ctx, ctx.target
@@ -80,7 +78,6 @@ def target(ctx: Context) -> None:
         ch.add("no-n-predict", "error", "num_speculative_tokens", "not set, and the draft's "
                "config.json has no n_predict: vLLM raises 'A speculative model was provided, "
                "but `num_speculative_tokens` was not provided'", "add \"num_speculative_tokens\"")
-    # draft tensor parallel size (the target's defaults to 1)
     dtp = cfg.get("draft_tensor_parallel_size")
     if isinstance(dtp, int) and not isinstance(dtp, bool):
         ttp = tp if tp is not None else 1
@@ -90,7 +87,6 @@ def target(ctx: Context) -> None:
                    f"or target model tensor_parallel_size (the target runs with "
                    f"--tensor-parallel-size {ttp})", f"use 1 or {ttp}")
         ch.drop("draft-tensor-parallel-size")
-    # max_model_len: the target's (served) and the draft's
     tmax = served_len
     if tmax is None and target is not None:
         tmax = target.get("max_position_embeddings")

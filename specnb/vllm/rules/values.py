@@ -1,14 +1,10 @@
-"""The value rules: each field's value as the release's pydantic reads it (lax mode), the
-table's bounds, and the bounds vLLM checks by hand for one method only.
-
-pydantic 2's lax mode (checked with pydantic 2.14 in the vLLM 0.33.0 wheel's environment,
-``oracle/drive_strings.py``): an int field takes a bool, a whole float, or a string of ASCII
-digits with ``+``/``-``, ``_`` between digits, surrounding whitespace and a ``.0...`` tail
-(``"3.0"``, ``"1_0"``, ``" 4 "``; not ``"3.5"``, ``"1e1"``, ``"0x4"``); a float field takes
-a bool, an int, or any string Python's ``float`` reads in ASCII (``"0.5"``, ``".5"``, ``"1e0"``,
-``"nan"``, ``"Infinity"``); a bool field takes 0/1 and the words ``true/false, yes/no, on/off,
-t/f, y/n, 1/0`` in any case. Lists coerce item by item.
-"""
+"""The value rules: each value as the release's pydantic reads it (lax mode; checked with
+pydantic 2.14 of the vLLM 0.33.0 wheel, ``oracle/drive_strings.py``): an int field takes a bool,
+a whole float or an ASCII digit string with sign, ``_`` between digits, whitespace and a
+``.0`` tail (``"3.0"``, ``"1_0"``; not ``"3.5"``, ``"1e1"``, ``"0x4"``); a float field a bool,
+an int or an ASCII string ``float`` reads (``".5"``, ``"1e0"``, ``"nan"``); a bool field 0/1
+and ``true/false, yes/no, on/off, t/f, y/n`` in any case; lists item by item. Then the
+table's bounds, and the bounds vLLM checks by hand for one method only."""
 
 from __future__ import annotations
 
@@ -57,8 +53,7 @@ def coerce(kind: str, value):
             ok = value == value and abs(value) != float("inf") and value == int(value)
             return (int(value), "coerced") if ok else (None, "refused")
         if isinstance(value, str) and _INT_STR.fullmatch(value.strip()):
-            return int(float(value.strip().replace("_", ""))) if "." in value else \
-                int(value.strip()), "coerced"
+            return int(value.strip().split(".")[0]), "coerced"
         return None, "refused"
     if kind == "float":
         if isinstance(value, (int, float)):
