@@ -1,12 +1,8 @@
-"""vLLM's rules for a ``speculative_config``, as plain functions over one
-:class:`~specnb.vllm.rules.context.Context`, run in the order of :data:`RULES` (then
-:data:`CONTEXT_RULES` when a target or a serve line is known).
-
-Each rule reads the context (``keys``, ``values``, ``method``, ``draft``, ``target``,
-``serve``) and adds findings; ``values`` fills ``ctx.values``, ``method`` sets ``ctx.method``
-(None stops the rules that need it). The release's facts come from its table
-(:mod:`specnb.vllm._versions`), what vLLM's code does not carry from ``traps.json``.
-"""
+"""vLLM's rules as plain functions over one :class:`~specnb.vllm.rules.context.Context`, run
+in the order of :data:`RULES`, then :data:`CONTEXT_RULES`. Each reads the context (keys,
+values, method, draft, target, serve) and adds findings; ``values`` fills ``ctx.values``,
+``method`` sets ``ctx.method``. The release's facts come from its table
+(:mod:`specnb.vllm._versions`), what vLLM's code does not carry from ``traps.json``."""
 
 from __future__ import annotations
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import difflib
 import json
 
+from .._versions import tables
 from .context import LEGACY_KEYS, TRAPS, Context
 
 SAMPLING_KEYS = frozenset(TRAPS["sampling_keys"])
@@ -26,9 +27,11 @@ def hyphens(ctx: Context) -> None:
     for k, v in ctx.keys.items():
         nk = k.replace("-", "_") if isinstance(k, str) else k
         if nk != k:
+            old = [f"vLLM {v} and older" for v, t in tables().items() if not t.hyphen_rewrite]
+            who = old[-1] if old else "releases without the rewrite"
             ctx.add("hyphen-key-rewritten", "warning", k, f"'{k}' is hyphenated; {ctx.vname} "
-                    f"rewrites '-' to '_' in every key, so it is '{nk}' (releases without "
-                    "the rewrite reject it as an unknown key)", f"rename '{k}' to '{nk}'")
+                    f"rewrites '-' to '_' in every key, so it is '{nk}' ({who} reject it as an "
+                    "unknown key)", f"rename '{k}' to '{nk}'")
         if nk in out:
             ctx.add("key-spelled-twice", "warning", k, f"'{nk}' is given twice (as '{nk}' and "
                     f"'{k}' with - or _); after the rewrite the later value, {json.dumps(v)}, "
