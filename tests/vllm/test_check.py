@@ -548,3 +548,13 @@ def test_a_method_word_as_the_model_name(cfg, word):
     assert f'"method": "{word}"' in f.fix and "draft_model" not in f.fix
     fixed = suggest_fix(cfg)
     assert fixed is not None and fixed["method"] == word and "model" not in fixed
+
+
+def test_coercion_messages_name_the_tables_pydantic():
+    table = select("0.33.0")[0]
+    if "pydantic_version" in table.raw:  # the oracle venv of 0.33.0 has pydantic 2.14.4
+        assert table.raw["pydantic_version"] == "2.14.4"
+    (f,) = [f for f in check_speculative_config({**NGRAM_CFG, "num_speculative_tokens": "3.0"},
+                                                vllm_version="0.33.0")
+            if f.code == "int-got-string-number"]
+    assert f"{table.pydantic_name} (lax mode) reads it as 3" in f.message
