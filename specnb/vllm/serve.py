@@ -225,7 +225,7 @@ def check_serve_line(line, vllm_version=None, draft_config=None, target_config=N
                                             "\"num_speculative_tokens\": 4}' (or run specnb "
                                             "plan for the method)",
                                             code="no-speculative-config"),), None, vllm_version)
-    settings = dict(parsed.settings)
+    settings = {"served_model": parsed.model, **parsed.settings}  # the target rules run
     tp, mml = settings.pop("tensor_parallel_size", None), settings.pop("max_model_len", None)
     check = check_speculative_config(parsed.speculative_config, vllm_version, draft_config,
                                      target_config, tp, mml if mml and mml > 0 else None,

@@ -87,3 +87,12 @@ def test_the_serve_context_rules(tmp_path):
     assert check.codes()[0] == "dotted-flags-replace-json"
     for f in check_serve_line(line + " --max-model-len 8192 --quantization fp8")[1]:
         assert f.code and f.fix
+    # the target's config.json from a local model folder in the line; a draft path that is not
+    (tmp_path / "target").mkdir()
+    (tmp_path / "target" / "config.json").write_text(json.dumps(
+        {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "vocab_size": 128256,
+         "max_position_embeddings": 8192}))
+    local = f"vllm serve {tmp_path / 'target'} --speculative-config '{cfg}'"
+    assert "draft-context-below-max-model-len" in _codes(local)
+    gone = cfg.replace(str(tmp_path / "head"), str(tmp_path / "nowhere"))
+    assert "draft-path-missing" in _codes(f"vllm serve M --speculative-config '{gone}'")
