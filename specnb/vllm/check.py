@@ -231,6 +231,12 @@ def check_speculative_config(text_or_dict, vllm_version=None, draft_config=None,
                      f"({table.vllm}), and expect differences", code="judged-by-older-release")
              ] if note else []
     text, cfg, early = _parsed(text_or_dict)
+    if early is None and table.raw.get("speculative_config_flag") is False:
+        early = Finding("error", None, f"vLLM {table.vllm} has no --speculative-config flag "
+                        "(the JSON config came with PR #14434, about 0.8): V0 took "
+                        "--speculative-model, --num-speculative-tokens, "
+                        "--ngram-prompt-lookup-max", "upgrade vLLM, or use the V0 flags",
+                        code="predates-json-config")
     if early is not None:
         return ConfigCheck(tuple(first) + (early,), None, version)
     ctx = rules.run(rules.Context(text, table, cfg, draft, target, settings))

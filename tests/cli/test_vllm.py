@@ -195,7 +195,7 @@ def test_check_json_output(capsys):
 def test_check_version_flag(capsys):
     cfg = ARTICLE[:-1] + ', "ngram_prompt_lookup_max": 5}'
     assert run(capsys, "config", "check", cfg)[0] == 1
-    code, _, err = run(capsys, "config", "check", "--vllm-version", "0.11.0", cfg)
+    code, _, err = run(capsys, "config", "check", "--vllm-version", "0.0.1", cfg)
     assert code == 2 and "older than every release" in err and len(err.splitlines()) == 1
     from specnb.vllm._versions import versions_checked
     code, out, _ = run(capsys, "config", "check", "--vllm-version", "9.99.0", ARTICLE)

@@ -12,7 +12,7 @@ import pytest
 
 from specnb.vllm import (check_speculative_config, describe_schedule, schedule_lookup, suggest_fix,
                          validate_schedule)
-from specnb.vllm._versions import select, versions_checked
+from specnb.vllm._versions import select, version_key, versions_checked
 from specnb.vllm.rules.context import NEEDS_MODEL
 
 
@@ -213,15 +213,17 @@ def test_a_release_without_a_table_is_judged_by_the_nearest_older_one_and_says_s
                                         "for 0.99.0")
     assert res.accepted and res.warnings == []
     assert check_speculative_config(NGRAM_CFG, vllm_version=newest).codes() == []
-    assert select("0.30.0")[0].vllm == "0.25.1" and select(None)[1] is None
+    assert select("0.30.0")[0].vllm == [v for v in versions_checked()
+                                        if version_key(v) <= version_key("0.30.0")][-1]
+    assert select(None)[1] is None
     with pytest.raises(ValueError, match="older than every release"):
-        check_speculative_config(NGRAM_CFG, vllm_version="0.11.0")
+        check_speculative_config(NGRAM_CFG, vllm_version="0.0.1")
     assert select(f"{oldest}+cu128") == (select(oldest)[0], None)
 
 
 def test_messages_name_the_release_never_a_commit():
     import re
-    for v in versions_checked():
+    for v in (p.name for p in ORACLE.iterdir() if (p / "configs.jsonl").exists()):
         for r in _strings() + [json.loads(x) for x in (ORACLE / v / "configs.jsonl").read_text(
                 ).splitlines()[:120]]:
             for f in check_speculative_config(r["input"], vllm_version=v):
@@ -558,3 +560,39 @@ def test_coercion_messages_name_the_tables_pydantic():
                                                 vllm_version="0.33.0")
             if f.code == "int-got-string-number"]
     assert f"{table.pydantic_name} (lax mode) reads it as 3" in f.message
+
+
+@pytest.fixture
+def older_tables(monkeypatch):
+    """Tables of two older releases as the oracle writes them (oracle/table.py): 0.7.0 without
+    the JSON flag, 0.10.0 ignoring unknown keys, without custom_class nor the schedule."""
+    import copy
+
+    from specnb.vllm import _versions
+    from specnb.vllm.rules import keys
+
+    real = dict(_versions.tables())
+    base = copy.deepcopy(real["0.25.1"].raw)
+    old = {**base, "vllm": "0.10.0", "extra": "ignore",
+           "methods": [m for m in base["methods"] if m != "custom_class"],
+           "fields": {k: f for k, f in base["fields"].items()
+                      if k != "num_speculative_tokens_per_batch_size"}}
+    v0 = {**base, "vllm": "0.7.0", "speculative_config_flag": False, "extra": "typeerror"}
+    fake = {"0.7.0": _versions._table(v0), "0.10.0": _versions._table(old), **real}
+    monkeypatch.setattr(_versions, "tables", lambda: fake)
+    monkeypatch.setattr(keys, "tables", lambda: fake)
+
+
+def test_the_tables_facts_decide_not_constants(older_tables):
+    def codes(cfg, v):
+        return check_speculative_config(cfg, vllm_version=v).codes()
+    assert codes(NGRAM_CFG, "0.7.3") == ["judged-by-older-release", "predates-json-config"]
+    lax = check_speculative_config({**NGRAM_CFG, "foo": 1}, vllm_version="0.10.0")
+    assert lax.accepted and lax.codes() == ["unknown-key"]
+    sched = {**NGRAM_CFG, "num_speculative_tokens_per_batch_size": [[1, 8, 3]]}
+    assert codes(sched, "0.10.0") == ["key-of-other-release"]
+    assert not check_speculative_config(sched, vllm_version="0.33.0").errors  # it has it
+    assert "no-custom-class" in codes({"model": "my_pkg.MyProposer", "num_speculative_tokens": 3},
+                                      "0.10.0")
+    strict = check_speculative_config({**NGRAM_CFG, "foo": 1}, vllm_version="0.33.0")
+    assert "vLLM 0.10.0 and older ignored them silently" in strict.errors[0].message

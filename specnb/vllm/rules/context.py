@@ -44,7 +44,8 @@ class Context:
         return self.table.name
 
     def given(self, key) -> bool:
-        return self.keys.get(key) is not None
+        """A non-null value for a field of the release (other keys were judged as unknown)."""
+        return key in self.table.fields and self.keys.get(key) is not None
 
     def add(self, code, severity, key, message, fix=""):
         line = col = None

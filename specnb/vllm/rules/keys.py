@@ -43,13 +43,18 @@ def hyphens(ctx: Context) -> None:
 
 def _unknown(ctx, code, key, message, fix):
     message = message if message.endswith("?") else message + "."
-    if ctx.table.raw.get("extra") == "ignore":
+    extra = ctx.table.raw.get("extra")
+    if extra == "ignore":
         ctx.add(code, "warning", key, f"{message} {ctx.vname} ignores unknown keys silently, "
                 "so this setting has no effect.", fix)
+    elif extra == "typeerror":
+        ctx.add(code, "error", key, f"{message} {ctx.vname}'s SpeculativeConfig raises "
+                "TypeError for an unknown keyword.", fix)
     else:
+        lax = [f"vLLM {v} and older" for v, t in tables().items() if t.raw.get("extra") == "ignore"]
         ctx.add(code, "error", key, f"{message} {ctx.vname} rejects unknown keys (pydantic "
-                "extra='forbid'); releases before about 0.14 ignored them silently, so the "
-                "setting never took effect.", fix)
+                f"extra='forbid'); {(lax or ['releases before about 0.14'])[-1]} ignored them "
+                "silently, so the setting never took effect.", fix)
 
 
 def keys(ctx: Context) -> None:
@@ -84,6 +89,12 @@ def keys(ctx: Context) -> None:
 
 
 def _misspelled(ctx, key, known):
+    has = [v for v, t in tables().items() if key in t.fields and key not in t.internal]
+    if has:
+        span = has[0] + (f" to {has[-1]}" if len(has) > 1 else "")
+        _unknown(ctx, "key-of-other-release", key, f"'{key}' is a key of other releases (vLLM "
+                 f"{span}), not of {ctx.vname}", f"remove '{key}', or use a release that has it")
+        return
     norm = key.replace("-", "_").strip()
     if norm in known or norm.lower() in known:
         new = norm if norm in known else norm.lower()

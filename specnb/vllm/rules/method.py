@@ -37,7 +37,14 @@ def _resolve(ctx, given, model):
     t = ctx.table
     if given is None:
         if isinstance(model, str) and _is_dotted_path(model):
-            return "custom_class"
+            if "custom_class" in t.methods:
+                return "custom_class"
+            ctx.add("no-custom-class", "error", "model", f"{model!r} looks like a proposer "
+                    f"class path, but {ctx.vname} has no custom_class method: it loads the "
+                    "name as a draft checkpoint and fails with 'Invalid repository ID or local "
+                    "directory specified'", "use a release with custom_class, or a draft "
+                    "checkpoint id")
+            return "draft_model"
         if model in ("ngram", "[ngram]"):
             if model == "[ngram]":
                 ctx.add("legacy-ngram-model", "warning", "model", "\"model\": \"[ngram]\" is "

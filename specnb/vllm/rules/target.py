@@ -102,7 +102,7 @@ def target(ctx: Context) -> None:
                    f"speculative_max_model_len={mml} cannot be larger than "
                    f"target_max_model_len={tmax}", f"use at most {tmax}")
     # vocabulary (draft_model only, unless use_heterogeneous_vocab)
-    if method == "draft_model" and not cfg.get("use_heterogeneous_vocab") and target and draft:
+    if method == "draft_model" and not ch.values.get("use_heterogeneous_vocab") and target and draft:
         tv, dv = target.get("vocab_size"), draft.get("vocab_size")
         if isinstance(tv, int) and isinstance(dv, int) and tv != dv:
             ch.add("vocab-size-differs", "error", "model", "Target and draft model should have "
