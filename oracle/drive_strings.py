@@ -101,9 +101,12 @@ STRING_CASES = [
 
 #: Serve lines (after ``vllm serve``); {standins} is the stand-in folder.
 SERVE_LINES = [
-    ("plain", "MODEL --speculative-config '{\"method\": \"ngram\", \"num_speculative_tokens\": 3}'"),
-    ("dotted", "MODEL --speculative-config.method ngram --speculative-config.num_speculative_tokens 3"),
-    ("dotted-eq", "MODEL --speculative-config.method=ngram --speculative-config.prompt_lookup_max=5"),
+    ("plain", "MODEL --speculative-config "
+              "'{\"method\": \"ngram\", \"num_speculative_tokens\": 3}'"),
+    ("dotted", "MODEL --speculative-config.method ngram "
+               "--speculative-config.num_speculative_tokens 3"),
+    ("dotted-eq", "MODEL --speculative-config.method=ngram "
+                  "--speculative-config.prompt_lookup_max=5"),
     ("dotted-json-value", "MODEL --speculative-config.num_speculative_tokens_per_batch_size "
                           "'[[1, 8, 3], [9, 512, 1]]' --speculative-config.method ngram"),
     ("context", "MODEL --max-model-len 8192 --tensor-parallel-size 2 --data-parallel-size 2 "
@@ -140,7 +143,8 @@ SERVE_LINES = [
 ]
 
 #: The flags whose parsed values the fixture records (dest names).
-DESTS = ("model_tag", "model", "max_model_len", "max_num_batched_tokens", "disable_log_stats", "tensor_parallel_size", "data_parallel_size",
+DESTS = ("model_tag", "model", "max_model_len", "max_num_batched_tokens", "disable_log_stats",
+         "tensor_parallel_size", "data_parallel_size",
          "max_num_seqs", "kv_cache_dtype", "enable_prefix_caching", "quantization",
          "enable_lora", "speculative_config", "structured_outputs_config")
 

@@ -74,17 +74,14 @@ def tables() -> dict[str, Table]:
     return {p.stem: _table(json.loads(p.read_text(encoding="utf-8"))) for p in paths}
 
 
-def versions_checked() -> list[str]:
-    """The vLLM releases with a table, oldest first."""
+def versions_checked() -> list[str]:  # the releases with a table, oldest first
     return list(tables())
 
 
 def select(vllm_version: str | None) -> tuple[Table, str | None]:
-    """(the table ``vllm_version`` is judged by, a note or None).
-
-    None is the newest table (no note). A release without a table is judged by the nearest
-    older one and the note says so; one older than every table raises ValueError.
-    """
+    """(the table ``vllm_version`` is judged by, a note or None): None is the newest table; a
+    release without one is judged by the nearest older table, and the note says so; one
+    older than every table raises ValueError."""
     ts = tables()
     if vllm_version is None:
         return ts[list(ts)[-1]], None
@@ -103,9 +100,8 @@ def select(vllm_version: str | None) -> tuple[Table, str | None]:
 
 @lru_cache(maxsize=None)
 def flags_for(version: str) -> dict:
-    """The ``vllm serve`` flag table of the nearest release not newer than ``version``
-    ({option: {dest, kind, type, choices, nargs}}), and the release it is from."""
+    """The ``vllm serve`` flags of the nearest release not newer than ``version`` (else the
+    oldest): {"vllm": its release, "flags": {option: {dest, kind, type, choices, nargs}}}."""
     paths = sorted(_FLAGS.glob("*.json"), key=lambda p: version_key(p.stem))
     fit = [p for p in paths if version_key(p.stem) <= version_key(version)] or paths[:1]
-    data = json.loads(fit[-1].read_text(encoding="utf-8"))
-    return {"vllm": data["vllm"], "flags": data["flags"]}
+    return json.loads(fit[-1].read_text(encoding="utf-8"))

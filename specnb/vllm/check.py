@@ -269,20 +269,17 @@ def _parsed(text_or_dict):
             "drop --speculative-config", code="empty-value")
     if isinstance(cfg, dict):
         return text, cfg, None
-    inner = None
-    if isinstance(cfg, str):
-        try:
-            inner = json.loads(cfg)
-        except ValueError:
-            inner = None
+    try:
+        inner = json.loads(cfg) if isinstance(cfg, str) else None
+    except ValueError:
+        inner = None
     if isinstance(inner, dict):
         return text, None, Finding(
             "error", None, "the value is a JSON string that contains JSON: the quotes around it "
             "were kept (YAML, docker-compose or Kubernetes args, or double encoding), so vLLM "
             "gets a str, not a mapping", f"use {json.dumps(inner)}", 1, 1,
             code="json-string-of-json")
-    shown = json.dumps(cfg)
-    shown = shown if len(shown) <= 40 else shown[:37] + "..."
+    shown = json.dumps(cfg) if len(json.dumps(cfg)) <= 40 else json.dumps(cfg)[:37] + "..."
     return text, None, Finding(
         "error", None, f"the value must be a JSON object {{...}}, got a JSON "
         f"{_JSON_TYPE.get(type(cfg), type(cfg).__name__)}: {shown}", "write e.g. "

@@ -1,8 +1,5 @@
-"""What the checker reports: :class:`Finding` (one problem) and :class:`ConfigCheck` (all of them).
-
-Kept apart from the rules (:mod:`specnb.vllm.rules`) and the JSON diagnosis
-(:mod:`specnb.vllm.syntax`) so that each can be read and tested on its own.
-"""
+"""What the checker reports: :class:`Finding` (one problem) and :class:`ConfigCheck` (all of
+them), apart from the rules (:mod:`specnb.vllm.rules`) and the JSON diagnosis."""
 
 from __future__ import annotations
 
@@ -55,11 +52,8 @@ class Finding:
 
 @dataclass(frozen=True)
 class ConfigCheck:
-    """The result of :func:`check_speculative_config`: findings plus the parsed mapping.
-
-    Iterating yields the :class:`Finding` objects. ``accepted`` is True when vLLM would
-    accept the config (no errors; warnings allowed).
-    """
+    """The result of :func:`check_speculative_config`: findings plus the parsed mapping;
+    iterating yields the :class:`Finding` objects; ``accepted``: no errors (warnings allowed)."""
 
     findings: tuple[Finding, ...]
     config: dict | None

@@ -16,12 +16,7 @@ from functools import lru_cache
 
 from ._versions import flags_for, select
 
-__all__ = ["ServeLine", "ServeLineError", "parse_serve_line", "check_serve_line", "SETTINGS"]
-
-#: The flags (dest names) whose values the serve-line rules read.
-SETTINGS = ("tensor_parallel_size", "data_parallel_size", "max_model_len", "max_num_seqs",
-            "max_num_batched_tokens", "quantization", "kv_cache_dtype", "enable_prefix_caching",
-            "enable_lora", "structured_outputs_config", "gpu_memory_utilization", "dtype")
+__all__ = ["ServeLine", "ServeLineError", "parse_serve_line", "check_serve_line"]
 
 
 class ServeLineError(ValueError):
@@ -31,15 +26,14 @@ class ServeLineError(ValueError):
 @dataclass(frozen=True)
 class ServeLine:
     """A parsed line. model: positional or ``--model``; speculative_config: the JSON text
-    ``--speculative-config`` receives (dotted flags merged) or None; settings / given: the
-    :data:`SETTINGS` / every flag the line gives ({dest: value}); vllm: the release whose flags
-    parsed it; replaced: a JSON ``--speculative-config`` that dotted flags replaced (vLLM
-    appends them as a second ``--speculative-config``; argparse keeps the last) or None."""
+    ``--speculative-config`` receives (dotted flags merged) or None; settings: every other flag
+    the line gives ({dest: value}); vllm: the release whose flags parsed it; replaced: a JSON
+    ``--speculative-config`` that dotted flags replaced (vLLM appends them as a second
+    ``--speculative-config``; argparse keeps the last) or None."""
 
     model: str | None
     speculative_config: str | None
     settings: dict = field(default_factory=dict)
-    given: dict = field(default_factory=dict)
     vllm: str = ""
     replaced: str | None = None
 
@@ -59,8 +53,7 @@ def human_readable_int(text: str) -> int:
         return int(float(number) * 10 ** (3 * "kmgt".index(suffix) + 3))
     if "." in number:
         raise argparse.ArgumentTypeError(f"Decimals are not allowed with binary suffixes like "
-                                         f"{suffix}. Did you mean to use {number}"
-                                         f"{suffix.lower()} instead?")
+                                         f"{suffix}. Did you mean to use {m[0].lower()} instead?")
     return int(number) * 2 ** (10 * "KMGT".index(suffix) + 10)
 
 
@@ -198,8 +191,8 @@ def parse_serve_line(line, vllm_version: str | None = None) -> ServeLine:
     given = {k: v for k, v in vars(ns).items() if v is not None}
     spec = given.pop("speculative_config", None)
     model = given.pop("model_tag", None) or given.get("model")
-    return ServeLine(model, json.dumps(spec) if spec is not None else None,
-                     {k: given[k] for k in SETTINGS if k in given}, given, release, replaced)
+    return ServeLine(model, json.dumps(spec) if spec is not None else None, given, release,
+                     replaced)
 
 
 def check_serve_line(line, vllm_version=None, draft_config=None, target_config=None):
@@ -219,17 +212,21 @@ def check_serve_line(line, vllm_version=None, draft_config=None, target_config=N
     if target_config is None and parsed.model and (Path(parsed.model) / "config.json").is_file():
         target_config = parsed.model
     if parsed.speculative_config is None:
-        return parsed, ConfigCheck((Finding("warning", None, "the line has no "
-                                            "--speculative-config: speculative decoding is off",
-                                            "add --speculative-config '{\"method\": \"ngram\", "
-                                            "\"num_speculative_tokens\": 4}' (or run specnb "
-                                            "plan for the method)",
-                                            code="no-speculative-config"),), None, vllm_version)
+        off = Finding("warning", None, "the line has no --speculative-config: speculative "
+                      "decoding is off", "add --speculative-config '{\"method\": \"ngram\", "
+                      "\"num_speculative_tokens\": 4}' (or run specnb plan for the method)",
+                      code="no-speculative-config")
+        return parsed, ConfigCheck((off,), None, vllm_version)
     settings = {"served_model": parsed.model, **parsed.settings}  # the target rules run
     tp, mml = settings.pop("tensor_parallel_size", None), settings.pop("max_model_len", None)
     check = check_speculative_config(parsed.speculative_config, vllm_version, draft_config,
                                      target_config, tp, mml if mml and mml > 0 else None,
                                      serve=settings)
+    if parsed.vllm != select(vllm_version)[0].vllm:
+        check = ConfigCheck((Finding("note", None, f"the line was parsed with vLLM "
+                                     f"{parsed.vllm}'s serve flags (no flag table for this "
+                                     "release)", "", code="flags-from-other-release"),)
+                            + check.findings, check.config, check.vllm_version)
     if parsed.replaced is not None:
         check = ConfigCheck((Finding(
             "warning", None, f"the line gives --speculative-config {parsed.replaced} and dotted "

@@ -38,8 +38,6 @@ class ConfigSyntaxError(ValueError):
         super().__init__(f"not valid JSON (line {line}, column {column}): {cause}"
                          + (f" [json: {parser_message}]" if parser_message else ""))
 
-
-# --------------------------------------------------------------------------- JSON diagnosis
 _SMART = {
     "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"', "\u2033": '"', "\uff02": '"',
     "\u00ab": '"', "\u00bb": '"',

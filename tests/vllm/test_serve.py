@@ -32,7 +32,7 @@ def test_the_line_parses_as_vllms_parser_does(rec):
         if dest in ("model", "model_tag", "structured_outputs_config"):
             continue
         mine = (json.loads(line.speculative_config) if line.speculative_config else None) \
-            if dest == "speculative_config" else line.given.get(dest)
+            if dest == "speculative_config" else line.settings.get(dest)
         if mine is None and dest != "speculative_config":
             assert value == DEFAULTS[dest], dest
         else:

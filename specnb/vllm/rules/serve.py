@@ -9,7 +9,7 @@ from .context import NO_DRAFT_BRANCH, Context
 _HEADS = ("eagle", "eagle3", "dflash", "draft_model", "medusa")  # drafts trained on their own
 
 
-def _int(x):
+def _int(x):  # an int flag or config value, else None
     return x if isinstance(x, int) and not isinstance(x, bool) else None
 
 

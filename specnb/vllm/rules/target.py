@@ -87,9 +87,7 @@ def target(ctx: Context) -> None:
                    f"or target model tensor_parallel_size (the target runs with "
                    f"--tensor-parallel-size {ttp})", f"use 1 or {ttp}")
         ch.drop("draft-tensor-parallel-size")
-    tmax = served_len
-    if tmax is None and target is not None:
-        tmax = target.get("max_position_embeddings")
+    tmax = served_len if served_len is not None else (target or {}).get("max_position_embeddings")
     dmax = (draft or {}).get("max_position_embeddings")
     mml = cfg.get("max_model_len")
     if isinstance(mml, int) and not isinstance(mml, bool):
@@ -101,17 +99,15 @@ def target(ctx: Context) -> None:
             ch.add("max-model-len-above-target", "error", "max_model_len",
                    f"speculative_max_model_len={mml} cannot be larger than "
                    f"target_max_model_len={tmax}", f"use at most {tmax}")
-    # vocabulary (draft_model only, unless use_heterogeneous_vocab)
-    if method == "draft_model" and not ch.values.get("use_heterogeneous_vocab") and target and draft:
+    if method == "draft_model" and not ch.values.get("use_heterogeneous_vocab") and target \
+            and draft:
         tv, dv = target.get("vocab_size"), draft.get("vocab_size")
         if isinstance(tv, int) and isinstance(dv, int) and tv != dv:
             ch.add("vocab-size-differs", "error", "model", "Target and draft model should have "
                    f"the same vocabulary size. Target model vocab_size={tv}. Draft model "
                    f"vocab_size={dv}.", "use a draft with the target's tokenizer, or set "
                    "\"use_heterogeneous_vocab\": true (greedy drafting only)")
-    # checkpoint kind: an EAGLE-3 head loaded as EAGLE-1
-    arch = " ".join(architectures(draft)).lower()
-    if method == "eagle" and "eagle3" in arch:
+    if method == "eagle" and "eagle3" in " ".join(architectures(draft)).lower():
         ch.add("eagle-on-eagle3-head", "error", "method", "method 'eagle' on an EAGLE-3 head "
                f"(config.json architectures {architectures(draft)}): vLLM wraps it as "
                "'Eagle' + the architecture, which no model class implements", "write "

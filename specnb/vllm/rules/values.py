@@ -76,17 +76,17 @@ def coerce(kind: str, value):
 _WHAT = {"int": "an integer", "float": "a number", "bool": "true or false"}
 
 
+_CODES = {("int", "string", True): "int-got-string-number", ("bool", "float", True):
+          "bool-got-number", ("int", "float", False): "int-got-fraction",
+          ("int", "string", False): "int-got-string"}
+
+
 def _code(kind, value, coerced) -> str:
-    src = ("bool" if isinstance(value, bool) else "string" if isinstance(value, str) else
-           "float" if isinstance(value, float) else "number" if isinstance(value, int) else
-           "other")
-    if coerced:
-        return {("int", "string"): "int-got-string-number", ("bool", "float"): "bool-got-number"
-                }.get((kind, src), f"{kind}-got-{src}")
-    return {("int", "float"): "int-got-fraction", ("int", "string"): "int-got-string",
-            ("float", "string"): "number-wrong-type"}.get((kind, src), f"{kind}-wrong-type"
-                                                           if kind != "float" else
-                                                           "number-wrong-type")
+    src = next(n for t, n in ((bool, "bool"), (str, "string"), (float, "float"),
+                              (int, "number"), (object, "other")) if isinstance(value, t))
+    default = f"{kind}-got-{src}" if coerced else (
+        "number-wrong-type" if kind == "float" else f"{kind}-wrong-type")
+    return _CODES.get((kind, src, coerced), default)
 
 
 def _scalar(ctx: Context, key, kind, value, spec):
