@@ -1,0 +1,128 @@
+"""Stepping a logged request as vLLM steps it, and counting with vLLM's counters.
+
+The first output token comes from the prefill; from then on each engine step proposes a draft
+from all the tokens so far (prompt + output), verifies it, and appends the accepted tokens and
+one more (the target's own). Replaying a log, the target's tokens are the logged response: a
+draft token is accepted when it equals the response's token at its position (and every token
+before it was), never past the response's end, and the step appends accepted + 1 tokens. So
+every step's tokens are a prefix of prompt + response, and step s of a request is the tuple
+(context T = tokens before it, draft length d, accepted a), with T growing by a + 1 from
+prompt length + 1 until it reaches prompt + response length.
+
+At T > 0 a logged response is one sample of the target: exact-match replay of a
+deterministic proposer (n-gram, suffix) gives the acceptance of that sample path, which has
+the distribution speculative sampling gives (a one-hot draft token x is accepted with
+probability p(x), and a rejected one is never emitted), so counters over many requests
+estimate what the server would count.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..acceptance_profile import Counters
+from .ngram import NgramTable
+from .suffix import SuffixCache
+
+__all__ = ["ngram_steps", "suffix_steps", "counters"]
+
+
+def _agree(draft, full, T: int) -> int:
+    """Leading tokens of ``draft`` equal to ``full[T:]`` (never past its end)."""
+    n = 0
+    for x, y in zip(draft, full[T:T + len(draft)]):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def ngram_steps(full, prompt_len: int, gammas, *, prompt_lookup_min: int,
+                prompt_lookup_max: int, max_model_len: int | None = None) -> dict:
+    """``{gamma: (T, d, a)}`` int64 arrays, one entry per decode step of the request whose
+    prompt + response is ``full`` (``prompt_len`` prompt tokens), n-gram drafts
+    (:mod:`specnb.replay.ngram`)."""
+    full = np.asarray(full, dtype=np.int64)
+    n_tok = full.size
+    table = NgramTable(full, prompt_lookup_min, prompt_lookup_max)
+    every = np.arange(n_tok + 1)
+    out = {}
+    for g in gammas:
+        lens = table.lengths(every, g, max_model_len).tolist()
+        run = table.agreement(g).tolist()
+        ts, ds, acc = [], [], []
+        T = prompt_len + 1
+        while T < n_tok:
+            d = lens[T]
+            a = run[T] if run[T] < d else d
+            ts.append(T)
+            ds.append(d)
+            acc.append(a)
+            T += a + 1
+        out[g] = (np.array(ts, dtype=np.int64), np.array(ds, dtype=np.int64),
+                  np.array(acc, dtype=np.int64))
+    return out
+
+
+def suffix_steps(cache: SuffixCache, req_id, full, prompt_len: int, gammas, *,
+                 max_spec_factor: float = 1.0, min_token_prob: float = 0.1,
+                 max_model_len: int | None = None) -> dict:
+    """:func:`ngram_steps` for suffix decoding: the request's trees built in ``cache`` as
+    vLLM's ``SuffixDecodingProposer`` builds them (its prompt, then its output step by step),
+    the whole response added to the global tree by the end (later requests see it). One pass
+    serves every gamma (the trees at a prefix do not depend on gamma)."""
+    full = [int(x) for x in full]
+    n_tok, depth = len(full), cache.max_tree_depth
+    cache.start_request(req_id, full[:prompt_len])
+    have = min(prompt_len + 1, n_tok)
+    cache.add_active_response(req_id, full[prompt_len:have])
+    nxt = {g: prompt_len + 1 for g in gammas}
+    rec = {g: ([], [], []) for g in gammas}
+    while True:
+        live = [T for T in nxt.values() if T < n_tok]
+        if not live:
+            break
+        T = min(live)
+        if T > have:
+            cache.add_active_response(req_id, full[have:T])
+            have = T
+        ctx = full[max(0, T - depth):T]
+        for g in gammas:
+            if nxt[g] != T:
+                continue
+            k = g if max_model_len is None else min(g, max_model_len - T - 1)
+            draft = (cache.speculate(req_id, ctx, k, max_spec_factor, 0.0, min_token_prob)[0]
+                     if k > 0 else [])
+            a = _agree(draft, full, T)
+            ts, ds, acc = rec[g]
+            ts.append(T)
+            ds.append(len(draft))
+            acc.append(a)
+            nxt[g] = T + a + 1
+    if have < n_tok:
+        cache.add_active_response(req_id, full[have:])
+    cache.stop_request(req_id)
+    return {g: tuple(np.array(x, dtype=np.int64) for x in rec[g]) for g in gammas}
+
+
+def counters(steps, gamma: int, context_edges=()) -> dict:
+    """``{bucket index: Counters, None: Counters}`` of one request's steps ``(T, d, a)`` at
+    draft length ``gamma``; a step falls in the bucket of its context T (bucket i =
+    ``[edges[i-1], edges[i])``, the first from 0, the last unbounded)."""
+    T, d, a = steps
+    edges = np.asarray(context_edges, dtype=np.int64)
+    b = np.searchsorted(edges, T, side="right") if edges.size else np.zeros(T.size, dtype=int)
+    out = {}
+    pos = np.arange(gamma)
+    for i in range(edges.size + 1):
+        sel = b == i
+        if sel.any():
+            out[i] = _count(d[sel], a[sel], pos)
+    out[None] = _count(d, a, pos)
+    return out
+
+
+def _count(d, a, pos) -> Counters:
+    return Counters(int(d.size), int((d > 0).sum()), int(d.sum()), int(a.sum()),
+                    tuple(int(x) for x in (a[:, None] > pos).sum(axis=0)),
+                    tuple(int(x) for x in (d[:, None] > pos).sum(axis=0)))
