@@ -24,7 +24,7 @@ from ..acceptance_profile import Counters
 from .ngram import NgramTable
 from .suffix import SuffixCache
 
-__all__ = ["ngram_steps", "suffix_steps", "counters"]
+__all__ = ["ngram_steps", "suffix_steps", "teacher_forced_steps", "counters"]
 
 
 def _agree(draft, full, T: int) -> int:
@@ -103,6 +103,33 @@ def suffix_steps(cache: SuffixCache, req_id, full, prompt_len: int, gammas, *,
         cache.add_active_response(req_id, full[have:])
     cache.stop_request(req_id)
     return {g: tuple(np.array(x, dtype=np.int64) for x in rec[g]) for g in gammas}
+
+
+def teacher_forced_steps(betas, prompt_len: int, gammas, *, greedy: bool, rng=None) -> dict:
+    """:func:`ngram_steps` for a draft model from its teacher-forced acceptance along the
+    logged response (``betas[j]`` for response token j, :func:`specnb.measure.
+    teacher_forced_betas`): every step drafts gamma tokens; greedy (T = 0: betas are 0 or
+    1, the draft's argmax against the logged token) the accepted prefix is the leading run of
+    ones, exactly what the draft model's own round would accept; at T > 0 position i is
+    accepted with probability ``betas[j + i]`` given the ones before (one seeded draw of
+    ``rng``, a numpy Generator)."""
+    b = np.asarray(betas, dtype=np.float64)
+    n = b.size
+    out = {}
+    for g in gammas:
+        ok = (b >= 1.0) if greedy else (rng.random(n) < b)
+        ts, acc = [], []
+        j = 1  # the first response token comes from the prefill
+        while j < n:
+            a = 0
+            while a < g and j + a < n and ok[j + a]:
+                a += 1
+            ts.append(prompt_len + j)
+            acc.append(a)
+            j += a + 1
+        T = np.array(ts, dtype=np.int64)
+        out[g] = (T, np.full(T.size, g, dtype=np.int64), np.array(acc, dtype=np.int64))
+    return out
 
 
 def counters(steps, gamma: int, context_edges=()) -> dict:

@@ -31,12 +31,10 @@ The rule, as the sources give it:
 
 from __future__ import annotations
 
-import numpy as np
+import functools
+import struct
 
 __all__ = ["SuffixTree", "SuffixCache"]
-
-_F32 = np.float32
-
 
 class _Node:
     __slots__ = ("count", "children", "order", "token")
@@ -169,28 +167,46 @@ class SuffixTree:
         """``(token ids, score, match_len)`` as ``SuffixTree::speculate`` (path mode);
         ``known[m - 1]``, where given, is the node of the last m tokens (:meth:`tail_nodes`)."""
         ctx = [int(t) for t in context]
-        factor, offset, pmin = _F32(max_spec_factor), _F32(max_spec_offset), _F32(min_token_prob)
-        best = ([], _F32(0.0), 0)
+        pmin = _r32(min_token_prob)
+        caps = _caps(max_spec_factor, max_spec_offset, len(ctx))
+        best, best_score, best_m = [], 0.0, 0
         for m in range(1, len(ctx)):
             node = known[m - 1] if m <= len(known) else self.match(ctx[len(ctx) - m:])
             if node is None:
                 break
-            cap = int(float(_F32(_F32(m) * factor) + offset) + 1e-6)
-            max_tokens = max(min(max_spec_tokens, cap), 0)
-            toks, score, prob = [], _F32(0.0), _F32(1.0)
+            max_tokens = max(min(max_spec_tokens, caps[m]), 0)
+            toks, score, prob = [], 0.0, 1.0
             while len(toks) < max_tokens and prob >= pmin:
                 if not node.order:
                     break
                 child = node.order[0]
-                prob = _F32(prob * _F32(_F32(child.count) / _F32(node.count)))
+                # float32 as in C++: a product or quotient of float32 values computed in
+                # double and rounded once is the float32 result (53 >= 2 * 24 + 2 bits)
+                prob = _r32(prob * _r32(child.count / node.count))
                 node = child
                 if not prob >= pmin:
                     break
                 toks.append(node.token)
-                score = _F32(score + prob)
-            if score >= best[1]:
-                best = (toks, score, m)
-        return best
+                score = _r32(score + prob)
+            if score >= best_score:
+                best, best_score, best_m = toks, score, m
+        return best, best_score, best_m
+
+
+_F32S = struct.Struct("f")
+
+
+def _r32(x: float) -> float:
+    """``x`` rounded to the nearest float32 (as a Python float)."""
+    return _F32S.unpack(_F32S.pack(x))[0]
+
+
+@functools.lru_cache(maxsize=64)
+def _caps(factor: float, offset: float, n: int) -> tuple:
+    """``int(m * max_spec_factor + max_spec_offset + 1e-6)`` for m = 0 .. n, in C++'s types
+    (float products and sums, then a double 1e-6)."""
+    f, o = _r32(factor), _r32(offset)
+    return tuple(int(_r32(_r32(float(m) * f) + o) + 1e-6) for m in range(n + 1))
 
 
 class SuffixCache:
