@@ -347,7 +347,7 @@ def _check_bench_flags(args) -> str | None:
         return "give --calibrate (step times) or --calibrate-bench (bench runs), not both"
     if args.alpha is None and args.tau is None and args.acceptance_rates is None and not files \
             and not args.acceptance_profile:
-        return ("give one of --alpha, --tau, --acceptance-rates or --acceptance-profile (or "
+        return ("give one of --alpha, --tau or --acceptance-rates (or --acceptance-profile, or "
                 "--calibrate-bench files "
                 "run with speculation on, whose tau is used)")
     return None
