@@ -40,6 +40,18 @@ def propose(tokens, k: int, *, prompt_lookup_min: int, prompt_lookup_max: int,
     return table.draft(t.size, k, max_model_len)
 
 
+def _first_index(keys: np.ndarray) -> np.ndarray:
+    """For each position, the first position holding the same key (a stable sort)."""
+    order = np.argsort(keys, kind="stable")
+    ks = keys[order]
+    new = np.empty(ks.size, dtype=bool)
+    new[:1] = True
+    np.not_equal(ks[1:], ks[:-1], out=new[1:])
+    first = np.empty_like(order)
+    first[order] = order[new][np.cumsum(new) - 1]
+    return first
+
+
 class NgramTable:
     """n-gram matches for every prefix of one sequence ``full`` (1-D int64).
 
@@ -66,8 +78,7 @@ class NgramTable:
                 if n < lo or n > n_tok:
                     continue
                 ends = np.arange(n, n_tok + 1)
-                _, first_idx, inv = np.unique(h[n:], return_index=True, return_inverse=True)
-                first_end = ends[first_idx[inv]]
+                first_end = ends[_first_index(h[n:])]
                 # an earlier occurrence (ending before T, so a token follows it)
                 ok = first_end < ends
                 if ok.any():

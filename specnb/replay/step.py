@@ -48,19 +48,16 @@ def ngram_steps(full, prompt_len: int, gammas, *, prompt_lookup_min: int,
     every = np.arange(n_tok + 1)
     out = {}
     for g in gammas:
-        lens = table.lengths(every, g, max_model_len).tolist()
-        run = table.agreement(g).tolist()
-        ts, ds, acc = [], [], []
+        lens = table.lengths(every, g, max_model_len)
+        acc = np.minimum(table.agreement(g), lens)
+        nxt = (every + acc + 1).tolist()  # the step at context T appends accepted + 1
+        path = []
         T = prompt_len + 1
         while T < n_tok:
-            d = lens[T]
-            a = run[T] if run[T] < d else d
-            ts.append(T)
-            ds.append(d)
-            acc.append(a)
-            T += a + 1
-        out[g] = (np.array(ts, dtype=np.int64), np.array(ds, dtype=np.int64),
-                  np.array(acc, dtype=np.int64))
+            path.append(T)
+            T = nxt[T]
+        ts = np.array(path, dtype=np.int64)
+        out[g] = (ts, lens[ts], acc[ts])
     return out
 
 
@@ -138,18 +135,16 @@ def counters(steps, gamma: int, context_edges=()) -> dict:
     ``[edges[i-1], edges[i])``, the first from 0, the last unbounded)."""
     T, d, a = steps
     edges = np.asarray(context_edges, dtype=np.int64)
-    b = np.searchsorted(edges, T, side="right") if edges.size else np.zeros(T.size, dtype=int)
+    nb = edges.size + 1
+    b = np.searchsorted(edges, T, side="right") if edges.size else np.zeros(T.size, np.int64)
+    cols = [np.bincount(b, minlength=nb), np.bincount(b, d > 0, nb), np.bincount(b, d, nb),
+            np.bincount(b, a, nb)]
+    acc = [np.bincount(b, a > i, nb) for i in range(gamma)]
+    has = [np.bincount(b, d > i, nb) for i in range(gamma)]
     out = {}
-    pos = np.arange(gamma)
-    for i in range(edges.size + 1):
-        sel = b == i
-        if sel.any():
-            out[i] = _count(d[sel], a[sel], pos)
-    out[None] = _count(d, a, pos)
+    for i in np.flatnonzero(cols[0]).tolist():
+        out[i] = Counters(*(int(c[i]) for c in cols), tuple(int(x[i]) for x in acc),
+                          tuple(int(x[i]) for x in has))
+    out[None] = Counters(*(int(c.sum()) for c in cols), tuple(int(x.sum()) for x in acc),
+                         tuple(int(x.sum()) for x in has))
     return out
-
-
-def _count(d, a, pos) -> Counters:
-    return Counters(int(d.size), int((d > 0).sum()), int(d.sum()), int(a.sum()),
-                    tuple(int(x) for x in (a[:, None] > pos).sum(axis=0)),
-                    tuple(int(x) for x in (d[:, None] > pos).sum(axis=0)))
