@@ -59,34 +59,17 @@ def _model_free(method: str):
 
 
 def _draft_model(args, log):
-    """Teacher forcing along the logged responses (``measure --logged``), stepped: at T = 0
-    a draft is accepted up to its first disagreement with the logged token; at T > 0 each
-    position is accepted with the teacher-forced probability (a seeded draw)."""
-    import numpy as np
-
-    from .. import acceptance_profile as AP
+    """Teacher forcing along the logged responses (``measure --logged``), stepped
+    (:func:`specnb.replay.draft_profile`)."""
     from .. import measure as M
-    from ..replay import step
+    from .. import replay as R
 
     m = M.alpha_from_logged(args.target, [args.draft] if args.draft else None,
                             prompts=log.path, gammas=args.gamma, timing=False,
                             seed=args.seed)
-    by_key = {(r.id, r.temperature): r for r in log}
-    rng = np.random.default_rng(args.seed)
-    gs = sorted(set(args.gamma))
-    per = {g: [] for g in gs}
-    rows = m.betas
-    draft = str(rows["draft"].iloc[0])
-    for _, row in rows[rows["draft"] == draft].iterrows():
-        r = by_key[(row["prompt"], float(row["temperature"]))]
-        st = step.teacher_forced_steps(np.asarray(row["betas"]), r.prompt_len, gs,
-                                       greedy=float(row["temperature"]) == 0.0, rng=rng)
-        for g in gs:
-            per[g].append((r.task, step.counters(st[g], g, args.context_buckets)))
-    return AP.build("draft_model", per, context_edges=args.context_buckets, tasks=log.tasks,
-                    params={"model": draft},
-                    source={"log": log.path, "requests": len(log),
-                            "skipped": len(log.skipped), "tokenizer": log.tokenizer})
+    draft = str(m.betas["draft"].iloc[0])
+    return R.draft_profile(m.betas[m.betas["draft"] == draft], log, gammas=args.gamma,
+                           context_edges=args.context_buckets, model=draft, seed=args.seed)
 
 
 #: ``--method`` -> its entry; the heads (eagle, eagle3, mtp) join as rows of their own.

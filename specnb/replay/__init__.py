@@ -17,13 +17,16 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from .. import _check
 from .. import acceptance_profile as AP
 from .. import request_log
-from .step import counters, ngram_steps, suffix_steps
+from .step import counters, ngram_steps, suffix_steps, teacher_forced_steps
 from .suffix import SuffixCache
 
-__all__ = ["METHODS", "Method", "check_params", "replay", "request_steps"]
+__all__ = ["METHODS", "Method", "check_params", "replay", "request_steps", "draft_profile",
+           "table"]
 
 
 @dataclass(frozen=True)
@@ -175,3 +178,69 @@ def replay(log=None, method: str = "ngram", *, gammas=(1, 3, 5), context_edges=(
     return AP.build(method, per, context_edges=edges, tasks=log.tasks,
                     params={k: (None if isinstance(v, float) and math.isnan(v) else v)
                             for k, v in p.items()}, source=source)
+
+
+def draft_profile(betas, log, *, gammas=(1, 3, 5), context_edges=(), model: str = "draft",
+                  seed: int = 0) -> AP.AcceptanceProfile:
+    """The acceptance profile of a draft model from its teacher-forced betas along a log's
+    responses, stepped as vLLM steps a draft model (:func:`specnb.replay.step.
+    teacher_forced_steps`: exact at T = 0, one seeded draw per position at T > 0).
+
+    Parameters
+    ----------
+    betas : rows with ``prompt`` (the record's id), ``temperature`` and ``betas`` (one per
+        response token), e.g. the ``betas`` frame of :func:`specnb.measure.alpha_from_logged`
+        for one draft (an iterable of mappings or a pandas DataFrame)
+    log : the :class:`~specnb.request_log.RequestLog` the betas were measured on (its prompt
+        lengths place each step's context)
+    model : the draft's name (the profile's ``params.model``)
+
+    Raises
+    ------
+    ValueError
+        a betas row whose (id, temperature) is not in the log, or whose length is not the
+        response's.
+    """
+    rows = betas.to_dict("records") if hasattr(betas, "to_dict") else list(betas)
+    by_key = {(r.id, r.temperature): r for r in log}
+    gs = sorted({int(g) for g in _check.integer("gamma", list(gammas), lo=1).tolist()})
+    rng = np.random.default_rng(seed)
+    per = {g: [] for g in gs}
+    for row in rows:
+        key = (row["prompt"], float(row["temperature"]))
+        r = by_key.get(key)
+        if r is None:
+            raise ValueError(f"betas for record {key[0]!r} at T = {key[1]:g} have no request in "
+                             f"the log {log.path}")
+        b = np.asarray(row["betas"], dtype=float)
+        if b.size != r.response_len:
+            raise ValueError(f"record {key[0]!r}: {b.size} betas for a {r.response_len}-token "
+                             "response")
+        st = teacher_forced_steps(b, r.prompt_len, gs, greedy=key[1] == 0.0, rng=rng)
+        for g in gs:
+            per[g].append((r.task, counters(st[g], g, context_edges)))
+    return AP.build("draft_model", per, context_edges=context_edges, tasks=log.tasks,
+                    params={"model": model},
+                    source={"log": Path(log.path).name, "requests": len(rows),
+                            "skipped": len(log.skipped), "tokenizer": log.tokenizer})
+
+
+def table(profiles: dict):
+    """Profiles side by side: a pandas DataFrame, one row per (label, gamma, task, context)
+    entry (``task`` "all" and ``context`` "all" for the pooled ones), with ``requests``,
+    ``steps``, ``drafts``, ``proposal_rate``, ``alpha``, ``tau`` and its interval."""
+    import pandas as pd
+
+    out = []
+    for label, prof in profiles.items():
+        for e in prof.entries:
+            c = e.counters
+            ctx = "all" if e.context is None else (
+                f"{e.context[0]}-" + ("" if e.context[1] is None else str(e.context[1])))
+            out.append({"method": label, "gamma": e.gamma,
+                        "task": "all" if e.task is None else e.task, "context": ctx,
+                        "requests": e.num_requests, "steps": c.num_steps,
+                        "drafts": c.num_drafts, "proposal_rate": c.proposal_rate,
+                        "alpha": c.alpha, "tau": c.tau, "tau_ci_low": e.tau_ci[0],
+                        "tau_ci_high": e.tau_ci[1]})
+    return pd.DataFrame(out)

@@ -49,3 +49,23 @@ def test_replay_of_the_bundled_log_is_a_profile(tmp_path):
         R.replay(method="ngram", gammas=[0])
     with pytest.raises(ValueError, match="context_edges must increase"):
         R.replay(method="ngram", context_edges=[10, 5])
+
+
+def test_a_draft_profile_from_betas_steps_the_leading_run():
+    from specnb import request_log
+
+    log = request_log.read()
+    r = log[0]
+    ones = [1.0] * r.response_len
+    prof = R.draft_profile([{"prompt": r.id, "temperature": r.temperature, "betas": ones}],
+                           log, gammas=[3])
+    c = prof.entry(3).counters
+    # every draft of 3 accepted: the first token from the prefill, then steps of 4 tokens; a
+    # last step with fewer than 4 left accepts them all and its bonus token lies past the end
+    n = r.response_len - 1
+    assert c.num_steps == -(-n // 4) and c.num_accepted_tokens == n - c.num_steps + (n % 4 != 0)
+    assert c.num_draft_tokens == 3 * c.num_steps and prof.method == "draft_model"
+    t = R.table({"d": prof})
+    assert set(t.columns) >= {"method", "gamma", "task", "context", "tau", "proposal_rate"}
+    with pytest.raises(ValueError, match="have no request"):
+        R.draft_profile([{"prompt": "nope", "temperature": 0.0, "betas": ones}], log)
