@@ -37,13 +37,20 @@ import struct
 __all__ = ["SuffixTree", "SuffixCache"]
 
 class _Node:
-    __slots__ = ("count", "children", "order", "token")
+    """A node of the trie: the string of its path, ``count`` its occurrences. ``ref``
+    ``(seq, pos)``, where set, is a chain of count-1 nodes below it left implicit (one
+    occurrence continues with ``seq[pos], seq[pos + 1], ...`` down to the depth limit: the
+    path compression of the C++ tree's leaves); a node with ``ref`` has no other child."""
 
-    def __init__(self, token: int):
+    __slots__ = ("count", "children", "order", "token", "depth", "ref")
+
+    def __init__(self, token: int, depth: int = 0):
         self.count = 0
         self.children = {}  # token -> _Node
         self.order = []     # the children in the C++ sibling-list order (head first)
         self.token = token
+        self.depth = depth
+        self.ref = None
 
 
 def _increment(order: list, child: _Node) -> None:
@@ -87,7 +94,18 @@ class SuffixTree:
         self.max_depth = int(max_depth)
         self.root = _Node(-1)
         self.seqs = {}
-        self._active = {}
+        self._active = {}  # seq_id -> the nodes of its suffixes that still follow others
+
+    def _materialize(self, node: _Node) -> None:
+        """Make the first node of ``node``'s implicit chain explicit."""
+        seq, pos = node.ref
+        node.ref = None
+        if pos < len(seq) and node.depth < self.max_depth:
+            child = _Node(seq[pos], node.depth + 1)
+            child.count = 1
+            child.ref = (seq, pos + 1)
+            node.children[child.token] = child
+            node.order.append(child)
 
     def extend(self, seq_id: int, tokens) -> None:
         """Append ``tokens`` to sequence ``seq_id`` (created on first use)."""
@@ -97,23 +115,30 @@ class SuffixTree:
         root = self.root
         for tok in tokens:
             tok = int(tok)
-            active.append(root)
-            root.count += 1
-            if len(active) > depth:
-                del active[0]
             seq.append(tok)
-            for i, node in enumerate(active):
+            root.count += 1
+            active.append(root)
+            live = []
+            for node in active:
+                if node.depth >= depth:
+                    continue  # the suffix reached the depth limit
+                if node.ref is not None:
+                    self._materialize(node)
                 child = node.children.get(tok)
                 if child is None:
-                    child = node.children[tok] = _Node(tok)
+                    # a string seen once: a leaf whose continuation stays implicit
+                    child = node.children[tok] = _Node(tok, node.depth + 1)
                     child.count = 1
+                    child.ref = (seq, len(seq))
                     if node is not root:  # the root's order is never walked
                         node.order.append(child)
-                elif node is root:
+                    continue  # this suffix no longer follows another: it is frozen
+                if node is root:
                     child.count += 1
                 else:
                     _increment(node.order, child)
-                active[i] = child
+                live.append(child)
+            active[:] = live
 
     def remove(self, seq_id: int) -> None:
         """Remove sequence ``seq_id`` (every count it added falls by one), as
@@ -125,6 +150,11 @@ class SuffixTree:
             root.count -= 1
             node = root
             for tok in seq[j:j + depth]:
+                if node.ref is not None:
+                    s, pos = node.ref
+                    if s is seq and pos - node.depth == j:  # this suffix's own chain
+                        node.ref = None
+                    break
                 child = node.children.get(tok)
                 if child is None:
                     break
@@ -140,18 +170,35 @@ class SuffixTree:
                     break
                 node = child
 
-    def match(self, context):
-        """The node of the string ``context``, or None."""
-        node = self.root
+    def _walk(self, context):
+        """The position of the string ``context``: ``(node, None)`` at a node, ``(node, k)``
+        k tokens down ``node``'s implicit chain, or None."""
+        node, k = self.root, None
         for tok in context:
-            node = node.children.get(int(tok))
-            if node is None:
+            tok = int(tok)
+            if k is None:
+                if node.ref is None:
+                    node = node.children.get(tok)
+                    if node is None:
+                        return None
+                    continue
+                k = 0
+            seq, pos = node.ref
+            if node.depth + k >= self.max_depth or pos + k >= len(seq) or seq[pos + k] != tok:
                 return None
-        return node
+            k += 1
+        return node, k
+
+    def match(self, context):
+        """The node of the string ``context`` (None: not in the tree, or inside an implicit
+        chain of count 1)."""
+        w = self._walk(context)
+        return None if w is None or w[1] is not None else w[0]
 
     def tail_nodes(self, seq_id: int, context) -> list:
         """The nodes of the last 1, 2, ... tokens of ``context`` that sequence ``seq_id``
-        already holds (its active nodes, where its own tail is the context's tail)."""
+        holds as followers of earlier occurrences (its live suffixes; the context's tail must
+        be the sequence's)."""
         active = self._active.get(seq_id)
         if not active:
             return []
@@ -163,31 +210,54 @@ class SuffixTree:
         return [active[-m] for m in range(1, k + 1)]
 
     def speculate(self, context, max_spec_tokens: int, max_spec_factor: float,
-                  max_spec_offset: float, min_token_prob: float, known=()):
+                  max_spec_offset: float, min_token_prob: float, known=(), unique_after=False):
         """``(token ids, score, match_len)`` as ``SuffixTree::speculate`` (path mode);
-        ``known[m - 1]``, where given, is the node of the last m tokens (:meth:`tail_nodes`)."""
+        ``known[m - 1]``, where given, is the node of the last m tokens (:meth:`tail_nodes`);
+        ``unique_after``: every longer tail occurs only once, at the end (no continuation:
+        score 0), so the search stops there. ``match_len`` is arctic's where the score is
+        above 0."""
         ctx = [int(t) for t in context]
         pmin = _r32(min_token_prob)
         caps = _caps(max_spec_factor, max_spec_offset, len(ctx))
         best, best_score, best_m = [], 0.0, 0
+        depth = self.max_depth
         for m in range(1, len(ctx)):
-            node = known[m - 1] if m <= len(known) else self.match(ctx[len(ctx) - m:])
-            if node is None:
-                break
+            if m <= len(known):
+                node, k = known[m - 1], None
+            else:
+                if unique_after:
+                    break
+                w = self._walk(ctx[len(ctx) - m:])
+                if w is None:
+                    break
+                node, k = w
             max_tokens = max(min(max_spec_tokens, caps[m]), 0)
             toks, score, prob = [], 0.0, 1.0
             while len(toks) < max_tokens and prob >= pmin:
-                if not node.order:
+                if k is None:
+                    if node.order:
+                        child = node.order[0]
+                        # float32 as in C++: a product or quotient of float32 values computed
+                        # in double and rounded once is the float32 result (53 >= 2 * 24 + 2)
+                        prob = _r32(prob * _r32(child.count / node.count))
+                        node = child
+                        if not prob >= pmin:
+                            break
+                        toks.append(node.token)
+                        score = _r32(score + prob)
+                        continue
+                    if node.ref is None:
+                        break
+                    prob = _r32(prob * _r32(1.0 / node.count))  # into the chain: count 1
+                    k = 0
+                    if not prob >= pmin:
+                        break
+                seq, pos = node.ref
+                if node.depth + k >= depth or pos + k >= len(seq):
                     break
-                child = node.order[0]
-                # float32 as in C++: a product or quotient of float32 values computed in
-                # double and rounded once is the float32 result (53 >= 2 * 24 + 2 bits)
-                prob = _r32(prob * _r32(child.count / node.count))
-                node = child
-                if not prob >= pmin:
-                    break
-                toks.append(node.token)
+                toks.append(seq[pos + k])
                 score = _r32(score + prob)
+                k += 1
             if score >= best_score:
                 best, best_score, best_m = toks, score, m
         return best, best_score, best_m
@@ -256,10 +326,21 @@ class SuffixCache:
         global tree's, else the global one."""
         ctx = [int(t) for t in context][-self.max_tree_depth:]
         local = self.local[req_id]
+        lseq = local.seqs.get(0, [])
+        tail = len(lseq) >= len(ctx) and lseq[len(lseq) - len(ctx):] == ctx
+        # the local tree holds the whole context: past its live suffixes every tail is unique
         d1 = local.speculate(ctx, max_spec_tokens, max_spec_factor, max_spec_offset,
-                             min_token_prob, local.tail_nodes(0, ctx))
+                             min_token_prob, local.tail_nodes(0, ctx) if tail else (),
+                             unique_after=tail)
         seq = self.cached.get(req_id)
-        d2 = self.global_tree.speculate(
-            ctx, max_spec_tokens, max_spec_factor, max_spec_offset, min_token_prob,
-            () if seq is None else self.global_tree.tail_nodes(seq, ctx))
+        known, unique = (), False
+        if seq is not None and seq in self.global_tree.seqs:
+            known = self.global_tree.tail_nodes(seq, ctx)
+            gseq = self.global_tree.seqs[seq]
+            # a tail within this response that stopped following others is unique too
+            unique = len(known) < min(len(gseq), len(ctx)) and \
+                gseq[len(gseq) - len(known) - 1:] == ctx[len(ctx) - len(known) - 1:]
+        d2 = self.global_tree.speculate(ctx, max_spec_tokens, max_spec_factor,
+                                        max_spec_offset, min_token_prob, known,
+                                        unique_after=unique)
         return d1 if d1[1] >= d2[1] else d2
