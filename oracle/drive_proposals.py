@@ -15,6 +15,8 @@ Driven, each on the same seeded corpus (``corpus`` lines: prompt and response id
   (``call`` lines), with and without ``max_model_len`` reached;
 * ``ngram_gpu``: ``NgramGPUKernel._find_first_and_extract_all_n_parallel`` (the kernel's
   matching, pure torch, run on the CPU) on every prefix (``call`` lines);
+* ``suffix_calls``: arctic-inference's ``SuffixDecodingCache`` itself on seeded
+  small-vocabulary requests (ties, evictions), every ``speculate`` call's tokens and score;
 * ``suffix``: ``vllm.v1.spec_decode.suffix_decoding.SuffixDecodingProposer.propose`` over
   arctic-inference's real ``SuffixDecodingCache`` (its C++ suffix tree built from the sdist by
   ``oracle/build_arctic_suffix.sh``), the requests one after another in corpus order (the
@@ -202,6 +204,38 @@ def drive_suffix(corpus, gamma, depth, factor, pmin, cached, max_model_len):
     return steps
 
 
+def suffix_calls(seed: int = 0, trials: int = 120):
+    """SuffixDecodingCache driven directly on seeded small-vocabulary requests (many ties,
+    evictions, implicit leaves): every speculate call's tokens and float32 score."""
+    from arctic_inference.suffix_decoding import SuffixDecodingCache
+    rng = random.Random(seed)
+    out = []
+    for _ in range(trials):
+        depth = rng.choice([3, 4, 6, 24])
+        cached = rng.choice([-1, 0, 1, 2, 3])
+        vocab = rng.choice([2, 3, 5, 20])
+        cache = SuffixDecodingCache(max_tree_depth=depth, max_cached_requests=cached)
+        reqs = []
+        for r in range(rng.randint(1, 5)):
+            prompt = [rng.randrange(vocab) for _ in range(rng.randint(1, 30))]
+            cache.start_request(r, np.array(prompt, dtype=np.int32))
+            seq, calls = list(prompt), []
+            for _ in range(rng.randint(1, 20)):
+                toks = [rng.randrange(vocab) for _ in range(rng.randint(1, 3))]
+                cache.add_active_response(r, np.array(toks, dtype=np.int32))
+                seq += toks
+                k, f, p = rng.choice([1, 3, 5, 24]), rng.choice([1.0, 0.5, 2.0]), \
+                    rng.choice([0.1, 0.0, 0.3])
+                d = cache.speculate(r, np.array(seq[-depth:], dtype=np.int32),
+                                    max_spec_tokens=k, max_spec_factor=f, min_token_prob=p)
+                calls.append({"add": toks, "k": k, "factor": f, "min_prob": p,
+                              "draft": list(d.token_ids), "score": float(d.score)})
+            cache.stop_request(r)
+            reqs.append({"prompt": prompt, "calls": calls})
+        out.append({"depth": depth, "cached": cached, "requests": reqs})
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, required=True)
@@ -248,6 +282,7 @@ def main(argv=None) -> int:
                                      "suffix_decoding_min_token_prob": pmin,
                                      "suffix_decoding_max_cached_requests": cached},
                           "steps": steps, "counters": _counters(steps, g)})
+        lines.append({"kind": "suffix_calls", "method": "suffix", "caches": suffix_calls()})
     head = {"kind": "meta", "format": FORMAT, "vllm": vllm.__version__,
             "arctic_inference": suffix,
             "numba": __import__("numba").__version__,

@@ -16,12 +16,13 @@ LINES = [json.loads(x) for x in CASES.read_text().splitlines()]
 CORPUS = {r["id"]: r for r in LINES[1]["requests"]}
 STEPPED = [x for x in LINES if x["kind"] == "stepped"]
 CALLS = [x for x in LINES if x["kind"] == "call"]
+CALLS_SUFFIX = [x for x in LINES if x["kind"] == "suffix_calls"][0]["caches"]
 
 
 def test_the_fixture_drove_every_method():
     meta = LINES[0]
     assert meta["vllm"] == "0.33.0" and meta["arctic_inference"] == "0.3.0"
-    assert {x["method"] for x in STEPPED} == {"ngram", "suffix"}
+    assert {x["method"] for x in STEPPED} == {"ngram", "suffix"} and CALLS_SUFFIX
     assert {x["method"] for x in CALLS} == {"ngram", "ngram_gpu"}
 
 
@@ -69,3 +70,22 @@ def test_stepped_counters_match_vllms_engine_loop(case):
         c = step.counters((arr[:, 0], arr[:, 1], arr[:, 2]), g)[None]
         total = c if total is None else total + c
     assert total.to_dict() == case["counters"]
+
+
+
+def test_every_suffix_speculation_matches_arctics_cache():
+    n = 0
+    for c in CALLS_SUFFIX:
+        cache = SuffixCache(c["depth"], c["cached"])
+        for r, req in enumerate(c["requests"]):
+            cache.start_request(r, req["prompt"])
+            seq = list(req["prompt"])
+            for call in req["calls"]:
+                cache.add_active_response(r, call["add"])
+                seq += call["add"]
+                toks, score, _ = cache.speculate(r, seq[-c["depth"]:], call["k"], call["factor"],
+                                                 0.0, call["min_prob"])
+                assert (toks, score) == (call["draft"], call["score"])
+                n += 1
+            cache.stop_request(r)
+    assert n > 1000
