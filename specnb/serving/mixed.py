@@ -32,6 +32,28 @@ from .step import _step_totals
 __all__ = ["MixedStep", "mixed_step_ms"]
 
 
+class _ArchCache:
+    """An Architecture whose derived numbers (properties, KV bytes per token) are computed
+    once: ``_step_totals`` reads them every call, and a simulator calls it per step. The
+    values are the architecture's own; methods other than ``kv_bytes_per_token`` pass
+    through."""
+
+    def __init__(self, arch):
+        self._arch = arch
+        self._kv: dict = {}
+
+    def kv_bytes_per_token(self, dtype="bf16"):
+        if dtype not in self._kv:
+            self._kv[dtype] = self._arch.kv_bytes_per_token(dtype)
+        return self._kv[dtype]
+
+    def __getattr__(self, name):
+        value = getattr(self._arch, name)
+        if not callable(value):
+            setattr(self, name, value)
+        return value
+
+
 class MixedStep:
     """A setup prepared for many mixed steps (checked once; :meth:`ms` does no checks).
 
@@ -45,6 +67,10 @@ class MixedStep:
                             f"{type(st).__name__}")
         self.st = st
         self.times = _Times(st)
+        for role in ("tgt", "drf"):  # the same physics, its shape's numbers computed once
+            prep = getattr(self.times, role)
+            if prep is not None:
+                setattr(self.times, role, (_ArchCache(prep[0]),) + tuple(prep[1:]))
         d = st.draft
         self.kind, self.method = d.kind, d.method
         self.kv_budget = d.kv_budget
