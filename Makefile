@@ -85,6 +85,7 @@ $(ORACLE_STAMP): oracle/setup_venv.sh $(wildcard oracle/requirements-$(VLLM).txt
 
 oracle: $(ORACLE_STAMP)
 	$(ORACLE_ENV) $(ORACLE_VENV)/bin/python oracle/drive.py all --out $(ORACLE_OUT)
+	$(ORACLE_ENV) $(ORACLE_VENV)/bin/python oracle/drive_scheduler.py --out $(ORACLE_OUT)
 	mkdir -p specnb/vllm/versions && cp $(ORACLE_OUT)/profile.json specnb/vllm/versions/$(VLLM).json
 
 oracle-check: $(ORACLE_STAMP)

@@ -12,7 +12,8 @@ rate is given), checked step for step against vLLM's own ``Scheduler`` on the fi
   budget less the method's draft slots (1 per request for a draft model) and to
   ``max_model_len - num_computed - 1``; its KV slots (``cdiv(computed + new + lookahead,
   block_size)`` blocks, lookahead k for EAGLE / draft models, k + 1 for DFlash) are
-  allocated, preempting the LAST running request (recompute: its KV freed, its computed
+  allocated from ``num_gpu_blocks - 1`` (the pool keeps one null block), preempting the LAST
+  running request (recompute: its KV freed, its computed
   tokens reset, put first in the waiting queue) until they fit or it preempts itself;
 * then, only if nothing was preempted this step, WAITING requests while budget is left and
   fewer than ``max_num_seqs`` run: a new or resumed request is given all its tokens not yet
@@ -258,10 +259,10 @@ def run(st, workload, pol: Policy, acc=None, *, config: EngineConfig | None = No
         if prompt[i] + out_len[i] > mml:
             raise ValueError(f"request {i}: {prompt[i]} + {out_len[i]} tokens exceed "
                              f"max_model_len {mml}")
-        if _cdiv(prompt[i] + out_len[i] + lookahead, bs) > blocks_total:
+        if _cdiv(prompt[i] + out_len[i] + lookahead, bs) > blocks_total - 1:
             raise ValueError(f"request {i}: {prompt[i] + out_len[i]} tokens need "
                              f"{_cdiv(prompt[i] + out_len[i] + lookahead, bs)} KV blocks, the "
-                             f"cache holds {blocks_total}")
+                             f"cache holds {blocks_total - 1} (and vLLM's null block)")
     rng = np.random.default_rng(seed)
     mixed = S.MixedStep(st)
     hit = cfg.prefix_cache_hit_rate
@@ -280,7 +281,7 @@ def run(st, workload, pol: Policy, acc=None, *, config: EngineConfig | None = No
     draft_iter = {r: iter(v) for r, v in (drafts or {}).items()}
     running: list = []
     waiting: deque = deque()
-    free = blocks_total
+    free = blocks_total - 1  # the block pool holds one null block (BlockPool.null_block)
     nxt, in_flight, done = 0, 0, 0
     t = 0.0
     trace = Trace(np.zeros(0), np.zeros(0), np.zeros(0), workload.input_len,
