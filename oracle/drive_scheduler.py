@@ -5,7 +5,8 @@ reproduce (``tests/simulate/test_engine.py``).
 The scheduler is built as vLLM's own tests build it (``tests/v1/core/utils.py``
 ``create_scheduler``): a ``VllmConfig`` of a ``SchedulerConfig``, a ``ModelConfig`` on a
 config.json-only stand-in target (``oracle/standins.py``), a ``CacheConfig`` and, with
-speculation, a ``SpeculativeConfig``; a stand-in ``KVCacheConfig`` of ``num_blocks`` blocks (one
+speculation, a ``SpeculativeConfig`` (ngram, eagle3, draft_model, dflash: a DFlash stand-in config written
+here); a stand-in ``KVCacheConfig`` of ``num_blocks`` blocks (one
 full-attention group). There is no model: each step's ``ModelRunnerOutput`` is made here,
 with 1 + accepted sampled tokens per request that finished its prefill (accepted drawn from a
 seeded generator and stored in the fixture, so that the simulator replays the same draws),
@@ -59,6 +60,9 @@ CASES = {
     "draft-model-k3-slots": dict(method="draft_model", k=3, n=10, input=(20, 200),
                                  output=(5, 40), max_num_seqs=8, max_num_batched_tokens=96,
                                  num_blocks=300, alpha=0.7),
+    "dflash-k4-tight": dict(method="dflash", k=4, n=10, input=(30, 120), output=(20, 60),
+                            max_num_seqs=8, max_num_batched_tokens=160, num_blocks=40,
+                            alpha=0.7),
     "ngram-schedule": dict(method="ngram", k=4, n=12, input=(20, 100), output=(5, 40),
                            max_num_seqs=8, max_num_batched_tokens=256, num_blocks=400,
                            alpha=0.6, schedule=[[1, 2, 4], [3, 5, 2], [6, 8, 0]]),
@@ -68,8 +72,19 @@ MAX_MODEL_LEN = 4096
 SEED = 7
 
 
+#: A config.json-only DFlash drafter for the stand-in llama target (vLLM's
+#: ``DFlashDraftModel``: its layers, ``block_size``, ``dflash_config``), written here.
+DFLASH_STANDIN = dict(standins._LLAMA, architectures=["DFlashDraftModel"], num_hidden_layers=2,
+                      block_size=8, dflash_config={"mask_token_id": 5,
+                                                   "target_layer_ids": [0, 1]})
+
+
 def _env(work: Path) -> dict:
     paths = standins.build(work / "standins")
+    d = work / "standins" / "local" / "dflash-llama"
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "config.json").write_text(json.dumps(DFLASH_STANDIN, indent=1, sort_keys=True))
+    paths["dflash-llama"] = str(d)
     os.environ["HF_HOME"] = str(work / "standins" / "hf")
     os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ["TRANSFORMERS_OFFLINE"] = "1"
@@ -100,6 +115,10 @@ def _scheduler(paths, case):
                                  prompt_lookup_min=2, prompt_lookup_max=5)
     elif case["method"] == "eagle3":
         spec = SpeculativeConfig(method="eagle3", model=paths["llama-eagle3-head"],
+                                 num_speculative_tokens=case["k"], target_model_config=mc,
+                                 target_parallel_config=ParallelConfig())
+    elif case["method"] == "dflash":
+        spec = SpeculativeConfig(method="dflash", model=paths["dflash-llama"],
                                  num_speculative_tokens=case["k"], target_model_config=mc,
                                  target_parallel_config=ParallelConfig())
     elif case["method"] == "draft_model":
@@ -179,6 +198,7 @@ def drive(name, case, paths) -> list[dict]:
             "num_gpu_blocks": case["num_blocks"], "block_size": BLOCK_SIZE,
             "max_model_len": MAX_MODEL_LEN, "method": case["method"],
             "draft": {"ngram": "ngram", "eagle3": "eagle3", "draft_model": "Llama-3.2-1B",
+                      "dflash": "dflash",
                       None: "ngram"}[case["method"]],
             "k": case["k"], "schedule": case.get("schedule"),
             "accepted": {str(i): v for i, v in accepted.items()}}
