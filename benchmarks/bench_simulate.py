@@ -195,9 +195,9 @@ def main() -> int:
     share = float(np.mean(right))
     print("   " + goal_line("median |error|, all sources", 100 * med, 100 * MEDIAN_GOAL, "%",
                           fmt="6.1f", at_most=True))
-    ok = share >= VERDICT_GOAL
-    print(f"   right verdicts, all sources  {100 * share:6.1f} %  (target >= "
-          f"{100 * VERDICT_GOAL:g} %): {'met' if ok else 'MISSED'}")
+    print(f"   right verdicts, all sources  {100 * share:6.1f} % (goal >= {100 * VERDICT_GOAL:g} %)")
+    print("   " + goal_line("wrong verdicts, all sources", round(100 * (1 - share), 9),
+                          round(100 * (1 - VERDICT_GOAL), 9), "%", fmt="6.1f", at_most=True))
     hi_load = [r for r in blog if r["measured"] < 1]
     repro = all(r["simulated"] < 1 for r in hi_load) and bool(hi_load)
     qps = ", ".join(f"{r['qps']:g}" for r in hi_load)
