@@ -88,6 +88,7 @@ oracle: $(ORACLE_STAMP)
 	-[ -f $(ORACLE_VENV)/arctic-suffix/VERSION ] || \
 	  sh oracle/build_arctic_suffix.sh $(ORACLE_VENV)/bin/python $(ORACLE_VENV)/arctic-suffix
 	$(ORACLE_ENV) $(ORACLE_VENV)/bin/python oracle/drive_proposals.py --out $(ORACLE_OUT)
+	$(ORACLE_ENV) $(ORACLE_VENV)/bin/python oracle/drive_scheduler.py --out $(ORACLE_OUT)
 	mkdir -p specnb/vllm/versions && cp $(ORACLE_OUT)/profile.json specnb/vllm/versions/$(VLLM).json
 
 oracle-check: $(ORACLE_STAMP)

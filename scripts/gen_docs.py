@@ -58,6 +58,7 @@ PACKAGES = [
     ("specnb.article", "L2"), ("specnb.methods", "L2"), ("specnb.batch", "L2"),
     ("specnb.serving", "L2"), ("specnb.vllm", "L2"), ("specnb.measure", "L2"),
     ("specnb.replay", "L2"),
+    ("specnb.simulate", "L2.5"),
     ("specnb.advise", "L3"), ("specnb.nb", "L4"), ("specnb.runner", "L4"),
     ("specnb.cli", "L5"),
 ]

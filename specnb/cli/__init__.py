@@ -22,6 +22,7 @@ COMMAND_MODULES = [
     "specnb.cli.vllm",     # specnb config / metrics / bench
     "specnb.cli.plan",     # specnb plan
     "specnb.cli.replay",   # specnb replay
+    "specnb.cli.simulate", # specnb simulate
 ]
 
 

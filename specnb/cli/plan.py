@@ -54,7 +54,7 @@ def register(subparsers) -> argparse.ArgumentParser:
                    help="target: a catalogue model (e.g. Llama-3.1-8B) or a Hugging Face "
                         "config.json")
     p.add_argument("--draft", required=True, metavar="METHOD|NAME|CONFIG",
-                   help="ngram, suffix, eagle, eagle3, mtp, self, a catalogue model or a "
+                   help="ngram, suffix, eagle, eagle3, mtp, dflash, self, a catalogue model or a "
                         "draft config.json")
     p.add_argument("--draft-kv-budget", type=int, default=None, metavar="K",
                    help="the draft reads at most K context tokens (sparse KV, StreamingLLM)")
