@@ -36,7 +36,7 @@ import pandas as pd
 
 from specnb import data
 from specnb import serving as S
-from specnb.serving import engines as E
+from specnb.serving import fit as E
 
 
 def calibrated(split: str):

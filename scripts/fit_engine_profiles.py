@@ -6,7 +6,7 @@ published proxy where the source prints none), the serving model gives the plain
 the verification T_V and the drafting time (EAGLE-1 / EAGLE-3 heads costed from their shapes,
 specnb/serving/heads.py); the measured speedup implies a step cost
 ``needed = tau x T_AR / speedup``; the profile's free parameters are fitted, non-negative, to
-the relative misfit (specnb.serving.engines.fit_profile).
+the relative misfit (specnb.serving.fit.fit_profile).
 
 Prints: per profile the fitted values, in-sample median / max |error| and verdicts per source;
 leave-one-source-out errors (fit without a source, predict it) where a profile has two sources
@@ -28,8 +28,8 @@ import pandas as pd
 from specnb import data
 from specnb import serving as S
 from specnb.serving import engines as P
-from specnb.serving.engines import FREE, fit, load_points, predict, summary
-from specnb.serving.engines import points_table as table
+from specnb.serving.fit import FREE, fit, load_points, predict, summary
+from specnb.serving.fit import points_table as table
 
 #: Fixed rows written beside the fits.
 FIXED_ROWS = [

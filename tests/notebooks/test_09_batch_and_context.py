@@ -166,7 +166,7 @@ def test_ngram_proposal_rate(rec, p):
 def test_engine_sources_beside_the_model(rec):
     eng = rec["serving.engine_points"]
     assert {"eagle3-t3-sglang", "eagle3-t5-vllm", "vllm-i20780"} <= set(eng["source"])
-    from specnb.serving import engines as E
+    from specnb.serving import fit as E
 
     pts = E.load_points()
     for _, r in eng.iterrows():
