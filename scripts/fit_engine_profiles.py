@@ -28,7 +28,7 @@ import pandas as pd
 from specnb import data
 from specnb import serving as S
 from specnb.serving import engines as P
-from specnb.serving.fit import FREE, fit, load_points, predict, summary
+from specnb.serving.fit import FREE, PHYSICS, fit, load_points, predict, summary
 from specnb.serving.fit import points_table as table
 
 #: Fixed rows written beside the fits.
@@ -52,7 +52,9 @@ FIXED_ROWS = [
 DESCRIPTION = {
     "vllm": "vLLM V1 (default): fitted on vLLM issue #20780 and PR #16937 (batch 1, 1x H100)",
     "vllm-v0": "vLLM V0 (2024 - early 2025): fitted on EAGLE-3 Table 5 (batch 2-56, RTX 3090)",
-    "sglang": "SGLang v0.4.4: fitted on EAGLE-3 Table 3 (batch 2-64, 1x H100)",
+    "sglang": "SGLang v0.4.4: fitted on EAGLE-3 Table 3 (batch 2-64, 1x H100; dense target)",
+    "sglang-moe": "SGLang on mixture-of-experts targets: fitted on SpecForge issue #339 and "
+                  "AngelSlim issue #163 (Qwen3-30B-A3B, 2-4x H100, chains and trees)",
     "ideal": "roofline only: datasheet peaks, no fixed or engine costs (an upper bound)",
     "specdecode-bench": "the model's defaults alone (SpecDecode-Bench's fitted constants, vLLM "
                         "v0.10.1 on 1x H100): the profile of the MagicDec reference tables",
@@ -64,7 +66,7 @@ def as_profile_rows(name: str, theta: dict, rows: pd.DataFrame) -> list[tuple]:
     srcs = ", ".join(sorted(rows["source_key"].unique()))
     n = len(rows)
     out = []
-    for par in P.PARAMETERS:
+    for par in [*P.PARAMETERS, *[k for k in free if k in PHYSICS]]:
         if par == "draft_step_ms":
             keys = [k for k in free if k.startswith("draft_step_ms")]
             for k in keys:
@@ -92,8 +94,9 @@ def write_csv(rows_out: list[tuple], path: Path) -> None:
         w = csv.writer(fh, lineterminator="\n")
         w.writerow(cols)
         for eng, par, method, value, how, on, n, why in rows_out:
-            unit = P.PARAMETERS.get(par, "fraction of peak" if par in ("bandwidth", "compute")
-                                    else ("ms" if par.endswith("_ms") else "fraction"))
+            unit = {**P.PARAMETERS, **P.MOE_FIELDS}.get(
+                par, "fraction of peak" if par in ("bandwidth", "compute")
+                else ("ms" if par.endswith("_ms") else "fraction"))
             src = ("scripts/fit_engine_profiles.py on data/engine_measurements.csv ("
                    + on + ")") if how == "fitted" else (
                 "specnb serving model defaults (data/specdecode_bench_predictor.csv)"
@@ -112,14 +115,14 @@ def main(argv=None) -> int:
     print("== points ==")
     for key, part in pts.groupby("source_key", sort=False):
         why = sorted(set(part["skip"]) - {""})
-        print(f"  {key:18s} {part['profile'].iloc[0]:8s} {len(part):3d} points, "
+        print(f"  {key:18s} {part['profile'].iloc[0]:10s} {len(part):3d} points, "
               f"{int((part['skip'] == '').sum()):3d} scored" + (f"; not scored: {'; '.join(why)}"
                                                                  if why else ""))
     t = table(pts)
     thetas, out_rows = {}, []
     print("\n== fits (in-sample) ==")
     for name, (free, why) in FREE.items():
-        rows = t[t["profile"] == name]
+        rows = t[t["fit_class"] == name]
         theta = fit(rows, free)
         thetas[name] = theta
         print(f"{name}: " + ", ".join(f"{k} = {v:.4g}" for k, v in theta.items()))
@@ -128,7 +131,7 @@ def main(argv=None) -> int:
         out_rows += as_profile_rows(name, theta, rows)
     print("\n== held out ==")
     for name, (free, _) in FREE.items():
-        rows = t[t["profile"] == name]
+        rows = t[t["fit_class"] == name]
         keys = sorted(rows["source_key"].unique())
         if len(keys) > 1:
             for k in keys:

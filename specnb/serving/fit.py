@@ -13,6 +13,7 @@ profiles) is imported by ``setup``; this module imports ``engines``, ``setup`` a
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 
@@ -21,9 +22,10 @@ import numpy as np
 from .. import _check, data
 from .engines import features, profile
 from .setup import max_batch_in_memory, setup
-from .speedup import t_draft_ms, t_plain_ms, t_verify_ms
+from .speedup import t_draft_ms, t_plain_ms, t_verify_ms, tree_parts
 
-__all__ = ["nnls", "fit_profile", "TAU_PROXY", "FREE", "load_points", "model_parts",
+__all__ = ["nnls", "fit_profile", "TAU_PROXY", "FREE", "PHYSICS", "CONSUMER_GPUS", "fit_class",
+           "load_points", "model_parts",
            "points_table", "columns", "base_cost", "fit", "predict", "summary",
            "summary_numbers", "anchored_tau", "fitted_profile"]
 
@@ -84,6 +86,9 @@ def fit_profile(base_cost_ms, needed_cost_ms, columns: dict) -> dict:
 
 
 #: Free parameters per fitted profile (the others: the model's defaults or 0), and why.
+#: A parameter of the step physics (``expert_us``, a :class:`~specnb.serving.moe.MoEStep`
+#: field) changes the plain step too: its columns are taken from the model with the
+#: parameter at 1 less at 0, on T_AR as on the speculative step.
 FREE = {
     "vllm": (["sd_overhead_ms", "draft_step_ms:eagle", "draft_step_ms:eagle3"],
              "per-verification and per-draft-step costs only (every V1 point is at batch 1, so "
@@ -95,59 +100,115 @@ FREE = {
     "sglang": (["sd_overhead_ms", "draft_step_ms:*", "draft_logits_ns", "verify_token_us"],
                "per-verification, per-draft-step (shared by EAGLE and EAGLE-3), per-draft-token "
                "x LM-head rows, and per-verified-token costs"),
+    "sglang-moe": (["sd_overhead_ms", "draft_step_ms:*", "expert_us"],
+                   "SGLang on mixture-of-experts targets (issue 25): per-verification and "
+                   "per-draft-step costs and a fixed cost per touched expert per MoE layer "
+                   "(each expert's GEMM runs at least one tile: cost follows experts touched)"),
 }
+
+#: Parameters of the step physics among the free ones (MoEStep fields).
+PHYSICS = ("expert_us",)
 
 #: tau where a source prints none: vLLM issue #20780's mean acceptance lengths for the same
 #: Llama-3.1-8B heads at the same K (engines.md section 1: "the closest published values").
 TAU_PROXY = {("eagle", 2): 2.10, ("eagle", 3): 2.29, ("eagle3", 2): 2.36, ("eagle3", 3): 2.79}
 
+#: GPUs counted as consumer / workstation cards (the consumer class of the benchmark).
+CONSUMER_GPUS = ("RTX-3090", "RTX-4090", "A40", "L4", "L40", "L40S", "A10G")
+
+
+def fit_class(row) -> str:
+    """The profile a point is fitted into: its engine's, or ``sglang-moe`` for SGLang on a
+    mixture-of-experts target."""
+    from .catalogue import architecture
+
+    if row["profile"] == "sglang" and architecture(row["model"]).moe is not None:
+        return "sglang-moe"
+    return row["profile"]
+
+
 def load_points():
     """``data/engine_measurements.csv`` as a DataFrame with numeric columns, the tau used
-    (``tau_used``, ``tau_kind``: published, or the :data:`TAU_PROXY` where a source prints
-    none) and ``skip`` (why a point is not scored: no batch size, no tau; "" if scored)."""
+    (``tau_used``, ``tau_kind``: ``published``; ``borrowed: ...`` where the row's tau was
+    copied from another source, ``tau_borrowed``; or ``borrowed: issue #20780 AL (none
+    printed)`` where the source prints none and :data:`TAU_PROXY` stands in), ``skip`` (why a
+    point is not scored: no batch size, a model outside the catalogue, no tau; "" if scored)
+    and ``fit_class`` (:func:`fit_class`; "" for points not scored)."""
     import pandas as pd
 
     from .catalogue import architecture_names
 
     d = data.load("engine_measurements")
-    for c in ("batch", "tau", "context", "gpus", "draft_kv_budget", "t_plain_ms", "qps"):
+    for c in ("batch", "tau", "context", "gpus", "draft_kv_budget", "t_plain_ms", "qps",
+              "topk", "num_draft_tokens"):
         d[c] = pd.to_numeric(d[c].replace("", np.nan))
     taus, kinds, skip = [], [], []
-    dense = set(architecture_names())
+    known = set(architecture_names())
     for r in d.itertuples():
         tau, kind = r.tau, "published"
+        if str(r.tau_borrowed) == "True":
+            kind = "borrowed: " + str(r.tau_note).removeprefix("borrowed from ")
         if math.isnan(tau):
-            tau, kind = TAU_PROXY.get((r.draft, int(r.gamma)), math.nan), "proxy: issue #20780 AL"
+            tau = TAU_PROXY.get((r.draft, int(r.gamma)), math.nan)
+            kind = "borrowed: issue #20780 AL (none printed)"
         why = ""
         if math.isnan(r.batch):
             why = "request-rate point (no batch size)"
-        elif r.model not in dense:
+        elif r.model not in known:
             why = f"model {r.model} not in the catalogue"
         elif str(r.source_key).startswith("lmsys-mtp"):
             why = ("DP attention + expert parallelism over 16-128 GPUs with PD disaggregation "
                    "(not the model's tensor-parallel layout), against a baseline without "
                    "overlap scheduling")
+        elif math.isnan(r.context):
+            why = "context not printed"
         elif math.isnan(tau):
             why = "no tau printed and no published proxy"
         taus.append(tau)
         kinds.append(kind if not math.isnan(tau) else "")
         skip.append(why)
     d["tau_used"], d["tau_kind"], d["skip"] = taus, kinds, skip
+    d["fit_class"] = [fit_class(r) if why == "" else "" for r, why in
+                      zip(d.to_dict("records"), skip)]
     return d
+
+
+def _parts(r, moe: dict) -> tuple:
+    kw = {}
+    if not math.isnan(r.draft_kv_budget):
+        kw["draft_kv_budget"] = int(r.draft_kv_budget)
+    # the model's defaults, no engine cost; named for the engine where it drafts trees
+    name = f"{r.profile}:specdecode-bench" if r.profile == "sglang" else "specdecode-bench"
+    eng = dataclasses.replace(profile("specdecode-bench"), name=name, moe=moe)
+    st = setup(r.gpu, r.model, r.draft, gpus=int(r.gpus), engine=eng, **kw)
+    b, s, g = int(r.batch), int(r.context), int(r.gamma)
+    topk = 1 if math.isnan(r.topk) else int(r.topk)
+    ndt = g + 1 if math.isnan(r.num_draft_tokens) else int(r.num_draft_tokens)
+    if topk > 1 or ndt != g + 1:
+        p = tree_parts(st, b, s, g, topk=topk, num_draft_tokens=ndt)
+        return st, p["t_plain_ms"], p["t_verify_ms"], p["t_draft_ms"], topk, ndt
+    return (st, t_plain_ms(st, b, s), t_verify_ms(st, b, s, g), t_draft_ms(st, b, s, g),
+            topk, ndt)
 
 
 def model_parts(r) -> dict:
     """The serving model's T_AR, T_V and drafting time for one point (a row of
     :func:`load_points`), ms, with the model's defaults and no engine cost (the
-    ``specdecode-bench`` profile); the heads costed from their shapes."""
-    kw = {}
-    if not math.isnan(r.draft_kv_budget):
-        kw["draft_kv_budget"] = int(r.draft_kv_budget)
-    st = setup(r.gpu, r.model, r.draft, gpus=int(r.gpus), engine="specdecode-bench", **kw)
-    b, s, g = int(r.batch), int(r.context), int(r.gamma)
-    return {"tp": t_plain_ms(st, b, s), "tv": t_verify_ms(st, b, s, g),
-            "td": t_draft_ms(st, b, s, g), "vocab": st.draft.lm_head_vocab,
-            "default_over": st.sd_overhead_ms, "max_batch": max_batch_in_memory(st, s)}
+    ``specdecode-bench`` profile); the heads costed from their shapes; SGLang trees
+    (``topk`` > 1 or ``num_draft_tokens`` != gamma + 1) by :func:`~specnb.serving.tree_parts`.
+    ``d_tp:P``, ``d_tv:P``, ``d_td:P``: what one unit of each :data:`PHYSICS` parameter P adds
+    to those times (MoE targets; 0 for dense)."""
+    st, tp, tv, td, topk, ndt = _parts(r, {})
+    out = {"tp": tp, "tv": tv, "td": td, "vocab": st.draft.lm_head_vocab,
+           "default_over": st.sd_overhead_ms, "max_batch": max_batch_in_memory(st, int(r.context)),
+           "topk_used": topk, "ndt_used": ndt}
+    for par in PHYSICS:
+        if st.target.moe is None:
+            out.update({f"d_tp:{par}": 0.0, f"d_tv:{par}": 0.0, f"d_td:{par}": 0.0})
+            continue
+        _, tp1, tv1, td1, _, _ = _parts(r, {par: 1.0})
+        out.update({f"d_tp:{par}": tp1 - tp, f"d_tv:{par}": tv1 - tv, f"d_td:{par}": td1 - td})
+    return out
 
 
 def points_table(points):
@@ -163,10 +224,23 @@ def points_table(points):
 
 
 def columns(rows, free: list[str]) -> dict:
+    """{free parameter: its multiplier in the speculative step's cost, ms per unit} of
+    ``rows`` (a :func:`points_table`): :func:`~specnb.serving.engines.features` for the
+    engine costs (a tree's drafted and verified tokens), the model's derivative for a
+    :data:`PHYSICS` parameter."""
+    g = rows["gamma"].to_numpy(float)
+    k = rows["topk_used"].to_numpy(float)
+    drafted = np.where(k > 1, 1.0 + (g - 1.0) * k, g)
     f = features(rows["batch"].astype(int).to_numpy(), rows["gamma"].to_numpy(),
-                   draft_vocab=rows["vocab"].to_numpy())
+                 draft_vocab=rows["vocab"].to_numpy())
+    b = rows["batch"].to_numpy(float)
+    f["draft_logits_ns"] = b * drafted * rows["vocab"].to_numpy(float) / 1000.0 * 1e-6
+    f["verify_token_us"] = b * rows["ndt_used"].to_numpy(float) * 1e-3
     out = {}
     for name in free:
+        if name in PHYSICS:
+            out[name] = rows[f"d_tv:{name}"].to_numpy() + rows[f"d_td:{name}"].to_numpy()
+            continue
         par, _, method = name.partition(":")
         col = f[par]
         if par == "draft_step_ms" and method != "*":
@@ -175,21 +249,39 @@ def columns(rows, free: list[str]) -> dict:
     return out
 
 
+def _plain_columns(rows, free: list[str]) -> dict:
+    """{free parameter: its multiplier in T_AR} (only :data:`PHYSICS` parameters move it)."""
+    return {k: (rows[f"d_tp:{k}"].to_numpy() if k in PHYSICS else np.zeros(len(rows)))
+            for k in free}
+
+
 def base_cost(rows, free: list[str]) -> np.ndarray:
     over = 0.0 if "sd_overhead_ms" in free else rows["default_over"].to_numpy()
     return rows["tv"].to_numpy() + rows["td"].to_numpy() + over
 
 
 def fit(rows, free: list[str]) -> dict:
-    return fit_profile(base_cost(rows, free), rows["needed"].to_numpy(), columns(rows, free))
+    """Non-negative free parameters of ``free`` fitted to ``rows``: the relative misfit of
+    ``cost(theta) - tau T_AR(theta) / speedup`` (linear in theta; T_AR moves with a
+    :data:`PHYSICS` parameter), scaled by the implied cost at theta = 0."""
+    cols, plain = columns(rows, free), _plain_columns(rows, free)
+    ratio = rows["tau_used"].to_numpy() / rows["speedup"].to_numpy()
+    adj = {k: cols[k] - ratio * plain[k] for k in free}
+    need = rows["needed"].to_numpy()
+    base = base_cost(rows, free)
+    a = np.column_stack([np.asarray(adj[k], float) for k in free]) / need[:, None]
+    x = nnls(a, (need - base) / need)
+    return dict(zip(free, map(float, x)))
 
 
 def predict(rows, free: list[str], theta: dict, tau=None) -> np.ndarray:
     """Predicted speedups of ``rows`` with the free parameters ``theta`` (tau: the rows'
     ``tau_used`` unless given, e.g. :func:`anchored_tau`)."""
-    cost = base_cost(rows, free) + sum(theta[k] * v for k, v in columns(rows, free).items())
+    cols, plain = columns(rows, free), _plain_columns(rows, free)
+    cost = base_cost(rows, free) + sum(theta[k] * v for k, v in cols.items())
+    tp = rows["tp"].to_numpy() + sum(theta[k] * v for k, v in plain.items())
     tau = rows["tau_used"].to_numpy() if tau is None else np.asarray(tau, float)
-    return tau * rows["tp"].to_numpy() / cost
+    return tau * tp / cost
 
 
 def summary(rows, pred) -> str:
@@ -232,6 +324,8 @@ def fitted_profile(name: str) -> dict:
         par, _, method = k.partition(":")
         if par == "draft_step_ms":
             out[k] = p.draft_step(method if method != "*" else "*")
+        elif par in PHYSICS:
+            out[k] = float(p.moe.get(par, 0.0))
         else:
             out[k] = float(getattr(p, par))
     return out

@@ -34,9 +34,20 @@ def test_required_profiles_with_provenance():
 
 def test_engine_measurements_provenance():
     df = data.load("engine_measurements")
-    assert len(df) == 65 and df["id"].is_unique
+    assert len(df) >= 65 and df["id"].is_unique
     assert set(df["profile"]) == {"vllm", "vllm-v0", "sglang", "mlc-llm"}
     assert (df["source"] != "").all() and (df["table"] != "").all()
+    # issue 25: every point with its URL; the new sources; borrowed taus marked in the data
+    assert df["url"].str.startswith("https://").all()
+    assert {"specforge-i339", "angelslim-i163", "vllm-pr24243", "sglang-docs-dsv3"} <= set(
+        df["source_key"])
+    borrowed = df[df["tau_borrowed"].astype(str) == "True"]
+    assert set(borrowed["source_key"]) == {"vllm-pr16937"}
+    assert borrowed["tau_note"].str.startswith("borrowed").all()
+    # SGLang's tree flags as published: num_draft_tokens counts the root (chain: steps + 1)
+    trees = df[df["source_key"].isin(["specforge-i339", "angelslim-i163"])]
+    assert (trees["num_draft_tokens"].astype(int) >= trees["gamma"].astype(int)).all()
+    assert (trees["topk"].astype(int) > 1).any()
 
 
 def test_extra_cost():
