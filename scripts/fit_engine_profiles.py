@@ -47,6 +47,16 @@ FIXED_ROWS = [
     ("ideal", "fixed_ms", "", 0.0, "ideal", "no fixed cost per target forward"),
     ("ideal", "head_fixed_ms", "", 0.0, "ideal", "no fixed cost per draft forward"),
     ("ideal", "overlap", "", 1.0, "ideal", "memory and compute overlap perfectly (max, not sum)"),
+    ("vllm", "graph_cap_tokens", "", 512, "published",
+     "vLLM V1's default max_cudagraph_capture_size: min(max_num_seqs x (1 + "
+     "num_speculative_tokens) x 2, 512) tokens, 512 with the default max_num_seqs; a step with "
+     "more tokens runs without a CUDA graph",
+     "vllm/config/vllm.py _set_cudagraph_sizes and v1/cudagraph_dispatcher.py (vllm-project/vllm)"),
+    ("vllm", "eager_layer_us", "", 375, "derived",
+     "DERIVED: Llama-2-7B at batch 1, 100 output tokens in 1.2 s without CUDA graphs (1.05 s "
+     "with): 12 ms per eager step over 32 layers, read as the host's launch time; vLLM 2023 "
+     "(V0), GPU not stated: UNVERIFIED for V1 (torch.compile lowers it)",
+     "https://github.com/vllm-project/vllm/pull/1440 (description)"),
 ]
 
 DESCRIPTION = {
@@ -93,12 +103,12 @@ def write_csv(rows_out: list[tuple], path: Path) -> None:
     with path.open("w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh, lineterminator="\n")
         w.writerow(cols)
-        for eng, par, method, value, how, on, n, why in rows_out:
-            unit = {**P.PARAMETERS, **P.MOE_FIELDS}.get(
+        for eng, par, method, value, how, on, n, why, *given in rows_out:
+            unit = {**P.PARAMETERS, **P.STEP_FIELDS}.get(
                 par, "fraction of peak" if par in ("bandwidth", "compute")
                 else ("ms" if par.endswith("_ms") else "fraction"))
             src = ("scripts/fit_engine_profiles.py on data/engine_measurements.csv ("
-                   + on + ")") if how == "fitted" else (
+                   + on + ")") if how == "fitted" else given[0] if given else (
                 "specnb serving model defaults (data/specdecode_bench_predictor.csv)"
                 if how == "default" else "by definition (no engine cost)")
             w.writerow([eng, par, method, f"{value:.6g}", unit, how, on, n,
@@ -164,7 +174,7 @@ def main(argv=None) -> int:
 
 
 def FIXED_ROWS_AS(_rows) -> list[tuple]:  # noqa: N802 - the ideal rows in write order
-    return [(e, p, m, v, how, "", 0, why) for e, p, m, v, how, why in FIXED_ROWS]
+    return [(e, p, m, v, how, "", 0, why, *src) for e, p, m, v, how, why, *src in FIXED_ROWS]
 
 
 if __name__ == "__main__":

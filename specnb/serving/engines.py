@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import _check, data
-from .moe import MoEStep
+from .moe import EngineStep
 
-__all__ = ["PARAMETERS", "EFFICIENCY_FIELDS", "MOE_FIELDS", "TREE_ENGINES", "DEFAULT_ENGINE",
+__all__ = ["PARAMETERS", "EFFICIENCY_FIELDS", "STEP_FIELDS", "TREE_ENGINES", "DEFAULT_ENGINE",
            "EngineProfile", "profile_names", "profile", "features", "extra_cost_ms",
            "with_routing_skew"]
 
@@ -46,14 +46,14 @@ PARAMETERS = {"sd_overhead_ms": "ms per verification",
 #: Efficiency overrides a profile may carry (``ideal``): field -> Efficiency attribute.
 EFFICIENCY_FIELDS = ("bandwidth", "compute", "fixed_ms", "head_fixed_ms", "overlap")
 
-#: Mixture-of-experts step parameters a profile may carry (:class:`~specnb.serving.moe.MoEStep`
-#: fields; issue 25), with their units.
-MOE_FIELDS = {"expert_us": "us per touched expert per MoE layer",
+#: Step parameters a profile may carry (:class:`~specnb.serving.moe.EngineStep` fields:
+#: mixture-of-experts costs and the CUDA-graph cap; issue 25), with their units.
+STEP_FIELDS = {"expert_us": "us per touched expert per MoE layer",
               "tile_tokens": "rows of one grouped-GEMM tile",
               "expert_parallel": "1 = experts placed whole (EP), 0 = tensor parallel",
               "a2a_us": "us per all-to-all (EP)",
               "graph_cap_tokens": "most query tokens a CUDA graph covers",
-              "eager_ms": "ms more for a step without a CUDA graph",
+              "eager_layer_us": "us of host launch time per layer for a step without a CUDA graph",
               "routing_skew": "fraction in [0, 0.95]"}
 
 #: Engines whose speculation drafts trees (SGLang's ``--speculative-eagle-topk`` > 1 and
@@ -78,22 +78,22 @@ class EngineProfile:
     verify_token_us: float = 0.0
     efficiency: dict = field(default_factory=dict)
     description: str = ""
-    moe: dict = field(default_factory=dict)
+    step: dict = field(default_factory=dict)
 
     def draft_step(self, method: str) -> float:
         """ms per draft forward for ``method`` (its own value, else ``"*"``, else 0)."""
         return float(self.draft_step_ms.get(method, self.draft_step_ms.get("*", 0.0)))
 
-    def moe_step(self) -> MoEStep:
-        """The profile's :class:`~specnb.serving.moe.MoEStep` (the defaults where it carries
-        no MoE field)."""
-        kw = dict(self.moe)
+    def engine_step(self) -> EngineStep:
+        """The profile's :class:`~specnb.serving.moe.EngineStep` (its defaults where the
+        profile carries no step field)."""
+        kw = dict(self.step)
         for k in ("tile_tokens", "graph_cap_tokens"):
             if k in kw:
                 kw[k] = int(kw[k])
         if "expert_parallel" in kw:
             kw["expert_parallel"] = bool(kw["expert_parallel"])
-        return MoEStep(**kw)
+        return EngineStep(**kw)
 
     @property
     def trees(self) -> bool:
@@ -103,7 +103,7 @@ class EngineProfile:
 
 def with_routing_skew(prof, routing_skew) -> EngineProfile:
     """``prof`` (a profile or its name) with ``routing_skew`` (the share in
-    :data:`~specnb.serving.moe.ROUTING_SKEW_RANGE`; :class:`~specnb.serving.moe.MoEStep`).
+    :data:`~specnb.serving.moe.ROUTING_SKEW_RANGE`; :class:`~specnb.serving.moe.EngineStep`).
 
     Raises
     ------
@@ -117,7 +117,7 @@ def with_routing_skew(prof, routing_skew) -> EngineProfile:
     p = profile(prof)
     lo, hi = ROUTING_SKEW_RANGE
     s = _check.scalar_real("routing_skew", routing_skew, lo=lo, hi=hi)
-    return dataclasses.replace(p, moe={**p.moe, "routing_skew": s})
+    return dataclasses.replace(p, step={**p.step, "routing_skew": s})
 
 
 @functools.lru_cache(maxsize=None)
@@ -126,14 +126,14 @@ def _profiles() -> dict:
     for rec in data.load("engine_profiles").to_dict("records"):
         name = rec["engine"]
         p = out.setdefault(name, {"draft_step_ms": {}, "efficiency": {}, "description": "",
-                                  "moe": {}})
+                                  "step": {}})
         par, value = rec["parameter"], float(rec["value"])
         if par == "draft_step_ms":
             p["draft_step_ms"][rec["method"] or "*"] = value
         elif par in EFFICIENCY_FIELDS:
             p["efficiency"][par] = value
-        elif par in MOE_FIELDS:
-            p["moe"][par] = value
+        elif par in STEP_FIELDS:
+            p["step"][par] = value
         elif par in PARAMETERS:
             p[par] = value
         else:

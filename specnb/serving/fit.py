@@ -25,6 +25,7 @@ from .setup import max_batch_in_memory, setup
 from .speedup import t_draft_ms, t_plain_ms, t_verify_ms, tree_parts
 
 __all__ = ["nnls", "fit_profile", "TAU_PROXY", "FREE", "PHYSICS", "CONSUMER_GPUS", "fit_class",
+           "GOALS", "held_out_predictions", "accuracy_figures",
            "load_points", "model_parts",
            "points_table", "columns", "base_cost", "fit", "predict", "summary",
            "summary_numbers", "anchored_tau", "fitted_profile"]
@@ -86,7 +87,7 @@ def fit_profile(base_cost_ms, needed_cost_ms, columns: dict) -> dict:
 
 
 #: Free parameters per fitted profile (the others: the model's defaults or 0), and why.
-#: A parameter of the step physics (``expert_us``, a :class:`~specnb.serving.moe.MoEStep`
+#: A parameter of the step physics (``expert_us``, a :class:`~specnb.serving.moe.EngineStep`
 #: field) changes the plain step too: its columns are taken from the model with the
 #: parameter at 1 less at 0, on T_AR as on the speculative step.
 FREE = {
@@ -100,13 +101,14 @@ FREE = {
     "sglang": (["sd_overhead_ms", "draft_step_ms:*", "draft_logits_ns", "verify_token_us"],
                "per-verification, per-draft-step (shared by EAGLE and EAGLE-3), per-draft-token "
                "x LM-head rows, and per-verified-token costs"),
-    "sglang-moe": (["sd_overhead_ms", "draft_step_ms:*", "expert_us"],
-                   "SGLang on mixture-of-experts targets (issue 25): per-verification and "
-                   "per-draft-step costs and a fixed cost per touched expert per MoE layer "
-                   "(each expert's GEMM runs at least one tile: cost follows experts touched)"),
+    "sglang-moe": (["sd_overhead_ms", "draft_step_ms:*", "verify_token_us", "expert_us"],
+                   "SGLang on mixture-of-experts targets (issue 25): per-verification, "
+                   "per-draft-step and per-verified-token costs (the dense SGLang fit's kinds) "
+                   "and a fixed cost per touched expert per MoE layer (each expert's GEMM runs "
+                   "at least one tile: cost follows experts touched)"),
 }
 
-#: Parameters of the step physics among the free ones (MoEStep fields).
+#: Parameters of the step physics among the free ones (EngineStep fields).
 PHYSICS = ("expert_us",)
 
 #: tau where a source prints none: vLLM issue #20780's mean acceptance lengths for the same
@@ -179,7 +181,7 @@ def _parts(r, moe: dict) -> tuple:
         kw["draft_kv_budget"] = int(r.draft_kv_budget)
     # the model's defaults, no engine cost; named for the engine where it drafts trees
     name = f"{r.profile}:specdecode-bench" if r.profile == "sglang" else "specdecode-bench"
-    eng = dataclasses.replace(profile("specdecode-bench"), name=name, moe=moe)
+    eng = dataclasses.replace(profile("specdecode-bench"), name=name, step=moe)
     st = setup(r.gpu, r.model, r.draft, gpus=int(r.gpus), engine=eng, **kw)
     b, s, g = int(r.batch), int(r.context), int(r.gamma)
     topk = 1 if math.isnan(r.topk) else int(r.topk)
@@ -325,7 +327,72 @@ def fitted_profile(name: str) -> dict:
         if par == "draft_step_ms":
             out[k] = p.draft_step(method if method != "*" else "*")
         elif par in PHYSICS:
-            out[k] = float(p.moe.get(par, 0.0))
+            out[k] = float(p.step.get(par, 0.0))
         else:
             out[k] = float(getattr(p, par))
+    return out
+
+
+#: Accuracy goals of the published-point scores (issue 25): figure -> (median |error| at
+#: most, share of right verdicts at least or None). Leave-one-source-out unless the name
+#: says otherwise.
+GOALS = {"vllm held out": (0.05, None), "sglang dense held out by series": (0.08, None),
+         "sglang-moe held out": (0.08, 0.90), "moe held out": (0.08, 0.90),
+         "consumer gpu held out": (0.10, None)}
+
+
+def held_out_predictions(t, name: str, by: str = "source_key"):
+    """Predictions of class ``name``'s points (``t``: :func:`points_table`), each from a fit
+    of :data:`FREE` ``[name]`` on the class's other groups of ``by`` (a source, or a draft
+    series), as a Series indexed like the points; empty where the class has one group."""
+    import pandas as pd
+
+    free = FREE[name][0]
+    rows = t[t["fit_class"] == name]
+    keys = sorted(rows[by].unique())
+    if len(keys) < 2:
+        return pd.Series(dtype=float)
+    parts = []
+    for k in keys:
+        test = rows[rows[by] == k]
+        theta = fit(rows[rows[by] != k], free)
+        parts.append(pd.Series(predict(test, free, theta), index=test.index))
+    return pd.concat(parts)
+
+
+def accuracy_figures(t) -> dict:
+    """The benchmark's scores of the serving model on the published points (``t``:
+    :func:`points_table`): name -> dict ``median``, ``max``, ``verdicts`` (share right),
+    ``points``, ``sources``, ``kind`` (``in-sample``: the profile fitted on these points;
+    ``held out``: each source predicted by a fit without it; ``held out by series``: the
+    class has one source, each draft series predicted by a fit without it; ``not fitted
+    on``: another class's profile). In-sample per class; held out per class; ``moe held
+    out`` pools every MoE point; ``consumer gpu held out``: points on :data:`CONSUMER_GPUS`
+    predicted by the vLLM V1 profile (no consumer source has a sibling to hold out)."""
+    out = {}
+
+    def score(name, rows, pred, kind):
+        med, mx, ver = summary_numbers(rows, np.asarray(pred, float))
+        out[name] = {"median": med, "max": mx, "verdicts": ver, "points": int(len(rows)),
+                     "sources": sorted(rows["source_key"].unique()), "kind": kind}
+
+    held = {}
+    for name, (free, _) in FREE.items():
+        rows = t[t["fit_class"] == name]
+        if not len(rows):
+            continue
+        score(f"{name} in-sample", rows, predict(rows, free, fit(rows, free)), "in-sample")
+        h = held_out_predictions(t, name)
+        if len(h):
+            held[name] = h
+            score(f"{name} held out", t.loc[h.index], h, "held out")
+    d = held_out_predictions(t, "sglang", by="draft")
+    if len(d):
+        score("sglang dense held out by series", t.loc[d.index], d, "held out by series")
+    if "sglang-moe" in held:
+        score("moe held out", t.loc[held["sglang-moe"].index], held["sglang-moe"], "held out")
+    cons = t[t["gpu"].isin(CONSUMER_GPUS)]
+    if len(cons):
+        v1 = fit(t[t["fit_class"] == "vllm"], FREE["vllm"][0])
+        score("consumer gpu held out", cons, predict(cons, FREE["vllm"][0], v1), "not fitted on")
     return out

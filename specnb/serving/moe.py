@@ -36,7 +36,7 @@ from .. import _check
 __all__ = ["MoE", "MLA", "experts_touched", "expert_params", "attention_params",
            "param_counts", "step_weight_params", "matmul_params_per_token",
            "attention_flops_per_token_per_context", "kv_bytes_per_token", "kv_split_ways",
-           "mtp_params", "moe_from_config", "MoEStep", "ROUTING_SKEW_RANGE",
+           "mtp_params", "moe_from_config", "EngineStep", "ROUTING_SKEW_RANGE",
            "DEFAULT_ROUTING_SKEW", "experts_touched_skewed", "moe_layers"]
 
 
@@ -373,7 +373,7 @@ def moe_from_config(cfg: dict, where: str = "config") -> tuple[MoE | None, MLA |
 
 
 # --------------------------------------------------------------------------- MoE step costs
-#: Range of ``routing_skew`` (:class:`MoEStep`): 0 is uniform routing (the upper bound on the
+#: Range of ``routing_skew`` (:class:`EngineStep`): 0 is uniform routing (the upper bound on the
 #: experts a step touches), values towards 1 concentrate the tokens on fewer experts.
 ROUTING_SKEW_RANGE = (0.0, 0.95)
 
@@ -384,9 +384,10 @@ DEFAULT_ROUTING_SKEW = 0.0
 
 
 @dataclass(frozen=True)
-class MoEStep:
-    """What an engine's mixture-of-experts step costs beyond reading the touched experts'
-    weights (issue 25). All defaults 0 / off: the step is then exactly the uniform-routing
+class EngineStep:
+    """What an engine's step costs beyond the roofline's weight, KV and matmul times (issue
+    25): mixture-of-experts routing and kernels, and the CUDA-graph cap (which applies to
+    dense models too). All defaults 0 / off: the step is then exactly the uniform-routing
     weight-read model.
 
     Attributes
@@ -409,10 +410,14 @@ class MoEStep:
     a2a_us : float >= 0
         Latency of one all-to-all, microseconds (EP only).
     graph_cap_tokens : int >= 0
-        Most query tokens a captured CUDA graph covers (the engine's capture sizes); a step
-        with more runs eagerly and pays ``eager_ms`` more (0: no cap).
-    eager_ms : float >= 0
-        Extra time of a step run without a CUDA graph, ms.
+        Most query tokens a captured CUDA graph covers (vLLM: ``max_cudagraph_capture_size``,
+        by default ``min(max_num_seqs x (1 + num_speculative_tokens) x 2, 512)``,
+        ``vllm/config/vllm.py`` ``_set_cudagraph_sizes``; a step with more tokens runs without
+        a graph, ``cudagraph_dispatcher.py``); 0: no cap.
+    eager_layer_us : float >= 0
+        Host time per layer to launch a step's kernels without a CUDA graph, microseconds:
+        beyond the cap a step takes at least ``layers x eager_layer_us`` (the GPU hides the
+        launches when its own work is longer).
     """
 
     routing_skew: float = DEFAULT_ROUTING_SKEW
@@ -421,12 +426,12 @@ class MoEStep:
     expert_parallel: bool = False
     a2a_us: float = 0.0
     graph_cap_tokens: int = 0
-    eager_ms: float = 0.0
+    eager_layer_us: float = 0.0
 
     def __post_init__(self):
         lo, hi = ROUTING_SKEW_RANGE
         _check.scalar_real("routing_skew", self.routing_skew, lo=lo, hi=hi)
-        for name in ("expert_us", "a2a_us", "eager_ms"):
+        for name in ("expert_us", "a2a_us", "eager_layer_us"):
             _check.scalar_real(name, getattr(self, name), lo=0.0)
         for name in ("tile_tokens", "graph_cap_tokens"):
             _check.scalar_int(name, getattr(self, name), lo=0)

@@ -77,8 +77,8 @@ class _Times:
             d.arch, st.gpu, d.dtype or st.draft_dtype or st.dtype, st.kv_dtype, st.gpus,
             st.draft_efficiency)
         self.m = float(st.proposal_rate)
-        # the engine's MoE step costs (None: the uniform-routing weight read alone)
-        self.moe = st.engine.moe_step() if st.engine.moe else None
+        # the engine's step costs (EngineStep; None: the uniform-routing weight read alone)
+        self.moe = st.engine.engine_step() if st.engine.step else None
         self.tree = tree  # (topk, num_draft_tokens) of an SGLang tree, or None (a chain)
 
     def _q(self, g):
@@ -88,12 +88,12 @@ class _Times:
         return workload.query_tokens(g, self.m)
 
     def plain(self, b, s):
-        return _step(*self.tgt, b, s, 1.0, moe=self.moe)[0]
+        return _step(*self.tgt, b, s, 1.0, engine_step=self.moe)[0]
 
     def verify(self, b, s, g):
         """T_V at ``1 + M gamma`` query tokens per sequence (M = the proposal rate), or at a
         tree's ``num_draft_tokens`` (tree attention: every node reads the context)."""
-        return _step(*self.tgt, b, s, self._q(g), moe=self.moe)
+        return _step(*self.tgt, b, s, self._q(g), engine_step=self.moe)
 
     def _extra_ms(self, params, b):
         """Time of ``params`` more weights read and multiplied by b tokens (a head's fc
@@ -109,14 +109,14 @@ class _Times:
         n-gram fraction of T_V."""
         if self.drf is None:
             return NGRAM_DRAFT_FRACTION * t_v
-        moe = self.moe if self.drf[0].moe is not None else None
-        one = _step(*self.drf, b, s, 1.0, self.st.draft.kv_budget, moe=moe)[0]
+        moe = self.moe  # the draft's own MoE layers (an MTP block) and the graph cap
+        one = _step(*self.drf, b, s, 1.0, self.st.draft.kv_budget, engine_step=moe)[0]
         first, rest = self.st.draft.extra_params
         if self.tree is not None and self.tree[0] > 1:
             # SGLang's tree drafting: the first step expands the root (one token per
             # sequence), every later step runs the topk branches (topk tokens per sequence)
             k = float(self.tree[0])
-            wide = _step(*self.drf, b, s, k, self.st.draft.kv_budget, moe=moe)[0]
+            wide = _step(*self.drf, b, s, k, self.st.draft.kv_budget, engine_step=moe)[0]
             return (one + (g - 1.0) * wide + self._extra_ms(first, b)
                     + (g - 1.0) * self._extra_ms(rest, b * k))
         return g * one + self._extra_ms(first, b) + (g - 1.0) * self._extra_ms(rest, b)

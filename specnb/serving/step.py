@@ -109,7 +109,7 @@ def _prep(arch, gpu_name, dtype, kv_dtype, gpus, efficiency):
 
 
 def _step(arch, g, eff, dtype, kv_dtype, n, b, s, q, kv_budget=None, parts=False, *,
-          moe=None):
+          engine_step=None):
     """Unchecked core of :func:`step_breakdown` on float arrays that broadcast (q may be a
     fractional mean, e.g. 1 + M gamma with partial proposals): B sequences alike, each with
     context s and q query tokens (:func:`_step_totals` with tokens B q, KV tokens B s and
@@ -118,12 +118,13 @@ def _step(arch, g, eff, dtype, kv_dtype, n, b, s, q, kv_budget=None, parts=False
         s = np.minimum(s, kv_budget)
     tokens = b * q
     return _step_totals(arch, g, eff, dtype, kv_dtype, n, tokens, b * s, tokens * s, parts,
-                        moe=moe)
+                        engine_step=engine_step)
 
 
 def _moe_terms(arch, g, n, tokens, moe):
     """(weight params read, extra matmul FLOPs, extra ms) of the routed experts of one step
-    over ``tokens`` query tokens under the engine's :class:`~specnb.serving.moe.MoEStep`:
+    over ``tokens`` query tokens under the engine's :class:`~specnb.serving.moe.EngineStep`
+    (a mixture-of-experts target):
     experts touched under the routing skew, the grouped-GEMM tile floor, the fixed cost per
     touched expert, expert-parallel all-to-alls and the CUDA-graph cap. ``moe`` None: the
     uniform-routing weight read alone (no extra FLOPs or time)."""
@@ -148,15 +149,16 @@ def _moe_terms(arch, g, n, tokens, moe):
 
 
 def _step_totals(arch, g, eff, dtype, kv_dtype, n, tokens, kv_tokens, att_tokens,
-                 parts=False, *, moe=None):
+                 parts=False, *, engine_step=None):
     """The physics of one forward from its totals (the one home of the step rule; a mixed
     step of prefill chunks, decode and verify tokens calls it directly): ``tokens`` query
     tokens in all, ``kv_tokens`` context tokens read from the KV cache (sum of each
     sequence's context), ``att_tokens`` sum over sequences of query tokens x context (the
-    attention math). Float arrays that broadcast; unchecked. ``moe``: the engine's
-    :class:`~specnb.serving.moe.MoEStep` (routing skew, per-expert tile floor and fixed
+    attention math). Float arrays that broadcast; unchecked. ``engine_step``: the engine's
+    :class:`~specnb.serving.moe.EngineStep` (routing skew, per-expert tile floor and fixed
     cost, expert-parallel all-to-alls, CUDA-graph cap); None keeps the uniform-routing
     weight read alone (the behaviour before issue 25)."""
+    moe = engine_step
     extra = 0.0
     f_moe = 0.0
     if arch.moe is None:
@@ -164,8 +166,6 @@ def _step_totals(arch, g, eff, dtype, kv_dtype, n, tokens, kv_tokens, att_tokens
     else:  # the routed experts the step's tokens touch (uniform routing: an upper bound)
         w_params, f_moe, extra = _moe_terms(arch, g, n, tokens, moe)
         w = w_params * DTYPES[dtype] / n
-    if moe is not None and moe.graph_cap_tokens and moe.eager_ms:
-        extra = extra + np.where(tokens > moe.graph_cap_tokens, moe.eager_ms, 0.0)
     kv = kv_tokens * (arch.kv_bytes_per_token(kv_dtype) / _moe.kv_split_ways(arch, n))
     f_lin = (2.0 * arch.matmul_params_per_token / n) * tokens + f_moe / n
     f_att = (_moe.attention_flops_per_token_per_context(arch) / n) * att_tokens
@@ -180,6 +180,11 @@ def _step_totals(arch, g, eff, dtype, kv_dtype, n, tokens, kv_tokens, att_tokens
         o = 1.0 - eff.overlap
         total = (fixed + np.maximum(t_w, t_lin) + o * np.minimum(t_w, t_lin)
                  + np.maximum(t_kv, t_att) + o * np.minimum(t_kv, t_att))
+    if moe is not None and moe.graph_cap_tokens and moe.eager_layer_us:
+        # beyond the CUDA-graph cap the host launches every kernel: the step takes at least
+        # the launch time (the GPU hides it when its own work is longer)
+        launch = arch.n_layers * moe.eager_layer_us * 1e-3
+        total = np.where(tokens > moe.graph_cap_tokens, np.maximum(total, launch), total)
     comm = 0.0
     if n > 1:
         comm = 2 * arch.n_layers * (eff.allreduce_us * 1e-3

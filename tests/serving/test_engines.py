@@ -16,7 +16,7 @@ def test_required_profiles_with_provenance():
                 "description", *data.PROVENANCE_COLUMNS):
         assert col in df.columns
     assert (df["source"] != "").all() and (df["note"] != "").all()
-    assert set(df["fit"]) <= {"fitted", "default", "zero", "ideal"}
+    assert set(df["fit"]) <= {"fitted", "default", "zero", "ideal", "published", "derived"}
     fitted = df[df["fit"] == "fitted"]
     # every fitted value names the sources and the number of points it was fitted on
     meas = data.load("engine_measurements")
