@@ -35,7 +35,7 @@ from .moe import EngineStep
 
 __all__ = ["PARAMETERS", "EFFICIENCY_FIELDS", "STEP_FIELDS", "TREE_ENGINES", "DEFAULT_ENGINE",
            "EngineProfile", "profile_names", "profile", "features", "extra_cost_ms",
-           "with_routing_skew"]
+           "profile_for", "with_routing_skew"]
 
 #: Cost parameters of a profile, with their units.
 PARAMETERS = {"sd_overhead_ms": "ms per verification",
@@ -99,6 +99,23 @@ class EngineProfile:
     def trees(self) -> bool:
         """True when the engine drafts trees (:data:`TREE_ENGINES`)."""
         return self.name.startswith(TREE_ENGINES)
+
+
+def profile_for(name, target) -> EngineProfile:
+    """The profile of engine ``name`` for ``target`` (an Architecture): a profile fitted on
+    the target's class where one exists (``<name>-moe`` for a mixture-of-experts target,
+    e.g. ``sglang-moe``), else :func:`profile` ``(name)``. An :class:`EngineProfile` is
+    returned unchanged.
+
+    Raises
+    ------
+    ValueError
+        an unknown engine.
+    """
+    p = profile(name)
+    if isinstance(name, EngineProfile) or getattr(target, "moe", None) is None:
+        return p
+    return _profiles().get(f"{p.name}-moe", p)
 
 
 def with_routing_skew(prof, routing_skew) -> EngineProfile:

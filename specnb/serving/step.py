@@ -180,17 +180,17 @@ def _step_totals(arch, g, eff, dtype, kv_dtype, n, tokens, kv_tokens, att_tokens
         o = 1.0 - eff.overlap
         total = (fixed + np.maximum(t_w, t_lin) + o * np.minimum(t_w, t_lin)
                  + np.maximum(t_kv, t_att) + o * np.minimum(t_kv, t_att))
-    if moe is not None and moe.graph_cap_tokens and moe.eager_layer_us:
-        # beyond the CUDA-graph cap the host launches every kernel: the step takes at least
-        # the launch time (the GPU hides it when its own work is longer)
-        launch = arch.n_layers * moe.eager_layer_us * 1e-3
-        total = np.where(tokens > moe.graph_cap_tokens, np.maximum(total, launch), total)
     comm = 0.0
     if n > 1:
         comm = 2 * arch.n_layers * (eff.allreduce_us * 1e-3
                                     + 2.0 * (n - 1) / n * arch.hidden_size * 2.0 / g.link * 1e3
                                     * tokens)
         total = total + comm
+    if moe is not None and moe.graph_cap_tokens and moe.eager_layer_us:
+        # beyond the CUDA-graph cap the host launches every kernel: the step takes at least
+        # the launch time (the GPU hides it when its own work is longer)
+        launch = arch.n_layers * moe.eager_layer_us * 1e-3
+        total = np.where(tokens > moe.graph_cap_tokens, np.maximum(total, launch), total)
     if not parts:
         return total, (t_lin + t_att) > (t_w + t_kv)
     return dict(w=w, kv=kv, f_lin=f_lin, f_att=f_att, mem=t_w + t_kv, cmp=t_lin + t_att,

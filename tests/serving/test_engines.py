@@ -87,3 +87,17 @@ def test_setup_takes_the_profile():
         assert S.speedup(ideal, b, s, g, tau=2.8) > S.speedup(other, b, s, g, tau=2.8)
     with pytest.raises(ValueError, match="engine must be one of"):
         S.setup("H100", "Llama-3.1-8B", "eagle3", engine="trtllm")
+
+
+def test_profile_per_target_class_and_routing_skew():
+    assert P.profile_for("sglang", S.architecture("Qwen3-30B-A3B")).name == "sglang-moe"
+    assert P.profile_for("sglang", S.architecture("Llama-3.1-8B")).name == "sglang"
+    assert P.profile_for("vllm", S.architecture("DeepSeek-V3")).name == "vllm"  # no vllm-moe
+    assert S.setup("H100", "Qwen3-30B-A3B", "eagle3", gpus=2, engine="sglang").engine.name \
+        == "sglang-moe"
+    skewed = P.with_routing_skew("vllm", 0.3)
+    assert skewed.engine_step().routing_skew == 0.3
+    assert skewed.engine_step().graph_cap_tokens == 512  # the profile's other fields kept
+    with pytest.raises(ValueError, match=r"routing_skew must be in \[0, 0.95\]"):
+        P.with_routing_skew("vllm", 1.0)
+    assert P.profile("sglang").trees and not P.profile("vllm").trees

@@ -8,6 +8,12 @@ from specnb.serving import engines as P
 from specnb.serving import fit as F
 
 
+@pytest.fixture(scope="module")
+def table():
+    """The scored points with the model's parts (computed once for this module)."""
+    return F.points_table(F.load_points())
+
+
 def test_nnls_and_fit_recover_known_parameters():
     rng = np.random.default_rng(0)
     a = rng.uniform(0, 1, (30, 3))
@@ -27,9 +33,9 @@ def test_nnls_and_fit_recover_known_parameters():
         F.nnls(np.ones((3, 11)), np.ones(3))
 
 
-def test_the_fits_reproduce_the_csv_and_meet_the_goals():
+def test_the_fits_reproduce_the_csv_and_meet_the_goals(table):
     # refit every profile on the published points: the CSV holds these values
-    t = F.points_table(F.load_points())
+    t = table
     for name, (free, _) in F.FREE.items():
         rows = t[t["fit_class"] == name]
         theta = F.fit(rows, free)
@@ -46,14 +52,14 @@ def test_the_fits_reproduce_the_csv_and_meet_the_goals():
 
 
 
-def test_points_mark_borrowed_taus_and_trees():
+def test_points_mark_borrowed_taus_and_trees(table):
     pts = F.load_points()
     kinds = pts.set_index("id")["tau_kind"]
     # a tau copied from another source is marked borrowed, never printed as published
     assert kinds["vllm-pr16937-eagle-K2-B1"].startswith("borrowed: ")
     assert kinds["e3t3-sglang-eagle-B2"].startswith("borrowed: issue #20780")
     assert kinds["vllm-i20780-eagle-K2-B1"] == "published"
-    t = F.points_table(pts)
+    t = table
     assert set(t.loc[t["source_key"] == "angelslim-i163", "fit_class"]) == {"sglang-moe"}
     assert set(t.loc[t["source_key"] == "eagle3-t3-sglang", "fit_class"]) == {"sglang"}
     # a tree verifies its num_draft_tokens per sequence: T_V above the chain's at steps + 1
@@ -63,9 +69,9 @@ def test_points_mark_borrowed_taus_and_trees():
     assert (t["speedup"] < 1).sum() >= 10
 
 
-def test_physics_parameter_is_fitted_through_the_plain_step_too():
+def test_physics_parameter_is_fitted_through_the_plain_step_too(table):
     # a synthetic expert_us recovered: needed costs made with a known value
-    t = F.points_table(F.load_points())
+    t = table
     rows = t[t["fit_class"] == "sglang-moe"].copy()
     free = ["sd_overhead_ms", "expert_us"]
     theta = {"sd_overhead_ms": 2.0, "expert_us": 3.0}
@@ -74,3 +80,26 @@ def test_physics_parameter_is_fitted_through_the_plain_step_too():
     rows["needed"] = rows["tau_used"] * rows["tp"] / rows["speedup"]
     got = F.fit(rows, free)
     assert got == pytest.approx(theta, rel=1e-6)
+
+
+#: Figures whose goal (fit.GOALS) is not met yet (issue 25): pinned where they stand, so a
+#: regression still fails; raise them to the goal when the model gets there.
+NOT_YET = {"consumer gpu held out": (0.17, None)}
+
+
+def test_every_accuracy_figure_holds_its_goal(table):
+    """The benchmark's published-point scores (benchmarks/bench_serving_model.py section 8),
+    computed here on the fast tier: a change that pushes a held-out median past its goal
+    fails make check."""
+    fig = F.accuracy_figures(table)
+    assert set(F.GOALS) <= set(fig)
+    for name, (med, ver) in {**F.GOALS, **NOT_YET}.items():
+        f = fig[name]
+        assert f["kind"] != "in-sample", name
+        assert f["median"] <= med, (name, f)
+        if ver is not None:
+            assert f["verdicts"] >= ver, (name, f)
+    # held-out scores name what was held out; several sources for the MoE class
+    assert fig["moe held out"]["kind"] == "held out"
+    assert len(fig["moe held out"]["sources"]) >= 2
+    assert fig["sglang dense held out by series"]["kind"] == "held out by series"
