@@ -228,6 +228,15 @@ def per_source(t: pd.DataFrame) -> list[str]:
     lines = []
     for key, part in t.groupby("source_key", sort=False):
         cls = part["fit_class"].iloc[0]
+        if cls.startswith("consumer:"):
+            base = cls.removeprefix("consumer:")
+            free, theta = E.FREE[base][0], E.fitted_profile(base)
+            med, mx, ver = E.summary_numbers(part, E.predict(part, free, theta))
+            lines.append(f"  {key:18s} {base:10s} NOT FITTED ON (consumer GPU; the {base} "
+                         f"profile as fitted on datacenter sources): median {100 * med:.1f} "
+                         f"%, max {100 * mx:.1f} %, verdicts {100 * ver:.0f} % ({len(part)} "
+                         f"points); {_tau_label(part)}")
+            continue
         if cls not in E.FREE:
             lines.append(f"  {key:18s} ({cls}: no profile; model defaults, not fitted) "
                          + E.summary(part, E.predict(part, ["draft_step_ms:*"],

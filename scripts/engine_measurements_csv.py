@@ -102,7 +102,7 @@ ADDED = (
             model="DeepSeek-V3", model_published="DeepSeek-V3 / R1", draft="mtp",
             method_published="NextN (MTP) via EAGLE; the guide's example: --speculative-num-steps 3 "
                              "--speculative-eagle-topk 1 --speculative-num-draft-tokens 4",
-            gamma=3, topk=1, num_draft_tokens=4, batch=b, context="", context_assumed="",
+            gamma=3, topk=1, num_draft_tokens=4, batch=b, context=512, context_assumed=True,
             dataset="not stated", tau="", tau_note="not printed", tau_borrowed=False,
             speedup=sp, metric="decoding speed ratio with / without MTP",
             note="configuration of the measured run not stated (the example command's "
@@ -112,13 +112,15 @@ ADDED = (
             gpu="RTX-4090", gpu_published="single RTX 4090", gpus=1, model="MiniCPM3-4B",
             model_published="openbmb/MiniCPM3-4B", draft="eagle3",
             method_published="EAGLE-3, 5 speculative tokens (5 per-position rates printed)",
-            gamma=5, topk=1, num_draft_tokens=6, batch=c, context="", context_assumed="",
+            gamma=5, topk=1, num_draft_tokens=6, batch=c, context=512, context_assumed=True,
             dataset=f"{n} samples", tau=tau, tau_note="published mean acceptance length",
             tau_borrowed=False, speedup=sp,
             metric=f"run-time ratio baseline {base} s / speculative {spec} s (end to end)",
-            note="MiniCPM3 uses MLA; its shape is not in the catalogue (not scored). DERIVED: "
-                 "at concurrency 1 the plain run takes 382.29 s / 21,690 tokens = 17.6 ms per "
-                 "token, far above the 4 B model's bf16 weight read (about 8 ms at 1,008 GB/s)")
+            note="context 512 ASSUMED (prompts not printed; about 533 output tokens per "
+                 "sample); MiniCPM3 uses MLA. DERIVED: at concurrency 1 the plain run takes "
+                 "382.29 s / 21,690 tokens = 17.6 ms per token, far above the 4 B model's bf16 "
+                 "weight read (about 8 ms at 1,008 GB/s): data/gpus.csv's RTX-4090 "
+                 "layer_fixed_us comes from this plain time (not from the speedups)")
        for c, n, tau, sp, base, spec in ((1, 20, 2.44, 1.71, 382.29, 224.20),
                                          (10, 200, 2.47, 1.62, 215.84, 133.24))]
 )

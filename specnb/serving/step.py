@@ -174,6 +174,8 @@ def _step_totals(arch, g, eff, dtype, kv_dtype, n, tokens, kv_tokens, att_tokens
     t_w, t_lin = w / bw * 1e3, f_lin * (1e3 / fl)
     t_kv, t_att = kv * (1e3 / bw), f_att * (1e3 / fl)
     fixed = eff.fixed_ms + (eff.token_us * 1e-3) * tokens + extra
+    if eff.fixed_ms > 0 and g.layer_fixed_us:  # the GPU's own per-layer cost (not in the
+        fixed = fixed + arch.n_layers * g.layer_fixed_us * 1e-3  # ideal roofline)
     if eff.overlap == 0.0:  # additive: max + min = sum
         total = fixed + t_w + t_lin + t_kv + t_att
     else:
