@@ -88,7 +88,7 @@ def test_dense_shapes_keep_the_dense_formulas():
     # the formulas the serving model used before issue 16, written out for the dense rows
     for name in S.architecture_names():
         a = S.architecture(name)
-        if a.moe is not None:
+        if a.moe is not None or a.mla is not None:  # MLA: its own formulas (below)
             continue
         h, hd, q, kv = a.hidden_size, a.head_dim, a.n_heads * a.head_dim, a.n_kv_heads * a.head_dim
         layer = h * q + 2 * h * kv + q * h + 3 * h * a.intermediate_size + 2 * h \
