@@ -22,10 +22,10 @@ import numpy as np
 from .. import _check, data
 from .engines import features, profile
 from .setup import max_batch_in_memory, setup
-from .speedup import t_draft_ms, t_plain_ms, t_verify_ms, tree_parts
+from .speedup import speedup, t_draft_ms, t_plain_ms, t_verify_ms, tree_parts, tree_speedup
 
 __all__ = ["nnls", "fit_profile", "TAU_PROXY", "FREE", "PHYSICS", "CONSUMER_GPUS", "fit_class",
-           "GOALS", "NOT_FITTED", "held_out_predictions", "accuracy_figures",
+           "GOALS", "NOT_FITTED", "held_out_predictions", "accuracy_figures", "point_speedup",
            "load_points", "model_parts",
            "points_table", "columns", "base_cost", "fit", "predict", "summary",
            "summary_numbers", "anchored_tau", "fitted_profile"]
@@ -420,3 +420,31 @@ def accuracy_figures(t) -> dict:
         pred = pd.concat(parts).loc[cons.index]
         score("consumer gpu held out", cons, pred, "held out")
     return out
+
+
+def point_speedup(row, engine) -> tuple[float, str]:
+    """The model's speedup for one published point (a row of :func:`load_points`, as a
+    namedtuple or dict) with ``engine`` (a profile name or :class:`EngineProfile`): its GPU,
+    model, draft, GPUs, KV budget, batch, context and gamma, an SGLang tree where the row
+    has one (``topk`` > 1 or ``num_draft_tokens`` != gamma + 1;
+    :func:`~specnb.serving.tree_speedup`, the roofline profile ``ideal`` then named for the
+    row's engine), its ``tau_used`` capped to gamma + 1. Returns (speedup, the profile's
+    name as the setup took it: a mixture-of-experts target takes the engine's ``-moe``
+    profile)."""
+    r = row if isinstance(row, dict) else row._asdict()
+    g = int(r["gamma"])
+    topk = 1 if math.isnan(r["topk"]) else int(r["topk"])
+    ndt = g + 1 if math.isnan(r["num_draft_tokens"]) else int(r["num_draft_tokens"])
+    tree = topk > 1 or ndt != g + 1
+    eng = profile(engine)
+    if tree and not eng.trees:
+        eng = dataclasses.replace(eng, name=f"{r['profile']}:{eng.name}")
+    kw = {} if math.isnan(r["draft_kv_budget"]) else {"draft_kv_budget": int(r["draft_kv_budget"])}
+    st = setup(r["gpu"], r["model"], r["draft"], gpus=int(r["gpus"]),
+               engine=eng if eng.name != profile(engine).name else engine, **kw)
+    b, s, tau = int(r["batch"]), int(r["context"]), min(float(r["tau_used"]), g + 1.0)
+    if tree:
+        sp = tree_speedup(st, b, s, g, topk=topk, num_draft_tokens=ndt, tau=tau)
+    else:
+        sp = speedup(st, b, s, g, tau=tau)
+    return float(sp), st.engine.name
