@@ -22,6 +22,7 @@ SOURCES = {
     "angelslim-i163": ("angelslim-i163", "sglang", "", "issue #163 table 'My results'"),
     "sglang-docs-dsv3": ("sglang-docs-dsv3", "sglang", "", "DeepSeek usage guide, Multi-token Prediction"),
     "vllm-pr24243": ("vllm-pr24243", "vllm", "", "PR #24243 description, Test Plan"),
+    "vllm-pr16035": ("vllm-pr16035", "vllm", "", "PR #16035 comment by ekagra-ranjan, 2025-04-09"),
     "e3t3-sglang": ("eagle3-t3-sglang", "sglang", "2503.01840v3", "Table 3"),
     "e3t5-vllm": ("eagle3-t5-vllm", "vllm-v0", "2503.01840v3", "Table 5"),
     "magicdec-t5-mlc": ("magicdec-t5-mlc", "mlc-llm", "2408.11049", "Appendix Table 5"),
@@ -51,6 +52,7 @@ URLS = {
     "angelslim-i163": "https://github.com/Tencent/AngelSlim/issues/163",
     "sglang-docs-dsv3": "https://docs.sglang.ai/references/deepseek.html",
     "vllm-pr24243": "https://github.com/vllm-project/vllm/pull/24243",
+    "vllm-pr16035": "https://github.com/vllm-project/vllm/pull/16035",
 }
 
 _SGL = "SGLang (SpecForge bench_eagle3.py; version not stated)"
@@ -123,6 +125,21 @@ ADDED = (
                  "layer_fixed_us comes from this plain time (not from the speedups)")
        for c, n, tau, sp, base, spec in ((1, 20, 2.44, 1.71, 382.29, 224.20),
                                          (10, 200, 2.47, 1.62, 215.84, 133.24))]
+    + [dict(id=f"vllm-pr16035-eagle-K{k}-B1", engine="vLLM V1 (April 2025, the PR's branch), "
+                                                     "offline examples/offline_inference/eagle.py",
+            concurrency_kind="max_num_seqs 1", gpu="H100-SXM",
+            gpu_published="not stated in the comment (the author's runs in PR #16937: H100): "
+                          "ASSUMED",
+            gpus=1, model="Llama-3.1-8B", model_published="Meta-Llama-3-8B-Instruct (the "
+            "draft lmsys/sglang-EAGLE-LLaMA3-Instruct-8B's target; Llama-3.1-8B's shape)",
+            draft="eagle", method_published=f"EAGLE-1, num_spec_tokens {k}", gamma=k, topk=1,
+            num_draft_tokens=k + 1, batch=1, context=256, context_assumed=True,
+            dataset="MT-bench (80 prompts)", tau=al, tau_note="published 'Accpt Len'",
+            tau_borrowed=False, speedup=round(tps / 128.64, 4),
+            metric=f"output tokens/s ratio {tps} / 128.64 (vanilla)",
+            note="an early V1 EAGLE (the PR that loaded EAGLE heads in V1; its acceptance is "
+                 "below later V1 runs of the same head); context 256 ASSUMED as for #20780")
+       for k, al, tps in ((2, 1.89, 175.49), (4, 2.08, 165.65))]
 )
 
 PROFILE_NOTE = {

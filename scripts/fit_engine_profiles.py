@@ -60,7 +60,8 @@ FIXED_ROWS = [
 ]
 
 DESCRIPTION = {
-    "vllm": "vLLM V1 (default): fitted on vLLM issue #20780 and PR #16937 (batch 1, 1x H100)",
+    "vllm": "vLLM V1 (default): fitted on vLLM issue #20780 and PRs #16937 and #16035 (batch 1, "
+            "1x H100)",
     "vllm-v0": "vLLM V0 (2024 - early 2025): fitted on EAGLE-3 Table 5 (batch 2-56, RTX 3090)",
     "sglang": "SGLang v0.4.4: fitted on EAGLE-3 Table 3 (batch 2-64, 1x H100; dense target)",
     "sglang-moe": "SGLang on mixture-of-experts targets: fitted on SpecForge issue #339 and "
