@@ -309,6 +309,10 @@ def goal_lines(fig: dict, context_err: float) -> list[str]:
             out.append(goal_line(f"{name} wrong verdicts", 100 * (1 - f["verdicts"]),
                                  100 * (1 - ver_goal), "%", at_most=True))
     for name, f in fig.items():
+        if f["kind"] == "held out by series":
+            out.append(f"  ({name}: each draft head predicted by a fit without it, not a goal: "
+                       f"median {100 * f['median']:.1f} %, verdicts {100 * f['verdicts']:.0f} %, "
+                       f"{f['points']} points)")
         if f["kind"] == "in-sample":
             out.append(f"  ({name}, for comparison, not a goal: median {100 * f['median']:.1f} "
                        f"%, verdicts {100 * f['verdicts']:.0f} %, {f['points']} points)")

@@ -23,6 +23,7 @@ SOURCES = {
     "sglang-docs-dsv3": ("sglang-docs-dsv3", "sglang", "", "DeepSeek usage guide, Multi-token Prediction"),
     "vllm-pr24243": ("vllm-pr24243", "vllm", "", "PR #24243 description, Test Plan"),
     "vllm-pr16035": ("vllm-pr16035", "vllm", "", "PR #16035 comment by ekagra-ranjan, 2025-04-09"),
+    "sglang-pr4716": ("sglang-pr4716", "sglang", "", "PR #4716 comment by ispobock, 2025-03-24"),
     "e3t3-sglang": ("eagle3-t3-sglang", "sglang", "2503.01840v3", "Table 3"),
     "e3t5-vllm": ("eagle3-t5-vllm", "vllm-v0", "2503.01840v3", "Table 5"),
     "magicdec-t5-mlc": ("magicdec-t5-mlc", "mlc-llm", "2408.11049", "Appendix Table 5"),
@@ -53,6 +54,7 @@ URLS = {
     "sglang-docs-dsv3": "https://docs.sglang.ai/references/deepseek.html",
     "vllm-pr24243": "https://github.com/vllm-project/vllm/pull/24243",
     "vllm-pr16035": "https://github.com/vllm-project/vllm/pull/16035",
+    "sglang-pr4716": "https://github.com/sgl-project/sglang/pull/4716",
 }
 
 _SGL = "SGLang (SpecForge bench_eagle3.py; version not stated)"
@@ -140,6 +142,21 @@ ADDED = (
             note="an early V1 EAGLE (the PR that loaded EAGLE heads in V1; its acceptance is "
                  "below later V1 runs of the same head); context 256 ASSUMED as for #20780")
        for k, al, tps in ((2, 1.89, 175.49), (4, 2.08, 165.65))]
+    + [dict(id="sglang-pr4716-eagle3-B1-s8k8n64", engine="SGLang (March 2025)",
+            concurrency_kind="batch size 1 (--cuda-graph-max-bs 1, MT-bench one request at a time)",
+            gpu="H100-SXM", gpu_published="H100, TP8 (SXM ASSUMED)", gpus=8,
+            model="Llama-3.1-70B", model_published="meta-llama/Llama-3.3-70B-Instruct "
+            "(Llama-3.1-70B's shape)", draft="eagle3",
+            method_published="EAGLE3 (yuhuili/EAGLE3-LLaMA3.3-Instruct-70B), "
+                             "--speculative-num-steps 8 --speculative-eagle-topk 8 "
+                             "--speculative-num-draft-tokens 64",
+            gamma=8, topk=8, num_draft_tokens=64, batch=1, context=512, context_assumed=True,
+            dataset="MT-bench (80 questions)", tau=5.88, tau_note=_TAU_SGL,
+            tau_borrowed=False, speedup=round(234.54 / 88.61, 4),
+            metric="output throughput ratio 234.54 / 88.61 tok/s",
+            note="fp16; context 512 ASSUMED (an MT-bench turn); the head's hidden size differs "
+                 "from the target's (the PR's fix), the model times it as one target-shaped "
+                 "layer with a 32,000-row LM head (ASSUMED)")]
 )
 
 PROFILE_NOTE = {
