@@ -50,7 +50,7 @@ moe, heads, engines (issue 16)
     :class:`HeadShape`, :func:`head_from_config` (EAGLE-1 vs EAGLE-3 from their shapes);
     :class:`EngineProfile`, :func:`engine_profile`, :func:`engine_names`,
     :data:`DEFAULT_ENGINE` (``data/engine_profiles.csv``; fits in
-    :mod:`specnb.serving.engines`); :func:`memory_cap` (sequences that fit, with and without
+    :mod:`specnb.serving.fit`); :func:`memory_cap` (sequences that fit, with and without
     the draft), :func:`t_engine_ms`, :func:`prefill_ms`, :func:`end_to_end_speedup`;
     :data:`PARTIAL_PROPOSAL_METHODS`, :data:`DEFAULT_GPU_MEMORY_UTILIZATION`; issue 25:
     :class:`EngineStep` (a profile's MoE step costs and CUDA-graph cap),

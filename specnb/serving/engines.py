@@ -17,6 +17,12 @@ proposal rate M, a head with an LM head of V_d rows)::
           + B (1 + M gamma) x verify_token_us x 1e-3        # per verified token (scorer, e.g.
                                                             #   vLLM V0's batch expansion)
 
+A profile may also carry step parameters (:data:`STEP_FIELDS`, a
+:class:`~specnb.serving.moe.EngineStep`: MoE routing skew and per-expert costs, expert-parallel
+all-to-alls, the CUDA-graph cap; issue 25), which act inside every forward
+(``serving.step._step_totals``), and per-class variants (``sglang-moe``, picked by
+:func:`profile_for` for a mixture-of-experts target).
+
 Engine effects described in ``shared/reference/engines.md`` section 2 item 4. ``ideal`` is the
 roofline alone: every extra 0, no fixed per-forward cost, ideal efficiencies;
 ``specdecode-bench`` is the model's own defaults (SpecDecode-Bench's fitted constants, vLLM
