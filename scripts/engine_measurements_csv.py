@@ -1,6 +1,8 @@
-"""Write data/engine_measurements.csv from the team's engine-measurements.jsonl.
+"""Write data/engine_measurements.csv from the team's engine-measurements.jsonl and the points
+this script adds (:data:`ADDED`, issue 25: SGLang tree runs on a small MoE target, vLLM on an
+RTX 4090, SGLang's DeepSeek-V3 MTP figures), each with its URL.
 
-One row per published point (65), tidy, with the project's provenance columns (``source``,
+One row per published point, tidy, with the project's provenance columns (``source``,
 ``arxiv_version``, ``table``, ``note``) plus ``source_key`` (one short name per source, the unit
 of leave-one-source-out fits) and ``profile`` (the engine profile of data/engine_profiles.csv
 the point belongs to). Values are copied as recorded; nothing is corrected. Run:
@@ -16,6 +18,12 @@ from pathlib import Path
 
 #: id prefix -> (source_key, profile, arxiv_version, table)
 SOURCES = {
+    "specforge-i339": ("specforge-i339", "sglang", "", "issue #339 tables (base model speed; EAGLE3 combined)"),
+    "angelslim-i163": ("angelslim-i163", "sglang", "", "issue #163 table 'My results'"),
+    "sglang-docs-dsv3": ("sglang-docs-dsv3", "sglang", "", "DeepSeek usage guide, Multi-token Prediction"),
+    "vllm-pr24243": ("vllm-pr24243", "vllm", "", "PR #24243 description, Test Plan"),
+    "vllm-pr16035": ("vllm-pr16035", "vllm", "", "PR #16035 comment by ekagra-ranjan, 2025-04-09"),
+    "sglang-pr4716": ("sglang-pr4716", "sglang", "", "PR #4716 comment by ispobock, 2025-03-24"),
     "e3t3-sglang": ("eagle3-t3-sglang", "sglang", "2503.01840v3", "Table 3"),
     "e3t5-vllm": ("eagle3-t5-vllm", "vllm-v0", "2503.01840v3", "Table 5"),
     "magicdec-t5-mlc": ("magicdec-t5-mlc", "mlc-llm", "2408.11049", "Appendix Table 5"),
@@ -26,10 +34,130 @@ SOURCES = {
 }
 
 COLUMNS = ["id", "source_key", "profile", "engine", "concurrency_kind", "gpu", "gpu_published",
-           "gpus", "model", "model_published", "draft", "method_published", "gamma", "batch",
-           "qps", "context", "context_assumed", "dataset", "tau", "tau_note", "speedup",
-           "metric", "t_plain_ms", "t_draft_ms", "draft_kv_budget", "read_off_figure",
-           "source", "arxiv_version", "table", "note"]
+           "gpus", "model", "model_published", "draft", "method_published", "gamma", "topk",
+           "num_draft_tokens", "batch", "qps", "context", "context_assumed", "dataset", "tau",
+           "tau_note", "tau_borrowed", "speedup", "metric", "t_plain_ms", "t_draft_ms",
+           "draft_kv_budget", "read_off_figure", "url", "source", "arxiv_version", "table",
+           "note"]
+
+#: source_key -> URL of the source (every row carries its source's)
+URLS = {
+    "eagle3-t3-sglang": "https://arxiv.org/abs/2503.01840v3",
+    "eagle3-t5-vllm": "https://arxiv.org/abs/2503.01840v3",
+    "magicdec-t5-mlc": "https://arxiv.org/abs/2408.11049",
+    "vllm-i20780": "https://github.com/vllm-project/vllm/issues/20780",
+    "vllm-pr16937": "https://github.com/vllm-project/vllm/pull/16937",
+    "vllm-blog24": "https://blog.vllm.ai/2024/10/17/spec-decode.html",
+    "lmsys-mtp-dsv3": "https://lmsys.org/blog/2025-07-17-mtp",
+    "specforge-i339": "https://github.com/sgl-project/SpecForge/issues/339",
+    "angelslim-i163": "https://github.com/Tencent/AngelSlim/issues/163",
+    "sglang-docs-dsv3": "https://docs.sglang.ai/references/deepseek.html",
+    "vllm-pr24243": "https://github.com/vllm-project/vllm/pull/24243",
+    "vllm-pr16035": "https://github.com/vllm-project/vllm/pull/16035",
+    "sglang-pr4716": "https://github.com/sgl-project/sglang/pull/4716",
+}
+
+_SGL = "SGLang (SpecForge bench_eagle3.py; version not stated)"
+_TAU_SGL = ("published 'acc len' / 'accept_length': SGLang's mean tokens per verification per "
+            "request, the bonus token included (= vLLM's mean acceptance length)")
+
+
+def _sglang_tree(prefix, gpus, when, base, rows, dataset, extra_note):
+    """Rows of an SGLang tree sweep: (batch, steps, topk, num_draft_tokens, tok/s, acc len);
+    the speedup is the throughput ratio against the base run at the same batch."""
+    out = []
+    for b, steps, topk, ndt, tps, al in rows:
+        out.append(dict(
+            id=f"{prefix}-B{b}-s{steps}k{topk}n{ndt}", engine=f"{_SGL}, {when}",
+            concurrency_kind="batch size (bench_eagle3.py --config-list bs,steps,topk,ndt)",
+            gpu="H100-SXM", gpu_published=f"H100*{gpus} (SXM ASSUMED)", gpus=gpus,
+            model="Qwen3-30B-A3B", model_published="Qwen/Qwen3-30B-A3B", draft="eagle3",
+            method_published=(f"EAGLE3, --speculative-num-steps {steps} --speculative-eagle-topk "
+                              f"{topk} --speculative-num-draft-tokens {ndt}"),
+            gamma=steps, topk=topk, num_draft_tokens=ndt, batch=b, context=512,
+            context_assumed=True, dataset=dataset, tau=al, tau_note=_TAU_SGL,
+            tau_borrowed=False, speedup=round(tps / base[b], 4),
+            metric=f"output throughput ratio {tps} / {base[b]} tok/s (same batch, no speculation)",
+            note=("bf16, tensor parallel; context 512 ASSUMED (an MT-bench turn); "
+                  + extra_note)))
+    return out
+
+
+#: Points this script adds (issue 25), as published; speedups are ratios of the printed
+#: throughputs (DERIVED), tau the printed acceptance length.
+ADDED = (
+    _sglang_tree("specforge-i339", 2, "Dec 2025",
+                 {1: 222.47, 4: 566.21},
+                 [(1, 3, 1, 4, 159.78, 1.86), (1, 3, 3, 8, 172.99, 2.20), (1, 3, 3, 4, 207.62, 1.99),
+                  (1, 7, 4, 16, 191.90, 2.52), (1, 6, 4, 12, 171.54, 2.42), (1, 8, 8, 60, 177.5, 3.2),
+                  (4, 3, 1, 4, 447.90, 1.86), (4, 3, 3, 8, 426.46, 2.27)],
+                 "MT-bench (20 questions)", "draft zhuyksir/EAGLE3-Qwen3-30B-A3B-DenseHead; "
+                 "--cuda-graph-max-bs 64")
+    + _sglang_tree("angelslim-i163", 4, "Dec 2025",
+                   {1: 218.89, 4: 507.49, 8: 677.14, 32: 1128.30, 64: 1237.84},
+                   [(1, 3, 3, 4, 170.35, 2.017), (1, 3, 2, 8, 185.28, 2.216),
+                    (1, 4, 4, 16, 185.64, 2.542), (1, 7, 10, 64, 193.31, 3.034),
+                    (4, 4, 4, 16, 476.37, 2.556), (8, 4, 4, 16, 673.14, 2.578),
+                    (32, 4, 4, 16, 927.11, 2.560), (64, 4, 4, 16, 1307.95, 2.553)],
+                   "not stated (SpecForge benchmark list)", "draft AngelSlim Qwen3-a3B_eagle3; "
+                   "tp 4, ep 1, temperature 0")
+    + [dict(id=f"sglang-docs-dsv3-B{b}", engine="SGLang (2025), DeepSeek usage guide",
+            concurrency_kind="batch size", gpu="H200", gpu_published="H200, TP8", gpus=8,
+            model="DeepSeek-V3", model_published="DeepSeek-V3 / R1", draft="mtp",
+            method_published="NextN (MTP) via EAGLE; the guide's example: --speculative-num-steps 3 "
+                             "--speculative-eagle-topk 1 --speculative-num-draft-tokens 4",
+            gamma=3, topk=1, num_draft_tokens=4, batch=b, context=512, context_assumed=True,
+            dataset="not stated", tau="", tau_note="not printed", tau_borrowed=False,
+            speedup=sp, metric="decoding speed ratio with / without MTP",
+            note="configuration of the measured run not stated (the example command's "
+                 "ASSUMED); fp8 weights ASSUMED (the checkpoint's)")
+       for b, sp in ((1, 1.8), (32, 1.5))]
+    + [dict(id=f"vllm-pr24243-C{c}", engine="vLLM V1 (Sept 2025)", concurrency_kind="concurrency",
+            gpu="RTX-4090", gpu_published="single RTX 4090", gpus=1, model="MiniCPM3-4B",
+            model_published="openbmb/MiniCPM3-4B", draft="eagle3",
+            method_published="EAGLE-3, 5 speculative tokens (5 per-position rates printed)",
+            gamma=5, topk=1, num_draft_tokens=6, batch=c, context=512, context_assumed=True,
+            dataset=f"{n} samples", tau=tau, tau_note="published mean acceptance length",
+            tau_borrowed=False, speedup=sp,
+            metric=f"run-time ratio baseline {base} s / speculative {spec} s (end to end)",
+            note="context 512 ASSUMED (prompts not printed; about 533 output tokens per "
+                 "sample); MiniCPM3 uses MLA. DERIVED: at concurrency 1 the plain run takes "
+                 "382.29 s / 21,690 tokens = 17.6 ms per token, far above the 4 B model's bf16 "
+                 "weight read (about 8 ms at 1,008 GB/s): data/gpus.csv's RTX-4090 "
+                 "layer_fixed_us comes from this plain time (not from the speedups)")
+       for c, n, tau, sp, base, spec in ((1, 20, 2.44, 1.71, 382.29, 224.20),
+                                         (10, 200, 2.47, 1.62, 215.84, 133.24))]
+    + [dict(id=f"vllm-pr16035-eagle-K{k}-B1", engine="vLLM V1 (April 2025, the PR's branch), "
+                                                     "offline examples/offline_inference/eagle.py",
+            concurrency_kind="max_num_seqs 1", gpu="H100-SXM",
+            gpu_published="not stated in the comment (the author's runs in PR #16937: H100): "
+                          "ASSUMED",
+            gpus=1, model="Llama-3.1-8B", model_published="Meta-Llama-3-8B-Instruct (the "
+            "draft lmsys/sglang-EAGLE-LLaMA3-Instruct-8B's target; Llama-3.1-8B's shape)",
+            draft="eagle", method_published=f"EAGLE-1, num_spec_tokens {k}", gamma=k, topk=1,
+            num_draft_tokens=k + 1, batch=1, context=256, context_assumed=True,
+            dataset="MT-bench (80 prompts)", tau=al, tau_note="published 'Accpt Len'",
+            tau_borrowed=False, speedup=round(tps / 128.64, 4),
+            metric=f"output tokens/s ratio {tps} / 128.64 (vanilla)",
+            note="an early V1 EAGLE (the PR that loaded EAGLE heads in V1; its acceptance is "
+                 "below later V1 runs of the same head); context 256 ASSUMED as for #20780")
+       for k, al, tps in ((2, 1.89, 175.49), (4, 2.08, 165.65))]
+    + [dict(id="sglang-pr4716-eagle3-B1-s8k8n64", engine="SGLang (March 2025)",
+            concurrency_kind="batch size 1 (--cuda-graph-max-bs 1, MT-bench one request at a time)",
+            gpu="H100-SXM", gpu_published="H100, TP8 (SXM ASSUMED)", gpus=8,
+            model="Llama-3.1-70B", model_published="meta-llama/Llama-3.3-70B-Instruct "
+            "(Llama-3.1-70B's shape)", draft="eagle3",
+            method_published="EAGLE3 (yuhuili/EAGLE3-LLaMA3.3-Instruct-70B), "
+                             "--speculative-num-steps 8 --speculative-eagle-topk 8 "
+                             "--speculative-num-draft-tokens 64",
+            gamma=8, topk=8, num_draft_tokens=64, batch=1, context=512, context_assumed=True,
+            dataset="MT-bench (80 questions)", tau=5.88, tau_note=_TAU_SGL,
+            tau_borrowed=False, speedup=round(234.54 / 88.61, 4),
+            metric="output throughput ratio 234.54 / 88.61 tok/s",
+            note="fp16; context 512 ASSUMED (an MT-bench turn); the head's hidden size differs "
+                 "from the target's (the PR's fix), the model times it as one target-shaped "
+                 "layer with a 32,000-row LM head (ASSUMED)")]
+)
 
 PROFILE_NOTE = {
     "eagle3-t5-vllm": "profile vllm-v0: the EAGLE-3 paper (v1 March 2025) predates EAGLE in vLLM V1 "
@@ -47,8 +175,18 @@ def main(path: str) -> None:
         key, profile, version, table = SOURCES[prefix]
         note = "; ".join(x for x in (d.get("note", ""), PROFILE_NOTE.get(key, "")) if x)
         row = {c: d.get(c, "") for c in COLUMNS}
+        borrowed = str(d.get("tau_note", "")).startswith("borrowed")
         row.update(source_key=key, profile=profile, arxiv_version=version, table=table,
-                   note=note or "as published")
+                   note=note or "as published", url=URLS[key], tau_borrowed=borrowed,
+                   topk=1 if d.get("gamma") else "",
+                   num_draft_tokens=int(d["gamma"]) + 1 if d.get("gamma") else "")
+        rows.append({k: ("" if v is None else v) for k, v in row.items()})
+    for d in ADDED:
+        prefix = next(p for p in SOURCES if d["id"].startswith(p))
+        key, profile, version, table = SOURCES[prefix]
+        row = {c: d.get(c, "") for c in COLUMNS}
+        row.update(source_key=key, profile=profile, arxiv_version=version, table=table,
+                   url=URLS[key], source=f"{URLS[key]} ({table})", read_off_figure=False)
         rows.append({k: ("" if v is None else v) for k, v in row.items()})
     with out.open("w", newline="", encoding="utf-8") as fh:
         w = csv.DictWriter(fh, fieldnames=COLUMNS, lineterminator="\n")

@@ -6,7 +6,7 @@ published proxy where the source prints none), the serving model gives the plain
 the verification T_V and the drafting time (EAGLE-1 / EAGLE-3 heads costed from their shapes,
 specnb/serving/heads.py); the measured speedup implies a step cost
 ``needed = tau x T_AR / speedup``; the profile's free parameters are fitted, non-negative, to
-the relative misfit (specnb.serving.engines.fit_profile).
+the relative misfit (specnb.serving.fit.fit_profile).
 
 Prints: per profile the fitted values, in-sample median / max |error| and verdicts per source;
 leave-one-source-out errors (fit without a source, predict it) where a profile has two sources
@@ -28,8 +28,8 @@ import pandas as pd
 from specnb import data
 from specnb import serving as S
 from specnb.serving import engines as P
-from specnb.serving.engines import FREE, fit, load_points, predict, summary
-from specnb.serving.engines import points_table as table
+from specnb.serving.fit import FREE, PHYSICS, fit, load_points, predict, summary
+from specnb.serving.fit import points_table as table
 
 #: Fixed rows written beside the fits.
 FIXED_ROWS = [
@@ -47,12 +47,26 @@ FIXED_ROWS = [
     ("ideal", "fixed_ms", "", 0.0, "ideal", "no fixed cost per target forward"),
     ("ideal", "head_fixed_ms", "", 0.0, "ideal", "no fixed cost per draft forward"),
     ("ideal", "overlap", "", 1.0, "ideal", "memory and compute overlap perfectly (max, not sum)"),
+    ("vllm", "graph_cap_tokens", "", 512, "published",
+     "vLLM V1's default max_cudagraph_capture_size: min(max_num_seqs x (1 + "
+     "num_speculative_tokens) x 2, 512) tokens, 512 with the default max_num_seqs; a step with "
+     "more tokens runs without a CUDA graph",
+     "vllm/config/vllm.py _set_cudagraph_sizes and v1/cudagraph_dispatcher.py (vllm-project/vllm)"),
+    ("vllm", "eager_layer_us", "", 375, "derived",
+     "DERIVED: Llama-2-7B at batch 1, 100 output tokens in 1.2 s without CUDA graphs (1.05 s "
+     "with): 12 ms per eager step over 32 layers, read as the host's launch time; vLLM 2023 "
+     "(V0), GPU not stated: UNVERIFIED for V1 (torch.compile lowers it)",
+     "https://github.com/vllm-project/vllm/pull/1440 (description)"),
 ]
 
 DESCRIPTION = {
-    "vllm": "vLLM V1 (default): fitted on vLLM issue #20780 and PR #16937 (batch 1, 1x H100)",
+    "vllm": "vLLM V1 (default): fitted on vLLM issue #20780 and PRs #16937 and #16035 (batch 1, "
+            "1x H100)",
     "vllm-v0": "vLLM V0 (2024 - early 2025): fitted on EAGLE-3 Table 5 (batch 2-56, RTX 3090)",
-    "sglang": "SGLang v0.4.4: fitted on EAGLE-3 Table 3 (batch 2-64, 1x H100)",
+    "sglang": "SGLang on dense targets: fitted on EAGLE-3 Table 3 (v0.4.4, batch 2-64, 1x H100) and "
+              "SGLang PR #4716 (8-step tree, 8x H100)",
+    "sglang-moe": "SGLang on mixture-of-experts targets: fitted on SpecForge issue #339 and "
+                  "AngelSlim issue #163 (Qwen3-30B-A3B, 2-4x H100, chains and trees)",
     "ideal": "roofline only: datasheet peaks, no fixed or engine costs (an upper bound)",
     "specdecode-bench": "the model's defaults alone (SpecDecode-Bench's fitted constants, vLLM "
                         "v0.10.1 on 1x H100): the profile of the MagicDec reference tables",
@@ -64,7 +78,7 @@ def as_profile_rows(name: str, theta: dict, rows: pd.DataFrame) -> list[tuple]:
     srcs = ", ".join(sorted(rows["source_key"].unique()))
     n = len(rows)
     out = []
-    for par in P.PARAMETERS:
+    for par in [*P.PARAMETERS, *[k for k in free if k in PHYSICS]]:
         if par == "draft_step_ms":
             keys = [k for k in free if k.startswith("draft_step_ms")]
             for k in keys:
@@ -91,11 +105,12 @@ def write_csv(rows_out: list[tuple], path: Path) -> None:
     with path.open("w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh, lineterminator="\n")
         w.writerow(cols)
-        for eng, par, method, value, how, on, n, why in rows_out:
-            unit = P.PARAMETERS.get(par, "fraction of peak" if par in ("bandwidth", "compute")
-                                    else ("ms" if par.endswith("_ms") else "fraction"))
+        for eng, par, method, value, how, on, n, why, *given in rows_out:
+            unit = {**P.PARAMETERS, **P.STEP_FIELDS}.get(
+                par, "fraction of peak" if par in ("bandwidth", "compute")
+                else ("ms" if par.endswith("_ms") else "fraction"))
             src = ("scripts/fit_engine_profiles.py on data/engine_measurements.csv ("
-                   + on + ")") if how == "fitted" else (
+                   + on + ")") if how == "fitted" else given[0] if given else (
                 "specnb serving model defaults (data/specdecode_bench_predictor.csv)"
                 if how == "default" else "by definition (no engine cost)")
             w.writerow([eng, par, method, f"{value:.6g}", unit, how, on, n,
@@ -112,14 +127,14 @@ def main(argv=None) -> int:
     print("== points ==")
     for key, part in pts.groupby("source_key", sort=False):
         why = sorted(set(part["skip"]) - {""})
-        print(f"  {key:18s} {part['profile'].iloc[0]:8s} {len(part):3d} points, "
+        print(f"  {key:18s} {part['profile'].iloc[0]:10s} {len(part):3d} points, "
               f"{int((part['skip'] == '').sum()):3d} scored" + (f"; not scored: {'; '.join(why)}"
                                                                  if why else ""))
     t = table(pts)
     thetas, out_rows = {}, []
     print("\n== fits (in-sample) ==")
     for name, (free, why) in FREE.items():
-        rows = t[t["profile"] == name]
+        rows = t[t["fit_class"] == name]
         theta = fit(rows, free)
         thetas[name] = theta
         print(f"{name}: " + ", ".join(f"{k} = {v:.4g}" for k, v in theta.items()))
@@ -128,7 +143,7 @@ def main(argv=None) -> int:
         out_rows += as_profile_rows(name, theta, rows)
     print("\n== held out ==")
     for name, (free, _) in FREE.items():
-        rows = t[t["profile"] == name]
+        rows = t[t["fit_class"] == name]
         keys = sorted(rows["source_key"].unique())
         if len(keys) > 1:
             for k in keys:
@@ -161,7 +176,7 @@ def main(argv=None) -> int:
 
 
 def FIXED_ROWS_AS(_rows) -> list[tuple]:  # noqa: N802 - the ideal rows in write order
-    return [(e, p, m, v, how, "", 0, why) for e, p, m, v, how, why in FIXED_ROWS]
+    return [(e, p, m, v, how, "", 0, why, *src) for e, p, m, v, how, why, *src in FIXED_ROWS]
 
 
 if __name__ == "__main__":

@@ -6,7 +6,8 @@ engine, tau > gamma + 1, a rate outside [0, 1], a proposal rate outside (0, 1] o
 draft that proposes for every sequence, a negative --input-len or an --output-len below 1, a
 --gpu-memory-utilization outside (0, 1], a calibration CSV with a missing column or a
 non-positive time, a draft whose vocabulary cannot match the target's, a --draft-config that
-is not the --draft method's head; a bench file without the keys a bench calibration needs,
+is not the --draft method's head; --topk below 1 or on an engine without trees,
+--num-draft-tokens below --gamma (SGLang's steps), --routing-skew outside [0, 0.95]; a bench file without the keys a bench calibration needs,
 mixed models in one calibration set). Only argparse and :mod:`specnb.memory` are imported at
 registration; numpy and pandas inside the command.
 """
@@ -100,6 +101,7 @@ def register(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--gpu-memory-utilization", type=float, default=0.9, metavar="U",
                    help="vLLM's share of each GPU's memory (default 0.9): batches whose KV "
                         "cache does not fit beside the weights never pay")
+    _add_tree_flags(p)
     p.add_argument("--calibrate", metavar="MEASURED.csv",
                    help="fit efficiencies and fixed costs to measured step times (columns "
                         "role, batch_size, context, query_tokens, ms)")
@@ -111,11 +113,69 @@ def register(subparsers) -> argparse.ArgumentParser:
     return p
 
 
+def _add_tree_flags(p) -> None:
+    """SGLang's tree flags and the MoE routing skew (issue 25)."""
+    p.add_argument("--topk", type=int, default=None, metavar="K",
+                   help="SGLang --speculative-eagle-topk: branches per draft step (with "
+                        "--engine sglang; --gamma is then SGLang's --speculative-num-steps and "
+                        "--tau its accept length, the bonus token included)")
+    p.add_argument("--num-draft-tokens", type=int, default=None, metavar="N",
+                   help="SGLang --speculative-num-draft-tokens: tokens verified per sequence "
+                        "(the tree's nodes, the root counted; default steps + 1, a chain)")
+    p.add_argument("--routing-skew", type=float, default=None, metavar="S",
+                   help="mixture-of-experts routing skew in [0, 0.95]: 0 (the default) is "
+                        "uniform routing, the most experts a step can touch")
+
+
+def _tree(args, st, acceptance) -> dict | None:
+    """The ``tree`` part of the plan: SGLang tree (or chain) speculation at every --batch and
+    --context with the given --topk / --num-draft-tokens, or None without them."""
+    if args.topk is None and args.num_draft_tokens is None:
+        return None
+    import numpy as np
+
+    from .. import serving as S
+
+    if len(args.gamma) != 1:
+        raise ValueError("--topk / --num-draft-tokens take one --gamma (SGLang's "
+                         f"--speculative-num-steps), got {len(args.gamma)}")
+    steps = args.gamma[0]
+    topk = 1 if args.topk is None else args.topk
+    ndt = steps + 1 if args.num_draft_tokens is None else args.num_draft_tokens
+    S.check_tree(st, steps, topk, ndt)
+    if "tau" not in acceptance:
+        raise ValueError("--topk / --num-draft-tokens need --tau: the acceptance length as "
+                         "SGLang reports it (accept len, the bonus token included)")
+    tau = float(np.atleast_1d(acceptance["tau"])[0])
+    b = np.asarray(args.batch)[:, None]
+    c = np.asarray(args.context)[None, :]
+    parts = S.tree_parts(st, b, c, steps, topk=topk, num_draft_tokens=ndt)
+    sp = S.tree_speedup(st, b, c, steps, topk=topk, num_draft_tokens=ndt, tau=tau)
+    rows = [{"batch_size": int(bb), "context": int(cc), "speedup": float(sp[i, j]),
+             "verdict": S.verdict(float(sp[i, j])),
+             **{k: float(v[i, j]) for k, v in parts.items()}}
+            for i, bb in enumerate(args.batch) for j, cc in enumerate(args.context)]
+    return {"steps": steps, "topk": topk, "num_draft_tokens": ndt, "tau": tau, "rows": rows}
+
+
+def _format_tree(tree: dict) -> list[str]:
+    lines = ["", f"SGLang tree: --speculative-num-steps {tree['steps']} "
+                 f"--speculative-eagle-topk {tree['topk']} --speculative-num-draft-tokens "
+                 f"{tree['num_draft_tokens']}, accept length {tree['tau']:g}"]
+    lines += [f"  batch {r['batch_size']:>5}  context {r['context']:>6}: speedup "
+              f"{r['speedup']:.2f} ({r['verdict']}; T_plain {r['t_plain_ms']:.2f} ms, T_V "
+              f"{r['t_verify_ms']:.2f} ms, drafting {r['t_draft_ms']:.2f} ms)"
+              for r in tree["rows"]]
+    return lines
+
+
 def _check_flags(args) -> str | None:
     checks = [("--gpus", [args.gpus], 1), ("--context", args.context, 0),
               ("--batch", args.batch, 1), ("--gamma", args.gamma, 1)]
     if args.draft_kv_budget is not None:
         checks.append(("--draft-kv-budget", [args.draft_kv_budget], 1))
+    if getattr(args, "topk", None) is not None:
+        checks.append(("--topk", [args.topk], 1))
     for flag, values, lo in checks:
         for v in values:
             if v < lo:
@@ -170,6 +230,10 @@ def plan(args) -> dict:
                  engine=args.engine, draft_config=args.draft_config,
                  proposal_rate=1.0 if args.proposal_rate is None else args.proposal_rate,
                  gpu_memory_utilization=args.gpu_memory_utilization)
+    if getattr(args, "routing_skew", None) is not None:
+        import dataclasses
+
+        st = dataclasses.replace(st, engine=S.with_routing_skew(st.engine, args.routing_skew))
     acceptance = {}
     if args.alpha is not None:
         acceptance["alpha"] = args.alpha
@@ -201,6 +265,7 @@ def plan(args) -> dict:
     bench = None
     if args.calibrate_bench:
         st, bench = _calibrate_bench(args, st, acceptance)
+    tree = _tree(args, st, acceptance)
     from ..advise import serving_plan
     from ..notes import codes, messages
 
@@ -225,6 +290,9 @@ def plan(args) -> dict:
                   "draft_config": args.draft_config,
                   "draft_lm_head_vocab": st.draft.lm_head_vocab or None,
                   "moe": None if st.target.moe is None else vars(st.target.moe),
+                  "topk": None if tree is None else tree["topk"],
+                  "num_draft_tokens": None if tree is None else tree["num_draft_tokens"],
+                  "routing_skew": st.engine.engine_step().routing_skew,
                   "mla": None if st.target.mla is None else vars(st.target.mla),
                   "acceptance": {k: (list(map(float, np.atleast_1d(v))) if k != "alpha"
                                      else float(v)) for k, v in acceptance.items()},
@@ -234,6 +302,7 @@ def plan(args) -> dict:
                                          zip(sorted(args.context), p.acceptance["tau"])}}},
         "rows": p.rows(),
         "best": best,
+        "tree": tree,
         "schedule": p.schedule if p.config is not None else None,
         "config": p.config,
         "serve": p.serve,
@@ -315,6 +384,8 @@ def format_plan(result: dict) -> str:
         lines.append(f"schedule (num_speculative_tokens_per_batch_size): "
                      f"{json.dumps(result['schedule'])}")
         lines.append(result["serve"])
+    if result.get("tree"):
+        lines += _format_tree(result["tree"])
     shown_first = set(result.get("context_limit_note_codes", []))
     lines += [f"note: {n}" for n, code in zip(result["notes"], result["note_codes"])
               if code not in shown_first]

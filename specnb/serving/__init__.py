@@ -50,9 +50,12 @@ moe, heads, engines (issue 16)
     :class:`HeadShape`, :func:`head_from_config` (EAGLE-1 vs EAGLE-3 from their shapes);
     :class:`EngineProfile`, :func:`engine_profile`, :func:`engine_names`,
     :data:`DEFAULT_ENGINE` (``data/engine_profiles.csv``; fits in
-    :mod:`specnb.serving.engines`); :func:`memory_cap` (sequences that fit, with and without
+    :mod:`specnb.serving.fit`); :func:`memory_cap` (sequences that fit, with and without
     the draft), :func:`t_engine_ms`, :func:`prefill_ms`, :func:`end_to_end_speedup`;
-    :data:`PARTIAL_PROPOSAL_METHODS`, :data:`DEFAULT_GPU_MEMORY_UTILIZATION`;
+    :data:`PARTIAL_PROPOSAL_METHODS`, :data:`DEFAULT_GPU_MEMORY_UTILIZATION`; issue 25:
+    :class:`EngineStep` (a profile's MoE step costs and CUDA-graph cap),
+    :data:`ROUTING_SKEW_RANGE`, :func:`with_routing_skew`; SGLang trees :func:`check_tree`,
+    :func:`tree_parts`, :func:`tree_speedup`; the profile fits in :mod:`specnb.serving.fit`;
     :func:`proposal_rate_from_counters`, :data:`PROPOSAL_RATE_HELP` (M from vLLM's counters;
     :mod:`specnb.serving.workload`).
 mixed (continuous batching, for :mod:`specnb.simulate`)
@@ -85,12 +88,12 @@ from .calibrate import (FIT_EFFICIENCY_RANGE, MEASURED_COLUMNS, OVERLAP_GRID, Ca
 from .catalogue import (DTYPES, GPU, Architecture, architecture, architecture_names, gpu,
                         gpu_names, model_id, published_active_params, resolve_architecture,
                         ridge_point)
-from .engines import DEFAULT_ENGINE, EngineProfile
+from .engines import DEFAULT_ENGINE, EngineProfile, with_routing_skew
 from .engines import profile as engine_profile
 from .engines import profile_names as engine_names
 from .heads import HeadShape, head_from_config
 from .mixed import MixedStep, mixed_step_ms
-from .moe import MLA, MoE, experts_touched
+from .moe import MLA, ROUTING_SKEW_RANGE, EngineStep, MoE, experts_touched
 from .workload import PROPOSAL_RATE_HELP, proposal_rate_from_counters
 from .reference import (EAGLE3_BATCH_TABLES, MAGICDEC_SNAPKV_BUDGET, MAGICDEC_TABLES,
                         batch_table_comparison, fit_and_predict, magicdec_setup,
@@ -99,10 +102,11 @@ from .setup import (DEFAULT_GPU_MEMORY_UTILIZATION, DRAFT_METHODS, PARTIAL_PROPO
                     SD_OVERHEAD_MS, Draft, Setup, context_limit_notes, draft,
                     max_batch_in_memory, memory_cap, setup)
 from .speedup import (MAX_BATCH_SEARCH, MAX_GRID_CELLS, NGRAM_DRAFT_FRACTION, Grid,
-                      batch_range_grid, best_gamma, check_axis, crossover_batch, crossover_of,
-                      describe_paying, end_to_end_speedup, evaluate, paying_batches,
-                      paying_of, per_token_latency_ms, prefill_ms, speedup, t_draft_ms,
-                      t_engine_ms, t_plain_ms, t_verify_ms, tokens_per_step, verdict)
+                      batch_range_grid, best_gamma, check_axis, check_tree, crossover_batch,
+                      crossover_of, describe_paying, end_to_end_speedup, evaluate,
+                      paying_batches, paying_of, per_token_latency_ms, prefill_ms, speedup,
+                      t_draft_ms, t_engine_ms, t_plain_ms, t_verify_ms, tokens_per_step,
+                      tree_parts, tree_speedup, verdict)
 from .step import (DEFAULT_EFFICIENCY, DEFAULT_HEAD_EFFICIENCY, Efficiency,
                    default_efficiency_sources, step_breakdown, step_time_ms)
 
@@ -130,4 +134,6 @@ __all__ = [
     "proposal_rate_from_counters",
     "BENCH_COLUMNS", "BENCH_FIT", "BenchCalibration", "calibrate_bench", "predict_bench",
     "PUBLISHED_SWEEPS", "published_bench_results", "MixedStep", "mixed_step_ms",
+    "EngineStep", "ROUTING_SKEW_RANGE", "with_routing_skew", "check_tree", "tree_parts",
+    "tree_speedup",
 ]

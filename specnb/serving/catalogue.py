@@ -38,7 +38,10 @@ class GPU:
 
     Attributes: ``name``; ``memory_bytes``; ``bandwidth`` (memory, bytes/s); ``bf16_flops``
     (dense BF16/FP16 tensor FLOP/s); ``fp8_flops`` (dense FP8 tensor FLOP/s, None without FP8
-    tensor cores); ``link`` (GPU-to-GPU bytes/s: NVLink where present, else PCIe); ``source``.
+    tensor cores); ``link`` (GPU-to-GPU bytes/s: NVLink where present, else PCIe);
+    ``layer_fixed_us`` (a fixed cost per layer per forward beyond the fitted defaults' fixed
+    cost, microseconds: launches and small kernels on GPUs where it is published, 0 where
+    not; ``data/gpus.csv`` says where each comes from); ``source``.
     """
 
     name: str
@@ -48,6 +51,7 @@ class GPU:
     fp8_flops: float | None
     link: float
     source: str = ""
+    layer_fixed_us: float = 0.0
 
     def flops(self, dtype: str = "bf16") -> float:
         """Peak dense FLOP/s for a weight dtype: FP8 tensor cores for ``fp8`` where the GPU
@@ -99,9 +103,12 @@ def gpu(name) -> GPU:
     fp8 = rec["fp8_tflops"]
     fp8 = None if fp8 == "" or fp8 is None or (isinstance(fp8, float) and math.isnan(fp8)) \
         else float(fp8) * 1e12
+    fixed = rec.get("layer_fixed_us", "")
+    fixed = 0.0 if fixed == "" or fixed is None or (isinstance(fixed, float) and math.isnan(fixed)) \
+        else float(fixed)
     return GPU(rec["gpu"], float(rec["memory_gb"]) * 1e9, float(rec["bandwidth_gb_s"]) * 1e9,
                float(rec["bf16_tflops"]) * 1e12, fp8, float(rec["link_gb_s"]) * 1e9,
-               rec["source"])
+               rec["source"], fixed)
 
 
 def ridge_point(gpu_name, dtype: str = "bf16") -> float:

@@ -2,7 +2,8 @@
 (issue 16), and their fits on published engine measurements. Profiles live in
 ``data/engine_profiles.csv`` (one row per parameter, with the fit and the points it was
 fitted on); ``scripts/fit_engine_profiles.py`` refits them on ``data/engine_measurements.csv``
-(:func:`load_points`, :func:`points_table`, :func:`fit`) and prints held-out errors.
+with :mod:`specnb.serving.fit` (which imports this module, :mod:`.setup` and :mod:`.speedup`;
+this module imports neither) and prints held-out errors.
 
 A profile adds to the cost of one speculative step (B sequences, gamma draft forwards,
 proposal rate M, a head with an LM head of V_d rows)::
@@ -16,6 +17,12 @@ proposal rate M, a head with an LM head of V_d rows)::
           + B (1 + M gamma) x verify_token_us x 1e-3        # per verified token (scorer, e.g.
                                                             #   vLLM V0's batch expansion)
 
+A profile may also carry step parameters (:data:`STEP_FIELDS`, a
+:class:`~specnb.serving.moe.EngineStep`: MoE routing skew and per-expert costs, expert-parallel
+all-to-alls, the CUDA-graph cap; issue 25), which act inside every forward
+(``serving.step._step_totals``), and per-class variants (``sglang-moe``, picked by
+:func:`profile_for` for a mixture-of-experts target).
+
 Engine effects described in ``shared/reference/engines.md`` section 2 item 4. ``ideal`` is the
 roofline alone: every extra 0, no fixed per-forward cost, ideal efficiencies;
 ``specdecode-bench`` is the model's own defaults (SpecDecode-Bench's fitted constants, vLLM
@@ -25,19 +32,16 @@ v0.10 on 1x H100: the 1.207 ms overhead, no extra), used for the MagicDec refere
 from __future__ import annotations
 
 import functools
-import itertools
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from .. import _check, data
+from .moe import EngineStep
 
-__all__ = ["PARAMETERS", "EFFICIENCY_FIELDS", "DEFAULT_ENGINE", "EngineProfile",
-           "profile_names", "profile", "features", "extra_cost_ms", "nnls", "fit_profile",
-           "TAU_PROXY", "FREE", "load_points", "model_parts", "points_table", "columns",
-           "base_cost", "fit", "predict", "summary", "summary_numbers", "anchored_tau",
-           "fitted_profile"]
+__all__ = ["PARAMETERS", "EFFICIENCY_FIELDS", "STEP_FIELDS", "TREE_ENGINES", "DEFAULT_ENGINE",
+           "EngineProfile", "profile_names", "profile", "features", "extra_cost_ms",
+           "profile_for", "with_routing_skew"]
 
 #: Cost parameters of a profile, with their units.
 PARAMETERS = {"sd_overhead_ms": "ms per verification",
@@ -47,6 +51,20 @@ PARAMETERS = {"sd_overhead_ms": "ms per verification",
 
 #: Efficiency overrides a profile may carry (``ideal``): field -> Efficiency attribute.
 EFFICIENCY_FIELDS = ("bandwidth", "compute", "fixed_ms", "head_fixed_ms", "overlap")
+
+#: Step parameters a profile may carry (:class:`~specnb.serving.moe.EngineStep` fields:
+#: mixture-of-experts costs and the CUDA-graph cap; issue 25), with their units.
+STEP_FIELDS = {"expert_us": "us per touched expert per MoE layer",
+              "tile_tokens": "rows of one grouped-GEMM tile",
+              "expert_parallel": "1 = experts placed whole (EP), 0 = tensor parallel",
+              "a2a_us": "us per all-to-all (EP)",
+              "graph_cap_tokens": "most query tokens a CUDA graph covers",
+              "eager_layer_us": "us of host launch time per layer for a step without a CUDA graph",
+              "routing_skew": "fraction in [0, 0.95]"}
+
+#: Engines whose speculation drafts trees (SGLang's ``--speculative-eagle-topk`` > 1 and
+#: ``--speculative-num-draft-tokens``); the profiles whose name starts with one of these.
+TREE_ENGINES = ("sglang",)
 
 #: The profile ``specnb plan`` uses without ``--engine``.
 DEFAULT_ENGINE = "vllm"
@@ -66,10 +84,63 @@ class EngineProfile:
     verify_token_us: float = 0.0
     efficiency: dict = field(default_factory=dict)
     description: str = ""
+    step: dict = field(default_factory=dict)
 
     def draft_step(self, method: str) -> float:
         """ms per draft forward for ``method`` (its own value, else ``"*"``, else 0)."""
         return float(self.draft_step_ms.get(method, self.draft_step_ms.get("*", 0.0)))
+
+    def engine_step(self) -> EngineStep:
+        """The profile's :class:`~specnb.serving.moe.EngineStep` (its defaults where the
+        profile carries no step field)."""
+        kw = dict(self.step)
+        for k in ("tile_tokens", "graph_cap_tokens"):
+            if k in kw:
+                kw[k] = int(kw[k])
+        if "expert_parallel" in kw:
+            kw["expert_parallel"] = bool(kw["expert_parallel"])
+        return EngineStep(**kw)
+
+    @property
+    def trees(self) -> bool:
+        """True when the engine drafts trees (:data:`TREE_ENGINES`)."""
+        return self.name.startswith(TREE_ENGINES)
+
+
+def profile_for(name, target) -> EngineProfile:
+    """The profile of engine ``name`` for ``target`` (an Architecture): a profile fitted on
+    the target's class where one exists (``<name>-moe`` for a mixture-of-experts target,
+    e.g. ``sglang-moe``), else :func:`profile` ``(name)``. An :class:`EngineProfile` is
+    returned unchanged.
+
+    Raises
+    ------
+    ValueError
+        an unknown engine.
+    """
+    p = profile(name)
+    if isinstance(name, EngineProfile) or getattr(target, "moe", None) is None:
+        return p
+    return _profiles().get(f"{p.name}-moe", p)
+
+
+def with_routing_skew(prof, routing_skew) -> EngineProfile:
+    """``prof`` (a profile or its name) with ``routing_skew`` (the share in
+    :data:`~specnb.serving.moe.ROUTING_SKEW_RANGE`; :class:`~specnb.serving.moe.EngineStep`).
+
+    Raises
+    ------
+    ValueError
+        a skew outside the range (TypeError for a non-number).
+    """
+    import dataclasses
+
+    from .moe import ROUTING_SKEW_RANGE
+
+    p = profile(prof)
+    lo, hi = ROUTING_SKEW_RANGE
+    s = _check.scalar_real("routing_skew", routing_skew, lo=lo, hi=hi)
+    return dataclasses.replace(p, step={**p.step, "routing_skew": s})
 
 
 @functools.lru_cache(maxsize=None)
@@ -77,12 +148,15 @@ def _profiles() -> dict:
     out: dict = {}
     for rec in data.load("engine_profiles").to_dict("records"):
         name = rec["engine"]
-        p = out.setdefault(name, {"draft_step_ms": {}, "efficiency": {}, "description": ""})
+        p = out.setdefault(name, {"draft_step_ms": {}, "efficiency": {}, "description": "",
+                                  "step": {}})
         par, value = rec["parameter"], float(rec["value"])
         if par == "draft_step_ms":
             p["draft_step_ms"][rec["method"] or "*"] = value
         elif par in EFFICIENCY_FIELDS:
             p["efficiency"][par] = value
+        elif par in STEP_FIELDS:
+            p["step"][par] = value
         elif par in PARAMETERS:
             p[par] = value
         else:
@@ -141,216 +215,3 @@ def extra_cost_ms(prof, batch_size, gamma, *, method: str, draft_vocab=0, propos
     return _check.out(over * f["sd_overhead_ms"] + p.draft_step(method) * f["draft_step_ms"]
                       + p.draft_logits_ns * f["draft_logits_ns"]
                       + p.verify_token_us * f["verify_token_us"])
-
-
-def nnls(a: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Non-negative least squares ``min |A x - y|, x >= 0`` by trying every subset of columns
-    (exact; for the few parameters of a profile, at most 10 columns).
-
-    Raises
-    ------
-    ValueError
-        more than 10 columns; shapes that do not match.
-    """
-    a, y = np.asarray(a, float), np.asarray(y, float)
-    if a.ndim != 2 or y.shape != (a.shape[0],):
-        raise ValueError(f"nnls needs A (n, p) and y (n,), got {a.shape} and {y.shape}")
-    p = a.shape[1]
-    if p > 10:
-        raise ValueError(f"nnls tries every subset: at most 10 columns, got {p}")
-    best, best_x = float(np.sum(y ** 2)), np.zeros(p)
-    for r in range(1, p + 1):
-        for cols in itertools.combinations(range(p), r):
-            sub = a[:, cols]
-            x, *_ = np.linalg.lstsq(sub, y, rcond=None)
-            if (x < 0).any():
-                continue
-            res = float(np.sum((sub @ x - y) ** 2))
-            if res < best - 1e-15:
-                best, best_x = res, np.zeros(p)
-                best_x[list(cols)] = x
-    return best_x
-
-
-def fit_profile(base_cost_ms, needed_cost_ms, columns: dict) -> dict:
-    """Fit non-negative profile parameters to measured speedups.
-
-    For each point, ``needed = tau x T_plain / measured speedup`` is the step cost the
-    measurement implies and ``base`` the model's cost without the free parameters; the fit
-    minimises the squared RELATIVE misfit ``(base + F theta - needed) / needed`` (about the
-    relative error of the predicted speedup).
-
-    Parameters
-    ----------
-    base_cost_ms, needed_cost_ms : arrays (n,), > 0
-    columns : {parameter name: multiplier array (n,)} of the free parameters (from
-        :func:`features`, masked per method for a method-specific ``draft_step_ms``)
-
-    Returns
-    -------
-    dict {parameter name: fitted value >= 0}
-    """
-    base = _check.real("base_cost_ms", base_cost_ms, lo=0.0, lo_open=True)
-    need = _check.real("needed_cost_ms", needed_cost_ms, lo=0.0, lo_open=True)
-    names = list(columns)
-    a = np.column_stack([np.asarray(columns[k], float) for k in names]) / need[:, None]
-    x = nnls(a, (need - base) / need)
-    return dict(zip(names, map(float, x)))
-
-
-# --------------------------------------------------------------------------- fits
-#: Free parameters per fitted profile (the others: the model's defaults or 0), and why.
-FREE = {
-    "vllm": (["sd_overhead_ms", "draft_step_ms:eagle", "draft_step_ms:eagle3"],
-             "per-verification and per-draft-step costs only (every V1 point is at batch 1, so "
-             "no per-token cost can be fitted; engines.md section 2 item 4 finds V1 needs none "
-             "beyond SpecDecode-Bench's fitted defaults, which set the batch dependence)"),
-    "vllm-v0": (["draft_step_ms:eagle", "draft_step_ms:eagle3", "verify_token_us"],
-                "per-step costs and a per-verified-token cost (V0's scorer: vLLM PR #5691 "
-                "measured 33-71 us per verified token for batch expansion)"),
-    "sglang": (["sd_overhead_ms", "draft_step_ms:*", "draft_logits_ns", "verify_token_us"],
-               "per-verification, per-draft-step (shared by EAGLE and EAGLE-3), per-draft-token "
-               "x LM-head rows, and per-verified-token costs"),
-}
-
-#: tau where a source prints none: vLLM issue #20780's mean acceptance lengths for the same
-#: Llama-3.1-8B heads at the same K (engines.md section 1: "the closest published values").
-TAU_PROXY = {("eagle", 2): 2.10, ("eagle", 3): 2.29, ("eagle3", 2): 2.36, ("eagle3", 3): 2.79}
-
-def load_points():
-    """``data/engine_measurements.csv`` as a DataFrame with numeric columns, the tau used
-    (``tau_used``, ``tau_kind``: published, or the :data:`TAU_PROXY` where a source prints
-    none) and ``skip`` (why a point is not scored: no batch size, no tau; "" if scored)."""
-    import pandas as pd
-
-    from .catalogue import architecture_names
-
-    d = data.load("engine_measurements")
-    for c in ("batch", "tau", "context", "gpus", "draft_kv_budget", "t_plain_ms", "qps"):
-        d[c] = pd.to_numeric(d[c].replace("", np.nan))
-    taus, kinds, skip = [], [], []
-    dense = set(architecture_names())
-    for r in d.itertuples():
-        tau, kind = r.tau, "published"
-        if math.isnan(tau):
-            tau, kind = TAU_PROXY.get((r.draft, int(r.gamma)), math.nan), "proxy: issue #20780 AL"
-        why = ""
-        if math.isnan(r.batch):
-            why = "request-rate point (no batch size)"
-        elif r.model not in dense:
-            why = f"model {r.model} not in the catalogue"
-        elif str(r.source_key).startswith("lmsys-mtp"):
-            why = ("DP attention + expert parallelism over 16-128 GPUs with PD disaggregation "
-                   "(not the model's tensor-parallel layout), against a baseline without "
-                   "overlap scheduling")
-        elif math.isnan(tau):
-            why = "no tau printed and no published proxy"
-        taus.append(tau)
-        kinds.append(kind if not math.isnan(tau) else "")
-        skip.append(why)
-    d["tau_used"], d["tau_kind"], d["skip"] = taus, kinds, skip
-    return d
-
-
-def model_parts(r) -> dict:
-    """The serving model's T_AR, T_V and drafting time for one point (a row of
-    :func:`load_points`), ms, with the model's defaults and no engine cost (the
-    ``specdecode-bench`` profile); the heads costed from their shapes."""
-    from .setup import max_batch_in_memory, setup
-    from .speedup import t_draft_ms, t_plain_ms, t_verify_ms
-
-    kw = {}
-    if not math.isnan(r.draft_kv_budget):
-        kw["draft_kv_budget"] = int(r.draft_kv_budget)
-    st = setup(r.gpu, r.model, r.draft, gpus=int(r.gpus), engine="specdecode-bench", **kw)
-    b, s, g = int(r.batch), int(r.context), int(r.gamma)
-    return {"tp": t_plain_ms(st, b, s), "tv": t_verify_ms(st, b, s, g),
-            "td": t_draft_ms(st, b, s, g), "vocab": st.draft.lm_head_vocab,
-            "default_over": st.sd_overhead_ms, "max_batch": max_batch_in_memory(st, s)}
-
-
-def points_table(points):
-    """The scored points of :func:`load_points` with the model's parts (:func:`model_parts`)
-    and ``needed``, the step cost the measurement implies (``tau x T_AR / speedup``)."""
-    import pandas as pd
-
-    use = points[points["skip"] == ""].copy()
-    parts = pd.DataFrame([model_parts(r) for r in use.itertuples()], index=use.index)
-    use = pd.concat([use, parts], axis=1)
-    use["needed"] = use["tau_used"] * use["tp"] / use["speedup"]
-    return use
-
-
-def columns(rows, free: list[str]) -> dict:
-    f = features(rows["batch"].astype(int).to_numpy(), rows["gamma"].to_numpy(),
-                   draft_vocab=rows["vocab"].to_numpy())
-    out = {}
-    for name in free:
-        par, _, method = name.partition(":")
-        col = f[par]
-        if par == "draft_step_ms" and method != "*":
-            col = col * (rows["draft"].to_numpy() == method)
-        out[name] = col
-    return out
-
-
-def base_cost(rows, free: list[str]) -> np.ndarray:
-    over = 0.0 if "sd_overhead_ms" in free else rows["default_over"].to_numpy()
-    return rows["tv"].to_numpy() + rows["td"].to_numpy() + over
-
-
-def fit(rows, free: list[str]) -> dict:
-    return fit_profile(base_cost(rows, free), rows["needed"].to_numpy(), columns(rows, free))
-
-
-def predict(rows, free: list[str], theta: dict, tau=None) -> np.ndarray:
-    """Predicted speedups of ``rows`` with the free parameters ``theta`` (tau: the rows'
-    ``tau_used`` unless given, e.g. :func:`anchored_tau`)."""
-    cost = base_cost(rows, free) + sum(theta[k] * v for k, v in columns(rows, free).items())
-    tau = rows["tau_used"].to_numpy() if tau is None else np.asarray(tau, float)
-    return tau * rows["tp"].to_numpy() / cost
-
-
-def summary(rows, pred) -> str:
-    e = np.abs(pred / rows["speedup"].to_numpy() - 1)
-    v = np.mean((pred > 1) == (rows["speedup"].to_numpy() > 1))
-    return (f"median |error| {100 * np.median(e):4.1f} %, max {100 * e.max():4.1f} %, verdicts "
-            f"{100 * v:3.0f} % ({len(rows)} points)")
-
-
-def summary_numbers(rows, pred) -> tuple[float, float, float]:
-    """(median |error|, max |error|, share of right verdicts) of predictions vs measured."""
-    e = np.abs(pred / rows["speedup"].to_numpy() - 1)
-    v = float(np.mean((pred > 1) == (rows["speedup"].to_numpy() > 1)))
-    return float(np.median(e)), float(e.max()), v
-
-
-def anchored_tau(rows, free: list[str], theta: dict) -> np.ndarray:
-    """tau per point set so that the model (with the profile) matches each series' lowest
-    batch: ``tau = speedup(B_min) x cost(B_min) / T_AR(B_min)`` (a series: one source and
-    draft method), capped to [1, gamma + 1]. Series with a single batch size get NaN."""
-    cost = base_cost(rows, free) + sum(theta[k] * v for k, v in columns(rows, free).items())
-    out = np.full(len(rows), np.nan)
-    idx = np.arange(len(rows))
-    for _, part in rows.assign(_i=idx).groupby(["source_key", "draft"]):
-        if part["batch"].nunique() < 2:
-            continue
-        j = int(part.loc[part["batch"].idxmin(), "_i"])
-        tau = rows["speedup"].iloc[j] * cost[j] / rows["tp"].iloc[j]
-        tau = min(max(tau, 1.0), rows["gamma"].iloc[j] + 1.0)
-        out[part["_i"].to_numpy()] = tau
-    return out
-
-
-def fitted_profile(name: str) -> dict:
-    """The free parameters of profile ``name`` as ``data/engine_profiles.csv`` holds them
-    (keys as in :data:`FREE`)."""
-    p = profile(name)
-    out = {}
-    for k in FREE[name][0]:
-        par, _, method = k.partition(":")
-        if par == "draft_step_ms":
-            out[k] = p.draft_step(method if method != "*" else "*")
-        else:
-            out[k] = float(getattr(p, par))
-    return out

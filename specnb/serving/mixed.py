@@ -75,6 +75,7 @@ class MixedStep:
         self.kind, self.method = d.kind, d.method
         self.kv_budget = d.kv_budget
         self.first_extra, self.rest_extra = d.extra_params
+        self.engine_step = self.times.moe  # the engine's MoE / CUDA-graph step costs
 
     def _att(self, c, q):
         # query x context pairs of a causal chunk of q tokens after c cached tokens
@@ -93,10 +94,12 @@ class MixedStep:
             cs = ctx[spec] + q[spec]
             block = 1.0 + kmax
             t = _step_totals(*drf, block * n_spec, float(cs.sum()),
-                             float(block * cs.sum() + n_spec * block * (block - 1) / 2.0))[0]
+                             float(block * cs.sum() + n_spec * block * (block - 1) / 2.0),
+                             engine_step=self.engine_step)[0]
             return float(t) + self.times._extra_ms(self.first_extra, tokens)
         # first forward: every token the target scored (the draft's own prefill)
-        t = float(_step_totals(*drf, tokens, float(ctx.sum()), self._att(ctx, q))[0])
+        t = float(_step_totals(*drf, tokens, float(ctx.sum()), self._att(ctx, q),
+                               engine_step=self.engine_step)[0])
         t += self.times._extra_ms(self.first_extra, tokens)
         if kmax > 1:
             base = ctx[spec] + q[spec]
@@ -106,7 +109,7 @@ class MixedStep:
                 live = k[spec] > j
                 b = float(live.sum())
                 kv = float(base[live].sum()) + (j - 1) * b
-                t += float(_step_totals(*drf, b, kv, kv)[0])
+                t += float(_step_totals(*drf, b, kv, kv, engine_step=self.engine_step)[0])
                 t += self.times._extra_ms(self.rest_extra, b)
         return t
 
@@ -127,7 +130,7 @@ class MixedStep:
         q = np.asarray(query_tokens, dtype=float)
         k = np.asarray(draft_tokens, dtype=float)
         t_target = float(_step_totals(*self.times.tgt, float(q.sum()), float(c.sum()),
-                                      self._att(c, q))[0])
+                                      self._att(c, q), engine_step=self.engine_step)[0])
         t_draft = float(self._draft_ms(c, q, k, t_target))
         t_engine = float(self._engine_ms(q, k))
         return {"target_ms": t_target, "draft_ms": t_draft, "engine_ms": t_engine,

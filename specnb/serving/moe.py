@@ -36,7 +36,8 @@ from .. import _check
 __all__ = ["MoE", "MLA", "experts_touched", "expert_params", "attention_params",
            "param_counts", "step_weight_params", "matmul_params_per_token",
            "attention_flops_per_token_per_context", "kv_bytes_per_token", "kv_split_ways",
-           "mtp_params", "moe_from_config"]
+           "mtp_params", "moe_from_config", "EngineStep", "ROUTING_SKEW_RANGE",
+           "DEFAULT_ROUTING_SKEW", "experts_touched_skewed", "moe_layers"]
 
 
 @dataclass(frozen=True)
@@ -369,3 +370,87 @@ def moe_from_config(cfg: dict, where: str = "config") -> tuple[MoE | None, MLA |
         shared = sw // width
     dense = cfg.get("first_k_dense_replace") or 0
     return MoE(e, k, int(shared), width, int(dense)), mla, int(mtp)
+
+
+# --------------------------------------------------------------------------- MoE step costs
+#: Range of ``routing_skew`` (:class:`EngineStep`): 0 is uniform routing (the upper bound on the
+#: experts a step touches), values towards 1 concentrate the tokens on fewer experts.
+ROUTING_SKEW_RANGE = (0.0, 0.95)
+
+#: Default routing skew: 0, uniform routing (no published expert-load statistic was found that
+#: gives the distinct experts a decode batch touches; see docs/serving.md, "MoE at every
+#: batch"). Stated, not fitted.
+DEFAULT_ROUTING_SKEW = 0.0
+
+
+@dataclass(frozen=True)
+class EngineStep:
+    """What an engine's step costs beyond the roofline's weight, KV and matmul times (issue
+    25): mixture-of-experts routing and kernels, and the CUDA-graph cap (which applies to
+    dense models too). All defaults 0 / off: the step is then exactly the uniform-routing
+    weight-read model.
+
+    Attributes
+    ----------
+    routing_skew : float in [0, 0.95]
+        s: routing concentrates on ``E_eff = k + (E - k)(1 - s)`` equally likely experts
+        (s = 0: all E, uniform; :func:`experts_touched_skewed`).
+    expert_us : float >= 0
+        Fixed time per touched expert per MoE layer, microseconds (each expert's GEMM runs at
+        least one tile and one kernel pass: cost follows experts touched, not tokens). Under
+        expert parallelism each GPU runs its share ``touched / gpus``.
+    tile_tokens : int >= 0
+        Rows of one grouped-GEMM tile: an expert with fewer tokens still computes a full tile,
+        so the routed-expert matmuls execute ``max(N k, touched x tile)`` rows per layer
+        (0: no padding, compute follows tokens).
+    expert_parallel : bool
+        Experts placed whole on the GPUs (EP): per MoE layer a dispatch and a combine
+        all-to-all of ``N k hidden`` activations ((n - 1) / n of them cross the link), each
+        with latency ``a2a_us``; off: tensor-parallel experts (the all-reduces of the step).
+    a2a_us : float >= 0
+        Latency of one all-to-all, microseconds (EP only).
+    graph_cap_tokens : int >= 0
+        Most query tokens a captured CUDA graph covers (vLLM: ``max_cudagraph_capture_size``,
+        by default ``min(max_num_seqs x (1 + num_speculative_tokens) x 2, 512)``,
+        ``vllm/config/vllm.py`` ``_set_cudagraph_sizes``; a step with more tokens runs without
+        a graph, ``cudagraph_dispatcher.py``); 0: no cap.
+    eager_layer_us : float >= 0
+        Host time per layer to launch a step's kernels without a CUDA graph, microseconds:
+        beyond the cap a step takes at least ``layers x eager_layer_us`` (the GPU hides the
+        launches when its own work is longer).
+    """
+
+    routing_skew: float = DEFAULT_ROUTING_SKEW
+    expert_us: float = 0.0
+    tile_tokens: int = 0
+    expert_parallel: bool = False
+    a2a_us: float = 0.0
+    graph_cap_tokens: int = 0
+    eager_layer_us: float = 0.0
+
+    def __post_init__(self):
+        lo, hi = ROUTING_SKEW_RANGE
+        _check.scalar_real("routing_skew", self.routing_skew, lo=lo, hi=hi)
+        for name in ("expert_us", "a2a_us", "eager_layer_us"):
+            _check.scalar_real(name, getattr(self, name), lo=0.0)
+        for name in ("tile_tokens", "graph_cap_tokens"):
+            _check.scalar_int(name, getattr(self, name), lo=0)
+
+
+def experts_touched_skewed(n_experts, experts_per_token, tokens, routing_skew: float = 0.0):
+    """Expected distinct experts one MoE layer reads for N tokens when routing concentrates
+    on ``E_eff = k + (E - k)(1 - s)`` experts: ``E_eff (1 - (1 - k / E_eff)^N)``. s = 0 is
+    :func:`experts_touched` (uniform, the upper bound); s -> 1 touches only k experts.
+    Unchecked core (floats that broadcast); ``routing_skew`` in :data:`ROUTING_SKEW_RANGE`."""
+    e, k = float(n_experts), float(experts_per_token)
+    e_eff = k + (e - k) * (1.0 - routing_skew)
+    n = np.asarray(tokens, dtype=float)
+    if e_eff <= k:
+        return np.where(n > 0, k, 0.0)
+    miss = np.exp(n * np.log1p(-k / e_eff))
+    return np.where(n > 0, e_eff * (1.0 - miss), 0.0)
+
+
+def moe_layers(shape) -> int:
+    """Number of MoE layers (0 for a dense shape)."""
+    return _layer_split(shape)[1]

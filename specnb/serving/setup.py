@@ -337,7 +337,8 @@ def setup(gpu_name, model, draft_spec="eagle3", *, gpus=1, dtype="bf16", draft_d
         profile's, else :data:`SD_OVERHEAD_MS`)
     engine : engine profile name or EngineProfile (default
         :data:`~specnb.serving.engines.DEFAULT_ENGINE`, ``vllm``; see
-        :func:`specnb.serving.engines.profile_names`)
+        :func:`specnb.serving.engines.profile_names`; a mixture-of-experts target takes the
+        engine's ``-moe`` profile where one is fitted, :func:`~specnb.serving.engines.profile_for`)
     proposal_rate : float in (0, 1], M, for ``ngram`` / ``suffix`` only (default 1)
     draft_config : an EAGLE / EAGLE-3 head's config.json (see :func:`draft`)
     gpu_memory_utilization : float in (0, 1], vLLM's share of GPU memory (default 0.9)
@@ -358,7 +359,7 @@ def setup(gpu_name, model, draft_spec="eagle3", *, gpus=1, dtype="bf16", draft_d
     if kv_dtype is not None:
         _check.choice("kv_dtype", kv_dtype, DTYPES)
     n = _check.scalar_int("gpus", gpus, lo=1)
-    prof = engines.profile(engines.DEFAULT_ENGINE if engine is None else engine)
+    prof = engines.profile_for(engines.DEFAULT_ENGINE if engine is None else engine, tgt)
     m = _check.scalar_real("proposal_rate", proposal_rate, lo=0.0, hi=1.0, lo_open=True)
     frac = _check.scalar_real("gpu_memory_utilization", gpu_memory_utilization, lo=0.0,
                               hi=1.0, lo_open=True)

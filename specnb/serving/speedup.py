@@ -26,7 +26,8 @@ __all__ = ["NGRAM_DRAFT_FRACTION", "MAX_BATCH_SEARCH", "MAX_GRID_CELLS", "t_plai
            "t_verify_ms", "t_draft_ms", "tokens_per_step", "speedup", "per_token_latency_ms",
            "verdict", "Grid", "check_axis", "evaluate", "best_gamma", "batch_range_grid",
            "crossover_batch", "crossover_of", "paying_batches", "paying_of", "describe_paying",
-           "t_engine_ms", "prefill_ms", "end_to_end_speedup"]
+           "t_engine_ms", "prefill_ms", "end_to_end_speedup", "check_tree", "tree_parts",
+           "tree_speedup"]
 
 #: n-gram / suffix drafting time as a fraction of the verification time: SpecDecode-Bench's
 #: ``ngram_draft_percentage`` (0.005875; same source).
@@ -75,7 +76,7 @@ def draft_forwards(d, gamma):
 class _Times:
     """Prepared (checked) arguments for the target and draft steps of a Setup."""
 
-    def __init__(self, st: Setup):
+    def __init__(self, st: Setup, tree=None):
         self.st = st
         self.tgt = _prep(st.target, st.gpu, st.dtype, st.kv_dtype, st.gpus,
                          st.target_efficiency)
@@ -84,13 +85,23 @@ class _Times:
             d.arch, st.gpu, d.dtype or st.draft_dtype or st.dtype, st.kv_dtype, st.gpus,
             st.draft_efficiency)
         self.m = float(st.proposal_rate)
+        # the engine's step costs (EngineStep; None: the uniform-routing weight read alone)
+        self.moe = st.engine.engine_step() if st.engine.step else None
+        self.tree = tree  # (topk, num_draft_tokens) of an SGLang tree, or None (a chain)
+
+    def _q(self, g):
+        """Query tokens per sequence of a verification: 1 + M gamma, or a tree's N."""
+        if self.tree is not None:
+            return float(self.tree[1]) + 0.0 * g
+        return workload.query_tokens(g, self.m)
 
     def plain(self, b, s):
-        return _step(*self.tgt, b, s, 1.0)[0]
+        return _step(*self.tgt, b, s, 1.0, engine_step=self.moe)[0]
 
     def verify(self, b, s, g):
-        """T_V at ``1 + M gamma`` query tokens per sequence (M = the proposal rate)."""
-        return _step(*self.tgt, b, s, workload.query_tokens(g, self.m))
+        """T_V at ``1 + M gamma`` query tokens per sequence (M = the proposal rate), or at a
+        tree's ``num_draft_tokens`` (tree attention: every node reads the context)."""
+        return _step(*self.tgt, b, s, self._q(g), engine_step=self.moe)
 
     def _extra_ms(self, params, b):
         """Time of ``params`` more weights read and multiplied by b tokens (a head's fc
@@ -106,11 +117,19 @@ class _Times:
         n-gram fraction of T_V."""
         if self.drf is None:
             return NGRAM_DRAFT_FRACTION * t_v
+        moe = self.moe  # the draft's own MoE layers (an MTP block) and the graph cap
         first, rest = self.st.draft.extra_params
         if self.st.draft.method == "dflash":  # one forward of 1 + gamma tokens: the block
-            return (_step(*self.drf, b, s, 1.0 + g, self.st.draft.kv_budget)[0]
-                    + self._extra_ms(first, b))
-        one = _step(*self.drf, b, s, 1.0, self.st.draft.kv_budget)[0]
+            return (_step(*self.drf, b, s, 1.0 + g, self.st.draft.kv_budget,
+                          engine_step=moe)[0] + self._extra_ms(first, b))
+        one = _step(*self.drf, b, s, 1.0, self.st.draft.kv_budget, engine_step=moe)[0]
+        if self.tree is not None and self.tree[0] > 1:
+            # SGLang's tree drafting: the first step expands the root (one token per
+            # sequence), every later step runs the topk branches (topk tokens per sequence)
+            k = float(self.tree[0])
+            wide = _step(*self.drf, b, s, k, self.st.draft.kv_budget, engine_step=moe)[0]
+            return (one + (g - 1.0) * wide + self._extra_ms(first, b)
+                    + (g - 1.0) * self._extra_ms(rest, b * k))
         return g * one + self._extra_ms(first, b) + (g - 1.0) * self._extra_ms(rest, b)
 
     def engine(self, b, g):
@@ -118,8 +137,9 @@ class _Times:
         draft forward, per draft token x LM-head rows, per verified token."""
         p, d = self.st.engine, self.st.draft
         steps = 0.0 if d.kind == "none" else p.draft_step(d.method) * draft_forwards(d, g)
-        logits = p.draft_logits_ns * b * g * d.lm_head_vocab / 1000.0 * 1e-6
-        return steps + logits + p.verify_token_us * b * workload.query_tokens(g, self.m) * 1e-3
+        drafted = g if self.tree is None else 1.0 + (g - 1.0) * float(self.tree[0])
+        logits = p.draft_logits_ns * b * drafted * d.lm_head_vocab / 1000.0 * 1e-6
+        return steps + logits + p.verify_token_us * b * self._q(g) * 1e-3
 
     def parts(self, b, s, g, tau):
         tp = self.plain(b, s)
@@ -140,6 +160,79 @@ class _Times:
             return 0.0 * b
         t = _step(*prep, 1.0, np.floor(n / 2.0), np.maximum(q, 1.0))[0]
         return np.where(k > 0, k * t, 0.0)
+
+
+def check_tree(st: Setup, steps, topk, num_draft_tokens) -> tuple[int, int, int]:
+    """SGLang's tree flags checked against the setup: ``steps`` (``--speculative-num-steps``,
+    int >= 1), ``topk`` (``--speculative-eagle-topk``, int >= 1), ``num_draft_tokens``
+    (``--speculative-num-draft-tokens``, int >= steps: the verified tree's nodes, the root
+    counted, so a chain has steps + 1). A tree (topk > 1) needs an engine that drafts trees
+    (:data:`specnb.serving.engines.TREE_ENGINES`) and a draft model or head.
+
+    Raises
+    ------
+    ValueError
+        a count below its minimum; num_draft_tokens < steps; topk > 1 on an engine without
+        trees or with n-gram / suffix drafting.
+    """
+    g = _check.scalar_int("steps", steps, lo=1)
+    k = _check.scalar_int("topk", topk, lo=1)
+    n = _check.scalar_int("num_draft_tokens", num_draft_tokens, lo=1)
+    if n < g:
+        raise ValueError(f"num_draft_tokens must be >= steps ({g}), got {n} (SGLang verifies "
+                         "the tree's nodes, the root counted: a chain has steps + 1)")
+    if k > 1 and not st.engine.trees:
+        raise ValueError(f"topk {k} drafts a tree: the engine {st.engine.name!r} verifies "
+                         f"chains only; trees need --engine sglang (or topk 1)")
+    if k > 1 and st.draft.kind == "none":
+        raise ValueError(f"topk {k} needs a draft model or head; {st.draft.name} drafts "
+                         "chains of matched tokens")
+    return g, k, n
+
+
+def tree_parts(st: Setup, batch_size, context, steps, *, topk: int, num_draft_tokens: int):
+    """The times of one SGLang speculative step with a draft tree, ms: dict ``t_plain_ms``,
+    ``t_verify_ms`` (the target over ``num_draft_tokens`` query tokens per sequence, tree
+    attention: every node reads the sequence's context), ``t_draft_ms`` (``steps`` draft
+    forwards: the first over one token per sequence, the others over ``topk``), ``t_engine_ms``
+    (the profile's costs, per-verified-token over the tree's nodes), ``cost_ms`` (all of it
+    with ``sd_overhead_ms``). batch_size, context: ints or arrays (broadcast).
+
+    Raises
+    ------
+    ValueError
+        as :func:`check_tree`; batch < 1, context < 0.
+    """
+    g, k, n = check_tree(st, steps, topk, num_draft_tokens)
+    b, s = _bsg(batch_size, context)
+    tm = _Times(st, tree=(k, n))
+    gg = float(g) + 0.0 * b
+    tp = tm.plain(b, s)
+    tv = tm.verify(b, s, gg)[0]
+    td = tm.draft(b, s, gg, tv)
+    te = tm.engine(b, gg)
+    out = {"t_plain_ms": tp, "t_verify_ms": tv, "t_draft_ms": td, "t_engine_ms": te,
+           "cost_ms": tv + td + te + st.sd_overhead_ms}
+    return {key: _check.out(v + 0.0 * b) for key, v in out.items()}
+
+
+def tree_speedup(st: Setup, batch_size, context, steps, *, topk: int, num_draft_tokens: int,
+                 tau):
+    """Throughput ratio of SGLang tree speculation at a fixed batch: ``tau x T_plain / cost``
+    (:func:`tree_parts`). ``tau`` is the acceptance length as SGLang reports it (``accept
+    len``: tokens per verification per request, the bonus token included), the same count
+    as vLLM's mean acceptance length; in [1, steps + 1] (the accepted path is at most
+    ``steps`` deep).
+
+    Raises
+    ------
+    ValueError
+        as :func:`tree_parts`; tau outside [1, steps + 1].
+    """
+    p = tree_parts(st, batch_size, context, steps, topk=topk,
+                   num_draft_tokens=num_draft_tokens)
+    t = tokens_per_step(int(steps), tau=tau)
+    return _check.out(np.asarray(t) * np.asarray(p["t_plain_ms"]) / np.asarray(p["cost_ms"]))
 
 
 def t_plain_ms(st: Setup, batch_size, context):

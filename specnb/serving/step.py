@@ -108,7 +108,8 @@ def _prep(arch, gpu_name, dtype, kv_dtype, gpus, efficiency):
     return arch, g, eff, dtype, kv_dtype, n
 
 
-def _step(arch, g, eff, dtype, kv_dtype, n, b, s, q, kv_budget=None, parts=False):
+def _step(arch, g, eff, dtype, kv_dtype, n, b, s, q, kv_budget=None, parts=False, *,
+          engine_step=None):
     """Unchecked core of :func:`step_breakdown` on float arrays that broadcast (q may be a
     fractional mean, e.g. 1 + M gamma with partial proposals): B sequences alike, each with
     context s and q query tokens (:func:`_step_totals` with tokens B q, KV tokens B s and
@@ -116,28 +117,65 @@ def _step(arch, g, eff, dtype, kv_dtype, n, b, s, q, kv_budget=None, parts=False
     if kv_budget is not None:
         s = np.minimum(s, kv_budget)
     tokens = b * q
-    return _step_totals(arch, g, eff, dtype, kv_dtype, n, tokens, b * s, tokens * s, parts)
+    return _step_totals(arch, g, eff, dtype, kv_dtype, n, tokens, b * s, tokens * s, parts,
+                        engine_step=engine_step)
+
+
+def _moe_terms(arch, g, n, tokens, moe):
+    """(weight params read, extra matmul FLOPs, extra ms) of the routed experts of one step
+    over ``tokens`` query tokens under the engine's :class:`~specnb.serving.moe.EngineStep`
+    (a mixture-of-experts target):
+    experts touched under the routing skew, the grouped-GEMM tile floor, the fixed cost per
+    touched expert, expert-parallel all-to-alls and the CUDA-graph cap. ``moe`` None: the
+    uniform-routing weight read alone (no extra FLOPs or time)."""
+    t = np.maximum(tokens, 1.0)
+    if moe is None:
+        return np.asarray(arch.step_params_for(t)), 0.0, 0.0
+    m = arch.moe
+    layers = _moe.moe_layers(arch)
+    one = _moe.expert_params(arch.hidden_size, m.moe_intermediate_size)
+    touched = _moe.experts_touched_skewed(m.n_routed_experts, m.experts_per_token, t,
+                                          moe.routing_skew)
+    w = arch.step_params_for(1.0) + layers * one * (touched - m.experts_per_token)
+    rows = t * m.experts_per_token
+    pad = np.maximum(touched * moe.tile_tokens - rows, 0.0)
+    f_extra = 2.0 * one * layers * pad
+    ways = n if moe.expert_parallel else 1
+    extra = layers * touched / ways * moe.expert_us * 1e-3
+    if moe.expert_parallel and n > 1:
+        extra = extra + 2 * layers * (moe.a2a_us * 1e-3 + (n - 1) / n * rows * arch.hidden_size
+                                      * 2.0 / g.link * 1e3 / n)
+    return np.asarray(w), f_extra, extra
 
 
 def _step_totals(arch, g, eff, dtype, kv_dtype, n, tokens, kv_tokens, att_tokens,
-                 parts=False):
+                 parts=False, *, engine_step=None):
     """The physics of one forward from its totals (the one home of the step rule; a mixed
     step of prefill chunks, decode and verify tokens calls it directly): ``tokens`` query
     tokens in all, ``kv_tokens`` context tokens read from the KV cache (sum of each
     sequence's context), ``att_tokens`` sum over sequences of query tokens x context (the
-    attention math). Float arrays that broadcast; unchecked."""
+    attention math). Float arrays that broadcast; unchecked. ``engine_step``: the engine's
+    :class:`~specnb.serving.moe.EngineStep` (routing skew, per-expert tile floor and fixed
+    cost, expert-parallel all-to-alls, CUDA-graph cap); None keeps the uniform-routing
+    weight read alone (the behaviour before issue 25)."""
+    moe = engine_step
+    extra = 0.0
+    f_moe = 0.0
     if arch.moe is None:
         w = arch.step_params * DTYPES[dtype] / n
     else:  # the routed experts the step's tokens touch (uniform routing: an upper bound)
-        w = np.asarray(arch.step_params_for(np.maximum(tokens, 1.0))) * DTYPES[dtype] / n
+        w_params, f_moe, extra = _moe_terms(arch, g, n, tokens, moe)
+        w = w_params * DTYPES[dtype] / n
     kv = kv_tokens * (arch.kv_bytes_per_token(kv_dtype) / _moe.kv_split_ways(arch, n))
-    f_lin = (2.0 * arch.matmul_params_per_token / n) * tokens
+    f_lin = (2.0 * arch.matmul_params_per_token / n) * tokens + f_moe / n
     f_att = (_moe.attention_flops_per_token_per_context(arch) / n) * att_tokens
     bw = eff.bandwidth * g.bandwidth
     fl = eff.compute * g.flops(dtype)
     t_w, t_lin = w / bw * 1e3, f_lin * (1e3 / fl)
     t_kv, t_att = kv * (1e3 / bw), f_att * (1e3 / fl)
-    fixed = eff.fixed_ms + (eff.token_us * 1e-3) * tokens
+    fixed = eff.fixed_ms + (eff.token_us * 1e-3) * tokens + extra
+    if eff.fixed_ms > 0 and g.layer_fixed_us:  # the GPU's own per-layer cost (not in the
+        fixed = fixed + arch.n_layers * g.layer_fixed_us * 1e-3  # ideal roofline)
     if eff.overlap == 0.0:  # additive: max + min = sum
         total = fixed + t_w + t_lin + t_kv + t_att
     else:
@@ -150,6 +188,11 @@ def _step_totals(arch, g, eff, dtype, kv_dtype, n, tokens, kv_tokens, att_tokens
                                     + 2.0 * (n - 1) / n * arch.hidden_size * 2.0 / g.link * 1e3
                                     * tokens)
         total = total + comm
+    if moe is not None and moe.graph_cap_tokens and moe.eager_layer_us:
+        # beyond the CUDA-graph cap the host launches every kernel: the step takes at least
+        # the launch time (the GPU hides it when its own work is longer)
+        launch = arch.n_layers * moe.eager_layer_us * 1e-3
+        total = np.where(tokens > moe.graph_cap_tokens, np.maximum(total, launch), total)
     if not parts:
         return total, (t_lin + t_att) > (t_w + t_kv)
     return dict(w=w, kv=kv, f_lin=f_lin, f_att=f_att, mem=t_w + t_kv, cmp=t_lin + t_att,

@@ -63,7 +63,7 @@ def test_plan_schedule_builds_an_accepted_config():
     st_ = S.setup("H100", "Llama-3.1-8B", "eagle3")
     rows = A.plan_schedule(st_, [1000], [1, 2, 3, 4, 5], max_batch=1024, alpha=0.6)
     ks = [r[2] for r in rows]
-    # issue 16: vLLM V1's profile adds 0.51 ms per EAGLE-3 draft forward: the best K falls
+    # issue 16: vLLM V1's profile adds about 0.5 ms per EAGLE-3 draft forward: the best K falls
     assert ks == sorted(ks, reverse=True) and ks[0] >= 2 and ks[-1] < ks[0]
     cfg, notes = A.setup_config(st_, rows, checkpoint="yuhuili/EAGLE3-LLaMA3.1-Instruct-8B")
     _vllm_valid(cfg["num_speculative_tokens_per_batch_size"], cfg["num_speculative_tokens"])
@@ -148,7 +148,9 @@ def test_serving_plan_notes_carry_codes():
     assert p.notes[:2] == p.context_notes
     assert "schedule-serves-every-context" in [n.code for n in p.notes]
     # tensor parallelism reaches the serve line
-    assert p.schedule == [[1, 18, 0], [19, 64, 2]]  # pays only from batch 19 at both contexts
+    # it pays only from a batch on at both contexts: K 0 below it, 2 from it
+    first = max(ranges[0][0] for ranges in p.paying_batches.values())
+    assert first > 1 and p.schedule == [[1, first - 1, 0], [first, 64, 2]]
     assert p.serve.endswith("--max-num-seqs 64 --tensor-parallel-size 8")
     # nothing pays at every context, but something pays at one: that note, not no-gamma-pays
     st2 = S.setup("H100-SXM", "Llama-3.1-8B", "self", draft_kv_budget=256)

@@ -1,11 +1,13 @@
 """The serving benchmark sets MagicDec Table 5 (MLC-LLM, no Omega printed) beside the model."""
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import numpy as np
 
 BENCH = Path(__file__).resolve().parent.parent.parent / "benchmarks" / "bench_serving_model.py"
+sys.path.insert(0, str(BENCH.parent))  # the benchmark imports benchmarks/_goals.py
 
 
 def _bench():

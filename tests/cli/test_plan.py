@@ -536,3 +536,53 @@ def test_acceptance_profile_from_replay(capsys, tmp_path):
     assert code == 2 and "the profile gives the proposal rate" in err
     code, out, err = run(capsys, *argv[:-1], str(tmp_path / "none.json"))
     assert code == 2 and "does not exist" in err
+TREE = ["plan", "--gpu", "H100", "--gpus", "4", "--model", "Qwen3-30B-A3B", "--draft", "eagle3",
+        "--engine", "sglang", "--context", "512", "--batch", "1", "32", "--gamma", "4",
+        "--tau", "2.55"]
+
+
+def test_sglang_tree_flags_cost_the_tree_and_name_sglangs_keys(capsys):
+    code, out, err = run(capsys, *TREE, "--topk", "4", "--num-draft-tokens", "16", "--json")
+    assert code == 0, err
+    res = json.loads(out)
+    assert res["setup"]["topk"] == 4 and res["setup"]["num_draft_tokens"] == 16
+    assert res["setup"]["engine"] == "sglang-moe"  # the profile fitted on MoE targets
+    tree = res["tree"]
+    assert (tree["steps"], tree["topk"], tree["num_draft_tokens"]) == (4, 4, 16)
+    st = S.setup("H100", "Qwen3-30B-A3B", "eagle3", gpus=4, engine="sglang")
+    for r in tree["rows"]:
+        want = S.tree_speedup(st, r["batch_size"], 512, 4, topk=4, num_draft_tokens=16,
+                              tau=2.55)
+        assert r["speedup"] == pytest.approx(float(want))
+        assert r["verdict"] == S.verdict(r["speedup"])
+    # a wider tree verifies more tokens per sequence: a dearer verification than the chain's
+    _, chain, _ = run(capsys, *TREE, "--num-draft-tokens", "5", "--json")
+    c = json.loads(chain)["tree"]["rows"]
+    assert all(t["t_verify_ms"] > ch["t_verify_ms"] for t, ch in zip(tree["rows"], c))
+    code, text, _ = run(capsys, *TREE, "--topk", "4", "--num-draft-tokens", "16")
+    assert code == 0 and "--speculative-eagle-topk 4 --speculative-num-draft-tokens 16" in text
+
+
+@pytest.mark.parametrize("extra, words", [
+    (["--topk", "0"], "--topk must be >= 1"),
+    (["--topk", "2", "--engine", "vllm"], "verifies chains only"),
+    (["--topk", "2", "--num-draft-tokens", "3"], "num_draft_tokens must be >= steps"),
+    (["--routing-skew", "0.99"], "routing_skew must be in [0, 0.95]"),
+    (["--routing-skew", "-0.1"], "routing_skew must be in [0, 0.95]"),
+])
+def test_tree_and_skew_bad_input_is_one_line_and_exit_2(capsys, extra, words):
+    code, out, err = run(capsys, *TREE, *extra)
+    assert code == 2 and out == ""
+    assert words in err and len(err.strip().splitlines()) == 1
+
+
+def test_routing_skew_reaches_the_step_model(capsys):
+    base = ["plan", "--gpu", "H200", "--gpus", "8", "--model", "DeepSeek-V3", "--draft", "mtp",
+            "--dtype", "fp8", "--context", "2000", "--batch", "16", "--gamma", "3", "--tau",
+            "2.4", "--json"]
+    _, out0, _ = run(capsys, *base)
+    _, out1, _ = run(capsys, *base, "--routing-skew", "0.5")
+    r0, r1 = json.loads(out0), json.loads(out1)
+    assert r0["setup"]["routing_skew"] == 0.0 and r1["setup"]["routing_skew"] == 0.5
+    # skewed routing touches fewer experts: a cheaper plain step
+    assert r1["rows"][0]["t_plain_ms"] < r0["rows"][0]["t_plain_ms"]

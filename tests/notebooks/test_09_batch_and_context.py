@@ -166,23 +166,29 @@ def test_ngram_proposal_rate(rec, p):
 def test_engine_sources_beside_the_model(rec):
     eng = rec["serving.engine_points"]
     assert {"eagle3-t3-sglang", "eagle3-t5-vllm", "vllm-i20780"} <= set(eng["source"])
-    from specnb.serving import engines as E
+    from specnb.serving import fit as E
 
     pts = E.load_points()
-    for _, r in eng.iterrows():
-        row = pts[(pts["source_key"] == r["source"]) & (pts["draft"] == r["draft"])
-                  & (pts["gamma"] == r["gamma"]) & (pts["batch"] == r["batch"])].iloc[0]
+    pts = pts[pts["skip"] == ""]
+    assert len(eng) == len(pts)
+    for (_, r), (_, row) in zip(eng.iterrows(), pts.iterrows()):
+        assert (r["source"], r["draft"], r["gamma"], r["batch"]) == (
+            row["source_key"], row["draft"], row["gamma"], row["batch"])
         assert r["printed"] == row["speedup"]
         kw = {} if np.isnan(row["draft_kv_budget"]) else {
             "draft_kv_budget": int(row["draft_kv_budget"])}
-        prof = r["engine profile"].split(",")[0]
-        assert prof == (row["profile"] if row["profile"] in S.engine_names()
-                        else "specdecode-bench")
+        prof = row["profile"] if row["profile"] in S.engine_names() else "specdecode-bench"
         st_e = S.setup(row["gpu"], row["model"], row["draft"], gpus=int(row["gpus"]),
                        engine=prof, **kw)
-        assert r["model, its profile"] == pytest.approx(float(S.speedup(
-            st_e, int(r["batch"]), int(row["context"]), int(r["gamma"]),
-            tau=min(r["tau"], r["gamma"] + 1))))
+        assert r["engine profile"].split(",")[0] == st_e.engine.name
+        g, ndt = int(r["gamma"]), int(row["num_draft_tokens"])
+        if int(row["topk"]) == 1 and ndt == g + 1:
+            want = S.speedup(st_e, int(r["batch"]), int(row["context"]), g,
+                             tau=min(r["tau"], g + 1))
+        else:  # an SGLang tree
+            want = S.tree_speedup(st_e, int(r["batch"]), int(row["context"]), g,
+                                  topk=int(row["topk"]), num_draft_tokens=ndt, tau=r["tau"])
+        assert r["model, its profile"] == pytest.approx(float(want))
     src = rec["serving.engine_sources"].set_index("source")
     v1 = eng[eng["source"] == "vllm-i20780"]
     assert src.loc["vllm-i20780", "median |error|"] == pytest.approx(
@@ -420,3 +426,19 @@ def test_answer_quotes_the_computed_numbers(p, executed_notebooks):
     pays = _own_crossover(st, [2048, 8192, 32768], [p["gamma"]], p["alpha"])
     assert (pays >= np.minimum(fits, 1024)).all()
     assert "at every batch that fits in memory at 2,048, 8,192, 32,768 tokens" in answer
+
+
+def test_moe_points_beside_the_model(rec):
+    pub = rec["serving.moe_published"]
+    assert {"specforge-i339", "angelslim-i163"} <= set(pub["source"])
+    assert set(pub["profile"]) == {"sglang-moe"}
+    assert (pub["printed"] < 1).any()  # the published MoE runs where speculation loses
+    for _, r in pub.iterrows():
+        st_m = S.setup("H100", "Qwen3-30B-A3B", "eagle3", gpus=int(r["gpus"]), engine="sglang")
+        assert r["model"] == pytest.approx(float(S.tree_speedup(
+            st_m, int(r["batch"]), 512, int(r["steps"]), topk=int(r["topk"]),
+            num_draft_tokens=int(r["num_draft_tokens"]), tau=r["accept length"])))
+    curve = rec["serving.moe_dsv3_curve"]
+    st_d = S.setup("H200", "DeepSeek-V3", "mtp", gpus=8, dtype="fp8", engine="sglang")
+    np.testing.assert_allclose(curve["tau 2.4"], S.tree_speedup(
+        st_d, curve["batch"].to_numpy(), 512, 3, topk=1, num_draft_tokens=4, tau=2.4))

@@ -88,7 +88,7 @@ def test_dense_shapes_keep_the_dense_formulas():
     # the formulas the serving model used before issue 16, written out for the dense rows
     for name in S.architecture_names():
         a = S.architecture(name)
-        if a.moe is not None:
+        if a.moe is not None or a.mla is not None:  # MLA: its own formulas (below)
             continue
         h, hd, q, kv = a.hidden_size, a.head_dim, a.n_heads * a.head_dim, a.n_kv_heads * a.head_dim
         layer = h * q + 2 * h * kv + q * h + 3 * h * a.intermediate_size + 2 * h \
@@ -206,3 +206,19 @@ def test_moe_from_config_shapes_match_the_catalogue():
 def test_moe_from_config_errors(cfg, match):
     with pytest.raises(ValueError, match=match):
         M.moe_from_config(cfg)
+
+
+def test_skewed_routing_touches_fewer_experts_between_k_and_uniform():
+    from specnb.serving import moe as M
+
+    n = np.array([1.0, 4.0, 64.0, 4096.0])
+    uni = M.experts_touched_skewed(256, 8, n, 0.0)
+    np.testing.assert_allclose(uni, M.experts_touched(256, 8, n))
+    half = M.experts_touched_skewed(256, 8, n, 0.5)
+    # E_eff = 8 + 248 x 0.5 = 132 experts equally likely
+    np.testing.assert_allclose(half, 132 * (1 - (1 - 8 / 132) ** n))
+    assert (half <= uni).all() and half[0] == pytest.approx(8.0) and half[-1] < 132 + 1e-9
+    with pytest.raises(ValueError, match="routing_skew must be in"):
+        M.EngineStep(routing_skew=0.96)
+    with pytest.raises(ValueError, match="tile_tokens"):
+        M.EngineStep(tile_tokens=-1)

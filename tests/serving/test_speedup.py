@@ -169,3 +169,28 @@ def test_batches_that_do_not_fit_never_pay():
     assert S.paying_batches(st, 2000, [3], max_batch=512, alpha=0.7) == [[1, cap]]
     assert S.crossover_batch(st, 2000, [3], max_batch=512, alpha=0.7) == cap
     assert S.describe_paying([[1, cap]], 512) == f"pays up to batch {cap}, not at {cap + 1}"
+
+
+def test_sglang_tree_costs_topk_draft_steps_and_the_verified_nodes():
+    st = S.setup("H100", "Llama-3.1-8B", "eagle3", engine="sglang")
+    b, s = 8, 512
+    chain = S.tree_parts(st, b, s, 3, topk=1, num_draft_tokens=4)
+    # a chain is the chain model: T_V at gamma + 1, gamma one-token draft forwards
+    assert chain["t_verify_ms"] == pytest.approx(S.t_verify_ms(st, b, s, 3))
+    assert chain["t_draft_ms"] == pytest.approx(S.t_draft_ms(st, b, s, 3))
+    assert chain["t_engine_ms"] == pytest.approx(S.t_engine_ms(st, b, s, 3))
+    tree = S.tree_parts(st, b, s, 3, topk=4, num_draft_tokens=16)
+    # the verify of 16 tokens per sequence is the target step at 16 query tokens
+    assert tree["t_verify_ms"] == pytest.approx(S.step_time_ms(
+        st.target, st.gpu, b, s, 16, efficiency=st.target_efficiency))
+    assert tree["t_draft_ms"] > chain["t_draft_ms"]  # later steps run topk branches
+    sp = S.tree_speedup(st, b, s, 3, topk=4, num_draft_tokens=16, tau=2.9)
+    assert sp == pytest.approx(2.9 * tree["t_plain_ms"] / tree["cost_ms"])
+    with pytest.raises(ValueError, match=r"tau must be in \[1, gamma \+ 1\]"):
+        S.tree_speedup(st, b, s, 3, topk=4, num_draft_tokens=16, tau=4.5)
+    with pytest.raises(ValueError, match="num_draft_tokens must be >= steps"):
+        S.check_tree(st, 3, 2, 2)
+    with pytest.raises(ValueError, match="verifies chains only"):
+        S.check_tree(S.setup("H100", "Llama-3.1-8B", "eagle3"), 3, 2, 8)
+    with pytest.raises(ValueError, match="topk must be an integer >= 1"):
+        S.check_tree(st, 3, 0, 8)

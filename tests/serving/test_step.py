@@ -112,3 +112,43 @@ def test_mla_kv_is_not_split_over_ranks():
     one = S.step_breakdown("DeepSeek-V3", "H200", 4, 10000, 1, gpus=1, **kw)["kv_bytes"]
     eight = S.step_breakdown("DeepSeek-V3", "H200", 4, 10000, 1, gpus=8, **kw)["kv_bytes"]
     assert one == eight == 4 * 10000 * 70272
+
+
+def test_engine_step_terms_of_a_moe_step():
+    """Each EngineStep term on its own, against the formula of specnb/serving/step.py."""
+    import dataclasses
+
+    from specnb.serving import moe as M
+    from specnb.serving.step import _prep, _step
+
+    prep = _prep("Qwen3-30B-A3B", "H100", "bf16", None, 2, S.DEFAULT_EFFICIENCY)
+    arch, g = prep[0], prep[1]
+    layers, one = M.moe_layers(arch), M.expert_params(arch.hidden_size, 768)
+    b, s, q = 4.0, 512.0, 4.0
+    base = _step(*prep, b, s, q)[0]
+    same = _step(*prep, b, s, q, engine_step=M.EngineStep())[0]
+    assert same == pytest.approx(base)  # all defaults: the uniform-routing model
+    touched = float(M.experts_touched(128, 8, b * q))
+    # a fixed cost per touched expert per MoE layer (tensor parallel: every GPU runs all)
+    t = _step(*prep, b, s, q, engine_step=M.EngineStep(expert_us=2.0))[0]
+    assert t - base == pytest.approx(layers * touched * 2.0e-3)
+    # expert parallelism: each GPU its share, plus two all-to-alls per MoE layer
+    ep = M.EngineStep(expert_us=2.0, expert_parallel=True, a2a_us=10.0)
+    rows = b * q * 8
+    a2a = 2 * layers * (10e-3 + 0.5 * rows * arch.hidden_size * 2 / g.link * 1e3 / 2)
+    t = _step(*prep, b, s, q, engine_step=ep)[0]
+    assert t - base == pytest.approx(layers * touched / 2 * 2.0e-3 + a2a)
+    # the tile floor adds the padded rows' FLOPs: compute-bound steps get dearer
+    t = _step(*prep, b, s, q, engine_step=M.EngineStep(tile_tokens=64))[0]
+    pad = touched * 64 - rows
+    fl = S.DEFAULT_EFFICIENCY.compute * g.flops("bf16")
+    assert t - base == pytest.approx(2 * one * layers * pad / 2 / fl * 1e3)
+    # the CUDA-graph cap: beyond it the step takes at least the host's launch time
+    cap = M.EngineStep(graph_cap_tokens=8, eager_layer_us=1000.0)
+    assert _step(*prep, 1.0, s, 4.0, engine_step=cap)[0] == pytest.approx(
+        _step(*prep, 1.0, s, 4.0)[0])
+    assert _step(*prep, b, s, q, engine_step=cap)[0] == pytest.approx(
+        max(base, arch.n_layers * 1.0))
+    # a skew reads fewer expert weights
+    sk = _step(*prep, b, s, q, engine_step=dataclasses.replace(M.EngineStep(), routing_skew=0.5))
+    assert sk[0] < base
