@@ -209,7 +209,7 @@ def load_parameters(path) -> dict:
     try:
         data = yaml.safe_load(text) or {}
     except (yaml.YAMLError, RecursionError) as exc:
-        raise ValueError(f"parameters file {path}: not valid YAML/JSON: {exc}") from None
+        raise ValueError(f"parameters file {path}: not valid YAML/JSON{_yaml_where(exc)}") from None
     if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
         raise ValueError(f"parameters file {path} must map notebook names to mappings of "
                          "parameters, e.g. {'04': {'alpha': 0.7}}")
@@ -224,6 +224,16 @@ def load_parameters(path) -> dict:
             _check_literal(f"parameters file {path}: {name}.{param}", value)
         out[name] = params
     return out
+
+
+def _yaml_where(exc) -> str:
+    """PyYAML's error in one line: ``" at line 3, column 5: could not find expected ':'"``
+    (its own message spans several lines, with the offending text quoted)."""
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    what = getattr(exc, "problem", None) or getattr(exc, "context", None)
+    if mark is None:
+        return f": {' '.join(str(exc).split())}"
+    return f" at line {mark.line + 1}, column {mark.column + 1}" + (f": {what}" if what else "")
 
 
 def _check_literal(where: str, value) -> None:
