@@ -641,8 +641,8 @@ def write_report(results: list[Result], out_dir) -> Path:
                    f"{html.escape(r.name)}' loading='lazy'>")
             fig = (f'<a href="{html.escape(r.html.name)}">{img}</a>' if r.html else img)
         status = r.status + (" <span class='earlier'>(earlier run)</span>" if r.earlier else "")
-        rows.append(f"<tr class='{r.status}'><td class='notebook'>{link}</td>"
-                    f"<td class='figure'>{fig}</td>"
+        rows.append(f"<tr class='{r.status}'><td class='notebook'>{link}"
+                    + (f"<div class='figure'>{fig}</div>" if fig else "") + "</td>"
                     f"<td class='question'>{qa}</td>"
                     f"<td class='status'>{status}</td><td class='seconds'>{r.seconds:.1f}</td>"
                     f"<td class='error'>{html.escape(r.error)}</td></tr>")
@@ -651,10 +651,11 @@ def write_report(results: list[Result], out_dir) -> Path:
     page = f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>specnb report</title>
 {REPORT_MARKER}
-<style>body{{font-family:sans-serif;max-width:84em;margin:2em auto}}
+<style>body{{font-family:sans-serif;max-width:76em;margin:2em auto}}
 td,th{{padding:.3em .8em;text-align:left;vertical-align:top}} tr.failed td{{color:#b00}}
 td.question p{{margin:.3em 0}} td.question .title{{font-weight:bold}}
-td.figure img{{width:15em;border:1px solid #ccc}} .earlier{{color:#777;font-size:.85em}}
+td.notebook{{width:16em}} td.notebook .figure img{{width:16em;margin-top:.4em;border:1px solid #ccc}}
+.earlier{{color:#777;font-size:.85em}}
 tbody tr{{border-top:1px solid #ddd}} table{{border-collapse:collapse}}</style></head>
 <body><h1>specnb: executed notebooks</h1>
 <p>Should I turn on speculative decoding, with which method and draft length, and what will it
@@ -662,7 +663,7 @@ save me? Each notebook answers one question: 01-07 follow the source article's s
 recompute its numbers from published data, 08 measures alpha on a model pair, 09 models batch
 size and context. Beside each Answer, the notebook's key figure (click it for the executed
 notebook).</p>
-<table><thead><tr><th>notebook</th><th>key figure</th><th>question and answer</th><th>status</th><th>seconds</th><th>error</th></tr></thead>
+<table><thead><tr><th>notebook and its key figure</th><th>question and answer</th><th>status</th><th>seconds</th><th>error</th></tr></thead>
 <tbody>
 {chr(10).join(rows)}
 </tbody></table>

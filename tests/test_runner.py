@@ -273,7 +273,7 @@ def test_key_figure_is_the_tagged_cells_first_image(tmp_path):
     nbformat.write(new_notebook(cells=[new_code_cell("c")]), tmp_path / "02_y.ipynb")
     assert runner.key_figure(tmp_path / "02_y.ipynb") is None
     page = runner.write_report([_result(tmp_path, "01_x", figure=True)], tmp_path).read_text()
-    assert "<a href=\"01_x.html\"><img src='01_x.png'" in page
+    assert "<div class='figure'><a href=\"01_x.html\"><img src='01_x.png'" in page
 
 
 def test_every_notebook_that_draws_tags_one_key_figure():
