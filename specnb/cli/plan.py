@@ -8,7 +8,9 @@ draft that proposes for every sequence, a negative --input-len or an --output-le
 non-positive time, a draft whose vocabulary cannot match the target's, a --draft-config that
 is not the --draft method's head; a bench file without the keys a bench calibration needs,
 mixed models in one calibration set). Only argparse and :mod:`specnb.memory` are imported at
-registration; numpy and pandas inside the command.
+registration; numpy and pandas inside the command. An --input-len above a --context is refused
+(exit 2); when nothing fits in memory (the weights, or one sequence at every context) the
+first line says so and no schedule or serve line follows (exit 0).
 """
 
 from __future__ import annotations
@@ -205,9 +207,10 @@ def plan(args) -> dict:
     best = []
     for i, b in enumerate(p.grid.batch_sizes):
         for j, s in enumerate(p.grid.contexts):
+            fits = bool(p.grid.fits[i, j, 0])  # a batch that cannot run gets no on/off verdict
             best.append({"batch_size": int(b), "context": int(s), "gamma": int(best_g[i, j]),
                          "speedup": float(best_s[i, j]),
-                         "verdict": S.verdict(float(best_s[i, j]))})
+                         "verdict": S.verdict(float(best_s[i, j])) if fits else "does not fit"})
     return {
         "setup": {"gpu": st.gpu.name, "gpus": st.gpus, "model": st.target.name,
                   "draft": st.draft.name, "draft_kv_budget": st.draft.kv_budget,

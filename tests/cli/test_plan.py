@@ -562,6 +562,7 @@ def test_nothing_fits_is_said_first_with_no_on_off_advice(capsys, argv, code_):
     res = json.loads(js)
     assert res["cannot_serve_code"] == code_ and res["serve"] is None
     assert res["schedule"] is None and "no-gamma-pays" not in res["note_codes"]
+    assert {b["verdict"] for b in res["best"]} == {"does not fit"}
 
 
 def test_end_to_end_figure_decides_when_lengths_are_given(capsys):
