@@ -404,7 +404,7 @@ def test_schedule_config_and_serve_line(rec, p, st):
 def test_schedule_prose_matches_its_rule_and_warns_for_longer_contexts(rec, p, st, nb_out):
     # fault N7: the prose said the schedule stops at the longest context's fit
     end = rec["serving.schedule"][-1][1]
-    prose = nb_out["markdown_after"]("the same pipeline as `specnb plan`")
+    prose = " ".join(nb_out["markdown_after"]("the same pipeline as `specnb plan`").split())
     assert "longest context's KV cache stops fitting" not in prose
     assert "at *any* context, i.e. at the shortest" in prose
     for c in p["contexts"]:
