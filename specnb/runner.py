@@ -638,7 +638,7 @@ def write_report(results: list[Result], out_dir) -> Path:
         fig = ""
         if r.figure is not None:
             img = (f"<img src='{html.escape(r.figure.name)}' alt='key figure of "
-                   f"{html.escape(r.name)}' loading='lazy'>")
+                   f"{html.escape(r.name)}'>")
             fig = (f'<a href="{html.escape(r.html.name)}">{img}</a>' if r.html else img)
         status = r.status + (" <span class='earlier'>(earlier run)</span>" if r.earlier else "")
         rows.append(f"<tr class='{r.status}'><td class='notebook'>{link}"
