@@ -418,8 +418,8 @@ def evaluate(st: Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=None,
                 f"input_len {input_len} is above the context {int(s.min())}: a sequence "
                 "decodes with at least its prompt in the KV cache, so every context must be "
                 f">= input_len: give contexts of at least {input_len}, e.g. "
-                f"{input_len + output_len / 2:g} = input_len + output_len / 2, the mean "
-                "decode context (serving.workload.decode_context)")
+                f"{input_len + (output_len + 1) // 2} = input_len + output_len / 2 (rounded "
+                "up), the mean decode context (serving.workload.decode_context)")
     tm = _Times(st)
     tp, tv, td, cost, sp, cb, te, gain = tm.parts(B, S, G, T)
     shape = (b.size, s.size, g.size)
