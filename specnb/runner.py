@@ -16,6 +16,15 @@ or its number ``04``) to the parameters to inject::
 
 A parameter the notebook's ``parameters`` cell does not define is an error (papermill itself
 only warns), as is a notebook name that does not exist.
+
+The output folder is safe to point anywhere: ``index.html`` carries :data:`REPORT_MARKER` and
+the folder a manifest (:data:`MANIFEST`) of the files specnb wrote there; a file it is about to
+write that it did not write before (a user's ``index.html``, a same-named ``.ipynb``) is
+refused before anything runs, unless ``force`` (``--force``). Rerunning some notebooks keeps
+the index rows of the others whose pages are still there; one run at a time per folder (a lock
+file, :data:`LOCK`, naming the pid). Each notebook's key figure (the first image of the cell
+tagged :data:`KEY_FIGURE_TAG`) is saved as ``NN_slug.png`` and shown in the index beside its
+Answer, linking to the executed page.
 """
 
 from __future__ import annotations
@@ -29,11 +38,20 @@ from pathlib import Path
 
 __all__ = ["NOTEBOOK_DIR", "KERNEL", "find_notebooks", "resolve", "load_parameters",
            "check_parameters", "check_output_dir", "run_notebooks", "write_report", "notebook_title",
-           "notebook_summary"]
+           "notebook_summary", "key_figure", "REPORT_MARKER", "MANIFEST", "LOCK",
+           "KEY_FIGURE_TAG"]
 
 NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 KERNEL = "python3"
 CELL_TIMEOUT_S = 600
+#: In every index.html specnb writes: an index.html without it is not specnb's.
+REPORT_MARKER = '<meta name="generator" content="specnb report">'
+#: The report's manifest in the output folder: the files specnb wrote and the index rows.
+MANIFEST = ".specnb-report.json"
+#: Held while a run writes into the folder; holds the pid of the run.
+LOCK = ".specnb-run.lock"
+#: Cell tag of a notebook's key figure (its first image is the index's thumbnail).
+KEY_FIGURE_TAG = "key-figure"
 
 
 @dataclass
@@ -50,6 +68,15 @@ class Result:
     title: str = ""
     question: str = ""
     answer: str = ""
+    figure: Path | None = None
+    earlier: bool = False  # a row kept from an earlier run into the same folder
+
+
+def _kernel_prefix() -> str:
+    """Where this process's kernels put their IPC sockets (``prefix-1``, ``prefix-2``, ...)."""
+    import tempfile
+
+    return os.path.join(tempfile.gettempdir(), f"specnb-kernel-{os.getpid()}")
 
 
 def _kernel_manager_class():
@@ -66,7 +93,7 @@ def _kernel_manager_class():
         def __init__(self, **kwargs):
             super().__init__(**kwargs)
             self.transport = "ipc"
-            self.ip = os.path.join(tempfile.gettempdir(), f"specnb-kernel-{os.getpid()}")
+            self.ip = _kernel_prefix()
 
     return IPCKernelManager
 
@@ -182,7 +209,7 @@ def load_parameters(path) -> dict:
     try:
         data = yaml.safe_load(text) or {}
     except (yaml.YAMLError, RecursionError) as exc:
-        raise ValueError(f"parameters file {path}: not valid YAML/JSON: {exc}") from None
+        raise ValueError(f"parameters file {path}: not valid YAML/JSON{_yaml_where(exc)}") from None
     if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
         raise ValueError(f"parameters file {path} must map notebook names to mappings of "
                          "parameters, e.g. {'04': {'alpha': 0.7}}")
@@ -197,6 +224,16 @@ def load_parameters(path) -> dict:
             _check_literal(f"parameters file {path}: {name}.{param}", value)
         out[name] = params
     return out
+
+
+def _yaml_where(exc) -> str:
+    """PyYAML's error in one line: ``" at line 3, column 5: could not find expected ':'"``
+    (its own message spans several lines, with the offending text quoted)."""
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    what = getattr(exc, "problem", None) or getattr(exc, "context", None)
+    if mark is None:
+        return f": {' '.join(str(exc).split())}"
+    return f" at line {mark.line + 1}, column {mark.column + 1}" + (f": {what}" if what else "")
 
 
 def _check_literal(where: str, value) -> None:
@@ -254,19 +291,65 @@ def _describe(exc: Exception) -> str:
     return f"{type(exc).__name__}: {lines[0] if lines else ''}"
 
 
-def check_output_dir(out_dir, names=()) -> Path:
+def _targets(names) -> list[str]:
+    """index.html, and per executed notebook its .ipynb, .html page and key-figure .png."""
+    return ["index.html"] + [t for n in names for t in
+                             (n, str(Path(n).with_suffix(".html")), str(Path(n).with_suffix(".png")))]
+
+
+def _manifest(out_dir: Path) -> dict:
+    """The folder's manifest ({"files": [...], "rows": [...]}); empty when there is none or it
+    cannot be read (then no file counts as specnb's but a marked index.html)."""
+    import json
+
+    try:
+        data = json.loads((out_dir / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {"files": [], "rows": []}
+    if not isinstance(data, dict):
+        return {"files": [], "rows": []}
+    files = [f for f in data.get("files", []) if isinstance(f, str)]
+    rows = [r for r in data.get("rows", []) if isinstance(r, dict) and isinstance(r.get("name"), str)]
+    return {"files": files, "rows": rows}
+
+
+def _is_ours(out_dir: Path, name: str, manifest: dict) -> bool:
+    """True when specnb wrote ``out_dir / name``: index.html carries :data:`REPORT_MARKER`
+    (or, written before the marker, the old report's title); another file is listed in the
+    manifest or, for a report from before the manifest, linked from its index.html."""
+    import re
+
+    index = out_dir / "index.html"
+    try:
+        page = index.read_text(encoding="utf-8", errors="replace") if index.is_file() else ""
+    except OSError:
+        page = ""
+    legacy = "<title>specnb report</title>" in page
+    if name == "index.html":
+        return REPORT_MARKER in page or legacy
+    if name in manifest["files"]:
+        return True
+    if legacy and REPORT_MARKER not in page:
+        linked = set(re.findall(r'href="([^"/]+)"', page))
+        return name in linked or str(Path(name).with_suffix(".html")) in linked
+    return False
+
+
+def check_output_dir(out_dir, names=(), *, force: bool = False) -> Path:
     """Create ``out_dir`` if needed and check that the report can be written there.
 
     ``names`` are the executed notebooks' file names (``04_draft_length.ipynb``); each, its
-    ``.html`` page and ``index.html`` must not be folders. A probe file is created and removed,
-    so a folder that exists but refuses writes (permissions, read-only or immutable) is found
-    before anything runs.
+    ``.html`` page, its key figure ``.png`` and ``index.html`` must not be folders, and must
+    not be files specnb did not write (:func:`_is_ours`: a marked index.html, the manifest's
+    files) unless ``force``. A probe file is created and removed, so a folder that exists but
+    refuses writes (permissions, read-only or immutable) is found before anything runs.
 
     Raises
     ------
     ValueError
-        the folder cannot be created or written, or a target name is taken by a folder; the
-        message names the path and the reason.
+        the folder cannot be created or written, a target name is taken by a folder, or by a
+        file specnb did not write (without ``force``); the message names the path and what
+        to do.
     """
     import tempfile
 
@@ -281,17 +364,100 @@ def check_output_dir(out_dir, names=()) -> Path:
     except OSError as exc:
         raise ValueError(f"cannot write to the output folder {out_dir}: {exc.strerror}; "
                          "choose another --output") from None
-    targets = ["index.html"] + [t for n in names for t in (n, str(Path(n).with_suffix(".html")))]
-    for name in targets:
+    manifest = _manifest(out_dir)
+    for name in _targets(names):
         if (out_dir / name).is_dir():
             raise ValueError(f"cannot write {out_dir / name}: a folder of that name is in the "
                              "way; remove it or choose another --output")
+        if not force and (out_dir / name).exists() and not _is_ours(out_dir, name, manifest):
+            raise ValueError(f"will not replace {out_dir / name}: specnb run did not write it "
+                             "(no specnb report there); move it, choose another --output, or "
+                             "give --force to replace it")
     return out_dir
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    except OSError:
+        return False
+    return True
+
+
+def _lock(out_dir: Path) -> Path:
+    """Take the folder's :data:`LOCK` (a file holding this pid); a lock of a finished
+    process is taken over. Raises ValueError naming the pid of a live one."""
+    lock = out_dir / LOCK
+    for _ in range(2):
+        try:
+            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            try:
+                pid = int(lock.read_text().strip() or 0)
+            except (OSError, ValueError):
+                pid = 0
+            if pid and pid != os.getpid() and _pid_alive(pid):
+                raise ValueError(f"the output folder {out_dir} is in use by pid {pid} (another "
+                                 "specnb run writing its report); wait for it to finish or "
+                                 "choose another --output") from None
+            lock.unlink(missing_ok=True)  # stale: that run ended without removing it
+            continue
+        with os.fdopen(fd, "w") as f:
+            f.write(str(os.getpid()))
+        return lock
+    raise ValueError(f"cannot take the lock {lock}; remove it if no specnb run is writing there")
+
+
+def _unlock(lock: Path) -> None:
+    try:
+        if lock.read_text().strip() == str(os.getpid()):
+            lock.unlink()
+    except OSError:
+        pass
+
+
+def key_figure(executed, target=None) -> Path | None:
+    """Save an executed notebook's key figure: the first ``image/png`` output of its first
+    cell tagged :data:`KEY_FIGURE_TAG` (``metadata.tags``), written to ``target`` (default:
+    the notebook's path with ``.png``). Returns the path, or None when no tagged cell has an
+    image (then nothing is written)."""
+    import base64
+
+    import nbformat
+
+    executed = Path(executed)
+    nb = nbformat.read(str(executed), as_version=4)
+    for cell in nb.cells:
+        if KEY_FIGURE_TAG not in cell.get("metadata", {}).get("tags", []):
+            continue
+        for out in cell.get("outputs", []):
+            png = out.get("data", {}).get("image/png")
+            if png:
+                path = Path(target) if target is not None else executed.with_suffix(".png")
+                path.write_bytes(base64.b64decode("".join(png) if isinstance(png, list) else png))
+                return path
+    return None
+
+
+def _cleanup_kernel_files(prefix: str) -> None:
+    """Remove the IPC socket files a kernel left under ``prefix`` (``prefix-1`` ...)."""
+    import glob
+
+    for f in glob.glob(glob.escape(prefix) + "-*"):
+        try:
+            os.unlink(f)
+        except OSError:
+            pass
 
 
 def run_notebooks(names=None, output_dir="build", parameters: dict | None = None,
                   notebook_dir=NOTEBOOK_DIR, cell_timeout: int = CELL_TIMEOUT_S,
-                  progress: bool = True, report: bool = True) -> list[Result]:
+                  progress: bool = True, report: bool = True,
+                  force: bool = False) -> list[Result]:
     """Execute notebooks with papermill; return one :class:`Result` per notebook.
 
     Parameters
@@ -304,13 +470,21 @@ def run_notebooks(names=None, output_dir="build", parameters: dict | None = None
         {notebook name or number: {parameter: value}}, checked before anything runs.
     cell_timeout : int
         Seconds one cell may run before the notebook fails.
+    force : bool
+        Replace files in ``output_dir`` that specnb did not write (default: refuse,
+        :func:`check_output_dir`).
+
+    The index keeps the rows of notebooks not run this time whose pages are still in the
+    folder (:func:`write_report`). One run at a time per folder: a second one is refused with
+    the pid of the first (:data:`LOCK`).
 
     Raises
     ------
     ValueError
         unknown notebook names or parameters, a parameter value that is not a literal, no
         notebooks in ``notebook_dir``, ``cell_timeout`` < 1, an output folder that cannot be
-        created or written (:func:`check_output_dir`; all before anything runs).
+        created or written, holds files specnb did not write (:func:`check_output_dir`) or
+        is in use by another run (all before anything runs).
     FileNotFoundError
         ``notebook_dir`` does not exist.
     """
@@ -337,7 +511,17 @@ def run_notebooks(names=None, output_dir="build", parameters: dict | None = None
         check_parameters(available[stem], params)
 
     out_dir = Path(output_dir)
-    check_output_dir(out_dir, [available[s].name for s in stems])
+    check_output_dir(out_dir, [available[s].name for s in stems], force=force)
+    lock = _lock(out_dir)
+    try:
+        return _run(stems, available, per_nb, out_dir, cell_timeout, progress, report, pm, tqdm)
+    finally:
+        _cleanup_kernel_files(_kernel_prefix())
+        _unlock(lock)
+
+
+def _run(stems, available, per_nb, out_dir, cell_timeout, progress, report, pm, tqdm):
+    """The body of :func:`run_notebooks`, with the folder locked."""
     os.environ["SPECNB_HEADLESS"] = "1"
     os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
     results: list[Result] = []
@@ -362,6 +546,9 @@ def run_notebooks(names=None, output_dir="build", parameters: dict | None = None
                      **notebook_summary(dst if dst.exists() else src))
         if report and dst.exists():
             res.html = _export_html(dst)
+            res.figure = key_figure(dst)
+            if res.figure is None:  # no key figure this time: drop an earlier run's
+                dst.with_suffix(".png").unlink(missing_ok=True)
         results.append(res)
     if report:
         write_report(results, out_dir)
@@ -375,14 +562,68 @@ def _inline_markdown(text: str) -> str:
     return mistune.create_markdown(escape=True)(text).strip()
 
 
+def _row_record(r: Result) -> dict:
+    """A Result as the manifest keeps it (file names relative to the folder)."""
+    name = lambda p: None if p is None else Path(p).name  # noqa: E731
+    return {"name": r.name, "status": r.status, "seconds": r.seconds, "output": name(r.output),
+            "html": name(r.html), "figure": name(r.figure), "error": r.error,
+            "title": r.title, "question": r.question, "answer": r.answer}
+
+
+def _earlier_rows(out_dir: Path, manifest: dict, shown: set) -> list[Result]:
+    """The manifest's rows of notebooks not in ``shown`` whose page is still in the folder."""
+    kept = []
+    for rec in manifest["rows"]:
+        page = rec.get("html")
+        if rec["name"] in shown or not page or not (out_dir / page).is_file():
+            continue
+        fig = rec.get("figure")
+        kept.append(Result(rec["name"], str(rec.get("status", "ok")),
+                           float(rec.get("seconds") or 0.0), out_dir / str(rec.get("output") or page),
+                           html=out_dir / page, error=str(rec.get("error") or ""),
+                           title=str(rec.get("title") or ""),
+                           question=str(rec.get("question") or ""),
+                           answer=str(rec.get("answer") or ""),
+                           figure=out_dir / fig if fig and (out_dir / fig).is_file() else None,
+                           earlier=True))
+    return kept
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in the same folder (os.replace), so
+    a reader never sees half a file; the temporary file is removed on failure."""
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
 def write_report(results: list[Result], out_dir) -> Path:
     """Write ``index.html``: every executed notebook's HTML page, its title, question (from
-    the first Markdown cell) and the Answer the run computed (see :func:`notebook_summary`),
+    the first Markdown cell), the Answer the run computed (see :func:`notebook_summary`) with
+    the notebook's key figure beside it (a thumbnail linking to the page, :func:`key_figure`),
     status and time. A notebook without an Answer says why (it failed before its Answer cell,
-    or it shows none)."""
+    or it shows none).
+
+    Rows of notebooks not in ``results`` that an earlier run wrote into the same folder, and
+    whose pages are still there, are kept (marked "earlier run"), in notebook order. The
+    page carries :data:`REPORT_MARKER`; the manifest :data:`MANIFEST` lists every file of
+    the report and its rows (both written atomically)."""
+    import json
+
     out_dir = Path(out_dir)
+    manifest = _manifest(out_dir)
+    shown = {r.name for r in results}
+    allrows = sorted(list(results) + _earlier_rows(out_dir, manifest, shown),
+                     key=lambda r: r.name)
     rows = []
-    for r in results:
+    for r in allrows:
         link = (f'<a href="{html.escape(r.html.name)}">{html.escape(r.name)}</a>'
                 if r.html else html.escape(r.name))
         qa = f"<div class='title'>{html.escape(r.title)}</div>"
@@ -394,32 +635,54 @@ def write_report(results: list[Result], out_dir) -> Path:
             why = ("the run failed before its Answer cell" if r.status != "ok"
                    else "this notebook shows no Answer")
             qa += f"<div class='a noanswer'><em>No answer: {why}.</em></div>"
-        rows.append(f"<tr class='{r.status}'><td class='notebook'>{link}</td>"
+        fig = ""
+        if r.figure is not None:
+            img = (f"<img src='{html.escape(r.figure.name)}' alt='key figure of "
+                   f"{html.escape(r.name)}'>")
+            fig = (f'<a href="{html.escape(r.html.name)}">{img}</a>' if r.html else img)
+        status = r.status + (" <span class='earlier'>(earlier run)</span>" if r.earlier else "")
+        rows.append(f"<tr class='{r.status}'><td class='notebook'>{link}"
+                    + (f"<div class='figure'>{fig}</div>" if fig else "") + "</td>"
                     f"<td class='question'>{qa}</td>"
-                    f"<td class='status'>{r.status}</td><td class='seconds'>{r.seconds:.1f}</td>"
+                    f"<td class='status'>{status}</td><td class='seconds'>{r.seconds:.1f}</td>"
                     f"<td class='error'>{html.escape(r.error)}</td></tr>")
     total = sum(r.seconds for r in results)
+    kept = len(allrows) - len(results)
     page = f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>specnb report</title>
-<style>body{{font-family:sans-serif;max-width:70em;margin:2em auto}}
+{REPORT_MARKER}
+<style>body{{font-family:sans-serif;max-width:76em;margin:2em auto}}
 td,th{{padding:.3em .8em;text-align:left;vertical-align:top}} tr.failed td{{color:#b00}}
 td.question p{{margin:.3em 0}} td.question .title{{font-weight:bold}}
+td.notebook{{width:16em}} td.notebook .figure img{{width:16em;margin-top:.4em;border:1px solid #ccc}}
+.earlier{{color:#777;font-size:.85em}}
 tbody tr{{border-top:1px solid #ddd}} table{{border-collapse:collapse}}</style></head>
 <body><h1>specnb: executed notebooks</h1>
 <p>Should I turn on speculative decoding, with which method and draft length, and what will it
 save me? Each notebook answers one question: 01-07 follow the source article's sections and
 recompute its numbers from published data, 08 measures alpha on a model pair, 09 models batch
-size and context.</p>
-<table><thead><tr><th>notebook</th><th>question and answer</th><th>status</th><th>seconds</th><th>error</th></tr></thead>
+size and context. Beside each Answer, the notebook's key figure (click it for the executed
+notebook).</p>
+<table><thead><tr><th>notebook and its key figure</th><th>question and answer</th><th>status</th><th>seconds</th><th>error</th></tr></thead>
 <tbody>
 {chr(10).join(rows)}
 </tbody></table>
-<p>{_count_line(results)}, {total:.1f} s in all.</p>
+<p>{_count_line(results)}, {total:.1f} s in all{_kept_line(kept)}.</p>
 </body></html>
 """
+    files = sorted({"index.html"} | {Path(p).name for r in allrows
+                                     for p in (r.output, r.html, r.figure) if p is not None}
+                   | {f for f in manifest["files"] if (out_dir / f).exists()})
     index = out_dir / "index.html"
-    index.write_text(page, encoding="utf-8")
+    _write_atomic(out_dir / MANIFEST, json.dumps(
+        {"files": files, "rows": [_row_record(r) for r in allrows]}, indent=1))
+    _write_atomic(index, page)
     return index
+
+
+def _kept_line(kept: int) -> str:
+    return (f"; {kept} row{'s' * (kept != 1)} kept from earlier runs into this folder (their "
+            "pages are still here)" if kept else "")
 
 
 def _count_line(results: list[Result]) -> str:

@@ -175,3 +175,112 @@ def test_output_folder_that_cannot_be_written_is_a_usage_error(nbdir, tmp_path, 
     assert err.startswith("specnb run: error: cannot write") and str(out) in err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert not list(out.glob("*.ipynb"))  # checked before anything ran
+
+
+# ------------------------------------------------------- safe output folders (faults N6a, N6b, R1)
+def _result(tmp, name, answer="**Answer.** yes.", figure=False):
+    page = tmp / f"{name}.html"
+    page.write_text("<html>page</html>")
+    fig = None
+    if figure:
+        fig = tmp / f"{name}.png"
+        fig.write_bytes(b"\x89PNG")
+    return runner.Result(name, "ok", 1.0, tmp / f"{name}.ipynb", html=page, title=name,
+                         answer=answer, figure=fig)
+
+
+def test_a_folder_with_the_users_files_is_refused_naming_the_file(tmp_path, capsys, nbdir):
+    (tmp_path / "index.html").write_text("mine")
+    with pytest.raises(ValueError, match=r"will not replace .*index.html: specnb run did not "
+                                         r"write it .*--force"):
+        runner.check_output_dir(tmp_path, ["01_ok.ipynb"])
+    assert cli.main(["run", "--notebooks", str(nbdir), "--only", "01", "--output",
+                     str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "will not replace" in err and str(tmp_path / "index.html") in err
+    assert (tmp_path / "index.html").read_text() == "mine"
+    # a same-named notebook beside a specnb index that did not list it
+    (tmp_path / "r").mkdir()
+    runner.write_report([], tmp_path / "r")
+    (tmp_path / "r" / "01_ok.ipynb").write_text("{}")
+    with pytest.raises(ValueError, match=r"will not replace .*01_ok.ipynb"):
+        runner.check_output_dir(tmp_path / "r", ["01_ok.ipynb"])
+    runner.check_output_dir(tmp_path / "r", ["01_ok.ipynb"], force=True)  # --force
+    runner.check_output_dir(tmp_path / "r", ["02_fails.ipynb"])  # other names are fine
+
+
+def test_specnb_files_and_an_older_report_are_replaced(tmp_path):
+    r = _result(tmp_path, "01_ok", figure=True)
+    (tmp_path / "01_ok.ipynb").write_text("{}")
+    page = runner.write_report([r], tmp_path).read_text()
+    assert runner.REPORT_MARKER in page
+    runner.check_output_dir(tmp_path, ["01_ok.ipynb"])  # all listed in the manifest
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / "index.html").write_text('<title>specnb report</title><a href="02_x.html">')
+    (old / "02_x.ipynb").write_text("{}")
+    runner.check_output_dir(old, ["02_x.ipynb"])  # a report from before the manifest
+
+
+def test_rerunning_one_notebook_keeps_the_rows_still_there(tmp_path):
+    a, b = _result(tmp_path, "01_a"), _result(tmp_path, "02_b", figure=True)
+    runner.write_report([a, b], tmp_path)
+    again = _result(tmp_path, "02_b", answer="**Answer.** again.")
+    page = runner.write_report([again], tmp_path).read_text()
+    body = page.split("<tbody>")[1]
+    assert body.index("01_a") < body.index("02_b")  # notebook order
+    assert "(earlier run)" in body.split("02_b")[0] and "again." in body
+    assert "1 row kept from earlier runs" in page
+    # a page removed since: its row goes
+    (tmp_path / "01_a.html").unlink()
+    page = runner.write_report([again], tmp_path).read_text()
+    assert "01_a" not in page.split("<tbody>")[1]
+
+
+def test_a_second_run_into_the_folder_is_refused_with_the_pid(tmp_path, nbdir, capsys):
+    import subprocess
+    import sys
+
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        (tmp_path / runner.LOCK).write_text(str(sleeper.pid))
+        code = cli.main(["run", "--notebooks", str(nbdir), "--only", "01", "--output",
+                         str(tmp_path)])
+        err = capsys.readouterr().err
+        assert code == 2 and f"in use by pid {sleeper.pid}" in err
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    # a lock left by a finished process is taken over, and released
+    lock = runner._lock(tmp_path)
+    assert lock.read_text() == str(__import__("os").getpid())
+    runner._unlock(lock)
+    assert not lock.exists()
+
+
+def test_key_figure_is_the_tagged_cells_first_image(tmp_path):
+    import base64
+
+    png = base64.b64encode(b"\x89PNG-tagged").decode()
+    other = base64.b64encode(b"\x89PNG-other").decode()
+    nb = new_notebook(cells=[
+        new_code_cell("a", outputs=[nbformat.v4.new_output("display_data", {"image/png": other})]),
+        new_code_cell("b", metadata={"tags": [runner.KEY_FIGURE_TAG]},
+                      outputs=[nbformat.v4.new_output("display_data", {"image/png": png})])])
+    nbformat.write(nb, tmp_path / "01_x.ipynb")
+    path = runner.key_figure(tmp_path / "01_x.ipynb")
+    assert path == tmp_path / "01_x.png" and path.read_bytes() == b"\x89PNG-tagged"
+    nbformat.write(new_notebook(cells=[new_code_cell("c")]), tmp_path / "02_y.ipynb")
+    assert runner.key_figure(tmp_path / "02_y.ipynb") is None
+    page = runner.write_report([_result(tmp_path, "01_x", figure=True)], tmp_path).read_text()
+    assert "<div class='figure'><a href=\"01_x.html\"><img src='01_x.png'" in page
+
+
+def test_every_notebook_that_draws_tags_one_key_figure():
+    for stem, path in runner.find_notebooks().items():
+        nb = nbformat.read(str(path), as_version=4)
+        tagged = [c for c in nb.cells if runner.KEY_FIGURE_TAG in c.metadata.get("tags", [])]
+        draws = any(c.cell_type == "code" and ("plt." in c.source or "heatmap(" in c.source)
+                    for c in nb.cells)
+        assert len(tagged) == int(draws), stem
+        assert all(c.cell_type == "code" for c in tagged), stem

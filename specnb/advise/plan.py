@@ -12,9 +12,11 @@ one schedule validator, the config builder, the serve line). Used by ``specnb pl
 Note codes (stable; messages may be reworded): from :func:`setup_config`
 ``checkpoint-placeholder``, ``mtp-needs-target-layers``, ``self-draft-full-kv``,
 ``config-file-name``, ``schedule-tax``, ``no-gamma-pays``; from :func:`serving_plan` also
-``weights-do-not-fit``, ``schedule-serves-every-context``, ``kv-does-not-fit``,
-``no-schedule-for-every-context``, and :func:`specnb.serving.context_limit_notes`' codes;
-with an acceptance profile (:func:`profile_acceptance`) ``profile-bucket-empty`` and
+``weights-do-not-fit`` / ``no-sequence-fits`` (:func:`specnb.serving.cannot_serve`: then no
+config, no serve line and no on/off advice), ``schedule-serves-every-context``,
+``kv-does-not-fit``, ``no-schedule-for-every-context``, ``kv-cache-dtype``,
+``loses-end-to-end``, and :func:`specnb.serving.context_limit_notes`' codes; with an
+acceptance profile (:func:`profile_acceptance`) ``profile-bucket-empty`` and
 ``profile-no-drafts``.
 """
 
@@ -85,11 +87,12 @@ def schedule(batch_sizes, gammas, *, max_batch: int | None = None) -> list[list[
 def schedule_gammas(grid: S.Grid):
     """Per batch size of a :class:`specnb.serving.Grid`, the gamma for a schedule that serves
     every context of the grid: the gamma whose worst speedup over the contexts is highest, or
-    0 when that worst speedup is not above 1. A batch size counts only at the contexts where
+    0 when that worst speedup is not above 1 (the speedup: :attr:`specnb.serving.Grid.deciding`,
+    end to end when the grid has input and output lengths). A batch size counts only at the contexts where
     its KV cache fits (``grid.fits``: it cannot run at the others), and gets 0 where it fits at
     none. With one context this is :func:`specnb.serving.best_gamma`. Returns (gammas,
     worst-case speedups), each of shape (B,)."""
-    speed = grid.speedup
+    speed = grid.deciding  # the end-to-end figure when the grid has one
     if grid.fits is not None:  # a batch whose KV does not fit at a context never runs there
         speed = np.where(grid.fits, speed, np.inf)
     worst = speed.min(axis=1)  # (B, G)
@@ -254,6 +257,12 @@ class Plan:
         sequences that fit at any context (a batch that fits at none never runs)
     context_notes : :func:`specnb.serving.context_limit_notes` (also first in ``notes``)
     notes : every :class:`specnb.notes.Note`, the context notes first
+    cannot_serve : :func:`specnb.serving.cannot_serve`'s note when nothing fits in memory
+        (then ``schedule``, ``config`` and ``serve`` are None: no on/off advice), else None
+
+    Every verdict (``best``, the paying ranges, the crossover, the schedule) reads one figure,
+    :attr:`specnb.serving.Grid.deciding`: the end-to-end speedup when input and output
+    lengths were given, else the decode speedup.
     """
 
     setup: S.Setup
@@ -270,6 +279,7 @@ class Plan:
     notes: list = field(default_factory=list)
     displaced: dict = field(default_factory=dict)
     max_num_seqs: int | None = None
+    cannot_serve: Note | None = None
 
     def rows(self, columns=("batch_size", "context", "gamma", "tau", "speedup", "t_plain_ms",
                             "t_verify_ms", "t_draft_ms", "bound", "fits", "t_engine_ms",
@@ -368,7 +378,8 @@ def serving_plan(st: S.Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=
          acceptance_profile=None) -> Plan:
     """The plan for a setup: the model on the asked grid, the schedule for batch sizes
     1..max(batch_sizes) that serves every context, its vLLM config and serve line
-    (``--max-num-seqs`` = max(batch_sizes), ``--tensor-parallel-size`` with gpus > 1), the
+    (``--max-num-seqs`` = max(batch_sizes), ``--tensor-parallel-size`` with gpus > 1,
+    ``--kv-cache-dtype`` when the setup's is not ``auto``), the
     crossover and paying batch sizes per context, the KV room, and coded notes.
 
     Parameters
@@ -381,7 +392,9 @@ def serving_plan(st: S.Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=
         context bucket and gamma, and for ``ngram`` / ``suffix`` drafts the proposal rate M
         too (:func:`profile_acceptance`)
     input_len, output_len : tokens per sequence (both or neither): the grid gains
-        ``speedup_end_to_end`` (the prefill counted)
+        ``speedup_end_to_end`` (the prefill counted), and every verdict, the best gamma, the
+        schedule and the serve line follow it (note ``loses-end-to-end`` where decoding
+        alone would pay); input_len must not exceed a context (ValueError)
 
     The memory cap (:func:`specnb.serving.memory_cap` at the setup's
     ``gpu_memory_utilization``): a batch whose KV cache does not fit never pays, so each
@@ -434,7 +447,9 @@ def serving_plan(st: S.Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=
         full = _profile_grid(st, np.arange(1, limit + 1), contexts, gammas, p_tau, p_m)
     else:
         full = S.batch_range_grid(st, contexts, gammas, limit, alpha=alpha, tau=tau,
-                                  acceptance_rates=acceptance_rates)
+                                  acceptance_rates=acceptance_rates, input_len=input_len,
+                                  output_len=output_len)
+    nothing = S.cannot_serve(st, contexts)
     sched = schedule_of(full)
     cfg, notes = setup_config(st, sched)
     if acceptance_profile is not None and cfg is not None:
@@ -442,22 +457,37 @@ def serving_plan(st: S.Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=
         cfg.update({k: v for k, v in acceptance_profile.params.items()
                     if v is not None and (k.startswith("prompt_lookup_")
                                           or k.startswith("suffix_decoding_"))})
+    if nothing is not None:  # no on/off advice: nothing runs at all
+        sched, cfg = None, None
+        notes = [n for n in notes if n.code in ("mtp-needs-target-layers",)]
     serve = None if cfg is None else serve_command(
         cfg, S.model_id(st.target), extra_args=["--max-num-seqs", str(limit)]
         + (["--tensor-parallel-size", str(st.gpus)] if st.gpus > 1 else [])
+        + ([] if st.kv_dtype == "auto" else ["--kv-cache-dtype", st.kv_dtype])
         + ([] if st.memory_fraction == S.DEFAULT_GPU_MEMORY_UTILIZATION else
            ["--gpu-memory-utilization", f"{st.memory_fraction:g}"]))
-    if not st.fits_memory():
-        notes.append(Note("weights-do-not-fit",
-                          f"the weights do not fit in {st.gpus} x {st.gpu.name} memory; the "
-                          "times are for a machine that could hold them"))
+    if nothing is not None:
+        notes.append(nothing)
+    if input_len is not None and nothing is None:
+        dec = grid.speedup.max(axis=2) > 1.0
+        e2e = grid.speedup_end_to_end.max(axis=2) > 1.0
+        lost = dec & ~e2e & grid.fits[..., 0]
+        if lost.any():
+            bs = sorted({int(b) for b in grid.batch_sizes[np.flatnonzero(lost.any(axis=1))]})
+            notes.append(Note("loses-end-to-end",
+                              "decoding alone would pay at batch "
+                              + ", ".join(map(str, bs)) + f", but with the prefill of "
+                              f"{input_len} prompt tokens and {output_len} output tokens per "
+                              "sequence it loses end to end (e2e columns): the best gamma, "
+                              "the paying ranges, the schedule and the serve line follow the "
+                              "end-to-end figure"))
     if len(contexts) > 1:
         notes.append(Note("schedule-serves-every-context",
                           "the schedule serves every --context: per batch size, the gamma "
                           "whose worst speedup over the contexts is highest (0 if that is not "
                           "above 1)"))
     tight = {c: m for c, m in room.items() if m < top}
-    if tight:
+    if tight and nothing is None:
         notes.append(Note("kv-does-not-fit",
                           f"KV cache room ({100 * st.memory_fraction:g} % of GPU memory, "
                           "weights first): "
@@ -468,6 +498,15 @@ def serving_plan(st: S.Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=
                           "never pay: the paying ranges stop there"
                           + (f", the schedule and --max-num-seqs at {limit}" if limit < top
                              else "")))
+    kv_store = S.kv_storage_dtype(st.kv_dtype, st.dtype)
+    if nothing is None and st.kv_dtype == "auto" and st.dtype == "fp8":
+        fp8 = dataclasses.replace(st, kv_dtype="fp8")
+        notes.append(Note("kv-cache-dtype",
+                          f"KV cache {kv_store} (vLLM's default kv_cache_dtype auto stores the "
+                          "activation dtype, also with fp8 weights); --kv-cache-dtype fp8 "
+                          "halves it: " + ", ".join(
+                              f"{int(S.max_batch_in_memory(fp8, c))} sequences at context {c} "
+                              f"instead of {room[c]}" for c in room)))
     displaced = {c: int(m["displaced"]) for c, m in caps.items()}
     if st.draft.kind != "none" and any(displaced.values()):
         notes.append(Note("draft-displaces-sequences",
@@ -478,7 +517,7 @@ def serving_plan(st: S.Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=
     context_notes = S.context_limit_notes(st, contexts)
     notes = context_notes + prof_notes + notes
     paying = S.paying_of(full)
-    if cfg is None and any(paying):
+    if cfg is None and any(paying) and nothing is None:
         # setup_config's no-gamma-pays is about the worst context only
         notes = [n for n in notes if n.code != "no-gamma-pays"]
         notes.append(Note("no-schedule-for-every-context",
@@ -489,4 +528,4 @@ def serving_plan(st: S.Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=
     return Plan(st, acc, grid, grid.best(), sched, cfg, serve,
                 {int(s): int(c) for s, c in zip(contexts, S.crossover_of(full))},
                 {int(s): r for s, r in zip(contexts, paying)}, room, context_notes, notes,
-                displaced, limit)
+                displaced, None if nothing is not None else limit, nothing)

@@ -155,8 +155,17 @@ def format_report(m) -> str:
                   "draft; all >= 0; t_round: the loop's host overhead per round)",
                   _table(timing)]
         parts += [f"  warning: {w}" for w in warns]
+        loo = M.loo_warning(m.summary)
+        if loo:
+            parts.append(f"  warning: {loo}")
         parts += ["",
-                  f"lossless (greedy outputs identical to plain greedy): {m.lossless}"]
+                  f"lossless (greedy outputs identical to plain greedy): {m.lossless}", ""]
+        parts += [v.line for v in M.verdicts(m.summary, m.pld)]  # notebook 08's verdicts
+        loop, ratio, engine = M.engine_like_loop(m.timing)
+        if loop is not None and len(ratio) > 1:
+            parts.append(f"the {loop} loop's per-round overhead ({ratio[loop]:.2f} of a target "
+                         f"forward, against vLLM's {engine:.2f}) is the closer to an engine's: "
+                         "read its speedup as the forecast for a lean engine loop")
     return "\n".join(parts)
 
 

@@ -9,7 +9,9 @@ non-positive time, a draft whose vocabulary cannot match the target's, a --draft
 is not the --draft method's head; --topk below 1 or on an engine without trees,
 --num-draft-tokens below --gamma (SGLang's steps), --routing-skew outside [0, 0.95]; a bench file without the keys a bench calibration needs,
 mixed models in one calibration set). Only argparse and :mod:`specnb.memory` are imported at
-registration; numpy and pandas inside the command.
+registration; numpy and pandas inside the command. An --input-len above a --context is refused
+(exit 2); when nothing fits in memory (the weights, or one sequence at every context) the
+first line says so and no schedule or serve line follows (exit 0).
 """
 
 from __future__ import annotations
@@ -27,6 +29,10 @@ __all__ = ["register", "run", "plan", "format_plan"]
 #: table :data:`specnb.memory.DTYPE_BYTES` without fp32 (read from memory so that registration
 #: does not import the serving model and pandas).
 DTYPE_CHOICES = tuple(d for d in DTYPE_BYTES if d != "fp32")
+
+#: vLLM's --kv-cache-dtype values the model times: the vLLM names of
+#: :data:`specnb.serving.KV_CACHE_DTYPES` (kept here so that registration imports no pandas).
+KV_CACHE_CHOICES = ("auto", "bfloat16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2")
 
 #: Largest --batch: specnb.serving.MAX_BATCH_SEARCH (the schedule and the crossover evaluate
 #: every batch size 1..max; kept here so that registration imports no numpy).
@@ -63,6 +69,10 @@ def register(subparsers) -> argparse.ArgumentParser:
                    help="target weight dtype (default bf16)")
     p.add_argument("--draft-dtype", choices=DTYPE_CHOICES, default=None,
                    help="draft weight dtype (default: the target's)")
+    p.add_argument("--kv-cache-dtype", choices=KV_CACHE_CHOICES, default="auto",
+                   help="vLLM's --kv-cache-dtype (default auto, vLLM's: the activation dtype, "
+                        "bf16 also for fp8 weights; fp8 halves the KV bytes and goes into the "
+                        "serve line)")
     p.add_argument("--context", type=int, nargs="+", required=True, metavar="S",
                    help="context lengths in tokens (KV cache per sequence); one above the "
                         "model's max_position_embeddings is modelled with a note")
@@ -226,7 +236,7 @@ def plan(args) -> dict:
     from .. import serving as S
 
     st = S.setup(args.gpu, args.model, args.draft, gpus=args.gpus, dtype=args.dtype,
-                 draft_dtype=args.draft_dtype, draft_kv_budget=args.draft_kv_budget,
+                 draft_dtype=args.draft_dtype, kv_dtype=args.kv_cache_dtype, draft_kv_budget=args.draft_kv_budget,
                  engine=args.engine, draft_config=args.draft_config,
                  proposal_rate=1.0 if args.proposal_rate is None else args.proposal_rate,
                  gpu_memory_utilization=args.gpu_memory_utilization)
@@ -275,16 +285,22 @@ def plan(args) -> dict:
     best = []
     for i, b in enumerate(p.grid.batch_sizes):
         for j, s in enumerate(p.grid.contexts):
+            fits = bool(p.grid.fits[i, j, 0])  # a batch that cannot run gets no on/off verdict
             best.append({"batch_size": int(b), "context": int(s), "gamma": int(best_g[i, j]),
                          "speedup": float(best_s[i, j]),
-                         "verdict": S.verdict(float(best_s[i, j]))})
+                         "verdict": S.verdict(float(best_s[i, j])) if fits else "does not fit"})
     return {
         "setup": {"gpu": st.gpu.name, "gpus": st.gpus, "model": st.target.name,
                   "draft": st.draft.name, "draft_kv_budget": st.draft.kv_budget,
                   "dtype": st.dtype, "draft_dtype": st.draft_dtype or st.dtype,
+                  "kv_cache_dtype": st.kv_dtype,
+                  "kv_cache_stored_as": S.kv_storage_dtype(st.kv_dtype, st.dtype),
+                  "gpu_alias_note": S.gpu_alias_note(args.gpu),
                   "max_position_embeddings": st.target.max_position_embeddings,
                   "engine": st.engine.name, "sd_overhead_ms": st.sd_overhead_ms,
                   "proposal_rate": st.proposal_rate,
+                  "proposal_rate_given": (args.proposal_rate is not None
+                                          or args.acceptance_profile is not None),
                   "gpu_memory_utilization": st.memory_fraction,
                   "input_len": args.input_len, "output_len": args.output_len,
                   "draft_config": args.draft_config,
@@ -315,6 +331,9 @@ def plan(args) -> dict:
         "calibration_bench": bench,
         "context_limit_notes": messages(p.context_notes),
         "context_limit_note_codes": codes(p.context_notes),
+        "cannot_serve": None if p.cannot_serve is None else p.cannot_serve.message,
+        "cannot_serve_code": None if p.cannot_serve is None else p.cannot_serve.code,
+        "end_to_end": args.input_len is not None,
         "notes": messages(p.notes),
         "note_codes": codes(p.notes),
     }
@@ -334,13 +353,21 @@ def format_plan(result: dict) -> str:
         acc = (f"acceptance profile {ap['file']} ({ap['method']}): tau by gamma at context "
                + "; ".join(f"{c}: " + " ".join(f"{t:.2f}" for t in row)
                            for c, row in ap["tau_by_context"].items()))
-    lines = [f"{su['model']} on {su['gpus']} x {su['gpu']} ({su['dtype']}), draft "
-             f"{su['draft']}" + (f" (KV budget {su['draft_kv_budget']})"
-                                 if su["draft_kv_budget"] else "") + f"; {acc}; engine "
-             f"{su['engine']}" + (f"; proposal rate {su['proposal_rate']:g}"
-                                  if su["proposal_rate"] < 1 else "")]
-    if su["draft"] in S.PARTIAL_PROPOSAL_METHODS:
-        lines.append(f"reading M: {S.PROPOSAL_RATE_HELP}")
+    nothing = result.get("cannot_serve")
+    lines = [f"NOTE: {nothing}"] if nothing else []  # first, before any figure
+    kv = su.get("kv_cache_dtype", "auto")
+    kv_txt = (f"KV cache {kv}" + (f" ({su['kv_cache_stored_as']})" if kv == "auto" else ""))
+    lines += [f"{su['model']} on {su['gpus']} x {su['gpu']} ({su['dtype']}, {kv_txt}), draft "
+              f"{su['draft']}" + (f" (KV budget {su['draft_kv_budget']})"
+                                  if su["draft_kv_budget"] else "") + f"; {acc}; engine "
+              f"{su['engine']}" + (f"; proposal rate {su['proposal_rate']:g}"
+                                   if su["proposal_rate"] < 1 else "")]
+    if su.get("gpu_alias_note"):
+        lines.append(f"NOTE: {su['gpu_alias_note']}")
+    if su["draft"] in S.PARTIAL_PROPOSAL_METHODS and su.get("proposal_rate_given") is False:
+        lines.append("NOTE: proposal rate M = 1 assumed (every sequence drafts at every step, "
+                     "the worst case at large batch); give --proposal-rate M from your "
+                     "server's counters (docs/serving.md, --proposal-rate)")
     # beyond the model's max_position_embeddings: said first, not only among the notes
     lines += [f"NOTE: {n}" for n in result.get("context_limit_notes", [])]
     if result["calibration"]:
@@ -353,8 +380,10 @@ def format_plan(result: dict) -> str:
     rows = pd.DataFrame(result["rows"])
     best = {(b["batch_size"], b["context"]): b for b in result["best"]}
     for s, part in rows.groupby("context", sort=True):
+        e2e_on = su.get("input_len") is not None
         lines += ["", f"context {s} tokens: speedup by batch size (rows) and gamma (columns); "
-                      "* = best gamma, - = nothing pays (or the KV cache does not fit)"
+                      "* = best gamma" + (" by the end-to-end figure" if e2e_on else "")
+                  + ", - = nothing pays (or the KV cache does not fit)"
                   + ("; e2e = end to end, with the prefill of "
                      f"{su['input_len']} and {su['output_len']} output tokens per sequence"
                      if su.get("input_len") is not None else "")]
@@ -374,9 +403,14 @@ def format_plan(result: dict) -> str:
         out["KV fits"] = ["yes" if b <= room else "no" for b in table.index]
         lines.append(out.to_string())
         top = int(rows["batch_size"].max())
-        lines.append(S.describe_paying(result["paying_batches"][str(s)], top))
+        if not nothing:  # no on/off advice when nothing runs
+            lines.append(("end to end: " if e2e_on else "")
+                         + S.describe_paying(result["paying_batches"][str(s)], top,
+                                             fits_up_to=min(room, top)))
     lines.append("")
-    if result["config"] is None:
+    if nothing:
+        lines.append("schedule: none (nothing fits in memory: see the first line)")
+    elif result["config"] is None:
         lines.append("schedule: none (no gamma pays"
                      + (" at every context at once)" if len(result["paying_batches"]) > 1
                         else ")"))
@@ -386,7 +420,8 @@ def format_plan(result: dict) -> str:
         lines.append(result["serve"])
     if result.get("tree"):
         lines += _format_tree(result["tree"])
-    shown_first = set(result.get("context_limit_note_codes", []))
+    shown_first = (set(result.get("context_limit_note_codes", []))
+                   | {result.get("cannot_serve_code")})
     lines += [f"note: {n}" for n, code in zip(result["notes"], result["note_codes"])
               if code not in shown_first]
     return "\n".join(lines)

@@ -26,7 +26,8 @@ def _cmd_run(args) -> int:
     try:
         params = load_parameters(args.parameters) if args.parameters else None
         results = run_notebooks(args.only or None, args.output, params,
-                                notebook_dir=args.notebooks, cell_timeout=args.cell_timeout)
+                                notebook_dir=args.notebooks, cell_timeout=args.cell_timeout,
+                                force=args.force)
     except (ValueError, FileNotFoundError) as exc:
         return error("run", str(exc))
     except OSError as exc:  # e.g. the disk fills up while the report is written
@@ -40,12 +41,18 @@ def register(sub) -> None:
     """Add ``run`` to ``specnb``."""
     p = sub.add_parser("run", help="execute the notebooks headless and write the HTML report",
                        description="Execute notebooks with papermill; write executed copies, "
-                                   "HTML pages and index.html under --output.")
+                                   "HTML pages, key figures and index.html under --output. "
+                                   "Rerunning some notebooks keeps the index rows of the others "
+                                   "still there; one run at a time per folder.")
     p.add_argument("--only", nargs="+", metavar="NAME",
                    help="notebooks to run: full name, number (04 or 4) or slug; default all")
     p.add_argument("--parameters", metavar="FILE",
                    help="YAML/JSON file mapping notebook name -> {parameter: value}")
-    p.add_argument("--output", default="build", metavar="DIR", help="output folder (build)")
+    p.add_argument("--output", default="build", metavar="DIR",
+                   help="output folder (build); a file there that specnb did not write (no "
+                        "specnb index.html, not in its manifest) is not replaced: exit 2")
+    p.add_argument("--force", action="store_true",
+                   help="replace files in --output that specnb did not write")
     p.add_argument("--notebooks", default=str(NOTEBOOK_DIR), metavar="DIR",
                    help="folder of NN_slug.ipynb notebooks")
     p.add_argument("--cell-timeout", type=positive_int, default=CELL_TIMEOUT_S, metavar="S",

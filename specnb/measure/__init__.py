@@ -4,7 +4,7 @@ The only specnb package that imports torch and transformers (the ``measure`` ext
 ``pip install -e '.[measure]'``). The face is lazy (PEP 562): ``import specnb.measure`` is cheap
 and torch-free, and the first use of a name below imports its submodule, and with it torch and
 transformers (an ImportError says how to install them). :mod:`specnb.measure.args` (argument
-checks, before any slow import) and :mod:`specnb.measure.spread` need neither. Every formula it applies lives in torch-free modules: :mod:`specnb.theory` (Eq. 1,
+checks, before any slow import), :mod:`specnb.measure.spread` and :mod:`specnb.measure.verdict` need neither. Every formula it applies lives in torch-free modules: :mod:`specnb.theory` (Eq. 1,
 Theorem 3.8, optimal gamma) and :mod:`specnb.acceptance` (rounds, tau from per-position betas,
 alpha counted from rounds, CIs, timing model).
 
@@ -59,6 +59,7 @@ logged    teacher forcing (betas, alpha per task), :func:`alpha_by_teacher_forci
 run       :func:`measure` and its :class:`Measurement` (timed runs, timing model, summary).
 reference the reference speculative loop (:func:`reference_generate`, ``loop="reference"``).
 spread    speedup intervals (bootstrap over prompts) and rounding to them (torch-free).
+verdict   one verdict line per measured method, the loop closest to an engine's (torch-free).
 args      argument checks that need no torch (models, prompts, gamma bounds).
 train     the bundled family's training script, ``python -m specnb.measure.train``.
 corpus    its corpus (the standard library, files held out whole) and evaluation prompts.
@@ -66,8 +67,9 @@ card      its model card (``data/models/MODEL_CARD.md``).
 
 The face (this module) names what its users need. Notebook 08: ``resolve_device``,
 ``resolve_dtype``, ``BUNDLED_TARGET``, ``BUNDLED_DRAFTS``, ``load_model``, ``short_names``,
-``measure``, ``processing_note``, ``alpha_from_logged``. ``specnb measure``
-(:mod:`specnb.cli.measure`): ``measure``, ``alpha_from_logged``, ``processing_note``. The
+``measure``, ``processing_note``, ``alpha_from_logged``, ``verdicts``, ``verdict_text``,
+``engine_like_loop``, ``loo_warning``. ``specnb measure`` (:mod:`specnb.cli.measure`): ``measure``,
+``alpha_from_logged``, ``processing_note``, ``verdicts``, ``engine_like_loop``, ``loo_warning``. The
 benchmarks and ``scripts/make_logged_responses.py``: ``load_model``, ``load_prompts``,
 ``encode_prompts``, ``context_length``, ``generate_continuation``, ``teacher_forced_betas``,
 ``run_generate``, ``alpha_from_logged``, ``logged_responses``, ``BUNDLED_LOGGED``. The rest of
@@ -96,6 +98,7 @@ _WHERE = {
     **dict.fromkeys(["Measurement", "measure", "LOOPS"], "run"),
     **dict.fromkeys(["reference_generate", "accept_resample", "accept_greedy"], "reference"),
     **dict.fromkeys(["speedup_interval", "format_speedup"], "spread"),
+    **dict.fromkeys(["verdicts", "verdict_text", "engine_like_loop", "loo_warning"], "verdict"),
 }
 
 _NEED_TORCH = ("specnb.measure needs torch and transformers, which are not installed: install "
@@ -111,7 +114,8 @@ __all__ = [
     "load_prompts", "encode_prompts", "generate_continuation", "teacher_forced_betas",
     "forward_time", "GenRun", "run_generate", "Measurement", "measure", "LOOPS",
     "alpha_by_teacher_forcing", "short_names", "reference_generate", "accept_resample",
-    "accept_greedy", "speedup_interval", "format_speedup",
+    "accept_greedy", "speedup_interval", "format_speedup", "verdicts", "verdict_text",
+    "engine_like_loop", "loo_warning",
 ]
 
 

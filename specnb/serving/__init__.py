@@ -26,7 +26,9 @@ catalogue (``data/gpus.csv``, ``data/model_architectures.csv``; names case-insen
     :func:`gpu` -> :class:`GPU`; :func:`gpu_names`; :func:`architecture` (catalogue name or a
     Hugging Face ``config.json`` path / dict) -> :class:`Architecture`;
     :func:`resolve_architecture` (also the config read); :func:`architecture_names`;
-    :func:`ridge_point`; :func:`model_id` (the Hugging Face id or config folder); :data:`DTYPES`.
+    :func:`ridge_point`; :func:`model_id` (the Hugging Face id or config folder); :data:`DTYPES`;
+    :data:`KV_CACHE_DTYPES`, :func:`kv_storage_dtype` (vLLM's ``--kv-cache-dtype``; ``auto``
+    stores the activation dtype, bf16 also for fp8 weights); :func:`gpu_alias_note`.
 step
     :class:`Efficiency`; :data:`DEFAULT_EFFICIENCY` (SpecDecode-Bench's fitted constants),
     :data:`DEFAULT_HEAD_EFFICIENCY`, :func:`default_efficiency_sources`;
@@ -35,7 +37,8 @@ setup
     :class:`Draft` / :func:`draft` (``ngram``, ``suffix``, ``eagle``, ``eagle3``, ``mtp``, a
     catalogue name or ``config.json``, ``self``; optional KV budget); :class:`Setup` /
     :func:`setup`; :func:`max_batch_in_memory`; :func:`context_limit_notes` (coded
-    :class:`specnb.notes.Note`); :data:`DRAFT_METHODS`, :data:`SD_OVERHEAD_MS`.
+    :class:`specnb.notes.Note`); :func:`cannot_serve` (nothing fits: the sizes and what to
+    change); :data:`DRAFT_METHODS`, :data:`SD_OVERHEAD_MS`.
 speedup (arrays broadcast: batch x context x gamma)
     :func:`t_plain_ms`, :func:`t_verify_ms`, :func:`t_draft_ms`, :func:`tokens_per_step`,
     :func:`speedup`, :func:`per_token_latency_ms`, :func:`verdict`; :func:`evaluate` ->
@@ -85,8 +88,9 @@ from .bench_calibrate import (BENCH_COLUMNS, BENCH_FIT, PUBLISHED_SWEEPS, BenchC
                               calibrate_bench, predict_bench, published_bench_results)
 from .calibrate import (FIT_EFFICIENCY_RANGE, MEASURED_COLUMNS, OVERLAP_GRID, Calibration,
                         calibrate, predict_measurements, read_measurements)
-from .catalogue import (DTYPES, GPU, Architecture, architecture, architecture_names, gpu,
-                        gpu_names, model_id, published_active_params, resolve_architecture,
+from .catalogue import (DTYPES, GPU, KV_CACHE_DTYPES, Architecture, architecture,
+                        architecture_names, gpu, gpu_alias_note, gpu_names, kv_storage_dtype,
+                        model_id, published_active_params, resolve_architecture,
                         ridge_point)
 from .engines import DEFAULT_ENGINE, EngineProfile, with_routing_skew
 from .engines import profile as engine_profile
@@ -99,7 +103,7 @@ from .reference import (EAGLE3_BATCH_TABLES, MAGICDEC_SNAPKV_BUDGET, MAGICDEC_TA
                         batch_table_comparison, fit_and_predict, magicdec_setup,
                         magicdec_table, predict_table, table_measurements)
 from .setup import (DEFAULT_GPU_MEMORY_UTILIZATION, DRAFT_METHODS, PARTIAL_PROPOSAL_METHODS,
-                    SD_OVERHEAD_MS, Draft, Setup, context_limit_notes, draft,
+                    SD_OVERHEAD_MS, Draft, Setup, cannot_serve, context_limit_notes, draft,
                     max_batch_in_memory, memory_cap, setup)
 from .speedup import (MAX_BATCH_SEARCH, MAX_GRID_CELLS, NGRAM_DRAFT_FRACTION, Grid,
                       batch_range_grid, best_gamma, check_axis, check_tree, crossover_batch,
@@ -115,9 +119,9 @@ __all__ = [
     "DEFAULT_EFFICIENCY", "DEFAULT_HEAD_EFFICIENCY", "DTYPES", "DRAFT_METHODS",
     "SD_OVERHEAD_MS", "NGRAM_DRAFT_FRACTION", "MAX_BATCH_SEARCH", "MAX_GRID_CELLS",
     "gpu", "gpu_names", "architecture", "resolve_architecture", "architecture_names",
-    "ridge_point", "model_id",
+    "ridge_point", "model_id", "KV_CACHE_DTYPES", "kv_storage_dtype", "gpu_alias_note",
     "step_breakdown", "step_time_ms",
-    "draft", "setup", "max_batch_in_memory", "context_limit_notes",
+    "draft", "setup", "max_batch_in_memory", "context_limit_notes", "cannot_serve",
     "t_plain_ms", "t_verify_ms", "t_draft_ms", "tokens_per_step", "speedup",
     "per_token_latency_ms", "verdict",
     "evaluate", "check_axis", "best_gamma", "batch_range_grid", "crossover_batch", "crossover_of",

@@ -4,7 +4,8 @@
 
 :class:`GPU`, :func:`gpu`, :func:`gpu_names`, :func:`ridge_point`; :class:`Architecture`,
 :func:`architecture`, :func:`architecture_names`, :func:`model_id`; :data:`DTYPES` (bytes per
-weight).
+weight); :data:`KV_CACHE_DTYPES` and :func:`kv_storage_dtype` (vLLM's ``--kv-cache-dtype``,
+the one home of the KV dtype rule); :func:`gpu_alias_note`.
 """
 
 from __future__ import annotations
@@ -24,12 +25,42 @@ from ..memory import DTYPE_BYTES, kv_cache_bytes_per_token
 from . import moe as _moe
 from .moe import MLA, MoE
 
-__all__ = ["DTYPES", "GPU", "gpu", "gpu_names", "ridge_point", "Architecture", "architecture",
+__all__ = ["DTYPES", "KV_CACHE_DTYPES", "kv_storage_dtype", "gpu_alias_note", "GPU", "gpu", "gpu_names", "ridge_point", "Architecture", "architecture",
            "architecture_names", "resolve_architecture", "model_id", "published_active_params"]
 
 #: Bytes per stored weight for each weight dtype the serving model takes: the one dtype table,
 #: :data:`specnb.memory.DTYPE_BYTES`, without fp32 (not a serving dtype); int4 packs two per byte.
 DTYPES: dict[str, float] = {k: v for k, v in DTYPE_BYTES.items() if k != "fp32"}
+
+#: vLLM's ``--kv-cache-dtype`` values the model times (``CacheDType`` in
+#: ``vllm/config/cache.py``, v0.33.0; vLLM lists more, e.g. fp8_inc and the fp4 / turboquant
+#: layouts, which are not modelled), each with the :data:`DTYPES` key whose bytes per element
+#: it stores. ``auto`` (vLLM's default) stores the model's activation dtype
+#: (:func:`kv_storage_dtype`); specnb's short names ``bf16``, ``fp16``, ``fp8`` are taken too.
+KV_CACHE_DTYPES: dict[str, str | None] = {
+    "auto": None, "bfloat16": "bf16", "float16": "fp16", "fp8": "fp8", "fp8_e4m3": "fp8",
+    "fp8_e5m2": "fp8", "bf16": "bf16", "fp16": "fp16"}
+
+
+def kv_storage_dtype(kv_cache_dtype, dtype: str = "bf16") -> str:
+    """The :data:`DTYPES` key the KV cache is stored in, for vLLM's ``--kv-cache-dtype`` and
+    the weight ``dtype``: the one home of the rule. ``auto`` or None (vLLM's default) is the
+    activation dtype: fp16 for fp16 weights, else bf16 (fp8, int8 and int4 checkpoints
+    compute in bf16: quantized weights do not quantize the KV cache; vLLM needs
+    ``--kv-cache-dtype fp8`` for that, which halves the KV bytes).
+
+    Raises
+    ------
+    ValueError
+        a kv_cache_dtype not in :data:`KV_CACHE_DTYPES`, or an unknown dtype.
+    """
+    _check.choice("dtype", dtype, DTYPES)
+    key = "auto" if kv_cache_dtype is None else kv_cache_dtype
+    _check.choice("kv_cache_dtype", key, KV_CACHE_DTYPES)
+    stored = KV_CACHE_DTYPES[key]
+    if stored is None:
+        return "fp16" if dtype == "fp16" else "bf16"
+    return stored
 
 
 @dataclass(frozen=True)
@@ -109,6 +140,31 @@ def gpu(name) -> GPU:
     return GPU(rec["gpu"], float(rec["memory_gb"]) * 1e9, float(rec["bandwidth_gb_s"]) * 1e9,
                float(rec["bf16_tflops"]) * 1e12, fp8, float(rec["link_gb_s"]) * 1e9,
                rec["source"], fixed)
+
+
+def gpu_alias_note(name) -> str | None:
+    """A sentence when ``name`` is an alias that other catalogue GPUs' names also start with
+    (``"H100"`` is read as H100-SXM, but H100-PCIe and H100-NVL differ in bandwidth), else
+    None (an exact name, an unambiguous alias or a :class:`GPU`).
+
+    Raises
+    ------
+    ValueError
+        an unknown name, as :func:`gpu`.
+    """
+    if isinstance(name, GPU):
+        return None
+    g = gpu(name)
+    given = name.strip().lower()
+    if given == g.name.lower():
+        return None
+    others = [gpu(n) for n in gpu_names()
+              if n != g.name and n.lower().replace(" ", "-").startswith(given.replace(" ", "-"))]
+    if not others:
+        return None
+    tb = lambda x: f"{x.bandwidth / 1e12:.3g} TB/s, {x.memory_bytes / 1e9:g} GB"  # noqa: E731
+    return (f"GPU {name!r} is read as {g.name} ({tb(g)}); the catalogue also has "
+            + ", ".join(f"{o.name} ({tb(o)})" for o in others) + ": give the exact name")
 
 
 def ridge_point(gpu_name, dtype: str = "bf16") -> float:

@@ -17,14 +17,14 @@ import numpy as np
 from .. import _check, hf_config
 from ..notes import Note
 from .catalogue import (DTYPES, GPU, Architecture, architecture, architecture_names, gpu,
-                        resolve_architecture)
+                        kv_storage_dtype, resolve_architecture)
 from . import engines, heads
 from . import moe as _moe
 from .step import DEFAULT_EFFICIENCY, DEFAULT_HEAD_EFFICIENCY, Efficiency
 
 __all__ = ["DRAFT_METHODS", "SD_OVERHEAD_MS", "PARTIAL_PROPOSAL_METHODS",
            "DEFAULT_GPU_MEMORY_UTILIZATION", "Draft", "draft", "Setup", "setup",
-           "max_batch_in_memory", "memory_cap", "context_limit_notes"]
+           "max_batch_in_memory", "memory_cap", "context_limit_notes", "cannot_serve"]
 
 #: Drafts that propose only where the recent tokens match earlier text, so a proposal rate
 #: M < 1 applies (vLLM's n-gram and suffix proposers; engines.md section 2 item 1).
@@ -227,7 +227,7 @@ class Setup:
     gpus: int = 1
     dtype: str = "bf16"
     draft_dtype: str | None = None
-    kv_dtype: str | None = None
+    kv_dtype: str = "auto"
     target_efficiency: Efficiency = DEFAULT_EFFICIENCY
     draft_efficiency: Efficiency = DEFAULT_EFFICIENCY
     sd_overhead_ms: float = SD_OVERHEAD_MS
@@ -275,7 +275,7 @@ def memory_cap(st: Setup, context, memory_fraction: float | None = None) -> dict
     s = _check.integer("context", context, lo=0).astype(float)
     frac = st.memory_fraction if memory_fraction is None else memory_fraction
     frac = _check.scalar_real("gpu_memory_utilization", frac, lo=0.0, hi=1.0, lo_open=True)
-    kv_dtype = st.kv_dtype or ("fp8" if st.dtype == "fp8" else "bf16")
+    kv_dtype = kv_storage_dtype(st.kv_dtype, st.dtype)
     copies = lambda a: st.gpus / _moe.kv_split_ways(a, st.gpus)  # noqa: E731 - replicas
     per_seq = s * st.target.kv_bytes_per_token(kv_dtype) * copies(st.target)
     per_seq0 = per_seq
@@ -313,6 +313,82 @@ def max_batch_in_memory(st: Setup, context, memory_fraction: float | None = None
     return memory_cap(st, context, memory_fraction)["max_batch"]
 
 
+def _fits_one(st: Setup, context: int) -> bool:
+    return memory_cap(st, context)["max_batch"] >= 1
+
+
+def _tp_ok(st: Setup, n: int) -> bool:
+    try:
+        _check_tensor_parallel(st.target, n, "target")
+        if st.draft.kind == "model":
+            _check_tensor_parallel(st.draft.arch, n, "draft")
+    except ValueError:
+        return False
+    return True
+
+
+def cannot_serve(st: Setup, contexts) -> Note | None:
+    """Why nothing can be served, or None when at least one sequence fits at some context.
+
+    ``weights-do-not-fit``: the target's and draft's weights alone exceed vLLM's share
+    (``gpu_memory_utilization``) of the GPUs' memory; ``no-sequence-fits``: they fit, but not
+    one sequence's KV cache at any of ``contexts``. The message gives the sizes (GB) and what
+    to change: the fewest ``--gpus`` that vLLM's tensor parallelism accepts and that hold one
+    sequence of the shortest context (searched up to 64), a smaller ``--dtype`` at the same
+    GPUs, ``--kv-cache-dtype fp8``, the longest context one sequence fits at (vLLM's
+    ``--max-model-len``), vLLM's default ``--gpu-memory-utilization`` 0.9 when it is lower.
+    Every speedup is then for a machine that could hold them: no on/off advice follows.
+
+    Raises
+    ------
+    ValueError
+        a context < 0 or fractional.
+    """
+    cs = [int(c) for c in np.atleast_1d(_check.integer("contexts", contexts, lo=0))]
+    if any(_fits_one(st, c) for c in cs):
+        return None
+    gb = lambda x: f"{x / 1e9:,.1f} GB"  # noqa: E731
+    share = st.memory_fraction * st.gpus * st.gpu.memory_bytes
+    where = (f"{st.gpus} x {st.gpu.name} ({gb(st.gpus * st.gpu.memory_bytes)}, "
+             f"gpu_memory_utilization {st.memory_fraction:g}: {gb(share)})")
+    w_t, w_d = st.target.weight_bytes(st.dtype), st._draft_weight_bytes()
+    shortest = min(cs)
+    todo = []
+    more = next((n for n in range(st.gpus + 1, 65) if _tp_ok(st, n)
+                 and _fits_one(dataclasses.replace(st, gpus=n), shortest)), None)
+    if more is not None:
+        todo.append(f"--gpus {more}")
+    for dt in ("fp8", "int8", "int4"):
+        if DTYPES[dt] < DTYPES[st.dtype] and _fits_one(dataclasses.replace(st, dtype=dt),
+                                                       shortest):
+            todo.append(f"--dtype {dt} (a quantized checkpoint)")
+            break
+    if st.memory_fraction < DEFAULT_GPU_MEMORY_UTILIZATION and _fits_one(
+            dataclasses.replace(st, memory_fraction=DEFAULT_GPU_MEMORY_UTILIZATION), shortest):
+        todo.append(f"--gpu-memory-utilization {DEFAULT_GPU_MEMORY_UTILIZATION:g}")
+    if w_t + w_d >= share:
+        todo_txt = "; change " + " or ".join(todo) if todo else ""
+        return Note("weights-do-not-fit",
+                    f"nothing can be served: the weights alone do not fit ({gb(w_t)} target"
+                    + (f" + {gb(w_d)} draft" if w_d else "") + f" in {where}){todo_txt}")
+    room = share - w_t - w_d
+    kv = st.target.kv_bytes_per_token(kv_storage_dtype(st.kv_dtype, st.dtype))
+    lo, hi = 0, shortest  # the longest context one sequence fits at
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if _fits_one(st, mid) else (lo, mid - 1)
+    if lo >= 1:
+        todo.insert(0, f"--context (vLLM's --max-model-len) at most {lo:,}")
+    if kv_storage_dtype(st.kv_dtype, st.dtype) != "fp8" and _fits_one(
+            dataclasses.replace(st, kv_dtype="fp8"), shortest):
+        todo.append("--kv-cache-dtype fp8")
+    todo_txt = "; change " + " or ".join(todo) if todo else ""
+    return Note("no-sequence-fits",
+                f"nothing can be served: not even one sequence of {shortest:,} tokens fits "
+                f"(its KV cache takes about {gb(shortest * kv)} for the target alone; "
+                f"{gb(room)} is left beside the weights in {where}){todo_txt}")
+
+
 def setup(gpu_name, model, draft_spec="eagle3", *, gpus=1, dtype="bf16", draft_dtype=None,
           kv_dtype=None, draft_kv_budget=None, target_efficiency=None, draft_efficiency=None,
           sd_overhead_ms=None, engine=None, proposal_rate=1.0, draft_config=None,
@@ -327,7 +403,10 @@ def setup(gpu_name, model, draft_spec="eagle3", *, gpus=1, dtype="bf16", draft_d
     gpus : int >= 1, tensor-parallel size (the draft runs with the same size; an MoE model's
         experts are split over them, as tensor or expert parallelism alike)
     dtype, draft_dtype : weight dtypes, bf16 / fp16 / fp8 / int8 / int4
-    kv_dtype : KV-cache dtype (default bf16, fp8 with fp8 weights)
+    kv_dtype : vLLM's ``kv_cache_dtype``, one of :data:`specnb.serving.KV_CACHE_DTYPES`
+        (default ``auto``, vLLM's: the activation dtype, bf16 also for fp8 weights; ``fp8``
+        halves the KV bytes, and the serve line must then say ``--kv-cache-dtype fp8``;
+        :func:`specnb.serving.kv_storage_dtype`)
     draft_kv_budget : int >= 1 or None
     target_efficiency : Efficiency (default :data:`DEFAULT_EFFICIENCY`; the ``ideal`` engine:
         the datasheet roofline)
@@ -356,8 +435,8 @@ def setup(gpu_name, model, draft_spec="eagle3", *, gpus=1, dtype="bf16", draft_d
     _check.choice("dtype", dtype, DTYPES)
     if draft_dtype is not None:
         _check.choice("draft_dtype", draft_dtype, DTYPES)
-    if kv_dtype is not None:
-        _check.choice("kv_dtype", kv_dtype, DTYPES)
+    kv_dtype = "auto" if kv_dtype is None else kv_dtype
+    kv_storage_dtype(kv_dtype, dtype)  # checks both
     n = _check.scalar_int("gpus", gpus, lo=1)
     prof = engines.profile_for(engines.DEFAULT_ENGINE if engine is None else engine, tgt)
     m = _check.scalar_real("proposal_rate", proposal_rate, lo=0.0, hi=1.0, lo_open=True)

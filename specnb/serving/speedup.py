@@ -430,6 +430,14 @@ class Grid:
     def bound(self) -> np.ndarray:
         return np.where(self.compute_bound, "compute", "memory")
 
+    @property
+    def deciding(self) -> np.ndarray:
+        """The speedup every verdict on this grid reads (:func:`best_gamma`,
+        :func:`crossover_of`, :func:`paying_of`, the schedule): ``speedup_end_to_end`` when
+        the grid has it (input and output lengths given: the run's time with the prefill),
+        else the decode ``speedup``. Shape (B, S, G)."""
+        return self.speedup if self.speedup_end_to_end is None else self.speedup_end_to_end
+
     def best(self):
         """(best gamma, its speedup), each (B, S); gamma 0 where no gamma beats plain
         decoding (speedup then 1.0). Ties go to the smaller gamma."""
@@ -487,7 +495,7 @@ def evaluate(st: Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=None,
     ValueError
         empty or non-integer axes, batch < 1, context < 0, gamma < 1; more than
         :data:`MAX_GRID_CELLS` cells; acceptance errors as :func:`tokens_per_step`; only one
-        of input_len / output_len, input_len < 0, output_len < 1.
+        of input_len / output_len, input_len < 0, output_len < 1, input_len above a context.
     """
     b = check_axis("batch_sizes", batch_sizes, 1)
     s = check_axis("contexts", contexts, 0)
@@ -510,6 +518,13 @@ def evaluate(st: Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=None,
     if input_len is not None:
         input_len = _check.scalar_int("input_len", input_len, lo=0)
         output_len = _check.scalar_int("output_len", output_len, lo=1)
+        if input_len > s.min():
+            raise ValueError(
+                f"input_len {input_len} is above the context {int(s.min())}: a sequence "
+                "decodes with at least its prompt in the KV cache, so every context must be "
+                f">= input_len: give contexts of at least {input_len}, e.g. "
+                f"{input_len + (output_len + 1) // 2} = input_len + output_len / 2 (rounded "
+                "up), the mean decode context (serving.workload.decode_context)")
     tm = _Times(st)
     tp, tv, td, cost, sp, cb, te, gain = tm.parts(B, S, G, T)
     shape = (b.size, s.size, g.size)
@@ -530,9 +545,11 @@ def evaluate(st: Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=None,
 def best_gamma(grid: Grid):
     """Best draft length per (batch, context) of a :class:`Grid`: (gamma, speedup) arrays of
     shape (B, S); 0 and 1.0 where no gamma pays, or where the batch does not fit in memory
-    (``grid.fits``). Ties go to the smaller gamma."""
-    i = np.argmax(grid.speedup, axis=2)
-    sp = np.take_along_axis(grid.speedup, i[..., None], axis=2)[..., 0]
+    (``grid.fits``). Ties go to the smaller gamma. The speedup is :attr:`Grid.deciding`: the
+    end-to-end figure when the grid has one."""
+    speed = grid.deciding
+    i = np.argmax(speed, axis=2)
+    sp = np.take_along_axis(speed, i[..., None], axis=2)[..., 0]
     gam = grid.gammas[i]
     pays = sp > 1.0
     if grid.fits is not None:
@@ -615,11 +632,25 @@ def paying_batches(st: Setup, contexts, gammas, *, max_batch: int = 1024, alpha=
     return out[0] if np.ndim(contexts) == 0 else out
 
 
-def describe_paying(ranges, max_batch: int) -> str:
+def describe_paying(ranges, max_batch: int, fits_up_to: int | None = None) -> str:
     """:func:`paying_batches`' ranges for one context in words: "pays at every batch size up
     to 256", "pays up to batch 153, not at 154", "does not pay at any batch size up to 256",
-    or "does not pay at batch 1-3; pays at batch 4-64"."""
+    or "does not pay at batch 1-3; pays at batch 4-64".
+
+    ``fits_up_to`` (the most sequences whose KV cache fits, :func:`max_batch_in_memory`)
+    below ``max_batch`` ends the words at the cap instead of calling the batch beyond it a
+    loss: "pays at every batch size that fits in memory (up to 101); from batch 102 on the KV
+    cache does not fit"; 0: "not even one sequence fits in memory"."""
     mb = _check.scalar_int("max_batch", max_batch, lo=1)
+    if fits_up_to is not None:
+        cap = _check.scalar_int("fits_up_to", fits_up_to, lo=0)
+        if cap == 0:
+            return "not even one sequence fits in memory at this context"
+        if cap < mb:
+            inside = [[a, min(e, cap)] for a, e in ranges if a <= cap]
+            head = ("pays at every batch size that fits in memory (up to "
+                    f"{cap})" if inside == [[1, cap]] else describe_paying(inside, cap))
+            return f"{head}; from batch {cap + 1} on the KV cache does not fit"
     spans = [f"{a}" if a == e else f"{a}-{e}" for a, e in ranges]
     if not ranges:
         return f"does not pay at any batch size up to {mb}"

@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import _check
 from . import moe as _moe
-from .catalogue import DTYPES, architecture, gpu
+from .catalogue import DTYPES, architecture, gpu, kv_storage_dtype
 
 __all__ = ["Efficiency", "DEFAULT_EFFICIENCY", "DEFAULT_HEAD_EFFICIENCY",
            "default_efficiency_sources", "step_breakdown", "step_time_ms"]
@@ -102,8 +102,7 @@ def _prep(arch, gpu_name, dtype, kv_dtype, gpus, efficiency):
     arch, g = architecture(arch), gpu(gpu_name)
     eff = DEFAULT_EFFICIENCY if efficiency is None else efficiency
     _check.choice("dtype", dtype, DTYPES)
-    kv_dtype = kv_dtype or ("fp8" if dtype == "fp8" else "bf16")
-    _check.choice("kv_dtype", kv_dtype, DTYPES)
+    kv_dtype = kv_storage_dtype(kv_dtype, dtype)
     n = _check.scalar_int("gpus", gpus, lo=1)
     return arch, g, eff, dtype, kv_dtype, n
 
@@ -230,7 +229,9 @@ def step_breakdown(arch, gpu_name, batch_size, context, query_tokens=1, *, dtype
     gpu_name : GPU or catalogue name
     batch_size, context, query_tokens : int or arrays (broadcast), >= 1 (context >= 0)
     dtype : weight dtype, one of bf16, fp16, fp8, int8, int4
-    kv_dtype : KV-cache dtype (default bf16 for bf16/fp16/int8/int4 weights, fp8 for fp8)
+    kv_dtype : vLLM's ``kv_cache_dtype`` (:data:`specnb.serving.KV_CACHE_DTYPES`; default
+        ``auto``: the activation dtype, bf16 also for fp8 / int8 / int4 weights,
+        :func:`specnb.serving.kv_storage_dtype`)
     gpus : int >= 1, tensor-parallel GPUs
     efficiency : Efficiency (default :data:`DEFAULT_EFFICIENCY`)
     kv_budget : int >= 1 or None, most context tokens read (sparse-KV / StreamingLLM drafts)

@@ -149,6 +149,11 @@ def test_cli_both_loops_print_spread_and_overhead(capsys):
     assert rc == 0
     assert "speedup (95% CI)" in out and "speedup_with_overhead" in out
     assert out.count("reference") >= 3 and "t_round_ms" in out
+    # fault N12: one verdict line per method and loop, as notebook 08; N13: the two-gamma warning
+    lines = out.splitlines()
+    assert sum(x.startswith("verdict, draft models (") for x in lines) == 2
+    assert "warning: speedup_predicted_loo from 2 gammas" in out
+    assert "read its speedup as the forecast for a lean engine loop" in out
 
 
 def test_tables_show_temperatures_as_given():

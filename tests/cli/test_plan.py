@@ -10,6 +10,7 @@ import pytest
 
 from specnb import serving as S
 from specnb.cli import main
+from specnb.cli.plan import KV_CACHE_CHOICES
 from specnb.vllm import check_speculative_config, validate_schedule
 
 BASE = ["plan", "--gpu", "H100-SXM", "--model", "Llama-3.1-8B", "--draft", "eagle3",
@@ -451,7 +452,8 @@ def test_memory_cap_in_rows_schedule_and_serve_line(capsys):
     code, out, err = run(capsys, *argv)
     cap = S.max_batch_in_memory(S.setup("H100", "Llama-3.1-8B", "eagle3"), 2000)
     assert code == 0, err
-    assert f"pays up to batch {cap}, not at {cap + 1}" in out
+    assert (f"pays at every batch size that fits in memory (up to {cap}); from batch {cap + 1} "
+            "on the KV cache does not fit") in out  # fault N14: not "not at {cap + 1}"
     assert "pays at every batch size up to 512" not in out
     assert out.count(f"--max-num-seqs {cap}") == 1 and f"--max-num-seqs at {cap}" in out
     assert "the draft's weights and KV cache take the room of 10 sequences" in out
@@ -478,7 +480,9 @@ def test_engine_proposal_rate_and_end_to_end(capsys):
     assert [r["speedup"] for r in json.loads(js)["rows"]] == [r["speedup"] for r in full["rows"]]
     code, out, _ = run(capsys, *base, "--proposal-rate", "0.3")
     assert code == 0 and "proposal rate 0.3" in out
-    assert "vllm:spec_decode_num_drafts_total" in out  # how to read M
+    assert "M = 1 assumed" not in out  # fault N23: no help line once M is given
+    code, out, _ = run(capsys, *base)
+    assert "NOTE: proposal rate M = 1 assumed" in out and len(out.splitlines()[1]) < 250
     code, js, _ = run(capsys, *base, "--json", "--proposal-rate", "0.3")
     part = json.loads(js)
     assert part["rows"][2]["speedup"] > full["rows"][2]["speedup"]
@@ -536,6 +540,8 @@ def test_acceptance_profile_from_replay(capsys, tmp_path):
     assert code == 2 and "the profile gives the proposal rate" in err
     code, out, err = run(capsys, *argv[:-1], str(tmp_path / "none.json"))
     assert code == 2 and "does not exist" in err
+
+
 TREE = ["plan", "--gpu", "H100", "--gpus", "4", "--model", "Qwen3-30B-A3B", "--draft", "eagle3",
         "--engine", "sglang", "--context", "512", "--batch", "1", "32", "--gamma", "4",
         "--tau", "2.55"]
@@ -586,3 +592,97 @@ def test_routing_skew_reaches_the_step_model(capsys):
     assert r0["setup"]["routing_skew"] == 0.0 and r1["setup"]["routing_skew"] == 0.5
     # skewed routing touches fewer experts: a cheaper plain step
     assert r1["rows"][0]["t_plain_ms"] < r0["rows"][0]["t_plain_ms"]
+
+
+def test_kv_cache_dtype_is_an_input_in_the_header_and_serve_line(capsys):
+    # fault N2: fp8 weights do not imply an fp8 KV cache (vLLM's default is auto)
+    argv = ["plan", "--gpu", "H200", "--gpus", "8", "--model", "DeepSeek-V3", "--dtype", "fp8",
+            "--draft", "mtp", "--context", "4000", "--batch", "1", "8", "64", "256", "--gamma",
+            "1", "2", "3", "--alpha", "0.8"]
+    code, out, _ = run(capsys, *argv)
+    auto = S.max_batch_in_memory(S.setup("H200", "DeepSeek-V3", "mtp", gpus=8, dtype="fp8"), 4000)
+    fp8 = S.max_batch_in_memory(S.setup("H200", "DeepSeek-V3", "mtp", gpus=8, dtype="fp8",
+                                        kv_dtype="fp8"), 4000)
+    assert code == 0 and "(fp8, KV cache auto (bf16))" in out.splitlines()[0]
+    assert f"--max-num-seqs {auto} " in out and "--kv-cache-dtype" not in out.split("note:")[0]
+    assert f"{fp8} sequences at context 4000 instead of {auto}" in out  # kv-cache-dtype note
+    code, js, _ = run(capsys, *argv, "--kv-cache-dtype", "fp8", "--json")
+    res = json.loads(js)
+    assert res["setup"]["kv_cache_dtype"] == "fp8" and res["max_batch_in_memory"]["4000"] == fp8
+    assert res["serve"].endswith("--kv-cache-dtype fp8")
+    assert "kv-cache-dtype" not in res["note_codes"]
+    assert KV_CACHE_CHOICES == tuple(k for k in S.KV_CACHE_DTYPES if k not in ("bf16", "fp16"))
+
+
+@pytest.mark.parametrize("argv, code_", [
+    (["--gpu", "RTX-3090", "--model", "Llama-3.1-70B", "--draft", "eagle3", "--context", "4000",
+      "--batch", "1", "8", "--gamma", "3", "--alpha", "0.7"], "weights-do-not-fit"),
+    (["--gpu", "H200", "--gpus", "8", "--model", "DeepSeek-V3", "--draft", "mtp", "--context",
+      "4000", "--batch", "1", "8", "--gamma", "3", "--alpha", "0.7"], "weights-do-not-fit"),
+    (["--gpu", "H100-SXM", "--model", "Llama-3.1-8B", "--draft", "eagle3", "--context", "4000",
+      "--batch", "1", "8", "--gamma", "3", "--alpha", "0.7", "--gpu-memory-utilization", "0.1"],
+     "weights-do-not-fit"),
+    (["--gpu", "H100-SXM", "--model", "Llama-3.1-8B", "--draft", "eagle3", "--context",
+      "99999999999", "--batch", "1", "8", "--gamma", "3", "--alpha", "0.7"], "no-sequence-fits"),
+])
+def test_nothing_fits_is_said_first_with_no_on_off_advice(capsys, argv, code_):
+    # fault N3
+    code, out, _ = run(capsys, "plan", *argv)
+    assert code == 0
+    first = out.splitlines()[0]
+    assert first.startswith("NOTE: nothing can be served") and "change --" in first
+    assert " GB" in first
+    for advice in ("leave speculative decoding off", "does not pay", "pays at", "vllm serve"):
+        assert advice not in out
+    code, js, _ = run(capsys, "plan", *argv, "--json")
+    res = json.loads(js)
+    assert res["cannot_serve_code"] == code_ and res["serve"] is None
+    assert res["schedule"] is None and "no-gamma-pays" not in res["note_codes"]
+    assert {b["verdict"] for b in res["best"]} == {"does not fit"}
+
+
+def test_end_to_end_figure_decides_when_lengths_are_given(capsys):
+    # fault N4: e2e below 1 at every batch: no star, no "pays", no schedule or serve line
+    argv = ["plan", "--gpu", "H100-SXM", "--model", "Llama-3.1-8B", "--draft", "Llama-3.2-1B",
+            "--context", "8000", "--batch", "1", "16", "--gamma", "2", "--alpha", "0.7"]
+    code, js, _ = run(capsys, *argv, "--input-len", "8000", "--output-len", "16", "--json")
+    res = json.loads(js)
+    rows = res["rows"]
+    assert all(r["speedup"] > 1 > r["speedup_end_to_end"] for r in rows)
+    assert res["config"] is None and res["serve"] is None
+    assert all(b["gamma"] == 0 for b in res["best"])
+    assert "loses-end-to-end" in res["note_codes"]
+    code, out, _ = run(capsys, *argv, "--input-len", "8000", "--output-len", "16")
+    assert "*" not in out.split("schedule")[0].split("e2e =")[1]
+    assert "end to end: does not pay at any batch size up to 16" in out
+    # without the lengths the decode figure decides and it pays
+    code, js, _ = run(capsys, *argv, "--json")
+    assert json.loads(js)["serve"] is not None
+    # with lengths where e2e pays, the best gamma follows e2e: the largest e2e per batch
+    code, js, _ = run(capsys, *argv[:-4], "--gamma", "1", "2", "3", "4", "--alpha", "0.8",
+                      "--input-len", "200", "--output-len", "2000", "--json")
+    res = json.loads(js)
+    for b in res["best"]:
+        mine = [r for r in res["rows"] if r["batch_size"] == b["batch_size"]]
+        top = max(mine, key=lambda r: r["speedup_end_to_end"])
+        assert b["gamma"] == top["gamma"] and b["speedup"] == top["speedup_end_to_end"]
+
+
+def test_input_len_above_the_context_is_refused(capsys):
+    # fault N5: the e2e column used a prefill of 50,000 at a context of 4,000
+    code, out, err = run(capsys, "plan", "--gpu", "H100-SXM", "--model", "Llama-3.1-8B",
+                         "--draft", "ngram", "--context", "4000", "--batch", "1", "64",
+                         "--gamma", "3", "--alpha", "0.7", "--input-len", "50000",
+                         "--output-len", "10")
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert "input_len 50000 is above the context 4000" in err and "50005" in err
+
+
+def test_an_ambiguous_gpu_alias_is_noted(capsys):
+    # fault N21
+    argv = ["plan", "--model", "Llama-3.1-8B", "--draft", "eagle3", "--context", "4000",
+            "--batch", "1", "--gamma", "3", "--alpha", "0.7"]
+    code, out, _ = run(capsys, *argv, "--gpu", "H100")
+    assert code == 0 and "NOTE: GPU 'H100' is read as H100-SXM" in out
+    code, out, _ = run(capsys, *argv, "--gpu", "H100-SXM")
+    assert "is read as" not in out

@@ -43,13 +43,15 @@ def one_nb(tmp_path_factory):
     ("04: {alpha: [1, {2: 3}]}\n", "mapping keys must be strings"),
     ("99: {alpha: 1}\n", "parameters for notebook '99' matches no notebook"),
     ("04: {beta: 1}\n", "unknown parameter(s) beta"),
+    # fault N19: one line with the line and column, not PyYAML's 8-line dump
+    ("04:\n  alpha: 1\n beta: [2\n", "not valid YAML/JSON at line 3, column 2"),
 ])
 def test_cli_run_bad_parameters_files(capsys, tmp_path, one_nb, yaml_text, words):
     params = tmp_path / "p.yaml"
     params.write_text(yaml_text)
     code, _, err = run(capsys, "run", "--notebooks", str(one_nb), "--output",
                        str(tmp_path / "out"), "--parameters", str(params))
-    assert code == 2 and words in err
+    assert code == 2 and words in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "out").exists()  # nothing ran
 
 

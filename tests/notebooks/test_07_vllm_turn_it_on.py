@@ -100,3 +100,10 @@ def test_07_checklist_steps(rec):
     assert agrees(r["baseline.batch1_off"].set_index("metric").loc["output throughput", "value"],
                   158.34, 2)
     assert {"TTFT", "TPOT"} <= set(r["reference.k1_concurrency64"]["metric"])
+
+
+def test_answer_says_to_raise_gamma_to_the_retuned_value(executed_notebooks, records):
+    # fault N10: the Answer said "turn on ... gamma 1" while step 6 retuned to gamma 8
+    answer = executed_notebooks[NB].answer
+    g = records[NB]["retune.gamma_from_measured_alpha"]
+    assert f"raise it to the {g} that the measured alpha" in answer

@@ -104,3 +104,17 @@ def test_notebook_replays_ngram_suffix_and_the_drafts_side_by_side(rec):
     assert mine["tau"].tolist() == pytest.approx(ng["tau"].tolist(), nan_ok=True)
     rank = rec["replay.rank"]
     assert rank["speedup estimate"].is_monotonic_decreasing
+
+
+def test_answer_names_every_method_and_the_loop_to_trust(executed_notebooks, rec):
+    # fault N1: the Answer said "does not pay" while the same run's prompt lookup paid
+    from specnb import measure as M
+
+    answer = executed_notebooks[NB].answer
+    found = M.verdicts(rec["measure.loops"], rec["measure.pld"])
+    for v in found:  # every method's best setting, with its figure as the tables print it
+        assert v.name in answer and M.format_speedup(v.speedup, v.ci_low, v.ci_high) in answer
+    assert "prompt lookup" in answer and "reference loop" in answer
+    assert "forecast for a lean engine loop" in answer
+    pays = [v for v in found if v.verdict == M.verdict.PAYS]
+    assert ("do not turn it on" in answer) == (not pays)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -240,6 +241,23 @@ def test_widget_self_draft_matches_section_2():
     assert not (t_full["speedup, gamma 3"].astype(float) > 1).any()
 
 
+def test_widget_says_when_nothing_fits_and_gives_no_on_off_advice():
+    # fault N3 in the widget: the weights do not fit, so no "pays" / "does not pay" line
+    table, out = _plan_view()(gpu="RTX-3090", model="Llama-3.1-70B", method="eagle3")
+    assert "nothing can be served: the weights alone do not fit" in out and "--gpus" in out
+    assert "pays" not in out and (table["best gamma"] == "-").all()
+
+
+def test_widget_controls_refuse_what_the_model_refuses():
+    # fault N9: a typed gamma of -3 was "used as typed", then refused as "gammas"
+    import nbformat
+
+    nb = nbformat.read(str(find_notebooks()[NB]), as_version=4)
+    cell = next(c.source for c in nb.cells if "def plan_view" in c.source)
+    assert 'slider(gamma, 1, 8, 1, "gamma", valid=(1, None))' in cell
+    assert 'slider(alpha, 0.05, 0.95, 0.05, "alpha", valid=(0, 1))' in cell
+
+
 def test_widget_text_and_table_details():
     """Fault 31: lines instead of one long headline, the GPU's (one GPU), the best-gamma-0
     sentence only when a best gamma is 0, no 0-9 index (the batch size is the index)."""
@@ -355,8 +373,12 @@ def test_widget_default_view(rec, p, st):
     assert view["verdict"].tolist() == [v if bb <= room else "does not fit"
                                         for v, bb in zip(S.verdict(sp), b)]
     assert view["KV fits"].tolist() == ["yes" if bb <= room else "no" for bb in b]
-    # 3 decimals everywhere, also where best gamma is 0 (fault 31)
-    assert all(len(v.split(".")[1]) == 3 for v in view["speedup, best gamma"])
+    # 3 decimals everywhere, also where best gamma is 0 (fault 31); a batch that does not fit
+    # has no best gamma (fault N8: it showed gamma 0 and 1.000 beside a 1.261 at gamma 3)
+    fit = b <= room
+    assert all(len(v.split(".")[1]) == 3 for v in view.loc[fit, "speedup, best gamma"])
+    assert (view.loc[~fit, "speedup, best gamma"] == "does not fit").all()
+    assert (view.loc[~fit, "best gamma"] == "-").all()
 
 
 def test_calibration_notes_a_one_batch_fit(rec):
@@ -383,6 +405,26 @@ def test_schedule_config_and_serve_line(rec, p, st):
     assert words[:4] == ["vllm", "serve", S.model_id(st.target), "--speculative-config"]
     assert json.loads(words[4]) == cfg
     assert words[5:] == ["--max-num-seqs", str(end)]
+
+
+def test_schedule_prose_matches_its_rule_and_warns_for_longer_contexts(rec, p, st, nb_out):
+    # fault N7: the prose said the schedule stops at the longest context's fit
+    end = rec["serving.schedule"][-1][1]
+    prose = " ".join(nb_out["markdown_after"]("the same pipeline as `specnb plan`").split())
+    assert "longest context's KV cache stops fitting" not in prose
+    assert "at *any* context, i.e. at the shortest" in prose
+    for c in p["contexts"]:
+        room = int(S.max_batch_in_memory(st, c))
+        warned = f"warning: at context {c:,} only {room} sequences fit, not {end}" in nb_out["text"]
+        assert warned == (room < end)
+
+
+def test_bench_command_names_files_that_exist(nb_out):
+    # fault N11: the printed --calibrate-bench files lay in an unnamed temporary folder
+    line = next(x for x in nb_out["text"].splitlines() if "--calibrate-bench" in x)
+    files = shlex.split(line.split("--calibrate-bench", 1)[1])
+    assert files and all(Path(f).is_file() for f in files)
+    assert "specnb-bench-magicdec-table3a" in files[0]
 
 
 def test_answer_quotes_the_computed_numbers(p, executed_notebooks):
@@ -426,6 +468,9 @@ def test_answer_quotes_the_computed_numbers(p, executed_notebooks):
     pays = _own_crossover(st, [2048, 8192, 32768], [p["gamma"]], p["alpha"])
     assert (pays >= np.minimum(fits, 1024)).all()
     assert "at every batch that fits in memory at 2,048, 8,192, 32,768 tokens" in answer
+    # fault N16: the glosses only where their values appear
+    assert ("1,024 means beyond the search" in answer) == (max(x.values()) >= 1024)
+    assert ("(0 = no drafting)" in answer) == (0 in ks and len(set(ks)) > 1)
 
 
 def test_moe_points_beside_the_model(rec):

@@ -171,14 +171,52 @@ def test_memory_cap_issue_example():
 
 
 def test_memory_cap_mla_and_replicated_kv_heads():
-    ds = S.setup("H200", "DeepSeek-V3", "mtp", gpus=8, dtype="fp8")
+    ds = S.setup("H200", "DeepSeek-V3", "mtp", gpus=8, dtype="fp8", kv_dtype="fp8")
     cap = S.memory_cap(ds, 8192)
-    # the MLA latent is cached whole on every rank: 8 copies of 35,136 B (fp8 KV with fp8
-    # weights) per token
+    # the MLA latent is cached whole on every rank: 8 copies of 35,136 B (fp8 KV cache asked
+    # for) per token
     room = 0.9 * 8 * 141e9 - ds.target.weight_bytes("fp8") - ds.draft.weight_params
     per_token = 8 * 35136 * (1 + 1 / 61)  # + the MTP block's own layer
     assert cap["max_batch"] == int(room // (8192 * per_token))
     assert cap["displaced"] > 0
+    # fault N2: fp8 weights alone keep vLLM's default KV dtype auto, the activation dtype
+    # (bf16, 2 bytes): twice the bytes per token
+    auto = S.setup("H200", "DeepSeek-V3", "mtp", gpus=8, dtype="fp8")
+    assert auto.kv_dtype == "auto"
+    assert S.memory_cap(auto, 8192)["max_batch"] == int(room // (8192 * 2 * per_token))
+
+
+def test_kv_storage_dtype_is_vllms_kv_cache_dtype():
+    # vllm/config/cache.py CacheDType: auto = the model's (activation) dtype
+    assert [S.kv_storage_dtype(None, d) for d in ("bf16", "fp16", "fp8", "int8", "int4")] == [
+        "bf16", "fp16", "bf16", "bf16", "bf16"]
+    assert {S.kv_storage_dtype(k, "bf16") for k in ("fp8", "fp8_e4m3", "fp8_e5m2")} == {"fp8"}
+    assert S.kv_storage_dtype("float16", "bf16") == "fp16"
+    with pytest.raises(ValueError, match="kv_cache_dtype must be one of .*; got 'fp8_inc'"):
+        S.setup("H100-SXM", "Llama-3.1-8B", "eagle3", kv_dtype="fp8_inc")
+
+
+def test_cannot_serve_names_the_sizes_and_what_to_change():
+    st = S.setup("RTX-3090", "Llama-3.1-70B", "eagle3")
+    n = S.cannot_serve(st, [4000])
+    assert n.code == "weights-do-not-fit" and "--gpus 8" in n.message
+    w = st.target.weight_bytes("bf16") / 1e9
+    assert f"{w:,.1f} GB target" in n.message
+    # 7 GPUs cannot split 64 heads; 8 hold the weights and one sequence
+    assert S.cannot_serve(S.setup("RTX-3090", "Llama-3.1-70B", "eagle3", gpus=8), [4000]) is None
+    low = S.setup("H100-SXM", "Llama-3.1-8B", "eagle3", gpu_memory_utilization=0.1)
+    assert "--gpu-memory-utilization 0.9" in S.cannot_serve(low, [4000]).message
+    st = S.setup("H100-SXM", "Llama-3.1-8B", "eagle3")
+    n = S.cannot_serve(st, [10 ** 11])
+    longest = int(n.message.rsplit("at most ", 1)[1].replace(",", ""))
+    assert n.code == "no-sequence-fits"
+    assert S.max_batch_in_memory(st, longest) == 1 and S.max_batch_in_memory(st, longest + 1) == 0
+    assert S.cannot_serve(st, [10 ** 11, 4000]) is None  # one context fits: per-context lines
+
+
+def test_gpu_alias_note_names_the_other_variants():
+    assert "H100-PCIe" in S.gpu_alias_note("H100") and "H100-NVL" in S.gpu_alias_note("h100")
+    assert S.gpu_alias_note("H100-SXM") is None and S.gpu_alias_note("A100") is None
 
 
 @pytest.mark.parametrize("kwargs, match", [
