@@ -16,7 +16,8 @@ from pathlib import Path
 
 from ..data import DATA_DIR
 
-__all__ = ["MODELS_DIR", "BUNDLED_TARGET", "BUNDLED_DRAFTS", "BUNDLED_PROMPTS",
+__all__ = ["MODELS_DIR", "BUNDLED_TARGET", "BUNDLED_DRAFTS", "BUNDLED_EAGLE3_HEAD",
+           "BUNDLED_PROMPTS",
            "BUNDLED_LOGGED", "OFFLINE_HINT", "offline", "hub_reachable", "looks_like_path", "check_model_name",
            "check_prompts_file", "check_gammas", "local_context", "is_bundled_log"]
 
@@ -24,6 +25,8 @@ __all__ = ["MODELS_DIR", "BUNDLED_TARGET", "BUNDLED_DRAFTS", "BUNDLED_PROMPTS",
 MODELS_DIR = DATA_DIR / "models"
 BUNDLED_TARGET = MODELS_DIR / "target-4x256"
 BUNDLED_DRAFTS = (MODELS_DIR / "draft-2x128", MODELS_DIR / "draft-1x64")
+#: The bundled target's EAGLE-3 head (``python -m specnb.measure.train_head``).
+BUNDLED_EAGLE3_HEAD = MODELS_DIR / "eagle3-head-target-4x256"
 #: Bundled prompts: held-out standard-library text (``python -m specnb.measure.train --prompts``).
 BUNDLED_PROMPTS = DATA_DIR / "prompts" / "stdlib_heldout.jsonl"
 #: The bundled target's own responses to every held-out prompt (greedy and T = 1), as a request
