@@ -5,11 +5,13 @@ teacher_force`: step 1 on the target's states, steps 2..gamma on the head's own,
 chains them), stepped as a server steps the request and counted with vLLM's counters
 (:mod:`specnb.acceptance_profile`).
 
-Stepping (one request of prompt length P and response r_0 .. r_{R-1}): r_0 comes from the
-prefill; with n tokens generated (1 <= n < R) a decode step drafts
-k = min(gamma, R - 1 - n) tokens (nothing past the response's last token is drafted, as
-transformers and the reference loop cap drafts; vLLM drafts gamma there and rejects the
-excess), accepts a prefix, and appends accepted + 1 tokens. Its context is P + n tokens.
+Stepping (one request of prompt length P and response r_0 .. r_{R-1}), as ``specnb replay``
+steps every method (:mod:`specnb.replay.step`): r_0 comes from the prefill; with n tokens
+generated (1 <= n < R) a decode step drafts gamma tokens (vLLM drafts gamma to the end),
+accepts a prefix (never past the response's end) and appends accepted + 1 tokens; its context
+is P + n tokens. ``cap_at_end=True`` drafts min(gamma, R - 1 - n) instead, as transformers'
+assisted decoding and the reference loop cap drafts at their token budget, so that replaying
+a reference-loop run gives its counters exactly.
 
 * **T = 0**: draft j is accepted while the head's argmax equals the logged token (agreement
   with the logged text; the target's own greedy output when the log is the target's).
@@ -39,7 +41,7 @@ __all__ = ["request_counters", "step_counters", "replay_head", "BUNDLED_EAGLE3_H
 
 
 def step_counters(accept, gamma: int, prompt_len: int, response_len: int, *,
-                  context_edges=(), rng=None) -> dict:
+                  context_edges=(), rng=None, cap_at_end: bool = False) -> dict:
     """Counters of one request from its per-round-start acceptance.
 
     Parameters
@@ -50,6 +52,7 @@ def step_counters(accept, gamma: int, prompt_len: int, response_len: int, *,
     gamma : int >= 1; prompt_len, response_len : P >= 1 and R >= 1.
     context_edges : bucket edges (see :func:`specnb.acceptance_profile.build`).
     rng : numpy Generator for T > 0's draws (None: accept is boolean).
+    cap_at_end : draft min(gamma, R - 1 - n) (the reference loop's cap) instead of gamma.
 
     Returns
     -------
@@ -61,7 +64,7 @@ def step_counters(accept, gamma: int, prompt_len: int, response_len: int, *,
     by = {}
     n = 1
     while n < response_len:
-        k = min(g, response_len - 1 - n)
+        k = min(g, response_len - 1 - n) if cap_at_end else g
         row = acc[n - 1, :k]
         if rng is not None:
             ok = rng.random(k) < row
@@ -102,7 +105,7 @@ def _accept_matrix(head, steps, ids, target_logits, start: int, temperature: flo
 
 @torch.inference_mode()
 def request_counters(target, head, prompt_ids, response_ids, *, temperature: float, gammas,
-                     context_edges=(), seed: int = 0) -> dict:
+                     context_edges=(), seed: int = 0, cap_at_end: bool = False) -> dict:
     """``{gamma: {bucket or None: Counters}}`` of one request: one target pass over prompt +
     response, the head teacher-forced at every round start (see the module docstring).
 
@@ -111,7 +114,7 @@ def request_counters(target, head, prompt_ids, response_ids, *, temperature: flo
     target : transformers causal LM; head : :class:`specnb.measure.heads.Head` for it.
     prompt_ids, response_ids : 1-D LongTensors (P >= 1, R >= 1).
     temperature : float >= 0; gammas : ints >= 1; context_edges : increasing ints.
-    seed : int >= 0, seeds T > 0's draws.
+    seed : int >= 0, seeds T > 0's draws; cap_at_end : see :func:`step_counters`.
     """
     dev = next(target.parameters()).device
     ids = torch.cat([prompt_ids, response_ids]).to(dev)
@@ -125,29 +128,33 @@ def request_counters(target, head, prompt_ids, response_ids, *, temperature: flo
     res = {}
     for g in gammas:
         rng = np.random.default_rng([seed, int(g)]) if temperature > 0 else None
-        res[int(g)] = step_counters(acc[:, :g], g, P, R, context_edges=context_edges, rng=rng)
+        res[int(g)] = step_counters(acc[:, :g], g, P, R, context_edges=context_edges, rng=rng,
+                                    cap_at_end=cap_at_end)
     return res
 
 
 def replay_head(log=None, *, method: str = "eagle3", head=None, target=None, gammas=(1, 3, 5),
-                context_edges=(), tasks=None, device: str = "auto", dtype: str = "auto",
-                chat_template="auto", seed: int = 0, cpu_threads: int | None = 1,
+                context_edges=(), tokenizer=None, skip_bad: bool = False, device: str = "auto",
+                dtype: str = "auto", seed: int = 0, cpu_threads: int | None = 1,
                 models: dict | None = None):
     """Replay a request log through a head: an :class:`specnb.acceptance_profile.
     AcceptanceProfile` with vLLM's counters by gamma, task and context bucket.
 
     Parameters
     ----------
-    log : JSON-lines request log as ``specnb measure --logged`` reads it
-        (:func:`specnb.measure.load_prompts`), default the bundled logged responses.
+    log : a request log (:mod:`specnb.request_log`: text, token-id or chat rows; a path, or a
+        :class:`~specnb.request_log.RequestLog` already read); default the bundled logged
+        responses. A row without ``temperature`` is replayed at T = 0.
     method : ``eagle``, ``eagle3`` or ``mtp`` (vLLM's method names).
     head : the head's folder; default for ``eagle3`` with the bundled target the bundled head
         (:data:`BUNDLED_EAGLE3_HEAD`), for ``mtp`` the target's own folder.
     target : the target's folder (default the bundled target).
-    gammas : ints >= 1; context_edges : increasing ints > 0; tasks : keep these tasks.
-    device, dtype, chat_template, cpu_threads : as in :func:`specnb.measure.alpha_from_logged`.
-    seed : int >= 0 (T > 0 draws, bootstrap).
-    models : ``{"target": (model, tokenizer), "head": Head}`` already loaded (tests, notebook).
+    gammas : ints >= 1; context_edges : increasing ints > 0.
+    tokenizer, skip_bad : as :func:`specnb.request_log.read` (default tokenizer: the target
+        folder's when it holds tokenizer.json, else the bundled one).
+    device, dtype, cpu_threads : as in :func:`specnb.measure.alpha_from_logged`.
+    seed : int >= 0 (T > 0 draws).
+    models : ``{"target": model, "head": Head}`` already loaded (tests, notebook, benchmark).
 
     Returns
     -------
@@ -157,51 +164,66 @@ def replay_head(log=None, *, method: str = "eagle3", head=None, target=None, gam
     Raises
     ------
     ValueError
-        a bad method, gamma or edge; a bad log record (before any model loads); a head that
-        does not fit the target (:func:`specnb.measure.heads.head_config`), no head given for
-        a target other than the bundled one.
+        a bad method, gamma or edge; a bad log row (before any model loads); a head that does
+        not fit the target (:func:`specnb.measure.heads.head_config`); no head given for a
+        target other than the bundled one; a request longer than the target's context.
     """
-    from .load import BUNDLED_TARGET, _run_settings, load_model, model_contexts
-    from .prompts import encode_prompts, encode_responses, load_prompts
+    from .. import request_log
+    from .load import (BUNDLED_TARGET, _run_settings, context_length, load_model,
+                       resolve_device, resolve_dtype)
 
     _check.choice("method", method, H.METHODS)
     gam = sorted({int(g) for g in _check.integer("gammas", list(gammas), lo=1)})
     edges = [int(e) for e in context_edges]
+    if any(e < 1 for e in edges) or any(b <= a for a, b in zip(edges, edges[1:])):
+        raise ValueError(f"context_edges must be increasing ints >= 1, got {edges}")
     _check.scalar_int("seed", seed, lo=0)
-    src = Path(log) if log is not None else None
-    items = load_prompts(src, tasks=tasks, logged=True)
+    tpath = Path(target) if target is not None else BUNDLED_TARGET
+    if isinstance(log, request_log.RequestLog):
+        rlog = log
+    else:
+        tok = tokenizer if tokenizer is not None else (
+            tpath if (tpath / "tokenizer.json").is_file() else None)
+        rlog = request_log.read(log, tokenizer=tok, skip_bad=skip_bad)  # before any model
     if models is None:
-        tpath = Path(target) if target is not None else BUNDLED_TARGET
         head_path = _default_head(method, head, tpath)
-        from .load import resolve_device, resolve_dtype
         dev = resolve_device(device)
-        tmodel, ttok = load_model(tpath, device=dev, dtype=resolve_dtype(dtype, dev))
+        tmodel, _ = load_model(tpath, device=dev, dtype=resolve_dtype(dtype, dev),
+                               need_tokenizer=False)
         hmodel = H.load_head(head_path, tmodel, method=method)
     else:
-        tmodel, ttok = models["target"]
-        hmodel = models["head"]
-        head_path = getattr(hmodel.hc, "path", "<loaded>")
-    ctx = model_contexts(tmodel, {})
-    ids = encode_prompts(ttok, items, max_new_tokens=0, context=ctx, chat_template=chat_template)
-    resp = encode_responses(ttok, items, ids, context=ctx,
-                            vocab_size=int(tmodel.config.vocab_size))
+        tmodel, hmodel = models["target"], models["head"]
+        head_path = hmodel.hc.path
+    ctx = context_length(tmodel)
+    V = int(tmodel.config.get_text_config().vocab_size)
+    for r in rlog:
+        n = r.prompt_len + r.response_len
+        if ctx is not None and n > ctx:
+            raise ValueError(f"{rlog.path}:{r.line}: request {r.id!r} is {n} tokens (prompt "
+                             f"{r.prompt_len} + response {r.response_len}), longer than the "
+                             f"target's context of {ctx}")
+        if max(int(r.prompt_ids.max()), int(r.response_ids.max())) >= V:
+            raise ValueError(f"{rlog.path}:{r.line}: request {r.id!r} has a token id beyond the "
+                             f"target's vocabulary ({V})")
     per = {g: [] for g in gam}
     t0 = time.perf_counter()
     with _run_settings(str(next(tmodel.parameters()).device), cpu_threads, "cpu_threads"):
-        for r, (it, p, x) in enumerate(zip(items, ids, resp)):
-            c = request_counters(tmodel, hmodel, p, x, temperature=float(it["temperature"]),
-                                 gammas=gam, context_edges=edges, seed=seed + r)
+        for i, r in enumerate(rlog):
+            c = request_counters(tmodel, hmodel, torch.from_numpy(r.prompt_ids.copy()),
+                                 torch.from_numpy(r.response_ids.copy()),
+                                 temperature=float(r.temperature or 0.0), gammas=gam,
+                                 context_edges=edges, seed=seed + i)
             for g in gam:
-                per[g].append((it["task"], c[g]))
+                per[g].append((r.task, c[g]))
     secs = time.perf_counter() - t0
-    positions = int(sum(x.numel() for x in resp))
-    prof = build(method, per, context_edges=edges, tasks=[i["task"] for i in items],
-                 params={"num_speculative_tokens": gam, "head": str(head_path),
-                         "format": hmodel.hc.fmt},
-                 source={"log": str(src) if src else "bundled logged responses",
-                         "requests": len(items), "skipped": 0,
-                         "target": str(target or "bundled target")})
-    info = {"requests": len(items), "positions": positions, "target_passes": len(items),
+    positions = int(sum(r.response_len for r in rlog))
+    prof = build(method, per, context_edges=edges, tasks=rlog.tasks,
+                 params={"head": str(head_path), "format": hmodel.hc.fmt,
+                         "draft_vocab_size": hmodel.hc.draft_vocab_size,
+                         "aux_layers": list(hmodel.aux_layers) or None},
+                 source={"log": rlog.path, "requests": len(rlog), "skipped": len(rlog.skipped),
+                         "tokenizer": rlog.tokenizer, "target": str(tpath)})
+    info = {"requests": len(rlog), "positions": positions, "target_passes": len(rlog),
             "seconds": secs, "tokens_per_s": positions / secs if secs > 0 else float("nan"),
             "head": str(head_path), "format": hmodel.hc.fmt}
     return prof, info

@@ -1,7 +1,8 @@
 """specnb.measure.head_drafter: a head in the reference loop. Greedy output equals the
 target's plain greedy output (lossless at T = 0), and the loop's counters equal
-``head_replay``'s on the loop's own responses, round for round, for EAGLE-1, EAGLE-3 and MTP
-heads (with partial acceptance: a copied head with noise)."""
+``head_replay``'s on the loop's own responses (with the loop's draft cap, ``cap_at_end``),
+round for round, for EAGLE-1, EAGLE-3 and MTP heads (with partial acceptance: a copied head
+with noise)."""
 
 import pytest
 
@@ -73,7 +74,8 @@ def test_loop_equals_replay_and_is_lossless(tmp_path):
                 run = reference_generate(target, drafter, prompt, gamma=g, max_new_tokens=mnt)
                 assert run.tokens == greedy, kind
                 replay = HR.request_counters(target, head, prompt, torch.tensor(run.tokens),
-                                             temperature=0.0, gammas=[g])[g][None]
+                                             temperature=0.0, gammas=[g],
+                                             cap_at_end=True)[g][None]
                 assert replay == _loop_counters(run, g, mnt), (kind, g)
                 accepted += replay.num_accepted_tokens
         if kind != "eagle3":  # the copied heads accept some, not all

@@ -19,19 +19,25 @@ from . import heads_support as S  # noqa: E402
 
 
 def test_step_counters_by_hand():
-    # R = 8 tokens; after n generated tokens the round drafts min(3, 7 - n)
+    # R = 8 tokens; row n - 1 is the round after n generated tokens; entries past the
+    # response's end are False (accept[n - 1, j - 1] predicts r_{n - 1 + j})
     acc = np.zeros((7, 3), dtype=bool)
     acc[0] = [True, True, False]   # n = 1: accept 2 -> n = 4
-    acc[3] = [True, False, True]   # n = 4: k = 3, accept 1 -> n = 6
-    acc[5] = [True, True, True]    # n = 6: k = 1, accept 1 -> n = 8, done
+    acc[3] = [True, False, True]   # n = 4: accept 1 -> n = 6
+    acc[5] = [True, True, False]   # n = 6: accept 2 (r_6, r_7: the end) -> n = 9, done
     by = HR.step_counters(acc, 3, prompt_len=5, response_len=8, context_edges=[9])
     c = by[None]
-    assert (c.num_steps, c.num_drafts, c.num_draft_tokens, c.num_accepted_tokens) == (3, 3, 7, 4)
-    assert c.num_accepted_tokens_per_pos == (3, 1, 0)
-    assert c.num_draft_tokens_per_pos == (3, 2, 2)
+    # vLLM drafts gamma every step
+    assert (c.num_steps, c.num_drafts, c.num_draft_tokens, c.num_accepted_tokens) == (3, 3, 9, 5)
+    assert c.num_accepted_tokens_per_pos == (3, 2, 0)
+    assert c.num_draft_tokens_per_pos == (3, 3, 3)
     # contexts 5 + 1 = 6 (bucket 0), 9 and 11 (bucket 1)
     assert by[0].num_steps == 1 and by[1].num_steps == 2
     assert by[0] + by[1] == c
+    # the reference loop's cap: min(3, 7 - n) drafts; at n = 6 one draft, accepted
+    capped = HR.step_counters(acc, 3, prompt_len=5, response_len=8, cap_at_end=True)[None]
+    assert (capped.num_draft_tokens, capped.num_accepted_tokens) == (7, 4)
+    assert capped.num_draft_tokens_per_pos == (3, 2, 2)
 
 
 def test_step_counters_draws_follow_the_probabilities():
@@ -77,22 +83,15 @@ def test_copied_head_accepts_everything(copied):
     assert cr.num_accepted_tokens < cr.num_draft_tokens / 2
 
 
-def test_replay_head_profile(copied, tmp_path, tok):
+def test_replay_head_profile(copied, tmp_path):
     target, head = copied
     log = tmp_path / "log.jsonl"
-    rows = [{"task": t, "prompt": "p", "response": "r", "temperature": 0.0,
+    rows = [{"task": t, "prompt_ids": [1, 2, 3], "temperature": 0.0,
              "response_ids": list(range(3 + i, 15 + i))} for i, t in
             enumerate(["chat", "code", "chat"])]
     log.write_text("".join(json.dumps(r) + "\n" for r in rows))
-
-    class Tok:  # ids in the tiny vocabulary
-        chat_template = None
-
-        def __call__(self, text, **kw):
-            return {"input_ids": [1, 2, 3]}
-
     prof, info = HR.replay_head(log, method="eagle", gammas=[2, 3], context_edges=[8],
-                                models={"target": (target, Tok()), "head": head})
+                                tokenizer=False, models={"target": target, "head": head})
     assert info["target_passes"] == 3 and info["positions"] == 36
     again = AP.from_dict(json.loads(AP.dumps(prof)))
     assert again.method == "eagle" and again.gammas == (2, 3) and again.tasks == ("chat", "code")
@@ -109,3 +108,5 @@ def test_replay_head_bad_input(tmp_path):
         HR.replay_head(method="eagle3", gammas=[0])
     with pytest.raises(ValueError, match="needs a head"):
         HR._default_head("eagle3", None, tmp_path)
+    with pytest.raises(ValueError, match="context_edges"):
+        HR.replay_head(method="eagle3", context_edges=[5, 5])
