@@ -59,6 +59,11 @@ logged    teacher forcing (betas, alpha per task), :func:`alpha_by_teacher_forci
 run       :func:`measure` and its :class:`Measurement` (timed runs, timing model, summary).
 reference the reference speculative loop (:func:`reference_generate`, ``loop="reference"``).
 spread    speedup intervals (bootstrap over prompts) and rounding to them (torch-free).
+heads     EAGLE-1, EAGLE-3 and MTP heads: config checks, loading, vLLM's forward.
+head_replay  a head teacher-forced along a request log: vLLM's counters, a profile.
+head_drafter a head as the reference loop's drafter (``measure(draft_heads=...)``).
+train_head   the bundled EAGLE-3 head's training script, ``python -m
+          specnb.measure.train_head``.
 args      argument checks that need no torch (models, prompts, gamma bounds).
 train     the bundled family's training script, ``python -m specnb.measure.train``.
 corpus    its corpus (the standard library, files held out whole) and evaluation prompts.
@@ -66,8 +71,9 @@ card      its model card (``data/models/MODEL_CARD.md``).
 
 The face (this module) names what its users need. Notebook 08: ``resolve_device``,
 ``resolve_dtype``, ``BUNDLED_TARGET``, ``BUNDLED_DRAFTS``, ``load_model``, ``short_names``,
-``measure``, ``processing_note``, ``alpha_from_logged``. ``specnb measure``
-(:mod:`specnb.cli.measure`): ``measure``, ``alpha_from_logged``, ``processing_note``. The
+``measure``, ``processing_note``, ``alpha_from_logged``, ``BUNDLED_EAGLE3_HEAD``, ``replay_head``. ``specnb measure``
+(:mod:`specnb.cli.measure`): ``measure``, ``alpha_from_logged``, ``processing_note``;
+``specnb replay --method eagle|eagle3|mtp``: ``replay_head``. The
 benchmarks and ``scripts/make_logged_responses.py``: ``load_model``, ``load_prompts``,
 ``encode_prompts``, ``context_length``, ``generate_continuation``, ``teacher_forced_betas``,
 ``run_generate``, ``alpha_from_logged``, ``logged_responses``, ``BUNDLED_LOGGED``. The rest of
@@ -96,6 +102,10 @@ _WHERE = {
     **dict.fromkeys(["Measurement", "measure", "LOOPS"], "run"),
     **dict.fromkeys(["reference_generate", "accept_resample", "accept_greedy"], "reference"),
     **dict.fromkeys(["speedup_interval", "format_speedup"], "spread"),
+    **dict.fromkeys(["BUNDLED_EAGLE3_HEAD"], "args"),
+    **dict.fromkeys(["load_head", "head_config"], "heads"),
+    **dict.fromkeys(["replay_head"], "head_replay"),
+    **dict.fromkeys(["HeadDrafter"], "head_drafter"),
 }
 
 _NEED_TORCH = ("specnb.measure needs torch and transformers, which are not installed: install "
@@ -111,7 +121,8 @@ __all__ = [
     "load_prompts", "encode_prompts", "generate_continuation", "teacher_forced_betas",
     "forward_time", "GenRun", "run_generate", "Measurement", "measure", "LOOPS",
     "alpha_by_teacher_forcing", "short_names", "reference_generate", "accept_resample",
-    "accept_greedy", "speedup_interval", "format_speedup",
+    "accept_greedy", "speedup_interval", "format_speedup", "BUNDLED_EAGLE3_HEAD", "load_head",
+    "head_config", "replay_head", "HeadDrafter",
 ]
 
 
