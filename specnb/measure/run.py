@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -139,7 +140,8 @@ def measure(target=None, drafts=None, *, prompts=None, tasks=None, per_task: int
         Local folder or hub id; defaults to the bundled :data:`BUNDLED_TARGET`.
     drafts : str, Path or list of them, optional
         One or more drafts sharing the target's vocabulary; defaults to the bundled drafts
-        (two sizes, for Leviathan's draft-size trade).
+        (two sizes, for Leviathan's draft-size trade), or to none when ``draft_heads`` are
+        given for a target other than the bundled one.
     prompts : str, Path or list of dict, optional
         A JSON-lines file (see :func:`load_prompts`) or already loaded prompts; defaults to the
         bundled held-out prompts.
@@ -213,6 +215,13 @@ def measure(target=None, drafts=None, *, prompts=None, tasks=None, per_task: int
         raise ValueError("draft heads run in the reference loop only (transformers' assisted "
                          "decoding takes no EAGLE / MTP head): use loop='reference' "
                          "(--loop reference)")
+    if heads and drafts is None and models is None and target is not None:
+        from .load import BUNDLED_TARGET, load_model, resolve_device, resolve_dtype
+        if Path(target).expanduser().resolve() != BUNDLED_TARGET.resolve():
+            # a head of another target: no default drafts (the bundled ones do not fit it)
+            d = resolve_device(device)
+            models = {"target": load_model(target, device=d, dtype=resolve_dtype(dtype, d)),
+                      "drafts": {}, "target_name": str(target)}
     tmodel, ttok, dmodels, target_name, (dev, torch_dtype) = _load_models(target, drafts, models,
                                                                           device, dtype)
     if heads:  # the drafter seam: heads beside the drafts
