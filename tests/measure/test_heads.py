@@ -287,3 +287,35 @@ def test_eagle3_forward_op_by_op_against_vllm_source(llama, tmp_path):
         want[torch.arange(40) + head.d2t] = logits
     assert torch.allclose(got, want, atol=1e-5)
     assert torch.equal(torch.isinf(got), torch.isinf(want))
+
+
+# ------------------------------------------------------------------- against vLLM itself
+ORACLE = __import__("pathlib").Path(__file__).resolve().parents[1] / "cases" / "vllm" / \
+    "0.33.0" / "heads"
+
+
+@pytest.mark.parametrize("variant", ["speculators", "specforge"])
+def test_eagle3_agrees_with_vllm_run_on_the_cpu(variant):
+    """vLLM 0.33.0's own EAGLE-3 code (oracle/drive_heads.py: llama_eagle3.py's
+    combine_hidden_states, decoder layer 0, final norm and compute_logits on vLLM's layers and
+    weight loaders; one query over one key per case) gives these logits and recycled states;
+    specnb's head, loaded from the same checkpoint, must give them too."""
+    from safetensors.torch import load_file
+
+    folder = ORACLE / f"eagle3-{variant}"
+    cases = load_file(folder / "cases.safetensors")
+    target = S.llama_target(layers=4)
+    head = Hd.load_head(folder, target)
+    assert head.hc.fmt == f"eagle3-{variant}"
+    assert head.hc.options["norm_before_residual"] is (variant == "speculators")
+    for ids, aux, want, pre in zip(cases["ids"], cases["aux"], cases["logits"],
+                                   cases["prenorm"]):
+        aux2 = torch.stack([aux, torch.zeros_like(aux)])
+        with torch.no_grad():
+            got, rec = head(ids[1:], head.combine(None, aux2)[:1], torch.zeros(1, dtype=torch.long),
+                            head.new_caches(), torch.zeros(1, 1, 1, 1))
+        assert torch.equal(torch.isinf(got[0]), torch.isinf(want))
+        fin = torch.isfinite(want)
+        assert torch.allclose(got[0][fin], want[fin], atol=1e-5)
+        assert torch.allclose(rec[0], pre, atol=1e-5)
+        assert torch.equal(head.teacher_force(ids, None, aux2, 1)[0][0].isinf(), want.isinf())
