@@ -62,8 +62,7 @@ spread    speedup intervals (bootstrap over prompts) and rounding to them (torch
 heads     EAGLE-1, EAGLE-3 and MTP heads: config checks, loading, vLLM's forward.
 head_replay  a head teacher-forced along a request log: vLLM's counters, a profile.
 head_drafter a head as the reference loop's drafter (``measure(draft_heads=...)``).
-train_head   the bundled EAGLE-3 head's training script, ``python -m
-          specnb.measure.train_head``.
+train_head   the bundled EAGLE-3 head's training script (``-m specnb.measure.train_head``).
 args      argument checks that need no torch (models, prompts, gamma bounds).
 train     the bundled family's training script, ``python -m specnb.measure.train``.
 corpus    its corpus (the standard library, files held out whole) and evaluation prompts.

@@ -137,8 +137,9 @@ def replay_head(log=None, *, method: str = "eagle3", head=None, target=None, gam
                 context_edges=(), tokenizer=None, skip_bad: bool = False, device: str = "auto",
                 dtype: str = "auto", seed: int = 0, cpu_threads: int | None = 1,
                 models: dict | None = None):
-    """Replay a request log through a head: an :class:`specnb.acceptance_profile.
-    AcceptanceProfile` with vLLM's counters by gamma, task and context bucket.
+    """Replay a request log through a head: an acceptance profile
+    (:class:`specnb.acceptance_profile.AcceptanceProfile`) with vLLM's counters by gamma, task
+    and context bucket.
 
     Parameters
     ----------
