@@ -188,6 +188,10 @@ def replay_head(log=None, *, method: str = "eagle3", head=None, target=None, gam
         rlog = request_log.read(log, tokenizer=tok, skip_bad=skip_bad)  # before any model
     if models is None:
         head_path = _default_head(method, head, tpath)
+        from transformers import AutoConfig
+        # the config-level checks before any weight (target's or head's) is read
+        H.head_config(head_path, AutoConfig.from_pretrained(str(tpath), local_files_only=True),
+                      method=method)
         dev = resolve_device(device)
         tmodel, _ = load_model(tpath, device=dev, dtype=resolve_dtype(dtype, dev),
                                need_tokenizer=False)
