@@ -15,14 +15,22 @@ Packages, in layers (imports point down only; checked by ``lint-imports``, see p
 measurement) import their own dependencies only when used.
 """
 
-from . import cost, data, memory, theory
-from .theory import (
-    alpha_from_acceptance_length,
-    expected_tokens_per_step,
-    operations_factor,
-    optimal_gamma,
-    walltime_speedup,
-)
+import importlib
+
+_MODULES = ("theory", "cost", "memory", "data")
+_THEORY = ("alpha_from_acceptance_length", "expected_tokens_per_step", "operations_factor",
+           "optimal_gamma", "walltime_speedup")
+
+
+def __getattr__(name):
+    """The modules and theory's names, imported when first used (PEP 562): ``specnb config
+    check`` then starts without numpy."""
+    if name in _MODULES:
+        return importlib.import_module(f".{name}", __name__)
+    if name in _THEORY:
+        return getattr(importlib.import_module(".theory", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __version__ = "0.1.0"
 

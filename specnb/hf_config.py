@@ -20,7 +20,6 @@ import os
 import re
 from pathlib import Path
 
-from . import _check
 
 __all__ = ["read_config", "MODEL_TYPE_METHOD", "architectures", "model_type", "is_mtp_type",
            "checkpoint_method"]
@@ -55,6 +54,8 @@ def read_config(source, *, label: str = "config", hint: str = "") -> tuple[dict,
     try:
         raw = path.read_text(encoding="utf-8-sig")  # a BOM (Windows editors) is not data
     except UnicodeDecodeError as exc:
+        from . import _check  # numpy: only on this error path
+
         raise _check.utf8_error(where, exc, "give a Hugging Face config.json") from None
     try:
         cfg = json.loads(raw)

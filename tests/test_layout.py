@@ -19,8 +19,8 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "specnb"
 TESTS = ROOT / "tests"
 
-_RULES_SPLIT = ("part of the checker's rules (split from _rules.py): tested through "
-                "check_speculative_config (tests/vllm/test_check.py, test_oracle_fixtures.py)")
+_RULE = ("rules of the checker, run in specnb.vllm.rules.RULES' order: tested through "
+         "check_speculative_config (tests/vllm/test_check.py, test_oracle_fixtures.py)")
 
 #: Modules without a test file of their name: {module path under specnb/: reason}. A
 #: package's ``__init__.py`` (its face) needs none: each name it lists is tested in its module's
@@ -31,18 +31,15 @@ NO_TEST_FILE = {
     "__main__.py": "`python -m specnb` calls specnb.cli.main (tests/cli/)",
     "measure/card.py": "write_model_card runs inside train_family (tests/measure/test_train.py, "
                        "slow); no test file of its own yet",
-    "vllm/_rules.py": "private to specnb.vllm.check: tested through check_speculative_config "
-                      "(tests/vllm/test_check.py)",
-    "vllm/_rules_keys.py": _RULES_SPLIT,
-    "vllm/_rules_method.py": _RULES_SPLIT,
-    "vllm/_rules_target.py": _RULES_SPLIT,
-    "vllm/_rules_typed.py": _RULES_SPLIT,
-    "vllm/_versions.py": "vLLM version profiles (package data read from vLLM's own code): "
-                         "tested through tests/vllm/test_oracle_fixtures.py and test_check.py",
-    "vllm/_schema.py": "private to specnb.vllm.check: tested through check_speculative_config "
-                       "(tests/vllm/test_check.py, which reads its tables)",
-    "vllm/_values.py": "private JSON-value checks of the checker and builder: tested through "
-                       "tests/vllm/test_check.py and tests/vllm/test_config.py",
+    "vllm/rules/context.py": _RULE,
+    "vllm/rules/keys.py": _RULE,
+    "vllm/rules/method.py": _RULE,
+    "vllm/rules/switches.py": _RULE,
+    "vllm/rules/target.py": _RULE,
+    "vllm/rules/serve.py": "the serve-line rules: tested through check_serve_line "
+                           "(tests/vllm/test_serve.py)",
+    "vllm/_versions.py": "the release tables and which one judges a version: tested through "
+                         "tests/vllm/test_check.py and test_oracle_fixtures.py",
     "vllm/findings.py": "the checker's result types: tested through tests/vllm/test_check.py",
 }
 

@@ -2,9 +2,10 @@
 
 Exit status:
 
-* ``specnb config check JSON|FILE|-`` -- 0 when vLLM would accept the config (warnings allowed),
-  1 when it would reject it, 2 on usage errors (argparse's own, an unreadable file, a bad
-  ``--vllm-version``).
+* ``specnb config check JSON|FILE|-`` (or ``--serve LINE|-``, a whole ``vllm serve`` line) --
+  0 when vLLM would accept the config (warnings allowed), 1 when it would reject it, 2 on usage
+  errors (argparse's own, an unreadable file, a ``--vllm-version`` that is not a release or is
+  older than every table, a serve line vLLM's parser refuses).
 * ``specnb config build METHOD ...`` -- 0 and the rendered config; 1 when vLLM would reject
   what was asked for; 2 on usage errors.
 * ``specnb metrics FILE [FILE]`` and ``specnb bench ON.json OFF.json`` -- 0 with their tables;
@@ -84,28 +85,76 @@ def _tolerance(text: str) -> float:
 def _cmd_check(args) -> int:
     from ..vllm import check_speculative_config
 
+    if (args.serve is None) == (args.config is None):
+        return _err("config check", "give a config (JSON, FILE or -) or --serve LINE, not "
+                                    "both", 2)
+    if args.serve is not None and (args.tensor_parallel_size or args.max_model_len):
+        return _err("config check", "with --serve, give --tensor-parallel-size and "
+                                    "--max-model-len in the serve line", 2)
     try:
-        text, source = _config_text(args.config)
+        if args.serve is not None:
+            from ..vllm import check_serve_line
+
+            line = _stdin("strict") if args.serve == "-" else args.serve
+            source = "<serve line>"
+            parsed, result = check_serve_line(line, args.vllm_version, args.draft_config,
+                                              args.target_config)
+            result = _with_memory(args, parsed, result)
+        else:
+            text, source = _config_text(args.config)
+            result = check_speculative_config(text, vllm_version=args.vllm_version,
+                                              draft_config=args.draft_config,
+                                              target_config=args.target_config,
+                                              tensor_parallel_size=args.tensor_parallel_size,
+                                              max_model_len=args.max_model_len)
     except OSError as exc:
         return _err("config check", f"cannot read {exc.filename}: {exc.strerror}", 2)
-    except ValueError as exc:
-        return _err("config check", str(exc), 2)
-    try:
-        result = check_speculative_config(text, vllm_version=args.vllm_version,
-                                          draft_config=args.draft_config,
-                                          target_config=args.target_config,
-                                          tensor_parallel_size=args.tensor_parallel_size,
-                                          max_model_len=args.max_model_len)
-    except OSError as exc:
-        return _err("config check", f"cannot read {exc.filename}: {exc.strerror}", 2)
-    except ValueError as exc:
-        return _err("config check", str(exc), 2)
+    except (ValueError, UnicodeDecodeError) as exc:
+        return _err("config check", str(exc).splitlines()[0], 2)
     if args.json:
         print(json.dumps({"accepted": result.accepted, "source": source,
                           "findings": [f.__dict__ for f in result.findings]}, indent=2))
     else:
         print(_printable(result.format(source)))
     return 0 if result.accepted else 1
+
+
+def _with_memory(args, parsed, result):
+    """The verify step's memory at --max-num-seqs, when --gpu names the GPU and the target is
+    known (:func:`specnb.serving.max_batch_in_memory`: the KV cache of target and draft beside
+    the weights), as one more finding."""
+    if args.gpu is None or result.config is None:
+        return result
+    from ..serving import max_batch_in_memory, setup
+    from ..vllm import ConfigCheck, Finding
+
+    s = parsed.settings
+    method = result.config.get("method") or "draft_model"
+    target = args.target_config or parsed.model
+    spec = {"eagle": "eagle", "eagle3": "eagle3", "mtp": "mtp", "ngram": "ngram",
+            "suffix": "suffix"}.get(method, "eagle3")
+    try:
+        st = setup(args.gpu, target, spec, gpus=s.get("tensor_parallel_size", 1),
+                   gpu_memory_utilization=s.get("gpu_memory_utilization", 0.9))
+    except (OSError, ValueError, KeyError) as exc:
+        note = Finding("note", None, f"memory at --max-num-seqs not checked: the target "
+                       f"{target!r} is neither a catalogue model nor a local config.json "
+                       f"({str(exc).splitlines()[0]})", "give --target-config PATH (the served "
+                       "model's config.json)", code="memory-not-checked")
+        return ConfigCheck(result.findings + (note,), result.config, result.vllm_version)
+    ctx = s.get("max_model_len") if s.get("max_model_len", -1) > 0 else \
+        st.target.max_position_embeddings
+    seqs = s.get("max_num_seqs", 256)
+    cap = int(max_batch_in_memory(st, ctx))
+    if cap >= seqs:
+        return result
+    finding = Finding("warning", None, f"--max-num-seqs {seqs} at --max-model-len {ctx}: the "
+                      f"KV cache of the target and the draft fits {cap} such sequences on "
+                      f"{args.gpu} x{st.gpus} beside the weights (specnb.serving's memory cap, "
+                      "activations not counted), so vLLM preempts or refuses long batches and "
+                      "the verify step never reaches that batch", f"serve with --max-num-seqs "
+                      f"{max(cap, 1)} (or a shorter --max-model-len)", code="verify-memory-cap")
+    return ConfigCheck(result.findings + (finding,), result.config, result.vllm_version)
 
 
 #: Keys with their own options in ``specnb config build``.
@@ -264,8 +313,15 @@ def register(sub) -> None:
                         description="Print the findings; exit 0 if vLLM would accept the "
                                     "config (warnings allowed), 1 if it would reject it, 2 on "
                                     "usage errors.")
-    c.add_argument("config", help="the JSON value as vLLM receives it, a file holding it, or "
-                                  "- to read stdin")
+    c.add_argument("config", nargs="?", help="the JSON value as vLLM receives it, a file "
+                                             "holding it, or - to read stdin")
+    c.add_argument("--serve", metavar="LINE",
+                   help="check a whole `vllm serve MODEL ...` line instead (- reads it from "
+                        "stdin): parsed with the release's own flags, the speculative config "
+                        "checked with --max-model-len, -tp, -dp, --quantization, ...")
+    c.add_argument("--gpu", metavar="NAME",
+                   help="with --serve: the GPU (catalogue name, e.g. H100-SXM), to check the "
+                        "memory at --max-num-seqs")
     c.add_argument("--vllm-version", metavar="X.Y.Z",
                    help="the server's vLLM version (default: current vLLM)")
     c.add_argument("--draft-config", metavar="PATH",

@@ -13,7 +13,8 @@ Check
     :func:`check_speculative_config` -> :class:`ConfigCheck` of :class:`Finding` (each with a
     stable ``code``); :func:`parse_speculative_config` (raises :class:`ConfigSyntaxError`);
     :func:`suggest_fix`; the dynamic schedule: :func:`validate_schedule`, :func:`schedule_lookup`,
-    :func:`describe_schedule`
+    :func:`describe_schedule`; the whole ``vllm serve`` line: :func:`check_serve_line`,
+    :func:`parse_serve_line` (raises :class:`ServeLineError`)
 Read
     :func:`read_acceptance` (any format; :class:`UsageError` for inputs given wrongly) ->
     :class:`Reading`; :func:`read_metrics`, :func:`metrics_delta`, :func:`log_counts`,
@@ -25,31 +26,20 @@ Read
 Samples
     :func:`sample_path`, :func:`sample_names` -- the bundled, labelled inputs in ``data/samples/``.
 
-The modules (one job each): ``_schema`` (vLLM's schema transcribed), ``_rules`` (vLLM's rules
-as findings; its key, value and method rules in ``_rules_keys``, ``_rules_typed``,
-``_rules_method``, the checks against the target in ``_rules_target``), ``syntax`` (JSON diagnosis), ``schedule``, ``check``, ``findings``, ``config``
-(the builder), ``render``, ``metrics`` (Prometheus counters), ``logs`` (log lines and the
-offline printout), ``read`` (one entry point), ``bench``. Rules and names come from vLLM's
-source at named commits; nothing here imports vLLM or needs a GPU or network.
+The modules are listed in ``docs/vllm.md`` (Modules); ``rules`` holds vLLM's rules as plain
+functions run in a listed order. Nothing here imports vLLM or needs a GPU or network.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from ._schema import BUILD_METHODS, DEFAULT_GAMMA, METHODS, NGRAM_OPTIONS
-from .bench import (COMPARABLE, POINT_KEYS, SPEC_KEYS, bench_point, bench_points, bench_rows,
-                    bench_summary, bench_value, per_position_rates, read_bench,
-                    read_bench_results)
 from .check import check_speculative_config, parse_speculative_config, suggest_fix
-from .config import speculative_config
+from .config import BUILD_METHODS, DEFAULT_GAMMA, METHODS, NGRAM_OPTIONS, speculative_config
 from .findings import ConfigCheck, Finding
-from .logs import log_counts
-from .metrics import (PROMQL, AcceptanceStats, SpecDecodeCounts, acceptance_stats,
-                      metrics_delta, read_metrics)
-from .read import Reading, UsageError, read_acceptance
 from .render import python_snippet, serve_command, yaml_config
 from .schedule import describe_schedule, schedule_lookup, validate_schedule
+from .serve import ServeLineError, check_serve_line, parse_serve_line
 from .syntax import ConfigSyntaxError
 
 __all__ = [
@@ -59,12 +49,31 @@ __all__ = [
     "check_speculative_config", "parse_speculative_config", "suggest_fix",
     "ConfigCheck", "Finding", "ConfigSyntaxError",
     "validate_schedule", "schedule_lookup", "describe_schedule",
+    "check_serve_line", "parse_serve_line", "ServeLineError",
     "read_acceptance", "Reading", "UsageError", "read_metrics", "metrics_delta", "log_counts",
     "acceptance_stats", "SpecDecodeCounts", "AcceptanceStats", "PROMQL",
     "read_bench", "bench_summary", "bench_rows", "bench_value", "SPEC_KEYS", "COMPARABLE",
     "bench_point", "bench_points", "POINT_KEYS",
     "sample_path", "sample_names",
 ]
+
+
+#: The readers' names, imported when first used (PEP 562): a check starts without them.
+_READERS = {"bench": ("COMPARABLE", "POINT_KEYS", "SPEC_KEYS", "bench_point", "bench_points",
+                      "bench_rows", "bench_summary", "bench_value", "per_position_rates",
+                      "read_bench", "read_bench_results"), "logs": ("log_counts",),
+            "metrics": ("PROMQL", "AcceptanceStats", "SpecDecodeCounts", "acceptance_stats",
+                        "metrics_delta", "read_metrics"),
+            "read": ("Reading", "UsageError", "read_acceptance")}
+
+
+def __getattr__(name):
+    import importlib
+
+    for module, names in _READERS.items():
+        if name in names:
+            return getattr(importlib.import_module(f".{module}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _samples_dir() -> Path:

@@ -1,70 +1,107 @@
-"""The vLLM versions specnb is checked against, and what each one's code says.
+"""The vLLM releases specnb judges by, and which table judges a ``vllm_version``.
 
-Each ``specnb/vllm/versions/<version>.json`` is written by the oracle (``make oracle
-VLLM=<version>``, ``oracle/drive.py``) from that vLLM release's own installed code:
-``SpeculativeConfig``'s fields (kind, null allowed, bound, choices, default), the
-``method`` values, the model-specific MTP names, ``LoadConfig``'s fields and whether
-``EngineArgs.create_speculative_config`` rewrites ``-`` to ``_`` in keys. The fixtures the
-tests replay sit beside them in ``tests/cases/vllm/<version>/``.
-
-:func:`profile_for` picks the profile a ``vllm_version`` is judged by: the exact release, else
-the newest profiled release not newer than it; None ("current") is the newest profiled
-release. A version older than every profile gets None (the transcribed rules in
-:mod:`specnb.vllm._schema` apply).
-"""
+``specnb/vllm/versions/<v>.json`` is written by ``make oracle VLLM=<v>`` (``oracle/drive.py``)
+from the release's own code: ``SpeculativeConfig``'s fields (kind, null allowed, bound,
+choices, default), the methods, the MTP names, ``LoadConfig``'s fields, ``hyphen_rewrite``
+(``create_speculative_config`` rewrites ``-`` to ``_``) and, where present, the quantization
+methods, the pydantic version and the wheel; ``specnb/vllm/flags/<v>.json``
+(``oracle/drive_strings.py``) its ``vllm serve`` flags. :func:`select` picks the table."""
 
 from __future__ import annotations
 
 import json
+import re
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
 _DIR = Path(__file__).with_name("versions")
-
-#: First release whose ``create_speculative_config`` rewrites every key ``k.replace('-', '_')``
-#: (read in the 0.25.0, 0.25.1, 0.26.0, 0.27.x, 0.28.0, 0.29.0, 0.31.0 and 0.33.0 wheels: absent
-#: up to 0.25.1, present from 0.26.0).
-HYPHEN_REWRITE_SINCE = (0, 26)
+_FLAGS = Path(__file__).with_name("flags")
+_VERSION_RE = re.compile(r"v?(\d+)\.(\d+)(?:\.(\d+))?(?:\.\d+)*((?:a|b|rc|c)\d*)?"
+                         r"(?:\.?post\d*)?(\.?dev\d*)?(?:\+[a-z0-9.]+)?", re.IGNORECASE)
 
 
-def _key(version: str) -> tuple:
-    parts = []
-    for p in version.split("."):
-        digits = "".join(ch for ch in p if ch.isdigit())
-        parts.append(int(digits) if digits else 0)
-    return tuple(parts)
+def version_key(version: str) -> tuple:
+    """A sortable key for a release string (pre-releases sort before the release); raises
+    TypeError for a non-string, ValueError for a string that is not a version."""
+    if not isinstance(version, str):
+        why = " (as a float, 0.10 would read as 0.1)" if isinstance(version, float) else ""
+        raise TypeError(f"vllm_version must be a string like '0.33.0'{why}, got "
+                        f"{type(version).__name__} {version!r}")
+    m = _VERSION_RE.fullmatch(version.strip())
+    if not m:
+        shown = version if len(version) <= 60 else version[:60] + "..."
+        raise ValueError(f"vllm_version must be a release like '0.33.0' (also 'v0.33.0', "
+                         f"'0.33', '0.33.0rc1', '0.33.0+cu128'), got {shown!r}")
+    return (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0),
+            0 if (m.group(4) or m.group(5)) else 1)
+
+
+@dataclass(frozen=True)
+class Table:
+    """One release's contract (``versions/<v>.json``) as the rules read it."""
+
+    vllm: str
+    fields: dict
+    methods: tuple
+    mtp: tuple
+    hyphen_rewrite: bool
+    load_config_fields: tuple
+    quantization_methods: tuple
+    pydantic: str | None
+    raw: dict = field(repr=False, compare=False)
+    name: str = ""  # "vLLM 0.33.0"
+    pydantic_name: str = "pydantic"  # "pydantic 2.14.4" when the table names it
+    internal: frozenset = frozenset()  # the fields vLLM fills in itself
+
+
+def _table(raw: dict) -> Table:
+    quant = raw.get("quantization_methods")
+    if quant is None:
+        quant = (raw["fields"].get("quantization") or {}).get("choices") or ()
+    pyd = raw.get("pydantic_version")
+    return Table(raw["vllm"], raw["fields"], tuple(raw["methods"]), tuple(raw["mtp_methods"]),
+                 bool(raw.get("hyphen_rewrite")), tuple(raw.get("load_config_fields", ())),
+                 tuple(quant), pyd, raw, f"vLLM {raw['vllm']}",
+                 f"pydantic {pyd}" if pyd else "pydantic",
+                 frozenset(k for k, f in raw["fields"].items() if f["kind"] == "internal"))
 
 
 @lru_cache(maxsize=None)
-def profiles() -> dict[str, dict]:
-    """{version: profile} for every shipped profile, oldest first."""
-    out = {}
-    for path in sorted(_DIR.glob("*.json"), key=lambda p: _key(p.stem)):
-        out[path.stem] = json.loads(path.read_text(encoding="utf-8"))
-    return out
+def tables() -> dict[str, Table]:
+    """{version: :class:`Table`} for every shipped table, oldest first."""
+    paths = sorted(_DIR.glob("*.json"), key=lambda p: version_key(p.stem))
+    return {p.stem: _table(json.loads(p.read_text(encoding="utf-8"))) for p in paths}
 
 
-def versions_checked() -> list[str]:
-    """The vLLM releases with a profile (and fixtures), oldest first."""
-    return list(profiles())
+def versions_checked() -> list[str]:  # the releases with a table, oldest first
+    return list(tables())
 
 
-def current_version() -> str | None:
-    """The newest profiled release ("current")."""
-    v = versions_checked()
-    return v[-1] if v else None
-
-
-def profile_for(vllm_version: str | None) -> dict | None:
-    """The profile ``vllm_version`` is judged by (see the module docstring), or None."""
-    ps = profiles()
-    if not ps:
-        return None
+def select(vllm_version: str | None) -> tuple[Table, str | None]:
+    """(the table ``vllm_version`` is judged by, a note or None): None is the newest table; a
+    release without one is judged by the nearest older table, and the note says so; one
+    older than every table raises ValueError."""
+    ts = tables()
     if vllm_version is None:
-        return ps[current_version()]
-    v = vllm_version.strip().lstrip("vV").split("+")[0]
-    if v in ps:
-        return ps[v]
-    want = _key(v)
-    older = [k for k in ps if _key(k)[:3] <= want[:3]]
-    return ps[older[-1]] if older else None
+        return ts[list(ts)[-1]], None
+    want = version_key(vllm_version)
+    release = vllm_version.strip().lstrip("vV").split("+")[0]
+    older = [v for v in ts if version_key(v) <= want]
+    if not older:
+        raise ValueError(f"vllm_version {release!r} is older than every release specnb has "
+                         f"vLLM's rules for ({', '.join(ts)}); give one of those or newer")
+    best = older[-1]
+    if version_key(best)[:3] == want[:3] and want[3]:
+        return ts[best], None
+    return ts[best], (None if best == release else
+                      f"judged by vLLM {best}'s rules; no profile for {release}")
+
+
+@lru_cache(maxsize=None)
+def flags_for(version: str) -> dict:
+    """The ``vllm serve`` flags of the nearest release not newer than ``version`` (else the
+    oldest): {"vllm": its release, "flags": {option: {dest, kind, type, choices, nargs}}}."""
+    paths = sorted(_FLAGS.glob("*.json"), key=lambda p: version_key(p.stem))
+    fit = [p for p in paths if version_key(p.stem) <= version_key(version)] or paths[:1]
+    return json.loads(fit[-1].read_text(encoding="utf-8"))

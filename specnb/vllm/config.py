@@ -1,9 +1,6 @@
 """The builder: :func:`speculative_config`, checked like vLLM would (the rules are
-:mod:`specnb.vllm._rules`, the check :mod:`specnb.vllm.check`).
-
-Sources: ``vllm/config/speculative.py`` @ ``002e77c1`` (rules and messages); see
-:mod:`specnb.vllm._schema` for the transcribed schema.
-"""
+:mod:`specnb.vllm.rules`, the check :mod:`specnb.vllm.check`), and the docs' starting values
+(:data:`DEFAULT_GAMMA`, :data:`NGRAM_OPTIONS`, from ``traps.json``)."""
 
 from __future__ import annotations
 
@@ -11,11 +8,24 @@ import difflib
 import json
 
 from .._json import plain
-from . import _schema as S
-from ._values import _json_values
+from ._versions import select
 from .check import check_speculative_config
+from .rules.context import TRAPS
+from .rules.values import json_values
 
-__all__ = ["speculative_config"]
+__all__ = ["speculative_config", "METHODS", "BUILD_METHODS", "DEFAULT_GAMMA", "NGRAM_OPTIONS"]
+
+#: Every value ``method`` may take in the newest release with a table (its ``SpeculativeMethod``).
+METHODS = select(None)[0].methods
+#: The methods :func:`speculative_config` knows (deprecated ``*_mtp`` names excluded; the
+#: newest release may lack some, e.g. vLLM 0.33.0 has no medusa, and the build then fails).
+BUILD_METHODS = tuple(TRAPS["build_methods"])
+#: Draft length to start with per method when no acceptance has been measured: vLLM's docs
+#: examples and the article's FAQ (ngram 4; draft_model 5; eagle3 3, the article's "start at
+#: 3-5"; mtp 1, vLLM's MTP example). :mod:`specnb.advise.recommend` explains each value.
+DEFAULT_GAMMA = dict(TRAPS["default_gamma"])
+#: ``speculative_config`` options for ngram drafting: vLLM's docs example.
+NGRAM_OPTIONS = dict(TRAPS["ngram_options"])
 
 
 def speculative_config(method: str, num_speculative_tokens: int | None = None,
@@ -52,10 +62,10 @@ def speculative_config(method: str, num_speculative_tokens: int | None = None,
         ``num_speculative_tokens`` not an int (a string, a float, a bool); an option that is
         not a JSON value.
     """
-    if not isinstance(method, str) or method not in S.BUILD_METHODS:
-        close = difflib.get_close_matches(str(method).lower(), S.BUILD_METHODS, n=1)
-        hint = S.METHOD_ALIASES.get(str(method).lower()) or (close[0] if close else None)
-        raise ValueError(f"method must be one of {', '.join(S.BUILD_METHODS)}; got {method!r}"
+    if not isinstance(method, str) or method not in BUILD_METHODS:
+        close = difflib.get_close_matches(str(method).lower(), BUILD_METHODS, n=1)
+        hint = TRAPS["method_aliases"].get(str(method).lower()) or (close[0] if close else None)
+        raise ValueError(f"method must be one of {', '.join(BUILD_METHODS)}; got {method!r}"
                          + (f" (did you mean {hint!r}?)" if hint else ""))
     num_speculative_tokens = plain(num_speculative_tokens)
     if num_speculative_tokens is not None and (isinstance(num_speculative_tokens, bool) or
@@ -63,7 +73,7 @@ def speculative_config(method: str, num_speculative_tokens: int | None = None,
         raise TypeError(f"num_speculative_tokens must be an int (> 0) or None, got "
                         f"{type(num_speculative_tokens).__name__} {num_speculative_tokens!r}")
     options = {k: plain(v) for k, v in options.items()}
-    _json_values(options, "options")
+    json_values(options, "options")
     cfg: dict = {"method": method}
     if options.get("model") is not None:
         cfg["model"] = options.pop("model")

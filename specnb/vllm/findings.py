@@ -1,8 +1,5 @@
-"""What the checker reports: :class:`Finding` (one problem) and :class:`ConfigCheck` (all of them).
-
-Kept apart from the rules (:mod:`specnb.vllm._rules`) and the JSON diagnosis
-(:mod:`specnb.vllm.syntax`) so that each can be read and tested on its own.
-"""
+"""What the checker reports: :class:`Finding` (one problem) and :class:`ConfigCheck` (all of
+them), apart from the rules (:mod:`specnb.vllm.rules`) and the JSON diagnosis."""
 
 from __future__ import annotations
 
@@ -10,7 +7,7 @@ from dataclasses import dataclass, field
 
 __all__ = ["SEVERITIES", "Finding", "ConfigCheck"]
 
-SEVERITIES = ("error", "warning")
+SEVERITIES = ("error", "warning", "note")
 
 
 @dataclass(frozen=True)
@@ -19,7 +16,8 @@ class Finding:
 
     Attributes
     ----------
-    severity : "error" (vLLM refuses the config) or "warning" (it starts, but not as meant).
+    severity : "error" (vLLM refuses the config), "warning" (it starts, but not as meant) or
+        "note" (about the check itself, e.g. ``judged-by-older-release``).
     code : stable kebab-case name of the problem (e.g. ``"unknown-key"``, ``"invalid-json"``,
         ``"schedule-invalid"``), for programs and tests; the message may be reworded.
     key : the config key concerned, or None for the config as a whole (e.g. broken JSON).
@@ -36,28 +34,26 @@ class Finding:
     column: int | None = None
     code: str = field(kw_only=True)
 
-    def __str__(self) -> str:
-        return self.format()
-
     def format(self, source: str | None = None) -> str:
         """The finding as text: ``severity: KEY (line L, column C): message`` and its fix.
 
         ``source`` labels a finding about the whole config (key None), e.g. the file name or
         ``<argument>``; without it such a finding shows ``-`` in place of a key.
         """
+        if self.severity == "note" and self.key is None:
+            return f"note: {self.message}"
         where = f" (line {self.line}, column {self.column})" if self.line else ""
         key = self.key if self.key is not None else (source or "-")
         text = f"{self.severity}: {key}{where}: {self.message}"
         return text + (f"\n  fix: {self.fix}" if self.fix else "")
 
+    __str__ = format
+
 
 @dataclass(frozen=True)
 class ConfigCheck:
-    """The result of :func:`check_speculative_config`: findings plus the parsed mapping.
-
-    Iterating yields the :class:`Finding` objects. ``accepted`` is True when vLLM would
-    accept the config (no errors; warnings allowed).
-    """
+    """The result of :func:`check_speculative_config`: findings plus the parsed mapping;
+    iterating yields the :class:`Finding` objects; ``accepted``: no errors (warnings allowed)."""
 
     findings: tuple[Finding, ...]
     config: dict | None
@@ -89,10 +85,6 @@ class ConfigCheck:
         """The findings' codes, in order."""
         return [f.code for f in self.findings]
 
-    def keys(self) -> set:
-        """The keys that have at least one finding (None for whole-config findings)."""
-        return {f.key for f in self.findings}
-
     def to_frame(self):
         """The findings as a pandas DataFrame (columns severity, code, key, line, column, message,
         fix)."""
@@ -101,9 +93,6 @@ class ConfigCheck:
         cols = ["severity", "code", "key", "line", "column", "message", "fix"]
         return pd.DataFrame([{c: getattr(f, c) for c in cols} for f in self.findings],
                             columns=cols)
-
-    def __str__(self) -> str:
-        return self.format()
 
     def format(self, source: str | None = None) -> str:
         """All findings (:meth:`Finding.format` with ``source``) and the verdict line."""
@@ -115,3 +104,5 @@ class ConfigCheck:
         lines.append(f"{verdict} ({n_err} error{'s' * (n_err != 1)}, "
                      f"{n_warn} warning{'s' * (n_warn != 1)}).")
         return "\n".join(lines)
+
+    __str__ = format

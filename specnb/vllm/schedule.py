@@ -1,27 +1,18 @@
 """vLLM's dynamic draft length: ``num_speculative_tokens_per_batch_size``.
 
 Each entry is ``[range_start, range_end, K]``: while the number of requests scheduled in a step
-lies in the inclusive range, vLLM drafts K tokens (0 = no drafting). Sources, as transcribed in
-the project's notes (``shared/reference/batch-model.md`` section 5):
-
-* ``vllm/config/speculative.py`` @ ``002e77c1``: the field is ``list[tuple[int, int, int]] |
-  None``, ranges inclusive; dynamic SD is on whenever the field is not None;
-* ``vllm/v1/spec_decode/dynamic/utils.py`` @ ``a6f6bb1d``,
-  ``validate_and_normalize_dynamic_sd_schedule``: a non-empty list of 3-item entries cast to
-  int; bounds positive, ``range_start <= range_end``, ``K >= 0``; after sorting, no overlap;
-  the first range starts at 1; ranges need not be contiguous nor reach ``max_num_seqs``;
-* same file, ``build_dynamic_sd_schedule_lookup``: a dense table for batch sizes
-  1..``max_num_seqs``; gaps take the previous range's K; sizes past the last range take the
-  last K; every K is clamped with ``min(num_speculative_tokens, K)`` (silently; the newer docs
-  ``dynamic_speculative_decoding.md`` @ ``015a47e1`` call a larger K an error);
-* the docs: not compatible with ``--data-parallel-size > 1`` (vLLM disables the schedule and
-  falls back to the static ``num_speculative_tokens``); full CUDA graphs only on Model Runner
-  V2, piecewise on V1.
-
-The measured cost of turning it on (:func:`schedule_tax`, ``data/vllm_schedule_tax.csv``): vLLM
-issue #49548, a comment with gemma-4-31B-it-qat-FP8 on one H100 NVL, vLLM 0.27.1, K = 0
-everywhere (the schedule on, nothing drafted): TPOT 14.374 -> 15.317 ms at concurrency 2 and
-77.164 -> 93.820 ms at 189 against speculation off (piecewise CUDA graphs on Model Runner V1).
+lies in the inclusive range, vLLM drafts K tokens (0 = none). Sources
+(``shared/reference/batch-model.md`` section 5): the field is ``list[tuple[int, int, int]] |
+None`` (``vllm/config/speculative.py``); ``validate_and_normalize_dynamic_sd_schedule``
+(``vllm/v1/spec_decode/dynamic/utils.py``): a non-empty list of 3-item entries cast to int,
+positive bounds, ``range_start <= range_end``, ``K >= 0``, no overlap after sorting, the first
+range at 1 (gaps and a last range below ``max_num_seqs`` allowed); ``build_dynamic_sd_schedule_
+lookup``: gaps take the previous K, sizes past the last range the last K, every K clamped to
+``num_speculative_tokens`` silently (the newer docs call a larger K an error); the docs: off
+with ``--data-parallel-size > 1``; full CUDA graphs only on Model Runner V2. Its measured cost
+(:func:`schedule_tax`, ``data/vllm_schedule_tax.csv``, vLLM issue #49548, vLLM 0.27.1, one
+H100 NVL, K = 0 everywhere): TPOT 14.374 -> 15.317 ms at concurrency 2, 77.164 -> 93.820 ms at
+189 against speculation off.
 """
 
 from __future__ import annotations
@@ -47,12 +38,14 @@ def schedule_tax_source() -> str:
 
 @functools.lru_cache(maxsize=None)
 def _schedule_tax_rows():
+    import csv
+
     from .. import data
 
-    df = data.load("vllm_schedule_tax")
-    rows = tuple((int(r.concurrency), float(r.tpot_off_ms), float(r.tpot_on_k0_ms))
-                 for r in df.itertuples())
-    return rows, str(df["source"].iloc[0])
+    with open(data.path("vllm_schedule_tax"), newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))  # the csv module: no pandas import for one check
+    return (tuple((int(r["concurrency"]), float(r["tpot_off_ms"]), float(r["tpot_on_k0_ms"]))
+                  for r in rows), str(rows[0]["source"]))
 
 
 #: How vLLM reads the schedule, in words (sources in the module docstring).
@@ -94,7 +87,7 @@ def schedule_problems(schedule) -> list[str]:
     for row in schedule:
         if not isinstance(row, (list, tuple)) or len(row) != 3 or not all(map(_is_int, row)):
             extra = (" (5-item [bs_lo, bs_hi, ctx_lo, ctx_hi, K] entries come from a newer "
-                     "vLLM, PR #48944; the version checked here, @ 002e77c1, takes 3 items)"
+                     "vLLM, PR #48944; the releases specnb has tables for take 3 items)"
                      if isinstance(row, (list, tuple)) and len(row) == 5 else "")
             return [f"each entry must be [range_start, range_end, K] with 3 integers, got "
                     f"{row!r}{extra}"]

@@ -1,7 +1,7 @@
 """Diagnose ``--speculative-config`` text that is not JSON: line, column, likely cause, repair.
 
-vLLM's flag type is ``optional_type(json.loads)`` (``vllm/engine/arg_utils.py`` @ ``99d7eb5d``):
-"" and "None" mean no config, anything else must be JSON. When :func:`json.loads` refuses the
+vLLM's flag type is ``optional_type(json.loads)`` (``vllm/engine/arg_utils.py``): "" and
+"None" mean no config, anything else must be JSON. When :func:`json.loads` refuses the
 text, :func:`syntax_error` walks a list of likely causes (undecodable bytes, a byte-order mark,
 smart quotes, kept outer quotes, shell-kept backslashes, template placeholders, Python dict
 literals, trailing commas, comments, ``key=value`` pairs, stripped quotes, missing braces) and
@@ -38,8 +38,6 @@ class ConfigSyntaxError(ValueError):
         super().__init__(f"not valid JSON (line {line}, column {column}): {cause}"
                          + (f" [json: {parser_message}]" if parser_message else ""))
 
-
-# --------------------------------------------------------------------------- JSON diagnosis
 _SMART = {
     "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"', "\u2033": '"', "\uff02": '"',
     "\u00ab": '"', "\u00bb": '"',
@@ -55,22 +53,22 @@ _PLACEHOLDER_VALUE_RE = re.compile(
     r"|<[A-Za-z_][^<>\"]*>"                # <name>    (documentation placeholder)
     r"|%\(\w+\)[sd]|%[sd]"                 # %(name)s / %s
 )
-_PLACEHOLDER_STRING_RE = re.compile(r"^\s*(?:" + _PLACEHOLDER_VALUE_RE.pattern + r")\s*$")
+PLACEHOLDER_STRING_RE = re.compile(r"^\s*(?:" + _PLACEHOLDER_VALUE_RE.pattern + r")\s*$")
 
 
-def _linecol(text: str, index: int) -> tuple[int, int]:
+def linecol(text: str, index: int) -> tuple[int, int]:
     index = max(0, min(index, len(text)))
     line = text.count("\n", 0, index) + 1
     col = index - (text.rfind("\n", 0, index) + 1) + 1
     return line, col
 
 
-def _mask_strings(text: str) -> str:
+def mask_strings(text: str) -> str:
     """Replace the inside of double-quoted strings by spaces (same length)."""
     return _STRING_RE.sub(lambda m: '"' + " " * (len(m.group()) - 2) + '"', text)
 
 
-def _loads(text: str):
+def loads(text: str):
     return json.loads(text, object_pairs_hook=_pairs)
 
 
@@ -116,27 +114,19 @@ def _python_literal(text: str):
 _UNDECODABLE = re.compile("[\udc80-\udcff\x00]")
 
 
+def _at(m):
+    """The start of a match or a ``str.find`` index, None when nothing was found."""
+    return (m.start() if m else None) if not isinstance(m, int) else (m if m >= 0 else None)
+
+
+def _search(pattern):
+    """A detect function: where ``pattern`` first matches the masked text."""
+    return lambda text, masked: _at(re.search(pattern, masked))
+
+
 def _r_undecodable(text, masked):
     m = _UNDECODABLE.search(text)
     return m.start() if m else None
-
-
-def _r_bom(text, masked):
-    i = text.find("\ufeff")
-    return i if i >= 0 else None
-
-
-def _t_bom(text):
-    return text.replace("\ufeff", "")
-
-
-def _r_smart(text, masked):
-    idx = [i for i, ch in enumerate(text) if ch in _SMART]
-    return idx[0] if idx else None
-
-
-def _t_smart(text):
-    return "".join(_SMART.get(ch, ch) for ch in text)
 
 
 def _r_outer_quotes(text, masked):
@@ -149,19 +139,11 @@ def _r_outer_quotes(text, masked):
     return None
 
 
-def _t_outer_quotes(text):
-    return text.strip()[1:-1]
-
-
 def _r_backslash(text, masked):
     m = re.search(r"\\+[\"']", text)
     if m and re.match(r"\s*\{\s*\\+[\"']", text):
         return m.start()
     return None
-
-
-def _t_backslash(text):
-    return re.sub(r"\\+([\"'])", r"\1", text)
 
 
 def _r_template(text, masked):
@@ -175,11 +157,6 @@ def _r_template(text, masked):
     return None
 
 
-def _r_single_quotes(text, masked):
-    i = masked.find("'")
-    return i if i >= 0 else None
-
-
 def _t_single_quotes(text):
     value = _python_literal(text)
     if value is not None:
@@ -187,13 +164,8 @@ def _t_single_quotes(text):
     return text.replace("'", '"')
 
 
-def _r_python_literals(text, masked):
-    m = re.search(r"\b(True|False|None)\b", masked)
-    return m.start() if m else None
-
-
 def _t_python_literals(text):
-    masked = _mask_strings(text)
+    masked = mask_strings(text)
     out = list(text)
     for m in re.finditer(r"\b(True|False|None)\b", masked):
         repl = {"True": "true", "False": "false", "None": "null"}[m.group()]
@@ -201,24 +173,14 @@ def _t_python_literals(text):
     return "".join(out)
 
 
-def _r_trailing_comma(text, masked):
-    m = re.search(r",\s*[}\]]", masked)
-    return m.start() if m else None
-
-
 def _t_trailing_comma(text):
-    masked = _mask_strings(text)
+    masked = mask_strings(text)
     cut = {m.start() for m in re.finditer(r",(?=\s*[}\]])", masked)}
     return "".join(ch for i, ch in enumerate(text) if i not in cut)
 
 
-def _r_comments(text, masked):
-    m = re.search(r"(?m)(//|/\*|^\s*#|\s#)", masked)
-    return m.start() if m else None
-
-
 def _t_comments(text):
-    masked = _mask_strings(text)
+    masked = mask_strings(text)
     spans = [(m.start(), m.end()) for m in
              re.finditer(r"//[^\n]*|/\*.*?\*/|(?:^|(?<=\s))#[^\n]*", masked, re.S | re.M)]
     out, last = [], 0
@@ -253,11 +215,6 @@ _BARE_KEY = re.compile(r"([{,]\s*)([A-Za-z_][\w\-.]*)(\s*:)")
 _BARE_VALUE = re.compile(r"(:\s*)([A-Za-z_][\w\-./]*)(\s*[,}\]])")
 
 
-def _r_unquoted(text, masked):
-    m = _BARE_KEY.search(masked)
-    return m.start(2) if m else None
-
-
 def _t_unquoted(text):
     fixed = _BARE_KEY.sub(lambda m: f'{m.group(1)}"{m.group(2)}"{m.group(3)}', text)
 
@@ -284,11 +241,11 @@ def _r_braces(text, masked):
 
 
 def _t_braces(text):
-    masked = _mask_strings(text)
+    masked = mask_strings(text)
     s = text.strip()
     if not s.startswith("{"):
         s = "{" + s
-    diff = _mask_strings(s).count("{") - _mask_strings(s).count("}")
+    diff = mask_strings(s).count("{") - mask_strings(s).count("}")
     if diff > 0:
         s = s + "}" * diff
     elif masked.count("}") > masked.count("{"):
@@ -300,25 +257,30 @@ _RULES = [
     ("bytes that are not UTF-8 text, or NUL characters (the value was saved as UTF-16 or "
      "Latin-1, or read from a binary file)", _r_undecodable, None),
     ("a byte-order mark (U+FEFF) before the JSON: the file was saved as 'UTF-8 with BOM'",
-     _r_bom, _t_bom),
+     lambda t, m: _at(t.find("\ufeff")), lambda t: t.replace("\ufeff", "")),
     ("smart or full-width quotes/punctuation (a word processor, chat app or input method "
-     "replaced the ASCII characters)", _r_smart, _t_smart),
+     "replaced the ASCII characters)", lambda t, m: next(
+         (i for i, ch in enumerate(t) if ch in _SMART), None),
+     lambda t: "".join(_SMART.get(ch, ch) for ch in t)),
     ("the quotes around the value reached vLLM literally (a YAML, docker-compose or Kubernetes "
-     "args list, or a quoted shell variable, keeps them)", _r_outer_quotes, _t_outer_quotes),
+     "args list, or a quoted shell variable, keeps them)", _r_outer_quotes,
+     lambda t: t.strip()[1:-1]),
     ("backslash-escaped quotes (\\\"): inside single quotes the shell keeps the backslashes, "
-     "so vLLM sees them", _r_backslash, _t_backslash),
+     "so vLLM sees them", _r_backslash, lambda t: re.sub(r"\\+([\"'])", r"\1", t)),
     ("an unsubstituted template placeholder", _r_template, None),
     ("single quotes: this is a Python dict literal, not JSON (JSON strings and keys need "
-     "double quotes)", _r_single_quotes, _t_single_quotes),
-    ("Python True/False/None: JSON spells them true/false/null", _r_python_literals,
-     _t_python_literals),
-    ("a trailing comma before } or ]: JSON allows none", _r_trailing_comma, _t_trailing_comma),
-    ("a comment: JSON has no comments", _r_comments, _t_comments),
+     "double quotes)", lambda t, m: _at(m.find("'")), _t_single_quotes),
+    ("Python True/False/None: JSON spells them true/false/null",
+     _search(r"\b(True|False|None)\b"), _t_python_literals),
+    ("a trailing comma before } or ]: JSON allows none", _search(r",\s*[}\]]"),
+     _t_trailing_comma),
+    ("a comment: JSON has no comments", _search(r"(?m)(//|/\*|^\s*#|\s#)"), _t_comments),
     ("key=value pairs: the value must be a JSON object {\"key\": value} (or use the dotted "
      "flags --speculative-config.method ngram)", _r_key_equals, _t_key_equals),
     ("keys and strings without double quotes: the shell or a launch script stripped them "
      "(e.g. the JSON was wrapped in double quotes, so its own quotes ended the shell string, "
-     "or it went through eval/echo/an environment variable)", _r_unquoted, _t_unquoted),
+     "or it went through eval/echo/an environment variable)",
+     lambda t, m: (lambda k: k.start(2) if k else None)(_BARE_KEY.search(m)), _t_unquoted),
     ("missing braces: the value must be one JSON object {...}", _r_braces, _t_braces),
 ]
 
@@ -335,7 +297,7 @@ def _diagnose(text: str, err: json.JSONDecodeError, depth: int = 0):
                 "else must be JSON", "pass '' (or drop --speculative-config) to leave "
                 "speculative decoding off, or a JSON object to turn it on", None,
                 len(text) - len(text.lstrip()) if text.strip() else 0, None)
-    masked = _mask_strings(text)
+    masked = mask_strings(text)
     for cause, detect, transform in _RULES:
         idx = detect(text, masked)
         if idx is None:
@@ -358,7 +320,7 @@ def _diagnose(text: str, err: json.JSONDecodeError, depth: int = 0):
         if fixed is None:
             return cause, "", key, idx, None
         try:
-            _loads(fixed)
+            loads(fixed)
             return cause, f"use {fixed.strip()}", key, idx, fixed.strip()
         except json.JSONDecodeError as err2:
             if depth < 3 and fixed != text:
@@ -373,11 +335,10 @@ def _diagnose(text: str, err: json.JSONDecodeError, depth: int = 0):
     return f"JSON parser: {err.msg}", "", None, err.pos, None
 
 
-
-def _too_deep(text: str) -> int:
+def too_deep(text: str) -> int:
     """Index of the first bracket nested deeper than 500 levels (outside strings)."""
     depth = 0
-    for i, ch in enumerate(_mask_strings(text)):
+    for i, ch in enumerate(mask_strings(text)):
         if ch in "[{":
             depth += 1
             if depth > 500:
@@ -387,16 +348,10 @@ def _too_deep(text: str) -> int:
     return 0
 
 
-def _syntax_error(text: str, err: json.JSONDecodeError) -> ConfigSyntaxError:
+def syntax_error(text: str, err: json.JSONDecodeError) -> ConfigSyntaxError:
     """The :class:`ConfigSyntaxError` for ``text``, which :func:`json.loads` refused."""
     cause, fix, key, idx, repaired = _diagnose(text, err)
-    line, col = _linecol(text, idx)
+    line, col = linecol(text, idx)
     return ConfigSyntaxError(cause, line=line, column=col, fix=fix, key=key,
                              parser_message=f"{err.msg} at line {err.lineno} column {err.colno}",
                              repaired=repaired)
-
-
-# public names for the checker (the underscored ones stay for this module's rules)
-loads, linecol, mask_strings, syntax_error, too_deep = (_loads, _linecol, _mask_strings,
-                                                        _syntax_error, _too_deep)
-PLACEHOLDER_STRING_RE = _PLACEHOLDER_STRING_RE

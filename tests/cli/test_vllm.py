@@ -195,7 +195,12 @@ def test_check_json_output(capsys):
 def test_check_version_flag(capsys):
     cfg = ARTICLE[:-1] + ', "ngram_prompt_lookup_max": 5}'
     assert run(capsys, "config", "check", cfg)[0] == 1
-    assert run(capsys, "config", "check", "--vllm-version", "0.11.0", cfg)[0] == 0
+    code, _, err = run(capsys, "config", "check", "--vllm-version", "0.0.1", cfg)
+    assert code == 2 and "older than every release" in err and len(err.splitlines()) == 1
+    from specnb.vllm._versions import versions_checked
+    code, out, _ = run(capsys, "config", "check", "--vllm-version", "9.99.0", ARTICLE)
+    assert code == 0 and out.splitlines()[0] == (f"note: judged by vLLM {versions_checked()[-1]}"
+                                                 "'s rules; no profile for 9.99.0")
 
 
 @pytest.mark.parametrize("argv", [["config", "check"],
@@ -380,3 +385,38 @@ def test_config_check_against_the_target(tmp_path, capsys):
     assert "does not exist" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         main(["config", "check", "{}", "--tensor-parallel-size", "0"])
+
+
+def test_check_a_whole_serve_line(capsys, monkeypatch):
+    line = ("vllm serve Qwen/Qwen3-8B -dp 2 --speculative-config.method ngram "
+            "--speculative-config.num_speculative_tokens 3 "
+            "--speculative-config.num_speculative_tokens_per_batch_size '[[1, 8, 3]]'")
+    code, out, _ = run(capsys, "config", "check", "--serve", line, "--json")
+    assert code == 0
+    assert "schedule-with-data-parallel" in {f["code"] for f in json.loads(out)["findings"]}
+    monkeypatch.setattr(sys, "stdin", io.StringIO("vllm serve M --speculative-config "
+                                                  "'{\"method\": \"eagle\"}'"))
+    code, out, _ = run(capsys, "config", "check", "--serve", "-", "--json")
+    assert code == 1 and "model-missing" in {f["code"] for f in json.loads(out)["findings"]}
+    for bad in ("vllm serve M --max-model-length 4096", "vllm serve M --max-num-seqs 2.5",
+                "vllm serve 'M"):
+        code, out, err = run(capsys, "config", "check", "--serve", bad)
+        assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    code, _, err = run(capsys, "config", "check", "--serve", "vllm serve M --max-model-length 1")
+    assert "unrecognized arguments: --max-model-length 1" in err
+    for args in (("{}", "--serve", "vllm serve M"), ()):
+        assert run(capsys, "config", "check", *args)[0] == 2
+    code, _, err = run(capsys, "config", "check", "--serve", "vllm serve M",
+                       "--tensor-parallel-size", "2")
+    assert code == 2 and "in the serve line" in err
+
+
+def test_serve_line_memory_at_max_num_seqs(capsys):
+    line = ("vllm serve Llama-3.1-8B --max-model-len 131072 --max-num-seqs 512 "
+            "--speculative-config.method ngram --speculative-config.num_speculative_tokens 3")
+    code, out, _ = run(capsys, "config", "check", "--serve", line, "--gpu", "H100-SXM", "--json")
+    found = {f["code"]: f for f in json.loads(out)["findings"]}
+    assert code == 0 and "verify-memory-cap" in found and found["verify-memory-cap"]["fix"]
+    code, out, _ = run(capsys, "config", "check", "--serve", line.replace("512", "1"), "--gpu",
+                       "H100-SXM", "--json")
+    assert "verify-memory-cap" not in {f["code"] for f in json.loads(out)["findings"]}

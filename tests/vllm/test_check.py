@@ -1,5 +1,7 @@
-"""specnb.vllm.check and its rules (specnb.vllm._rules): vLLM's verdict on every shared case,
-the field reports' configs (tests/cases/field-reports/), the dynamic schedule."""
+"""specnb.vllm.check and its rules (specnb.vllm.rules): vLLM's verdict on every shared case,
+the field reports' configs (tests/cases/field-reports/), the dynamic schedule, the string
+faults vLLM 0.33.0 was driven with (tests/cases/vllm/0.33.0/strings.jsonl, written by
+oracle/drive_strings.py) and which release's table judges a version."""
 
 from __future__ import annotations
 
@@ -8,11 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from specnb.vllm._versions import profile_for
-
 from specnb.vllm import (check_speculative_config, describe_schedule, schedule_lookup, suggest_fix,
                          validate_schedule)
-from specnb.vllm import _schema as S
+from specnb.vllm._versions import select, version_key, versions_checked
+from specnb.vllm.rules.context import NEEDS_MODEL
 
 
 CASES = Path(__file__).parent.parent / "cases"
@@ -197,11 +198,36 @@ def test_the_shared_cases_cover_both_verdicts():
     assert {c["expect"] for c in SHARED_CASES} == {"ok", "error"}
 
 
-def test_unknown_key_list_says_which_version_it_is():
+def test_unknown_key_list_names_the_release():
     old = check_speculative_config('{"method": "ngram", "num_speculative_tokens": 4, "foo": 1}',
-                                   vllm_version="0.11.0")
+                                   vllm_version="0.25.1")
     (foo,) = [f for f in old if f.key == "foo"]
-    assert "valid keys in current vLLM" in foo.fix and "0.11.0 may lack" in foo.fix
+    assert "vLLM 0.25.1's keys" in foo.fix and "vLLM 0.25.1 rejects" in foo.message
+
+
+def test_a_release_without_a_table_is_judged_by_the_nearest_older_one_and_says_so():
+    newest, oldest = versions_checked()[-1], versions_checked()[0]
+    res = check_speculative_config(NGRAM_CFG, vllm_version="0.99.0")
+    assert res.codes()[0] == "judged-by-older-release" and res.findings[0].severity == "note"
+    assert str(res).splitlines()[0] == (f"note: judged by vLLM {newest}'s rules; no profile "
+                                        "for 0.99.0")
+    assert res.accepted and res.warnings == []
+    assert check_speculative_config(NGRAM_CFG, vllm_version=newest).codes() == []
+    assert select("0.30.0")[0].vllm == [v for v in versions_checked()
+                                        if version_key(v) <= version_key("0.30.0")][-1]
+    assert select(None)[1] is None
+    with pytest.raises(ValueError, match="older than every release"):
+        check_speculative_config(NGRAM_CFG, vllm_version="0.0.1")
+    assert select(f"{oldest}+cu128") == (select(oldest)[0], None)
+
+
+def test_messages_name_the_release_never_a_commit():
+    import re
+    for v in (p.name for p in ORACLE.iterdir() if (p / "configs.jsonl").exists()):
+        for r in _strings() + [json.loads(x) for x in (ORACLE / v / "configs.jsonl").read_text(
+                ).splitlines()[:120]]:
+            for f in check_speculative_config(r["input"], vllm_version=v):
+                assert not re.search(r"@ ?[0-9a-f]{7,}", f.message + f.fix), f
 
 
 # vLLM's optional_type tests `val == "" or val == "None"` exactly: "   " is handed to json.loads
@@ -237,10 +263,10 @@ def test_num_speculative_tokens_must_be_a_positive_integer(value, severity):
     assert [f.severity for f in result if f.key == "num_speculative_tokens"] == [severity]
 
 
-CURRENT_METHODS = set(profile_for(None)["methods"])
+CURRENT_METHODS = set(select(None)[0].methods)
 
 
-@pytest.mark.parametrize("method", sorted(m for m in S.NEEDS_MODEL - {"custom_class"}
+@pytest.mark.parametrize("method", sorted(m for m in NEEDS_MODEL - {"custom_class"}
                                           if m in CURRENT_METHODS))
 def test_methods_with_a_draft_checkpoint_need_a_model(method):
     result = check_speculative_config({"method": method, "num_speculative_tokens": 3})
@@ -258,9 +284,9 @@ def test_a_plain_draft_or_eagle_head_needs_num_speculative_tokens(method):
 
 @pytest.mark.parametrize("method", ["medusa", "mlp_speculator"])
 def test_checkpoints_with_n_predict_only_warn(method):
-    # the transcribed rules (vLLM @ 002e77c1; a release older than every profiled one)
+    # vLLM 0.25.1 still has both methods
     result = check_speculative_config({"method": method, "model": "org/head"},
-                                      vllm_version="0.20.0")
+                                      vllm_version="0.25.1")
     assert result.accepted
     assert "n-predict-default" in result.codes()
 
@@ -359,12 +385,7 @@ def test_unknown_keys_by_version():
     current = check_speculative_config(cfg)
     assert not current.accepted and "rejects unknown keys" in current.errors[0].message
     assert "ignored them silently" in current.errors[0].message
-    old = check_speculative_config(cfg, vllm_version="0.11.0")
-    assert old.accepted
-    assert "ignores unknown keys silently" in old.warnings[0].message
-    new = check_speculative_config(cfg, vllm_version="v0.15.1")
-    assert not new.accepted
-    assert not check_speculative_config(cfg, vllm_version="0.6.3").accepted
+    assert not check_speculative_config(cfg, vllm_version="v0.25.1").accepted
 
 
 def test_removed_disable_by_batch_size():
@@ -372,11 +393,9 @@ def test_removed_disable_by_batch_size():
            "prompt_lookup_max": 5, "disable_by_batch_size": 4}
     now = check_speculative_config(cfg)
     assert now.errors[0].code == "legacy-key" and "PR #35060" in now.errors[0].message
-    then = check_speculative_config(cfg, vllm_version="0.11.0")
-    assert then.accepted and "done nothing since v0.10.0" in then.warnings[0].message
 
 
-@pytest.mark.parametrize("name", [m for m in S.MTP_METHODS if m != "mtp"])
+@pytest.mark.parametrize("name", [m for m in select(None)[0].mtp if m != "mtp"])
 def test_model_specific_mtp_methods_map_to_mtp(name):
     result = check_speculative_config({"method": name, "num_speculative_tokens": 1})
     assert result.accepted
@@ -438,7 +457,7 @@ def test_findings_in_text_carry_the_keys_position():
 def test_bad_input_types_are_named():
     with pytest.raises(TypeError, match="text_or_dict"):
         check_speculative_config(42)
-    with pytest.raises(ValueError, match="vllm_version"):
+    with pytest.raises(ValueError, match="vllm_version must be a release"):
         check_speculative_config("{}", vllm_version="latest")
 
 
@@ -451,7 +470,7 @@ def test_findings_table():
 def test_a_draft_length_beyond_any_context_is_a_warning():
     # fault 40: vLLM accepts any num_speculative_tokens > 0 (Field(gt=0)), so a warning only
     from specnb.vllm import check_speculative_config
-    from specnb.vllm._schema import MAX_SENSIBLE_GAMMA
+    from specnb.vllm.rules.values import MAX_SENSIBLE_GAMMA
 
     base = {"method": "ngram", "prompt_lookup_min": 2, "prompt_lookup_max": 5}
     for k in (10 ** 23, MAX_SENSIBLE_GAMMA + 1):
@@ -470,3 +489,110 @@ def test_a_draft_length_beyond_any_context_is_a_warning():
         cfg, draft_config=small).codes()
     assert "num-speculative-tokens-huge" not in check_speculative_config(
         cfg, draft_config={**small, "max_position_embeddings": 4096}).codes()
+
+
+# --------------------------------------------------------------------------- string faults
+ORACLE = CASES / "vllm"
+NGRAM_CFG = {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_min": 2,
+             "prompt_lookup_max": 5}
+
+
+def _strings():
+    path = ORACLE / "0.33.0" / "strings.jsonl"
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+
+
+@pytest.mark.parametrize("rec", _strings(), ids=lambda r: r["id"])
+def test_string_faults_get_vllms_verdict(rec, tmp_path):
+    """pydantic's coercions, method-only bounds, quantization names, method words as model
+    names: vLLM 0.33.0's own verdict (string-only, or with the stand-in target)."""
+    kw = {}
+    if rec["target_dependent"]:
+        data = json.loads((ORACLE / "standins.json").read_text())
+        kw = {"target_config": data["local"][rec["target"]]["config"]}
+    check = check_speculative_config(rec["input"], vllm_version="0.33.0", **kw)
+    assert check.accepted == (rec["verdict"] == "accepted"), (rec["message"], str(check))
+
+
+def test_each_string_fault_kind_has_its_code():
+    def codes(cfg):
+        return check_speculative_config(cfg, vllm_version="0.33.0").codes()
+    assert "int-got-string-number" in codes({**NGRAM_CFG, "num_speculative_tokens": "3.0"})
+    assert "int-got-string" in codes({**NGRAM_CFG, "num_speculative_tokens": "3.5"})
+    assert "list-coerced" in codes({**NGRAM_CFG, "num_speculative_tokens_per_batch_size":
+                                    [["1", "8", "3"], ["9", "512", "1"]]})
+    # suffix-only bounds: not checked for ngram, checked for suffix
+    assert "out-of-range" not in codes({**NGRAM_CFG, "suffix_decoding_max_tree_depth": 0})
+    assert "out-of-range" in codes({"method": "suffix", "num_speculative_tokens": 8,
+                                    "suffix_decoding_max_tree_depth": 0})
+    bogus = {"method": "eagle", "model": "org/EAGLE-head", "num_speculative_tokens": 3,
+             "quantization": "bogus"}
+    assert "unknown-quantization" in codes(bogus)
+    assert "unknown-quantization" not in codes({**bogus, "quantization": "fp8"})
+    assert "unknown-quantization" not in codes({**NGRAM_CFG, "quantization": "bogus"})
+
+
+def test_the_quantization_names_are_the_tables():
+    table = select("0.33.0")[0]
+    names = table.raw.get("quantization_methods") or table.fields["quantization"]["choices"]
+    assert table.quantization_methods == tuple(names) and "fp8" in names
+
+
+@pytest.mark.parametrize("cfg,word", [({"model": "ngram_gpu", "num_speculative_tokens": 3},
+                                       "ngram_gpu"),
+                                      ({"model": "suffix", "num_speculative_tokens": 3}, "suffix"),
+                                      ({"method": "eagle", "model": "ngram",
+                                        "num_speculative_tokens": 3}, "ngram")])
+def test_a_method_word_as_the_model_name(cfg, word):
+    res = check_speculative_config(cfg)
+    (f,) = [f for f in res.errors if f.code == "method-word-as-model"]
+    assert "try to load" in f.message or "tries to load" in f.message
+    assert f'"method": "{word}"' in f.fix and "draft_model" not in f.fix
+    fixed = suggest_fix(cfg)
+    assert fixed is not None and fixed["method"] == word and "model" not in fixed
+
+
+def test_coercion_messages_name_the_tables_pydantic():
+    table = select("0.33.0")[0]
+    if "pydantic_version" in table.raw:  # the oracle venv of 0.33.0 has pydantic 2.14.4
+        assert table.raw["pydantic_version"] == "2.14.4"
+    (f,) = [f for f in check_speculative_config({**NGRAM_CFG, "num_speculative_tokens": "3.0"},
+                                                vllm_version="0.33.0")
+            if f.code == "int-got-string-number"]
+    assert f"{table.pydantic_name} (lax mode) reads it as 3" in f.message
+
+
+@pytest.fixture
+def older_tables(monkeypatch):
+    """Tables of two older releases as the oracle writes them (oracle/table.py): 0.7.0 without
+    the JSON flag, 0.10.0 ignoring unknown keys, without custom_class nor the schedule."""
+    import copy
+
+    from specnb.vllm import _versions
+    from specnb.vllm.rules import keys
+
+    real = dict(_versions.tables())
+    base = copy.deepcopy(real["0.25.1"].raw)
+    old = {**base, "vllm": "0.10.0", "extra": "ignore",
+           "methods": [m for m in base["methods"] if m != "custom_class"],
+           "fields": {k: f for k, f in base["fields"].items()
+                      if k != "num_speculative_tokens_per_batch_size"}}
+    v0 = {**base, "vllm": "0.7.0", "speculative_config_flag": False, "extra": "typeerror"}
+    fake = {"0.7.0": _versions._table(v0), "0.10.0": _versions._table(old), **real}
+    monkeypatch.setattr(_versions, "tables", lambda: fake)
+    monkeypatch.setattr(keys, "tables", lambda: fake)
+
+
+def test_the_tables_facts_decide_not_constants(older_tables):
+    def codes(cfg, v):
+        return check_speculative_config(cfg, vllm_version=v).codes()
+    assert codes(NGRAM_CFG, "0.7.3") == ["judged-by-older-release", "predates-json-config"]
+    lax = check_speculative_config({**NGRAM_CFG, "foo": 1}, vllm_version="0.10.0")
+    assert lax.accepted and lax.codes() == ["unknown-key"]
+    sched = {**NGRAM_CFG, "num_speculative_tokens_per_batch_size": [[1, 8, 3]]}
+    assert codes(sched, "0.10.0") == ["key-of-other-release"]
+    assert not check_speculative_config(sched, vllm_version="0.33.0").errors  # it has it
+    assert "no-custom-class" in codes({"model": "my_pkg.MyProposer", "num_speculative_tokens": 3},
+                                      "0.10.0")
+    strict = check_speculative_config({**NGRAM_CFG, "foo": 1}, vllm_version="0.33.0")
+    assert "vLLM 0.10.0 and older ignored them silently" in strict.errors[0].message

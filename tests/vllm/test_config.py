@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from specnb.vllm._versions import profile_for
+from specnb.vllm._versions import select
 
 from specnb.vllm import BUILD_METHODS, check_speculative_config, speculative_config
 
@@ -39,7 +39,7 @@ def test_every_build_method_has_a_minimal_example():
 
 
 #: vLLM 0.33 dropped medusa and mlp_speculator (oracle fixtures method:medusa, ...)
-CURRENT = [m for m in BUILD_METHODS if m in profile_for(None)["methods"]]
+CURRENT = [m for m in BUILD_METHODS if m in select(None)[0].methods]
 
 
 @pytest.mark.parametrize("method", CURRENT)

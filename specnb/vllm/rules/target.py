@@ -1,20 +1,13 @@
-"""The checker's target-aware checks: the config against the target's and the draft
-checkpoint's config.json.
-
-:func:`target_checks` adds findings to a :class:`specnb.vllm._rules._Checker`. Split from
-:mod:`specnb.vllm._rules` (a pure move). Source: ``SpeculativeConfig.__post_init__`` @
-vLLM 0.33.0.
-"""
+"""The checks against the target and the draft checkpoint's config.json, as
+``SpeculativeConfig.__post_init__`` makes them once the served model is known."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import os
+from pathlib import Path
 
-from ..hf_config import architectures, is_mtp_type, model_type
-from ._rules_method import NO_DRAFT_BRANCH
-
-if TYPE_CHECKING:
-    from ._rules import _Checker
+from ...hf_config import architectures, is_mtp_type, model_type, read_config
+from .context import NO_DRAFT_BRANCH, Context
 
 
 def _local_path(model: str) -> bool:
@@ -22,31 +15,26 @@ def _local_path(model: str) -> bool:
         "/" in model and len(model.split("/")) > 2)
 
 
-def target_checks(ch: "_Checker", cfg: dict, target: dict | None, tp: int | None,
-                  served_len: int | None) -> None:
+def target(ctx: Context) -> None:
     """The checks vLLM makes against the target and the draft checkpoint's config.json
     (``SpeculativeConfig.__post_init__`` @ vLLM 0.33.0: ``_verify_and_get_draft_tp``,
     ``_maybe_override_draft_max_model_len``, ``verify_equal_vocab_size_if_draft_model``, the
     draft ``ModelConfig`` a missing local path fails). They apply to the methods that load a
     draft checkpoint (not ngram, suffix, custom proposers, hidden-state extraction).
-    Findings are added to ``ch``.
     """
-    import os
-    from pathlib import Path
-
-    from ..hf_config import read_config
-
-    cfg = {k.replace("-", "_") if isinstance(k, str) and ch.prof is not None
-           and ch.prof.get("hyphen_rewrite") else k: v for k, v in cfg.items()}
+    if ctx.target is None and not ctx.serve:
+        return
+    cfg, ch, target = ctx.keys, ctx, ctx.target
+    tp, served_len = ctx.serve.get("tensor_parallel_size"), ctx.serve.get("max_model_len")
     method = cfg.get("method")
     model = cfg.get("model")
     if method is None:
         method = "ngram" if model in ("ngram", "[ngram]") else "draft_model"
     if method in NO_DRAFT_BRANCH or method == "[ngram]":
         return
-    if method in ch.mtp and model is None:
+    if method in ch.table.mtp and model is None:
         model = None  # the target's own weights
-    draft = ch.draft_config
+    draft = ch.draft
     if isinstance(model, str) and _local_path(model):
         path = Path(os.path.expanduser(model))
         if not path.exists():
@@ -56,8 +44,8 @@ def target_checks(ch: "_Checker", cfg: dict, target: dict | None, tp: int | None
                    "config.json) or a Hugging Face id")
             return
         if draft is None and (path / "config.json").is_file():
-            draft = read_config(path, label="draft config")[0]
-    if method in ch.mtp and model is None and target is not None:
+            draft = ch.draft = read_config(path, label="draft config")[0]
+    if method in ch.table.mtp and model is None and target is not None:
         text = target.get("text_config") if isinstance(target.get("text_config"), dict) else {}
         layers = [c.get(k) for c in (target, text) for k in (
             "num_nextn_predict_layers", "mtp_num_hidden_layers", "num_mtp_layers", "n_predict",
@@ -70,13 +58,7 @@ def target_checks(ch: "_Checker", cfg: dict, target: dict | None, tp: int | None
                    "\"Unsupported speculative method: 'mtp'\"", "serve a model with MTP "
                    "layers, or use another method (ngram, a draft_model, an EAGLE head)")
             return
-    quant = cfg.get("quantization")
-    choices = ((ch.prof or {}).get("fields", {}).get("quantization") or {}).get("choices")
-    if isinstance(quant, str) and choices and quant not in choices:
-        ch.add("unknown-quantization", "error", "quantization", f"quantization {quant!r} is "
-               f"not one of {ch.vname}'s methods: the draft's ModelConfig raises 'Unknown "
-               "quantization method'", f"use one of {', '.join(choices[:8])}, ...")
-    if draft is None and method in ch.mtp:
+    if draft is None and method in ch.table.mtp:
         draft = target
     if draft is not None and method in ("medusa", "mlp_speculator") and \
             model_type(draft) != method:
@@ -92,11 +74,10 @@ def target_checks(ch: "_Checker", cfg: dict, target: dict | None, tp: int | None
         if method == "mlp_speculator":
             return
     if draft is not None and cfg.get("num_speculative_tokens") is None and \
-            method not in ch.mtp and method != "dspark" and draft.get("n_predict") is None:
+            method not in ch.table.mtp and method != "dspark" and draft.get("n_predict") is None:
         ch.add("no-n-predict", "error", "num_speculative_tokens", "not set, and the draft's "
                "config.json has no n_predict: vLLM raises 'A speculative model was provided, "
                "but `num_speculative_tokens` was not provided'", "add \"num_speculative_tokens\"")
-    # draft tensor parallel size (the target's defaults to 1)
     dtp = cfg.get("draft_tensor_parallel_size")
     if isinstance(dtp, int) and not isinstance(dtp, bool):
         ttp = tp if tp is not None else 1
@@ -105,11 +86,8 @@ def target_checks(ch: "_Checker", cfg: dict, target: dict | None, tp: int | None
                    f"speculative_draft_tensor_parallel_size={dtp} cannot be other value than 1 "
                    f"or target model tensor_parallel_size (the target runs with "
                    f"--tensor-parallel-size {ttp})", f"use 1 or {ttp}")
-        ch.out[:] = [f for f in ch.out if f.code != "draft-tensor-parallel-size"]
-    # max_model_len: the target's (served) and the draft's
-    tmax = served_len
-    if tmax is None and target is not None:
-        tmax = target.get("max_position_embeddings")
+        ch.drop("draft-tensor-parallel-size")
+    tmax = served_len if served_len is not None else (target or {}).get("max_position_embeddings")
     dmax = (draft or {}).get("max_position_embeddings")
     mml = cfg.get("max_model_len")
     if isinstance(mml, int) and not isinstance(mml, bool):
@@ -121,17 +99,15 @@ def target_checks(ch: "_Checker", cfg: dict, target: dict | None, tp: int | None
             ch.add("max-model-len-above-target", "error", "max_model_len",
                    f"speculative_max_model_len={mml} cannot be larger than "
                    f"target_max_model_len={tmax}", f"use at most {tmax}")
-    # vocabulary (draft_model only, unless use_heterogeneous_vocab)
-    if method == "draft_model" and not cfg.get("use_heterogeneous_vocab") and target and draft:
+    if method == "draft_model" and not ch.values.get("use_heterogeneous_vocab") and target \
+            and draft:
         tv, dv = target.get("vocab_size"), draft.get("vocab_size")
         if isinstance(tv, int) and isinstance(dv, int) and tv != dv:
             ch.add("vocab-size-differs", "error", "model", "Target and draft model should have "
                    f"the same vocabulary size. Target model vocab_size={tv}. Draft model "
                    f"vocab_size={dv}.", "use a draft with the target's tokenizer, or set "
                    "\"use_heterogeneous_vocab\": true (greedy drafting only)")
-    # checkpoint kind: an EAGLE-3 head loaded as EAGLE-1
-    arch = " ".join(architectures(draft)).lower()
-    if method == "eagle" and "eagle3" in arch:
+    if method == "eagle" and "eagle3" in " ".join(architectures(draft)).lower():
         ch.add("eagle-on-eagle3-head", "error", "method", "method 'eagle' on an EAGLE-3 head "
                f"(config.json architectures {architectures(draft)}): vLLM wraps it as "
                "'Eagle' + the architecture, which no model class implements", "write "

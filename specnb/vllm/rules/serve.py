@@ -1,0 +1,59 @@
+"""The serve-line rules: the config in the context of the ``vllm serve`` line (``ctx.serve``,
+from :func:`specnb.vllm.serve.parse_serve_line`) and the draft's and target's config.json."""
+
+from __future__ import annotations
+
+from ...hf_config import architectures
+from .context import NO_DRAFT_BRANCH, Context
+
+_HEADS = ("eagle", "eagle3", "dflash", "draft_model", "medusa")  # drafts trained on their own
+
+
+def _int(x):  # an int flag or config value, else None
+    return x if isinstance(x, int) and not isinstance(x, bool) else None
+
+
+def serve(ctx: Context) -> None:
+    """Each serve-line check (nothing without a serve line or a target)."""
+    s, m = ctx.serve, ctx.method
+    if not s or m is None:
+        return
+    draft, target = ctx.draft or {}, ctx.target or {}
+    mml = _int(s.get("max_model_len")) or _int(target.get("max_position_embeddings"))
+    dpos = _int(draft.get("max_position_embeddings"))
+    if m in _HEADS and mml and dpos and dpos < mml:
+        ctx.add("draft-context-below-max-model-len", "warning", "model", f"the draft "
+                f"({', '.join(architectures(draft)) or 'its config.json'}) was trained to "
+                f"max_position_embeddings={dpos}, below --max-model-len {mml}: past {dpos} "
+                "tokens of context its drafts degrade (EAGLE-3 heads trained at 2048 positions "
+                "crash or slow down past 2K, vllm#48894) and the draft's max_model_len is "
+                f"capped at {dpos}", f"serve with --max-model-len {dpos}, or use a head "
+                f"trained at {mml} positions or more")
+    dp = _int(s.get("data_parallel_size")) or 1
+    if dp > 1 and ctx.values.get("num_speculative_tokens_per_batch_size") is not None:
+        ctx.add("schedule-with-data-parallel", "warning", "num_speculative_tokens_per_batch_"
+                "size", f"--data-parallel-size {dp}: {ctx.vname} disables the dynamic schedule "
+                "with data parallelism > 1 and drafts num_speculative_tokens at every batch "
+                "size", "drop the schedule, or serve with --data-parallel-size 1 (one engine "
+                "per GPU group behind a router)")
+    quant = s.get("quantization") or (target.get("quantization_config") or {}).get(
+        "quant_method")
+    dtype = str(draft.get("torch_dtype") or draft.get("dtype") or "")
+    if quant and m not in NO_DRAFT_BRANCH and m not in ctx.table.mtp and draft and \
+            not draft.get("quantization_config") and dtype in ("bfloat16", "float16", "float32"):
+        ctx.add("quantized-target-bf16-head", "warning", "model", f"the target runs "
+                f"quantized ({quant}) and the draft is {dtype} with no quantization_config: it "
+                "was trained on the unquantized target's hidden states and logits, so its "
+                "acceptance on the quantized target is lower than published, and the draft "
+                "keeps its full-precision memory", "measure acceptance on the quantized target "
+                "(specnb metrics), or use a head trained for it; set \"quantization\" in the "
+                "speculative config to quantize the draft too")
+    for flag, names in (("quantization", ctx.table.quantization_methods),
+                        ("kv_cache_dtype", (ctx.table.fields.get("kv_cache_dtype") or {}).get(
+                            "choices") or ())):
+        value = s.get(flag)
+        if isinstance(value, str) and names and value not in names:
+            ctx.add(f"serve-unknown-{flag.replace('_', '-')}", "error", None, f"--"
+                    f"{flag.replace('_', '-')} {value}: not one of {ctx.vname}'s names; the "
+                    "engine config refuses it at start", f"use one of {', '.join(names[:10])}"
+                    + (", ..." if len(names) > 10 else ""))

@@ -1,0 +1,238 @@
+"""The whole ``vllm serve`` line: :func:`parse_serve_line` reads it as vLLM's
+``FlexibleArgumentParser`` (``vllm/utils/argparse_utils.py``) does (``_`` in flag names read as
+``-``, ``--flag=value``, dotted ``--speculative-config.key value`` merged into one JSON object:
+the value JSON, else a human-readable int such as ``8k``, else the string), then argparse over
+the release's flags (``specnb/vllm/flags/<v>.json``, from ``make_arg_parser`` by
+``oracle/drive_strings.py``); :func:`check_serve_line` checks the config in its context."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shlex
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from ._versions import flags_for, select
+
+__all__ = ["ServeLine", "ServeLineError", "parse_serve_line", "check_serve_line"]
+
+
+class ServeLineError(ValueError):
+    """The line is not one vLLM's parser takes; the message is the parser's own error line."""
+
+
+@dataclass(frozen=True)
+class ServeLine:
+    """A parsed line. model: positional or ``--model``; speculative_config: the JSON text
+    ``--speculative-config`` receives (dotted flags merged) or None; settings: every other flag
+    the line gives ({dest: value}); vllm: the release whose flags parsed it; replaced: a JSON
+    ``--speculative-config`` that dotted flags replaced (vLLM appends them as a second
+    ``--speculative-config``; argparse keeps the last) or None."""
+
+    model: str | None
+    speculative_config: str | None
+    settings: dict = field(default_factory=dict)
+    vllm: str = ""
+    replaced: str | None = None
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise ServeLineError(f"vllm serve: error: {message}")
+
+
+def human_readable_int(text: str) -> int:
+    """vLLM's own: '1k' = 1000, '1K' = 1024, '25.6k' = 25600, else ``int(text)``."""
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)([kKmMgGtT])", text.strip())
+    if not m:
+        return int(text)
+    number, suffix = m.groups()
+    if suffix.islower():
+        return int(float(number) * 10 ** (3 * "kmgt".index(suffix) + 3))
+    if "." in number:
+        raise argparse.ArgumentTypeError(f"Decimals are not allowed with binary suffixes like "
+                                         f"{suffix}. Did you mean to use {m[0].lower()} instead?")
+    return int(number) * 2 ** (10 * "KMGT".index(suffix) + 10)
+
+
+def human_readable_int_or_auto(text: str) -> int:
+    return -1 if text.strip().lower() in ("auto", "-1") else human_readable_int(text)
+
+
+def _loads(text):
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"Value {text} cannot be converted to <function loads>."
+                                         ) from None
+
+
+_TYPES = {"int": int, "float": float, "json": _loads, "human_int": human_readable_int,
+          "human_int_or_auto": human_readable_int_or_auto}
+
+
+class _Switch(argparse.Action):
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, option_string not in self.const)
+
+
+@lru_cache(maxsize=None)
+def _parser(version: str) -> tuple[argparse.ArgumentParser, str]:
+    table = flags_for(version)
+    parser = _Parser(prog="vllm serve", add_help=False)
+    parser.add_argument("model_tag", nargs="?")
+    by_dest: dict = {}
+    for opt, f in table["flags"].items():
+        by_dest.setdefault((f["dest"], f["kind"]), []).append((opt, f))
+    for (dest, kind), opts in by_dest.items():
+        names = [o for o, _ in opts]
+        f = opts[0][1]
+        if kind in ("EnableDisableAction", "bool_optional"):
+            parser.add_argument(*names, dest=dest, nargs=0, action=_Switch,
+                                const={o for o, g in opts if g.get("negative")}, default=None)
+        elif kind in ("store_true", "store_false"):
+            parser.add_argument(*names, dest=dest, action=kind, default=None)
+        else:
+            nargs = f.get("nargs") if f.get("nargs") not in (None, 0) else None
+            parser.add_argument(*names, dest=dest, type=_TYPES.get(f["type"], str),
+                                choices=f.get("choices"), nargs=nargs, default=None)
+    return parser, table["vllm"]
+
+
+def _flexible(args: list[str]) -> list[str]:
+    """``FlexibleArgumentParser.parse_args``'s rewriting: names, ``=``, dotted flags."""
+    out = []
+    for a in args:
+        if a.startswith("--"):
+            key, eq, value = a.partition("=")
+            out.append(re.sub(r"(?<=--)[^.]*", lambda m: m.group(0).replace("_", "-"), key,
+                              count=1) + eq + value)
+        elif a.startswith("-O") and a != "-O":
+            out += ["--optimization-level", a[3:] if a[2:3] == "=" else a[2:]]
+        else:
+            out.append(a)
+    merged: dict = {}
+    rest, skip = [], False
+    for i, a in enumerate(out):
+        if skip:
+            skip = False
+            continue
+        name = a.split("=", 1)[0]
+        if not (a.startswith("-") and "." in name):
+            rest.append(a)
+            continue
+        if "=" in a:
+            value = a.split("=", 1)[1]
+        elif i + 1 < len(out):
+            value, skip = out[i + 1], True
+        else:
+            raise ServeLineError(f"vllm serve: error: {a} needs a value (vLLM's parser "
+                                 "crashes with IndexError on this line)")
+        if name.endswith("+"):
+            name, value = name[:-1], json.dumps(value.split(","))
+        key, *keys = name.split(".")
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            try:
+                parsed = human_readable_int(value)
+            except (ValueError, argparse.ArgumentTypeError):
+                parsed = value
+        node = merged.setdefault(key, {})
+        for k in keys[:-1]:
+            node = node.setdefault(k, {})
+        node[keys[-1]] = parsed
+    for key, value in merged.items():
+        rest += [key, json.dumps(value)]
+    return rest
+
+
+def _words(line) -> list[str]:
+    if isinstance(line, (list, tuple)):
+        words = [str(w) for w in line]
+    elif isinstance(line, str):
+        try:
+            words = shlex.split(line.replace("\\\n", " "))
+        except ValueError as exc:
+            raise ServeLineError(f"the serve line is not one a POSIX shell can split: {exc}"
+                                 ) from None
+    else:
+        raise TypeError(f"line must be a str or a list of words, got {type(line).__name__}")
+    if words[:2] == ["vllm", "serve"]:
+        words = words[2:]
+    elif words[:1] == ["serve"]:
+        words = words[1:]
+    if not words:
+        raise ServeLineError("the serve line is empty: give 'vllm serve MODEL ...'")
+    return words
+
+
+def parse_serve_line(line, vllm_version: str | None = None) -> ServeLine:
+    """Parse ``line`` (``"vllm serve MODEL --flag value ..."``, ``vllm serve`` optional, split
+    as a POSIX shell does; or its words) with the flags of ``vllm_version`` (the nearest flag
+    table not newer; None: the newest) -> :class:`ServeLine`.
+
+    Raises ServeLineError (a ValueError; the parser's own line) for a line that cannot be split,
+    is empty, or that vLLM's parser refuses (an unknown flag: "unrecognized arguments: ...", a
+    value of the wrong type, a missing value); TypeError for a ``line`` that is no str or list.
+    """
+    table, _ = select(vllm_version)
+    parser, release = _parser(table.vllm)
+    args = _flexible(_words(line))
+    ns = parser.parse_args(args)
+    replaced = None
+    if args.count("--speculative-config") > 1 or (
+            "--speculative-config" in args and any(a.startswith("--speculative-config=")
+                                                   for a in args)):
+        first = next(i for i, a in enumerate(args) if a.startswith("--speculative-config"))
+        replaced = args[first].partition("=")[2] or args[first + 1]
+    given = {k: v for k, v in vars(ns).items() if v is not None}
+    spec = given.pop("speculative_config", None)
+    model = given.pop("model_tag", None) or given.get("model")
+    return ServeLine(model, json.dumps(spec) if spec is not None else None, given, release,
+                     replaced)
+
+
+def check_serve_line(line, vllm_version=None, draft_config=None, target_config=None):
+    """(:func:`parse_serve_line`'s :class:`ServeLine`, :func:`~specnb.vllm.check_speculative_config`
+    of its config with the line's settings): the string rules, the target rules (``-tp``,
+    ``--max-model-len``) and the serve-line rules (:mod:`specnb.vllm.rules.serve`). The
+    draft's config.json comes from ``draft_config`` or a local ``model`` path in the config,
+    the target's from ``target_config`` or a local model path in the line. A line without
+    ``--speculative-config`` gives one ``no-speculative-config`` warning. Raises what
+    :func:`parse_serve_line` and the check raise."""
+    from pathlib import Path
+
+    from .check import check_speculative_config
+    from .findings import ConfigCheck, Finding
+
+    parsed = parse_serve_line(line, vllm_version)
+    if target_config is None and parsed.model and (Path(parsed.model) / "config.json").is_file():
+        target_config = parsed.model
+    if parsed.speculative_config is None:
+        off = Finding("warning", None, "the line has no --speculative-config: speculative "
+                      "decoding is off", "add --speculative-config '{\"method\": \"ngram\", "
+                      "\"num_speculative_tokens\": 4}' (or run specnb plan for the method)",
+                      code="no-speculative-config")
+        return parsed, ConfigCheck((off,), None, vllm_version)
+    settings = {"served_model": parsed.model, **parsed.settings}  # the target rules run
+    tp, mml = settings.pop("tensor_parallel_size", None), settings.pop("max_model_len", None)
+    check = check_speculative_config(parsed.speculative_config, vllm_version, draft_config,
+                                     target_config, tp, mml if mml and mml > 0 else None,
+                                     serve=settings)
+    if parsed.vllm != select(vllm_version)[0].vllm:
+        check = ConfigCheck((Finding("note", None, f"the line was parsed with vLLM "
+                                     f"{parsed.vllm}'s serve flags (no flag table for this "
+                                     "release)", "", code="flags-from-other-release"),)
+                            + check.findings, check.config, check.vllm_version)
+    if parsed.replaced is not None:
+        check = ConfigCheck((Finding(
+            "warning", None, f"the line gives --speculative-config {parsed.replaced} and dotted "
+            "--speculative-config.KEY flags: vLLM merges the dotted ones into a second "
+            "--speculative-config, which replaces the first, so vLLM runs "
+            f"{parsed.speculative_config}", "give every key one way: all in the JSON, or all "
+            "as dotted flags", code="dotted-flags-replace-json"),) + check.findings,
+            check.config, check.vllm_version)
+    return parsed, check

@@ -1,0 +1,98 @@
+"""specnb.vllm.serve: the whole ``vllm serve`` line. The parser replays vLLM 0.33.0's own parser
+on the lines of tests/cases/vllm/0.33.0/serve.jsonl (oracle/drive_strings.py drove
+``make_arg_parser(FlexibleArgumentParser())``); the serve-line rules get a code and a fix."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from specnb.vllm.serve import ServeLineError, check_serve_line, parse_serve_line
+
+FIXTURE = Path(__file__).resolve().parent.parent / "cases" / "vllm" / "0.33.0" / "serve.jsonl"
+RECS = [json.loads(x) for x in FIXTURE.read_text().splitlines() if x.strip()]
+#: What vLLM's parser gives for a flag the line does not set (the plain line's values).
+DEFAULTS = next(r for r in RECS if r["id"] == "serve:plain")["values"]
+
+
+@pytest.mark.parametrize("rec", RECS, ids=lambda r: r["id"])
+def test_the_line_parses_as_vllms_parser_does(rec):
+    if rec["verdict"] == "rejected":
+        with pytest.raises(ServeLineError) as err:
+            parse_serve_line(rec["line"], vllm_version="0.33.0")
+        if rec["message"].startswith("vllm serve: error:"):
+            strip = re.compile(r" at 0x[0-9a-f]+")
+            assert strip.sub("", str(err.value)) == strip.sub("", rec["message"])
+        return
+    line = parse_serve_line(rec["line"], vllm_version="0.33.0")
+    for dest, value in rec["values"].items():
+        if dest in ("model", "model_tag", "structured_outputs_config"):
+            continue
+        mine = (json.loads(line.speculative_config) if line.speculative_config else None) \
+            if dest == "speculative_config" else line.settings.get(dest)
+        if mine is None and dest != "speculative_config":
+            assert value == DEFAULTS[dest], dest
+        else:
+            assert mine == value, dest
+    if rec["values"].get("model_tag") or "--model" in rec["line"]:
+        assert line.model == (rec["values"].get("model_tag") or rec["values"]["model"])
+
+
+def test_bad_lines_are_one_line_errors():
+    for bad in ("vllm serve 'MODEL", "vllm serve", "MODEL --max-model-len lots"):
+        with pytest.raises(ServeLineError) as err:
+            parse_serve_line(bad)
+        assert "\n" not in str(err.value)
+    with pytest.raises(TypeError, match="line must be"):
+        parse_serve_line(42)
+
+
+def _codes(line, **kw):
+    return check_serve_line(line, **kw)[1].codes()
+
+
+SPEC = "--speculative-config '{}'"
+
+
+def test_the_serve_context_rules(tmp_path):
+    head = {"architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama",
+            "max_position_embeddings": 2048, "torch_dtype": "bfloat16", "vocab_size": 128256}
+    (tmp_path / "head").mkdir()
+    (tmp_path / "head" / "config.json").write_text(json.dumps(head))
+    cfg = json.dumps({"method": "eagle3", "model": str(tmp_path / "head"),
+                      "num_speculative_tokens": 3})
+    line = f"vllm serve meta-llama/Llama-3.1-8B-Instruct --speculative-config '{cfg}'"
+    assert "draft-context-below-max-model-len" in _codes(line + " --max-model-len 8192")
+    assert "draft-context-below-max-model-len" not in _codes(line + " --max-model-len 2048")
+    assert "quantized-target-bf16-head" in _codes(line + " --quantization fp8")
+    assert "draft-tp-vs-target" in _codes(line.replace('"num_speculative_tokens": 3',
+                                                       '"num_speculative_tokens": 3, '
+                                                       '"draft_tensor_parallel_size": 2')
+                                          + " -tp 4")
+    sched = json.dumps({"method": "ngram", "num_speculative_tokens": 3,
+                        "num_speculative_tokens_per_batch_size": [[1, 8, 3], [9, 512, 1]]})
+    assert "schedule-with-data-parallel" in _codes(f"MODEL --speculative-config '{sched}' -dp 2")
+    assert "schedule-with-data-parallel" not in _codes(f"MODEL --speculative-config '{sched}'")
+    ngram = "MODEL --speculative-config.method ngram --speculative-config.num_speculative_tokens 3"
+    assert "serve-unknown-quantization" in _codes(ngram + " --quantization bogus")
+    assert "serve-unknown-kv-cache-dtype" in _codes(ngram + " --kv-cache-dtype fp9")
+    assert _codes("MODEL --max-model-len 4096") == ["no-speculative-config"]
+    both = ("MODEL --speculative-config '{\"method\": \"ngram\"}' "
+            "--speculative-config.num_speculative_tokens 3")
+    parsed, check = check_serve_line(both)
+    assert json.loads(parsed.speculative_config) == {"num_speculative_tokens": 3}
+    assert check.codes()[0] == "dotted-flags-replace-json"
+    for f in check_serve_line(line + " --max-model-len 8192 --quantization fp8")[1]:
+        assert f.code and f.fix
+    # the target's config.json from a local model folder in the line; a draft path that is not
+    (tmp_path / "target").mkdir()
+    (tmp_path / "target" / "config.json").write_text(json.dumps(
+        {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "vocab_size": 128256,
+         "max_position_embeddings": 8192}))
+    local = f"vllm serve {tmp_path / 'target'} --speculative-config '{cfg}'"
+    assert "draft-context-below-max-model-len" in _codes(local)
+    gone = cfg.replace(str(tmp_path / "head"), str(tmp_path / "nowhere"))
+    assert "draft-path-missing" in _codes(f"vllm serve M --speculative-config '{gone}'")
