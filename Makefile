@@ -86,6 +86,10 @@ $(ORACLE_STAMP): oracle/setup_venv.sh $(wildcard oracle/requirements-$(VLLM).txt
 
 oracle: $(ORACLE_STAMP)
 	$(ORACLE_ENV) $(ORACLE_VENV)/bin/python oracle/drive.py all --out $(ORACLE_OUT)
+	-[ -f $(ORACLE_VENV)/arctic-suffix/VERSION ] || \
+	  sh oracle/build_arctic_suffix.sh $(ORACLE_VENV)/bin/python $(ORACLE_VENV)/arctic-suffix
+	$(ORACLE_ENV) $(ORACLE_VENV)/bin/python oracle/drive_proposals.py --out $(ORACLE_OUT)
+	$(ORACLE_ENV) $(ORACLE_VENV)/bin/python oracle/drive_scheduler.py --out $(ORACLE_OUT)
 	mkdir -p specnb/vllm/versions && cp $(ORACLE_OUT)/profile.json specnb/vllm/versions/$(VLLM).json
 
 # vLLM's EAGLE-3 head code on one-key cases (oracle/drive_heads.py): tests/cases/vllm/$(VLLM)/heads/

@@ -54,9 +54,11 @@ END = "<!-- renames: end -->"
 PACKAGES = [
     ("specnb.data", "L0"), ("specnb.hf_config", "L0"), ("specnb.notes", "L0"),
     ("specnb.theory", "L1"), ("specnb.acceptance_profile", "L1"), ("specnb.acceptance", "L1"), ("specnb.timing", "L1"), ("specnb.verify", "L1"),
-    ("specnb.cost", "L1"), ("specnb.memory", "L1"),
+    ("specnb.cost", "L1"), ("specnb.memory", "L1"), ("specnb.request_log", "L1"),
     ("specnb.article", "L2"), ("specnb.methods", "L2"), ("specnb.batch", "L2"),
     ("specnb.serving", "L2"), ("specnb.vllm", "L2"), ("specnb.measure", "L2"),
+    ("specnb.replay", "L2"),
+    ("specnb.simulate", "L2.5"),
     ("specnb.advise", "L3"), ("specnb.nb", "L4"), ("specnb.runner", "L4"),
     ("specnb.cli", "L5"),
 ]

@@ -38,6 +38,7 @@ files' paths live here too, so that every reader of these files shares one parse
 from __future__ import annotations
 
 import datetime as _dt
+import importlib.util
 import json
 import math
 from dataclasses import dataclass
@@ -442,8 +443,9 @@ def _reply(where: str, obj: dict):
 
 def _need(tok, where: str) -> Tokenizer:
     if tok is None:
-        raise ValueError(f"{where}: a text or chat row needs a tokenizer (read with "
-                         "tokenizer=None for the bundled one, or a folder)")
+        raise ValueError(f"{where}: a text or chat row needs a tokenizer (the bundled one, or "
+                         "a folder: --tokenizer) and the tokenizers package (pip install "
+                         "'specnb[replay]')")
     return tok
 
 
@@ -505,7 +507,8 @@ def read(path=None, *, tokenizer=None, skip_bad: bool = False) -> RequestLog:
     path : str or Path, optional
         The JSON-lines file; default :data:`BUNDLED_LOGGED`.
     tokenizer : folder, ``tokenizer.json`` path, :class:`Tokenizer`, None (the bundled one)
-        or False (none: rows with ids only, unbounded by a vocabulary)
+        or False (none: rows with ids only, unbounded by a vocabulary; None without the
+        ``tokenizers`` package acts so too)
         Encodes text rows and bounds every token id by its vocabulary.
     skip_bad : bool
         Skip rows that fail (counted in ``skipped`` with their line and message) instead of
@@ -525,8 +528,11 @@ def read(path=None, *, tokenizer=None, skip_bad: bool = False) -> RequestLog:
         tokenizer.
     """
     p = check_file(path if path is not None else BUNDLED_LOGGED, "request log")
-    tok = (tokenizer if isinstance(tokenizer, Tokenizer) or tokenizer is False
-           else load_tokenizer(tokenizer)) or None
+    if tokenizer is None and importlib.util.find_spec("tokenizers") is None:
+        tok = None  # without the replay extra: id rows only, unbounded; text rows say so
+    else:
+        tok = (tokenizer if isinstance(tokenizer, Tokenizer) or tokenizer is False
+               else load_tokenizer(tokenizer)) or None
     counts, reqs, skipped = {}, [], []
     for n, line in _lines(p):
         where = f"{p}:{n}"

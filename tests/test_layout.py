@@ -49,6 +49,10 @@ NOT_A_MODULE = {
     "vllm/test_oracle_fixtures.py": "vLLM's own verdicts, log lines, metrics and bench files "
                                     "(tests/cases/vllm/<version>/, written by make oracle) "
                                     "replayed through specnb.vllm",
+    "replay/test_oracle_proposals.py": "vLLM's own n-gram proposers and Arctic Inference's "
+                                       "suffix cache (tests/cases/vllm/0.33.0/proposals.jsonl, "
+                                       "written by oracle/drive_proposals.py) replayed through "
+                                       "specnb.replay",
     "test_readme.py": "the README's and the docs/*.md pages' examples (doctest)",
     "test_readme_commands.py": "the README's and the docs/*.md pages' command lines run as written",
     "test_browser.py": "JupyterLab and the HTML report in a real Chromium (slow, browser)",

@@ -1,5 +1,5 @@
 """The README's and the docs pages' command lines run as written: every
-``specnb config|metrics|bench|plan`` line of their bash blocks (a fast subcommand, run
+``specnb config|metrics|bench|plan|replay|simulate`` line of their bash blocks (a fast subcommand, run
 in-process) exits 0. Lines with a placeholder
 (``...``, ``<...>``, ``my_*``) are left out; ``run`` and ``measure`` are exercised by their own
 tests (they execute notebooks and models)."""
@@ -13,7 +13,7 @@ import pytest
 from specnb import cli
 
 ROOT = Path(__file__).resolve().parent.parent
-FAST = {"config", "metrics", "bench", "plan"}
+FAST = {"config", "metrics", "bench", "plan", "replay", "simulate"}
 
 
 # The README and the hand-written docs pages (docs/api/ is generated: no bash blocks).

@@ -13,11 +13,14 @@ Note codes (stable; messages may be reworded): from :func:`setup_config`
 ``checkpoint-placeholder``, ``mtp-needs-target-layers``, ``self-draft-full-kv``,
 ``config-file-name``, ``schedule-tax``, ``no-gamma-pays``; from :func:`serving_plan` also
 ``weights-do-not-fit``, ``schedule-serves-every-context``, ``kv-does-not-fit``,
-``no-schedule-for-every-context``, and :func:`specnb.serving.context_limit_notes`' codes.
+``no-schedule-for-every-context``, and :func:`specnb.serving.context_limit_notes`' codes;
+with an acceptance profile (:func:`profile_acceptance`) ``profile-bucket-empty`` and
+``profile-no-drafts``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass, field
 
@@ -27,7 +30,7 @@ from .. import serving as S
 from .._json import records
 from ..notes import Note
 
-__all__ = ["memory_limit", "Plan", "serving_plan", "schedule", "schedule_gammas", "schedule_of", "plan_schedule",
+__all__ = ["memory_limit", "Plan", "serving_plan", "profile_acceptance", "schedule", "schedule_gammas", "schedule_of", "plan_schedule",
            "schedule_config", "setup_config"]
 
 
@@ -278,8 +281,91 @@ class Plan:
         return records(frame[columns], nan_to_none=False)
 
 
+def profile_acceptance(profile, contexts, gammas, *, proposal_rate: bool):
+    """tau and the proposal rate M per (context, gamma) from an acceptance profile
+    (:mod:`specnb.acceptance_profile`, ``specnb replay --out``): the entry of the context
+    bucket holding each context, over the log's task mix.
+
+    Parameters
+    ----------
+    profile : AcceptanceProfile
+    contexts, gammas : ints (every gamma must be one of the profile's)
+    proposal_rate : take M from the profile (n-gram / suffix: drafts / steps); else M = 1
+
+    Returns
+    -------
+    (tau, m, notes): two float arrays of shape (len(contexts), len(gammas)) and the
+    :class:`~specnb.notes.Note` list: ``profile-bucket-empty`` (no step of the log had that
+    context: the whole log's entry stands in), ``profile-no-drafts`` (steps but no draft: tau
+    1, M ~ 0).
+
+    Raises
+    ------
+    ValueError
+        a gamma the profile lacks (naming its gammas), a negative context.
+    """
+    tau = np.empty((len(contexts), len(gammas)))
+    m = np.ones_like(tau)
+    empty, none = set(), set()
+    for i, c in enumerate(contexts):
+        for j, g in enumerate(gammas):
+            e = profile.entry(g, context=c)
+            if e.counters.num_steps == 0:
+                empty.add(int(c))
+                e = profile.entry(g)
+            if e.counters.num_drafts == 0:
+                none.add(int(c))
+                tau[i, j], m[i, j] = 1.0, 1e-9
+                continue
+            tau[i, j] = min(e.tau, g + 1.0)
+            if proposal_rate:
+                m[i, j] = e.proposal_rate
+    notes = []
+    if empty:
+        notes.append(Note("profile-bucket-empty",
+                          f"the acceptance profile has no step at context {sorted(empty)} "
+                          "(its log never reached it): the whole log's acceptance stands in; "
+                          "replay a log that does, or with other --context-buckets"))
+    if none:
+        notes.append(Note("profile-no-drafts",
+                          f"at context {sorted(none)} the replayed method proposed no draft: "
+                          "speculation gains nothing there"))
+    return tau, m, notes
+
+
+def _profile_grid(st, batches, contexts, gammas, tau, m, **lengths):
+    """:func:`specnb.serving.evaluate` cell by cell with the (context, gamma) tau and M of
+    :func:`profile_acceptance`, stitched into one (B, S, G) grid."""
+    cols = []
+    for i, c in enumerate(contexts):
+        cells = [S.evaluate(dataclasses.replace(st, proposal_rate=float(m[i, j])), batches,
+                            [c], [g], tau=float(tau[i, j]), **lengths)
+                 for j, g in enumerate(gammas)]
+        cols.append(_stitch(cells, axis=2))
+    return _stitch(cols, axis=1)
+
+
+def _stitch(grids, axis: int):
+    """Grids joined along the context (1) or gamma (2) axis."""
+    first = grids[0]
+    out = {}
+    for f in dataclasses.fields(first):
+        v = [getattr(g, f.name) for g in grids]
+        if v[0] is None:
+            out[f.name] = None
+        elif f.name == "batch_sizes" or (f.name == "gammas" and axis == 1) or (
+                f.name in ("contexts", "max_batch_in_memory") and axis == 2):
+            out[f.name] = v[0]
+        elif f.name in ("contexts", "gammas", "max_batch_in_memory"):
+            out[f.name] = np.concatenate(v)
+        else:
+            out[f.name] = np.concatenate(v, axis=axis)
+    return S.Grid(**out)
+
+
 def serving_plan(st: S.Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=None,
-         acceptance_rates=None, input_len=None, output_len=None) -> Plan:
+         acceptance_rates=None, input_len=None, output_len=None,
+         acceptance_profile=None) -> Plan:
     """The plan for a setup: the model on the asked grid, the schedule for batch sizes
     1..max(batch_sizes) that serves every context, its vLLM config and serve line
     (``--max-num-seqs`` = max(batch_sizes), ``--tensor-parallel-size`` with gpus > 1), the
@@ -290,7 +376,10 @@ def serving_plan(st: S.Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=
     st : Setup (e.g. calibrated: ``serving.calibrate(...).setup``)
     batch_sizes, contexts, gammas : lists of ints (batch >= 1, context >= 0, gamma >= 1);
         sorted here; max(batch_sizes) at most :data:`specnb.serving.MAX_BATCH_SEARCH`
-    alpha, tau, acceptance_rates : exactly one (:func:`specnb.serving.tokens_per_step`)
+    alpha, tau, acceptance_rates : exactly one (:func:`specnb.serving.tokens_per_step`), or
+    acceptance_profile : an :class:`~specnb.acceptance_profile.AcceptanceProfile`: tau per
+        context bucket and gamma, and for ``ngram`` / ``suffix`` drafts the proposal rate M
+        too (:func:`profile_acceptance`)
     input_len, output_len : tokens per sequence (both or neither): the grid gains
         ``speedup_end_to_end`` (the prefill counted)
 
@@ -313,19 +402,46 @@ def serving_plan(st: S.Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=
     acc = {k: v for k, v in (("alpha", alpha), ("tau", tau),
                               ("acceptance_rates", acceptance_rates)) if v is not None}
     batches, contexts, gammas = sorted(batch_sizes), sorted(contexts), list(gammas)
-    grid = S.evaluate(st, batches, contexts, gammas, alpha=alpha, tau=tau,
-                      acceptance_rates=acceptance_rates, input_len=input_len,
-                      output_len=output_len)
+    prof_notes = []
+    if acceptance_profile is not None:
+        if acc:
+            raise ValueError("give an acceptance profile or one of alpha, tau, "
+                             "acceptance_rates, not both")
+        S.check_axis("contexts", contexts, 0)
+        S.check_axis("gammas", gammas, 1)
+        pm = acceptance_profile.method.replace("ngram_gpu", "ngram")
+        if pm != st.draft.method:
+            raise ValueError(f"the acceptance profile replays {acceptance_profile.method}, "
+                             f"the plan's draft is {st.draft.method}: plan the method the "
+                             "profile measured")
+        p_tau, p_m, prof_notes = profile_acceptance(
+            acceptance_profile, contexts, gammas,
+            proposal_rate=st.draft.method in S.PARTIAL_PROPOSAL_METHODS)
+        acc = {"acceptance_profile": acceptance_profile.method, "tau": p_tau.tolist()}
+        grid = _profile_grid(st, batches, contexts, gammas, p_tau, p_m, input_len=input_len,
+                             output_len=output_len)
+    else:
+        grid = S.evaluate(st, batches, contexts, gammas, alpha=alpha, tau=tau,
+                          acceptance_rates=acceptance_rates, input_len=input_len,
+                          output_len=output_len)
     top = max(batches)
     caps = {int(c): S.memory_cap(st, int(c)) for c in contexts}
     room = {c: int(m["max_batch"]) for c, m in caps.items()}
     fit_any = max(room.values())
     limit = memory_limit(st, contexts, top)
     # one grid over every batch size 1..limit for the schedule, crossover and paying ranges
-    full = S.batch_range_grid(st, contexts, gammas, limit, alpha=alpha, tau=tau,
-                              acceptance_rates=acceptance_rates)
+    if acceptance_profile is not None:
+        full = _profile_grid(st, np.arange(1, limit + 1), contexts, gammas, p_tau, p_m)
+    else:
+        full = S.batch_range_grid(st, contexts, gammas, limit, alpha=alpha, tau=tau,
+                                  acceptance_rates=acceptance_rates)
     sched = schedule_of(full)
     cfg, notes = setup_config(st, sched)
+    if acceptance_profile is not None and cfg is not None:
+        # the settings the profile was replayed with are the ones to serve
+        cfg.update({k: v for k, v in acceptance_profile.params.items()
+                    if v is not None and (k.startswith("prompt_lookup_")
+                                          or k.startswith("suffix_decoding_"))})
     serve = None if cfg is None else serve_command(
         cfg, S.model_id(st.target), extra_args=["--max-num-seqs", str(limit)]
         + (["--tensor-parallel-size", str(st.gpus)] if st.gpus > 1 else [])
@@ -360,7 +476,7 @@ def serving_plan(st: S.Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=
                                       f"without it, {room[c]} with it)"
                                       for c, d in displaced.items())))
     context_notes = S.context_limit_notes(st, contexts)
-    notes = context_notes + notes
+    notes = context_notes + prof_notes + notes
     paying = S.paying_of(full)
     if cfg is None and any(paying):
         # setup_config's no-gamma-pays is about the worst context only

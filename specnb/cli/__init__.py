@@ -21,6 +21,8 @@ COMMAND_MODULES = [
     "specnb.cli.measure",  # specnb measure
     "specnb.cli.vllm",     # specnb config / metrics / bench
     "specnb.cli.plan",     # specnb plan
+    "specnb.cli.replay",   # specnb replay
+    "specnb.cli.simulate", # specnb simulate
 ]
 
 

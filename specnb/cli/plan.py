@@ -54,7 +54,7 @@ def register(subparsers) -> argparse.ArgumentParser:
                    help="target: a catalogue model (e.g. Llama-3.1-8B) or a Hugging Face "
                         "config.json")
     p.add_argument("--draft", required=True, metavar="METHOD|NAME|CONFIG",
-                   help="ngram, suffix, eagle, eagle3, mtp, self, a catalogue model or a "
+                   help="ngram, suffix, eagle, eagle3, mtp, dflash, self, a catalogue model or a "
                         "draft config.json")
     p.add_argument("--draft-kv-budget", type=int, default=None, metavar="K",
                    help="the draft reads at most K context tokens (sparse KV, StreamingLLM)")
@@ -74,6 +74,9 @@ def register(subparsers) -> argparse.ArgumentParser:
                      help="acceptance rate; tau by Leviathan Eq. 1")
     acc.add_argument("--tau", type=float, nargs="+", metavar="T",
                      help="mean acceptance length: one value, or one per --gamma")
+    acc.add_argument("--acceptance-profile", metavar="PROFILE.json",
+                     help="tau per context bucket and gamma (and the proposal rate for "
+                          "ngram / suffix) from `specnb replay LOG --out PROFILE.json`")
     acc.add_argument("--acceptance-rates", type=float, nargs="+", metavar="R",
                      help="vLLM's per-position acceptance rates r1 r2 ...; "
                           "tau(k) = 1 + r1 + ... + rk")
@@ -137,6 +140,9 @@ def _check_flags(args) -> str | None:
         return (f"--tau takes one value or one per --gamma ({len(args.gamma)}), got "
                 f"{len(args.tau)}")
     m = args.proposal_rate
+    if m is not None and args.acceptance_profile:
+        return ("--proposal-rate and --acceptance-profile: the profile gives the proposal rate "
+                "(drafts / steps); leave --proposal-rate out")
     if m is not None and not 0 < m <= 1:  # NaN fails too
         return ("--proposal-rate must be in (0, 1] (the share of sequence-steps with a draft), "
                 f"got {m:g}")
@@ -173,6 +179,13 @@ def plan(args) -> dict:
         acceptance["acceptance_rates"] = args.acceptance_rates
     if acceptance:  # bad acceptance input fails before fitting
         S.tokens_per_step(args.gamma, **acceptance)
+    profile = None
+    if args.acceptance_profile:
+        from .. import acceptance_profile as AP
+
+        profile = AP.load(args.acceptance_profile)
+        for g in args.gamma:
+            profile.entry(g)  # a gamma the profile lacks fails before fitting
     calibration = None
     if args.calibrate:
         cal = S.calibrate(st, args.calibrate)
@@ -192,7 +205,7 @@ def plan(args) -> dict:
     from ..notes import codes, messages
 
     p = serving_plan(st, args.batch, args.context, args.gamma, input_len=args.input_len,
-                     output_len=args.output_len, **acceptance)
+                     output_len=args.output_len, acceptance_profile=profile, **acceptance)
     best_g, best_s = p.best
     best = []
     for i, b in enumerate(p.grid.batch_sizes):
@@ -214,7 +227,11 @@ def plan(args) -> dict:
                   "moe": None if st.target.moe is None else vars(st.target.moe),
                   "mla": None if st.target.mla is None else vars(st.target.mla),
                   "acceptance": {k: (list(map(float, np.atleast_1d(v))) if k != "alpha"
-                                     else float(v)) for k, v in acceptance.items()}},
+                                     else float(v)) for k, v in acceptance.items()},
+                  "acceptance_profile": None if profile is None else {
+                      "file": args.acceptance_profile, "method": profile.method,
+                      "tau_by_context": {str(c): [float(x) for x in row] for c, row in
+                                         zip(sorted(args.context), p.acceptance["tau"])}}},
         "rows": p.rows(),
         "best": best,
         "schedule": p.schedule if p.config is not None else None,
@@ -243,6 +260,11 @@ def format_plan(result: dict) -> str:
 
     su = result["setup"]
     acc = ", ".join(f"{k} {v}" for k, v in su["acceptance"].items())
+    if su.get("acceptance_profile"):
+        ap = su["acceptance_profile"]
+        acc = (f"acceptance profile {ap['file']} ({ap['method']}): tau by gamma at context "
+               + "; ".join(f"{c}: " + " ".join(f"{t:.2f}" for t in row)
+                           for c, row in ap["tau_by_context"].items()))
     lines = [f"{su['model']} on {su['gpus']} x {su['gpu']} ({su['dtype']}), draft "
              f"{su['draft']}" + (f" (KV budget {su['draft_kv_budget']})"
                                  if su["draft_kv_budget"] else "") + f"; {acc}; engine "
@@ -323,8 +345,10 @@ def _check_bench_flags(args) -> str | None:
                 f"{len(labels)}")
     if files and args.calibrate:
         return "give --calibrate (step times) or --calibrate-bench (bench runs), not both"
-    if args.alpha is None and args.tau is None and args.acceptance_rates is None and not files:
-        return ("give one of --alpha, --tau or --acceptance-rates (or --calibrate-bench files "
+    if args.alpha is None and args.tau is None and args.acceptance_rates is None and not files \
+            and not args.acceptance_profile:
+        return ("give one of --alpha, --tau or --acceptance-rates (or --acceptance-profile, or "
+                "--calibrate-bench files "
                 "run with speculation on, whose tau is used)")
     return None
 

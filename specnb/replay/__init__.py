@@ -1,4 +1,246 @@
 """Acceptance replayed from a request log without a model (L2): the n-gram and suffix
 proposers stepped as vLLM steps them, counted with vLLM's counters
 (:mod:`specnb.acceptance_profile`). Never imports torch, :mod:`specnb.serving`,
-:mod:`specnb.vllm` or :mod:`specnb.measure`."""
+:mod:`specnb.vllm` or :mod:`specnb.measure`.
+
+``replay(log, "ngram", gammas=(1, 3, 5), context_edges=(2000, 8000))`` returns an
+:class:`~specnb.acceptance_profile.AcceptanceProfile`; :data:`METHODS` maps each method to
+its settings (vLLM's names and defaults) and its stepping function, so that a caller (the
+CLI's dispatch table) can list and check them. Modules: :mod:`~specnb.replay.ngram` (vLLM's
+n-gram rule), :mod:`~specnb.replay.suffix` (Arctic Inference's suffix trees),
+:mod:`~specnb.replay.step` (stepping and counting).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .. import _check
+from .. import acceptance_profile as AP
+from .. import request_log
+from .step import counters, ngram_steps, suffix_steps, teacher_forced_steps
+from .suffix import SuffixCache
+
+__all__ = ["METHODS", "Method", "check_params", "replay", "request_steps", "draft_profile",
+           "table"]
+
+
+@dataclass(frozen=True)
+class Method:
+    """A model-free method: vLLM's name, its settings with vLLM's defaults (``None`` = as
+    vLLM resolves it), and what each setting allows."""
+
+    name: str
+    defaults: dict
+    doc: str
+
+
+METHODS = {
+    "ngram": Method("ngram", {"prompt_lookup_min": None, "prompt_lookup_max": None,
+                              "max_model_len": None},
+                    "vLLM's NgramProposer (CPU): longest suffix n-gram in [min, max], its "
+                    "earliest occurrence"),
+    "ngram_gpu": Method("ngram_gpu", {"prompt_lookup_min": None, "prompt_lookup_max": None},
+                        "vLLM's NgramProposerGPU: the same rule, no max_model_len cap in the "
+                        "kernel"),
+    "suffix": Method("suffix", {"suffix_decoding_max_tree_depth": 24,
+                                "suffix_decoding_max_spec_factor": 1.0,
+                                "suffix_decoding_min_token_prob": 0.1,
+                                "suffix_decoding_max_cached_requests": 10000,
+                                "max_model_len": None},
+                     "Arctic Inference's SuffixDecodingCache as vLLM's SuffixDecodingProposer "
+                     "calls it"),
+}
+
+
+def check_params(method: str, params: dict | None = None) -> dict:
+    """``params`` completed with the method's defaults and resolved as vLLM resolves them
+    (n-gram: both lookups 5 when neither is given, else the missing one equals the other).
+
+    Raises
+    ------
+    ValueError
+        An unknown method or setting; a lookup < 1 or min > max; a tree depth < 1; a spec
+        factor < 0; a token probability outside [0, 1]; cached requests < -1; max_model_len
+        < 2.
+    """
+    _check.choice("method", method, list(METHODS))
+    m = METHODS[method]
+    p = dict(m.defaults)
+    for k, v in (params or {}).items():
+        if k not in p:
+            raise ValueError(f"{method} has no setting {k!r}; its settings are {list(p)}")
+        if v is not None:
+            p[k] = v
+    if method.startswith("ngram"):
+        lo, hi = p["prompt_lookup_min"], p["prompt_lookup_max"]
+        if lo is None and hi is None:
+            lo = hi = 5
+        lo = hi if lo is None else lo
+        hi = lo if hi is None else hi
+        lo = _check.scalar_int("prompt_lookup_min", lo, lo=1)
+        hi = _check.scalar_int("prompt_lookup_max", hi, lo=1)
+        if lo > hi:
+            raise ValueError(f"prompt_lookup_min = {lo} must be <= prompt_lookup_max = {hi}")
+        p["prompt_lookup_min"], p["prompt_lookup_max"] = lo, hi
+    else:
+        p["suffix_decoding_max_tree_depth"] = _check.scalar_int(
+            "suffix_decoding_max_tree_depth", p["suffix_decoding_max_tree_depth"], lo=1)
+        p["suffix_decoding_max_spec_factor"] = _check.scalar_real(
+            "suffix_decoding_max_spec_factor", p["suffix_decoding_max_spec_factor"], lo=0.0)
+        p["suffix_decoding_min_token_prob"] = _check.scalar_real(
+            "suffix_decoding_min_token_prob", p["suffix_decoding_min_token_prob"], lo=0.0,
+            hi=1.0)
+        c = p["suffix_decoding_max_cached_requests"]
+        if c != -1:
+            c = _check.scalar_int("suffix_decoding_max_cached_requests (-1 = no limit)", c,
+                                  lo=0)
+        p["suffix_decoding_max_cached_requests"] = c
+    if p.get("max_model_len") is not None:
+        p["max_model_len"] = _check.scalar_int("max_model_len", p["max_model_len"], lo=2)
+    return p
+
+
+def request_steps(log, method: str, gammas, params: dict):
+    """Yield ``(request, {gamma: (T, d, a)})`` for each request of ``log`` (a
+    :class:`~specnb.request_log.RequestLog`) in log order, ``params`` as
+    :func:`check_params` returns them (see :mod:`specnb.replay.step` for the arrays)."""
+    mml = params.get("max_model_len")
+    cache = None
+    if method == "suffix":
+        cache = SuffixCache(params["suffix_decoding_max_tree_depth"],
+                            params["suffix_decoding_max_cached_requests"])
+    for i, r in enumerate(log):
+        n = r.prompt_len + r.response_len
+        if mml is not None and n > mml:
+            raise ValueError(f"request {r.id!r} (line {r.line}) holds {n} tokens, more than "
+                             f"max_model_len = {mml}; a server with that limit could not "
+                             "have served it")
+        full = r.token_ids
+        if cache is None:
+            yield r, ngram_steps(full, r.prompt_len, gammas,
+                                 prompt_lookup_min=params["prompt_lookup_min"],
+                                 prompt_lookup_max=params["prompt_lookup_max"],
+                                 max_model_len=mml)
+        else:
+            yield r, suffix_steps(cache, i, full, r.prompt_len, gammas,
+                                  max_spec_factor=params["suffix_decoding_max_spec_factor"],
+                                  min_token_prob=params["suffix_decoding_min_token_prob"],
+                                  max_model_len=mml)
+
+
+def replay(log=None, method: str = "ngram", *, gammas=(1, 3, 5), context_edges=(),
+           params: dict | None = None, tokenizer=None, skip_bad: bool = False
+           ) -> AP.AcceptanceProfile:
+    """The acceptance profile of ``method`` replayed on a request log.
+
+    Parameters
+    ----------
+    log : path or :class:`~specnb.request_log.RequestLog`, optional
+        The log (read with :func:`specnb.request_log.read`, ``tokenizer`` and ``skip_bad``
+        passed on); default the bundled one.
+    method : ``"ngram"``, ``"ngram_gpu"`` or ``"suffix"`` (:data:`METHODS`)
+    gammas : ints >= 1, ``num_speculative_tokens`` values to replay
+    context_edges : increasing ints > 0, the context buckets' edges (tokens before a step)
+    params : the method's settings (vLLM's names, :func:`check_params`)
+
+    Returns
+    -------
+    AcceptanceProfile, with ``source`` naming the log, its request count and skipped rows.
+
+    Raises
+    ------
+    ValueError
+        A bad method, setting, gamma or edge (before the log is read); a bad log.
+    """
+    p = check_params(method, params)
+    gs = sorted({int(g) for g in _check.integer("gamma", list(gammas), lo=1).tolist()})
+    if not gs:
+        raise ValueError("gamma must hold at least one value >= 1, got none")
+    edges = [int(x) for x in context_edges]
+    if edges:
+        _check.integer("context_edges", edges, lo=1)
+        if any(b <= a for a, b in zip(edges, edges[1:])):
+            raise ValueError(f"context_edges must increase, got {edges}")
+    if not isinstance(log, request_log.RequestLog):
+        log = request_log.read(log, tokenizer=tokenizer, skip_bad=skip_bad)
+    per = {g: [] for g in gs}
+    for r, steps in request_steps(log, method, gs, p):
+        for g in gs:
+            per[g].append((r.task, counters(steps[g], g, edges)))
+    source = {"log": str(Path(log.path).name) if log.path else None,
+              "requests": len(log), "skipped": len(log.skipped),
+              "tokenizer": log.tokenizer}
+    return AP.build(method, per, context_edges=edges, tasks=log.tasks,
+                    params={k: (None if isinstance(v, float) and math.isnan(v) else v)
+                            for k, v in p.items()}, source=source)
+
+
+def draft_profile(betas, log, *, gammas=(1, 3, 5), context_edges=(), model: str = "draft",
+                  seed: int = 0) -> AP.AcceptanceProfile:
+    """The acceptance profile of a draft model from its teacher-forced betas along a log's
+    responses, stepped as vLLM steps a draft model (:func:`specnb.replay.step.
+    teacher_forced_steps`: exact at T = 0, one seeded draw per position at T > 0).
+
+    Parameters
+    ----------
+    betas : rows with ``prompt`` (the record's id), ``temperature`` and ``betas`` (one per
+        response token), e.g. the ``betas`` frame of :func:`specnb.measure.alpha_from_logged`
+        for one draft (an iterable of mappings or a pandas DataFrame)
+    log : the :class:`~specnb.request_log.RequestLog` the betas were measured on (its prompt
+        lengths place each step's context)
+    model : the draft's name (the profile's ``params.model``)
+
+    Raises
+    ------
+    ValueError
+        a betas row whose (id, temperature) is not in the log, or whose length is not the
+        response's.
+    """
+    rows = betas.to_dict("records") if hasattr(betas, "to_dict") else list(betas)
+    by_key = {(r.id, r.temperature): r for r in log}
+    gs = sorted({int(g) for g in _check.integer("gamma", list(gammas), lo=1).tolist()})
+    rng = np.random.default_rng(seed)
+    per = {g: [] for g in gs}
+    for row in rows:
+        key = (row["prompt"], float(row["temperature"]))
+        r = by_key.get(key)
+        if r is None:
+            raise ValueError(f"betas for record {key[0]!r} at T = {key[1]:g} have no request in "
+                             f"the log {log.path}")
+        b = np.asarray(row["betas"], dtype=float)
+        if b.size != r.response_len:
+            raise ValueError(f"record {key[0]!r}: {b.size} betas for a {r.response_len}-token "
+                             "response")
+        st = teacher_forced_steps(b, r.prompt_len, gs, greedy=key[1] == 0.0, rng=rng)
+        for g in gs:
+            per[g].append((r.task, counters(st[g], g, context_edges)))
+    return AP.build("draft_model", per, context_edges=context_edges, tasks=log.tasks,
+                    params={"model": model},
+                    source={"log": Path(log.path).name, "requests": len(rows),
+                            "skipped": len(log.skipped), "tokenizer": log.tokenizer})
+
+
+def table(profiles: dict):
+    """Profiles side by side: a pandas DataFrame, one row per (label, gamma, task, context)
+    entry (``task`` "all" and ``context`` "all" for the pooled ones), with ``requests``,
+    ``steps``, ``drafts``, ``proposal_rate``, ``alpha``, ``tau`` and its interval."""
+    import pandas as pd
+
+    out = []
+    for label, prof in profiles.items():
+        for e in prof.entries:
+            c = e.counters
+            ctx = "all" if e.context is None else (
+                f"{e.context[0]}-" + ("" if e.context[1] is None else str(e.context[1])))
+            out.append({"method": label, "gamma": e.gamma,
+                        "task": "all" if e.task is None else e.task, "context": ctx,
+                        "requests": e.num_requests, "steps": c.num_steps,
+                        "drafts": c.num_drafts, "proposal_rate": c.proposal_rate,
+                        "alpha": c.alpha, "tau": c.tau, "tau_ci_low": e.tau_ci[0],
+                        "tau_ci_high": e.tau_ci[1]})
+    return pd.DataFrame(out)

@@ -55,6 +55,10 @@ moe, heads, engines (issue 16)
     :data:`PARTIAL_PROPOSAL_METHODS`, :data:`DEFAULT_GPU_MEMORY_UTILIZATION`;
     :func:`proposal_rate_from_counters`, :data:`PROPOSAL_RATE_HELP` (M from vLLM's counters;
     :mod:`specnb.serving.workload`).
+mixed (continuous batching, for :mod:`specnb.simulate`)
+    :func:`mixed_step_ms` (one step's target / draft / engine ms from its per-sequence mix of
+    prefill chunks, decode and verify tokens and draft tokens); :class:`MixedStep` (a setup
+    prepared for many steps).
 calibrate
     :func:`read_measurements` (CSV ``role, batch_size, context, query_tokens, ms``);
     :func:`calibrate` -> :class:`Calibration` (``.setup``, ``.report``, ``.notes``);
@@ -85,6 +89,7 @@ from .engines import DEFAULT_ENGINE, EngineProfile
 from .engines import profile as engine_profile
 from .engines import profile_names as engine_names
 from .heads import HeadShape, head_from_config
+from .mixed import MixedStep, mixed_step_ms
 from .moe import MLA, MoE, experts_touched
 from .workload import PROPOSAL_RATE_HELP, proposal_rate_from_counters
 from .reference import (EAGLE3_BATCH_TABLES, MAGICDEC_SNAPKV_BUDGET, MAGICDEC_TABLES,
@@ -124,5 +129,5 @@ __all__ = [
     "DEFAULT_GPU_MEMORY_UTILIZATION", "published_active_params", "PROPOSAL_RATE_HELP",
     "proposal_rate_from_counters",
     "BENCH_COLUMNS", "BENCH_FIT", "BenchCalibration", "calibrate_bench", "predict_bench",
-    "PUBLISHED_SWEEPS", "published_bench_results",
+    "PUBLISHED_SWEEPS", "published_bench_results", "MixedStep", "mixed_step_ms",
 ]

@@ -11,6 +11,13 @@ What one draft forward reads (``shared/reference/engines.md`` section 2 item 3; 
   (``draft_vocab_size``; 32,000 for the Llama-3.1-8B head, target 128,256).
 * MTP (DeepSeek-V3): the eh projection (2h -> h), one transformer block of the model's kind
   (MLA + MoE) and the shared LM head; see :func:`specnb.serving.moe.mtp_params`.
+* DFlash (vLLM 0.33 ``method: dflash``, ``vllm/v1/spec_decode/dflash.py`` and
+  ``vllm/model_executor/models/qwen3_dflash.py``): a block drafter. An fc layer projects the
+  concatenated hidden states of ``len(target_layer_ids)`` target layers (n_aux h -> h) into
+  the context K/V of each of its layers (``precompute_and_store_context_kv``), then ONE forward
+  over ``1 + k`` query tokens per request (the bonus token and k mask tokens) through its
+  layers proposes all k tokens; logits at the k mask positions, through the TARGET's LM head
+  (the published checkpoints carry none: ``has_lm_head`` false).
 
 A head is described by :class:`HeadShape`; :func:`params_per_step` gives the weights step i
 (0-based) reads. The decoder layer's attention reads one layer's KV cache, as the model's.
@@ -27,11 +34,23 @@ from .. import _check
 from .. import hf_config
 from .moe import expert_params
 
-__all__ = ["HEAD_KINDS", "EAGLE3_DEFAULT_DRAFT_VOCAB", "HeadShape", "eagle_head",
+__all__ = ["HEAD_KINDS", "EAGLE3_DEFAULT_DRAFT_VOCAB", "DFLASH_DEFAULT_LAYERS",
+           "DFLASH_DEFAULT_BLOCK_SIZE", "HeadShape", "eagle_head", "dflash_head",
            "head_from_config", "params_per_step", "mean_params_per_step", "own_params"]
 
 #: Head kinds costed from shapes.
-HEAD_KINDS = ("eagle", "eagle3")
+HEAD_KINDS = ("eagle", "eagle3", "dflash")
+
+#: Decoder layers (and target layers fed to the fc) of a DFlash drafter built without a
+#: config: the published z-lab checkpoints for 8B targets (z-lab/Qwen3-8B-DFlash-b16,
+#: z-lab/LLaMA3.1-8B-Instruct-DFlash-UltraChat: ``num_hidden_layers`` 5, ``dflash_config.
+#: target_layer_ids`` of 5 layers, the target's hidden, heads, KV heads and MLP width).
+#: ASSUMED for other targets: give the checkpoint's config.json (``--draft-config``).
+DFLASH_DEFAULT_LAYERS = 5
+
+#: ``block_size`` of those checkpoints ("-b16"): the most tokens one block drafts
+#: (num_speculative_tokens up to block_size - 1 behind the bonus token).
+DFLASH_DEFAULT_BLOCK_SIZE = 16
 
 #: Draft vocabulary of the published EAGLE-3 head for Llama-3.1-8B
 #: (yuhuili/EAGLE3-LLaMA3.1-Instruct-8B ``draft_vocab_size``; engines.md section 2 item 3).
@@ -58,6 +77,7 @@ class HeadShape:
     qkv_in : width into the layer's q/k/v projections, in hidden sizes (EAGLE-1: 1, EAGLE-3: 2)
     own_lm_head : whether the head has its own LM head (EAGLE-3) or uses the target's (EAGLE-1)
     source : where the shape came from
+    block_size : DFlash only: the block its one forward drafts (0 for EAGLE heads)
     """
 
     kind: str
@@ -74,6 +94,7 @@ class HeadShape:
     qkv_in: int = 1
     own_lm_head: bool = False
     source: str = ""
+    block_size: int = 0
 
 
 def eagle_head(kind: str, target, *, draft_vocab: int | None = None) -> HeadShape:
@@ -114,6 +135,39 @@ def eagle_head(kind: str, target, *, draft_vocab: int | None = None) -> HeadShap
                                        else "")), **common)
 
 
+def dflash_head(target, *, n_layers: int | None = None, n_aux: int | None = None,
+                block_size: int | None = None) -> HeadShape:
+    """A DFlash drafter for ``target`` as the published checkpoints are built: ``n_layers``
+    decoder layers of the target's shape (default :data:`DFLASH_DEFAULT_LAYERS`), an fc over
+    ``n_aux`` target hidden states (default: ``n_layers``, as the checkpoints'
+    ``target_layer_ids``), the target's LM head, ``block_size`` (default
+    :data:`DFLASH_DEFAULT_BLOCK_SIZE`).
+
+    Raises
+    ------
+    ValueError
+        a count below 1.
+    """
+    n = DFLASH_DEFAULT_LAYERS if n_layers is None else _check.scalar_int("n_layers", n_layers,
+                                                                          lo=1)
+    a = n if n_aux is None else _check.scalar_int("n_aux", n_aux, lo=1)
+    b = (DFLASH_DEFAULT_BLOCK_SIZE if block_size is None
+         else _check.scalar_int("block_size", block_size, lo=2))
+    assumed = " ASSUMED (the published 8B checkpoints' shape)" if n_layers is None else ""
+    return HeadShape("dflash", target.hidden_size, target.n_heads, target.n_kv_heads,
+                     target.head_dim, target.intermediate_size, target.vocab_size,
+                     target.vocab_size, n_layers=n, fc_in=a, fc_every_step=True, qkv_in=1,
+                     own_lm_head=False, block_size=b,
+                     source=f"{n} layers of {target.name or 'the target'}, fc over {a} target "
+                            f"layers, block {b}{assumed}")
+
+
+def _is_dflash(cfg: dict) -> bool:
+    arch = " ".join(str(a) for a in cfg.get("architectures") or []).lower()
+    return "dflash" in arch or "dflash_config" in cfg or \
+        str(cfg.get("model_type", "")).lower() == "dflash"
+
+
 def _is_eagle3(cfg: dict) -> bool:
     arch = " ".join(str(a) for a in cfg.get("architectures") or []).lower()
     return "eagle3" in arch or "draft_vocab_size" in cfg or \
@@ -123,7 +177,9 @@ def _is_eagle3(cfg: dict) -> bool:
 def head_from_config(config, target) -> HeadShape:
     """A head's shape from its Hugging Face ``config.json`` (a path, a folder holding one, or a
     dict): ``architectures`` / ``draft_vocab_size`` tell EAGLE-3 from EAGLE-1 (EAGLE-3 heads
-    carry ``draft_vocab_size`` and an ``...Eagle3...`` architecture); sizes from
+    carry ``draft_vocab_size`` and an ``...Eagle3...`` architecture; a ``DFlash...``
+    architecture or a ``dflash_config`` makes a DFlash drafter: its fc width from
+    ``dflash_config.target_layer_ids``, ``block_size``, the target's LM head); sizes from
     ``hidden_size``, ``num_attention_heads``, ``num_key_value_heads`` (default: heads),
     ``head_dim`` (default hidden / heads), ``intermediate_size``, ``num_hidden_layers``
     (default 1), ``vocab_size`` (default the target's).
@@ -158,6 +214,18 @@ def head_from_config(config, target) -> HeadShape:
                          "so this head belongs to another target")
     heads = size("num_attention_heads")
     vocab = size("vocab_size", target.vocab_size)
+    if _is_dflash(config):
+        dcfg = config.get("dflash_config") or {}
+        layers = size("num_hidden_layers")
+        aux = dcfg.get("target_layer_ids") or config.get("target_layer_ids")
+        n_aux = len(aux) if isinstance(aux, list) and aux else layers
+        block = config.get("block_size", dcfg.get("block_size", DFLASH_DEFAULT_BLOCK_SIZE))
+        if isinstance(block, bool) or not isinstance(block, int) or block < 2:
+            raise ValueError(f"{where}: block_size must be an integer >= 2, got {block!r}")
+        return HeadShape("dflash", h, heads, size("num_key_value_heads", heads),
+                         size("head_dim", h // heads), size("intermediate_size"), vocab, vocab,
+                         layers, fc_in=n_aux, fc_every_step=True, qkv_in=1, own_lm_head=False,
+                         source=source, block_size=block)
     eagle3 = _is_eagle3(config)
     lm = size("draft_vocab_size", vocab) if eagle3 else vocab
     if lm > vocab:

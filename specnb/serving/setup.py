@@ -34,8 +34,10 @@ PARTIAL_PROPOSAL_METHODS = ("ngram", "suffix")
 DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
 
 #: Draft methods that are not a model name: no model (``ngram``, ``suffix``), one decoder layer
-#: of the target plus its LM head (``eagle``, ``eagle3``, ``mtp``), the target itself (``self``).
-DRAFT_METHODS = ("ngram", "suffix", "eagle", "eagle3", "mtp", "self")
+#: of the target plus its LM head (``eagle``, ``eagle3``, ``mtp``), a block drafter of a few
+#: target-shaped layers proposing k tokens in one forward (``dflash``, vLLM 0.33), the target
+#: itself (``self``).
+DRAFT_METHODS = ("ngram", "suffix", "eagle", "eagle3", "mtp", "dflash", "self")
 
 #: Per-verification system overhead, ms: SpecDecode-Bench's ``overhead_constant_per_step``
 #: (1.20683946e-03 s; arXiv 2601.11580, predictor.py ``Llama8BH100``; vLLM on 1x H100).
@@ -50,7 +52,8 @@ class Draft:
 
     ``kind``: ``"none"`` (n-gram / suffix: no model; drafting costs
     :data:`NGRAM_DRAFT_FRACTION` of the verification time), ``"head"`` (EAGLE / EAGLE-3 / MTP:
-    one decoder layer of the target plus its LM head), ``"model"`` (a separate model) or
+    one decoder layer of the target plus its LM head; DFlash: a few such layers, ONE forward of
+    1 + k query tokens per sequence for the whole block), ``"model"`` (a separate model) or
     ``"self"`` (the target itself, optionally with a sparse KV budget, as MagicDec's
     self-speculation). ``method`` is vLLM's method name (``ngram``, ``suffix``, ``eagle``,
     ``eagle3``, ``mtp``, ``draft_model``); ``arch`` the draft's shape (None for ``none``);
@@ -93,12 +96,17 @@ def _head_draft(key: str, tgt: Architecture, kv_budget, dtype, config) -> Draft:
         body = tgt.one_layer(f"{key} head of {tgt.name}")
         return Draft("head", key, body, kv_budget, dtype, key, (0, 0), body.layer_params, None,
                      tgt.vocab_size)
-    head = (heads.eagle_head(key, tgt) if config is None
-            else heads.head_from_config(config, tgt))
+    if key == "dflash":
+        head = (heads.dflash_head(tgt) if config is None
+                else heads.head_from_config(config, tgt))
+    else:
+        head = (heads.eagle_head(key, tgt) if config is None
+                else heads.head_from_config(config, tgt))
     if head.kind != key:
         raise ValueError(f"draft_config {head.source!r} describes an {head.kind} head, not "
                          f"{key} (EAGLE-3 heads carry draft_vocab_size and an Eagle3 "
-                         f"architecture): give --draft {head.kind}")
+                         f"architecture, DFlash drafters a dflash_config): give --draft "
+                         f"{head.kind}")
     body = dataclasses.replace(
         tgt.one_layer(f"{key} head of {tgt.name}"), n_layers=head.n_layers,
         hidden_size=head.hidden_size, n_heads=head.n_heads, n_kv_heads=head.n_kv_heads,
@@ -117,8 +125,8 @@ def draft(spec, target, *, kv_budget=None, dtype=None, config=None) -> Draft:
     Parameters
     ----------
     spec : str, Draft, Architecture or dict
-        ``ngram``, ``suffix``, ``eagle``, ``eagle3``, ``mtp``, ``self``, a catalogue model
-        name (a draft model, vLLM ``draft_model``) or a ``config.json`` path.
+        ``ngram``, ``suffix``, ``eagle``, ``eagle3``, ``mtp``, ``dflash``, ``self``, a
+        catalogue model name (a draft model, vLLM ``draft_model``) or a ``config.json`` path.
     target : Architecture, catalogue name or config path
     kv_budget : int >= 1 or None
         Context tokens the draft reads at most (sparse KV, StreamingLLM); not for n-gram.
@@ -127,7 +135,10 @@ def draft(spec, target, *, kv_budget=None, dtype=None, config=None) -> Draft:
         ``draft_model`` checkpoint's config) for ``eagle`` / ``eagle3``: the head's shape
         and draft vocabulary are read from it (:func:`specnb.serving.heads.head_from_config`);
         without it the head is one layer of the target (EAGLE-3 with a 32,000-token draft
-        vocabulary, ASSUMED: the Llama-3.1-8B head's)
+        vocabulary, ASSUMED: the Llama-3.1-8B head's); for ``dflash`` the drafter's
+        config.json (layers, fc width from ``dflash_config.target_layer_ids``), without it
+        :func:`specnb.serving.heads.dflash_head` (5 target-shaped layers, ASSUMED from the
+        published 8B checkpoints)
 
     Raises
     ------
@@ -152,8 +163,9 @@ def draft(spec, target, *, kv_budget=None, dtype=None, config=None) -> Draft:
     if dtype is not None:
         _check.choice("draft_dtype", dtype, DTYPES)
     key = spec.strip().lower() if isinstance(spec, str) else None
-    if config is not None and key not in ("eagle", "eagle3", "mtp"):
-        raise ValueError(f"draft_config applies to eagle and eagle3 heads, not {spec!r}")
+    if config is not None and key not in ("eagle", "eagle3", "mtp", "dflash"):
+        raise ValueError(f"draft_config applies to eagle and eagle3 heads and dflash "
+                         f"drafters, not {spec!r}")
     if key in ("ngram", "suffix"):
         if kv_budget is not None:
             raise ValueError(f"draft_kv_budget applies to model drafts; {key} drafting reads "
@@ -162,7 +174,7 @@ def draft(spec, target, *, kv_budget=None, dtype=None, config=None) -> Draft:
             raise ValueError(f"draft_dtype applies to model drafts; {key} drafting has no "
                              f"weights, got draft_dtype {dtype!r}")
         return Draft("none", key, None, None, None, key)
-    if key in ("eagle", "eagle3", "mtp"):
+    if key in ("eagle", "eagle3", "mtp", "dflash"):
         return _head_draft(key, tgt, kv_budget, dtype, config)
     if key == "self":
         return Draft("self", "draft_model", tgt, kv_budget, dtype, "self",

@@ -64,6 +64,14 @@ def _bsg(batch_size, context, gamma=None):
     return _check.broadcast(batch_size=b, context=s, gamma=g)
 
 
+def draft_forwards(d, gamma):
+    """Draft forwards one proposal of ``gamma`` tokens takes: gamma (one token each), 1 for a
+    block drafter (``dflash``), 0 without a model (n-gram, suffix). Unchecked, broadcasts."""
+    if d.kind == "none":
+        return 0.0 * gamma
+    return 1.0 + 0.0 * gamma if d.method == "dflash" else gamma
+
+
 class _Times:
     """Prepared (checked) arguments for the target and draft steps of a Setup."""
 
@@ -98,15 +106,18 @@ class _Times:
         n-gram fraction of T_V."""
         if self.drf is None:
             return NGRAM_DRAFT_FRACTION * t_v
-        one = _step(*self.drf, b, s, 1.0, self.st.draft.kv_budget)[0]
         first, rest = self.st.draft.extra_params
+        if self.st.draft.method == "dflash":  # one forward of 1 + gamma tokens: the block
+            return (_step(*self.drf, b, s, 1.0 + g, self.st.draft.kv_budget)[0]
+                    + self._extra_ms(first, b))
+        one = _step(*self.drf, b, s, 1.0, self.st.draft.kv_budget)[0]
         return g * one + self._extra_ms(first, b) + (g - 1.0) * self._extra_ms(rest, b)
 
     def engine(self, b, g):
         """The engine profile's costs beyond the model (:mod:`specnb.serving.engines`): per
         draft forward, per draft token x LM-head rows, per verified token."""
         p, d = self.st.engine, self.st.draft
-        steps = 0.0 if d.kind == "none" else p.draft_step(d.method) * g
+        steps = 0.0 if d.kind == "none" else p.draft_step(d.method) * draft_forwards(d, g)
         logits = p.draft_logits_ns * b * g * d.lm_head_vocab / 1000.0 * 1e-6
         return steps + logits + p.verify_token_us * b * workload.query_tokens(g, self.m) * 1e-3
 
@@ -150,7 +161,8 @@ def t_draft_ms(st: Setup, batch_size, context, gamma):
     """Drafting time of one speculative step, ms: gamma draft forwards of one token per
     sequence (gamma x T_D; the draft reads min(context, kv_budget) tokens; a head adds what
     its shape reads beyond one layer and its LM head: EAGLE-1's fc every forward, EAGLE-3's
-    fc on the first and its wider q/k/v, MTP's projection). n-gram / suffix:
+    fc on the first and its wider q/k/v, MTP's projection). DFlash: one forward of its layers
+    over 1 + gamma query tokens per sequence, plus its fc. n-gram / suffix:
     :data:`NGRAM_DRAFT_FRACTION` x T_V. The engine profile's costs are apart
     (:func:`t_engine_ms`). gamma: int >= 1."""
     b, s, g = _bsg(batch_size, context, gamma)

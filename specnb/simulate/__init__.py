@@ -1,3 +1,129 @@
 """A continuous-batching engine simulated with and without speculation (L2.5: above
 :mod:`specnb.serving`, below :mod:`specnb.advise`): vLLM V1's scheduler rules, step times from
-the serving model, acceptance drawn from rates or an acceptance profile. Pure numpy."""
+the serving model's mixed step, acceptance drawn from rates or an acceptance profile. Pure
+numpy. Reports what ``vllm bench serve --save-result`` would write, per policy.
+
+workload
+    :class:`Workload`, :func:`synthetic` (``vllm bench serve``'s random lengths and Poisson /
+    gamma arrivals, or a closed loop), :func:`from_log` (a JSON-lines request log).
+acceptance
+    :func:`acceptance` -> :class:`Acceptance` (tau at a gamma, alpha, per-position rates, an
+    acceptance profile; n-gram's proposal rate).
+engine
+    :func:`engine_config` (vLLM's defaults by GPU and usage), :func:`default_batch_limits`,
+    :func:`kv_blocks`, :func:`policy` -> :class:`Policy` (off, static k, vLLM's per-batch
+    schedule, disable_by_batch_size), :func:`run` -> :class:`Trace`.
+result
+    :func:`bench_result` (the bench-format dict).
+
+:func:`simulate` runs several policies on one load; :class:`Simulation` holds the results
+and :meth:`Simulation.compare` the on / off ratios and the verdict for a goal.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .acceptance import Acceptance, acceptance
+from .engine import (EngineConfig, Policy, Trace, default_batch_limits, engine_config,
+                     kv_blocks, policy, run)
+from .result import bench_result
+from .workload import Workload, from_log, synthetic
+
+__all__ = ["Workload", "synthetic", "from_log", "Acceptance", "acceptance", "EngineConfig",
+           "engine_config", "default_batch_limits", "kv_blocks", "Policy", "policy", "Trace",
+           "run", "bench_result", "Simulation", "simulate", "GOALS"]
+
+#: What a goal compares: latency by mean TPOT (on / off < 1 pays), throughput by output
+#: tokens per second (on / off > 1 pays).
+GOALS = ("latency", "throughput")
+
+
+@dataclass
+class Simulation:
+    """Results of :func:`simulate`: ``results`` (policy name -> bench-format dict, in the
+    order run), ``traces`` (policy name -> :class:`Trace`), ``config`` (the
+    :class:`EngineConfig`), ``acceptance`` (its description)."""
+
+    results: dict
+    traces: dict
+    config: EngineConfig
+    acceptance: str = ""
+
+    def compare(self, on: str | None = None, goal: str = "latency") -> dict:
+        """The ratios of policy ``on`` (default: the best speculating policy for the goal)
+        to ``off``: ``output_throughput_ratio``, ``tpot_ratio``, ``ttft_ratio`` (on / off)
+        and per policy the same with a ``verdict`` (pays / does not pay for the goal).
+
+        Raises
+        ------
+        ValueError
+            no ``off`` run, no speculating run, an unknown policy or goal.
+        """
+        from .. import _check
+
+        _check.choice("goal", goal, GOALS)
+        if "off" not in self.results:
+            raise ValueError("compare needs the off policy among the runs")
+        off = self.results["off"]
+        rows = {}
+        for name, r in self.results.items():
+            if name == "off":
+                continue
+            ratios = {"output_throughput_ratio": r["output_throughput"] / off["output_throughput"],
+                      "tpot_ratio": r["mean_tpot_ms"] / off["mean_tpot_ms"],
+                      "ttft_ratio": r["mean_ttft_ms"] / off["mean_ttft_ms"]}
+            pays = (ratios["tpot_ratio"] < 1.0 if goal == "latency"
+                    else ratios["output_throughput_ratio"] > 1.0)
+            rows[name] = dict(ratios, verdict="pays" if pays else "does not pay")
+        if not rows:
+            raise ValueError("compare needs a speculating policy among the runs")
+        if on is None:
+            key = (lambda n: rows[n]["tpot_ratio"]) if goal == "latency" else \
+                (lambda n: -rows[n]["output_throughput_ratio"])
+            on = min(rows, key=key)
+        if on not in rows:
+            raise ValueError(f"no policy {on!r} among the runs ({', '.join(rows)})")
+        return dict(rows[on], on=on, goal=goal, policies=rows)
+
+
+def simulate(st, workload: Workload, policies, *, acceptance: Acceptance | None = None,
+             config: EngineConfig | None = None, seed: int = 0) -> Simulation:
+    """Serve ``workload`` on setup ``st`` once per policy (each with the same seed, so that
+    the loads are identical and the draws comparable) and return the bench-format results.
+
+    Parameters
+    ----------
+    st : :class:`specnb.serving.Setup` (its draft drafts for the speculating policies)
+    workload : :class:`Workload`
+    policies : list of :class:`Policy` (names must differ; put ``policy("off")`` in for the
+        on / off ratios)
+    acceptance : :class:`Acceptance` for the speculating policies
+    config : :class:`EngineConfig` (default :func:`engine_config` of the setup)
+    seed : int >= 0, the draws' seed
+
+    Raises
+    ------
+    ValueError
+        as :func:`run`; two policies with one name; no policies.
+    """
+    pols = list(policies)
+    if not pols:
+        raise ValueError("give at least one policy")
+    names = [p.name for p in pols]
+    if len(set(names)) != len(names):
+        raise ValueError(f"policy names must differ, got {names}")
+    cfg = engine_config(st) if config is None else config
+    results, traces = {}, {}
+    from .. import serving as S
+
+    for p in pols:
+        tr = run(st, workload, p, acceptance, config=cfg, seed=seed)
+        traces[p.name] = tr
+        results[p.name] = bench_result(tr, workload, label=p.name,
+                                       model_id=S.model_id(st.target), gamma=p.k)
+    desc = acceptance.describe() if acceptance is not None else ""
+    return Simulation(results, traces, cfg, desc)
+
+

@@ -163,3 +163,36 @@ def test_serving_plan_notes_carry_codes():
                         alpha=0.2)
     assert {"mtp-needs-target-layers", "weights-do-not-fit", "kv-does-not-fit"} <= {
         n.code for n in p3.notes}
+
+
+def _profile(method="ngram"):
+    """Two context buckets with known counters: [0, 2000) tau 3, M 1/2; [2000, inf) tau 1.48,
+    M 1/4 (gamma 2); the whole log sums them."""
+    from specnb import acceptance_profile as AP
+
+    lo = AP.Counters(100, 50, 100, 100, (50, 50), (50, 50))
+    hi = AP.Counters(100, 25, 50, 12, (10, 2), (25, 25))
+    return AP.build(method, {2: [(None, {0: lo}), (None, {1: hi})]}, context_edges=[2000],
+                    params={"prompt_lookup_min": 2, "prompt_lookup_max": 3})
+
+
+def test_an_acceptance_profile_gives_tau_and_m_per_context():
+    from specnb.advise import plan as P
+
+    prof = _profile()
+    tau, m, notes = P.profile_acceptance(prof, [1000, 4000], [2], proposal_rate=True)
+    assert tau.tolist() == [[3.0], [1.48]] and m.tolist() == [[0.5], [0.25]] and not notes
+    st_ = S.setup("H100-SXM", "Llama-3.1-8B", "ngram")
+    p = A.serving_plan(st_, [1, 8], [1000, 4000], [2], acceptance_profile=prof)
+    assert p.grid.tau[:, :, 0].tolist() == [[3.0, 1.48], [3.0, 1.48]]
+    # each context's cell is the model with that context's tau and M
+    for j, (s, t, mm) in enumerate([(1000, 3.0, 0.5), (4000, 1.48, 0.25)]):
+        one = S.evaluate(S.setup("H100-SXM", "Llama-3.1-8B", "ngram", proposal_rate=mm),
+                         [1, 8], [s], [2], tau=t)
+        assert p.grid.speedup[:, j, 0].tolist() == one.speedup[:, 0, 0].tolist()
+    assert '"prompt_lookup_max": 3' in p.serve  # the settings replayed are the ones served
+    with pytest.raises(ValueError, match="gamma 3 is not in the acceptance profile"):
+        A.serving_plan(st_, [1], [1000], [3], acceptance_profile=prof)
+    with pytest.raises(ValueError, match="replays ngram, the plan's draft is eagle3"):
+        A.serving_plan(S.setup("H100-SXM", "Llama-3.1-8B", "eagle3"), [1], [1000], [2],
+                       acceptance_profile=prof)

@@ -512,3 +512,27 @@ def test_moe_target_and_head_config(capsys, tmp_path):
     code, out, err = run(capsys, *BASE[:6], "eagle", *BASE[7:], "--alpha", "0.7",
                          "--draft-config", str(head))
     assert code == 2 and "describes an eagle3 head, not eagle" in err
+
+
+def test_acceptance_profile_from_replay(capsys, tmp_path):
+    prof = tmp_path / "p.json"
+    assert main(["replay", "--gamma", "1", "3", "--context-buckets", "64", "--out", str(prof),
+                 "--json"]) == 0
+    capsys.readouterr()
+    argv = ["plan", "--gpu", "H100-SXM", "--model", "Llama-3.1-8B", "--draft", "ngram",
+            "--context", "32", "1000", "--batch", "1", "16", "--gamma", "1", "3",
+            "--acceptance-profile", str(prof)]
+    code, out, err = run(capsys, *argv, "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    ap = d["setup"]["acceptance_profile"]
+    assert ap["method"] == "ngram" and set(ap["tau_by_context"]) == {"32", "1000"}
+    saved = json.loads(prof.read_text())
+    want = [e["tau"] for e in saved["entries"] if e["task"] is None and e["context"] == [0, 64]]
+    assert ap["tau_by_context"]["32"] == pytest.approx(want)
+    code, out, err = run(capsys, *argv)
+    assert code == 0 and "acceptance profile" in out and "vllm serve" in out
+    code, out, err = run(capsys, *argv, "--proposal-rate", "0.5")
+    assert code == 2 and "the profile gives the proposal rate" in err
+    code, out, err = run(capsys, *argv[:-1], str(tmp_path / "none.json"))
+    assert code == 2 and "does not exist" in err

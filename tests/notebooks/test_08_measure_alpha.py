@@ -87,3 +87,20 @@ def test_notebook_speedups_carry_an_interval(rec):
     assert ok.any() and (pld.loc[ok, "speedup_ci_low"] <= pld.loc[ok, "speedup"]).all()
     assert (pld.loc[ok, "speedup"] <= pld.loc[ok, "speedup_ci_high"]).all()
     assert len(s) > 0
+
+
+def test_notebook_replays_ngram_suffix_and_the_drafts_side_by_side(rec):
+    from specnb import replay as R
+
+    t = rec["replay.table"]
+    assert {"ngram", "suffix", "draft-2x128", "draft-1x64"} <= set(t["method"])
+    pooled = t[(t["task"] == "all") & (t["context"] == "all")]
+    assert ((pooled["tau"] >= 1) & (pooled["tau"] <= pooled["gamma"] + 1)).all()
+    # the model-free rows are the library's replay of the bundled log, as the CLI gives them
+    ng = R.table({"ngram": R.replay(gammas=sorted(set(pooled["gamma"])),
+                                    context_edges=[64, 128],
+                                    params={"prompt_lookup_min": 2, "prompt_lookup_max": 5})})
+    mine = t[t["method"] == "ngram"].reset_index(drop=True)
+    assert mine["tau"].tolist() == pytest.approx(ng["tau"].tolist(), nan_ok=True)
+    rank = rec["replay.rank"]
+    assert rank["speedup estimate"].is_monotonic_decreasing

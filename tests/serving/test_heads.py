@@ -118,3 +118,33 @@ def test_mtp_of_deepseek_v3_is_one_moe_block_and_the_shared_head():
     one = d.arch.step_params + d.extra_params[0]
     assert round(one / 1e9, 2) == round((S.moe.mtp_params(ds)["per_step_fixed"]
                                          + 8 * 3 * 7168 * 2048) / 1e9, 2) == 1.61
+
+
+def test_dflash_default_is_five_target_layers_one_forward_for_the_block():
+    h = H.dflash_head(LLAMA)
+    assert (h.kind, h.n_layers, h.fc_in, h.block_size, h.lm_head_vocab, h.own_lm_head) == \
+        ("dflash", 5, 5, 16, V, False)
+    assert H.params_per_step(h, 0) == 5 * H_ * H_ + 5 * LAYER + V * H_ + H_
+    assert H.own_params(h) == 5 * H_ * H_ + 5 * LAYER + H_  # the LM head is the target's
+    st = S.setup("H100-SXM", "Llama-3.1-8B", "dflash")
+    assert st.draft.method == "dflash" and st.draft.arch.n_layers == 5
+    # one forward: a longer block costs little more (k forwards for EAGLE-3)
+    d4, d8 = S.t_draft_ms(st, 1, 2000, 4), S.t_draft_ms(st, 1, 2000, 8)
+    assert d8 < 1.05 * d4
+    e3 = S.setup("H100-SXM", "Llama-3.1-8B", "eagle3")
+    assert S.t_draft_ms(e3, 1, 2000, 8) > 1.8 * S.t_draft_ms(e3, 1, 2000, 4)
+
+
+def test_dflash_shape_from_its_config(tmp_path):
+    cfg = {"architectures": ["DFlashDraftModel"], "hidden_size": 4096,
+           "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128,
+           "intermediate_size": 12288, "num_hidden_layers": 3, "vocab_size": 151936,
+           "block_size": 10, "dflash_config": {"target_layer_ids": [1, 9, 17, 25]}}
+    h = H.head_from_config(cfg, LLAMA)
+    assert (h.kind, h.n_layers, h.fc_in, h.block_size) == ("dflash", 3, 4, 10)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    with pytest.raises(ValueError, match="describes an dflash head, not eagle3"):
+        S.setup("H100", "Llama-3.1-8B", "eagle3", draft_config=path)
+    with pytest.raises(ValueError, match="block_size must be an integer >= 2"):
+        H.head_from_config(dict(cfg, block_size=1), LLAMA)

@@ -1,0 +1,293 @@
+"""``specnb simulate``: what happens at my load, to my TTFT and TPOT, with and without
+speculation? vLLM V1's scheduler simulated on a request log or a ``vllm bench serve``-like
+load, each step timed by the serving model (:mod:`specnb.simulate`).
+
+Exit status: 0 printed; 2 on bad input (argparse's own errors; a rate <= 0, a concurrency
+< 1, lengths < 1, a token budget below one request's verify step, an acceptance profile
+without the gammas simulated, a log row without lengths: one line naming the flag or row).
+Only argparse is imported at registration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+
+from . import error, positive_int
+
+__all__ = ["register", "run", "simulate", "format_simulation"]
+
+#: Per-request lists of a bench file left out of ``--json`` (kept in ``--save-result``).
+_LISTS = ("input_lens", "output_lens", "ttfts", "itls")
+
+
+def register(subparsers) -> argparse.ArgumentParser:
+    """Add ``simulate`` to the ``specnb`` command line (sets ``func`` to :func:`run`)."""
+    p = subparsers.add_parser(
+        "simulate", help="simulate my load: continuous batching with and without speculation",
+        description=(
+            "Simulate vLLM V1's scheduler (chunked prefill, decode and verify tokens before "
+            "new prefill chunks, KV blocks, preemption) on a vllm bench serve-like load or a "
+            "request log, with speculation off, at static draft lengths, with vLLM's "
+            "per-batch-size schedule and disable_by_batch_size; each step timed by the "
+            "serving model. Prints TTFT / TPOT / throughput per policy and the verdict; "
+            "--save-result writes one vllm bench serve --save-result file per policy. Exit "
+            "status: 0 printed, 2 bad input."))
+    p.add_argument("--gpu", required=True, metavar="NAME", help="GPU from data/gpus.csv")
+    p.add_argument("--gpus", type=positive_int, default=1, metavar="N",
+                   help="tensor-parallel GPUs (default 1)")
+    p.add_argument("--model", required=True, metavar="NAME|CONFIG", help="the target")
+    p.add_argument("--draft", required=True, metavar="METHOD|NAME|CONFIG",
+                   help="ngram, suffix, eagle, eagle3, mtp, dflash, self, a catalogue model "
+                        "or a draft config.json (as specnb plan)")
+    p.add_argument("--draft-config", metavar="CONFIG",
+                   help="an EAGLE / EAGLE-3 head's or a DFlash drafter's config.json")
+    p.add_argument("--dtype", default="bf16", help="target weight dtype (default bf16)")
+    p.add_argument("--engine", default=None, metavar="NAME",
+                   help="engine profile (data/engine_profiles.csv; default vllm)")
+    p.add_argument("--gamma", type=positive_int, nargs="+", required=True, metavar="K",
+                   help="draft lengths (num_speculative_tokens): one static policy each, and "
+                        "the gammas the schedule may use")
+    acc = p.add_mutually_exclusive_group(required=True)
+    acc.add_argument("--tau", type=float, metavar="T",
+                     help="mean acceptance length measured at the first --gamma (alpha by "
+                          "Eq. 1 for the other draft lengths)")
+    acc.add_argument("--alpha", type=float, metavar="A", help="acceptance rate (i.i.d.)")
+    acc.add_argument("--acceptance-rates", type=float, nargs="+", metavar="R",
+                     help="vLLM's per-position acceptance rates r1 r2 ...")
+    acc.add_argument("--acceptance-profile", metavar="PROFILE.json",
+                     help="per-gamma, per-context acceptance from specnb replay")
+    p.add_argument("--proposal-rate", type=float, default=None, metavar="M",
+                   help="ngram / suffix: share of a request's steps that carry a draft")
+    load = p.add_argument_group("load (as vllm bench serve)")
+    load.add_argument("--requests", metavar="LOG.jsonl",
+                      help="a request log: prompt / output lengths and arrival times per row")
+    load.add_argument("--input-len", type=int, default=None, metavar="N",
+                      help="prompt tokens (--random-input-len)")
+    load.add_argument("--output-len", type=int, default=None, metavar="N",
+                      help="output tokens, ignore_eos (--random-output-len)")
+    load.add_argument("--range-ratio", type=float, default=0.0, metavar="R",
+                      help="--random-range-ratio: lengths uniform in [N (1 - R), N (1 + R)]")
+    load.add_argument("--num-prompts", type=int, default=1000, metavar="N",
+                      help="requests (default 1000)")
+    load.add_argument("--concurrency", type=int, default=None, metavar="C",
+                      help="closed loop of C requests in flight (--max-concurrency)")
+    load.add_argument("--request-rate", type=float, default=None, metavar="R",
+                      help="requests per second, Poisson (with --burstiness: gamma gaps)")
+    load.add_argument("--burstiness", type=float, default=1.0, metavar="B",
+                      help="gamma shape of the gaps (default 1: Poisson)")
+    eng = p.add_argument_group("engine (vllm serve flags)")
+    eng.add_argument("--max-num-seqs", type=int, default=None, metavar="N",
+                     help="default: vLLM 0.33's for the GPU (1024 on H100-class, 256 below)")
+    eng.add_argument("--max-num-batched-tokens", type=int, default=None, metavar="N",
+                     help="token budget per step (default: vLLM 0.33's for vllm serve on "
+                          "the GPU: 8192 on H100 / H200, 16384 at >= 160 GiB, else 2048)")
+    eng.add_argument("--gpu-memory-utilization", type=float, default=0.9, metavar="U",
+                     help="vLLM's share of GPU memory: the KV blocks (default 0.9)")
+    eng.add_argument("--prefix-cache-hit-rate", type=float, default=0.0, metavar="H",
+                     help="share of each prompt found in the prefix cache (default 0: off)")
+    pol = p.add_argument_group("policies")
+    pol.add_argument("--schedule", metavar="JSON",
+                     help="a num_speculative_tokens_per_batch_size schedule to simulate, "
+                          "e.g. '[[1, 32, 3], [33, 1024, 0]]' (default: specnb plan's for "
+                          "this setup, contexts and gammas)")
+    pol.add_argument("--no-schedule", action="store_true",
+                     help="leave the per-batch schedule policy out")
+    pol.add_argument("--disable-by-batch-size", type=positive_int, default=None,
+                     metavar="N", help="also simulate k = the first --gamma up to N "
+                                       "requests per step, off above")
+    p.add_argument("--seed", type=int, default=0, help="seed of the draws (default 0)")
+    p.add_argument("--goal", choices=("latency", "throughput"), default="latency",
+                   help="latency: mean TPOT decides; throughput: output tokens/s")
+    p.add_argument("--save-result", metavar="DIR",
+                   help="write one vllm bench serve --save-result file per policy into DIR")
+    p.add_argument("--json", action="store_true",
+                   help="print {policies, off, on, output_throughput_ratio, tpot_ratio, "
+                        "ttft_ratio, ...} (per-request lists left out)")
+    p.set_defaults(func=run)
+    return p
+
+
+def _check_flags(a) -> str | None:
+    if a.requests is None:
+        if a.input_len is None or a.output_len is None:
+            return "give --input-len and --output-len (tokens per request), or --requests LOG"
+        for flag, v in (("--input-len", a.input_len), ("--output-len", a.output_len),
+                        ("--num-prompts", a.num_prompts)):
+            if v < 1:
+                return f"{flag} must be >= 1, got {v}"
+        if a.concurrency is None and a.request_rate is None:
+            return "give --concurrency (closed loop) or --request-rate (requests/s), or both"
+    elif a.input_len is not None or a.output_len is not None:
+        return "--requests gives the lengths; leave out --input-len / --output-len"
+    if a.concurrency is not None and a.concurrency < 1:
+        return f"--concurrency must be >= 1, got {a.concurrency}"
+    if a.request_rate is not None and not a.request_rate > 0:
+        return f"--request-rate must be > 0 (requests/s), got {a.request_rate:g}"
+    if not a.burstiness > 0:
+        return f"--burstiness must be > 0, got {a.burstiness:g}"
+    if not 0 <= a.range_ratio < 1:
+        return f"--range-ratio must be in [0, 1), got {a.range_ratio:g}"
+    for flag, v in (("--max-num-seqs", a.max_num_seqs),
+                    ("--max-num-batched-tokens", a.max_num_batched_tokens)):
+        if v is not None and v < 1:
+            return f"{flag} must be >= 1, got {v}"
+    if a.max_num_batched_tokens is not None and a.max_num_batched_tokens < 1 + max(a.gamma):
+        return (f"--max-num-batched-tokens {a.max_num_batched_tokens} is below one request's "
+                f"verify step (1 + {max(a.gamma)} tokens)")
+    if len(set(a.gamma)) != len(a.gamma):
+        return f"--gamma lists a value twice: {' '.join(map(str, a.gamma))}"
+    return None
+
+
+def _acceptance(a, M):
+    if a.acceptance_profile:
+        from .. import acceptance_profile
+
+        return M.acceptance(profile=acceptance_profile.load(a.acceptance_profile),
+                            proposal_rate=a.proposal_rate)
+    if a.tau is not None:
+        return M.acceptance(tau=a.tau, gamma=a.gamma[0], proposal_rate=a.proposal_rate)
+    if a.alpha is not None:
+        return M.acceptance(alpha=a.alpha, proposal_rate=a.proposal_rate)
+    return M.acceptance(acceptance_rates=a.acceptance_rates, proposal_rate=a.proposal_rate)
+
+
+def _plan_schedule(st, acc, workload, gammas, max_num_seqs):
+    """specnb plan's schedule for this setup at the load's mean decode context."""
+    import numpy as np
+
+    from ..advise import serving_plan
+
+    ctx = int(np.mean(workload.input_len) + np.mean(workload.output_len) / 2)
+    top = max(1, min(max_num_seqs, workload.max_concurrency or max_num_seqs))
+    taus = [acc.tau(g, ctx) for g in gammas]
+    p = serving_plan(st, [1, top], [ctx], list(gammas), tau=taus)
+    return [list(map(int, r)) for r in p.schedule]
+
+
+def simulate(a) -> dict:
+    """The ``--json`` dict. Raises ValueError / FileNotFoundError on bad input."""
+    from .. import serving as S
+    from .. import simulate as M
+
+    st = S.setup(a.gpu, a.model, a.draft, gpus=a.gpus, dtype=a.dtype, engine=a.engine,
+                 draft_config=a.draft_config,
+                 gpu_memory_utilization=a.gpu_memory_utilization)
+    acc = _acceptance(a, M)
+    if a.requests:
+        w = M.from_log(a.requests, request_rate=a.request_rate, burstiness=a.burstiness,
+                       concurrency=a.concurrency, seed=a.seed)
+    else:
+        w = M.synthetic(a.num_prompts, a.input_len, a.output_len, range_ratio=a.range_ratio,
+                        concurrency=a.concurrency, request_rate=a.request_rate,
+                        burstiness=a.burstiness, seed=a.seed)
+    cfg = M.engine_config(st, max_num_seqs=a.max_num_seqs,
+                          max_num_batched_tokens=a.max_num_batched_tokens,
+                          prefix_cache_hit_rate=a.prefix_cache_hit_rate)
+    pols = [M.policy("off")] + [M.policy("static", k=g) for g in a.gamma]
+    sched = None
+    if not a.no_schedule:
+        sched = json.loads(a.schedule) if a.schedule else _plan_schedule(
+            st, acc, w, a.gamma, cfg.max_num_seqs)
+        ks = {r[2] for r in sched}
+        if any(ks) and not (len(ks) == 1 and ks <= set(a.gamma)):  # else = a static policy
+            pols.append(M.policy("schedule", schedule=sched, max_num_seqs=cfg.max_num_seqs))
+    if a.disable_by_batch_size:
+        pols.append(M.policy("disable_by_batch_size", k=a.gamma[0],
+                             max_batch=a.disable_by_batch_size, max_num_seqs=cfg.max_num_seqs))
+    sim = M.simulate(st, w, pols, acceptance=acc, config=cfg, seed=a.seed)
+    cmp = sim.compare(goal=a.goal)
+    saved = []
+    if a.save_result:
+        os.makedirs(a.save_result, exist_ok=True)
+        for name, r in sim.results.items():
+            path = os.path.join(a.save_result, f"{name.replace('=', '')}.json")
+            with open(path, "w") as f:
+                json.dump(r, f)
+            saved.append(path)
+    strip = lambda r: {k: v for k, v in r.items() if k not in _LISTS}  # noqa: E731
+    on = cmp["on"]
+    serve = _serve_line(st, sim.config, pols, on) if cmp["verdict"] == "pays" else None
+    return {"setup": {"gpu": st.gpu.name, "gpus": st.gpus, "model": st.target.name,
+                      "draft": st.draft.name, "engine": st.engine.name,
+                      "acceptance": sim.acceptance, "workload": w.source,
+                      "max_num_seqs": sim.config.max_num_seqs,
+                      "max_num_batched_tokens": sim.config.max_num_batched_tokens,
+                      "num_gpu_blocks": sim.config.num_gpu_blocks},
+            "policies": {n: strip(r) for n, r in sim.results.items()},
+            "off": strip(sim.results["off"]), "on": strip(sim.results[on]), "on_policy": on,
+            "output_throughput_ratio": cmp["output_throughput_ratio"],
+            "tpot_ratio": cmp["tpot_ratio"], "ttft_ratio": cmp["ttft_ratio"],
+            "verdict": cmp["verdict"], "goal": a.goal, "ratios": cmp["policies"],
+            "schedule": sched, "serve": serve, "saved": saved}
+
+
+def _serve_line(st, cfg, pols, on):
+    from .. import serving as S
+    from ..advise.plan import setup_config
+    from ..vllm import serve_command
+
+    pol = next(p for p in pols if p.name == on)
+    sched = [list(r) for r in pol.schedule] if pol.schedule else [[1, cfg.max_num_seqs, pol.k]]
+    conf, _ = setup_config(st, sched)
+    if conf is None:
+        return None
+    return serve_command(conf, S.model_id(st.target),
+                         extra_args=["--max-num-seqs", str(cfg.max_num_seqs),
+                                     "--max-num-batched-tokens", str(cfg.max_num_batched_tokens)])
+
+
+def format_simulation(r: dict) -> str:
+    """The text report: one row per policy (TTFT, TPOT, ITL, throughput, ratios to off) and
+    the verdict for the goal, the schedule and the serve line."""
+    import pandas as pd
+
+    su = r["setup"]
+    lines = [f"{su['model']} on {su['gpus']} x {su['gpu']}, draft {su['draft']}, "
+             f"{su['acceptance']}; engine {su['engine']}; {su['workload']}; max_num_seqs "
+             f"{su['max_num_seqs']}, max_num_batched_tokens {su['max_num_batched_tokens']}, "
+             f"{su['num_gpu_blocks']} KV blocks"]
+    rows = []
+    for name, p in r["policies"].items():
+        rat = r["ratios"].get(name, {})
+        rows.append({"policy": name, "TTFT ms": f"{p['mean_ttft_ms']:.1f}",
+                     "p99 TTFT": f"{p['p99_ttft_ms']:.1f}",
+                     "TPOT ms": f"{p['mean_tpot_ms']:.2f}", "p99 TPOT": f"{p['p99_tpot_ms']:.2f}",
+                     "ITL ms": f"{p['mean_itl_ms']:.2f}",
+                     "out tok/s": f"{p['output_throughput']:.0f}",
+                     "req/s": f"{p['request_throughput']:.2f}",
+                     "tau": (f"{p['spec_decode_acceptance_length']:.2f}"
+                             if "spec_decode_acceptance_length" in p else "-"),
+                     "TPOT x": f"{rat['tpot_ratio']:.3f}" if rat else "-",
+                     "tok/s x": f"{rat['output_throughput_ratio']:.3f}" if rat else "-",
+                     "verdict": rat.get("verdict", "-")})
+    lines += ["", pd.DataFrame(rows).to_string(index=False), ""]
+    lines.append(f"goal {r['goal']}: best policy {r['on_policy']} ({r['verdict']}): TPOT x "
+                 f"{r['tpot_ratio']:.3f}, TTFT x {r['ttft_ratio']:.3f}, output throughput x "
+                 f"{r['output_throughput_ratio']:.3f} against off")
+    if r["schedule"] is not None:
+        lines.append(f"schedule simulated: {json.dumps(r['schedule'])}")
+    lines.append(r["serve"] if r["serve"] else "serve: leave speculative decoding off")
+    lines += [f"saved {p}" for p in r["saved"]]
+    return "\n".join(lines)
+
+
+def run(a) -> int:
+    bad = _check_flags(a)
+    if bad:
+        return error("simulate", bad)
+    try:
+        result = simulate(a)
+    except (ValueError, TypeError, FileNotFoundError) as exc:
+        return error("simulate", str(exc).splitlines()[0])
+    if a.json:
+        print(json.dumps(result, default=lambda x: None if isinstance(x, float)
+                         and not math.isfinite(x) else x))
+    else:
+        print(format_simulation(result))
+    sys.stdout.flush()
+    return 0

@@ -1,0 +1,346 @@
+"""Suffix decoding exactly as vLLM runs Arctic Inference's ``SuffixDecodingCache``.
+
+vLLM 0.33.0, ``vllm/v1/spec_decode/suffix_decoding.py`` (``SuffixDecodingProposer``) calls
+arctic-inference 0.3.0's ``arctic_inference/suffix_decoding/cache.py`` (``SuffixDecodingCache``)
+over the C++ ``SuffixTree`` of ``csrc/suffix_decoding/suffix_tree.cc``. This module restates
+both in Python (an uncompressed trie: the same counts and the same child order as the
+path-compressed C++ tree) and is checked against the compiled original in
+``tests/cases/vllm/0.33.0/proposals.jsonl`` (``make oracle``).
+
+The rule, as the sources give it:
+
+* **Trees.** A *local* tree per active request over its prompt and its output so far; one
+  *global* tree over the outputs of earlier requests (kept up to ``max_cached_requests``,
+  evicted oldest first; 0 = no global tree, -1 = no limit) and of the active one. Each tree
+  counts, for every string s of at most ``max_tree_depth`` tokens, the positions where it
+  occurs (``count``); a node's children are ordered by count, ties by who reached that count
+  first (a child whose count fell on an eviction goes first among its new equals).
+* **Speculate** (``SuffixTree::speculate``): the context is the last ``max_tree_depth``
+  tokens; for each match length m = 1 .. len(context) - 1, while the last m tokens are in the
+  tree: walk from their node to the first child each time, ``prob *= count(child) /
+  count(node)`` (float32), taking tokens while ``prob >= min_token_prob`` and fewer than
+  ``min(max_spec_tokens, int(m * max_spec_factor + max_spec_offset + 1e-6))``; score = the
+  sum of the taken tokens' probs; the best score wins, ties to the longer match. The local
+  draft wins over the global one when its score is >= the global's.
+* **vLLM's calls** (``SuffixDecodingProposer.propose``): on a request's first sampled token
+  ``start_request(prompt)``; every step ``add_active_response(sampled tokens)`` then
+  ``speculate(last max_tree_depth tokens, max_spec_tokens=min(num_speculative_tokens,
+  max_model_len - num_tokens - 1), max_spec_factor, min_token_prob)``; a request that left the
+  batch: ``stop_request``.
+"""
+
+from __future__ import annotations
+
+import functools
+import struct
+
+__all__ = ["SuffixTree", "SuffixCache"]
+
+class _Node:
+    """A node of the trie: the string of its path, ``count`` its occurrences. ``ref``
+    ``(seq, pos)``, where set, is a chain of count-1 nodes below it left implicit (one
+    occurrence continues with ``seq[pos], seq[pos + 1], ...`` down to the depth limit: the
+    path compression of the C++ tree's leaves); a node with ``ref`` has no other child."""
+
+    __slots__ = ("count", "children", "order", "token", "depth", "ref")
+
+    def __init__(self, token: int, depth: int = 0):
+        self.count = 0
+        self.children = {}  # token -> _Node
+        self.order = []     # the children in the C++ sibling-list order (head first)
+        self.token = token
+        self.depth = depth
+        self.ref = None
+
+
+def _increment(order: list, child: _Node) -> None:
+    """``_increment_count``: count k -> k + 1 and the C++ sibling-list move. A node whose
+    predecessor has count k or k + 1 moves before the head of that predecessor's group (so
+    the head of group k, behind group k + 1, becomes the head of group k + 1; any other
+    member of group k becomes the last of group k + 1)."""
+    k = child.count
+    i = order.index(child)
+    if i > 0:
+        c = order[i - 1].count
+        if c <= k + 1:
+            h = i - 1
+            while h > 0 and order[h - 1].count == c:
+                h -= 1
+            del order[i]
+            order.insert(h, child)
+    child.count = k + 1
+
+
+def _decrement(order: list, child: _Node) -> None:
+    """``_decrement_count``: count k -> k - 1; a node followed by one of count k moves before
+    the head of the next lower group (to the end when there is none)."""
+    k = child.count
+    i = order.index(child)
+    n = len(order)
+    if i + 1 < n and order[i + 1].count == k:
+        j = i + 1
+        while j < n and order[j].count == k:
+            j += 1
+        del order[i]
+        order.insert(j - 1, child)
+    child.count = k - 1
+
+
+class SuffixTree:
+    """Arctic's ``SuffixTree`` (counts of every substring of at most ``max_depth`` tokens of
+    the sequences appended, children in the C++ tree's sibling order)."""
+
+    def __init__(self, max_depth: int):
+        self.max_depth = int(max_depth)
+        self.root = _Node(-1)
+        self.seqs = {}
+        self._active = {}  # seq_id -> the nodes of its suffixes that still follow others
+
+    def _materialize(self, node: _Node) -> None:
+        """Make the first node of ``node``'s implicit chain explicit."""
+        seq, pos = node.ref
+        node.ref = None
+        if pos < len(seq) and node.depth < self.max_depth:
+            child = _Node(seq[pos], node.depth + 1)
+            child.count = 1
+            child.ref = (seq, pos + 1)
+            node.children[child.token] = child
+            node.order.append(child)
+
+    def extend(self, seq_id: int, tokens) -> None:
+        """Append ``tokens`` to sequence ``seq_id`` (created on first use)."""
+        seq = self.seqs.setdefault(seq_id, [])
+        active = self._active.setdefault(seq_id, [])
+        depth = self.max_depth
+        root = self.root
+        for tok in tokens:
+            tok = int(tok)
+            seq.append(tok)
+            root.count += 1
+            active.append(root)
+            live = []
+            for node in active:
+                if node.depth >= depth:
+                    continue  # the suffix reached the depth limit
+                if node.ref is not None:
+                    self._materialize(node)
+                child = node.children.get(tok)
+                if child is None:
+                    # a string seen once: a leaf whose continuation stays implicit
+                    child = node.children[tok] = _Node(tok, node.depth + 1)
+                    child.count = 1
+                    child.ref = (seq, len(seq))
+                    if node is not root:  # the root's order is never walked
+                        node.order.append(child)
+                    continue  # this suffix no longer follows another: it is frozen
+                if node is root:
+                    child.count += 1
+                else:
+                    _increment(node.order, child)
+                live.append(child)
+            active[:] = live
+
+    def remove(self, seq_id: int) -> None:
+        """Remove sequence ``seq_id`` (every count it added falls by one), as
+        ``SuffixTree::remove`` does: suffix by suffix from the first, down each path."""
+        seq = self.seqs.pop(seq_id)
+        del self._active[seq_id]
+        depth, root = self.max_depth, self.root
+        for j in range(len(seq)):
+            root.count -= 1
+            node = root
+            for tok in seq[j:j + depth]:
+                if node.ref is not None:
+                    s, pos = node.ref
+                    if s is seq and pos - node.depth == j:  # this suffix's own chain
+                        node.ref = None
+                    break
+                child = node.children.get(tok)
+                if child is None:
+                    break
+                if child.count > 1:
+                    if node is root:
+                        child.count -= 1
+                    else:
+                        _decrement(node.order, child)
+                else:
+                    del node.children[tok]
+                    if node is not root:
+                        node.order.remove(child)
+                    break
+                node = child
+
+    def _walk(self, context):
+        """The position of the string ``context``: ``(node, None)`` at a node, ``(node, k)``
+        k tokens down ``node``'s implicit chain, or None."""
+        node, k = self.root, None
+        for tok in context:
+            tok = int(tok)
+            if k is None:
+                if node.ref is None:
+                    node = node.children.get(tok)
+                    if node is None:
+                        return None
+                    continue
+                k = 0
+            seq, pos = node.ref
+            if node.depth + k >= self.max_depth or pos + k >= len(seq) or seq[pos + k] != tok:
+                return None
+            k += 1
+        return node, k
+
+    def match(self, context):
+        """The node of the string ``context`` (None: not in the tree, or inside an implicit
+        chain of count 1)."""
+        w = self._walk(context)
+        return None if w is None or w[1] is not None else w[0]
+
+    def tail_nodes(self, seq_id: int, context) -> list:
+        """The nodes of the last 1, 2, ... tokens of ``context`` that sequence ``seq_id``
+        holds as followers of earlier occurrences (its live suffixes; the context's tail must
+        be the sequence's)."""
+        active = self._active.get(seq_id)
+        if not active:
+            return []
+        seq = self.seqs[seq_id]
+        n = min(len(active), len(context))
+        k = 0
+        while k < n and seq[-1 - k] == context[-1 - k]:
+            k += 1
+        return [active[-m] for m in range(1, k + 1)]
+
+    def speculate(self, context, max_spec_tokens: int, max_spec_factor: float,
+                  max_spec_offset: float, min_token_prob: float, known=(), unique_after=False):
+        """``(token ids, score, match_len)`` as ``SuffixTree::speculate`` (path mode);
+        ``known[m - 1]``, where given, is the node of the last m tokens (:meth:`tail_nodes`);
+        ``unique_after``: every longer tail occurs only once, at the end (no continuation:
+        score 0), so the search stops there. ``match_len`` is arctic's where the score is
+        above 0."""
+        ctx = [int(t) for t in context]
+        pmin = _r32(min_token_prob)
+        caps = _caps(max_spec_factor, max_spec_offset, len(ctx))
+        best, best_score, best_m = [], 0.0, 0
+        depth = self.max_depth
+        for m in range(1, len(ctx)):
+            if m <= len(known):
+                node, k = known[m - 1], None
+            else:
+                if unique_after:
+                    break
+                w = self._walk(ctx[len(ctx) - m:])
+                if w is None:
+                    break
+                node, k = w
+            max_tokens = max(min(max_spec_tokens, caps[m]), 0)
+            toks, score, prob = [], 0.0, 1.0
+            while len(toks) < max_tokens and prob >= pmin:
+                if k is None:
+                    if node.order:
+                        child = node.order[0]
+                        # float32 as in C++: a product or quotient of float32 values computed
+                        # in double and rounded once is the float32 result (53 >= 2 * 24 + 2)
+                        prob = _r32(prob * _r32(child.count / node.count))
+                        node = child
+                        if not prob >= pmin:
+                            break
+                        toks.append(node.token)
+                        score = _r32(score + prob)
+                        continue
+                    if node.ref is None:
+                        break
+                    prob = _r32(prob * _r32(1.0 / node.count))  # into the chain: count 1
+                    k = 0
+                    if not prob >= pmin:
+                        break
+                seq, pos = node.ref
+                if node.depth + k >= depth or pos + k >= len(seq):
+                    break
+                toks.append(seq[pos + k])
+                score = _r32(score + prob)
+                k += 1
+            if score >= best_score:
+                best, best_score, best_m = toks, score, m
+        return best, best_score, best_m
+
+
+_F32S = struct.Struct("f")
+
+
+def _r32(x: float) -> float:
+    """``x`` rounded to the nearest float32 (as a Python float)."""
+    return _F32S.unpack(_F32S.pack(x))[0]
+
+
+@functools.lru_cache(maxsize=64)
+def _caps(factor: float, offset: float, n: int) -> tuple:
+    """``int(m * max_spec_factor + max_spec_offset + 1e-6)`` for m = 0 .. n, in C++'s types
+    (float products and sums, then a double 1e-6)."""
+    f, o = _r32(factor), _r32(offset)
+    return tuple(int(_r32(_r32(float(m) * f) + o) + 1e-6) for m in range(n + 1))
+
+
+class SuffixCache:
+    """Arctic's ``SuffixDecodingCache``: local trees per active request, one global tree of
+    responses with FIFO eviction past ``max_cached_requests`` (0: none; -1: no limit)."""
+
+    def __init__(self, max_tree_depth: int = 24, max_cached_requests: int = 10000):
+        self.max_tree_depth = int(max_tree_depth)
+        self.max_cached_requests = int(max_cached_requests)
+        self.global_tree = SuffixTree(max_tree_depth)
+        self.local = {}
+        self.cached = {}  # req_id -> seq_id, insertion (FIFO) order
+        self._next_seq = 0
+
+    def start_request(self, req_id, prompt) -> None:
+        if req_id in self.local:
+            raise ValueError(f"request {req_id!r} is already active")
+        tree = self.local[req_id] = SuffixTree(self.max_tree_depth)
+        tree.extend(0, prompt)
+        if self.max_cached_requests != 0:
+            if req_id in self.cached:
+                self.evict(req_id)
+            seq = self._next_seq
+            self._next_seq += 1
+            self.cached[req_id] = seq
+            if self.max_cached_requests > 0:
+                while len(self.cached) > self.max_cached_requests:
+                    old = next(r for r, s in self.cached.items() if s != seq)
+                    self.evict(old)
+
+    def evict(self, req_id) -> None:
+        seq = self.cached.pop(req_id)
+        if seq in self.global_tree.seqs:
+            self.global_tree.remove(seq)
+
+    def stop_request(self, req_id) -> None:
+        del self.local[req_id]
+
+    def add_active_response(self, req_id, tokens) -> None:
+        self.local[req_id].extend(0, tokens)
+        if req_id in self.cached:
+            self.global_tree.extend(self.cached[req_id], tokens)
+
+    def speculate(self, req_id, context, max_spec_tokens: int, max_spec_factor: float = 1.0,
+                  max_spec_offset: float = 0.0, min_token_prob: float = 0.1):
+        """``(token ids, score, match_len)``: the local tree's draft when its score is >= the
+        global tree's, else the global one."""
+        ctx = [int(t) for t in context][-self.max_tree_depth:]
+        local = self.local[req_id]
+        lseq = local.seqs.get(0, [])
+        tail = len(lseq) >= len(ctx) and lseq[len(lseq) - len(ctx):] == ctx
+        # the local tree holds the whole context: past its live suffixes every tail is unique
+        d1 = local.speculate(ctx, max_spec_tokens, max_spec_factor, max_spec_offset,
+                             min_token_prob, local.tail_nodes(0, ctx) if tail else (),
+                             unique_after=tail)
+        seq = self.cached.get(req_id)
+        known, unique = (), False
+        if seq is not None and seq in self.global_tree.seqs:
+            known = self.global_tree.tail_nodes(seq, ctx)
+            gseq = self.global_tree.seqs[seq]
+            # a tail within this response that stopped following others is unique too
+            unique = len(known) < min(len(gseq), len(ctx)) and \
+                gseq[len(gseq) - len(known) - 1:] == ctx[len(ctx) - len(known) - 1:]
+        d2 = self.global_tree.speculate(ctx, max_spec_tokens, max_spec_factor,
+                                        max_spec_offset, min_token_prob, known,
+                                        unique_after=unique)
+        return d1 if d1[1] >= d2[1] else d2

@@ -1,0 +1,177 @@
+"""The mixed step of continuous batching: prefill chunks, decode tokens, verify tokens and
+draft forwards in one engine step (the seam ``specnb.simulate`` calls; docs/interfaces.md).
+
+:class:`MixedStep`, :func:`mixed_step_ms`. The target's time comes from
+:func:`specnb.serving.step._step_totals` (the one home of the step physics) on the step's
+totals; the draft's from the same rule on the draft's forwards, as vLLM V1's proposers run
+them (``vllm/v1/spec_decode/eagle.py`` / ``draft_model.py`` / ``dflash.py`` @ v0.33.0):
+
+* draft models and EAGLE / EAGLE-3 / MTP heads: the first draft forward runs over every token
+  the target scored this step (so a prefill chunk is also prefilled in the draft or the head,
+  whose KV the later forwards read), then ``k - 1`` forwards of one token over the sequences
+  that speculate (k = the most draft tokens any sequence gets);
+* DFlash: the fc over the step's tokens (the context K/V it stores) and ONE forward of
+  ``1 + k`` query tokens per speculating sequence;
+* n-gram / suffix: :data:`specnb.serving.NGRAM_DRAFT_FRACTION` of the target's time when some
+  sequence speculates.
+
+The engine part is what ``speedup._Times.engine`` charges a steady step (the per-verification
+overhead ``sd_overhead_ms``, per draft forward, per draft token x LM-head rows, per verified
+token), counted on this step's mix; 0 when no sequence speculates.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _check
+from .setup import Setup
+from .speedup import NGRAM_DRAFT_FRACTION, _Times, draft_forwards
+from .step import _step_totals
+
+__all__ = ["MixedStep", "mixed_step_ms"]
+
+
+class _ArchCache:
+    """An Architecture whose derived numbers (properties, KV bytes per token) are computed
+    once: ``_step_totals`` reads them every call, and a simulator calls it per step. The
+    values are the architecture's own; methods other than ``kv_bytes_per_token`` pass
+    through."""
+
+    def __init__(self, arch):
+        self._arch = arch
+        self._kv: dict = {}
+
+    def kv_bytes_per_token(self, dtype="bf16"):
+        if dtype not in self._kv:
+            self._kv[dtype] = self._arch.kv_bytes_per_token(dtype)
+        return self._kv[dtype]
+
+    def __getattr__(self, name):
+        value = getattr(self._arch, name)
+        if not callable(value):
+            setattr(self, name, value)
+        return value
+
+
+class MixedStep:
+    """A setup prepared for many mixed steps (checked once; :meth:`ms` does no checks).
+
+    ``MixedStep(setup).ms(contexts, query_tokens, draft_tokens)`` is
+    :func:`mixed_step_ms` without the input checks, for a simulator's inner loop.
+    """
+
+    def __init__(self, st: Setup):
+        if not isinstance(st, Setup):
+            raise TypeError(f"setup must be a specnb.serving.Setup (serving.setup(...)), got "
+                            f"{type(st).__name__}")
+        self.st = st
+        self.times = _Times(st)
+        for role in ("tgt", "drf"):  # the same physics, its shape's numbers computed once
+            prep = getattr(self.times, role)
+            if prep is not None:
+                setattr(self.times, role, (_ArchCache(prep[0]),) + tuple(prep[1:]))
+        d = st.draft
+        self.kind, self.method = d.kind, d.method
+        self.kv_budget = d.kv_budget
+        self.first_extra, self.rest_extra = d.extra_params
+
+    def _att(self, c, q):
+        # query x context pairs of a causal chunk of q tokens after c cached tokens
+        return float(np.dot(q, c + (q - 1.0) / 2.0))
+
+    def _draft_ms(self, c, q, k, t_target):
+        spec = k > 0
+        n_spec = int(spec.sum())
+        if n_spec == 0 or self.kind == "none":
+            return NGRAM_DRAFT_FRACTION * t_target if n_spec else 0.0
+        drf = self.times.drf
+        kmax = int(k.max())
+        ctx = c if self.kv_budget is None else np.minimum(c, self.kv_budget)
+        tokens = float(q.sum())
+        if self.method == "dflash":
+            cs = ctx[spec] + q[spec]
+            block = 1.0 + kmax
+            t = _step_totals(*drf, block * n_spec, float(cs.sum()),
+                             float(block * cs.sum() + n_spec * block * (block - 1) / 2.0))[0]
+            return float(t) + self.times._extra_ms(self.first_extra, tokens)
+        # first forward: every token the target scored (the draft's own prefill)
+        t = float(_step_totals(*drf, tokens, float(ctx.sum()), self._att(ctx, q))[0])
+        t += self.times._extra_ms(self.first_extra, tokens)
+        if kmax > 1:
+            base = ctx[spec] + q[spec]
+            if self.kv_budget is not None:
+                base = np.minimum(base, self.kv_budget)
+            for j in range(1, kmax):
+                live = k[spec] > j
+                b = float(live.sum())
+                kv = float(base[live].sum()) + (j - 1) * b
+                t += float(_step_totals(*drf, b, kv, kv)[0])
+                t += self.times._extra_ms(self.rest_extra, b)
+        return t
+
+    def _engine_ms(self, q, k):
+        spec = k > 0
+        if not spec.any():
+            return 0.0
+        p, d = self.st.engine, self.st.draft
+        kmax = float(k.max())
+        steps = p.draft_step(d.method) * float(draft_forwards(d, kmax))
+        logits = p.draft_logits_ns * float(k.sum()) * d.lm_head_vocab / 1000.0 * 1e-6
+        verified = float((1.0 + k[spec]).sum())
+        return self.st.sd_overhead_ms + steps + logits + p.verify_token_us * verified * 1e-3
+
+    def ms(self, contexts, query_tokens, draft_tokens) -> dict:
+        """Unchecked :func:`mixed_step_ms` on 1-D float arrays of one length."""
+        c = np.asarray(contexts, dtype=float)
+        q = np.asarray(query_tokens, dtype=float)
+        k = np.asarray(draft_tokens, dtype=float)
+        t_target = float(_step_totals(*self.times.tgt, float(q.sum()), float(c.sum()),
+                                      self._att(c, q))[0])
+        t_draft = float(self._draft_ms(c, q, k, t_target))
+        t_engine = float(self._engine_ms(q, k))
+        return {"target_ms": t_target, "draft_ms": t_draft, "engine_ms": t_engine,
+                "total_ms": t_target + t_draft + t_engine}
+
+
+def mixed_step_ms(setup: Setup, contexts, query_tokens, draft_tokens) -> dict:
+    """Time of one continuous-batching step, ms, from its per-sequence mix.
+
+    Parameters
+    ----------
+    setup : :class:`specnb.serving.Setup`
+    contexts : ints >= 0, shape (n,): tokens already in each scheduled sequence's KV cache
+    query_tokens : ints >= 1, shape (n,): tokens scheduled for it this step (a prefill chunk,
+        1 decode token, or 1 + k verify tokens)
+    draft_tokens : ints >= 0, shape (n,): draft tokens proposed for it this step (0: it does
+        not speculate next step)
+
+    The target forward is ``_step_totals`` on the step's totals: query tokens ``sum q``, KV
+    tokens read ``sum c``, attention pairs ``sum q (c + (q - 1) / 2)`` (a causal chunk after c
+    cached tokens; ``c`` for one decode token, so B alike decoding sequences give exactly
+    :func:`specnb.serving.t_plain_ms`). The draft and engine parts: the module docstring.
+
+    Returns
+    -------
+    dict of floats: ``target_ms``, ``draft_ms``, ``engine_ms`` (per-verification overhead and
+    the engine profile's costs), ``total_ms`` (their sum).
+
+    Raises
+    ------
+    ValueError
+        arrays of different lengths, empty or not 1-D; a context < 0, a query count < 1, a
+        draft count < 0, fractional counts.
+    TypeError
+        setup is not a Setup.
+    """
+    c = np.atleast_1d(_check.integer("contexts", contexts, lo=0))
+    q = np.atleast_1d(_check.integer("query_tokens", query_tokens, lo=1))
+    k = np.atleast_1d(_check.integer("draft_tokens", draft_tokens, lo=0))
+    if c.ndim != 1 or c.size == 0:
+        raise ValueError(f"contexts must be a non-empty 1-D list (one per scheduled sequence), "
+                         f"got shape {c.shape}")
+    if q.shape != c.shape or k.shape != c.shape:
+        raise ValueError(f"contexts, query_tokens and draft_tokens must have one entry per "
+                         f"scheduled sequence, got lengths {c.size}, {q.size}, {k.size}")
+    return MixedStep(setup).ms(c, q, k)
+

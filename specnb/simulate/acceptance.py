@@ -1,0 +1,140 @@
+"""Accepted lengths drawn per request per step: from tau, per-position rates or an
+acceptance profile, with n-gram / suffix proposing only on a share M of the steps.
+
+:class:`Acceptance`, :func:`acceptance`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _check, theory
+
+__all__ = ["Acceptance", "acceptance"]
+
+
+class Acceptance:
+    """Where accepted lengths come from. Build with :func:`acceptance`.
+
+    :meth:`conditional` gives, for a draft of k tokens at a context, the probability that
+    position i is accepted given positions < i were (length k), and :meth:`proposes` the
+    share M of steps with a draft; :meth:`draw` the accepted counts of one step.
+    """
+
+    def __init__(self, kind, value, proposal_rate=1.0, gamma=None):
+        self.kind, self.value, self.m, self.gamma = kind, value, float(proposal_rate), gamma
+        self._cache: dict = {}
+
+    def describe(self) -> str:
+        if self.kind == "alpha":
+            return f"alpha {self.value:.3f} (i.i.d.)" + (f", tau {self.tau(self.gamma):.2f} at "
+                                                         f"gamma {self.gamma}" if self.gamma else "")
+        if self.kind == "rates":
+            return "per-position rates " + " ".join(f"{r:g}" for r in self.value)
+        return f"acceptance profile ({self.value.method}, gammas {list(self.value.gammas)})"
+
+    def check_gamma(self, k: int) -> None:
+        """ValueError when drafts of k tokens cannot be drawn (more than the rates given, or a
+        gamma the profile lacks)."""
+        if self.kind == "rates" and k > len(self.value):
+            raise ValueError(f"acceptance_rates has {len(self.value)} rate(s) but the policy "
+                             f"drafts {k} tokens: give at least {k}")
+        if self.kind == "profile" and k not in self.value.gammas:
+            raise ValueError(f"the acceptance profile has gammas {list(self.value.gammas)} "
+                             f"but the policy drafts {k} tokens (replay with --gamma {k})")
+
+    def _profile_entry(self, k, context):
+        e = self.value.entry(k, context=None)
+        if self.value.context_edges:
+            try:
+                e = self.value.entry(k, context=context)
+            except ValueError:
+                pass
+        return e
+
+    def conditional(self, k: int, context: float = 0.0) -> np.ndarray:
+        """Conditional acceptance probabilities of positions 1..k (array of k)."""
+        if self.kind == "alpha":
+            return np.full(k, self.value)
+        if self.kind == "rates":
+            r = np.asarray(self.value[:k], dtype=float)
+            prev = np.concatenate([[1.0], r[:-1]])
+            with np.errstate(divide="ignore", invalid="ignore"):
+                return np.where(prev > 0, r / np.maximum(prev, 1e-300), 0.0)
+        bucket = self.value.bucket_of(context) if self.value.context_edges else None
+        key = (k, bucket)
+        if key not in self._cache:
+            e = self._profile_entry(k, context)
+            rates = list(e.acceptance_rates) + [0.0] * k
+            self._cache[key] = (np.asarray(rates[:k], dtype=float), float(e.proposal_rate))
+        return self._cache[key][0]
+
+    def proposal_rate(self, k: int, context: float = 0.0) -> float:
+        """M: the share of a request's steps that carry a draft."""
+        if self.kind != "profile":
+            return self.m
+        self.conditional(k, context)
+        bucket = self.value.bucket_of(context) if self.value.context_edges else None
+        return self._cache[(k, bucket)][1]
+
+    def tau(self, k: int, context: float = 0.0) -> float:
+        """Mean acceptance length per draft of k tokens (1 + sum of cumulative products)."""
+        return float(1.0 + np.cumprod(self.conditional(k, context)).sum())
+
+    def draw(self, rng, k: int, contexts) -> np.ndarray:
+        """Accepted tokens of drafts of k tokens, one per context: the first rejected
+        position of independent uniform draws against :meth:`conditional`."""
+        n = len(contexts)
+        if self.kind == "profile" and self.value.context_edges:
+            p = np.stack([self.conditional(k, c) for c in contexts])
+        else:
+            p = np.broadcast_to(self.conditional(k), (n, k))
+        ok = rng.random((n, k)) < p
+        return np.where(ok.all(axis=1), k, np.argmin(ok, axis=1))
+
+
+def acceptance(*, tau=None, gamma=None, alpha=None, acceptance_rates=None, profile=None,
+               proposal_rate=None) -> Acceptance:
+    """An :class:`Acceptance` from exactly one of ``tau`` (measured at ``gamma``: alpha by
+    Leviathan Eq. 1, i.i.d. at every draft length), ``alpha``, ``acceptance_rates`` (vLLM's
+    per-position rates r_1, r_2, ...: accepted at position i / drafts, non-increasing) or
+    ``profile`` (an :class:`specnb.acceptance_profile.AcceptanceProfile`: per gamma and
+    context bucket, with its own proposal rate). ``proposal_rate`` M in (0, 1] (n-gram,
+    suffix; not with a profile, which carries its own).
+
+    Raises
+    ------
+    ValueError
+        none or several sources; tau outside [1, gamma + 1] or without gamma; a rate outside
+        [0, 1] or increasing; M outside (0, 1] or given with a profile.
+    """
+    given = [k for k, v in (("tau", tau), ("alpha", alpha),
+                            ("acceptance_rates", acceptance_rates), ("profile", profile))
+             if v is not None]
+    if len(given) != 1:
+        raise ValueError("give exactly one of tau, alpha, acceptance_rates or an acceptance "
+                         "profile, got " + (", ".join(given) if given else "none"))
+    m = 1.0
+    if proposal_rate is not None:
+        if profile is not None:
+            raise ValueError("proposal_rate comes from the acceptance profile (num_drafts / "
+                             "num_steps); do not give both")
+        m = _check.scalar_real("proposal_rate", proposal_rate, lo=0.0, hi=1.0, lo_open=True)
+    if profile is not None:
+        return Acceptance("profile", profile)
+    if alpha is not None:
+        return Acceptance("alpha", _check.scalar_real("alpha", alpha, lo=0.0, hi=1.0), m)
+    if tau is not None:
+        if gamma is None:
+            raise ValueError("tau is measured at one gamma: give the gamma it was measured at")
+        g = _check.scalar_int("gamma", gamma, lo=1)
+        t = _check.scalar_real("tau", tau, lo=1.0, hi=g + 1.0)
+        a = 1.0 if t >= g + 1 else float(theory.alpha_from_acceptance_length(t, g))
+        return Acceptance("alpha", a, m, g)
+    r = np.atleast_1d(_check.real("acceptance_rates", acceptance_rates, lo=0.0, hi=1.0))
+    if r.ndim != 1 or r.size == 0:
+        raise ValueError("acceptance_rates must be a non-empty list of rates")
+    if np.any(np.diff(r) > 1e-12):
+        raise ValueError(f"acceptance_rates must not increase (accepted at position i / "
+                         f"drafts), got {r.tolist()}")
+    return Acceptance("rates", [float(x) for x in r], m)

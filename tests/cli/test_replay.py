@@ -1,0 +1,92 @@
+"""`specnb replay`: the table and the profile for the model-free methods, and exit 2 with one
+line for every bad input the issue lists, before torch is imported."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from specnb import acceptance_profile as AP
+from specnb.cli import main
+from specnb.cli import replay as CR
+
+
+def run(capsys, *argv):
+    code = main(["replay", *argv])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def _log(tmp_path, rows):
+    f = tmp_path / "log.jsonl"
+    f.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows))
+    return str(f)
+
+
+def test_table_json_and_profile(capsys, tmp_path):
+    out_file = tmp_path / "p.json"
+    code, out, err = run(capsys, "--gamma", "1", "3", "--context-buckets", "64",
+                         "--prompt-lookup-max", "3", "--out", str(out_file))
+    assert code == 0, err
+    assert "ngram replay of stdlib_heldout_responses.jsonl: 72 requests" in out
+    assert "ctx 64-" in out and "prose" in out and f"wrote {out_file}" in out
+    prof = AP.load(out_file)
+    assert prof.method == "ngram" and prof.gammas == (1, 3) and prof.context_edges == (64,)
+    assert prof.params["prompt_lookup_min"] == prof.params["prompt_lookup_max"] == 3
+    code, out, _ = run(capsys, "--method", "suffix", "--gamma", "2", "--json")
+    d = json.loads(out)
+    assert code == 0 and d["method"] == "suffix" and d["gammas"] == [2]
+    assert d["params"]["suffix_decoding_max_tree_depth"] == 24
+
+
+def test_token_id_rows_and_skip_bad(capsys, tmp_path):
+    log = _log(tmp_path, [{"prompt_ids": [1, 2, 3, 1, 2], "response_ids": [3, 1, 2, 9],
+                           "task": "t"}, {"prompt_ids": [1]}])
+    code, out, err = run(capsys, log, "--gamma", "3", "--prompt-lookup-min", "2",
+                         "--prompt-lookup-max", "2", "--skip-bad", "--json")
+    assert code == 0 and "1 bad row(s) skipped" in err
+    e = AP.from_dict(json.loads(out)).entry(3)
+    assert (e.counters.num_steps, e.counters.num_accepted_tokens) == (1, 2)
+
+
+@pytest.mark.parametrize("rows,argv,msg", [
+    ([], [], "holds no request: it is empty"),
+    ([{"prompt": "p", "task": "t"}], [], r"log.jsonl:1: a row needs the served response"),
+    ([{"prompt_ids": [1], "response_ids": [99999]}], [], "outside the tokenizer's vocabulary"),
+    (None, ["--gamma", "0"], "--gamma must be >= 1"),
+    (None, ["--prompt-lookup-min", "4", "--prompt-lookup-max", "2"],
+     "--prompt-lookup-min = 4 must be <= --prompt-lookup-max = 2"),
+    (None, ["--method", "suffix", "--prompt-lookup-min", "2"],
+     "--prompt-lookup-min is a setting of --method ngram / ngram_gpu"),
+    (None, ["--suffix-decoding-min-token-prob", "2", "--method", "suffix"],
+     "--suffix-decoding-min-token-prob"),
+    (None, ["--context-buckets", "100", "50"], "--context-buckets must be increasing"),
+    (None, ["--method", "draft_model", "--gamma", "-1"], "--gamma must be >= 1"),
+])
+def test_bad_input_exits_2_with_one_line(capsys, tmp_path, rows, argv, msg):
+    log = [] if rows is None else [_log(tmp_path, rows)]
+    code, out, err = run(capsys, *log, *argv)
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and err.startswith("specnb replay: error: ")
+    assert pytest.importorskip("re").search(msg, err), err
+
+
+def test_the_dispatch_table_names_every_methods_flags():
+    assert set(CR.METHODS) == {"ngram", "ngram_gpu", "suffix", "draft_model"}
+    assert CR.METHODS["draft_model"].models and not CR.METHODS["suffix"].models
+    assert "prompt_lookup_min" in CR.METHODS["ngram_gpu"].flags
+
+
+@pytest.mark.slow  # a fresh interpreter (about 1 s)
+def test_bad_input_and_model_free_methods_never_import_torch(tmp_path):
+    log = _log(tmp_path, [{"prompt": "p", "task": "t"}])
+    code = ("import sys; from specnb.cli import main; "
+            f"a = main(['replay', {log!r}, '--method', 'draft_model']); "
+            "b = main(['replay', '--method', 'suffix', '--gamma', '1']); "
+            "print(a, b, 'torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip().splitlines()[-1] == "2 0 False"

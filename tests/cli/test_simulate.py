@@ -1,0 +1,92 @@
+"""`specnb simulate`: --json keys, bench-format files that `specnb bench` and
+`specnb plan --calibrate-bench` read, the text table, and exit 2 with one line per bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from specnb.cli import main
+from specnb.vllm import bench_point
+
+BASE = ["simulate", "--gpu", "H100-SXM", "--model", "Llama-3.1-8B", "--draft", "eagle3",
+        "--gamma", "3", "--tau", "2.6", "--input-len", "500", "--output-len", "40",
+        "--num-prompts", "24"]
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_json_has_the_issues_keys_and_ratios_of_the_files(capsys, tmp_path):
+    code, out, err = run(capsys, *BASE, "--concurrency", "8", "--json",
+                         "--save-result", str(tmp_path))
+    assert code == 0, err
+    r = json.loads(out)
+    assert {"policies", "off", "on", "output_throughput_ratio", "tpot_ratio",
+            "ttft_ratio"} <= set(r)
+    assert r["tpot_ratio"] == pytest.approx(r["on"]["mean_tpot_ms"] / r["off"]["mean_tpot_ms"])
+    assert "ttfts" not in r["off"]
+    files = sorted(p.name for p in tmp_path.iterdir())
+    assert files == ["k3.json", "off.json"]
+    on = bench_point(tmp_path / "k3.json")
+    assert on["speculation"] and on["gamma"] == 3 and on["concurrency"] == 8
+    assert json.loads((tmp_path / "off.json").read_text())["ttfts"]
+    # specnb bench reads them as a real on / off pair
+    code, out, err = run(capsys, "bench", str(tmp_path / "k3.json"), str(tmp_path / "off.json"))
+    assert code == 0, err and "TPOT" in out
+    code, out, err = run(capsys, "plan", "--gpu", "H100-SXM", "--model", "Llama-3.1-8B",
+                         "--draft", "eagle3", "--context", "520", "--batch", "8", "16",
+                         "--gamma", "3", "--calibrate-bench", str(tmp_path / "k3.json"),
+                         str(tmp_path / "off.json"), "--json")
+    assert code == 0, err
+    assert json.loads(out)["calibration_bench"]["tau"]["3"] == pytest.approx(on["tau"])
+
+
+def test_text_table_and_rate_mode_with_a_schedule_and_disable_by_batch_size(capsys):
+    code, out, err = run(capsys, *BASE[:7], "--gamma", "3", "1", "--tau", "2.6",
+                         "--input-len", "300",
+                         "--output-len", "30", "--num-prompts", "20", "--request-rate", "20",
+                         "--schedule", "[[1, 4, 3], [5, 1024, 1]]",
+                         "--disable-by-batch-size", "4")
+    assert code == 0, err
+    assert "policy" in out and "TTFT ms" in out and "TPOT ms" in out
+    for name in ("off", "k=1", "k=3", "schedule", "disable_by_batch_size"):
+        assert name in out
+    assert "goal latency: best policy" in out
+
+
+@pytest.mark.parametrize("extra, match", [
+    (["--concurrency", "0"], "--concurrency must be >= 1"),
+    (["--request-rate", "0"], "--request-rate must be > 0"),
+    (["--request-rate", "-2"], "--request-rate must be > 0"),
+    ([], "give --concurrency (closed loop) or --request-rate"),
+    (["--concurrency", "2", "--max-num-batched-tokens", "3"],
+     "--max-num-batched-tokens 3 is below one request's verify step"),
+])
+def test_bad_input_exits_2_with_one_line(capsys, extra, match):
+    code, out, err = run(capsys, *BASE, *extra)
+    assert code == 2 and match in err and len(err.strip().splitlines()) == 1
+
+
+def test_bad_lengths_logs_and_profiles(capsys, tmp_path):
+    base = [a for a in BASE if a not in ("--input-len", "500", "--output-len", "40")]
+    code, _, err = run(capsys, *base, "--input-len", "0", "--output-len", "5",
+                       "--concurrency", "2")
+    assert code == 2 and "--input-len must be >= 1" in err
+    log = tmp_path / "log.jsonl"
+    log.write_text('{"prompt_len": 10, "output_len": 3}\n{"prompt_len": 5}\n')
+    code, _, err = run(capsys, *base, "--requests", str(log), "--concurrency", "2")
+    assert code == 2 and "row 2: no output length" in err
+    from specnb import acceptance_profile as AP
+
+    c = AP.Counters(10, 5, 10, 5, (3, 2), (5, 5))
+    AP.save(AP.build("eagle3", {2: [(None, {None: c})]}), tmp_path / "p.json")
+    args = [a for a in base if a not in ("--tau", "2.6")]
+    code, _, err = run(capsys, *args, "--acceptance-profile", str(tmp_path / "p.json"),
+                       "--input-len", "100", "--output-len", "5", "--concurrency", "2",
+                       "--no-schedule")
+    assert code == 2 and "has gammas [2] but the policy drafts 3" in err

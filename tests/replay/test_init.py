@@ -1,0 +1,71 @@
+"""specnb.replay's face: settings resolved and checked as vLLM does, and a replay of the bundled
+log written as an acceptance profile (round trip through its JSON)."""
+
+import pytest
+
+from specnb import acceptance_profile as AP
+from specnb import replay as R
+
+
+def test_lookups_resolve_as_vllm_resolves_them():
+    assert R.check_params("ngram")["prompt_lookup_min"] == 5
+    p = R.check_params("ngram", {"prompt_lookup_max": 3})
+    assert (p["prompt_lookup_min"], p["prompt_lookup_max"]) == (3, 3)
+    p = R.check_params("ngram_gpu", {"prompt_lookup_min": 2})
+    assert (p["prompt_lookup_min"], p["prompt_lookup_max"]) == (2, 2)
+    assert R.check_params("suffix")["suffix_decoding_max_tree_depth"] == 24
+
+
+@pytest.mark.parametrize("method,params,msg", [
+    ("medusa", {}, "method"),
+    ("ngram", {"prompt_lookup_min": 4, "prompt_lookup_max": 2}, "must be <= prompt_lookup_max"),
+    ("ngram", {"prompt_lookup_min": 0}, "prompt_lookup_min"),
+    ("ngram", {"suffix_decoding_max_tree_depth": 3}, "has no setting"),
+    ("suffix", {"suffix_decoding_min_token_prob": 1.5}, "suffix_decoding_min_token_prob"),
+    ("suffix", {"suffix_decoding_max_cached_requests": -2}, "max_cached_requests"),
+    ("suffix", {"max_model_len": 1}, "max_model_len"),
+])
+def test_bad_settings_are_named(method, params, msg):
+    with pytest.raises(ValueError, match=msg):
+        R.check_params(method, params)
+
+
+def test_replay_of_the_bundled_log_is_a_profile(tmp_path):
+    prof = R.replay(method="ngram", gammas=[3, 1], context_edges=[50],
+                    params={"prompt_lookup_min": 2, "prompt_lookup_max": 4})
+    assert prof.gammas == (1, 3) and prof.context_edges == (50,)
+    assert prof.tasks == ("code-completion", "copy-edit", "prose")
+    assert prof.source["requests"] == 72 and prof.source["skipped"] == 0
+    whole = prof.entry(3)
+    parts = [prof.entry(3, context=0), prof.entry(3, context=50)]
+    assert whole.counters == parts[0].counters + parts[1].counters
+    tasks = [prof.entry(3, task=t).counters for t in prof.tasks]
+    assert whole.counters == sum(tasks[1:], tasks[0])
+    assert 1.0 <= whole.tau <= 4.0 and whole.num_requests == 72
+    AP.save(prof, tmp_path / "p.json")
+    back = AP.load(tmp_path / "p.json")
+    assert back.entry(3).counters == whole.counters and back.params == prof.params
+    with pytest.raises(ValueError, match="gamma"):
+        R.replay(method="ngram", gammas=[0])
+    with pytest.raises(ValueError, match="context_edges must increase"):
+        R.replay(method="ngram", context_edges=[10, 5])
+
+
+def test_a_draft_profile_from_betas_steps_the_leading_run():
+    from specnb import request_log
+
+    log = request_log.read()
+    r = log[0]
+    ones = [1.0] * r.response_len
+    prof = R.draft_profile([{"prompt": r.id, "temperature": r.temperature, "betas": ones}],
+                           log, gammas=[3])
+    c = prof.entry(3).counters
+    # every draft of 3 accepted: the first token from the prefill, then steps of 4 tokens; a
+    # last step with fewer than 4 left accepts them all and its bonus token lies past the end
+    n = r.response_len - 1
+    assert c.num_steps == -(-n // 4) and c.num_accepted_tokens == n - c.num_steps + (n % 4 != 0)
+    assert c.num_draft_tokens == 3 * c.num_steps and prof.method == "draft_model"
+    t = R.table({"d": prof})
+    assert set(t.columns) >= {"method", "gamma", "task", "context", "tau", "proposal_rate"}
+    with pytest.raises(ValueError, match="have no request"):
+        R.draft_profile([{"prompt": "nope", "temperature": 0.0, "betas": ones}], log)

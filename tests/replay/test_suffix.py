@@ -1,0 +1,51 @@
+"""specnb.replay.suffix: Arctic Inference's suffix trees on hand-made sequences (expected
+drafts computed by hand and confirmed with arctic-inference 0.3.0's compiled
+SuffixDecodingCache), the C++ sibling order's quirk, eviction and the global tree."""
+
+import numpy as np
+import pytest
+
+from specnb.replay.suffix import SuffixCache, SuffixTree
+
+
+def test_counts_probabilities_and_the_longer_match_on_a_tie():
+    c = SuffixCache(max_tree_depth=4, max_cached_requests=0)
+    c.start_request("a", [1, 2, 1, 2, 1])
+    # m = 1: "1" (3 times) -> "2" (2 of them): [2], 2/3; m = 2: "2 1" (twice) -> "2" (once)
+    # then "1": [2, 1] with probs 1/2, 1/2, score 1.0 beats 2/3
+    toks, score, m = c.speculate("a", [1, 2, 1], 3)
+    assert (toks, m) == ([2, 1], 2) and score == pytest.approx(1.0)
+    # max_spec_factor caps a draft at factor * match length tokens
+    assert c.speculate("a", [1, 2, 1], 3, max_spec_factor=0.5)[0] == [2]
+    # min_token_prob: 1/2 < 0.6 stops m = 2 at once, 2/3 passes for m = 1
+    assert c.speculate("a", [1, 2, 1], 3, min_token_prob=0.6)[0] == [2]
+
+
+def test_the_head_of_a_group_jumps_ahead_of_its_new_equals():
+    # children of "0": 5 reaches count 2 first, then 7, then 6; 6 was the head of the
+    # count-1 group behind 7, so arctic's _increment_count moves it before 5
+    t = SuffixTree(2)
+    t.extend(0, [0, 5, 0, 5, 0, 6, 0, 7, 0, 7, 0, 6, 0])
+    assert [n.token for n in t.match([0]).order] == [6, 5, 7]
+    toks, score, m = t.speculate([6, 0], 3, 1.0, 0.0, 0.1)
+    assert toks == [6] and score == np.float32(2 / 7)
+
+
+def test_the_global_tree_serves_later_requests_and_evicts_oldest_first():
+    c = SuffixCache(max_tree_depth=8, max_cached_requests=2)
+    c.start_request(0, [9])
+    c.add_active_response(0, [3, 4, 5, 6])
+    c.stop_request(0)
+    c.start_request(1, [7])
+    c.add_active_response(1, [3, 4])
+    # request 1's prompt never held "3 4"; request 0's response did (the global tree)
+    assert c.speculate(1, [7, 3, 4], 3)[0] == [5, 6]
+    c.stop_request(1)
+    c.start_request(2, [8])  # a third slot: request 0's response is evicted, 1's kept
+    assert list(c.cached) == [1, 2] and 0 not in c.global_tree.seqs
+    c.add_active_response(2, [3, 4])
+    assert c.speculate(2, [8, 3, 4], 3)[0] == []  # "3 4" is now followed by nothing seen
+    c.stop_request(2)
+    c.start_request(3, [1])
+    with pytest.raises(ValueError, match="already active"):
+        c.start_request(3, [1])

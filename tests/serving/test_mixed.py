@@ -1,0 +1,64 @@
+"""specnb/serving/mixed.py: the mixed step of continuous batching against the steady-batch
+rule it shares (_step_totals) and the draft forwards vLLM's proposers run."""
+
+import numpy as np
+import pytest
+
+from specnb import serving as S
+from specnb.serving import step as ST
+
+EAGLE3 = S.setup("H100-SXM", "Llama-3.1-8B", "eagle3")
+
+
+def test_alike_decoding_sequences_are_the_plain_step():
+    r = S.mixed_step_ms(EAGLE3, [4000] * 64, [1] * 64, [0] * 64)
+    assert r["target_ms"] == pytest.approx(S.t_plain_ms(EAGLE3, 64, 4000), rel=1e-12)
+    assert r["draft_ms"] == r["engine_ms"] == 0.0
+    assert r["total_ms"] == r["target_ms"]
+
+
+def test_verify_step_is_the_steady_verify_plus_the_causal_block():
+    r = S.mixed_step_ms(EAGLE3, [4000] * 16, [5] * 16, [4] * 16)
+    # the steady rule reads q x S pairs; the mixed step adds the block's own q (q - 1) / 2
+    assert r["target_ms"] == pytest.approx(S.t_verify_ms(EAGLE3, 16, 4000, 4), rel=1e-4)
+    assert r["target_ms"] > S.t_verify_ms(EAGLE3, 16, 4000, 4)
+    assert r["engine_ms"] == pytest.approx(EAGLE3.sd_overhead_ms
+                                           + S.t_engine_ms(EAGLE3, 16, 4000, 4), rel=1e-12)
+
+
+def test_draft_forwards_first_over_all_tokens_then_one_per_speculating_sequence():
+    st = S.setup("H100-SXM", "Llama-3.1-8B", "Llama-3.2-1B")
+    args = ST._prep(st.draft.arch, st.gpu, st.dtype, st.kv_dtype, 1, st.draft_efficiency)
+    c = np.array([100, 200])
+    q = np.array([3, 50])  # a verify and a prefill chunk
+    k = np.array([2, 0])
+    first = ST._step_totals(*args, 53.0, 300.0, 3 * 101 + 50 * (200 + 49 / 2))[0]
+    second = ST._step_totals(*args, 1.0, 103.0, 103.0)[0]  # one token, context 100 + 3
+    r = S.mixed_step_ms(st, c, q, k)
+    assert r["draft_ms"] == pytest.approx(first + second, rel=1e-12)
+
+
+def test_ngram_drafting_is_a_fraction_of_the_target_and_dflash_one_forward():
+    ng = S.setup("H100-SXM", "Llama-3.1-8B", "ngram")
+    r = S.mixed_step_ms(ng, [1000, 0], [5, 512], [4, 0])
+    assert r["draft_ms"] == pytest.approx(S.NGRAM_DRAFT_FRACTION * r["target_ms"])
+    df = S.setup("H100-SXM", "Llama-3.1-8B", "dflash")
+    one = S.mixed_step_ms(df, [4000] * 8, [5] * 8, [4] * 8)
+    two = S.mixed_step_ms(df, [4000] * 8, [5] * 8, [8] * 8)
+    # one forward whatever k: the block costs far less than k sequential forwards would
+    assert two["draft_ms"] < 1.2 * one["draft_ms"]
+    assert one["draft_ms"] == pytest.approx(S.t_draft_ms(df, 8, 4000, 4), rel=0.05)
+
+
+@pytest.mark.parametrize("args, match", [
+    (([1, 2], [1], [0, 0]), "one entry per scheduled sequence"),
+    (([-1], [1], [0]), "contexts"),
+    (([1], [0], [0]), "query_tokens"),
+    (([1], [1], [-1]), "draft_tokens"),
+    (([], [], []), "non-empty"),
+])
+def test_bad_input(args, match):
+    with pytest.raises(ValueError, match=match):
+        S.mixed_step_ms(EAGLE3, *args)
+    with pytest.raises(TypeError, match="Setup"):
+        S.mixed_step_ms("H100", [1], [1], [0])

@@ -1,0 +1,125 @@
+"""specnb/simulate/engine.py: vLLM V1's scheduler rules on hand-checked schedules (expected
+steps worked out from scheduler.py's rules by hand), its defaults, the policies; and the
+fixtures of vLLM's own Scheduler (tests/cases/vllm/0.33.0/scheduler/, make oracle)."""
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from specnb import serving as S
+from specnb import simulate as M
+
+EAGLE3 = S.setup("H100-SXM", "Llama-3.1-8B", "eagle3")
+CASES = Path(__file__).resolve().parents[1] / "cases" / "vllm" / "0.33.0" / "scheduler"
+
+
+def _load(ins, outs, conc=None):
+    n = len(ins)
+    return M.Workload(np.array(ins), np.array(outs), np.zeros(n), conc)
+
+
+def _cfg(tokens, seqs=4, blocks=10_000, bs=16):
+    return M.EngineConfig(seqs, tokens, blocks, 131072, bs)
+
+
+def _steps(tr):
+    return [s["scheduled"] for s in tr.steps]
+
+
+def test_chunked_prefill_running_first_then_waiting_within_the_budget():
+    tr = M.run(EAGLE3, _load([10, 3], [2, 1]), M.policy("off"), config=_cfg(8), record=True)
+    assert _steps(tr) == [[[0, 8, 0]], [[0, 2, 0], [1, 3, 0]], [[0, 1, 0]]]
+    assert [s["finished"] for s in tr.steps] == [[], [1], [0]]
+    assert tr.first_token_s[1] == tr.first_token_s[0] < tr.finish_s[0]
+
+
+def test_verify_tokens_and_rollback_of_rejected_drafts():
+    acc = M.acceptance(tau=2.0, gamma=2)
+    tr = M.run(EAGLE3, _load([4], [5]), M.policy("static", k=2), acc, config=_cfg(100),
+               record=True, accepted={0: [2, 0]})
+    assert _steps(tr) == [[[0, 4, 0]], [[0, 3, 2]], [[0, 3, 2]]]
+    assert (tr.num_drafts, tr.num_draft_tokens, tr.num_accepted_tokens) == (2, 4, 2)
+    assert len(tr.chunks[0]) == 3  # one streamed chunk per step: 1, 3, 1 tokens
+
+
+def test_preemption_by_recompute_and_the_full_sequence_admission_rule():
+    # 5 blocks: 4 usable beside vLLM's null block
+    tr = M.run(EAGLE3, _load([7, 4], [4, 4]), M.policy("off"),
+               config=_cfg(100, blocks=5, bs=4), record=True)
+    assert _steps(tr) == [[[0, 7, 0], [1, 4, 0]], [[0, 1, 0], [1, 1, 0]], [[0, 1, 0]],
+                          [[0, 1, 0]], [[1, 6, 0]], [[1, 1, 0]]]
+    assert [s["preempted"] for s in tr.steps] == [[], [], [1], [], [], []]
+    assert tr.num_preemptions == 1
+
+
+def test_closed_loop_sends_the_next_request_when_one_finishes():
+    tr = M.run(EAGLE3, _load([5, 5, 5], [2, 2, 2], conc=1), M.policy("off"), config=_cfg(64))
+    assert tr.send_s[0] == 0 and tr.send_s[1] == tr.finish_s[0] and tr.send_s[2] == tr.finish_s[1]
+
+
+def test_vllm_defaults_by_gpu_and_usage():
+    assert M.default_batch_limits("H100-SXM") == (8192, 1024)
+    assert M.default_batch_limits("H100-SXM", "llm") == (16384, 1024)
+    assert M.default_batch_limits("A100-SXM-80GB") == (2048, 256)
+    assert M.default_batch_limits("L40S") == (2048, 256)
+    cfg = M.engine_config(EAGLE3)
+    assert cfg.num_gpu_blocks == S.memory_cap(EAGLE3, 16)["max_batch"]
+
+
+def test_policies_follow_vllms_lookup():
+    p = M.policy("schedule", schedule=[[1, 4, 3], [5, 8, 1], [9, 16, 0]], max_num_seqs=16)
+    assert [p.k_at(b) for b in (1, 4, 5, 8, 9, 16)] == [3, 3, 1, 1, 0, 0] and p.k == 3
+    d = M.policy("disable_by_batch_size", k=2, max_batch=3, max_num_seqs=8)
+    assert [d.k_at(b) for b in (1, 3, 4, 8)] == [2, 2, 0, 0]
+    with pytest.raises(ValueError, match="policy"):
+        M.policy("sometimes")
+
+
+def test_the_dynamic_k_is_the_lookup_at_this_steps_batch():
+    acc = M.acceptance(alpha=0.0)
+    pol = M.policy("schedule", schedule=[[1, 1, 3], [2, 4, 1]], max_num_seqs=4)
+    tr = M.run(EAGLE3, _load([4, 4], [3, 3]), pol, acc, config=_cfg(100), record=True)
+    assert [s["k"] for s in tr.steps][0] == 1  # two requests in the first step
+    assert _steps(tr)[1] == [[0, 2, 1], [1, 2, 1]]
+
+
+def test_bad_input_names_what_is_wrong():
+    acc = M.acceptance(tau=2.0, gamma=3)
+    with pytest.raises(ValueError, match="max_num_batched_tokens 3 is below one request's "
+                                         "verify step"):
+        M.run(EAGLE3, _load([4], [2]), M.policy("static", k=3), acc, config=_cfg(3))
+    with pytest.raises(ValueError, match="request 0: .* KV blocks"):
+        M.run(EAGLE3, _load([400], [2]), M.policy("off"), config=_cfg(64, blocks=4, bs=16))
+    with pytest.raises(ValueError, match="acceptance_rates has 2 rate"):
+        M.run(EAGLE3, _load([4], [2]), M.policy("static", k=3),
+              M.acceptance(acceptance_rates=[0.8, 0.6]), config=_cfg(64))
+
+
+def _fixtures():
+    return sorted(CASES.glob("*.jsonl")) if CASES.is_dir() else []
+
+
+@pytest.mark.skipif(not _fixtures(), reason="no scheduler fixtures (make oracle)")
+@pytest.mark.parametrize("path", _fixtures(), ids=lambda p: p.stem)
+def test_vllms_own_scheduler_fixture_step_for_step(path):
+    lines = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    head, steps = lines[0], lines[1:]
+    st = S.setup("H100-SXM", "Llama-3.1-8B", head["draft"])
+    w = _load(head["input_len"], head["output_len"])
+    cfg = M.EngineConfig(head["max_num_seqs"], head["max_num_batched_tokens"],
+                         head["num_gpu_blocks"], head["max_model_len"], head["block_size"])
+    pol = (M.policy("off") if not head["k"] else
+           M.policy("schedule", schedule=head["schedule"], max_num_seqs=head["max_num_seqs"])
+           if head.get("schedule") else M.policy("static", k=head["k"]))
+    accepted = {int(r): v for r, v in head["accepted"].items()}
+    drafts = {int(r): v for r, v in head.get("drafts", {}).items()} or None
+    tr = M.run(st, w, pol, None, config=cfg, record=True, accepted=accepted, drafts=drafts)
+    assert len(tr.steps) == len(steps)
+    for i, (mine, theirs) in enumerate(zip(tr.steps, steps)):
+        assert mine["scheduled"] == theirs["scheduled"], f"step {i + 1}"
+        assert mine["preempted"] == theirs["preempted"], f"step {i + 1}"
+        assert mine["finished"] == theirs["finished"], f"step {i + 1}"
+    assert not np.isnan(tr.finish_s).any()
