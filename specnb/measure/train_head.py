@@ -272,6 +272,9 @@ nice -n 10 python -m specnb.measure.train_head              # ~15 min on one CPU
 python -m specnb.measure.train_head --card                 # only this card
 python -m specnb.measure.train_head --smoke                # seconds
 ```
+
+Training stops at a wall-clock budget (the recipe's `budget_s`), so the number of steps, and with
+it the exact weights, depend on the machine's load; seed, corpus and recipe pin the rest.
 """
     (out / "MODEL_CARD.md").write_text(text, encoding="utf-8")
     return out / "MODEL_CARD.md"
