@@ -4,6 +4,7 @@
 # Other targets: make check (import layers and the fast tests), make lab (JupyterLab with widgets), make bench (benchmarks), make docs (docs/api from the docstrings), make clean,
 #   make oracle [VLLM=0.33.0]   vLLM itself as the oracle: writes tests/cases/vllm/$(VLLM)/
 #   make oracle-check           re-run it into a temp folder; fail if a verdict moved
+#   make oracle-heads           vLLM's EAGLE-3 head code on the CPU: tests/cases/vllm/$(VLLM)/heads/
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
@@ -15,7 +16,7 @@ TORCH  ?= torch==2.13.0
 # One stamp per TORCH setting, so changing TORCH re-runs the install.
 STAMP  := $(VENV)/.specnb-installed-$(subst =,_,$(subst /,_,$(if $(TORCH),$(TORCH),own-torch)))
 
-.PHONY: install test check run lab bench docs clean distclean oracle oracle-check
+.PHONY: install test check run lab bench docs clean distclean oracle oracle-check oracle-heads
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -90,6 +91,10 @@ oracle: $(ORACLE_STAMP)
 	$(ORACLE_ENV) $(ORACLE_VENV)/bin/python oracle/drive_proposals.py --out $(ORACLE_OUT)
 	$(ORACLE_ENV) $(ORACLE_VENV)/bin/python oracle/drive_scheduler.py --out $(ORACLE_OUT)
 	mkdir -p specnb/vllm/versions && cp $(ORACLE_OUT)/profile.json specnb/vllm/versions/$(VLLM).json
+
+# vLLM's EAGLE-3 head code on one-key cases (oracle/drive_heads.py): tests/cases/vllm/$(VLLM)/heads/
+oracle-heads: $(ORACLE_STAMP)
+	$(ORACLE_ENV) $(ORACLE_VENV)/bin/python oracle/drive_heads.py --out $(ORACLE_OUT)/heads
 
 oracle-check: $(ORACLE_STAMP)
 	@tmp=$$(mktemp -d) && \

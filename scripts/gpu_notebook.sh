@@ -21,6 +21,10 @@
 #   results.csv             one row per run, loop, draft, gamma, T: tau, speedup and its
 #                           interval, t_round, t_target (ms), torch threads, dtype, GPU name
 #   summary.md              per run and loop: median t_round, best greedy speedup
+#   head_measure.json, head_replay.json   a real target with its published EAGLE-3 head (stage
+#                           3b, only when HEAD_TARGET and HEAD_PATH name local folders holding the
+#                           weights): `specnb measure --draft-head` (reference loop) and
+#                           `replay_head` of that target's own responses to the bundled prompts
 # Exit status: 0 when every notebook run succeeded, 1 otherwise (the failures are in run.log).
 set -u
 cd "$(dirname "$0")/.."
@@ -107,6 +111,44 @@ for pair in bundled trained; do
     done
   done
 done
+
+# 3b. a real target with its published EAGLE-3 head (e.g. HEAD_TARGET=/models/Llama-3.1-8B-Instruct
+#     HEAD_PATH=/models/EAGLE3-LLaMA3.1-Instruct-8B): local folders only, nothing is downloaded
+if [ -n "${HEAD_TARGET:-}" ] && [ -d "${HEAD_TARGET}" ] && [ -n "${HEAD_PATH:-}" ] \
+    && [ -d "${HEAD_PATH}" ]; then
+  log "== head: specnb measure --target $HEAD_TARGET --draft-head $HEAD_PATH (cap ${CAP_S}s)"
+  t0=$(date +%s)
+  timeout "$CAP_S" $PY -m specnb measure --target "$HEAD_TARGET" --draft-head "$HEAD_PATH" \
+    --device "$DEVICE" --dtype "${HEAD_DTYPE:-bfloat16}" --per-task 2 --gamma 1 3 5 \
+    --temperature 0 1 --max-new-tokens 64 --json --no-pld > "$OUT/head_measure.json" \
+    2>> "$OUT/run.log"
+  log "== head measure: exit $? after $(( $(date +%s) - t0 )) s"
+  t0=$(date +%s)
+  timeout "$CAP_S" $PY - "$HEAD_TARGET" "$HEAD_PATH" "$DEVICE" "$OUT" <<'PYEOF' >> "$OUT/run.log" 2>&1
+import json, sys
+from pathlib import Path
+
+from specnb import measure as M
+from specnb import request_log
+
+target, head, device, out = sys.argv[1:5]
+model, tok = M.load_model(target, device=device, dtype="bfloat16")
+records = M.logged_responses(model, tok, M.load_prompts(per_task=4), temperatures=(0.0, 1.0),
+                             max_new_tokens=128)
+log = Path(out) / "head_log.jsonl"
+log.write_text("".join(json.dumps({"task": r["task"], "prompt": r["prompt"],
+                                   "response_ids": r["response_ids"],
+                                   "temperature": r["temperature"]}) + "\n" for r in records))
+prof, info = M.replay_head(request_log.read(log, tokenizer=target), method="eagle3", head=head,
+                           target=target, gammas=(1, 3, 5), device=device, dtype="bfloat16")
+info["tau"] = {g: prof.entry(g).tau for g in prof.gammas}
+(Path(out) / "head_replay.json").write_text(json.dumps(info, indent=1))
+print(json.dumps(info))
+PYEOF
+  log "== head replay: exit $? after $(( $(date +%s) - t0 )) s"
+else
+  log "== head: HEAD_TARGET / HEAD_PATH not set to local folders: the published-head run skipped"
+fi
 
 # 4. results.csv and summary.md from the records in the executed notebooks
 $PY - "$OUT" <<'PYEOF' 2>&1 | tee -a "$OUT/run.log"

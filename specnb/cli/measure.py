@@ -39,6 +39,11 @@ def register(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--draft", nargs="+", default=None, metavar="PATH_OR_ID",
                    help="one or more drafts sharing the target's tokenizer (default: the two "
                         "bundled drafts data/models/draft-2x128 and draft-1x64)")
+    p.add_argument("--draft-head", nargs="+", default=None, metavar="PATH",
+                   help="EAGLE / EAGLE-3 / MTP heads of the target (a head's folder: config.json "
+                        "+ safetensors; for MTP the target's own folder), measured beside the "
+                        "drafts in the reference loop (implies --loop reference; e.g. "
+                        "data/models/eagle3-head-target-4x256)")
     p.add_argument("--prompts", default=None, metavar="FILE",
                    help="JSON lines with 'task' and 'prompt' (default: "
                         "data/prompts/stdlib_heldout.jsonl)")
@@ -221,11 +226,24 @@ def _check_flags(args) -> str | None:
                                  ("--repeats", args.repeats), ("--no-pld", args.no_pld or None),
                                  ("--loop", None if args.loop == ["transformers"] else args.loop))
                   if v is not None]
+        if args.draft_head:
+            return ("--draft-head does not apply with --logged: replay the log through a head "
+                    "with specnb replay LOG --method eagle3 --head PATH")
         if unused:
             return (f"{', '.join(unused)} " + ("does" if len(unused) == 1 else "do")
                     + " not apply with --logged: nothing is generated "
                     "or timed (one forward pass per model over the logged responses)")
-    for flag, values in (("--gamma", args.gamma), ("--draft", args.draft or [])):
+    if args.draft_head:
+        if args.loop != ["transformers"] and "transformers" in args.loop:
+            return ("--draft-head runs in the reference loop only (transformers' assisted "
+                    "decoding takes no EAGLE / MTP head): use --loop reference")
+        args.loop = ["reference"]
+        for h in args.draft_head:
+            if not (Path(h).expanduser() / "config.json").is_file():
+                return (f"--draft-head {h}: not a head folder (config.json + *.safetensors; "
+                        "an MTP head's is the target's own folder)")
+    for flag, values in (("--gamma", args.gamma), ("--draft", args.draft or []),
+                         ("--draft-head", args.draft_head or [])):
         if len(set(values)) != len(values):
             return f"{flag} lists a value twice: {' '.join(map(str, values))}"
     if args.max_new_tokens is None:
@@ -319,7 +337,7 @@ def run(args) -> int:
             temperatures=args.temperature if args.temperature is not None else [0.0, 1.0],
             max_new_tokens=args.max_new_tokens, device=args.device, dtype=args.dtype,
             repeats=args.repeats, pld=not args.no_pld, seed=args.seed,
-            cpu_threads=args.threads or None, loop=args.loop,
+            cpu_threads=args.threads or None, loop=args.loop, draft_heads=args.draft_head,
             progress=not args.no_progress and not args.json,
         )
     except (FileNotFoundError, ValueError, TypeError) as exc:

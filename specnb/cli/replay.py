@@ -72,12 +72,29 @@ def _draft_model(args, log):
                            context_edges=args.context_buckets, model=draft, seed=args.seed)
 
 
+def _head(method: str):
+    """EAGLE / EAGLE-3 / MTP heads (:func:`specnb.measure.replay_head`): one target pass per
+    request, the head teacher-forced along the logged response as vLLM chains it, stepped as
+    every method here is stepped."""
+    def go(args, log):
+        from .. import measure as M
+
+        prof, _ = M.replay_head(log, method=method, head=args.head, target=args.target,
+                                gammas=args.gamma, context_edges=args.context_buckets,
+                                seed=args.seed)
+        return prof
+    return go
+
+
+_HEAD_FLAGS = ("target", "head", "seed")
+
 #: ``--method`` -> its entry; the heads (eagle, eagle3, mtp) join as rows of their own.
 METHODS = {
     "ngram": MethodEntry(_model_free("ngram"), _NGRAM_FLAGS + ("max_model_len",)),
     "ngram_gpu": MethodEntry(_model_free("ngram_gpu"), _NGRAM_FLAGS),
     "suffix": MethodEntry(_model_free("suffix"), _SUFFIX_FLAGS + ("max_model_len",)),
     "draft_model": MethodEntry(_draft_model, ("target", "draft", "seed"), models=True),
+    **{m: MethodEntry(_head(m), _HEAD_FLAGS, models=True) for m in ("eagle", "eagle3", "mtp")},
 }
 _DEFAULTS = {}  # dest -> default, filled by register (to tell a flag given from its default)
 
@@ -85,7 +102,7 @@ _DEFAULTS = {}  # dest -> default, filled by register (to tell a flag given from
 def register(subparsers) -> argparse.ArgumentParser:
     """Add ``replay`` to the ``specnb`` command line (sets ``func`` to :func:`run`)."""
     p = subparsers.add_parser(
-        "replay", help="acceptance from a request log: n-gram, suffix, draft models",
+        "replay", help="acceptance from a request log: n-gram, suffix, draft models, EAGLE / MTP heads",
         description=(
             "Replay a request log (JSON lines: text, token-id or chat rows; see "
             "specnb.request_log) with a speculative method exactly as vLLM proposes and "
@@ -130,6 +147,11 @@ def register(subparsers) -> argparse.ArgumentParser:
     g.add_argument("--draft", default=None, metavar="PATH_OR_ID",
                    help="draft model (default: the first bundled draft)")
     g.add_argument("--seed", type=int, default=0, help="seed of the T > 0 draws (default 0)")
+    g = p.add_argument_group("eagle / eagle3 / mtp (also --target, --seed)")
+    g.add_argument("--head", default=None, metavar="PATH",
+                   help="the head's folder (config.json + safetensors; default for eagle3 on the "
+                        "bundled target: data/models/eagle3-head-target-4x256; for mtp: the "
+                        "target's own folder, whose checkpoint holds the MTP layers)")
     p.add_argument("--out", default=None, metavar="PROFILE.json",
                    help="write the acceptance profile there")
     p.add_argument("--json", action="store_true", help="print the profile as JSON")

@@ -60,6 +60,10 @@ run       :func:`measure` and its :class:`Measurement` (timed runs, timing model
 reference the reference speculative loop (:func:`reference_generate`, ``loop="reference"``).
 spread    speedup intervals (bootstrap over prompts) and rounding to them (torch-free).
 verdict   one verdict line per measured method, the loop closest to an engine's (torch-free).
+heads     EAGLE-1, EAGLE-3 and MTP heads: config checks, loading, vLLM's forward.
+head_replay  a head teacher-forced along a request log: vLLM's counters, a profile.
+head_drafter a head as the reference loop's drafter (``measure(draft_heads=...)``).
+train_head   the bundled EAGLE-3 head's training script (``-m specnb.measure.train_head``).
 args      argument checks that need no torch (models, prompts, gamma bounds).
 train     the bundled family's training script, ``python -m specnb.measure.train``.
 corpus    its corpus (the standard library, files held out whole) and evaluation prompts.
@@ -68,8 +72,9 @@ card      its model card (``data/models/MODEL_CARD.md``).
 The face (this module) names what its users need. Notebook 08: ``resolve_device``,
 ``resolve_dtype``, ``BUNDLED_TARGET``, ``BUNDLED_DRAFTS``, ``load_model``, ``short_names``,
 ``measure``, ``processing_note``, ``alpha_from_logged``, ``verdicts``, ``verdict_text``,
-``engine_like_loop``, ``loo_warning``. ``specnb measure`` (:mod:`specnb.cli.measure`): ``measure``,
-``alpha_from_logged``, ``processing_note``, ``verdicts``, ``engine_like_loop``, ``loo_warning``. The
+``engine_like_loop``, ``loo_warning``, ``BUNDLED_EAGLE3_HEAD``, ``replay_head``. ``specnb measure``
+(:mod:`specnb.cli.measure`): ``measure``, ``alpha_from_logged``, ``processing_note``, ``verdicts``,
+``engine_like_loop``, ``loo_warning``; ``specnb replay --method eagle|eagle3|mtp``: ``replay_head``. The
 benchmarks and ``scripts/make_logged_responses.py``: ``load_model``, ``load_prompts``,
 ``encode_prompts``, ``context_length``, ``generate_continuation``, ``teacher_forced_betas``,
 ``run_generate``, ``alpha_from_logged``, ``logged_responses``, ``BUNDLED_LOGGED``. The rest of
@@ -99,6 +104,10 @@ _WHERE = {
     **dict.fromkeys(["reference_generate", "accept_resample", "accept_greedy"], "reference"),
     **dict.fromkeys(["speedup_interval", "format_speedup"], "spread"),
     **dict.fromkeys(["verdicts", "verdict_text", "engine_like_loop", "loo_warning"], "verdict"),
+    **dict.fromkeys(["BUNDLED_EAGLE3_HEAD"], "args"),
+    **dict.fromkeys(["load_head", "head_config"], "heads"),
+    **dict.fromkeys(["replay_head"], "head_replay"),
+    **dict.fromkeys(["HeadDrafter"], "head_drafter"),
 }
 
 _NEED_TORCH = ("specnb.measure needs torch and transformers, which are not installed: install "
@@ -115,7 +124,8 @@ __all__ = [
     "forward_time", "GenRun", "run_generate", "Measurement", "measure", "LOOPS",
     "alpha_by_teacher_forcing", "short_names", "reference_generate", "accept_resample",
     "accept_greedy", "speedup_interval", "format_speedup", "verdicts", "verdict_text",
-    "engine_like_loop", "loo_warning",
+    "engine_like_loop", "loo_warning", "BUNDLED_EAGLE3_HEAD", "load_head",
+    "head_config", "replay_head", "HeadDrafter",
 ]
 
 

@@ -18,7 +18,8 @@ from ..data import DATA_DIR
 from ..request_log import BUNDLED_LOGGED, BUNDLED_PROMPTS  # one home
 from ..request_log import check_file as check_prompts_file
 
-__all__ = ["MODELS_DIR", "BUNDLED_TARGET", "BUNDLED_DRAFTS", "BUNDLED_PROMPTS",
+__all__ = ["MODELS_DIR", "BUNDLED_TARGET", "BUNDLED_DRAFTS", "BUNDLED_EAGLE3_HEAD",
+           "BUNDLED_PROMPTS",
            "BUNDLED_LOGGED", "OFFLINE_HINT", "offline", "hub_reachable", "looks_like_path", "check_model_name",
            "check_prompts_file", "check_gammas", "local_context", "is_bundled_log"]
 
@@ -26,6 +27,8 @@ __all__ = ["MODELS_DIR", "BUNDLED_TARGET", "BUNDLED_DRAFTS", "BUNDLED_PROMPTS",
 MODELS_DIR = DATA_DIR / "models"
 BUNDLED_TARGET = MODELS_DIR / "target-4x256"
 BUNDLED_DRAFTS = (MODELS_DIR / "draft-2x128", MODELS_DIR / "draft-1x64")
+#: The bundled target's EAGLE-3 head (``python -m specnb.measure.train_head``).
+BUNDLED_EAGLE3_HEAD = MODELS_DIR / "eagle3-head-target-4x256"
 OFFLINE_HINT = ("to stay offline (no hub requests: only local folders and the hub cache) set "
                 "HF_HUB_OFFLINE=1")
 

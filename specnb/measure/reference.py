@@ -111,6 +111,10 @@ def reference_generate(target, draft, input_ids, *, gamma: int, max_new_tokens: 
     rule : callable ``(p, q, drafted, generator) -> (n, token)`` at T > 0, optional
         (default :func:`accept_resample`; tests pass a wrong rule to show the test catches it).
 
+    ``draft`` may instead be a drafter (an object with ``propose``, such as
+    :class:`specnb.measure.head_drafter.HeadDrafter` for EAGLE / MTP heads): it drafts, runs
+    the target's verify forward (``verify``) and hears what was accepted (``accepted``).
+
     Raises
     ------
     ValueError
@@ -125,6 +129,9 @@ def reference_generate(target, draft, input_ids, *, gamma: int, max_new_tokens: 
     rule = rule or accept_resample
     eos = _eos_ids(target)
     seq = input_ids.to(dev)[None, :]
+    drafter = draft if hasattr(draft, "propose") else None  # the drafter seam (heads)
+    if drafter is not None:
+        drafter.reset()
     tcache, dcache = DynamicCache(), DynamicCache()
     t_len = d_len = 0
     out, lengths, tcount, dcount = [], [], [0], [0]
@@ -134,7 +141,10 @@ def reference_generate(target, draft, input_ids, *, gamma: int, max_new_tokens: 
         while len(out) < mnt:
             k = min(g, mnt - len(out) - 1)
             drafted, qs, inp = [], [], seq[:, d_len:]
-            for _ in range(k):
+            if drafter is not None:
+                drafted, qs = drafter.propose(k, t, gen)
+                k, drafted = drafted.numel(), list(drafted[:, None])
+            for _ in range(0 if drafter is not None else k):
                 logits = draft(input_ids=inp, cache=dcache, use_cache=True).logits[0, -1]
                 if t > 0:
                     qs.append(torch.softmax(logits.float() / t, -1))
@@ -144,8 +154,9 @@ def reference_generate(target, draft, input_ids, *, gamma: int, max_new_tokens: 
                 drafted.append(x)
                 inp = x[None]
             cand = torch.cat(drafted) if drafted else seq.new_zeros(0)
-            logits = target(input_ids=torch.cat([seq[:, t_len:], cand[None]], 1), cache=tcache,
-                            use_cache=True).logits[0, -(k + 1):]
+            fed = torch.cat([seq[:, t_len:], cand[None]], 1)
+            logits = (drafter.verify(target, fed, tcache) if drafter is not None else
+                      target(input_ids=fed, cache=tcache, use_cache=True).logits)[0, -(k + 1):]
             if t > 0:
                 n, tok = rule(torch.softmax(logits.float() / t, -1),
                               torch.stack(qs) if qs else None, cand, gen)
@@ -161,6 +172,8 @@ def reference_generate(target, draft, input_ids, *, gamma: int, max_new_tokens: 
             if stop is not None or len(out) >= mnt:
                 break
             seq = torch.cat([seq, seq.new_tensor(new)[None]], 1)
+            if drafter is not None:
+                drafter.accepted(base - t_len + n, seq[0])
             t_len = base + n  # cached: old sequence + accepted drafts; the new token is fed next
             _crop(tcache, t_len)
             d_len = min(dcache.get_seq_length(), t_len)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -130,7 +131,7 @@ def measure(target=None, drafts=None, *, prompts=None, tasks=None, per_task: int
             device: str = "auto", dtype: str = "auto", repeats: int = 2, warmup: int = 1,
             pld: bool = True, chat_template="auto", seed: int = 0, progress: bool = True,
             cpu_threads: int | None = 1, models: dict | None = None,
-            loop="transformers") -> Measurement:
+            loop="transformers", draft_heads=None) -> Measurement:
     """Measure alpha, tau and speedup of ``drafts`` against ``target`` on ``prompts``.
 
     Parameters
@@ -139,7 +140,8 @@ def measure(target=None, drafts=None, *, prompts=None, tasks=None, per_task: int
         Local folder or hub id; defaults to the bundled :data:`BUNDLED_TARGET`.
     drafts : str, Path or list of them, optional
         One or more drafts sharing the target's vocabulary; defaults to the bundled drafts
-        (two sizes, for Leviathan's draft-size trade).
+        (two sizes, for Leviathan's draft-size trade), or to none when ``draft_heads`` are
+        given for a target other than the bundled one.
     prompts : str, Path or list of dict, optional
         A JSON-lines file (see :func:`load_prompts`) or already loaded prompts; defaults to the
         bundled held-out prompts.
@@ -177,6 +179,11 @@ def measure(target=None, drafts=None, *, prompts=None, tasks=None, per_task: int
         T > 0 it applies no logits processors, so a target whose ``generation_config`` sets
         any is refused for it). With both, the summary and timing tables hold one block per
         loop (column ``loop``).
+    draft_heads : str, Path or list of them, optional
+        EAGLE / EAGLE-3 / MTP heads for the target (:mod:`specnb.measure.heads`; an MTP
+        head's path is the target's own folder), measured beside the drafts as drafters of the
+        reference loop (:class:`specnb.measure.head_drafter.HeadDrafter`); they need
+        ``loop="reference"``. Their teacher-forced alpha is the first draft's.
 
     Returns
     -------
@@ -188,7 +195,8 @@ def measure(target=None, drafts=None, *, prompts=None, tasks=None, per_task: int
         Bad gammas/temperatures/max_new_tokens/repeats (a gamma above max_new_tokens - 1, which
         no round can draft); an unknown loop; mismatched vocabularies; a prompt too long for
         the target's context (see :func:`encode_prompts`); loop ``"reference"`` with a target
-        whose generation_config sets logits processors.
+        whose generation_config sets logits processors; draft heads without loop
+        ``"reference"`` only, or a head that does not fit the target.
     FileNotFoundError
         A missing model folder or prompts file.
     """
@@ -202,8 +210,26 @@ def measure(target=None, drafts=None, *, prompts=None, tasks=None, per_task: int
     warm = _check.scalar_int("warmup", warmup, lo=0)
     seed = _check.scalar_int("seed", seed, lo=0)
     prompt_items, prompts_src = _prompt_items(prompts, tasks, per_task)  # before any model loads
+    heads = _as_list(draft_heads, "draft_heads") if draft_heads is not None else []
+    if heads and loops != ["reference"]:
+        raise ValueError("draft heads run in the reference loop only (transformers' assisted "
+                         "decoding takes no EAGLE / MTP head): use loop='reference' "
+                         "(--loop reference)")
+    if heads and drafts is None and models is None and target is not None:
+        from .load import BUNDLED_TARGET, load_model, resolve_device, resolve_dtype
+        if Path(target).expanduser().resolve() != BUNDLED_TARGET.resolve():
+            # a head of another target: no default drafts (the bundled ones do not fit it)
+            d = resolve_device(device)
+            models = {"target": load_model(target, device=d, dtype=resolve_dtype(dtype, d)),
+                      "drafts": {}, "target_name": str(target)}
     tmodel, ttok, dmodels, target_name, (dev, torch_dtype) = _load_models(target, drafts, models,
                                                                           device, dtype)
+    if heads:  # the drafter seam: heads beside the drafts
+        from .head_drafter import HeadDrafter
+        from .load import short_names
+        labels = short_names([*dmodels, *map(str, heads)])[len(dmodels):]
+        for label, path in zip(labels, heads):
+            dmodels[label] = (HeadDrafter.load(path, tmodel), None)
     ids = encode_prompts(ttok, prompt_items, max_new_tokens=mnt,
                          context=model_contexts(tmodel, dmodels), chat_template=chat_template)
     n_p = len(prompt_items)

@@ -1,5 +1,6 @@
 """``specnb measure`` (specnb/cli/measure.py): text and JSON reports on the bundled pair, flag
-errors that name the flag, --logged conflicts, --help, and the message without torch."""
+errors that name the flag, --logged conflicts, --draft-head's, --help, and the message
+without torch; a head that does not fit the target exits 2 naming its config (slow)."""
 
 import json
 import os
@@ -121,6 +122,11 @@ def _without_torch(tmp_path):
     (["--draft", "data/models/nosuch"], "--draft 'data/models/nosuch' does not exist"),
     (["--logged", str(M.BUNDLED_LOGGED), "--target", str(M.BUNDLED_DRAFTS[0])],
      "holds the bundled target's responses, not --target"),
+    (["--draft-head", "data/models/nosuch"], "--draft-head data/models/nosuch: not a head folder"),
+    (["--draft-head", str(M.BUNDLED_EAGLE3_HEAD), "--loop", "transformers", "reference"],
+     "--draft-head runs in the reference loop only"),
+    (["--logged", str(M.BUNDLED_LOGGED), "--draft-head", str(M.BUNDLED_EAGLE3_HEAD)],
+     "--draft-head does not apply with --logged"),
 ])
 def test_cli_checks_every_argument_before_torch(tmp_path, argv, match):
     """Faults 13, 22, 23 and 8: each refused with exit 2 and a message naming the flag, by a
@@ -166,3 +172,20 @@ def test_tables_show_temperatures_as_given():
     lines = [line.split() for line in text.splitlines()[1:]]
     assert [row[0] for row in lines] == ["0", "0.7", "1e+09"]
     assert [row[1] for row in lines] == ["0.500", "0.250", "0.125"]
+
+
+@pytest.mark.slow
+def test_cli_head_of_another_target_exits_2(capsys, tmp_path):
+    """A head whose hidden size is not the target's: one line naming its config.json."""
+    cfg = json.loads((M.BUNDLED_EAGLE3_HEAD / "config.json").read_text())
+    cfg["target_hidden_size"] = 512
+    bad = tmp_path / "head"
+    bad.mkdir()
+    (bad / "config.json").write_text(json.dumps(cfg))
+    (bad / "model.safetensors").write_bytes((M.BUNDLED_EAGLE3_HEAD / "model.safetensors")
+                                            .read_bytes())
+    assert main(["measure", "--draft-head", str(bad), "--per-task", "1", "--gamma", "1",
+                 "--temperature", "0", "--max-new-tokens", "4", "--repeats", "1",
+                 "--no-progress", "--json"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "config.json" in err and "512" in err and "256" in err and len(err.splitlines()) == 1

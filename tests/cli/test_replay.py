@@ -75,7 +75,10 @@ def test_bad_input_exits_2_with_one_line(capsys, tmp_path, rows, argv, msg):
 
 
 def test_the_dispatch_table_names_every_methods_flags():
-    assert set(CR.METHODS) == {"ngram", "ngram_gpu", "suffix", "draft_model"}
+    assert set(CR.METHODS) == {"ngram", "ngram_gpu", "suffix", "draft_model", "eagle", "eagle3",
+                               "mtp"}
+    assert all(CR.METHODS[m].models and "head" in CR.METHODS[m].flags
+               for m in ("eagle", "eagle3", "mtp"))
     assert CR.METHODS["draft_model"].models and not CR.METHODS["suffix"].models
     assert "prompt_lookup_min" in CR.METHODS["ngram_gpu"].flags
 
@@ -90,3 +93,26 @@ def test_bad_input_and_model_free_methods_never_import_torch(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.strip().splitlines()[-1] == "2 0 False"
+
+
+@pytest.mark.slow  # loads the bundled target and head
+def test_eagle3_row_on_the_bundled_head(capsys, tmp_path):
+    """--method eagle3 without --head on the bundled target: the bundled EAGLE-3 head, its
+    profile written with vLLM's counters; the MTP row on a target without MTP layers, a head
+    of another format and a missing head exit 2 with one line naming the file."""
+    pytest.importorskip("torch")
+    out_file = tmp_path / "p.json"
+    code, out, err = run(capsys, "--method", "eagle3", "--gamma", "1", "3", "--out",
+                         str(out_file))
+    assert code == 0, err
+    assert out.startswith("eagle3 replay of") and "eagle3-head-target-4x256" in out
+    prof = AP.load(out_file)
+    assert prof.method == "eagle3" and prof.gammas == (1, 3)
+    assert prof.entry(3).counters.num_drafts == prof.entry(3).counters.num_steps > 0
+    for argv, msg in [(["--method", "mtp"], "MTP was asked for"),
+                      (["--method", "eagle3", "--head", "data/models/draft-1x64"],
+                       "draft-1x64/config.json: not a head"),
+                      (["--method", "eagle3", "--target", "data/models/draft-1x64"],
+                       "needs a head (--head PATH)")]:
+        code, out, err = run(capsys, *argv)
+        assert code == 2 and len(err.strip().splitlines()) == 1 and msg in err, (argv, err)

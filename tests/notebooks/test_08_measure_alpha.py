@@ -118,3 +118,18 @@ def test_answer_names_every_method_and_the_loop_to_trust(executed_notebooks, rec
     assert "forecast for a lean engine loop" in answer
     pays = [v for v in found if v.verdict == M.verdict.PAYS]
     assert ("do not turn it on" in answer) == (not pays)
+
+
+def test_notebook_runs_the_bundled_head_live_and_from_the_log(rec):
+    """The head section: the bundled EAGLE-3 head drafts in the reference loop (lossless at
+    T = 0, tau counted from its rounds within [1, gamma + 1]) and its replay of the bundled log
+    gives tau rising with gamma."""
+    h = rec["measure.head"]
+    assert set(h["draft"]) == {"eagle3-head-target-4x256"}
+    assert set(h["loop"]) == {"reference"}
+    greedy = h[h["temperature"] == 0.0]
+    assert len(greedy) and greedy["lossless"].astype(bool).all()
+    assert ((h["tau_measured"] >= 1.0) & (h["tau_measured"] <= h["gamma"] + 1.0)).all()
+    rp = rec["measure.head_replay"].sort_values("gamma")
+    assert rp["tau"].is_monotonic_increasing and (rp["tau"] > 1.0).all()
+    assert (rp["tau_ci_low"] <= rp["tau"]).all() and (rp["tau"] <= rp["tau_ci_high"]).all()
