@@ -244,7 +244,16 @@ def _cmd_bench(args) -> int:
     from ..advise import compare_bench
 
     try:
-        result = compare_bench(args.on, args.off, goal=args.goal, tolerance=args.tolerance)
+        texts = {k: None if getattr(args, k) is None else _read_file(getattr(args, k))
+                 for k in ("on_log", "off_log", "server_log")}
+    except OSError as exc:
+        return _err("bench", f"cannot read {exc.filename}: {exc.strerror}", 2)
+    except ValueError as exc:
+        return _err("bench", str(exc), 1)
+    try:
+        result = compare_bench(args.on, args.off, goal=args.goal, tolerance=args.tolerance,
+                               on_console=texts["on_log"], off_console=texts["off_log"],
+                               server_log=texts["server_log"])
     except OSError as exc:
         return _err("bench", f"cannot read {exc.filename}: {exc.strerror}", 2)
     except ValueError as exc:
@@ -330,15 +339,26 @@ def register(sub) -> None:
 
     bb = sub.add_parser("bench", help="compare vllm bench serve results, speculation on vs off",
                         description="Compare two `vllm bench serve --save-result` files and "
-                                    "give a verdict for the goal. Exit status: 0 printed, 1 a "
-                                    "file that is not a bench result (not JSON, wrong values), "
+                                    "give a verdict for the goal, and one by TPOT, throughput "
+                                    "and TTFT. Exit status: 0 printed, 1 a file that is not a "
+                                    "bench result (not JSON, wrong values: a TPOT or throughput "
+                                    "of 0, negative or not finite), "
                                     "2 usage error (a file that cannot be read: missing, a "
                                     "directory, no permission; a bad option).")
     bb.add_argument("on", metavar="ON.json", help="result with speculative decoding")
     bb.add_argument("off", metavar="OFF.json", help="result without")
-    bb.add_argument("--goal", choices=("latency", "throughput"), default="latency",
+    bb.add_argument("--goal", choices=("latency", "throughput", "ttft"), default="latency",
                     help="latency: judge by TPOT (median, else mean); throughput: by output "
-                         "tokens/s (default: latency)")
+                         "tokens/s; ttft: by time to first token; the other two verdicts are "
+                         "printed below it (default: latency)")
+    bb.add_argument("--on-log", metavar="FILE",
+                    help="the console output of the ON run's vllm bench serve (its "
+                         "Namespace(...) line says the dataset, --ignore-eos, the backend): "
+                         "flags acceptance measured on content unlike real traffic")
+    bb.add_argument("--off-log", metavar="FILE", help="the same for the OFF run")
+    bb.add_argument("--server-log", metavar="FILE",
+                    help="the ON server's log or vllm serve line: flags a server with synthetic "
+                         "or lossy acceptance (rejection_sample_method synthetic / fly)")
     bb.add_argument("--tolerance", type=_tolerance, default=0.05,
                     help="relative change treated as noise (default 0.05)")
     bb.set_defaults(func=_cmd_bench)

@@ -380,3 +380,23 @@ def test_config_check_against_the_target(tmp_path, capsys):
     assert "does not exist" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         main(["config", "check", "{}", "--tensor-parallel-size", "0"])
+
+
+def test_bench_refuses_a_zero_tpot_with_exit_1_and_reads_the_console_logs(capsys, tmp_path):
+    # R2: a TPOT of 0 in the ON file said to turn speculation on
+    on = json.loads(sample_path("bench_on.json").read_text())
+    on["mean_tpot_ms"] = 0
+    zero = tmp_path / "on.json"
+    zero.write_text(json.dumps(on))
+    code, out, err = run(capsys, "bench", str(zero), str(sample_path("bench_off.json")))
+    assert code == 1 and "mean_tpot_ms" in err and out == ""
+    bench = CASES / "vllm" / "0.33.0" / "bench"
+    code, out, err = run(capsys, "bench", str(bench / "spec-k3.json"),
+                         str(bench / "baseline.json"), "--on-log",
+                         str(bench / "spec-k3.stdout.txt"), "--server-log",
+                         str(bench.parent / "server" / "non_default_args_synthetic.log"))
+    assert code == 0 and "[random-dataset]" in out and "[synthetic-acceptance]" in out
+    assert "by TTFT:" in out
+    code, out, err = run(capsys, "bench", str(bench / "spec-k3.json"),
+                         str(bench / "baseline.json"), "--on-log", str(bench / "spec-k3.json"))
+    assert code == 1 and "Namespace" in err
