@@ -183,21 +183,23 @@ def _read_file(path: str) -> str:
 
 
 def _cmd_metrics(args) -> int:
+    from .._stream import scan
     from ..advise import acceptance_advice
-    from ..vllm import UsageError, read_acceptance
+    from ..vllm import UsageError
+    from ..vllm.read import MARKERS, read_acceptance_scans
 
     if len(args.files) > 2:
         return _err("metrics", "give one or two files", 2)
     if args.files.count("-") > 1:
         return _err("metrics", "- (stdin) can be given only once", 2)
     try:
-        texts = [_read_file(p) for p in args.files]
+        scans = [scan(p, MARKERS, "give a /metrics scrape or a vLLM log") for p in args.files]
     except OSError as exc:
         return _err("metrics", f"cannot read {exc.filename}: {exc.strerror}", 2)
     except ValueError as exc:
         return _err("metrics", str(exc), 1)
     try:
-        reading = read_acceptance(texts, args.num_speculative_tokens, args.model_name)
+        reading = read_acceptance_scans(scans, args.num_speculative_tokens, args.model_name)
         advice = acceptance_advice(reading.stats, args.draft_cost)
     except UsageError as exc:
         return _err("metrics", str(exc)[len("usage: "):], 2)
@@ -205,7 +207,10 @@ def _cmd_metrics(args) -> int:
         return _err("metrics", str(exc), 1)
     stats = reading.stats
     for line in reading.header:  # printed only once the numbers are known to be usable
-        print(_printable(line))
+        if line.startswith("warning: "):
+            print(_printable(line), file=sys.stderr)
+        else:
+            print(_printable(line))
     print(stats.to_frame(formatted=True).to_string(index=False))
     if stats.per_position:
         print()
