@@ -19,6 +19,7 @@ inside the commands.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 
@@ -193,13 +194,21 @@ def _cmd_metrics(args) -> int:
     if args.files.count("-") > 1:
         return _err("metrics", "- (stdin) can be given only once", 2)
     try:
-        scans = [scan(p, MARKERS, "give a /metrics scrape or a vLLM log") for p in args.files]
+        scans = [scan(p, MARKERS + _ENGINE_MARKERS, "give a /metrics scrape or a server log")
+                 for p in args.files]
     except OSError as exc:
         return _err("metrics", f"cannot read {exc.filename}: {exc.strerror}", 2)
     except ValueError as exc:
         return _err("metrics", str(exc), 1)
     try:
-        reading = read_acceptance_scans(scans, args.num_speculative_tokens, args.model_name)
+        engine = _engine_of(scans, args.engine)
+        if engine == "vllm":
+            reading = read_acceptance_scans(scans, args.num_speculative_tokens,
+                                            args.model_name)
+        else:
+            reading = _other_engine(engine, scans, args.num_speculative_tokens)
+            if reading is None:
+                return 0
         advice = acceptance_advice(reading.stats, args.draft_cost)
     except UsageError as exc:
         return _err("metrics", str(exc)[len("usage: "):], 2)
@@ -232,6 +241,107 @@ def _cmd_metrics(args) -> int:
     for note in advice:
         print(f"advice: {note.message}")
     return 0
+
+
+#: Lines the other engines' readers need (:mod:`specnb.engines`, :mod:`specnb.vllm.requests`).
+_ENGINE_MARKERS = ("accept len:", "draft acceptance", "speculative_decoding", "spec_verify_ct")
+
+
+def _responses(sc):
+    """The JSON response bodies of a scanned file (one a line; or the whole file as one JSON
+    value or a list of them), or None when it is not JSON."""
+    from ..vllm.bench import _objects
+
+    if not sc.head.lstrip().startswith(("{", "[")):
+        return None
+    try:
+        objs = [json.loads(t) for _, t in sc.lines if t.strip()]
+        if not objs:
+            raise ValueError
+    except ValueError:
+        if sc.where == "<stdin>" or sc.n_bytes > 256 << 20:
+            raise ValueError(f"{sc.where}: give the responses one JSON object a line (JSONL)")
+        with open(sc.where, encoding="utf-8") as fh:
+            objs = _objects(fh.read(), sc.where)
+    out = []
+    for o in objs:
+        out += o if isinstance(o, list) else [o]
+    return out
+
+
+def _engine_of(scans, engine: str) -> str:
+    """vllm, vllm-requests, sglang, sglang-meta or llama.cpp: what the input is."""
+    from ..engines.llamacpp import is_llamacpp_log
+    from ..engines.sglang import is_sglang_log
+    from ..vllm import UsageError
+
+    if engine not in ("auto", "vllm") and len(scans) > 1:
+        raise UsageError(f"usage: --engine {engine} reads one file")
+    sc = scans[0]
+    if len(scans) == 1 and sc.head.lstrip().startswith(("{", "[")):
+        if engine in ("auto", "vllm") and "speculative_decoding" in sc.markers:
+            return "vllm-requests"
+        if engine in ("auto", "sglang") and "spec_verify_ct" in sc.markers:
+            return "sglang-meta"
+    text = sc.text
+    vllm_marks = {"vllm:spec_decode_", "SpecDecoding metrics:", "Speculative metrics:"}
+    if engine == "auto" and len(scans) == 1 and not (vllm_marks & sc.markers):
+        if is_sglang_log(text):
+            return "sglang"
+        if is_llamacpp_log(text):
+            return "llama.cpp"
+    return engine if engine in ("sglang", "llama.cpp") else "vllm"
+
+
+def _other_engine(engine, scans, k):
+    """The Reading of another engine's input (acceptance_stats on its counts when it gives
+    them all), or None after printing a tau-only result."""
+    from ..engines.llamacpp import read_llamacpp_log
+    from ..engines.sglang import read_sglang_log, read_sglang_meta_info
+    from ..vllm import Reading, SpecDecodeCounts, acceptance_stats
+    from ..vllm.requests import read_request_metrics
+
+    sc = scans[0]
+    if engine == "vllm-requests":
+        counts = read_request_metrics(_responses(sc))
+        return Reading(acceptance_stats(counts, k), "requests", (
+            f"source: {counts.label_sets:,} vLLM response(s) with metrics.speculative_decoding "
+            "(--per-request-spec-decode-metrics), summed: the server counters' definitions, "
+            "for these requests",))
+    if engine == "sglang-meta":
+        got = read_sglang_meta_info(_responses(sc), k)
+    elif engine == "sglang":
+        got = read_sglang_log(sc.lines, k)
+    else:
+        got = read_llamacpp_log(sc.lines, k)
+    header = [f"source: {got.engine} {got.source}, {got.items:,} item(s) ({sc.n_lines:,} lines "
+              "read)"] + [f"definition: {d}" for d in got.definition]
+    c = got.counts
+    if {"num_drafts", "num_draft_tokens", "num_accepted_tokens"} <= set(c):
+        estimated = got.engine == "llama.cpp"
+        counts = SpecDecodeCounts(float(c["num_drafts"]), float(c["num_draft_tokens"]),
+                                  float(c["num_accepted_tokens"]),
+                                  tuple(float(x) for x in c.get("num_accepted_tokens_per_pos",
+                                                                 ())),
+                                  1, f"engine {got.engine}", estimated)
+        stats = acceptance_stats(counts, k if k is not None else got.num_speculative_tokens)
+        stats = dataclasses.replace(stats, notes=got.notes + stats.notes)
+        return Reading(stats, got.engine, tuple(header))
+    for line in header:
+        print(_printable(line))
+    for name, value, unit in got.rows():
+        shown = "-" if value is None or value != value else (
+            f"{value:.3f}" if unit == "tokens/step" else f"{value:.2f}" if unit == "%" else
+            f"{value}")
+        print(f"{name:<32}{shown:>10} {unit}")
+    if got.tau == got.tau and got.num_speculative_tokens:
+        from ..theory import alpha_from_acceptance_length
+
+        print(f"{'implied alpha':<32}"
+              f"{alpha_from_acceptance_length(got.tau, got.num_speculative_tokens):>10.3f}")
+    for note in got.notes:
+        print(f"note: {note}")
+    return None
 
 
 def _draft_cost(text: str) -> float:
@@ -334,6 +444,13 @@ def register(sub) -> None:
     m.add_argument("--num-speculative-tokens", "-k", type=positive_int, metavar="N",
                    help="gamma for alpha (default: inferred)")
     m.add_argument("--model-name", help="keep only series with this model_name label")
+    m.add_argument("--engine", choices=("auto", "vllm", "sglang", "llama.cpp"), default="auto",
+                   help="what wrote the input (default auto: from its lines): vllm (scrape, "
+                        "log, printout, or response bodies with metrics.speculative_decoding "
+                        "as JSON lines), sglang (server log 'accept len' lines, or responses "
+                        "with meta_info), llama.cpp (llama-server 'draft acceptance' lines); "
+                        "each is put in specnb's tau and acceptance rate, the difference in "
+                        "definitions stated")
     m.add_argument("--draft-cost", "-c", type=_draft_cost, metavar="C",
                    help="draft/target cost per forward c, for the per-position advice and the "
                         "gamma-1 verdict (Corollary 3.9: gamma 1 pays while the acceptance rate "

@@ -400,3 +400,20 @@ def test_bench_refuses_a_zero_tpot_with_exit_1_and_reads_the_console_logs(capsys
     code, out, err = run(capsys, "bench", str(bench / "spec-k3.json"),
                          str(bench / "baseline.json"), "--on-log", str(bench / "spec-k3.json"))
     assert code == 1 and "Namespace" in err
+
+
+def test_metrics_reads_sglang_llamacpp_and_vllm_request_outputs(capsys):
+    # issue 26: other engines' acceptance, put in specnb's tau and rate, definitions stated
+    code, out, err = run(capsys, "metrics", str(CASES / "sglang" / "server.log"), "-k", "3")
+    assert code == 0 and "source: sglang server log" in out and "definition:" in out
+    assert "implied alpha" in out
+    code, out, err = run(capsys, "metrics", str(CASES / "llamacpp" / "server.log"))
+    assert code == 0 and "source: llama.cpp server log" in out and "draft position" in out
+    code, out, err = run(capsys, "metrics", str(CASES / "sglang" / "meta_info.jsonl"))
+    assert code == 0 and "sglang meta_info" in out and "mean acceptance length" in out
+    code, out, err = run(capsys, "metrics", str(CASES / "vllm" / "0.33.0" / "requests" /
+                                                "responses.jsonl"))
+    assert code == 0 and "metrics.speculative_decoding" in out
+    code, out, err = run(capsys, "metrics", "--engine", "llama.cpp",
+                         str(CASES / "sglang" / "server.log"))
+    assert code == 1 and "no llama.cpp" in err
