@@ -15,6 +15,8 @@ import re
 from pathlib import Path
 
 from ..data import DATA_DIR
+from ..request_log import BUNDLED_LOGGED, BUNDLED_PROMPTS  # one home
+from ..request_log import check_file as check_prompts_file
 
 __all__ = ["MODELS_DIR", "BUNDLED_TARGET", "BUNDLED_DRAFTS", "BUNDLED_PROMPTS",
            "BUNDLED_LOGGED", "OFFLINE_HINT", "offline", "hub_reachable", "looks_like_path", "check_model_name",
@@ -24,12 +26,6 @@ __all__ = ["MODELS_DIR", "BUNDLED_TARGET", "BUNDLED_DRAFTS", "BUNDLED_PROMPTS",
 MODELS_DIR = DATA_DIR / "models"
 BUNDLED_TARGET = MODELS_DIR / "target-4x256"
 BUNDLED_DRAFTS = (MODELS_DIR / "draft-2x128", MODELS_DIR / "draft-1x64")
-#: Bundled prompts: held-out standard-library text (``python -m specnb.measure.train --prompts``).
-BUNDLED_PROMPTS = DATA_DIR / "prompts" / "stdlib_heldout.jsonl"
-#: The bundled target's own responses to every held-out prompt (greedy and T = 1), as a request
-#: log would hold them (``scripts/make_logged_responses.py``; provenance in data/prompts/README.md).
-BUNDLED_LOGGED = DATA_DIR / "prompts" / "stdlib_heldout_responses.jsonl"
-
 OFFLINE_HINT = ("to stay offline (no hub requests: only local folders and the hub cache) set "
                 "HF_HUB_OFFLINE=1")
 
@@ -114,25 +110,6 @@ def check_model_name(name, what: str = "model") -> str:
             "cannot be reached (no network?): give a local folder (if you meant one, check the "
             "path), or download the model where there is network")
     return "hub"
-
-
-def check_prompts_file(path, what: str = "prompts file") -> Path:
-    """``path`` as a Path to an existing file.
-
-    Raises
-    ------
-    FileNotFoundError
-        It does not exist, or it is a folder (the message says which, and names the bundled
-        file).
-    """
-    p = Path(path).expanduser()
-    if p.is_dir():
-        raise FileNotFoundError(f"{what} {str(path)!r} is a folder; give the JSON-lines file "
-                                f"itself (the bundled one is {BUNDLED_PROMPTS})")
-    if not p.is_file():
-        raise FileNotFoundError(f"{what} {str(path)!r} does not exist; the bundled one is "
-                                f"{BUNDLED_PROMPTS}")
-    return p
 
 
 def check_gammas(gammas, *, max_new_tokens: int | None = None, context: int | None = None,

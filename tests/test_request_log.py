@@ -1,0 +1,126 @@
+"""specnb.request_log: the three row shapes (text, ids, chat), optional fields, bad rows named
+by line, skip-bad counting, and the same prompt ids as measure's transformers encoding."""
+
+import json
+
+import numpy as np
+import pytest
+
+from specnb import request_log as RL
+
+
+def _log(tmp_path, rows, name="log.jsonl"):
+    f = tmp_path / name
+    f.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows),
+                 encoding="utf-8")
+    return f
+
+
+def test_bundled_log_reads_without_torch_and_matches_its_ids():
+    log = RL.read()
+    recs = [json.loads(x) for x in RL.BUNDLED_LOGGED.read_text().splitlines() if x.strip()]
+    assert len(log) == len(recs) == 72 and log.skipped == ()
+    assert log.tasks == ("code-completion", "copy-edit", "prose")
+    for r, rec in zip(log, recs):
+        assert r.id == rec["id"] and r.task == rec["task"]
+        assert r.response_ids.tolist() == rec["response_ids"]
+        assert r.temperature == rec["temperature"] and r.arrival_time is None
+        assert r.prompt_len > 0 and r.response_len == len(rec["response_ids"])
+        assert r.token_ids.size == r.prompt_len + r.response_len
+
+
+@pytest.mark.slow  # imports transformers
+def test_prompt_ids_equal_the_transformers_encoding():
+    transformers = pytest.importorskip("transformers")
+    tok = transformers.AutoTokenizer.from_pretrained(str(RL.BUNDLED_TOKENIZER))
+    recs = [json.loads(x) for x in RL.BUNDLED_LOGGED.read_text().splitlines() if x.strip()]
+    for r, rec in zip(RL.read(), recs):
+        assert r.prompt_ids.tolist() == tok(rec["prompt"])["input_ids"]
+
+
+def test_ids_rows_chat_rows_and_arrival_times(tmp_path):
+    f = _log(tmp_path, [
+        {"prompt_ids": [1, 2, 3], "response_ids": [4, 5], "timestamp": 12.5},
+        {"task": "chat", "messages": [{"role": "user", "content": "def f(x):"},
+                                      {"role": "assistant", "content": " return x"}],
+         "arrival_time": "2026-01-01T00:00:01Z"},
+        {"task": "chat", "messages": [{"role": "user", "content": "hi"}],
+         "choices": [{"message": {"role": "assistant", "content": " there"}}],
+         "created": 7, "request_id": "cmpl-1"},
+        {"task": "code", "prompt": "x = 1", "response": " + 2", "temperature": 0.7},
+    ])
+    log = RL.read(f)
+    a, b, c, d = log
+    assert (a.id, a.task, a.prompt_ids.tolist(), a.response_ids.tolist(), a.arrival_time) == \
+        ("line-1", None, [1, 2, 3], [4, 5], 12.5)
+    tok = RL.load_tokenizer()
+    assert tok.chat_template is None  # the bundled tokenizer: contents joined by newlines
+    assert b.prompt_ids.tolist() == tok.encode("def f(x):", special=True)
+    assert b.response_ids.tolist() == tok.encode(" return x", special=False)
+    assert b.arrival_time == 1767225601.0 and b.id == "chat-00"
+    assert (c.id, c.arrival_time, c.response_ids.tolist()) == \
+        ("cmpl-1", 7.0, tok.encode(" there", special=False))
+    assert d.temperature == 0.7 and d.id == "code-00" and log.tasks == ("chat", "code")
+    with pytest.raises(ValueError, match="read-only"):
+        a.prompt_ids[0] = 9
+
+
+@pytest.mark.slow  # imports transformers
+def test_a_chat_template_renders_like_transformers(tmp_path):
+    transformers = pytest.importorskip("transformers")
+    folder = tmp_path / "tok"
+    folder.mkdir()
+    (folder / "tokenizer.json").write_bytes((RL.BUNDLED_TOKENIZER / "tokenizer.json").read_bytes())
+    cfg = json.loads((RL.BUNDLED_TOKENIZER / "tokenizer_config.json").read_text())
+    cfg["chat_template"] = ("{% for m in messages %}<|{{ m['role'] }}|>\n{{ m['content'] }}\n"
+                            "{% endfor %}{% if add_generation_prompt %}<|assistant|>\n{% endif %}"
+                            "{{ eos_token if false else '' }}")
+    (folder / "tokenizer_config.json").write_text(json.dumps(cfg))
+    msgs = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "x = 1"}]
+    ht = transformers.AutoTokenizer.from_pretrained(str(folder))
+    want = ht(ht.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True),
+              add_special_tokens=False)["input_ids"]
+    f = _log(tmp_path, [{"messages": msgs, "response": " ok"}])
+    assert RL.read(f, tokenizer=folder)[0].prompt_ids.tolist() == want
+
+
+@pytest.mark.parametrize("row,msg", [
+    ("{not json", "not valid JSON"),
+    ("[1, 2]", "must be a JSON object"),
+    ({"prompt": "p"}, "needs the served response"),
+    ({"response": "r"}, "needs its prompt"),
+    ({"prompt": "p", "response": ""}, "non-empty string"),
+    ({"prompt_ids": [1], "response_ids": []}, "'response_ids' must be a non-empty list"),
+    ({"prompt_ids": [1.5], "response_ids": [1]}, "'prompt_ids' must be a list of token ids"),
+    ({"prompt_ids": [-1], "response_ids": [1]}, "negative token id -1"),
+    ({"prompt_ids": [1], "response_ids": [10 ** 7]}, "outside the tokenizer's vocabulary"),
+    ({"prompt_ids": [1], "response_ids": [1], "task": 3}, "'task' must be a string"),
+    ({"prompt_ids": [1], "response_ids": [1], "temperature": -1}, "'temperature' must be"),
+    ({"prompt_ids": [1], "response_ids": [1], "timestamp": "noon"}, "ISO-8601"),
+    ({"messages": [{"role": "user", "content": "q"}]}, "needs the assistant's reply"),
+    ({"messages": [{"role": "assistant", "content": "a"}]}, "only the assistant's reply"),
+])
+def test_bad_rows_name_their_line_and_skip_bad_counts_them(tmp_path, row, msg):
+    good = {"prompt_ids": [1, 2], "response_ids": [3]}
+    f = _log(tmp_path, [good, row])
+    with pytest.raises(ValueError, match=f"log.jsonl:2: .*{msg}"):
+        RL.read(f)
+    log = RL.read(f, skip_bad=True)
+    assert len(log) == 1 and [n for n, _ in log.skipped] == [2]
+
+
+def test_empty_and_all_bad_logs_and_missing_files(tmp_path):
+    with pytest.raises(ValueError, match="holds no request: it is empty"):
+        RL.read(_log(tmp_path, ["", "  "]))
+    with pytest.raises(ValueError, match=r"holds no request: every row was bad \(1 skipped"):
+        RL.read(_log(tmp_path, [{"prompt": "p"}]), skip_bad=True)
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        RL.read(tmp_path / "none.jsonl")
+    with pytest.raises(ValueError, match="no tokenizer.json"):
+        RL.read(_log(tmp_path, [{"prompt": "p", "response": "r"}]), tokenizer=tmp_path)
+    # no tokenizer: id rows only, no vocabulary bound
+    ids = _log(tmp_path, [{"prompt_ids": [1], "response_ids": [10 ** 7]}], "ids.jsonl")
+    assert RL.read(ids, tokenizer=False)[0].response_ids.tolist() == [10 ** 7]
+    with pytest.raises(ValueError, match="needs a tokenizer"):
+        RL.read(_log(tmp_path, [{"prompt": "p", "response": "r"}]), tokenizer=False)
+    assert np.asarray(RL.read(ids, tokenizer=False)[0].prompt_ids).dtype == np.int64
