@@ -234,10 +234,13 @@ def _cmd_metrics(args) -> int:
         print(f"note: {note}")
     if stats.alpha is not None and stats.num_speculative_tokens and \
             stats.num_speculative_tokens > 1:
+        lower = stats.acceptance_rate < stats.alpha - 5e-4
         print(f"note: implied alpha {stats.alpha:.3f} is the per-token acceptance that gives "
               f"this tau under Eq. 1's i.i.d. assumption; the acceptance rate "
               f"{100 * stats.acceptance_rate:.2f} % (accepted / drafted) counts every draft "
-              "token after a rejection as rejected, so it is lower at gamma > 1")
+              "token after a rejection as rejected, so it is "
+              + ("lower at gamma > 1" if lower else
+                 "lower at gamma > 1 whenever a draft is rejected (here they agree)"))
     for note in advice:
         print(f"advice: {note.message}")
     return 0

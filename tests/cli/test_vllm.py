@@ -417,3 +417,11 @@ def test_metrics_reads_sglang_llamacpp_and_vllm_request_outputs(capsys):
     code, out, err = run(capsys, "metrics", "--engine", "llama.cpp",
                          str(CASES / "sglang" / "server.log"))
     assert code == 1 and "no llama.cpp" in err
+
+
+def test_full_acceptance_does_not_claim_the_rate_is_lower(capsys):
+    # N17: at 100 % acceptance the rate equals alpha; the note said it was lower
+    code, out, _ = run(capsys, "metrics", str(FIELD / "metrics_v08_no_tau.log"), "-k", "3")
+    assert code == 0
+    note = [line for line in out.splitlines() if line.startswith("note: implied alpha")][0]
+    assert "here they agree" in note
