@@ -56,7 +56,7 @@ PACKAGES = [
     ("specnb.theory", "L1"), ("specnb.acceptance_profile", "L1"), ("specnb.acceptance", "L1"), ("specnb.timing", "L1"), ("specnb.verify", "L1"),
     ("specnb.cost", "L1"), ("specnb.memory", "L1"),
     ("specnb.article", "L2"), ("specnb.methods", "L2"), ("specnb.batch", "L2"),
-    ("specnb.serving", "L2"), ("specnb.vllm", "L2"), ("specnb.measure", "L2"),
+    ("specnb.serving", "L2"), ("specnb.vllm", "L2"), ("specnb.measure", "L2"), ("specnb.engines", "L2"),
     ("specnb.advise", "L3"), ("specnb.nb", "L4"), ("specnb.runner", "L4"),
     ("specnb.cli", "L5"),
 ]

@@ -21,7 +21,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-__all__ = ["EngineAcceptance", "ENGINES"]
+__all__ = ["EngineAcceptance", "ENGINES", "read_sglang_log", "read_sglang_meta_info",
+           "read_llamacpp_log"]
 
 #: The engines read here, as ``specnb metrics --engine`` names them.
 ENGINES = ("sglang", "llama.cpp")
@@ -66,3 +67,7 @@ class EngineAcceptance:
 
 def _nan_if_none(x) -> float:
     return math.nan if x is None else float(x)
+
+
+from .llamacpp import read_llamacpp_log  # noqa: E402  (the readers need EngineAcceptance)
+from .sglang import read_sglang_log, read_sglang_meta_info  # noqa: E402

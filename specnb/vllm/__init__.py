@@ -21,7 +21,10 @@ Read
     :data:`PROMQL`; :func:`read_bench`, :func:`bench_summary`, :func:`bench_rows`,
     :func:`bench_value`, :data:`SPEC_KEYS`, :data:`COMPARABLE`; :func:`bench_point` /
     :func:`bench_points` (a run's numbers for ``specnb.serving.calibrate_bench``),
-    :data:`POINT_KEYS`
+    :data:`POINT_KEYS`; how a bench run was made: :func:`bench_setup`,
+    :func:`read_bench_console`, :func:`server_acceptance_method`; streamed files:
+    :func:`read_acceptance_scans`; per-request metrics in responses:
+    :func:`read_request_metrics`
 Samples
     :func:`sample_path`, :func:`sample_names` -- the bundled, labelled inputs in ``data/samples/``.
 
@@ -29,7 +32,8 @@ The modules (one job each): ``_schema`` (vLLM's schema transcribed), ``_rules`` 
 as findings; its key, value and method rules in ``_rules_keys``, ``_rules_typed``,
 ``_rules_method``, the checks against the target in ``_rules_target``), ``syntax`` (JSON diagnosis), ``schedule``, ``check``, ``findings``, ``config``
 (the builder), ``render``, ``metrics`` (Prometheus counters), ``logs`` (log lines and the
-offline printout), ``read`` (one entry point), ``bench``. Rules and names come from vLLM's
+offline printout), ``read`` (one entry point), ``bench``, ``requests`` (per-request metrics in
+responses). Rules and names come from vLLM's
 source at named commits; nothing here imports vLLM or needs a GPU or network.
 """
 
@@ -47,7 +51,9 @@ from .findings import ConfigCheck, Finding
 from .logs import log_counts
 from .metrics import (PROMQL, AcceptanceStats, SpecDecodeCounts, acceptance_stats,
                       metrics_delta, read_metrics)
-from .read import Reading, UsageError, read_acceptance
+from .bench import bench_setup, read_bench_console, server_acceptance_method
+from .read import Reading, UsageError, read_acceptance, read_acceptance_scans
+from .requests import read_request_metrics
 from .render import python_snippet, serve_command, yaml_config
 from .schedule import describe_schedule, schedule_lookup, validate_schedule
 from .syntax import ConfigSyntaxError
@@ -62,7 +68,8 @@ __all__ = [
     "read_acceptance", "Reading", "UsageError", "read_metrics", "metrics_delta", "log_counts",
     "acceptance_stats", "SpecDecodeCounts", "AcceptanceStats", "PROMQL",
     "read_bench", "bench_summary", "bench_rows", "bench_value", "SPEC_KEYS", "COMPARABLE",
-    "bench_point", "bench_points", "POINT_KEYS",
+    "bench_point", "bench_points", "POINT_KEYS", "bench_setup", "read_bench_console",
+    "server_acceptance_method", "read_acceptance_scans", "read_request_metrics",
     "sample_path", "sample_names",
 ]
 
