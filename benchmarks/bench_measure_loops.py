@@ -9,8 +9,19 @@ costs beyond its forwards (target forward over gamma + 1 positions counted as on
 Printed per loop: t_target, t_draft per draft, t_round; per (draft, gamma, T): tau, the measured
 speedup with its 95 % interval over prompts, and Theorem 3.8 with that overhead.
 
-Goal (issue 17): the reference loop's t_round at most a fifth of transformers' (the issue's CPU
-profile: 3.2-5.1 ms against 0.25-0.5 ms), and every greedy run of both loops lossless.
+What each figure is: ``t_round`` is a *fitted* coefficient (wall time regressed on forwards
+and rounds, ``specnb.timing.fit_timing_models``): it holds the host work per round and also
+what a wider target forward (gamma + 1 positions) costs beyond a one-token one; its r2 says how
+well the model fits the runs (on a loaded machine it can be poor: below R2_MIN the figure is
+not quoted). ``host`` is *measured* directly: the wall time of the reference loop's runs minus
+the time spent inside the model forwards (forward pre/post hooks), per round, at T = 0, in
+process CPU time (a shared machine's wall time counts other processes' turns): the loop's own
+overhead (cache crops, tensor copies, Python per token), which no fit can blur.
+
+Goals: the reference loop's host time per round at T = 0 at most 0.5 ms (issue 26: lean);
+its fitted t_round at most a fifth of transformers' (issue 17), quoted only when both fits have
+r2 >= R2_MIN; every greedy run of both loops lossless. A miss prints MISSED and exits 0
+(``make bench`` lists it).
 
     python benchmarks/bench_measure_loops.py [--per-task N] [--gamma G ...] [--max-new-tokens N]
         [--repeats R] [--temperature T ...]
@@ -19,16 +30,69 @@ profile: 3.2-5.1 ms against 0.25-0.5 ms), and every greedy run of both loops los
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _goals import goal_line  # noqa: E402
 
 GOAL_RATIO = 5.0
+GOAL_HOST_MS = 0.5
+R2_MIN = 0.9
+
+
+def host_overhead_ms(models, gammas, max_new_tokens: int, prompts: int = 6) -> dict:
+    """gamma -> (host ms per round, rounds, forward share): the reference loop at T = 0 on the
+    bundled prompts, the process's CPU time per run minus the CPU time inside the model
+    forwards (pre/post hooks), per round. CPU time, not wall: on a shared machine the wall
+    time also counts the other processes' turns."""
+    import time
+
+    import torch
+
+    from specnb import measure as M
+    from specnb.measure import reference as R
+
+    target, tok = models["target"]
+    draft = next(iter(models["drafts"].values()))[0]
+    items = M.load_prompts(per_task=1)[:prompts]
+    ids = M.encode_prompts(tok, items, max_new_tokens=max_new_tokens, context=256)
+    inside = [0.0]
+    started = {}
+
+    def hooks(m):
+        pre = m.register_forward_pre_hook(
+            lambda mod, a: started.__setitem__(mod, time.process_time()))
+        post = m.register_forward_hook(
+            lambda mod, a, o: inside.__setitem__(0, inside[0] + time.process_time()
+                                                 - started[mod]))
+        return pre, post
+
+    handles = hooks(target) + hooks(draft)
+    out = {}
+    try:
+        for g in gammas:
+            R.reference_generate(target, draft, ids[0], gamma=g, max_new_tokens=max_new_tokens)
+            inside[0], rounds, wall = 0.0, 0, 0.0
+            for x in ids:
+                c0 = time.process_time()
+                run = R.reference_generate(target, draft, x, gamma=g,
+                                           max_new_tokens=max_new_tokens)
+                wall += time.process_time() - c0
+                rounds += len(run.accept_lengths)
+            out[g] = (1e3 * (wall - inside[0]) / rounds, rounds, inside[0] / wall)
+    finally:
+        for h in handles:
+            h.remove()
+    return out
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--per-task", type=int, default=2, help="prompts per task (0 = all 36)")
     ap.add_argument("--gamma", type=int, nargs="+", default=[1, 3, 5])
-    ap.add_argument("--temperature", type=float, nargs="+", default=[0.0, 1.0])
+    ap.add_argument("--temperature", type=float, nargs="+", default=[0.0])
     ap.add_argument("--max-new-tokens", type=int, default=48)
     ap.add_argument("--repeats", type=int, default=2)
     args = ap.parse_args()
@@ -66,15 +130,48 @@ def main() -> int:
               f"{r['tau_measured']:>7.2f}  "
               f"{format_speedup(r['speedup_measured'], r['speedup_ci_low'], r['speedup_ci_high']):<24}"
               f"{r['speedup_with_overhead']:>10.2f}")
+    r2 = {r["loop"]: r["r2"] for _, r in m.timing.iterrows()}
+    print(f"\nfit quality: r2 transformers {r2['transformers']:.3f}, reference "
+          f"{r2['reference']:.3f} (below {R2_MIN} the fitted t_round is not quoted)")
+    good = min(r2.values()) >= R2_MIN
     ratio = rounds["transformers"] / max(rounds["reference"], 1e-9)
     lossless = m.lossless
-    print(f"\nt_round: transformers {1e3 * rounds['transformers']:.2f} ms, reference "
-          f"{1e3 * rounds['reference']:.2f} ms ({ratio:.1f}x); every greedy run lossless: "
-          f"{lossless}")
-    met = ratio >= GOAL_RATIO and lossless is not False
-    print(f"goal: reference t_round <= 1/{GOAL_RATIO:g} of transformers', greedy lossless: "
-          f"{'met' if met else 'MISSED'}")
-    return 0 if met else 1
+    if good:
+        print(f"t_round: transformers {1e3 * rounds['transformers']:.2f} ms, reference "
+              f"{1e3 * rounds['reference']:.2f} ms ({ratio:.1f}x)")
+    else:
+        print("t_round: the fit is too poor to quote (a loaded machine? rerun on an idle one); "
+              "the measured host time below does not depend on it")
+    print(f"every greedy run lossless: {lossless}")
+
+    import torch
+
+    torch.set_num_threads(1)
+    from specnb import measure as M2
+
+    models = {"target": M2.load_model(M2.BUNDLED_TARGET, device="cpu"),
+              "drafts": {M2.BUNDLED_DRAFTS[0].name: M2.load_model(M2.BUNDLED_DRAFTS[0],
+                                                                device="cpu",
+                                                                need_tokenizer=False)}}
+    host = host_overhead_ms(models, args.gamma, args.max_new_tokens)
+    print("\nreference loop, T = 0, measured: host time per round = (CPU time - CPU time "
+          "inside the model forwards) / rounds")
+    for g, (ms, n, share) in host.items():
+        print(f"  gamma {g}: {ms:.3f} ms per round over {n} rounds (forwards {100 * share:.0f} % "
+              "of the CPU time)")
+    worst = max(ms for ms, _, _ in host.values())
+    print(goal_line("reference loop host time per round at T = 0 (worst gamma)", worst,
+                    GOAL_HOST_MS, "ms", fmt="6.3f", at_most=True))
+    if good:
+        met = ratio >= GOAL_RATIO and lossless is not False
+        print(f"goal: reference t_round <= 1/{GOAL_RATIO:g} of transformers', greedy lossless: "
+              f"{'met' if met else 'MISSED'}")
+    else:
+        print(f"goal: reference t_round <= 1/{GOAL_RATIO:g} of transformers': MISSED (not "
+              f"judged: fit r2 {min(r2.values()):.2f} < {R2_MIN})")
+    if lossless is False:
+        print("goal: every greedy run lossless: MISSED")
+    return 0
 
 
 if __name__ == "__main__":

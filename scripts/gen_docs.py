@@ -57,6 +57,7 @@ PACKAGES = [
     ("specnb.cost", "L1"), ("specnb.memory", "L1"), ("specnb.request_log", "L1"),
     ("specnb.article", "L2"), ("specnb.methods", "L2"), ("specnb.batch", "L2"),
     ("specnb.serving", "L2"), ("specnb.vllm", "L2"), ("specnb.measure", "L2"),
+    ("specnb.engines", "L2"),
     ("specnb.replay", "L2"),
     ("specnb.simulate", "L2.5"),
     ("specnb.advise", "L3"), ("specnb.nb", "L4"), ("specnb.runner", "L4"),

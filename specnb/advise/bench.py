@@ -5,7 +5,10 @@ speculation one chunk often carries several tokens, so ITL can rise while TPOT f
 #48892: median TPOT -26%, median ITL +612%). The files are read by :mod:`specnb.vllm.bench`.
 
 Note codes: reasons ``tpot-change``, ``tpot-missing``, ``throughput-change``,
-``throughput-missing``; comparability ``same-file``, ``identical-results``, ``runs-differ``,
+``throughput-missing``, ``ttft-change``, ``ttft-missing``; validity (acceptance measured on
+content that says nothing about real traffic, :func:`validity`) ``random-dataset``,
+``content-free-trace``, ``ignore-eos``, ``synthetic-acceptance``, ``lossy-acceptance``,
+``no-chat-template``, ``reasoning-in-ttft``; comparability ``same-file``, ``identical-results``, ``runs-differ``,
 ``output-tokens-differ``, ``single-request``; cautions ``tail-tpot-worse``, ``median-ttft-worse``, ``tail-ttft-worse``,
 ``itl-rose``, ``failed-requests``, ``no-spec-section``, ``off-has-spec-counters`` and the
 :func:`~specnb.advise.watch.acceptance_length_advice` codes (``acceptance-length-shrink``,
@@ -15,6 +18,7 @@ Note codes: reasons ``tpot-change``, ``tpot-missing``, ``throughput-change``,
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 
 from .. import _check
@@ -22,9 +26,10 @@ from ..vllm import COMPARABLE, SPEC_KEYS, bench_rows, bench_value, read_bench
 from ..notes import Note
 from .watch import acceptance_length_advice
 
-__all__ = ["GOALS", "compare_bench", "comparability", "BenchComparison"]
+__all__ = ["GOALS", "compare_bench", "comparability", "validity", "BenchComparison"]
 
-GOALS = ("latency", "throughput")
+#: latency: TPOT; throughput: output tokens/s; ttft: time to first token.
+GOALS = ("latency", "throughput", "ttft")
 
 
 @dataclass(frozen=True)
@@ -36,8 +41,11 @@ class BenchComparison:
     table : pandas.DataFrame, one row per metric: metric, stat, unit, off, on, on/off,
         change (%), better ("on", "off" or "same" within the tolerance; "" if missing).
     acceptance : dict of the ON run's spec-decode section (empty if absent).
-    goal : "latency" or "throughput".
-    verdict : "turn it on", "keep it off", "no clear difference" or "cannot tell".
+    goal : "latency", "throughput" or "ttft".
+    verdict : "turn it on", "keep it off", "no clear difference" or "cannot tell" (by the
+        goal's metric).
+    verdicts : goal -> (verdict, the reason Note) for each of :data:`GOALS` ("latency" by
+        TPOT, "throughput" by output tokens/s, "ttft" by time to first token).
     reasons : why, with the numbers (:class:`~specnb.notes.Note` s; codes in the
         module docstring).
     cautions : what else to look at (tail latency, TTFT, ITL, comparability, failures); the
@@ -45,6 +53,8 @@ class BenchComparison:
     comparability : why the two runs are not like for like (model, prompts, dataset, request
         rate, concurrency, completed requests, output tokens, a single request); printed above
         the verdict, which stands but must be read with them (Notes).
+    validity : why the runs' acceptance (and so the speedup) may say nothing about real
+        traffic (:func:`validity`); printed first (Notes).
     """
 
     table: object
@@ -54,6 +64,8 @@ class BenchComparison:
     reasons: tuple = field(default=())
     cautions: tuple = field(default=())
     comparability: tuple = field(default=())
+    validity: tuple = field(default=())
+    verdicts: dict = field(default_factory=dict)
 
     def __str__(self) -> str:
         import pandas as pd
@@ -72,13 +84,148 @@ class BenchComparison:
                 lines.append("per-position acceptance (ON) " + ", ".join(
                     f"{i}: {100 * float(r):.1f} %" for i, r in enumerate(rates)))
         lines.append("")
+        if self.validity:
+            lines.append("acceptance measured on content that says nothing about real traffic "
+                         "(the speedup rests on it):")
+            lines += [f"  ! [{v.code}] {v}" for v in self.validity]
         if self.comparability:
             lines.append("not a like-for-like comparison; read the verdict with this in mind:")
             lines += [f"  ! {c}" for c in self.comparability]
         lines.append(f"goal: {self.goal} -> {self.verdict}")
         lines += [f"  because {r}" for r in self.reasons]
+        for goal, (verdict, why) in self.verdicts.items():
+            if goal != self.goal:
+                lines.append(f"  by {_LABEL[goal]}: {verdict} ({why})")
         lines += [f"  caution: {c}" for c in self.cautions if c not in self.comparability]
         return "\n".join(lines)
+
+
+_LABEL = {"latency": "TPOT", "throughput": "output throughput", "ttft": "TTFT"}
+#: A model id that names a chat / instruction-tuned model (ours, a heuristic on the name).
+_CHAT_MODEL = re.compile(r"(instruct|chat|-it\b|-it-|assistant|-sft|-dpo)", re.I)
+#: A model id that names a reasoning model (ours, a heuristic on the name).
+_REASONING_MODEL = re.compile(r"(-r1|reason|think|qwq|gpt-oss|qwen3|magistral)", re.I)
+
+
+def validity(on, off, on_console=None, off_console=None, server_log=None) -> list[Note]:
+    """Why the runs' acceptance (and so any speedup read from them) may say nothing about real
+    traffic, as coded notes (rules ours, each with its source):
+
+    * ``random-dataset``: ``--dataset-name`` random, random-mm, random-rerank or
+      prefix_repetition (:data:`specnb.vllm.bench.SYNTHETIC_DATASETS`): prompts of random
+      token ids; a draft cannot predict the continuation of noise (vLLM issue #33497: a
+      "low acceptance" report on DeepSeek-V3.2 from such a run);
+    * ``content-free-trace``: ``timed_trace``, a trace replayed as lengths and hash ids;
+    * ``ignore-eos``: ``--ignore-eos``, or implied (vLLM 0.33 sets it for a random dataset on an
+      OpenAI-compatible backend, and for ``timed_trace``): past the end of sequence the target
+      writes text whose acceptance says nothing about real traffic (ai-dynamo/dynamo#12918);
+    * ``synthetic-acceptance``: the server ran with ``rejection_sample_method: synthetic``
+      (acceptance drawn to a set rate, not measured); ``lossy-acceptance``: ``fly`` (lossy:
+      accepts drafts the target would not emit) -- from ``server_log`` (or ``--metadata``);
+    * ``no-chat-template``: a chat model (its id says instruct, chat, -it...) sent raw prompts:
+      ``--skip-chat-template``, or a completions backend (``openai`` / ``vllm``) with a dataset
+      other than ``custom`` (only that one applies the chat template there in vLLM 0.33);
+      acceptance on untemplated prompts is not your chat traffic's;
+    * ``reasoning-in-ttft``: a chat or responses backend with a reasoning model, or a TTFT above
+      half the end-to-end latency: a client that counts only content deltas puts the whole
+      reasoning phase (which speculation speeds up) into TTFT and takes its tokens out of TPOT;
+      vLLM 0.33's ``vllm bench serve`` counts reasoning deltas as output, older versions and
+      other clients may not.
+
+    Parameters
+    ----------
+    on, off : dict or path (as :func:`~specnb.vllm.read_bench`)
+    on_console, off_console : str or None, the console output of each ``vllm bench serve`` run
+        (its ``Namespace(...)`` line: :func:`~specnb.vllm.bench.read_bench_console`)
+    server_log : str or None, the server's log or ``vllm serve`` line
+        (:func:`~specnb.vllm.bench.server_acceptance_method`)
+
+    Raises
+    ------
+    ValueError
+        as :func:`~specnb.vllm.read_bench`; a console text with no ``Namespace(...)`` line.
+    """
+    return _validity(read_bench(on), read_bench(off), on_console, off_console, server_log)
+
+
+def _validity(on_d, off_d, on_console, off_console, server_log):
+    from ..vllm.bench import (CONTENT_FREE_TRACES, SYNTHETIC_DATASETS, bench_setup,
+                              read_bench_console, server_acceptance_method)
+
+    setups = [(name, bench_setup(d, read_bench_console(c) if c is not None else None), d)
+              for name, d, c in (("ON", on_d, on_console), ("OFF", off_d, off_console))]
+    out = []
+
+    def runs(pred):
+        return " and ".join(n for n, st, d in setups if pred(st, d))
+
+    def add(code, who, message):
+        if who:
+            out.append(Note(code, f"{who} run{'s' * (' and ' in who)}: {message}"))
+
+    names = {st.get("dataset_name") for _, st, _ in setups if st.get("dataset_name")}
+    add("random-dataset", runs(lambda st, d: st.get("dataset_name") in SYNTHETIC_DATASETS),
+        f"--dataset-name {', '.join(sorted(n for n in names if n in SYNTHETIC_DATASETS))}: "
+        "prompts of random token ids; no draft can predict the continuation of noise, so the "
+        "acceptance (and the speedup that rests on it) is not your traffic's (vLLM issue "
+        "#33497: a 'low acceptance' report from such a run). Benchmark on your own prompts "
+        "(--dataset-name custom or hf with --dataset-path)")
+    add("content-free-trace", runs(lambda st, d: st.get("dataset_name") in CONTENT_FREE_TRACES),
+        "--dataset-name timed_trace replays a trace's lengths and timing with pre-tokenized "
+        "prompts built from hash ids, not its text: the acceptance is that of filler tokens. "
+        "Replay the trace with its content (specnb replay reads a request log)")
+    add("ignore-eos", runs(lambda st, d: st.get("ignore_eos")),
+        "ignore_eos" + (" (set by vllm bench serve itself for this dataset)" if all(
+            st.get("ignore_eos_implied") for _, st, _ in setups if st.get("ignore_eos")) else "")
+        + ": past the end of sequence the target keeps writing text whose acceptance says "
+        "nothing about real traffic (ai-dynamo/dynamo#12918); let requests end at EOS and "
+        "compare per-token figures")
+    method = None
+    if server_log is not None:
+        method = server_acceptance_method(server_log)
+    meta = {st.get("rejection_sample_method") for _, st, _ in setups} - {None}
+    method = method or (sorted(meta)[0] if meta else None)
+    if method == "synthetic":
+        out.append(Note("synthetic-acceptance", "the server ran with rejection_sample_method "
+                        "'synthetic': vLLM accepts drafts at a configured rate "
+                        "(synthetic_acceptance_rates / _length) instead of verifying them, so "
+                        "the acceptance is the one that was set, not measured; use it for "
+                        "timing studies only, and measure acceptance with 'standard'"))
+    elif method == "fly":
+        out.append(Note("lossy-acceptance", "the server ran with rejection_sample_method 'fly' "
+                        "(lossy: it accepts drafts the target would not have emitted), so the "
+                        "acceptance is higher than a lossless server's and the output differs; "
+                        "compare with 'standard' for a lossless figure"))
+
+    def raw_chat(st, d):
+        model = f"{st.get('model_id') or ''} {st.get('tokenizer_id') or ''}"
+        if not _CHAT_MODEL.search(model):
+            return False
+        completions = st.get("backend") in ("openai", "vllm") and \
+            st.get("dataset_name") not in (None, "custom", *SYNTHETIC_DATASETS,
+                                           *CONTENT_FREE_TRACES)
+        return bool(st.get("skip_chat_template")) or completions
+
+    add("no-chat-template", runs(raw_chat),
+        "a chat model sent prompts without its chat template (--skip-chat-template, or a "
+        "completions backend with a dataset that does not apply it): acceptance on "
+        "untemplated prompts is not that of your chat traffic; use --backend openai-chat "
+        "(or --dataset-name custom without --skip-chat-template)")
+
+    def reasoning(st, d):
+        if st.get("backend") not in ("openai-chat", "openai-responses"):
+            return False
+        ttft, e2el = (bench_value(d, "median_ttft_ms"), bench_value(d, "median_e2el_ms"))
+        long_ttft = ttft == ttft and e2el == e2el and e2el > 0 and ttft > 0.5 * e2el
+        return long_ttft or bool(_REASONING_MODEL.search(str(st.get("model_id") or "")))
+
+    add("reasoning-in-ttft", runs(reasoning),
+        "a chat endpoint with a reasoning model or a TTFT above half the end-to-end latency: "
+        "a client that counts only content deltas puts the whole reasoning phase (which "
+        "speculation speeds up) into TTFT and takes its tokens out of TPOT; vLLM 0.33's "
+        "vllm bench serve counts reasoning deltas as output, older versions and other clients "
+        "may not. Check that TTFT ends at the first reasoning token")
+    return out
 
 
 def comparability(on, off, tolerance: float = 0.05) -> list[Note]:
@@ -143,9 +290,14 @@ def _comparability(on_d, off_d, tol, same_file):
                 f"the runs produced different numbers of output tokens: {tokens[0]:,.0f} off vs "
                 f"{tokens[1]:,.0f} on ({per[0]:,.1f} vs {per[1]:,.1f} {unit}, "
                 f"{100 * (per[1] / per[0] - 1):+.1f}%, beyond the {100 * tol:.0f}% "
-                "tolerance): TPOT and throughput average over different outputs (set "
-                "--ignore-eos or a fixed output length so both runs decode the same "
-                "number of tokens)"))
+                "tolerance): the runs stopped at different points, so per-request latency "
+                "(E2EL, duration, request throughput) compares different work, and TPOT and "
+                "throughput average over different outputs, whose acceptance differs. Do not "
+                "force equal lengths with --ignore-eos: past the end of sequence the target "
+                "writes text whose acceptance says nothing about real traffic (vLLM issue "
+                "#33497, ai-dynamo/dynamo#12918). Send the same prompts (same "
+                "--dataset-path and --seed), decode greedily (--temperature 0) or with a "
+                "fixed seed, and compare per-token figures (TPOT, output tokens/s)"))
     single = [name for name, d in (("OFF", off_d), ("ON", on_d))
               if bench_value(d, "completed") == 1 or bench_value(d, "num_prompts") == 1]
     if single:
@@ -194,7 +346,9 @@ def _rate(acceptance: dict):
     return rate / 100 if isinstance(rate, (int, float)) else None
 
 
-def compare_bench(on, off, goal: str = "latency", tolerance: float = 0.05) -> BenchComparison:
+def compare_bench(on, off, goal: str = "latency", tolerance: float = 0.05, *,
+                  on_console: str | None = None, off_console: str | None = None,
+                  server_log: str | None = None) -> BenchComparison:
     """Put a run with speculation (``on``) beside one without (``off``) and decide.
 
     Verdict rules (ours, stated so they can be argued with):
@@ -205,6 +359,11 @@ def compare_bench(on, off, goal: str = "latency", tolerance: float = 0.05) -> Be
     * throughput: output throughput on / off; above ``1 + tolerance`` -> "turn it on", below
       ``1 - tolerance`` -> "keep it off", else "no clear difference". Cost per token changes
       by 1 / ratio (:func:`specnb.cost.relative_cost`).
+    * ttft: median TTFT (mean if no median) on / off, as for TPOT.
+
+    The verdict by each of the three metrics is in ``verdicts`` and printed under the goal's.
+    Validity notes (:func:`validity`) say when the acceptance was measured on content that
+    says nothing about real traffic; they are printed first.
 
     Cautions flag runs that are not like for like (:func:`comparability`: model, prompts,
     dataset, concurrency, request rate, completed requests, output tokens per request, a
@@ -216,9 +375,12 @@ def compare_bench(on, off, goal: str = "latency", tolerance: float = 0.05) -> Be
     ----------
     on, off : path or dict
         ``vllm bench serve --save-result`` results with and without speculation.
-    goal : "latency" or "throughput"
+    goal : "latency", "throughput" or "ttft"
     tolerance : float in [0, 1)
         Relative change treated as noise (0.05 = 5%).
+    on_console, off_console, server_log : str or None
+        the console output of each ``vllm bench serve`` run and the server's log, for
+        :func:`validity`.
 
     Returns
     -------
@@ -227,17 +389,21 @@ def compare_bench(on, off, goal: str = "latency", tolerance: float = 0.05) -> Be
     Raises
     ------
     ValueError
-        unknown goal; tolerance outside [0, 1); files as in :func:`read_bench`.
+        unknown goal; tolerance outside [0, 1); files as in :func:`read_bench` (a TPOT or
+        throughput of 0 among them); a console text without a ``Namespace(...)`` line.
     """
     _check.choice("goal", goal, GOALS)
     tol = float(_check.real("tolerance", tolerance, lo=0.0, hi=1.0, hi_open=True))
     on_d, off_d = read_bench(on), read_bench(off)
+    valid = _validity(on_d, off_d, on_console, off_console, server_log)
     table = _comparison_table(on_d, off_d, tol)
-    verdict, reasons = _verdict(table, goal, tol)
+    verdicts = {g: _verdict(table, g, tol) for g in GOALS}
+    verdict, reasons = verdicts[goal]
+    verdicts = {g: (v, why[0]) for g, (v, why) in verdicts.items()}
     flags, cautions, acceptance = _cautions(table, on_d, off_d, tol,
                                          _same_file(on, off) and str(on))
-    return BenchComparison(table, acceptance, goal, verdict, tuple(reasons), tuple(cautions),
-                           tuple(flags))
+    return BenchComparison(table, acceptance, goal, verdict, tuple(reasons),
+                           tuple(cautions), tuple(flags), tuple(valid), verdicts)
 
 
 def _comparison_table(on_d, off_d, tol):
@@ -276,22 +442,24 @@ def _verdict(table, goal, tol):
 
     reasons = []
     verdict = "cannot tell"
-    if goal == "latency":
-        r = _row(table, "TPOT", "median")
-        r = r if r is not None else _row(table, "TPOT", "mean")
+    if goal in ("latency", "ttft"):
+        name = "TPOT" if goal == "latency" else "TTFT"
+        r = _row(table, name, "median")
+        r = r if r is not None else _row(table, name, "mean")
         if r is None:
-            reasons.append(Note("tpot-missing",
-                                "no TPOT (median or mean) in both runs, or the OFF run's is 0"))
+            reasons.append(Note(f"{name.lower()}-missing",
+                                f"no {name} (median or mean) in both runs"))
         else:
             verdict = {"on": "turn it on", "off": "keep it off",
                        "same": "no clear difference"}[r["better"]]
-            reasons.append(Note("tpot-change", f"{r['stat']} TPOT {r['off']:.2f} -> {r['on']:.2f} "
-                                f"ms ({r['change (%)']:+.1f}%, tolerance {100 * tol:.0f}%)"))
+            reasons.append(Note(f"{name.lower()}-change", f"{r['stat']} {name} {r['off']:.2f} "
+                                f"-> {r['on']:.2f} ms ({r['change (%)']:+.1f}%, tolerance "
+                                f"{100 * tol:.0f}%)"))
     else:
         r = _row(table, "output throughput", "")
         if r is None:
             reasons.append(Note("throughput-missing", "output_throughput is missing from one of "
-                                "the runs, or 0 in the OFF run"))
+                                "the runs"))
         else:
             verdict = {"on": "turn it on", "off": "keep it off",
                        "same": "no clear difference"}[r["better"]]

@@ -277,10 +277,17 @@ def _check_files(args) -> str | None:
         kinds = {name: A.check_model_name(name, what) for name, what in
                  [(args.target, "--target")] * (args.target is not None)
                  + [(d, "--draft") for d in args.draft or []]}
+        from .. import request_log
+
         for path in [args.prompts, args.logged]:
             if path is not None:
-                A.check_prompts_file(path, "--logged file" if path == args.logged
-                                     else "--prompts file")
+                what = "--logged file" if path == args.logged else "--prompts file"
+                A.check_prompts_file(path, what)
+                try:  # the contents too, torch-free (specnb.request_log)
+                    request_log.load_prompts(path, logged=path == args.logged)
+                except ValueError as exc:
+                    raise ValueError(f"{what}: {exc}") from None
+        A.check_device(args.device)
         target = args.target if args.target is not None else A.BUNDLED_TARGET
         A.check_gammas(args.gamma, flag="--gamma", context=A.local_context(target),
                        max_new_tokens=None if args.logged is not None else args.max_new_tokens)

@@ -20,6 +20,7 @@ inside the commands.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 
@@ -232,21 +233,31 @@ def _read_file(path: str) -> str:
 
 
 def _cmd_metrics(args) -> int:
+    from .._stream import scan
     from ..advise import acceptance_advice
-    from ..vllm import UsageError, read_acceptance
+    from ..vllm import UsageError
+    from ..vllm.read import MARKERS, read_acceptance_scans
 
     if len(args.files) > 2:
         return _err("metrics", "give one or two files", 2)
     if args.files.count("-") > 1:
         return _err("metrics", "- (stdin) can be given only once", 2)
     try:
-        texts = [_read_file(p) for p in args.files]
+        scans = [scan(p, MARKERS + _ENGINE_MARKERS, "give a /metrics scrape or a server log")
+                 for p in args.files]
     except OSError as exc:
         return _err("metrics", f"cannot read {exc.filename}: {exc.strerror}", 2)
     except ValueError as exc:
         return _err("metrics", str(exc), 1)
     try:
-        reading = read_acceptance(texts, args.num_speculative_tokens, args.model_name)
+        engine = _engine_of(scans, args.engine)
+        if engine == "vllm":
+            reading = read_acceptance_scans(scans, args.num_speculative_tokens,
+                                            args.model_name)
+        else:
+            reading = _other_engine(engine, scans, args.num_speculative_tokens)
+            if reading is None:
+                return 0
         advice = acceptance_advice(reading.stats, args.draft_cost)
     except UsageError as exc:
         return _err("metrics", str(exc)[len("usage: "):], 2)
@@ -254,7 +265,10 @@ def _cmd_metrics(args) -> int:
         return _err("metrics", str(exc), 1)
     stats = reading.stats
     for line in reading.header:  # printed only once the numbers are known to be usable
-        print(_printable(line))
+        if line.startswith("warning: "):
+            print(_printable(line), file=sys.stderr)
+        else:
+            print(_printable(line))
     print(stats.to_frame(formatted=True).to_string(index=False))
     if stats.per_position:
         print()
@@ -269,13 +283,117 @@ def _cmd_metrics(args) -> int:
         print(f"note: {note}")
     if stats.alpha is not None and stats.num_speculative_tokens and \
             stats.num_speculative_tokens > 1:
+        lower = stats.acceptance_rate < stats.alpha - 5e-4
         print(f"note: implied alpha {stats.alpha:.3f} is the per-token acceptance that gives "
               f"this tau under Eq. 1's i.i.d. assumption; the acceptance rate "
               f"{100 * stats.acceptance_rate:.2f} % (accepted / drafted) counts every draft "
-              "token after a rejection as rejected, so it is lower at gamma > 1")
+              "token after a rejection as rejected, so it is "
+              + ("lower at gamma > 1" if lower else
+                 "lower at gamma > 1 whenever a draft is rejected (here they agree)"))
     for note in advice:
         print(f"advice: {note.message}")
     return 0
+
+
+#: Lines the other engines' readers need (:mod:`specnb.engines`, :mod:`specnb.vllm.requests`).
+_ENGINE_MARKERS = ("accept len:", "draft acceptance", "speculative_decoding", "spec_verify_ct")
+
+
+def _responses(sc):
+    """The JSON response bodies of a scanned file (one a line; or the whole file as one JSON
+    value or a list of them), or None when it is not JSON."""
+    from ..vllm.bench import _objects
+
+    if not sc.head.lstrip().startswith(("{", "[")):
+        return None
+    try:
+        objs = [json.loads(t) for _, t in sc.lines if t.strip()]
+        if not objs:
+            raise ValueError
+    except ValueError:
+        if sc.where == "<stdin>" or sc.n_bytes > 256 << 20:
+            raise ValueError(f"{sc.where}: give the responses one JSON object a line (JSONL)")
+        with open(sc.where, encoding="utf-8") as fh:
+            objs = _objects(fh.read(), sc.where)
+    out = []
+    for o in objs:
+        out += o if isinstance(o, list) else [o]
+    return out
+
+
+def _engine_of(scans, engine: str) -> str:
+    """vllm, vllm-requests, sglang, sglang-meta or llama.cpp: what the input is."""
+    from ..engines.llamacpp import is_llamacpp_log
+    from ..engines.sglang import is_sglang_log
+    from ..vllm import UsageError
+
+    if engine not in ("auto", "vllm") and len(scans) > 1:
+        raise UsageError(f"usage: --engine {engine} reads one file")
+    sc = scans[0]
+    if len(scans) == 1 and sc.head.lstrip().startswith(("{", "[")):
+        if engine in ("auto", "vllm") and "speculative_decoding" in sc.markers:
+            return "vllm-requests"
+        if engine in ("auto", "sglang") and "spec_verify_ct" in sc.markers:
+            return "sglang-meta"
+    text = sc.text
+    vllm_marks = {"vllm:spec_decode_", "SpecDecoding metrics:", "Speculative metrics:"}
+    if engine == "auto" and len(scans) == 1 and not (vllm_marks & sc.markers):
+        if is_sglang_log(text):
+            return "sglang"
+        if is_llamacpp_log(text):
+            return "llama.cpp"
+    return engine if engine in ("sglang", "llama.cpp") else "vllm"
+
+
+def _other_engine(engine, scans, k):
+    """The Reading of another engine's input (acceptance_stats on its counts when it gives
+    them all), or None after printing a tau-only result."""
+    from ..engines.llamacpp import read_llamacpp_log
+    from ..engines.sglang import read_sglang_log, read_sglang_meta_info
+    from ..vllm import Reading, SpecDecodeCounts, acceptance_stats
+    from ..vllm.requests import read_request_metrics
+
+    sc = scans[0]
+    if engine == "vllm-requests":
+        counts = read_request_metrics(_responses(sc))
+        return Reading(acceptance_stats(counts, k), "requests", (
+            f"source: {counts.label_sets:,} vLLM response(s) with metrics.speculative_decoding "
+            "(--per-request-spec-decode-metrics), summed: the server counters' definitions, "
+            "for these requests",))
+    if engine == "sglang-meta":
+        got = read_sglang_meta_info(_responses(sc), k)
+    elif engine == "sglang":
+        got = read_sglang_log(sc.lines, k)
+    else:
+        got = read_llamacpp_log(sc.lines, k)
+    header = [f"source: {got.engine} {got.source}, {got.items:,} item(s) ({sc.n_lines:,} lines "
+              "read)"] + [f"definition: {d}" for d in got.definition]
+    c = got.counts
+    if {"num_drafts", "num_draft_tokens", "num_accepted_tokens"} <= set(c):
+        estimated = got.engine == "llama.cpp"
+        counts = SpecDecodeCounts(float(c["num_drafts"]), float(c["num_draft_tokens"]),
+                                  float(c["num_accepted_tokens"]),
+                                  tuple(float(x) for x in c.get("num_accepted_tokens_per_pos",
+                                                                 ())),
+                                  1, f"engine {got.engine}", estimated)
+        stats = acceptance_stats(counts, k if k is not None else got.num_speculative_tokens)
+        stats = dataclasses.replace(stats, notes=got.notes + stats.notes)
+        return Reading(stats, got.engine, tuple(header))
+    for line in header:
+        print(_printable(line))
+    for name, value, unit in got.rows():
+        shown = "-" if value is None or value != value else (
+            f"{value:.3f}" if unit == "tokens/step" else f"{value:.2f}" if unit == "%" else
+            f"{value}")
+        print(f"{name:<32}{shown:>10} {unit}")
+    if got.tau == got.tau and got.num_speculative_tokens:
+        from ..theory import alpha_from_acceptance_length
+
+        print(f"{'implied alpha':<32}"
+              f"{alpha_from_acceptance_length(got.tau, got.num_speculative_tokens):>10.3f}")
+    for note in got.notes:
+        print(f"note: {note}")
+    return None
 
 
 def _draft_cost(text: str) -> float:
@@ -293,7 +411,16 @@ def _cmd_bench(args) -> int:
     from ..advise import compare_bench
 
     try:
-        result = compare_bench(args.on, args.off, goal=args.goal, tolerance=args.tolerance)
+        texts = {k: None if getattr(args, k) is None else _read_file(getattr(args, k))
+                 for k in ("on_log", "off_log", "server_log")}
+    except OSError as exc:
+        return _err("bench", f"cannot read {exc.filename}: {exc.strerror}", 2)
+    except ValueError as exc:
+        return _err("bench", str(exc), 1)
+    try:
+        result = compare_bench(args.on, args.off, goal=args.goal, tolerance=args.tolerance,
+                               on_console=texts["on_log"], off_console=texts["off_log"],
+                               server_log=texts["server_log"])
     except OSError as exc:
         return _err("bench", f"cannot read {exc.filename}: {exc.strerror}", 2)
     except ValueError as exc:
@@ -376,6 +503,13 @@ def register(sub) -> None:
     m.add_argument("--num-speculative-tokens", "-k", type=positive_int, metavar="N",
                    help="gamma for alpha (default: inferred)")
     m.add_argument("--model-name", help="keep only series with this model_name label")
+    m.add_argument("--engine", choices=("auto", "vllm", "sglang", "llama.cpp"), default="auto",
+                   help="what wrote the input (default auto: from its lines): vllm (scrape, "
+                        "log, printout, or response bodies with metrics.speculative_decoding "
+                        "as JSON lines), sglang (server log 'accept len' lines, or responses "
+                        "with meta_info), llama.cpp (llama-server 'draft acceptance' lines); "
+                        "each is put in specnb's tau and acceptance rate, the difference in "
+                        "definitions stated")
     m.add_argument("--draft-cost", "-c", type=_draft_cost, metavar="C",
                    help="draft/target cost per forward c, for the per-position advice and the "
                         "gamma-1 verdict (Corollary 3.9: gamma 1 pays while the acceptance rate "
@@ -386,15 +520,26 @@ def register(sub) -> None:
 
     bb = sub.add_parser("bench", help="compare vllm bench serve results, speculation on vs off",
                         description="Compare two `vllm bench serve --save-result` files and "
-                                    "give a verdict for the goal. Exit status: 0 printed, 1 a "
-                                    "file that is not a bench result (not JSON, wrong values), "
+                                    "give a verdict for the goal, and one by TPOT, throughput "
+                                    "and TTFT. Exit status: 0 printed, 1 a file that is not a "
+                                    "bench result (not JSON, wrong values: a TPOT or throughput "
+                                    "of 0, negative or not finite), "
                                     "2 usage error (a file that cannot be read: missing, a "
                                     "directory, no permission; a bad option).")
     bb.add_argument("on", metavar="ON.json", help="result with speculative decoding")
     bb.add_argument("off", metavar="OFF.json", help="result without")
-    bb.add_argument("--goal", choices=("latency", "throughput"), default="latency",
+    bb.add_argument("--goal", choices=("latency", "throughput", "ttft"), default="latency",
                     help="latency: judge by TPOT (median, else mean); throughput: by output "
-                         "tokens/s (default: latency)")
+                         "tokens/s; ttft: by time to first token; the other two verdicts are "
+                         "printed below it (default: latency)")
+    bb.add_argument("--on-log", metavar="FILE",
+                    help="the console output of the ON run's vllm bench serve (its "
+                         "Namespace(...) line says the dataset, --ignore-eos, the backend): "
+                         "flags acceptance measured on content unlike real traffic")
+    bb.add_argument("--off-log", metavar="FILE", help="the same for the OFF run")
+    bb.add_argument("--server-log", metavar="FILE",
+                    help="the ON server's log or vllm serve line: flags a server with synthetic "
+                         "or lossy acceptance (rejection_sample_method synthetic / fly)")
     bb.add_argument("--tolerance", type=_tolerance, default=0.05,
                     help="relative change treated as noise (default 0.05)")
     bb.set_defaults(func=_cmd_bench)

@@ -21,7 +21,8 @@ from ..request_log import check_file as check_prompts_file
 __all__ = ["MODELS_DIR", "BUNDLED_TARGET", "BUNDLED_DRAFTS", "BUNDLED_EAGLE3_HEAD",
            "BUNDLED_PROMPTS",
            "BUNDLED_LOGGED", "OFFLINE_HINT", "offline", "hub_reachable", "looks_like_path", "check_model_name",
-           "check_prompts_file", "check_gammas", "local_context", "is_bundled_log"]
+           "check_prompts_file", "check_gammas", "local_context", "is_bundled_log",
+           "check_device"]
 
 #: Bundled models (``python -m specnb.measure.train``).
 MODELS_DIR = DATA_DIR / "models"
@@ -167,3 +168,57 @@ def is_bundled_log(path) -> bool:
         return Path(path).expanduser().resolve() == BUNDLED_LOGGED.resolve()
     except OSError:
         return False
+
+
+def _torch_build() -> dict | None:
+    """The installed torch's ``cuda`` and ``hip`` versions, read from ``torch/version.py`` as
+    text (torch itself is not imported); None when torch is not installed or the file does not
+    say."""
+    import importlib.util
+    import re
+
+    try:
+        spec = importlib.util.find_spec("torch")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(list(spec.submodule_search_locations)[0]) / "version.py"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return None
+    out = {}
+    for key in ("__version__", "cuda", "hip"):
+        m = re.search(rf"^{key}\s*(?::[^=]*)?=\s*(.+)$", text, re.M)
+        if m:
+            raw = m.group(1).strip()
+            out[key] = None if raw == "None" else raw.strip("'\"")
+    return out
+
+
+def check_device(device) -> None:
+    """Refuse ``--device cuda`` that cannot work, without importing torch: a CPU build of
+    torch (its ``torch/version.py`` says ``cuda = None`` and no ROCm), or no NVIDIA driver on
+    this machine (no ``/dev/nvidiactl`` nor ``/proc/driver/nvidia``) for a CUDA build.
+
+    Raises
+    ------
+    ValueError
+        naming the device, the installed torch and what to do.
+    """
+    if device != "cuda":
+        return
+    build = _torch_build()
+    if build is None:
+        return  # torch missing or unreadable: the import that follows says so
+    version = build.get("__version__", "?")
+    if build.get("cuda") is None and build.get("hip") is None:
+        raise ValueError(f"--device cuda: the installed torch {version} is a CPU build (no "
+                         "CUDA); install a CUDA build of torch (docs/development.md: GPU torch) "
+                         "or use --device cpu")
+    if build.get("cuda") is not None and not (Path("/dev/nvidiactl").exists()
+                                              or Path("/proc/driver/nvidia").exists()):
+        raise ValueError(f"--device cuda: torch {version} is built for CUDA "
+                         f"{build['cuda']}, but this machine has no NVIDIA driver (no "
+                         "/dev/nvidiactl); use --device cpu or run on a GPU machine")

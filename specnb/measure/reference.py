@@ -10,7 +10,12 @@ Per round (Leviathan, Kalman & Matias, arXiv 2211.17192 v2, Algorithm 1):
    prefill, as in transformers' assisted decoding);
 3. acceptance: at T = 0 the longest prefix whose drafts equal the target's argmax, then the
    target's argmax (correction or bonus); at T > 0 :func:`accept_resample`;
-4. both caches are cropped to the accepted prefix (``DynamicCache.crop``).
+4. both caches are cropped to the accepted prefix (``DynamicCache.crop``, only when a draft
+   was rejected).
+
+The host side is kept lean (its per-round cost is what ``benchmarks/bench_measure_loops.py``
+measures): one preallocated token buffer (drafts written in place, the target's input a view
+of it, no concatenation per round), one host sync per round at T = 0.
 
 Counted the way transformers' assisted decoding is counted (:func:`specnb.measure.run_generate`):
 tokens appended per target forward (accepted drafts + 1) and forward calls by hooks; drafts are
@@ -47,7 +52,10 @@ def accept_greedy(logits, drafted, generator=None):
     the target's argmax of ``logits`` (k + 1, V), token = the argmax at position n."""
     best = logits.argmax(-1)
     k = drafted.numel()
-    n = int((best[:k] == drafted).cumprod(0).sum()) if k else 0
+    if not k:
+        return 0, int(best[0])
+    hits = (best[:k] == drafted).tolist()  # one host sync for the whole round
+    n = hits.index(False) if False in hits else k
     return n, int(best[n])
 
 
@@ -128,7 +136,13 @@ def reference_generate(target, draft, input_ids, *, gamma: int, max_new_tokens: 
     gen = torch.Generator(device=dev).manual_seed(int(seed)) if t > 0 else None
     rule = rule or accept_resample
     eos = _eos_ids(target)
-    seq = input_ids.to(dev)[None, :]
+    prompt = input_ids.to(dev).reshape(-1)
+    # One token buffer for the whole run: drafts are written where they would be appended, the
+    # target reads its input as a view, and an accepted prefix needs no copy (lean host loop:
+    # no torch.cat per round, one host sync per round at T = 0).
+    buf = prompt.new_zeros((1, prompt.numel() + mnt + g))
+    buf[0, :prompt.numel()] = prompt
+    cur = prompt.numel()  # tokens in the sequence so far
     drafter = draft if hasattr(draft, "propose") else None  # the drafter seam (heads)
     if drafter is not None:
         drafter.reset()
@@ -140,21 +154,24 @@ def reference_generate(target, draft, input_ids, *, gamma: int, max_new_tokens: 
         t0 = time.perf_counter()
         while len(out) < mnt:
             k = min(g, mnt - len(out) - 1)
-            drafted, qs, inp = [], [], seq[:, d_len:]
+            qs, drafted = [], []
+            inp = buf[:, d_len:cur]
             if drafter is not None:
-                drafted, qs = drafter.propose(k, t, gen)
-                k, drafted = drafted.numel(), list(drafted[:, None])
+                proposed, qs = drafter.propose(k, t, gen)
+                k = proposed.numel()
+                drafted = [proposed.reshape(1, -1)] if k else []
             for _ in range(0 if drafter is not None else k):
-                logits = draft(input_ids=inp, cache=dcache, use_cache=True).logits[0, -1]
+                logits = draft(input_ids=inp, cache=dcache, use_cache=True).logits[:, -1]
                 if t > 0:
-                    qs.append(torch.softmax(logits.float() / t, -1))
-                    x = torch.multinomial(qs[-1], 1, generator=gen)
+                    qs.append(torch.softmax(logits[0].float() / t, -1))
+                    inp = torch.multinomial(qs[-1], 1, generator=gen)[None]
                 else:
-                    x = logits.argmax(-1, keepdim=True)
-                drafted.append(x)
-                inp = x[None]
-            cand = torch.cat(drafted) if drafted else seq.new_zeros(0)
-            fed = torch.cat([seq[:, t_len:], cand[None]], 1)
+                    inp = logits.argmax(-1, keepdim=True)  # (1, 1): the next draft input
+                drafted.append(inp)
+            if k:
+                buf[:, cur:cur + k] = torch.cat(drafted, 1)  # one write per round
+            cand = buf[0, cur:cur + k]
+            fed = buf[:, t_len:cur + k]
             logits = (drafter.verify(target, fed, tcache) if drafter is not None else
                       target(input_ids=fed, cache=tcache, use_cache=True).logits)[0, -(k + 1):]
             if t > 0:
@@ -166,14 +183,15 @@ def reference_generate(target, draft, input_ids, *, gamma: int, max_new_tokens: 
             stop = next((j for j, x in enumerate(new) if x in eos), None)
             if stop is not None:
                 new = new[:stop + 1]
-            base = seq.shape[1]
+            base = cur
             out += new
             lengths.append(len(new))
             if stop is not None or len(out) >= mnt:
                 break
-            seq = torch.cat([seq, seq.new_tensor(new)[None]], 1)
+            buf[0, base + n] = tok  # the accepted drafts are in place already
+            cur = base + n + 1
             if drafter is not None:
-                drafter.accepted(base - t_len + n, seq[0])
+                drafter.accepted(base - t_len + n, buf[0, :cur].clone())
             t_len = base + n  # cached: old sequence + accepted drafts; the new token is fed next
             _crop(tcache, t_len)
             d_len = min(dcache.get_seq_length(), t_len)

@@ -220,6 +220,14 @@ def _is_checked(runs) -> bool:
     return hasattr(runs, "columns") and "context" in runs.columns and "file" in runs.columns
 
 
+def _implied_tpot_ms(concurrency, output_len, output_throughput, ttft_ms):
+    """The TPOT (ms) a closed loop's output throughput implies: each of ``concurrency``
+    requests takes TTFT + (output_len - 1) TPOT for output_len tokens (the first comes with
+    the prefill, as vLLM's TPOT excludes it), so throughput = concurrency x output_len x 1000 /
+    (TTFT + (output_len - 1) TPOT), solved for TPOT."""
+    return (1000.0 * concurrency * output_len / output_throughput - ttft_ms) / (output_len - 1.0)
+
+
 def calibrate_bench(st: Setup, runs, *, tau=None, gamma=None, fit="auto") -> BenchCalibration:
     """Fit the target's efficiencies and the engine's speculative costs to ``vllm bench serve``
     runs with speculation on and off, at one or more ``--max-concurrency`` values.
@@ -300,9 +308,9 @@ def calibrate_bench(st: Setup, runs, *, tau=None, gamma=None, fit="auto") -> Ben
                              + tm._extra_ms(first, bo) + (go - 1.0) * tm._extra_ms(rest, bo))
         else:  # n-gram / suffix: a fraction of the verification, as modelled
             drafting[on] += tm.draft(bo, so, go, tm.verify(bo, so, go)[0])
-    n = df["output_len"].to_numpy(float)
-    implied = ((1000.0 * b * n / df["output_throughput"].to_numpy(float)
-                - df["ttft_ms"].to_numpy(float)) / (n - 1.0))
+    implied = _implied_tpot_ms(b, df["output_len"].to_numpy(float),
+                               df["output_throughput"].to_numpy(float),
+                               df["ttft_ms"].to_numpy(float))
     ys, rows_b, rows_s, rows_q, rows_on, keeps, notes = [], [], [], [], [], [], []
     for kind, per_token in (("tpot", df["tpot_ms"].to_numpy(float)), ("throughput", implied)):
         y = per_token * gain - drafting

@@ -22,7 +22,10 @@ Read
     :data:`PROMQL`; :func:`read_bench`, :func:`bench_summary`, :func:`bench_rows`,
     :func:`bench_value`, :data:`SPEC_KEYS`, :data:`COMPARABLE`; :func:`bench_point` /
     :func:`bench_points` (a run's numbers for ``specnb.serving.calibrate_bench``),
-    :data:`POINT_KEYS`
+    :data:`POINT_KEYS`; how a bench run was made: :func:`bench_setup`,
+    :func:`read_bench_console`, :func:`server_acceptance_method`; streamed files:
+    :func:`read_acceptance_scans`; per-request metrics in responses:
+    :func:`read_request_metrics`
 Samples
     :func:`sample_path`, :func:`sample_names` -- the bundled, labelled inputs in ``data/samples/``.
 
@@ -53,7 +56,8 @@ __all__ = [
     "read_acceptance", "Reading", "UsageError", "read_metrics", "metrics_delta", "log_counts",
     "acceptance_stats", "SpecDecodeCounts", "AcceptanceStats", "PROMQL",
     "read_bench", "bench_summary", "bench_rows", "bench_value", "SPEC_KEYS", "COMPARABLE",
-    "bench_point", "bench_points", "POINT_KEYS",
+    "bench_point", "bench_points", "POINT_KEYS", "bench_setup", "read_bench_console",
+    "server_acceptance_method", "read_acceptance_scans", "read_request_metrics",
     "sample_path", "sample_names",
 ]
 
@@ -61,10 +65,12 @@ __all__ = [
 #: The readers' names, imported when first used (PEP 562): a check starts without them.
 _READERS = {"bench": ("COMPARABLE", "POINT_KEYS", "SPEC_KEYS", "bench_point", "bench_points",
                       "bench_rows", "bench_summary", "bench_value", "per_position_rates",
-                      "read_bench", "read_bench_results"), "logs": ("log_counts",),
+                      "read_bench", "read_bench_results", "bench_setup", "read_bench_console",
+                      "server_acceptance_method"), "logs": ("log_counts",),
             "metrics": ("PROMQL", "AcceptanceStats", "SpecDecodeCounts", "acceptance_stats",
                         "metrics_delta", "read_metrics"),
-            "read": ("Reading", "UsageError", "read_acceptance")}
+            "read": ("Reading", "UsageError", "read_acceptance", "read_acceptance_scans"),
+            "requests": ("read_request_metrics",)}
 
 
 def __getattr__(name):

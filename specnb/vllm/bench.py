@@ -25,7 +25,8 @@ from .. import _check
 
 __all__ = ["SPEC_KEYS", "COMPARABLE", "read_bench", "read_bench_results", "bench_summary",
            "bench_value", "bench_rows", "per_position_rates", "POINT_KEYS", "bench_point",
-           "bench_points"]
+           "bench_points", "SYNTHETIC_DATASETS", "read_bench_console", "bench_setup",
+           "server_acceptance_method"]
 
 LATENCY_METRICS = ("ttft", "tpot", "itl", "e2el")
 THROUGHPUTS = (("output_throughput", "output throughput", "tok/s"),
@@ -43,6 +44,11 @@ SPEC_KEYS = ("spec_decode_acceptance_rate", "spec_decode_acceptance_length",
 COMPARABLE = ("model_id", "num_prompts", "max_concurrency", "request_rate", "burstiness",
               "endpoint_type", "dataset_name", "dataset_path", "dataset", "completed")
 _PCT = re.compile(r"^p(\d+(?:\.\d+)?)_(ttft|tpot|itl|e2el)_ms$")
+#: Keys whose values must be finite numbers > 0: a TPOT or throughput of 0 is no measurement
+#: (vLLM writes a TPOT of 0 when no request produced 2 or more tokens, a throughput of 0 when
+#: none completed), and a verdict on one would divide by it or call it infinitely fast.
+_POSITIVE = re.compile(r"^(?:(?:mean|median|p\d+(?:\.\d+)?)_tpot_ms|output_throughput"
+                       r"|total_token_throughput|request_throughput)$")
 #: Keys whose values must be finite numbers >= 0 (latencies, throughputs, counts).
 _NUMERIC = re.compile(r"^(?:(?:mean|median|std|p\d+(?:\.\d+)?)_(?:ttft|tpot|itl|e2el)_ms"
                       r"|output_throughput|total_token_throughput|request_throughput|duration"
@@ -58,6 +64,12 @@ def _check_values(data: dict, where: str) -> None:
         if _NUMERIC.match(k) and (isinstance(v, bool) or not isinstance(v, (int, float))
                                   or not math.isfinite(v) or v < 0):
             raise ValueError(f"{where}: {k} must be a finite number >= 0, got {v!r}")
+        if _POSITIVE.match(k) and v == 0:
+            why = ("no request produced 2 or more output tokens (vLLM writes TPOT 0 then), or "
+                   "the file was edited" if "tpot" in k else
+                   "no request completed, or the file was edited")
+            raise ValueError(f"{where}: {k} is 0, which is no measurement ({why}); a TPOT or "
+                             "throughput must be a finite number > 0")
     rates = data.get("spec_decode_per_position_acceptance_rates")
     if rates is not None and (not isinstance(rates, list) or not all(
             not isinstance(r, bool) and isinstance(r, (int, float)) and 0 <= r <= 1
@@ -299,3 +311,107 @@ def bench_points(files, labels=None):
                          f"{len(labels)} label(s)")
     return pd.DataFrame([bench_point(f, None if lab in (None, "auto") else lab)
                          for f, lab in zip(files, labels)])
+
+
+# --------------------------------------------------------------------------- how a run was made
+#: ``vllm bench serve --dataset-name`` values whose prompts are generated token ids, not text
+#: (``vllm/benchmarks/datasets/datasets.py``, 0.33.0): acceptance on them says nothing about
+#: real traffic.
+SYNTHETIC_DATASETS = ("random", "random-mm", "random-rerank", "prefix_repetition")
+#: Traces replayed without their content: ``timed_trace`` sends pre-tokenized prompts built from
+#: hash ids (``--dataset-name timed_trace``, vLLM 0.33.0), lengths and timing only.
+CONTENT_FREE_TRACES = ("timed_trace",)
+#: Backends for which vLLM 0.33's ``vllm bench serve`` turns ``ignore_eos`` on by itself with a
+#: random dataset (``OPENAI_COMPATIBLE_BACKENDS``, ``benchmarks/lib/endpoint_request_func.py``).
+OPENAI_COMPATIBLE = ("vllm", "openai", "openai-chat", "openai-responses")
+_CONSOLE_KEYS = ("dataset_name", "dataset_path", "ignore_eos", "skip_chat_template", "backend",
+                 "endpoint", "temperature", "seed", "model", "tokenizer")
+_CONSOLE_VALUE = r"('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|[^,()\s]+)"
+_NAMESPACE = re.compile(r"Namespace\((.*)\)\s*$", re.M)
+
+
+def read_bench_console(text: str) -> dict:
+    """The arguments of a ``vllm bench serve`` run from its console output: the
+    ``Namespace(...)`` line it prints first (``dataset_name``, ``dataset_path``, ``ignore_eos``,
+    ``skip_chat_template``, ``backend``, ``endpoint``, ``temperature``, ``seed``, ``model``,
+    ``tokenizer``, as given on the command line, before vLLM's own defaults such as
+    ``ignore_eos`` for a random dataset are applied: :func:`bench_setup` applies them).
+
+    Raises
+    ------
+    TypeError
+        ``text`` is not a string.
+    ValueError
+        no ``Namespace(...)`` line (not the console output of ``vllm bench serve``).
+    """
+    import ast
+
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    hit = _NAMESPACE.search(text)
+    if not hit:
+        raise ValueError("no Namespace(...) line: give the console output of `vllm bench serve` "
+                         "(it prints its arguments first)")
+    out = {}
+    for key in _CONSOLE_KEYS:
+        m = re.search(r"(?:^|[ ,(])" + key + "=" + _CONSOLE_VALUE, hit.group(1))
+        if not m:
+            continue
+        raw = m.group(1)
+        try:
+            out[key] = ast.literal_eval(raw)
+        except (ValueError, SyntaxError):
+            out[key] = float(raw) if raw in ("inf", "nan") else raw
+    return out
+
+
+def bench_setup(d: dict, console: dict | None = None) -> dict:
+    """How a run was made, as far as its result (keys written by older ``vllm bench serve``
+    versions or given with ``--metadata KEY=VALUE``) and its console arguments
+    (:func:`read_bench_console`) say: ``dataset_name``, ``ignore_eos`` (with vLLM 0.33's own
+    rule applied: a ``random`` / ``random-mm`` dataset on an OpenAI-compatible backend, or a
+    ``timed_trace``, sets it), ``ignore_eos_implied`` (True when that rule, not the user, set
+    it), ``backend``, ``endpoint``, ``skip_chat_template``, ``temperature``, ``model``,
+    ``rejection_sample_method`` (from ``--metadata``). Keys neither says are absent. The result
+    wins over the console where both give one.
+    """
+    console = dict(console or {})
+    out = {k: v for k, v in console.items() if v is not None}
+    if "model" in out and "model_id" not in out:
+        out["model_id"] = out["model"]
+    for key in ("dataset_name", "dataset_path", "ignore_eos", "skip_chat_template", "backend",
+                "endpoint_type", "endpoint", "temperature", "model_id", "tokenizer_id",
+                "rejection_sample_method"):
+        if d.get(key) is not None:
+            out[key] = d[key]
+    if "backend" not in out and "endpoint_type" in out:
+        out["backend"] = out["endpoint_type"]
+    for key in ("ignore_eos", "skip_chat_template"):  # --metadata values are strings
+        if isinstance(out.get(key), str):
+            out[key] = out[key].strip().lower() in ("1", "true", "yes", "on")
+    name = out.get("dataset_name")
+    implied = (name in ("random", "random-mm") and out.get("backend") in OPENAI_COMPATIBLE) or \
+        name in CONTENT_FREE_TRACES
+    if implied and not out.get("ignore_eos"):
+        out["ignore_eos"], out["ignore_eos_implied"] = True, True
+    return out
+
+
+_REJECTION = re.compile(r"""rejection_sample_method['"]?\s*[:=]\s*['"]?([A-Za-z_]+)""")
+_SYNTHETIC_KEYS = re.compile(r"""synthetic_acceptance_(?:rates|length)['"]?\s*[:=]""")
+
+
+def server_acceptance_method(text: str) -> str | None:
+    """The ``rejection_sample_method`` a vLLM server ran with, read from its log (the
+    ``non-default args: {...}`` line vLLM 0.33 logs at start-up,
+    ``vllm/entrypoints/common/startup.py``), its ``vllm serve`` command line, or a ``--config``
+    YAML: ``"standard"``, ``"synthetic"``, ``"block"``, ``"fly"`` (vLLM 0.33's
+    ``RejectionSampleMethod``, ``vllm/config/speculative.py``); ``"synthetic"`` also when only
+    ``synthetic_acceptance_rates`` / ``synthetic_acceptance_length`` appear; None when the text
+    names none (vLLM's default, ``standard``). The last one named wins (a restarted server)."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    found = _REJECTION.findall(text)
+    if found:
+        return found[-1]
+    return "synthetic" if _SYNTHETIC_KEYS.search(text) else None

@@ -36,7 +36,7 @@ import re
 
 from .metrics import AcceptanceStats, SpecDecodeCounts, acceptance_stats
 
-__all__ = ["read_spec_decode_log", "log_counts", "log_stats", "read_offline_printout",
+__all__ = ["read_spec_decode_log", "read_spec_decode_lines", "log_counts", "log_stats", "read_offline_printout",
            "is_spec_decode_log", "is_offline_printout"]
 
 V1_MARK, V0_MARK = "SpecDecoding metrics:", "Speculative metrics:"
@@ -205,33 +205,119 @@ def read_spec_decode_log(text: str, strict: bool = True):
     ValueError
         no spec-decode line at all; an unreadable marked line when ``strict``.
     """
-    import pandas as pd
-
     if not isinstance(text, str):
         raise TypeError(f"text must be a str (log text), got {type(text).__name__}")
     rows, skipped, first_error = [], [], ""
     for i, line in enumerate(text.splitlines(), 1):
-        try:
-            if V1_MARK in line:
-                rows.append(_parse_v1(line, i))
-            elif V0_MARK in line:
-                rows.append(_parse_v0(line, i))
-        except ValueError as exc:
-            if strict:
-                raise
+        row, error = _parse_line(line, i, strict)
+        if row is not None:
+            rows.append(row)
+        elif error:
             skipped.append(i)
-            first_error = first_error or str(exc)
+            first_error = first_error or error
+    return _frame(rows, skipped, first_error)
+
+
+_COLS = ["line", "format", "mean_acceptance_length", "accepted", "drafted",
+         "acceptance_rate", "per_position", "num_speculative_tokens", "speculative_depth",
+         "drafts", "emitted", "system_efficiency", "lines", "per_position_counts"]
+
+
+def _parse_line(line: str, lineno: int, strict: bool):
+    """(row or None, error message or "") of one log line."""
+    try:
+        if V1_MARK in line:
+            return _parse_v1(line, lineno), ""
+        if V0_MARK in line:
+            return _parse_v0(line, lineno), ""
+    except ValueError as exc:
+        if strict:
+            raise
+        return None, str(exc)
+    return None, ""
+
+
+def _frame(rows, skipped, first_error, v1_lines=None, v0_lines=None):
+    import pandas as pd
+
     if not rows:
         raise ValueError(f"no '{V1_MARK}' or '{V0_MARK}' line "
-                         + (f"could be read (unreadable lines: {skipped}; {first_error})"
-                            if skipped else "found"))
-    cols = ["line", "format", "mean_acceptance_length", "accepted", "drafted",
-            "acceptance_rate", "per_position", "num_speculative_tokens", "speculative_depth",
-            "drafts", "emitted", "system_efficiency"]
-    df = pd.DataFrame(rows).reindex(columns=cols)
+                         + (f"could be read (unreadable lines: {_shown(skipped)}; "
+                            f"{first_error})" if skipped else "found"))
+    df = pd.DataFrame(rows).reindex(columns=_COLS)
     df.attrs["skipped"] = skipped
     df.attrs["first_error"] = first_error
+    v0 = _is_v0(df)
+    df.attrs["v1_lines"] = int((~v0).sum()) if v1_lines is None else v1_lines
+    df.attrs["v0_lines"] = int(v0.sum()) if v0_lines is None else v0_lines
     return df
+
+
+def _shown(skipped, most: int = 20):
+    """The first ``most`` skipped line numbers, and how many more."""
+    if len(skipped) <= most:
+        return skipped
+    return f"{skipped[:most]} and {len(skipped) - most} more"
+
+
+def read_spec_decode_lines(numbered, strict: bool = False):
+    """:func:`read_spec_decode_log` of ``(line number, line)`` pairs read one at a time (a
+    streamed file's kept lines), in constant memory: the V1 lines are summed into one row as
+    they are read (``lines``: how many; ``per_position_counts``: the per-position counts
+    rate x drafts summed) and only the last V0 line is kept (V0 counters are cumulative);
+    ``attrs`` hold ``v1_lines``, ``v0_lines``, ``skipped`` and ``first_error``.
+
+    Raises
+    ------
+    ValueError
+        as :func:`read_spec_decode_log`.
+    """
+    acc = None
+    formats: list = []
+    last_v0 = None
+    n_v1 = n_v0 = 0
+    skipped, first_error = [], ""
+    for lineno, line in numbered:
+        row, error = _parse_line(line, lineno, strict)
+        if row is None:
+            if error:
+                skipped.append(lineno)
+                first_error = first_error or error
+            continue
+        if row["format"] == "v0" or row["format"].startswith("v0 "):
+            last_v0, n_v0 = row, n_v0 + 1
+            continue
+        n_v1 += 1
+        if row["format"] not in formats:
+            formats.append(row["format"])
+        d = row["drafts"]
+        counts = [r * (d or 0) for r in row["per_position"]]
+        if acc is None:
+            acc = dict(row, lines=1, per_position_counts=counts)
+            continue
+        acc["drafts"] = None if acc["drafts"] is None or d is None else acc["drafts"] + d
+        acc["accepted"] += row["accepted"]
+        acc["drafted"] += row["drafted"]
+        old = acc["per_position_counts"]
+        n = max(len(old), len(counts))
+        acc["per_position_counts"] = [(old[i] if i < len(old) else 0.0)
+                                      + (counts[i] if i < len(counts) else 0.0)
+                                      for i in range(n)]
+        acc["lines"] += 1
+        acc["line"] = row["line"]
+    rows = []
+    if acc is not None:
+        acc["format"] = ", ".join(sorted(formats))
+        k = len(acc["per_position_counts"])
+        acc["num_speculative_tokens"] = k or None
+        acc["acceptance_rate"] = acc["accepted"] / acc["drafted"] if acc["drafted"] else \
+            float("nan")
+        acc["mean_acceptance_length"] = (1 + acc["accepted"] / acc["drafts"]
+                                         if acc["drafts"] else float("nan"))
+        rows.append(acc)
+    if last_v0 is not None:
+        rows.append(last_v0)
+    return _frame(rows, skipped, first_error, n_v1, n_v0)
 
 
 def log_counts(text: str, strict: bool = True) -> SpecDecodeCounts:
@@ -263,7 +349,14 @@ def _counts_from_log(df) -> SpecDecodeCounts:
         drafts = (math.nan if drafts_col.isna().any() else float(drafts_col.sum()))
         k = int(max((len(p) for p in v1["per_position"]), default=0))
         per_pos = [0.0] * k
-        for rates, d in zip(v1["per_position"], drafts_col.fillna(0)):
+        summed = v1["per_position_counts"] if "per_position_counts" in v1 else None
+        for j, (rates, d) in enumerate(zip(v1["per_position"], drafts_col.fillna(0))):
+            counts = summed.iloc[j] if summed is not None else None
+            if isinstance(counts, list):  # a row of read_spec_decode_lines: counts summed
+                per_pos += [0.0] * (len(counts) - len(per_pos))
+                for i, c in enumerate(counts):
+                    per_pos[i] += c
+                continue
             for i, r in enumerate(rates):
                 per_pos[i] += r * d
         return SpecDecodeCounts(drafts, float(v1["drafted"].sum()),

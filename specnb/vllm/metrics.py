@@ -328,6 +328,11 @@ class AcceptanceStats:
         elif c.source.startswith("log (V0"):
             where = ("log: draft tokens / k", "log: Number of draft tokens",
                      "log: emitted - steps")
+        elif c.source == "requests":
+            where = ("responses: num_spec_steps", "responses: num_draft_tokens",
+                     "responses: num_accepted_draft_tokens")
+        elif c.source.startswith("engine"):
+            where = (f"{c.source}: steps", f"{c.source}: drafted", f"{c.source}: accepted")
         elif c.source == "offline printout":
             where = ("printout: num_drafts", "printout: num_draft_tokens",
                      "printout: num_accepted_tokens")

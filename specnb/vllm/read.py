@@ -14,7 +14,8 @@ from . import logs
 from .metrics import (FORMATS, AcceptanceStats, UsageError, acceptance_stats, metrics_delta,
                       read_metrics)
 
-__all__ = ["Reading", "UsageError", "detect_format", "read_acceptance"]
+__all__ = ["Reading", "UsageError", "detect_format", "read_acceptance",
+           "read_acceptance_scans", "MARKERS", "LARGE_SCRAPE"]
 
 
 @dataclass(frozen=True)
@@ -100,31 +101,90 @@ def read_acceptance(texts, num_speculative_tokens: int | None = None,
         return Reading(acceptance_stats(counts, num_speculative_tokens), kind, header)
     text = texts[0]
     frame = logs.read_spec_decode_log(text, strict=False)
+    also = {"scrape": "vllm:spec_decode_" in text, "printout": logs.is_offline_printout(text)}
+    return _log_reading(frame, len(text.splitlines()), also, num_speculative_tokens)
+
+
+def _log_reading(frame, n_lines, also, num_speculative_tokens):
+    """The Reading of a log's spec-decode frame (:func:`logs.read_spec_decode_log` or
+    :func:`logs.read_spec_decode_lines`); ``n_lines``: the input's line count; ``also``: whether
+    it also holds a scrape / a printout."""
     v0 = logs._is_v0(frame)
-    n_lines = len(text.splitlines())
+    n_v1, n_v0 = frame.attrs["v1_lines"], frame.attrs["v0_lines"]
     lines_word = "log line" if n_lines == 1 else "log lines"
     if (~v0).any():
-        fmts = sorted(set(frame.loc[~v0, "format"]))
-        header = [f"source: {n_lines} {lines_word}; {int((~v0).sum())} V1 spec-decode line(s) "
+        fmts = sorted({f for x in frame.loc[~v0, "format"] for f in str(x).split(", ")})
+        header = [f"source: {n_lines:,} {lines_word}; {n_v1:,} V1 spec-decode line(s) "
                   f"({', '.join(fmts)}) summed: each covers one logging interval"]
-        if v0.any():
-            header.append(f"note: {int(v0.sum())} V0 line(s) ignored (V1 lines present)")
+        if n_v0:
+            header.append(f"note: {n_v0:,} V0 line(s) ignored (V1 lines present)")
     else:
         last = frame.iloc[-1]
         total = ("its rates cover the whole run" if last["format"] == "v0 (rates only)"
                  else "its counters are the total")
-        header = [f"source: {n_lines} {lines_word}; {len(frame)} V0 'Speculative metrics' line(s): "
-                  f"V0 counters are cumulative since the server started, so the last line (line "
-                  f"{last['line']}) is used and {total}; earlier lines are not added"]
-    also = [what for what, found in (
-        ("a /metrics scrape (vllm:spec_decode_* series)", "vllm:spec_decode_" in text),
-        ("a spec_decode.py printout (num_drafts: ...)", logs.is_offline_printout(text))) if found]
-    if also:
-        header.append(f"note: the input also holds {' and '.join(also)}, not read: only the log "
-                      "lines are; give that part as its own file to read it")
+        header = [f"source: {n_lines:,} {lines_word}; {n_v0:,} V0 'Speculative metrics' "
+                  f"line(s): V0 counters are cumulative since the server started, so the last "
+                  f"line (line {last['line']}) is used and {total}; earlier lines are not "
+                  "added"]
+    found = [what for what, key in (
+        ("a /metrics scrape (vllm:spec_decode_* series)", "scrape"),
+        ("a spec_decode.py printout (num_drafts: ...)", "printout")) if also.get(key)]
+    if found:
+        header.append(f"note: the input also holds {' and '.join(found)}, not read: only the "
+                      "log lines are; give that part as its own file to read it")
     skipped = frame.attrs["skipped"]
     if skipped:
-        header.append(f"note: skipped unreadable spec-decode line(s) {skipped} "
+        header.append(f"note: skipped unreadable spec-decode line(s) {logs._shown(skipped)} "
                       f"({frame.attrs['first_error']})")
     stats = logs._stats_from_log(frame, num_speculative_tokens)
     return Reading(stats, "log", tuple(header))
+
+
+#: Byte markers of every line :func:`read_acceptance_scans` reads (:func:`specnb._stream.scan`):
+#: the scrape's spec-decode series (with their HELP / TYPE lines), V1 and V0 log lines, the
+#: offline printout's lines.
+MARKERS = ("vllm:spec_decode_", logs.V1_MARK, logs.V0_MARK, "num_drafts:", "num_draft_tokens:",
+           "num_accepted_tokens:", "mean acceptance length:", "acceptance at token",
+           "total_num_output_tokens:")
+#: A vLLM /metrics scrape is tens to hundreds of kB (a few hundred series); larger than this
+#: (bytes) and :func:`read_acceptance_scans` warns with the size.
+LARGE_SCRAPE = 16 << 20
+
+
+def read_acceptance_scans(scans, num_speculative_tokens: int | None = None,
+                          model_name: str | None = None) -> Reading:
+    """:func:`read_acceptance` of files streamed by :func:`specnb._stream.scan` with
+    :data:`MARKERS` (only the lines that name spec-decode counters were kept, so a 200 MB
+    scrape or log is read in constant memory). A log's V1 lines are summed as they are read
+    (:func:`specnb.vllm.logs.read_spec_decode_lines`). The header gains a warning with the
+    size of a scrape larger than :data:`LARGE_SCRAPE`.
+
+    Raises
+    ------
+    ValueError, UsageError
+        as :func:`read_acceptance` (a file with no kept line is read from its head, so the
+        message names what it is instead).
+    """
+    scans = list(scans)
+    texts = [sc.text if sc.lines else sc.head for sc in scans]
+    kinds = []
+    for sc, t in zip(scans, texts):
+        is_log = any(logs.V1_MARK in line or logs.V0_MARK in line for _, line in sc.lines)
+        kinds.append("log" if is_log else detect_format(t))
+    if not (len(scans) == 1 and kinds[0] == "log"):
+        reading = read_acceptance(texts, num_speculative_tokens, model_name)
+    else:
+        sc = scans[0]
+        marked = ((n, t) for n, t in sc.lines if logs.V1_MARK in t or logs.V0_MARK in t)
+        frame = logs.read_spec_decode_lines(marked, strict=False)
+        also = {"scrape": any(t.lstrip().startswith(("vllm:spec_decode_", "# HELP vllm:spec_",
+                                                     "# TYPE vllm:spec_"))
+                              for _, t in sc.lines),
+                "printout": logs.is_offline_printout(sc.text)}
+        reading = _log_reading(frame, sc.n_lines, also, num_speculative_tokens)
+    warn = [f"warning: {sc.where} is {sc.n_bytes / 1e6:,.1f} MB ({sc.n_lines:,} lines); a vLLM "
+            f"/metrics scrape is usually under 1 MB: several scrapes pasted together, or a "
+            f"dump of more than one server? (only its {len(sc.lines):,} spec-decode lines "
+            "were read)" for sc, kind in zip(scans, kinds)
+            if kind == "prometheus" and sc.n_bytes > LARGE_SCRAPE]
+    return Reading(reading.stats, reading.format, tuple(warn) + reading.header)

@@ -133,3 +133,68 @@ def test_the_same_file_or_identical_results_twice_is_a_caution(tmp_path):
     assert codes(compare_bench(on, copy).comparability)[0] == "identical-results"
     assert {"same-file", "identical-results"}.isdisjoint(
         codes(compare_bench(on, sample_path("bench_off.json")).cautions))
+
+
+# ---------------------------------------------------------------- validity (issue 26, R3)
+from pathlib import Path
+
+import pytest
+
+CASES = Path(__file__).resolve().parents[1] / "cases" / "vllm" / "0.33.0"
+
+
+def test_random_dataset_with_its_implied_ignore_eos_is_flagged_from_the_console():
+    bench = CASES / "bench"
+    r = compare_bench(bench / "spec-k3.json", bench / "baseline.json",
+                      on_console=(bench / "spec-k3.stdout.txt").read_text(),
+                      off_console=(bench / "baseline.stdout.txt").read_text())
+    assert codes(r.validity) == ["random-dataset", "ignore-eos"]
+    assert "[random-dataset]" in str(r)
+    # without the console output the result JSON of vLLM 0.33 names no dataset
+    assert compare_bench(bench / "spec-k3.json", bench / "baseline.json").validity == ()
+
+
+@pytest.mark.parametrize("log, code", [("synthetic", "synthetic-acceptance"),
+                                       ("fly", "lossy-acceptance"), ("standard", None)])
+def test_server_with_synthetic_or_lossy_acceptance_is_flagged(log, code):
+    text = (CASES / "server" / f"non_default_args_{log}.log").read_text()
+    r = compare_bench(_run(median_tpot_ms=15.0), _run(), server_log=text)
+    assert codes(r.validity) == ([code] if code else [])
+
+
+def test_chat_model_without_template_and_reasoning_ttft_are_flagged():
+    chat = {"model_id": "meta-llama/Llama-3.1-8B-Instruct", "dataset_name": "sharegpt"}
+    r = compare_bench(_run(**chat, backend="openai"), _run(**chat, backend="openai"))
+    assert codes(r.validity) == ["no-chat-template"]
+    assert compare_bench(_run(**chat, backend="openai-chat"),
+                         _run(**chat, backend="openai-chat")).validity == ()
+    assert codes(compare_bench(_run(**chat, backend="openai-chat", skip_chat_template=True),
+                               _run(**chat, backend="openai-chat")).validity) == \
+        ["no-chat-template"]
+    # TTFT 900 of an end-to-end 1,000 ms on a chat endpoint: the reasoning phase in TTFT?
+    slow = _run(backend="openai-chat", median_ttft_ms=900.0, median_e2el_ms=1000.0)
+    assert codes(compare_bench(slow, _run(backend="openai-chat", median_e2el_ms=1000.0)
+                               ).validity) == ["reasoning-in-ttft"]
+    assert codes(compare_bench(_run(backend="openai-chat", model_id="deepseek-ai/DeepSeek-R1"),
+                               _run()).validity) == ["reasoning-in-ttft"]
+
+
+def test_output_lengths_that_differ_are_not_papered_over_with_ignore_eos():
+    base = {"output_throughput": 100.0, "median_tpot_ms": 10.0, "completed": 100}
+    r = compare_bench({**base, "total_output_tokens": 30000},
+                      {**base, "total_output_tokens": 20000})
+    note = [n for n in r.comparability if n.code == "output-tokens-differ"][0]
+    assert "set --ignore-eos" not in note.message and "Do not" in note.message
+
+
+def test_a_ttft_verdict_beside_tpot_and_throughput():
+    # TPOT 20 -> 15 (-25 %), throughput 1000 -> 1300 (+30 %), TTFT 100 -> 120 (+20 %)
+    on = _run(median_tpot_ms=15.0, output_throughput=1300.0, median_ttft_ms=120.0)
+    r = compare_bench(on, _run())
+    assert {g: v for g, (v, _) in r.verdicts.items()} == {
+        "latency": "turn it on", "throughput": "turn it on", "ttft": "keep it off"}
+    assert r.verdicts["ttft"][1].code == "ttft-change"
+    assert compare_bench(on, _run(), goal="ttft").verdict == "keep it off"
+    assert compare_bench(_run(median_ttft_ms=102.0), _run(), goal="ttft").verdict == \
+        "no clear difference"
+    assert "by TTFT: keep it off" in str(r)

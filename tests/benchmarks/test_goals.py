@@ -38,7 +38,8 @@ def test_make_bench_lists_the_misses_and_exits_0_unless_strict(tmp_path):
     fake.chmod(0o755)
     recipe = (ROOT / "Makefile").read_text().split("\nbench: install\n")[1].split("\n\n")[0]
     mk = tmp_path / "Makefile"
-    mk.write_text(f"BIN := {tmp_path}\nbench:\n{recipe}\n".replace("$(BIN)/python", str(fake)))
+    mk.write_text(f"BIN := {tmp_path}\nBENCHES ?= $(wildcard benchmarks/bench_*.py)\n"
+                  f"bench:\n{recipe}\n".replace("$(BIN)/python", str(fake)))
     ok = subprocess.run(["make", "-s", "-C", str(tmp_path), "bench"], capture_output=True, text=True)
     assert ok.returncode == 0 and "1 speed target(s) MISSED" in ok.stdout
     strict = subprocess.run(["make", "-s", "-C", str(tmp_path), "bench", "BENCH_STRICT=1"],

@@ -189,3 +189,56 @@ def test_cli_head_of_another_target_exits_2(capsys, tmp_path):
                  "--no-progress", "--json"]) == 2
     err = capsys.readouterr().err.strip()
     assert "config.json" in err and "512" in err and "256" in err and len(err.splitlines()) == 1
+
+
+# ------------------------------------------------ fast refusals (issue 26, R8, N20)
+FAST_BAD = [("--prompts", "", "no prompts"), ("--prompts", b"\x89PNG\x00\xff", "not UTF-8"),
+            ("--logged", '{"task": "a"', "not valid JSON"),
+            ("--prompts", '{"x": 1}\n', "'task'"),
+            ("--logged", '{"task": "a", "prompt": "p"}\n', "'response'")]
+
+
+@pytest.mark.parametrize("flag, content, match", FAST_BAD)
+def test_bad_file_contents_are_refused_before_torch(tmp_path, capsys, flag, content, match):
+    from specnb.cli import main
+
+    path = tmp_path / "f.jsonl"
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    assert main(["measure", flag, str(path)]) == 2
+    assert match in capsys.readouterr().err
+
+
+def test_device_cuda_on_a_cpu_torch_is_refused_without_torch(monkeypatch):
+    from specnb.measure import args as A
+
+    monkeypatch.setattr(A, "_torch_build", lambda: {"__version__": "2.13.0+cpu", "cuda": None,
+                                                    "hip": None})
+    with pytest.raises(ValueError, match="CPU build"):
+        A.check_device("cuda")
+    A.check_device("cpu")
+    monkeypatch.setattr(A, "_torch_build", lambda: None)
+    A.check_device("cuda")  # no torch: the import that follows says so
+
+
+@pytest.mark.slow
+def test_refusals_take_under_3_s_and_never_import_torch(tmp_path):
+    import subprocess
+    import sys
+    import time
+
+    path = tmp_path / "empty.jsonl"
+    path.write_text("")
+    code = ("import sys; from specnb.cli import main; rc = main(sys.argv[1:]); "
+            "assert 'torch' not in sys.modules, 'torch imported'; sys.exit(rc)")
+    from specnb.measure.args import _torch_build
+
+    cases = [["measure", "--prompts", str(path)]]
+    if (_torch_build() or {}).get("cuda", "x") is None:  # a CPU torch: cuda is refused
+        cases.append(["measure", "--device", "cuda"])
+    for argv in cases:
+        t0 = time.perf_counter()
+        done = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True,
+                              text=True, timeout=60)
+        took = time.perf_counter() - t0
+        assert done.returncode == 2 and "torch imported" not in done.stderr, done.stderr
+        assert took < 3.0, (argv, took)

@@ -420,3 +420,48 @@ def test_serve_line_memory_at_max_num_seqs(capsys):
     code, out, _ = run(capsys, "config", "check", "--serve", line.replace("512", "1"), "--gpu",
                        "H100-SXM", "--json")
     assert "verify-memory-cap" not in {f["code"] for f in json.loads(out)["findings"]}
+
+
+def test_bench_refuses_a_zero_tpot_with_exit_1_and_reads_the_console_logs(capsys, tmp_path):
+    # R2: a TPOT of 0 in the ON file said to turn speculation on
+    on = json.loads(sample_path("bench_on.json").read_text())
+    on["mean_tpot_ms"] = 0
+    zero = tmp_path / "on.json"
+    zero.write_text(json.dumps(on))
+    code, out, err = run(capsys, "bench", str(zero), str(sample_path("bench_off.json")))
+    assert code == 1 and "mean_tpot_ms" in err and out == ""
+    bench = CASES / "vllm" / "0.33.0" / "bench"
+    code, out, err = run(capsys, "bench", str(bench / "spec-k3.json"),
+                         str(bench / "baseline.json"), "--on-log",
+                         str(bench / "spec-k3.stdout.txt"), "--server-log",
+                         str(bench.parent / "server" / "non_default_args_synthetic.log"))
+    assert code == 0 and "[random-dataset]" in out and "[synthetic-acceptance]" in out
+    assert "by TTFT:" in out
+    code, out, err = run(capsys, "bench", str(bench / "spec-k3.json"),
+                         str(bench / "baseline.json"), "--on-log", str(bench / "spec-k3.json"))
+    assert code == 1 and "Namespace" in err
+
+
+def test_metrics_reads_sglang_llamacpp_and_vllm_request_outputs(capsys):
+    # issue 26: other engines' acceptance, put in specnb's tau and rate, definitions stated
+    code, out, err = run(capsys, "metrics", str(CASES / "sglang" / "server.log"), "-k", "3")
+    assert code == 0 and "source: sglang server log" in out and "definition:" in out
+    assert "implied alpha" in out
+    code, out, err = run(capsys, "metrics", str(CASES / "llamacpp" / "server.log"))
+    assert code == 0 and "source: llama.cpp server log" in out and "draft position" in out
+    code, out, err = run(capsys, "metrics", str(CASES / "sglang" / "meta_info.jsonl"))
+    assert code == 0 and "sglang meta_info" in out and "mean acceptance length" in out
+    code, out, err = run(capsys, "metrics", str(CASES / "vllm" / "0.33.0" / "requests" /
+                                                "responses.jsonl"))
+    assert code == 0 and "metrics.speculative_decoding" in out
+    code, out, err = run(capsys, "metrics", "--engine", "llama.cpp",
+                         str(CASES / "sglang" / "server.log"))
+    assert code == 1 and "no llama.cpp" in err
+
+
+def test_full_acceptance_does_not_claim_the_rate_is_lower(capsys):
+    # N17: at 100 % acceptance the rate equals alpha; the note said it was lower
+    code, out, _ = run(capsys, "metrics", str(FIELD / "metrics_v08_no_tau.log"), "-k", "3")
+    assert code == 0
+    note = [line for line in out.splitlines() if line.startswith("note: implied alpha")][0]
+    assert "here they agree" in note

@@ -2,6 +2,9 @@
 
 * the accept/resample rule on a small vocabulary: its output is distributed as p, as
   specnb.verify's reference rule; replaced by the draft's residual it is not (fast);
+* every emitted token at T = 1 with gamma 2 and 3 on stand-in chains whose p and q rows
+  differ at every position: the joint distribution of the output is the target's; a bonus
+  drawn from the wrong row, or a residual at the wrong position, fails (fast);
 * on the bundled pair (slow): greedy output token-identical to plain greedy generation on every
   bundled prompt at several gammas; rounds, target and draft forwards counted as transformers'
   assisted decoding counts them (identical at T = 0); at T = 1 the first generated token over
@@ -98,6 +101,104 @@ def test_bad_arguments_named():
     with pytest.raises(ValueError, match="temperature"):
         R.reference_generate(None, None, torch.tensor([1]), gamma=1, max_new_tokens=4,
                              temperature=-1)
+
+
+# ------------------------------------------- every emitted token at T > 0, gamma >= 2 (R5)
+class Markov(torch.nn.Module):
+    """A stand-in causal LM whose next-token distribution depends on the current token
+    (row ``logp[x]``), so that every position of a round has its own p (target) or q (draft)
+    row. It fills the DynamicCache it is given with one dummy position per input token, so
+    the loop's cache bookkeeping (lengths, crops) runs as with a real model."""
+
+    def __init__(self, probs):
+        super().__init__()
+        self.logp = torch.log(torch.tensor(probs, dtype=torch.float64))
+        self.anchor = torch.nn.Parameter(torch.zeros(1))
+        self.generation_config = type("GC", (), {"eos_token_id": None})()
+
+    @property
+    def device(self):
+        return torch.device("cpu")
+
+    def forward(self, input_ids, cache=None, use_cache=True, **_):
+        n = input_ids.shape[1]
+        if cache is not None:
+            z = torch.zeros(1, 1, n, 1)
+            cache.update(z, z, 0)
+        return type("Out", (), {"logits": self.logp[input_ids]})()
+
+
+# target p(next | current) and draft q(next | current): every row different, q far from p
+P_ROWS = [[0.70, 0.20, 0.10], [0.10, 0.60, 0.30], [0.25, 0.15, 0.60]]
+Q_ROWS = [[0.20, 0.50, 0.30], [0.50, 0.10, 0.40], [0.60, 0.30, 0.10]]
+
+
+def bonus_from_the_last_draft_row(p, q, drafted, generator=None):
+    """Wrong: when every draft is accepted, the bonus comes from p[k - 1], not p[k]."""
+    n, tok = R.accept_resample(p, q, drafted, generator)
+    k = drafted.numel()
+    if n == k and k:
+        tok = int(torch.multinomial(p[k - 1], 1, generator=generator))
+    return n, tok
+
+
+def residual_at_the_first_row(p, q, drafted, generator=None):
+    """Wrong: the residual after a rejection at n >= 1 uses row 0, not row n."""
+    n, tok = R.accept_resample(p, q, drafted, generator)
+    if 0 < n < drafted.numel():
+        d = torch.clamp(p[0] - q[0], min=0.0)
+        tok = int(torch.multinomial(d / d.sum(), 1, generator=generator))
+    return n, tok
+
+
+SEQUENCE_RULES = {"leviathan": (R.accept_resample, True),
+                  "bonus_row": (bonus_from_the_last_draft_row, False),
+                  "residual_row": (residual_at_the_first_row, False)}
+N_SEQ = 600
+
+
+@pytest.fixture(scope="module")
+def markov_pair():
+    torch.set_num_threads(1)  # tiny tensors: threads only add overhead
+    return Markov(P_ROWS), Markov(Q_ROWS)
+
+
+def _sequence_test(markov_pair, gamma, rule):
+    """gamma + 1 tokens after the prompt token 0, at T = 1: one round of gamma drafts, then
+    accepted drafts and a bonus from p[gamma] (all accepted) or a residual at the rejected
+    position. Their joint distribution must be the target chain's, prod_i p(x_i | x_(i-1))
+    (chi-square over all sequences, the rare ones pooled)."""
+    import itertools
+
+    fn, lossless = SEQUENCE_RULES[rule]
+    target, draft = markov_pair
+    a = np.array(P_ROWS)
+    n_tok = gamma + 1
+    seqs = list(itertools.product(range(3), repeat=n_tok))
+    probs = np.array([np.prod([a[x0, x1] for x0, x1 in zip((0,) + sq[:-1], sq)])
+                      for sq in seqs])
+    index = {sq: i for i, sq in enumerate(seqs)}
+    got = np.array([index[tuple(R.reference_generate(
+        target, draft, torch.tensor([0]), gamma=gamma, max_new_tokens=n_tok, temperature=1.0,
+        seed=s, rule=fn).tokens)] for s in range(N_SEQ)])
+    cat, pooled_p = pooled(probs, N_SEQ)
+    z = verify.chi_square(cat[got], pooled_p)["z"]
+    if lossless:
+        assert abs(z) < 4, z
+    else:
+        assert z > 6, z
+
+
+@pytest.mark.parametrize("rule", list(SEQUENCE_RULES))
+def test_every_emitted_token_is_distributed_as_the_target_gamma_2(markov_pair, rule):
+    """gamma 2: the bonus row and the residual at the rejected position each decide a test."""
+    _sequence_test(markov_pair, 2, rule)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("rule", list(SEQUENCE_RULES))
+def test_every_emitted_token_is_distributed_as_the_target_gamma_3(markov_pair, rule):
+    _sequence_test(markov_pair, 3, rule)
 
 
 # ----------------------------------------------------------------------------- bundled pair

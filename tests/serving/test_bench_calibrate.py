@@ -108,3 +108,17 @@ def test_bench_calibration_tau_and_gamma_given_for_files_without_spec_keys():
                             gamma=3)
     ref = S.calibrate_bench(S.setup("H100-SXM", "Llama-3.1-8B", "eagle3"), runs)
     assert cal.fitted == pytest.approx(ref.fitted)
+
+
+def test_throughput_implied_tpot_excludes_the_first_token():
+    # R6: a closed loop of 2 requests, 3 tokens each, TTFT 100 ms, TPOT 10 ms: each request
+    # takes 100 + (3 - 1) x 10 = 120 ms, so 2 x 3 tokens / 0.12 s = 50 tok/s; dividing by
+    # n = 3 instead of n - 1 = 2 would give (120 - 100) / 3 = 6.67 ms
+    from specnb.serving.bench_calibrate import _implied_tpot_ms
+
+    assert _implied_tpot_ms(2, 3, 50.0, 100.0) == pytest.approx(10.0)
+    # and the published runs' own throughput (built the same way) gives back their TPOT
+    for run in S.published_bench_results("magicdec-table3a")[:4]:
+        n = run["total_output_tokens"] / run["completed"]
+        assert _implied_tpot_ms(run["max_concurrency"], n, run["output_throughput"],
+                                run["mean_ttft_ms"]) == pytest.approx(run["mean_tpot_ms"])

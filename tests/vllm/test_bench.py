@@ -101,3 +101,59 @@ def test_bench_points_label_count():
 
     with pytest.raises(ValueError, match="one label per bench file: 1 file\\(s\\), 2 label"):
         bench_points([dict(_RUN)], ["on", "off"])
+
+
+# ------------------------------------------------- how a run was made (issue 26, R2, R3)
+from pathlib import Path
+
+from specnb.vllm.bench import bench_setup, read_bench_console, server_acceptance_method
+
+CASES = Path(__file__).resolve().parents[1] / "cases" / "vllm"
+
+
+@pytest.mark.parametrize("version", ["0.25.1", "0.33.0"])
+def test_console_namespace_of_vllm_bench_serve_is_read(version):
+    # the oracle's own vllm bench serve console output (its first line prints the arguments)
+    bench = CASES / version / "bench"
+    console = read_bench_console((bench / "spec-k3.stdout.txt").read_text())
+    argv = json.loads((bench / "inputs.jsonl").read_text().splitlines()[0])["argv"]
+    assert console["dataset_name"] == argv[argv.index("--dataset-name") + 1]
+    assert console["backend"] == argv[argv.index("--backend") + 1]
+    assert console["ignore_eos"] is ("--ignore-eos" in argv)
+    assert console["temperature"] == float(argv[argv.index("--temperature") + 1])
+    # vLLM 0.33 then sets ignore_eos itself for a random dataset on an OpenAI backend
+    setup = bench_setup(read_bench(bench / "spec-k3.json"), console)
+    assert setup["ignore_eos"] is True and setup["ignore_eos_implied"] is True
+    with pytest.raises(ValueError, match="Namespace"):
+        read_bench_console("Successful requests: 12")
+
+
+def test_setup_from_metadata_keys_and_a_real_dataset():
+    setup = bench_setup({"dataset_name": "sharegpt", "ignore_eos": "true", "backend": "openai"})
+    assert setup["ignore_eos"] is True and "ignore_eos_implied" not in setup
+    assert "ignore_eos" not in bench_setup({"dataset_name": "sharegpt", "backend": "openai"})
+    assert bench_setup({"dataset_name": "timed_trace"})["ignore_eos"] is True
+
+
+@pytest.mark.parametrize("name, method", [("synthetic", "synthetic"), ("fly", "fly"),
+                                          ("standard", None)])
+def test_server_rejection_method_from_vllm_start_up_line(name, method):
+    text = (CASES / "0.33.0" / "server" / f"non_default_args_{name}.log").read_text()
+    assert server_acceptance_method(text) == method
+    assert server_acceptance_method(
+        "--speculative-config '{\"method\": \"ngram\", \"synthetic_acceptance_rates\": [0.5]}'"
+    ) == "synthetic"
+
+
+@pytest.mark.parametrize("key", ["mean_tpot_ms", "median_tpot_ms", "p99_tpot_ms",
+                                 "output_throughput", "request_throughput"])
+@pytest.mark.parametrize("value", [0, 0.0, -1.0, float("nan"), float("inf")])
+def test_zero_negative_or_non_finite_tpot_or_throughput_is_refused(key, value):
+    # R2: a TPOT of 0 in the ON file said "turn it on"
+    run = {"output_throughput": 100.0, "median_tpot_ms": 10.0, "mean_tpot_ms": 10.0,
+           "p99_tpot_ms": 12.0, "request_throughput": 1.0, key: value}
+    with pytest.raises(ValueError, match=key):
+        read_bench(run)
+    with pytest.raises(ValueError, match=key):
+        compare_bench(run, {**run, key: 5.0})
+    assert read_bench({**run, key: 5.0, "std_tpot_ms": 0.0})["std_tpot_ms"] == 0.0

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from specnb.vllm import read_acceptance
 
 
@@ -31,3 +33,39 @@ def test_offline_printout_is_read_not_a_prometheus_error():
     assert f"{100 * s.acceptance_rate:.2f}" == "36.21"   # 12208 / 33712
     assert f"{s.mean_acceptance_length:.2f}" == "3.53"   # 1 + 12208 / 4816
     assert s.num_speculative_tokens == 7                 # 33712 / 4816
+
+
+# ------------------------------------------------------ streamed files (issue 26, R4)
+def test_streamed_log_and_scrape_read_as_the_whole_text(tmp_path):
+    from specnb._stream import scan
+    from specnb.vllm import read_acceptance
+    from specnb.vllm.read import MARKERS, read_acceptance_scans
+
+    log = (CASES / "vllm" / "0.33.0" / "spec_decode.log").read_text()
+    noisy = "\n".join(f"INFO request {i}\n{line}" for i, line in enumerate(log.splitlines()))
+    path = tmp_path / "server.log"
+    path.write_text(noisy)
+    whole = read_acceptance(noisy)
+    streamed = read_acceptance_scans([scan(path, MARKERS, block=64)])
+    assert streamed.stats.counts == whole.stats.counts
+    assert streamed.stats.per_position == pytest.approx(whole.stats.per_position)
+    assert streamed.header == whole.header
+    prom = tmp_path / "big.prom"
+    scrape = _SCRAPE.format(d=10, t=30, a=12)
+    filler = "".join(f'vllm:other_total{{id="{i}"}} {i}.0\n' for i in range(200))
+    prom.write_text(filler + scrape)
+    read = read_acceptance_scans([scan(prom, MARKERS)])
+    assert read.stats.counts == read_acceptance(filler + scrape).stats.counts
+    assert not any(h.startswith("warning:") for h in read.header)
+
+
+def test_a_scrape_larger_than_a_scrape_usually_is_is_warned_with_its_size(tmp_path, monkeypatch):
+    from specnb._stream import scan
+    from specnb.vllm import read as R
+
+    prom = tmp_path / "big.prom"
+    prom.write_text("x_total 1.0\n" * 1000 + _SCRAPE.format(d=10, t=30, a=12))
+    monkeypatch.setattr(R, "LARGE_SCRAPE", 1000)
+    warn = [h for h in R.read_acceptance_scans([scan(prom, R.MARKERS)]).header
+            if h.startswith("warning:")]
+    assert len(warn) == 1 and f"{prom.stat().st_size / 1e6:,.1f} MB" in warn[0]

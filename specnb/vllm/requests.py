@@ -1,0 +1,101 @@
+"""vLLM's per-request acceptance: ``metrics.speculative_decoding`` in response bodies.
+
+vLLM 0.33 adds it to a completion or chat response for a single-sequence request (``n == 1``)
+when the server runs with ``--per-request-spec-decode-metrics``
+(``SpeculativeDecodingMetrics``, ``vllm/entrypoints/generate/base/protocol.py``; filled by
+``RequestSpecDecodeMetrics.to_dict``, ``vllm/v1/metrics/stats.py``): ``num_spec_steps``
+(verification steps), ``num_draft_tokens``, ``num_accepted_draft_tokens``,
+``num_spec_tokens`` (gamma), ``mean_acceptance_length`` (1 + accepted / steps, bonus
+included), ``draft_acceptance_rate`` (accepted / drafted) and ``acceptance_histogram``
+(index j: steps that accepted exactly j drafts; length gamma + 1). These are the server
+counters' own definitions for one request: summed over responses they give the
+:class:`~specnb.vllm.metrics.SpecDecodeCounts` of those requests, with per-position counts
+from the histogram (accepted at position i = steps with more than i accepted).
+"""
+
+from __future__ import annotations
+
+from .metrics import SpecDecodeCounts
+
+__all__ = ["read_request_metrics", "request_metrics"]
+
+_KEYS = ("num_spec_steps", "num_draft_tokens", "num_accepted_draft_tokens",
+         "acceptance_histogram")
+
+
+def request_metrics(response) -> dict | None:
+    """The ``speculative_decoding`` section of one response (a response body, its
+    ``metrics``, or the section itself), or None when it has none."""
+    if not isinstance(response, dict):
+        return None
+    for cand in (response.get("metrics", {}) if isinstance(response.get("metrics"), dict)
+                 else {}, response):
+        sec = cand.get("speculative_decoding") if isinstance(cand, dict) else None
+        if isinstance(sec, dict):
+            return sec
+    return response if all(k in response for k in _KEYS) else None
+
+
+def read_request_metrics(responses) -> SpecDecodeCounts:
+    """Sum the per-request spec-decode metrics of vLLM responses into counts.
+
+    Parameters
+    ----------
+    responses : iterable of dicts (response bodies, as saved)
+
+    Returns
+    -------
+    SpecDecodeCounts (source "requests", ``label_sets`` = responses read).
+
+    Raises
+    ------
+    ValueError
+        no response with a ``speculative_decoding`` section (the server needs
+        ``--per-request-spec-decode-metrics``; n > 1 requests carry none); a count that is
+        not a whole number >= 0; a histogram that disagrees with the steps or accepted
+        counts; responses of different ``num_spec_tokens``.
+    """
+    steps = drafted = accepted = 0
+    hist: list = []
+    gammas = set()
+    n = 0
+    for i, r in enumerate(responses, 1):
+        sec = request_metrics(r)
+        if sec is None:
+            continue
+        vals = {}
+        for k in _KEYS[:3]:
+            v = sec.get(k)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise ValueError(f"response {i}: speculative_decoding.{k} must be a whole "
+                                 f"number >= 0, got {v!r}")
+            vals[k] = v
+        h = sec.get("acceptance_histogram")
+        if not isinstance(h, list) or not all(isinstance(x, int) and not isinstance(x, bool)
+                                               and x >= 0 for x in h):
+            raise ValueError(f"response {i}: acceptance_histogram must be a list of whole "
+                             f"numbers >= 0, got {h!r}")
+        if sum(h) != vals["num_spec_steps"] or \
+                sum(j * x for j, x in enumerate(h)) != vals["num_accepted_draft_tokens"]:
+            raise ValueError(f"response {i}: acceptance_histogram {h} disagrees with "
+                             f"num_spec_steps {vals['num_spec_steps']} / "
+                             f"num_accepted_draft_tokens {vals['num_accepted_draft_tokens']}")
+        if "num_spec_tokens" in sec:
+            gammas.add(sec["num_spec_tokens"])
+        n += 1
+        steps += vals["num_spec_steps"]
+        drafted += vals["num_draft_tokens"]
+        accepted += vals["num_accepted_draft_tokens"]
+        hist += [0] * (len(h) - len(hist))
+        for j, x in enumerate(h):
+            hist[j] += x
+    if not n:
+        raise ValueError("no response with metrics.speculative_decoding (start vLLM with "
+                         "--per-request-spec-decode-metrics; requests with n > 1 carry none)")
+    if len(gammas) > 1:
+        raise ValueError(f"the responses come from servers with different num_spec_tokens "
+                         f"{sorted(gammas)}: read each server's responses on their own")
+    per_pos = tuple(float(sum(hist[j] for j in range(i + 1, len(hist))))
+                    for i in range(len(hist) - 1))
+    return SpecDecodeCounts(float(steps), float(drafted), float(accepted), per_pos, n,
+                            "requests", False)
