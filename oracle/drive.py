@@ -92,10 +92,14 @@ class ConfigOracle:
             from vllm.utils.argparse_utils import FlexibleArgumentParser
         except ImportError:  # before about 0.12
             from vllm.utils import FlexibleArgumentParser
-        try:
-            from vllm.entrypoints.common.cli_args import make_arg_parser
-        except ImportError:
-            from vllm.entrypoints.openai.cli_args import make_arg_parser
+        import importlib
+        for mod in ("vllm.entrypoints.common.cli_args", "vllm.entrypoints.launchers.cli_args",
+                    "vllm.entrypoints.openai.cli_args"):  # 0.33, 0.32, older
+            try:
+                make_arg_parser = importlib.import_module(mod).make_arg_parser
+                break
+            except ImportError:
+                continue
         from vllm.engine.arg_utils import EngineArgs
         from vllm.config import ParallelConfig
         self.EngineArgs, self.ParallelConfig = EngineArgs, ParallelConfig
