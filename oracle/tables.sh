@@ -7,7 +7,7 @@
 # past a release that fails and names the failures at the end (exit 1).
 set -eu
 WHEELS="${ORACLE_WHEELS:-$HOME/.cache/specnb-oracle/wheels}"
-[ $# -gt 0 ] || set -- $(grep -v '^#' oracle/releases.txt)
+[ $# -gt 0 ] || set -- $(grep -v '^#' oracle/releases.txt | cut -d' ' -f1)
 failed=""
 for v in "$@"; do
   t0=$(date +%s)

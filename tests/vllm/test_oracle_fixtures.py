@@ -112,7 +112,7 @@ def test_every_table_was_made_from_the_wheel_it_names(version):
     t = _table(version)
     wheel = t["wheel"]
     assert t["vllm"] == version == wheel["version"]
-    assert re.fullmatch(rf"vllm-{re.escape(version)}-[\w.]+-[\w.]+-[\w.]+\.whl", wheel["filename"])
+    assert re.fullmatch(rf"vllm-{re.escape(version)}(-\d\w*)?-[\w.]+-[\w.]+-[\w.]+\.whl", wheel["filename"])
     assert re.fullmatch(r"[0-9a-f]{64}", wheel["sha256"])
     assert re.fullmatch(r"\d+\.\d+(\.\d+)?", t["pydantic_version"])
     assert isinstance(t["quantization_methods"], list) and t["quantization_methods"]
