@@ -3,7 +3,8 @@
 #   make run    create .venv if missing, install, execute every notebook headless -> build/
 # Other targets: make check (import layers and the fast tests), make lab (JupyterLab with widgets), make bench (benchmarks), make docs (docs/api from the docstrings), make clean,
 #   make oracle [VLLM=0.33.0]   vLLM itself as the oracle: writes tests/cases/vllm/$(VLLM)/
-#   make oracle-check           re-run it into a temp folder; fail if a verdict moved
+#   make oracle-table [VLLM=...] its release table alone; make oracle-tables: every release's
+#   make oracle-check           re-run every release with fixtures; fail if a verdict moved
 #   make oracle-heads           vLLM's EAGLE-3 head code on the CPU: tests/cases/vllm/$(VLLM)/heads/
 PYTHON ?= python3
 VENV   ?= .venv
@@ -16,7 +17,8 @@ TORCH  ?= torch==2.13.0
 # One stamp per TORCH setting, so changing TORCH re-runs the install.
 STAMP  := $(VENV)/.specnb-installed-$(subst =,_,$(subst /,_,$(if $(TORCH),$(TORCH),own-torch)))
 
-.PHONY: install test check run lab bench docs clean distclean oracle oracle-check oracle-heads
+.PHONY: install test check run lab bench docs clean distclean oracle oracle-check oracle-check-one \
+	oracle-table oracle-tables oracle-heads
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -79,34 +81,65 @@ docs: install
 	$(BIN)/python scripts/gen_docs.py
 
 # vLLM as the oracle (oracle/README.md): its own virtualenv .venv-vllm-$(VLLM) (the CPU torch,
-# the vLLM wheel with --no-deps, oracle/requirements-$(VLLM).txt), then oracle/drive.py on the
-# corpus. VLLM names any release; the fixtures go to tests/cases/vllm/$(VLLM)/.
+# the vLLM wheel with --no-deps, oracle/requirements-$(VLLM).txt or the shared
+# oracle/requirements.txt), then oracle/drive.py on the corpus. VLLM names any release; the
+# fixtures go to tests/cases/vllm/$(VLLM)/, the release table to specnb/vllm/versions/$(VLLM).json.
+#   make oracle-table [VLLM=...]  the table alone (a light virtualenv: vLLM's Python files only)
+#   make oracle-tables            the table of every release in oracle/releases.txt
+#   make oracle-check             every release with fixtures: re-run into a temp folder, fail
+#                                 if a verdict moved or the wheel is not the one the table names
 VLLM          ?= 0.33.0
 ORACLE_PY     ?= python3
 ORACLE_VENV   := .venv-vllm-$(VLLM)
 ORACLE_STAMP  := $(ORACLE_VENV)/.oracle-installed
 ORACLE_OUT    := tests/cases/vllm/$(VLLM)
+ORACLE_TABLE  := specnb/vllm/versions/$(VLLM).json
 ORACLE_ENV    := VLLM_TARGET_DEVICE=cpu HF_HUB_OFFLINE=1
+# the releases with fixtures (oracle-check replays each)
+ORACLE_FIXTURE_RELEASES = $(patsubst tests/cases/vllm/%/configs.jsonl,%,$(wildcard tests/cases/vllm/*/configs.jsonl))
+# ORACLE_ARGS: more drive.py options, e.g. --shared /path/to/shared (default: ../shared)
+ORACLE_ARGS   ?=
+# ORACLE_PRUNE=1: oracle-check removes each full virtualenv after its release (disk)
+ORACLE_PRUNE  ?=
 
 $(ORACLE_STAMP): oracle/setup_venv.sh $(wildcard oracle/requirements-$(VLLM).txt)
 	PYTHON=$(ORACLE_PY) sh oracle/setup_venv.sh $(VLLM)
 
 oracle: $(ORACLE_STAMP)
-	$(ORACLE_ENV) $(ORACLE_VENV)/bin/python oracle/drive.py all --out $(ORACLE_OUT)
+	$(ORACLE_ENV) $(ORACLE_VENV)/bin/python oracle/drive.py all --out $(ORACLE_OUT) $(ORACLE_ARGS)
+	$(ORACLE_ENV) $(ORACLE_VENV)/bin/python oracle/table.py --out $(ORACLE_TABLE)
+ifeq ($(VLLM),0.33.0)
+	# the drivers written against 0.33.0's code: the string faults and serve lines (and the
+	# release's flag table), the n-gram / suffix proposers, the V1 scheduler
+	$(ORACLE_ENV) $(ORACLE_VENV)/bin/python oracle/drive_strings.py --out $(ORACLE_OUT)
 	-[ -f $(ORACLE_VENV)/arctic-suffix/VERSION ] || \
 	  sh oracle/build_arctic_suffix.sh $(ORACLE_VENV)/bin/python $(ORACLE_VENV)/arctic-suffix
 	$(ORACLE_ENV) $(ORACLE_VENV)/bin/python oracle/drive_proposals.py --out $(ORACLE_OUT)
 	$(ORACLE_ENV) $(ORACLE_VENV)/bin/python oracle/drive_scheduler.py --out $(ORACLE_OUT)
-	mkdir -p specnb/vllm/versions && cp $(ORACLE_OUT)/profile.json specnb/vllm/versions/$(VLLM).json
+endif
 
 # vLLM's EAGLE-3 head code on one-key cases (oracle/drive_heads.py): tests/cases/vllm/$(VLLM)/heads/
 oracle-heads: $(ORACLE_STAMP)
 	$(ORACLE_ENV) $(ORACLE_VENV)/bin/python oracle/drive_heads.py --out $(ORACLE_OUT)/heads
 
-oracle-check: $(ORACLE_STAMP)
-	@tmp=$$(mktemp -d) && \
-	$(ORACLE_ENV) $(ORACLE_VENV)/bin/python oracle/drive.py configs --out $$tmp --quiet && \
-	$(ORACLE_PY) oracle/compare.py $(ORACLE_OUT) $$tmp; rc=$$?; rm -rf $$tmp; exit $$rc
+oracle-table:
+	@[ -f $(ORACLE_VENV)/.oracle-table ] || [ -f $(ORACLE_STAMP) ] || PYTHON=$(ORACLE_PY) sh oracle/setup_venv.sh --table $(VLLM)
+	$(ORACLE_ENV) $(ORACLE_VENV)/bin/python oracle/table.py --out $(ORACLE_TABLE)
+
+oracle-tables:
+	PYTHON=$(ORACLE_PY) sh oracle/tables.sh
+
+oracle-check:
+	@rc=0; for v in $(ORACLE_FIXTURE_RELEASES); do \
+	  $(MAKE) --no-print-directory oracle-check-one VLLM=$$v || rc=1; \
+	  if [ -n "$(ORACLE_PRUNE)" ]; then rm -rf .venv-vllm-$$v; fi; \
+	done; exit $$rc
+
+oracle-check-one: $(ORACLE_STAMP)
+	@t0=$$(date +%s); tmp=$$(mktemp -d) && \
+	$(ORACLE_ENV) $(ORACLE_VENV)/bin/python oracle/drive.py configs --out $$tmp --quiet $(ORACLE_ARGS) && \
+	$(ORACLE_PY) oracle/compare.py $(ORACLE_OUT) $$tmp $(ORACLE_TABLE); rc=$$?; rm -rf $$tmp; \
+	echo "oracle-check: vLLM $(VLLM) took $$(( $$(date +%s) - t0 )) s (drive and compare)"; exit $$rc
 
 clean:
 	rm -rf build .pytest_cache .hypothesis .import_linter_cache

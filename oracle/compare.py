@@ -1,11 +1,13 @@
 """``make oracle-check``: compare a fresh oracle run with the committed fixtures.
 
-usage: python oracle/compare.py FIXTURE_DIR FRESH_DIR
+usage: python oracle/compare.py FIXTURE_DIR FRESH_DIR [TABLE]
 
 Fails (exit 1) when any config's verdict, deciding stage, exception type or vLLM's
 message differs, when the schedule's later verdict differs, or when the corpus gained
 or lost entries (fixtures stale: run ``make oracle``). Entries read from
 ``../shared/cases`` are not counted as lost when the fresh run had no shared folder.
+With TABLE (``specnb/vllm/versions/<v>.json``), also fails unless the fresh run's wheel
+(``oracle.json``: version, file name, sha256) is the one the table and the fixtures name.
 Stdlib only.
 """
 from __future__ import annotations
@@ -49,10 +51,28 @@ def compare(fixture: Path, fresh: Path) -> list[str]:
     return problems
 
 
+def wheel_problems(fixture: Path, fresh: Path, table: Path) -> list[str]:
+    """The fresh run's wheel against the table's and the fixtures' ``oracle.json``."""
+    def meta(d):
+        p = d / "oracle.json"
+        return json.loads(p.read_text()) if p.exists() else {}
+    ran = meta(fresh).get("wheel")
+    if not ran:
+        return ["the fresh run names no wheel (<venv>/.oracle-wheel.json missing: rebuild it)"]
+    out = []
+    for what, named in (("table " + str(table), json.loads(table.read_text()).get("wheel")),
+                        ("fixtures " + str(fixture / "oracle.json"), meta(fixture).get("wheel"))):
+        if named != ran:
+            out.append(f"wheel: {what} names {named}, the fresh run used {ran}")
+    return out
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     fixture, fresh = Path(argv[0]), Path(argv[1])
     problems = compare(fixture, fresh)
+    if len(argv) > 2:
+        problems += wheel_problems(fixture, fresh, Path(argv[2]))
     n = len(load(fixture))
     if problems:
         print(f"oracle-check: {len(problems)} difference(s) against {fixture}:")

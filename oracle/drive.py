@@ -88,11 +88,18 @@ class ConfigOracle:
     def __init__(self, work: Path):
         self.work = work
         self.local = work / "standins" / "local"
-        from vllm.utils.argparse_utils import FlexibleArgumentParser
         try:
-            from vllm.entrypoints.common.cli_args import make_arg_parser
-        except ImportError:
-            from vllm.entrypoints.openai.cli_args import make_arg_parser
+            from vllm.utils.argparse_utils import FlexibleArgumentParser
+        except ImportError:  # before about 0.12
+            from vllm.utils import FlexibleArgumentParser
+        import importlib
+        for mod in ("vllm.entrypoints.common.cli_args", "vllm.entrypoints.launchers.cli_args",
+                    "vllm.entrypoints.openai.cli_args"):  # 0.33, 0.32, older
+            try:
+                make_arg_parser = importlib.import_module(mod).make_arg_parser
+                break
+            except ImportError:
+                continue
         from vllm.engine.arg_utils import EngineArgs
         from vllm.config import ParallelConfig
         self.EngineArgs, self.ParallelConfig = EngineArgs, ParallelConfig
@@ -133,8 +140,6 @@ class ConfigOracle:
                                           exit_code=x.code)
             stage = "engine_args"
             ea = self.EngineArgs.from_cli_args(args)
-            rec["parsed"] = json.loads(self._sanitize(json.dumps(ea.speculative_config,
-                                                                  default=str)))
             stage = "target_model_config"
             key = (e["target"], tuple(e["serve_args"]))
             mc = ea.create_model_config()
@@ -269,68 +274,24 @@ def run_configs(out: Path, work: Path, shared: Path | None, only_ids=None, quiet
     with open(out / "configs.jsonl", "w") as fh:
         for r in recs:
             fh.write(json.dumps(r, sort_keys=True, default=str) + "\n")
-    fields = {n: str(f.annotation) for n, f in SpeculativeConfig.__pydantic_fields__.items()}
-    (out / "fields.json").write_text(json.dumps({"vllm": vllm.__version__, "fields": fields},
-                                                indent=1, sort_keys=True) + "\n")
     (out.parent / "standins.json").write_text(json.dumps(
         {"note": "the stand-in checkpoints the oracle served (oracle/standins.py): local "
                  "folders under {standins}/<name>, hub ids from an offline cache",
          "local": {k: {"kind": v[0], "config": v[1]} for k, v in standins.STANDINS.items()},
          "hub": standins.HUB_IDS}, indent=1, sort_keys=True) + "\n")
-    (out / "profile.json").write_text(json.dumps(profile(SpeculativeConfig), indent=1,
-                                                 sort_keys=True) + "\n")
+    write_fields(out)
     return recs
 
 
-def profile(cls) -> dict:
-    """What specnb's checker needs to know about this vLLM, read from its own code: every
-    ``SpeculativeConfig`` field (kind, null allowed, bound, choices, default), the methods,
-    the MTP names, ``LoadConfig``'s fields, and whether ``create_speculative_config`` rewrites
-    hyphens in keys."""
-    import inspect
-    import typing
+def write_fields(out: Path):
+    """``fields.json``: this release's ``SpeculativeConfig`` fields and annotations (the corpus
+    of every other release with fixtures tries these keys too)."""
     import vllm
-    from vllm.engine.arg_utils import EngineArgs
-    fields = {}
-    for name, f in cls.__pydantic_fields__.items():
-        kind = corpus_mod._kind(f.annotation)
-        skip = any(type(m).__name__ == "SkipValidation" for m in f.metadata) or \
-            "SkipValidation" in repr(f.annotation)
-        spec = {"kind": "internal" if skip else kind,
-                "nullable": type(None) in typing.get_args(f.annotation) or f.annotation is None}
-        for m in f.metadata:
-            for attr, excl in (("gt", True), ("ge", False), ("lt", True), ("le", False)):
-                v = getattr(m, attr, None)
-                if v is not None:
-                    if attr in ("gt", "ge"):
-                        spec["minimum"], spec["exclusive"] = v, excl
-                    else:
-                        spec["maximum"] = v
-        if kind == "literal":
-            spec["choices"] = corpus_mod._literal_values(f.annotation)
-            spec["open"] = any(a is str for a in typing.get_args(f.annotation))
-        if kind == "enum":
-            ann = [a for a in typing.get_args(f.annotation) if a is not type(None)] or [f.annotation]
-            spec["choices"] = list(ann[0].__members__)
-        d = f.default
-        if isinstance(d, (str, int, float, bool, type(None))):
-            spec["default"] = d
-        fields[name] = spec
-    try:
-        from vllm.config.speculative import MTPModelTypes
-        mtp = list(typing.get_args(MTPModelTypes))
-    except ImportError:
-        mtp = []
-    try:
-        from vllm.config import LoadConfig
-        load_fields = sorted(LoadConfig.__pydantic_fields__)
-    except Exception:  # noqa: BLE001
-        load_fields = None
-    src = inspect.getsource(EngineArgs.create_speculative_config)
-    return {"vllm": vllm.__version__, "source": "vLLM's installed code, read by oracle/drive.py",
-            "fields": fields, "methods": fields["method"].get("choices", []),
-            "mtp_methods": mtp, "load_config_fields": load_fields,
-            "hyphen_rewrite": 'replace("-", "_")' in src or "replace('-', '_')" in src}
+    from vllm.config import SpeculativeConfig
+    fields = {n: str(f.annotation) for n, f in SpeculativeConfig.__pydantic_fields__.items()}
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "fields.json").write_text(json.dumps({"vllm": vllm.__version__, "fields": fields},
+                                                indent=1, sort_keys=True) + "\n")
 
 
 # ---------------------------------------------------------------- logs and metrics
@@ -458,7 +419,9 @@ def run_metrics(out: Path):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("what", choices=["configs", "logs", "metrics", "bench", "all"])
+    ap.add_argument("what", choices=["configs", "logs", "metrics", "bench", "all", "fields"],
+                    help="fields: only fields.json (cheap; write it for a new release before "
+                         "driving the others, whose corpus reads it)")
     ap.add_argument("--out", required=True, type=Path)
     ap.add_argument("--shared", type=Path, default=REPO.parent / "shared",
                     help="the shared folder whose cases/ is read too (skipped if absent)")
@@ -469,8 +432,14 @@ def main(argv=None):
     _setup_env(work)
     import vllm
     a.out.mkdir(parents=True, exist_ok=True)
+    import table
+    if a.what == "fields":
+        write_fields(a.out)
+        return
+    wheel = table.wheel_info(Path(sys.prefix), vllm.__version__)
     meta = {"vllm": vllm.__version__, "fixture_format": FIXTURE_FORMAT,
-            "python": sys.version.split()[0]}
+            "python": sys.version.split()[0],
+            "wheel": {k: wheel[k] for k in table.WHEEL_KEYS} if wheel else None}
     with contextlib.suppress(Exception):
         import torch
         meta["torch"] = torch.__version__

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -36,7 +37,7 @@ def _known():
     path = CASES / "known_disagreements.txt"
     if path.exists():
         for line in path.read_text().splitlines():
-            line = line.split("#", 1)
+            line = line.split("  #", 1) if not line.startswith("#") else ["", ""]
             body, why = line[0].strip(), (line[1].strip() if len(line) > 1 else "")
             if body:
                 version, cid = body.split(None, 1)
@@ -78,6 +79,51 @@ def _params():
                 marks.append(pytest.mark.xfail(strict=True, reason=KNOWN[(v, r["id"])]))
             out.append(pytest.param(v, r, id=f"{v}:{r['id']}", marks=marks))
     return out
+
+
+# ------------------------------------------------------------------ tables and their wheels
+
+REPO = CASES.parent.parent.parent
+TABLES = REPO / "specnb" / "vllm" / "versions"
+
+
+def _releases(tabled=True):
+    """oracle/releases.txt: a release a line; "RELEASE untabled: why" where no table could be made
+    yet (skipped unless ``tabled`` is False)."""
+    text = (REPO / "oracle" / "releases.txt").read_text()
+    rows = [ln.split(None, 1) for ln in text.splitlines() if ln.strip() and not ln.startswith("#")]
+    return [r[0] for r in rows if not tabled or len(r) == 1]
+
+
+def _table(version):
+    return json.loads((TABLES / f"{version}.json").read_text())
+
+
+def test_every_release_listed_has_its_table():
+    assert sorted(p.stem for p in TABLES.glob("*.json")) == sorted(_releases())
+    assert set(_releases()) <= set(_releases(tabled=False))
+
+
+@pytest.mark.parametrize("version", [p.stem for p in sorted(TABLES.glob("*.json"))])
+def test_every_table_was_made_from_the_wheel_it_names(version):
+    """The table's release, its wheel's version and file name agree; the fixtures (where the
+    release has them) were made from the same wheel (``make oracle-check`` hashes the wheel it
+    installs and compares, oracle/compare.py). Nothing is downloaded here."""
+    t = _table(version)
+    wheel = t["wheel"]
+    assert t["vllm"] == version == wheel["version"]
+    assert re.fullmatch(rf"vllm-{re.escape(version)}(-\d\w*)?-[\w.]+-[\w.]+-[\w.]+\.whl", wheel["filename"])
+    assert re.fullmatch(r"[0-9a-f]{64}", wheel["sha256"])
+    assert re.fullmatch(r"\d+\.\d+(\.\d+)?", t["pydantic_version"])
+    assert isinstance(t["quantization_methods"], list) and t["quantization_methods"]
+    meta = CASES / version / "oracle.json"
+    if meta.exists():
+        assert json.loads(meta.read_text())["wheel"] == wheel
+
+
+def test_no_two_tables_name_the_same_wheel():
+    shas = [_table(p.stem)["wheel"]["sha256"] for p in TABLES.glob("*.json")]
+    assert len(shas) == len(set(shas))
 
 
 def test_every_fixture_version_has_a_profile():

@@ -1,0 +1,413 @@
+"""One vLLM release's table (``specnb/vllm/versions/<version>.json``), read from its own code.
+
+Run with that release's oracle virtualenv (``make oracle-table VLLM=<v>`` or ``make oracle
+VLLM=<v>``)::
+
+    .venv-vllm-0.33.0/bin/python oracle/table.py --out specnb/vllm/versions/0.33.0.json
+
+Imports only vLLM's config modules (``vllm.config``, ``SpeculativeConfig``, ``LoadConfig``,
+``vllm.model_executor.layers.quantization``); ``EngineArgs.create_speculative_config`` and
+the dynamic-schedule module are read as source text (``ast``), not imported, so the compiled
+extensions are never needed (``oracle/setup_venv.sh --table`` installs only the Python files).
+
+The table: every ``SpeculativeConfig`` field (kind, null allowed, bound, choices, default;
+``checks``: the bounds ``__post_init__`` / ``_verify_args`` and the helpers they call raise
+on, with the methods they apply to, see :func:`guarded_checks`), the ``method`` values, the
+MTP names, the quantization method names, ``LoadConfig``'s fields, whether
+``create_speculative_config`` rewrites ``-`` to ``_`` in keys, what the config class does with
+an unknown key (``extra``), whether ``vllm serve`` has
+``--speculative-config`` at all, the dynamic schedule (field and function), the pydantic that
+did the validating (``pydantic_version``; ``requires``: what the wheel asks for, ``generated_with``:
+what the virtualenv had), and the wheel (version, file name, sha256) the code came from.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import dataclasses
+import hashlib
+import importlib.metadata
+import importlib.util
+import inspect
+import json
+import os
+import re
+import sys
+import textwrap
+import typing
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import corpus as corpus_mod  # noqa: E402
+
+#: the schedule field and the function that turns it into a lookup (vLLM >= 0.2x)
+SCHEDULE_FIELD = "num_speculative_tokens_per_batch_size"
+SCHEDULE_MODULE = "vllm.v1.spec_decode.dynamic.utils"
+SCHEDULE_FUNCTION = "build_dynamic_sd_schedule_lookup"
+#: methods that run every ``SpeculativeConfig`` check (the entry points)
+ENTRY_POINTS = ("__post_init__", "_verify_args", "__init__", "maybe_create_spec_config")
+
+
+def _source_of(module: str) -> str | None:
+    """The source text of ``module`` without importing it (None if absent)."""
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        return None
+    return Path(spec.origin).read_text(encoding="utf-8")
+
+
+def _function_source(module_src: str, cls: str, name: str) -> str | None:
+    tree = ast.parse(module_src)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and node.name == cls:
+            for f in node.body:
+                if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name == name:
+                    return ast.get_source_segment(module_src, f)
+    return None
+
+
+def _class_fields(module_src: str, cls: str) -> list[str]:
+    tree = ast.parse(module_src)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and node.name == cls:
+            return [s.target.id for s in node.body
+                    if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)]
+    return []
+
+
+# ------------------------------------------------------------------ fields
+
+def _spec(name, annotation, default, metadata=(), internal=False) -> dict:
+    kind = corpus_mod._kind(annotation)
+    skip = internal or any(type(m).__name__ == "SkipValidation" for m in metadata) or \
+        "SkipValidation" in repr(annotation)
+    spec = {"kind": "internal" if skip else kind,
+            "nullable": type(None) in typing.get_args(annotation) or annotation is None}
+    for m in metadata:
+        for attr, excl in (("gt", True), ("ge", False), ("lt", True), ("le", False)):
+            v = getattr(m, attr, None)
+            if v is not None:
+                if attr in ("gt", "ge"):
+                    spec["minimum"], spec["exclusive"] = v, excl
+                else:
+                    spec["maximum"], spec["maximum_exclusive"] = v, excl
+    if kind == "literal":
+        spec["choices"] = corpus_mod._literal_values(annotation)
+        spec["open"] = any(a is str for a in typing.get_args(annotation))
+    if kind == "enum":
+        ann = [a for a in typing.get_args(annotation) if a is not type(None)] or [annotation]
+        spec["choices"] = list(ann[0].__members__)
+    if isinstance(default, (str, int, float, bool, type(None))):
+        spec["default"] = default
+    return spec
+
+
+def speculative_fields(cls) -> tuple[str, dict]:
+    """("pydantic" | "dataclass" | "init", {field: spec}): a pydantic dataclass (vLLM >=
+    0.10), a stdlib dataclass, or a plain class whose ``__init__`` takes the fields."""
+    if hasattr(cls, "__pydantic_fields__"):
+        return "pydantic", {n: _spec(n, f.annotation, f.default, f.metadata)
+                            for n, f in cls.__pydantic_fields__.items()}
+    try:
+        hints = typing.get_type_hints(cls, include_extras=True)
+    except Exception:  # noqa: BLE001 - unresolvable forward references: keep the strings
+        hints = {}
+    if dataclasses.is_dataclass(cls):
+        out = {}
+        for f in dataclasses.fields(cls):
+            ann = hints.get(f.name, f.type)
+            meta = getattr(ann, "__metadata__", ())
+            ann = typing.get_args(ann)[0] if meta else ann
+            d = None if f.default is dataclasses.MISSING else f.default
+            out[f.name] = _spec(f.name, ann, d, meta, internal=not f.init)
+        return "dataclass", out
+    sig = inspect.signature(cls.__init__)
+    hints = typing.get_type_hints(cls.__init__) if not hints else hints
+    out = {}
+    for n, p in list(sig.parameters.items())[1:]:
+        d = None if p.default is inspect.Parameter.empty else p.default
+        out[n] = _spec(n, hints.get(n, p.annotation), d)
+    return "init", out
+
+
+# ------------------------------------------------------------------ guarded checks
+
+_FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
+_OPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
+
+
+def _self_attr(node) -> str | None:
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+            and node.value.id == "self":
+        return node.attr
+    return None
+
+
+def _const(node):
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) \
+            and not isinstance(node.value, bool):
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        v = _const(node.operand)
+        return -v if v is not None else None
+    return None
+
+
+def _methods_in(test) -> set[str] | None:
+    """The methods a test selects (``self.method == "x"``, ``self.method in (...)``, or-ed);
+    None when the test says nothing positive about the method."""
+    if isinstance(test, ast.BoolOp):
+        parts = [_methods_in(v) for v in test.values]
+        known = [p for p in parts if p is not None]
+        if isinstance(test.op, ast.Or):
+            return set().union(*parts) if parts and all(p is not None for p in parts) else None
+        return set.intersection(*known) if known else None
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and _self_attr(test.left) == "method":
+        op, right = test.ops[0], test.comparators[0]
+        if isinstance(op, ast.Eq) and isinstance(right, ast.Constant):
+            return {right.value}
+        if isinstance(op, ast.In) and isinstance(right, (ast.Tuple, ast.List, ast.Set)):
+            vals = {e.value for e in right.elts if isinstance(e, ast.Constant)}
+            return vals or None
+    if isinstance(test, ast.Call) and _self_attr(test.func) in ("use_eagle",):
+        return {"eagle", "eagle3"}
+    return None
+
+
+def _bounds_in(test) -> list[tuple[str, str, float]]:
+    """(field, op, value) for every ``self.F <op> constant`` in a test (the values rejected)."""
+    out = []
+    for node in ast.walk(test):
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _OPS:
+            op = _OPS[type(node.ops[0])]
+            left, right = node.left, node.comparators[0]
+            if _self_attr(left) and _const(right) is not None:
+                out.append((_self_attr(left), op, _const(right)))
+            elif _self_attr(right) and _const(left) is not None:
+                out.append((_self_attr(right), _FLIP[op], _const(left)))
+    return out
+
+
+def _raises(stmts) -> bool:
+    return any(isinstance(s, ast.Raise) for s in stmts)
+
+
+def guarded_checks(cls, fields) -> dict[str, list[dict]]:
+    """{field: [{"rejects": "< 1", "methods": [...] | None, "in": function, "if": test}]}: each
+    ``if <self.F compared with a number>: raise`` in ``cls``'s own code, with the methods
+    whose branch it sits in (following ``self._helper()`` calls from ``__post_init__`` /
+    ``_verify_args``; None = every method). Read from the source with ``ast``; a check the
+    pattern misses (a bound computed, or tested through a local variable) is absent."""
+    try:
+        src = textwrap.dedent(inspect.getsource(cls))
+    except (OSError, TypeError):
+        return {}
+    tree = ast.parse(src)
+    cdef = next(n for n in tree.body if isinstance(n, ast.ClassDef))
+    funcs = {f.name: f for f in cdef.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    calls: dict[str, list] = {}   # callee -> [(caller, guard)]
+    checks: list[tuple] = []      # (field, op, value, func, guard, test text)
+
+    def calls_in(node, func, guard):
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Call):
+                name = _self_attr(sub.func)
+                if name in funcs and name != func:
+                    calls.setdefault(name, []).append((func, guard))
+
+    def walk(stmts, func, guard):
+        for st in stmts:
+            if isinstance(st, ast.If):
+                m = _methods_in(st.test)
+                inner = guard if m is None else (m if guard is None else guard & m)
+                if _raises(st.body):
+                    for f, op, v in _bounds_in(st.test):
+                        if f in fields and f != "method":
+                            checks.append((f, op, v, func, inner, ast.unparse(st.test)))
+                calls_in(st.test, func, guard)
+                walk(st.body, func, inner)
+                walk(st.orelse, func, guard)
+            elif isinstance(st, (ast.For, ast.While, ast.With, ast.Try)):
+                for attr in ("iter", "test", "items"):
+                    if hasattr(st, attr) and not isinstance(getattr(st, attr), list):
+                        calls_in(getattr(st, attr), func, guard)
+                for attr in ("body", "orelse", "finalbody"):
+                    walk(getattr(st, attr, []) or [], func, guard)
+                for h in getattr(st, "handlers", []) or []:
+                    walk(h.body, func, guard)
+            elif not isinstance(st, (ast.FunctionDef, ast.ClassDef)):
+                calls_in(st, func, guard)
+
+    for name, f in funcs.items():
+        walk(f.body, name, None)
+    # a function's guard: the union of its callers' (None = every method); entry points None
+    reach: dict[str, object] = {n: None for n in ENTRY_POINTS if n in funcs}
+    for _ in range(len(funcs)):
+        changed = False
+        for callee, sites in calls.items():
+            gs = []
+            for caller, g in sites:
+                if caller not in reach:
+                    continue
+                cg = reach[caller]
+                gs.append(g if cg is None else (cg if g is None else cg & g))
+            if not gs:
+                continue
+            new = None if any(g is None for g in gs) else set().union(*gs)
+            if reach.get(callee, 0) != new and callee not in ENTRY_POINTS:
+                reach[callee] = new
+                changed = True
+        if not changed:
+            break
+    out: dict[str, list] = {}
+    for f, op, v, func, guard, test in checks:
+        if func not in reach:
+            continue
+        fg = reach[func]
+        g = guard if fg is None else (fg if guard is None else fg & guard)
+        item = {"rejects": f"{op} {v}", "methods": sorted(g) if g is not None else None,
+                "in": func, "if": test}
+        if item not in out.setdefault(f, []):
+            out[f].append(item)
+    return out
+
+
+# ------------------------------------------------------------------ the rest
+
+def _extra(cls, style) -> str:
+    """What ``SpeculativeConfig(**keys)`` does with a key it has no field for: pydantic's
+    ``extra`` ("forbid", "ignore" (pydantic's default), "allow"); a stdlib dataclass or plain
+    ``__init__`` raises TypeError ("typeerror"). Whatever the engine does before (filtering or
+    renaming keys) is not in this."""
+    if style == "pydantic":
+        return (getattr(cls, "__pydantic_config__", None) or {}).get("extra") or "ignore"
+    return "typeerror"
+
+
+def quantization_methods() -> list[str] | None:
+    try:
+        from vllm.model_executor.layers.quantization import QUANTIZATION_METHODS
+    except Exception:  # noqa: BLE001
+        return None
+    return list(QUANTIZATION_METHODS)
+
+
+def mtp_methods() -> list[str]:
+    for mod in ("vllm.config.speculative", "vllm.config"):
+        try:
+            m = importlib.import_module(mod)
+        except Exception:  # noqa: BLE001
+            continue
+        if hasattr(m, "MTPModelTypes"):
+            return list(typing.get_args(m.MTPModelTypes))
+    return []
+
+
+def _requirement(dist: str, name: str) -> str | None:
+    try:
+        reqs = importlib.metadata.requires(dist) or []
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    for r in reqs:
+        if re.match(rf"{name}\b", r, re.I) and "extra ==" not in r:
+            return r
+    return None
+
+
+WHEEL_KEYS = ("version", "filename", "sha256")
+
+
+def _installed(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def wheel_info(prefix: Path, version: str) -> dict | None:
+    """The wheel the virtualenv's vLLM came from: ``<venv>/.oracle-wheel.json`` (written by
+    oracle/setup_venv.sh), else the cached ``vllm-<version>-*.whl`` hashed here."""
+    p = prefix / ".oracle-wheel.json"
+    if p.exists():
+        return json.loads(p.read_text())
+    wheels = Path(os.environ.get("ORACLE_WHEELS", Path.home() / ".cache/specnb-oracle/wheels"))
+    found = sorted(wheels.glob(f"vllm-{version}-*.whl"))
+    if not found:
+        return None
+    h = hashlib.sha256()
+    with found[0].open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return {"version": version, "filename": found[0].name, "sha256": h.hexdigest()}
+
+
+def table(wheel: dict | None = None) -> dict:
+    import pydantic
+    import vllm
+    from vllm.config import SpeculativeConfig
+    style, fields = speculative_fields(SpeculativeConfig)
+    for name, items in guarded_checks(SpeculativeConfig, fields).items():
+        fields[name]["checks"] = items
+    try:
+        from vllm.config import LoadConfig
+        load_fields = sorted(getattr(LoadConfig, "__pydantic_fields__", None)
+                             or [f.name for f in dataclasses.fields(LoadConfig)])
+    except Exception:  # noqa: BLE001
+        load_fields = None
+    args_src = _source_of("vllm.engine.arg_utils") or ""
+    csc = _function_source(args_src, "EngineArgs", "create_speculative_config") or ""
+    sched_src = _source_of(SCHEDULE_MODULE) or ""
+    version = vllm.__version__
+    if wheel is None:
+        wheel = wheel_info(Path(sys.prefix), version)
+    if wheel is not None:
+        wheel = {k: wheel[k] for k in WHEEL_KEYS}
+    if wheel is not None and wheel["version"] != version:
+        raise SystemExit(f"table: the wheel named is vLLM {wheel.get('version')}, "
+                         f"the code imported is {version}")
+    return {
+        "vllm": version, "source": "vLLM's installed code, read by oracle/table.py",
+        "wheel": wheel,
+        "pydantic_version": pydantic.VERSION,
+        "requires": {n: _requirement("vllm", n) for n in ("pydantic", "transformers", "torch")},
+        "generated_with": {n: _installed(n) for n in ("pydantic", "transformers", "torch")},
+        "config_style": style,
+        "extra": _extra(SpeculativeConfig, style),
+        "speculative_config_flag": "speculative_config" in _class_fields(args_src, "EngineArgs"),
+        "fields": fields, "methods": fields.get("method", {}).get("choices", []),
+        "mtp_methods": mtp_methods(), "quantization_methods": quantization_methods(),
+        "load_config_fields": load_fields,
+        "hyphen_rewrite": 'replace("-", "_")' in csc or "replace('-', '_')" in csc,
+        "schedule": {"field": SCHEDULE_FIELD if SCHEDULE_FIELD in fields else None,
+                     "function": (f"{SCHEDULE_MODULE}.{SCHEDULE_FUNCTION}"
+                                  if f"def {SCHEDULE_FUNCTION}(" in sched_src else None)},
+    }
+
+
+def write(out: Path, wheel: dict | None = None) -> dict:
+    t = table(wheel)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(t, indent=1, sort_keys=True) + "\n")
+    return t
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", required=True, type=Path, help="the table to write")
+    ap.add_argument("--wheel-info", type=Path, default=None,
+                    help="JSON {version, filename, sha256} (default: the venv's "
+                         ".oracle-wheel.json)")
+    a = ap.parse_args(argv)
+    wheel = json.loads(a.wheel_info.read_text()) if a.wheel_info else None
+    t = write(a.out, wheel)
+    print(f"table: vLLM {t['vllm']} ({len(t['fields'])} fields, {len(t['methods'])} methods, "
+          f"{len(t['quantization_methods'] or [])} quantization methods) -> {a.out}")
+
+
+if __name__ == "__main__":
+    main()
