@@ -102,8 +102,8 @@ def real(name: str, value, *, lo: float | None = None, hi: float | None = None,
     if hi is None:
         bad |= np.isinf(arr)
     if bad.any():
-        left = "(" if lo_open else "["
-        right = ")" if hi_open else "]"
+        left = "(" if lo_open or lo is None else "["
+        right = ")" if hi_open or hi is None else "]"  # no upper bound: inf is refused
         lo_s = "-inf" if lo is None else f"{lo:g}"
         hi_s = "inf" if hi is None else f"{hi:g}"
         shown = _first_bad(arr, bad)

@@ -14,9 +14,9 @@ def test_real_returns_floats_and_refuses_out_of_range_naming_the_parameter():
     assert arr.dtype == float and arr.tolist() == [0.0, 0.5, 1.0]
     with pytest.raises(ValueError, match=r"^alpha must be in \[0, 1\] and finite, got 1\.5$"):
         _check.real("alpha", [0.5, 1.5], lo=0, hi=1)
-    with pytest.raises(ValueError, match=r"^c must be in \(0, inf\] and finite, got 0\.0$"):
+    with pytest.raises(ValueError, match=r"^c must be in \(0, inf\) and finite, got 0\.0$"):
         _check.real("c", 0.0, lo=0, lo_open=True)
-    with pytest.raises(ValueError, match=r"^x must be in \[-inf, inf\] and finite, got inf$"):
+    with pytest.raises(ValueError, match=r"^x must be in \(-inf, inf\) and finite, got inf$"):
         _check.real("x", math.inf)  # no upper bound still means finite
     with pytest.raises(ValueError, match=r"^x must not be NaN, got nan$"):
         _check.real("x", math.nan)

@@ -178,9 +178,11 @@ def run(args) -> int:
     bad = _foreign_flag(args)
     if bad:
         return error("replay", bad)
-    if any(g < 1 for g in args.gamma):
-        return error("replay", f"--gamma must be >= 1, got {min(args.gamma)}")
     from .. import replay as R
+
+    if any(not 1 <= g <= R.MAX_GAMMA for g in args.gamma):
+        bad = next(g for g in args.gamma if not 1 <= g <= R.MAX_GAMMA)
+        return error("replay", f"--gamma must be in [1, {R.MAX_GAMMA}], got {bad}")
     from .. import request_log
 
     entry = METHODS[args.method]

@@ -133,6 +133,11 @@ def request_steps(log, method: str, gammas, params: dict):
                                   max_model_len=mml)
 
 
+#: The largest ``num_speculative_tokens`` replayed: far above any setting vLLM's docs or the
+#: papers use (<= 10); larger ones only make a replay run for hours (gamma 100000 did).
+MAX_GAMMA = 64
+
+
 def replay(log=None, method: str = "ngram", *, gammas=(1, 3, 5), context_edges=(),
            params: dict | None = None, tokenizer=None, skip_bad: bool = False
            ) -> AP.AcceptanceProfile:
@@ -144,7 +149,7 @@ def replay(log=None, method: str = "ngram", *, gammas=(1, 3, 5), context_edges=(
         The log (read with :func:`specnb.request_log.read`, ``tokenizer`` and ``skip_bad``
         passed on); default the bundled one.
     method : ``"ngram"``, ``"ngram_gpu"`` or ``"suffix"`` (:data:`METHODS`)
-    gammas : ints >= 1, ``num_speculative_tokens`` values to replay
+    gammas : ints in [1, :data:`MAX_GAMMA`], ``num_speculative_tokens`` values to replay
     context_edges : increasing ints > 0, the context buckets' edges (tokens before a step)
     params : the method's settings (vLLM's names, :func:`check_params`)
 
@@ -158,7 +163,8 @@ def replay(log=None, method: str = "ngram", *, gammas=(1, 3, 5), context_edges=(
         A bad method, setting, gamma or edge (before the log is read); a bad log.
     """
     p = check_params(method, params)
-    gs = sorted({int(g) for g in _check.integer("gamma", list(gammas), lo=1).tolist()})
+    gs = sorted({int(g) for g in
+                 _check.integer("gamma", list(gammas), lo=1, hi=MAX_GAMMA).tolist()})
     if not gs:
         raise ValueError("gamma must hold at least one value >= 1, got none")
     edges = [int(x) for x in context_edges]
@@ -203,7 +209,8 @@ def draft_profile(betas, log, *, gammas=(1, 3, 5), context_edges=(), model: str 
     """
     rows = betas.to_dict("records") if hasattr(betas, "to_dict") else list(betas)
     by_key = {(r.id, r.temperature): r for r in log}
-    gs = sorted({int(g) for g in _check.integer("gamma", list(gammas), lo=1).tolist()})
+    gs = sorted({int(g) for g in
+                 _check.integer("gamma", list(gammas), lo=1, hi=MAX_GAMMA).tolist()})
     rng = np.random.default_rng(seed)
     per = {g: [] for g in gs}
     for row in rows:

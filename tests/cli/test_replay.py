@@ -56,7 +56,7 @@ def test_token_id_rows_and_skip_bad(capsys, tmp_path):
     ([], [], "holds no request: it is empty"),
     ([{"prompt": "p", "task": "t"}], [], r"log.jsonl:1: a row needs the served response"),
     ([{"prompt_ids": [1], "response_ids": [99999]}], [], "outside the tokenizer's vocabulary"),
-    (None, ["--gamma", "0"], "--gamma must be >= 1"),
+    (None, ["--gamma", "0"], r"--gamma must be in \[1, 64\], got 0"),
     (None, ["--prompt-lookup-min", "4", "--prompt-lookup-max", "2"],
      "--prompt-lookup-min = 4 must be <= --prompt-lookup-max = 2"),
     (None, ["--method", "suffix", "--prompt-lookup-min", "2"],
@@ -64,7 +64,8 @@ def test_token_id_rows_and_skip_bad(capsys, tmp_path):
     (None, ["--suffix-decoding-min-token-prob", "2", "--method", "suffix"],
      "--suffix-decoding-min-token-prob"),
     (None, ["--context-buckets", "100", "50"], "--context-buckets must be increasing"),
-    (None, ["--method", "draft_model", "--gamma", "-1"], "--gamma must be >= 1"),
+    (None, ["--method", "draft_model", "--gamma", "-1"], r"--gamma must be in \[1, 64\], got -1"),
+    (None, ["--gamma", "3", "100000"], r"--gamma must be in \[1, 64\], got 100000"),  # hung
 ])
 def test_bad_input_exits_2_with_one_line(capsys, tmp_path, rows, argv, msg):
     log = [] if rows is None else [_log(tmp_path, rows)]

@@ -69,3 +69,12 @@ def test_a_draft_profile_from_betas_steps_the_leading_run():
     assert set(t.columns) >= {"method", "gamma", "task", "context", "tau", "proposal_rate"}
     with pytest.raises(ValueError, match="have no request"):
         R.draft_profile([{"prompt": "nope", "temperature": 0.0, "betas": ones}], log)
+
+
+def test_a_gamma_beyond_max_gamma_is_refused_before_the_log_is_read():
+    # gamma 100000 once made a replay of the bundled log run past any timeout
+    with pytest.raises(ValueError, match=r"gamma must be an integer in \[1, 64\], got 100000"):
+        R.replay("/nonexistent.jsonl", gammas=(3, 100000))
+    with pytest.raises(ValueError, match=r"gamma must be an integer in \[1, 64\]"):
+        R.draft_profile([], [], gammas=(R.MAX_GAMMA + 1,))
+
