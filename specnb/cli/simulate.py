@@ -254,10 +254,10 @@ def format_simulation(r: dict) -> str:
     rows = []
     for name, p in r["policies"].items():
         rat = r["ratios"].get(name, {})
-        rows.append({"policy": name, "TTFT ms": f"{p['mean_ttft_ms']:.1f}",
+        rows.append({"policy": name, "mean TTFT ms": f"{p['mean_ttft_ms']:.1f}",
                      "p99 TTFT": f"{p['p99_ttft_ms']:.1f}",
-                     "TPOT ms": f"{p['mean_tpot_ms']:.2f}", "p99 TPOT": f"{p['p99_tpot_ms']:.2f}",
-                     "ITL ms": f"{p['mean_itl_ms']:.2f}",
+                     "mean TPOT ms": f"{p['mean_tpot_ms']:.2f}", "p99 TPOT": f"{p['p99_tpot_ms']:.2f}",
+                     "mean ITL ms": f"{p['mean_itl_ms']:.2f}",
                      "out tok/s": f"{p['output_throughput']:.0f}",
                      "req/s": f"{p['request_throughput']:.2f}",
                      "tau": (f"{p['spec_decode_acceptance_length']:.2f}"
@@ -266,8 +266,8 @@ def format_simulation(r: dict) -> str:
                      "tok/s x": f"{rat['output_throughput_ratio']:.3f}" if rat else "-",
                      "verdict": rat.get("verdict", "-")})
     lines += ["", pd.DataFrame(rows).to_string(index=False), ""]
-    lines.append(f"goal {r['goal']}: best policy {r['on_policy']} ({r['verdict']}): TPOT x "
-                 f"{r['tpot_ratio']:.3f}, TTFT x {r['ttft_ratio']:.3f}, output throughput x "
+    lines.append(f"goal {r['goal']}: best policy {r['on_policy']} ({r['verdict']}): mean TPOT x "
+                 f"{r['tpot_ratio']:.3f}, mean TTFT x {r['ttft_ratio']:.3f}, output throughput x "
                  f"{r['output_throughput_ratio']:.3f} against off")
     if r["schedule"] is not None:
         lines.append(f"schedule simulated: {json.dumps(r['schedule'])}")
