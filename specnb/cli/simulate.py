@@ -112,6 +112,9 @@ def register(subparsers) -> argparse.ArgumentParser:
 
 
 def _check_flags(a) -> str | None:
+    if a.save_result and os.path.exists(a.save_result) and not os.path.isdir(a.save_result):
+        return (f"--save-result {a.save_result!r} is a file; give a directory (one "
+                "vllm bench serve result file per policy goes in it)")
     if a.requests is None:
         if a.input_len is None or a.output_len is None:
             return "give --input-len and --output-len (tokens per request), or --requests LOG"

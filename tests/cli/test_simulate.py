@@ -92,3 +92,12 @@ def test_bad_lengths_logs_and_profiles(capsys, tmp_path):
                        "--input-len", "100", "--output-len", "5", "--concurrency", "2",
                        "--no-schedule")
     assert code == 2 and "has gammas [2] but the policy drafts 3" in err
+
+
+def test_save_result_on_a_file_exits_2_before_simulating(capsys, tmp_path):
+    f = tmp_path / "taken"
+    f.write_text("x")  # an existing file once gave a FileExistsError traceback
+    code, out, err = run(capsys, *BASE, "--concurrency", "2", "--save-result", str(f))
+    assert code == 2 and out == "" and "--save-result" in err and "directory" in err
+    assert len(err.strip().splitlines()) == 1 and f.read_text() == "x"
+
