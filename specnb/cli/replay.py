@@ -213,7 +213,10 @@ def run(args) -> int:
     from .. import acceptance_profile as AP
 
     if args.out:
-        AP.save(prof, args.out)
+        try:
+            AP.save(prof, args.out)
+        except OSError as exc:
+            return error("replay", f"--out {args.out!r}: {exc.strerror or exc}")
     if args.json:
         print(AP.dumps(prof))
     else:

@@ -117,3 +117,11 @@ def test_eagle3_row_on_the_bundled_head(capsys, tmp_path):
                        "needs a head (--head PATH)")]:
         code, out, err = run(capsys, *argv)
         assert code == 2 and len(err.strip().splitlines()) == 1 and msg in err, (argv, err)
+
+
+def test_out_in_a_missing_directory_exits_2_with_one_line(capsys, tmp_path):
+    # was a FileNotFoundError traceback after the whole replay had run
+    code, out, err = run(capsys, "--gamma", "1", "--out", str(tmp_path / "no" / "p.json"))
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert err.startswith("specnb replay: error: --out ") and "No such file" in err
+
