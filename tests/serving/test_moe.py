@@ -46,7 +46,7 @@ def test_experts_touched_verification_reads_more_than_a_plain_step():
     ((0, 1, 1), "n_experts must be an integer >= 1"),
     ((8, 0, 1), "experts_per_token must be an integer >= 1"),
     ((8, 9, 1), "experts_per_token must be <= n_experts, got 9 > 8"),
-    ((8, 2, -1), r"tokens must be in \[0, inf\]"),
+    ((8, 2, -1), r"tokens must be in \[0, inf\)"),
     ((8.5, 2, 1), "n_experts must be a whole number"),
 ])
 def test_experts_touched_bad_input(args, match):
