@@ -59,7 +59,8 @@ from . import _check
 from .acceptance import ratio_ci
 
 __all__ = ["FORMAT", "VERSION", "Counters", "Entry", "AcceptanceProfile", "entry_from_requests",
-           "build", "from_dict", "load", "dumps", "save"]
+           "build", "from_dict", "load", "dumps", "save",
+           "check_target"]
 
 FORMAT = "specnb-acceptance-profile"
 VERSION = 1
@@ -359,7 +360,30 @@ def dumps(profile: AcceptanceProfile) -> str:
     return json.dumps(profile.to_dict(), indent=1, allow_nan=False)
 
 
-def save(profile: AcceptanceProfile, path) -> None:
-    """Write :func:`dumps` to ``path``."""
+def check_target(path, force: bool = False) -> None:
+    """Refuse to write a profile over a file that is not one (``force`` allows it).
+
+    Raises
+    ------
+    ValueError
+        ``path`` exists and is a folder, or a file that is not an acceptance profile, and
+        ``force`` is false.
+    """
+    p = Path(path)
+    if p.is_dir():
+        raise ValueError(f"{str(p)!r} is a folder; give a file name for the acceptance profile")
+    if force or not p.exists():
+        return
+    try:
+        load(p)
+    except ValueError:
+        raise ValueError(f"{str(p)!r} exists and is not an acceptance profile: not replaced "
+                         "(give another file name, or --force / force=True)") from None
+
+
+def save(profile: AcceptanceProfile, path, *, force: bool = False) -> None:
+    """Write :func:`dumps` to ``path``; an existing file is replaced only when it is an
+    acceptance profile or ``force`` is true (:func:`check_target`)."""
+    check_target(path, force)
     Path(path).write_text(dumps(profile) + "\n", encoding="utf-8")
 

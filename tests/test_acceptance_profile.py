@@ -117,3 +117,17 @@ def test_build_refuses_bad_edges_and_tasks():
         ap.build("ngram", {}, context_edges=[10, 5])
     with pytest.raises(ValueError, match="task 'x'"):
         ap.build("ngram", {1: [("x", {None: ap.Counters.zero(1)})]}, tasks=["y"])
+
+
+def test_save_never_replaces_a_file_that_is_not_a_profile(tmp_path):
+    p = _profile()
+    other = tmp_path / "notes.txt"
+    other.write_text("mine")
+    with pytest.raises(ValueError, match="not an acceptance profile: not replaced"):
+        ap.save(p, other)
+    assert other.read_text() == "mine"
+    with pytest.raises(ValueError, match="is a folder"):
+        ap.save(p, tmp_path)
+    ap.save(p, other, force=True)
+    ap.save(p, other)  # a profile now: replaced without force
+    assert ap.load(other).gammas == (2,)

@@ -154,6 +154,8 @@ def register(subparsers) -> argparse.ArgumentParser:
                         "target's own folder, whose checkpoint holds the MTP layers)")
     p.add_argument("--out", default=None, metavar="PROFILE.json",
                    help="write the acceptance profile there")
+    p.add_argument("--force", action="store_true",
+                   help="let --out replace a file that is not an acceptance profile")
     p.add_argument("--json", action="store_true", help="print the profile as JSON")
     p.set_defaults(func=run)
     for a in p._actions:
@@ -184,9 +186,12 @@ def run(args) -> int:
         bad = next(g for g in args.gamma if not 1 <= g <= R.MAX_GAMMA)
         return error("replay", f"--gamma must be in [1, {R.MAX_GAMMA}], got {bad}")
     from .. import request_log
+    from .. import acceptance_profile as AP
 
     entry = METHODS[args.method]
     try:
+        if args.out:  # before any work: never replace a file that is not a profile
+            AP.check_target(args.out, args.force)
         if not entry.models:  # settings before the log is read
             R.check_params(args.method, {k: getattr(args, k) for k in entry.flags})
         edges = args.context_buckets
@@ -210,11 +215,9 @@ def run(args) -> int:
         prof = entry.run(args, log)
     except (FileNotFoundError, ValueError, TypeError, RuntimeError) as exc:
         return error("replay", _flag_names(str(exc)))
-    from .. import acceptance_profile as AP
-
     if args.out:
         try:
-            AP.save(prof, args.out)
+            AP.save(prof, args.out, force=True)  # checked above
         except OSError as exc:
             return error("replay", f"--out {args.out!r}: {exc.strerror or exc}")
     if args.json:

@@ -125,3 +125,14 @@ def test_out_in_a_missing_directory_exits_2_with_one_line(capsys, tmp_path):
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
     assert err.startswith("specnb replay: error: --out ") and "No such file" in err
 
+
+
+def test_out_never_replaces_a_file_that_is_not_a_profile(capsys, tmp_path):
+    # a trial wrote a profile over /etc/passwd: --out now refuses what is not a profile
+    mine = tmp_path / "mine.txt"
+    mine.write_text("keep me")
+    code, out, err = run(capsys, "--gamma", "1", "--out", str(mine))
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert "not an acceptance profile: not replaced" in err and mine.read_text() == "keep me"
+    assert run(capsys, "--gamma", "1", "--out", str(mine), "--force")[0] == 0
+    assert run(capsys, "--gamma", "1", "--out", str(mine))[0] == 0  # a profile now
