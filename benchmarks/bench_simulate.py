@@ -40,7 +40,7 @@ from _goals import goal_line  # noqa: E402
 
 from specnb import serving as S  # noqa: E402
 from specnb import simulate as M  # noqa: E402
-from specnb.serving import engines as E  # noqa: E402
+from specnb.serving import fit as E  # noqa: E402  (the measured points)
 
 OUTPUT_LEN = 256
 MEDIAN_GOAL = 0.08
