@@ -23,10 +23,11 @@ from .. import _check
 from .. import acceptance_profile as AP
 from .. import request_log
 from .step import counters, ngram_steps, suffix_steps, teacher_forced_steps
-from .suffix import SuffixCache
+from .suffix import BACKENDS as SUFFIX_BACKENDS
+from .suffix import backend_label, make_cache, resolve_backend
 
-__all__ = ["METHODS", "Method", "check_params", "replay", "request_steps", "draft_profile",
-           "table"]
+__all__ = ["METHODS", "Method", "SUFFIX_BACKENDS", "check_params", "replay", "request_steps",
+           "draft_profile", "table", "resolve_backend"]
 
 
 @dataclass(frozen=True)
@@ -105,15 +106,17 @@ def check_params(method: str, params: dict | None = None) -> dict:
     return p
 
 
-def request_steps(log, method: str, gammas, params: dict):
+def request_steps(log, method: str, gammas, params: dict, suffix_backend: str = "auto"):
     """Yield ``(request, {gamma: (T, d, a)})`` for each request of ``log`` (a
     :class:`~specnb.request_log.RequestLog`) in log order, ``params`` as
-    :func:`check_params` returns them (see :mod:`specnb.replay.step` for the arrays)."""
+    :func:`check_params` returns them (see :mod:`specnb.replay.step` for the arrays);
+    ``suffix_backend`` one of :data:`SUFFIX_BACKENDS` (:func:`specnb.replay.suffix.
+    resolve_backend`)."""
     mml = params.get("max_model_len")
     cache = None
     if method == "suffix":
-        cache = SuffixCache(params["suffix_decoding_max_tree_depth"],
-                            params["suffix_decoding_max_cached_requests"])
+        cache = make_cache(suffix_backend, params["suffix_decoding_max_tree_depth"],
+                           params["suffix_decoding_max_cached_requests"])
     for i, r in enumerate(log):
         n = r.prompt_len + r.response_len
         if mml is not None and n > mml:
@@ -139,8 +142,8 @@ MAX_GAMMA = 64
 
 
 def replay(log=None, method: str = "ngram", *, gammas=(1, 3, 5), context_edges=(),
-           params: dict | None = None, tokenizer=None, skip_bad: bool = False
-           ) -> AP.AcceptanceProfile:
+           params: dict | None = None, tokenizer=None, skip_bad: bool = False,
+           suffix_backend: str = "auto") -> AP.AcceptanceProfile:
     """The acceptance profile of ``method`` replayed on a request log.
 
     Parameters
@@ -152,17 +155,25 @@ def replay(log=None, method: str = "ngram", *, gammas=(1, 3, 5), context_edges=(
     gammas : ints in [1, :data:`MAX_GAMMA`], ``num_speculative_tokens`` values to replay
     context_edges : increasing ints > 0, the context buckets' edges (tokens before a step)
     params : the method's settings (vLLM's names, :func:`check_params`)
+    suffix_backend : ``"auto"`` (default), ``"arctic"`` or ``"python"``
+        suffix only: Arctic Inference's own compiled ``SuffixDecodingCache`` (the library
+        vLLM calls; ``make suffix-backend`` installs it) or specnb's exact restatement in
+        Python (slower); ``"auto"``: arctic where it imports. Both give the same counters.
 
     Returns
     -------
-    AcceptanceProfile, with ``source`` naming the log, its request count and skipped rows.
+    AcceptanceProfile, with ``source`` naming the log, its request count and skipped rows
+    (suffix: and ``backend``, e.g. ``"arctic-inference 0.3.0"`` or ``"python"``).
 
     Raises
     ------
     ValueError
-        A bad method, setting, gamma or edge (before the log is read); a bad log.
+        A bad method, setting, gamma, edge or backend ("arctic" where it does not import;
+        before the log is read); a bad log.
     """
     p = check_params(method, params)
+    _check.choice("suffix_backend", suffix_backend, list(SUFFIX_BACKENDS))
+    backend = resolve_backend(suffix_backend) if method == "suffix" else None
     gs = sorted({int(g) for g in
                  _check.integer("gamma", list(gammas), lo=1, hi=MAX_GAMMA).tolist()})
     if not gs:
@@ -175,12 +186,14 @@ def replay(log=None, method: str = "ngram", *, gammas=(1, 3, 5), context_edges=(
     if not isinstance(log, request_log.RequestLog):
         log = request_log.read(log, tokenizer=tokenizer, skip_bad=skip_bad)
     per = {g: [] for g in gs}
-    for r, steps in request_steps(log, method, gs, p):
+    for r, steps in request_steps(log, method, gs, p, suffix_backend=backend or "auto"):
         for g in gs:
             per[g].append((r.task, counters(steps[g], g, edges)))
     source = {"log": str(Path(log.path).name) if log.path else None,
               "requests": len(log), "skipped": len(log.skipped),
               "tokenizer": log.tokenizer}
+    if backend is not None:
+        source["backend"] = backend_label(backend)
     return AP.build(method, per, context_edges=edges, tasks=log.tasks,
                     params={k: (None if isinstance(v, float) and math.isnan(v) else v)
                             for k, v in p.items()}, source=source)

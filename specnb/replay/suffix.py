@@ -33,8 +33,20 @@ from __future__ import annotations
 
 import functools
 import struct
+from pathlib import Path
 
-__all__ = ["SuffixTree", "SuffixCache"]
+__all__ = ["SuffixTree", "SuffixCache", "ArcticCache", "BACKENDS", "arctic_version",
+           "resolve_backend", "backend_label", "make_cache"]
+
+#: Suffix backends: ``"python"`` (this module's trees), ``"arctic"`` (Arctic Inference's own
+#: compiled ``SuffixDecodingCache``, :class:`ArcticCache`), ``"auto"`` (arctic where it
+#: imports, else python). Both give the same drafts (tests/cases/vllm/0.33.0/proposals.jsonl).
+BACKENDS = ("auto", "arctic", "python")
+
+#: How to install the arctic backend (its suffix tree alone, built on a CPU from the sdist).
+ARCTIC_INSTALL = ("make suffix-backend (builds arctic-inference's suffix tree from its PyPI "
+                  "sdist into the venv; CMake, a C++20 compiler and torch in the venv to "
+                  "read the sdist) or pip install arctic-inference")
 
 class _Node:
     """A node of the trie: the string of its path, ``count`` its occurrences. ``ref``
@@ -344,3 +356,103 @@ class SuffixCache:
                                         max_spec_offset, min_token_prob, known,
                                         unique_after=unique)
         return d1 if d1[1] >= d2[1] else d2
+
+
+def arctic_version() -> str | None:
+    """The version of the importable ``arctic_inference.suffix_decoding`` (its compiled
+    ``SuffixDecodingCache``), ``"unknown"`` when it does not say, None when it does not import
+    (not installed, or built for another Python)."""
+    try:
+        import arctic_inference.suffix_decoding as sd
+        from arctic_inference.suffix_decoding import SuffixDecodingCache  # noqa: F401
+    except ImportError:
+        return None
+    stamp = Path(sd.__file__).with_name("VERSION")  # oracle/build_arctic_suffix.sh's build
+    if stamp.is_file():
+        return stamp.read_text().strip() or "unknown"
+    try:
+        from importlib.metadata import PackageNotFoundError, version
+        return version("arctic-inference")
+    except (ImportError, PackageNotFoundError):
+        return "unknown"
+
+
+def resolve_backend(backend: str = "auto") -> str:
+    """``"arctic"`` or ``"python"``: ``backend`` (one of :data:`BACKENDS`) as it runs here.
+
+    Raises
+    ------
+    ValueError
+        an unknown backend; ``"arctic"`` where ``arctic_inference.suffix_decoding`` does not
+        import (the message says how to install it).
+    """
+    if backend not in BACKENDS:
+        raise ValueError(f"suffix_backend must be one of {list(BACKENDS)}, got {backend!r}")
+    have = arctic_version() is not None
+    if backend == "arctic" and not have:
+        raise ValueError("suffix_backend 'arctic': arctic_inference.suffix_decoding does not "
+                         "import here; install it with " + ARCTIC_INSTALL)
+    if backend == "auto":
+        return "arctic" if have else "python"
+    return backend
+
+
+def backend_label(backend: str) -> str:
+    """The provenance string of a resolved backend: ``"arctic-inference 0.3.0"`` or
+    ``"python"``."""
+    return f"arctic-inference {arctic_version()}" if backend == "arctic" else "python"
+
+
+def make_cache(backend: str, max_tree_depth: int = 24, max_cached_requests: int = 10000):
+    """A :class:`SuffixCache` (``"python"``) or :class:`ArcticCache` (``"arctic"``; ``"auto"``
+    resolved by :func:`resolve_backend`)."""
+    cls = ArcticCache if resolve_backend(backend) == "arctic" else SuffixCache
+    return cls(max_tree_depth, max_cached_requests)
+
+
+class ArcticCache:
+    """Arctic Inference's own ``SuffixDecodingCache`` behind :class:`SuffixCache`'s methods,
+    called as vLLM 0.33.0's ``SuffixDecodingProposer.propose`` calls it: a request not active
+    has its cached response evicted, then ``start_request(prompt)``; each step
+    ``add_active_response(sampled)`` and ``speculate(pattern, max_spec_tokens=...,
+    max_spec_factor=..., min_token_prob=...)`` (``max_spec_offset`` left at 0); a request that
+    left the batch ``stop_request``. Token ids: lists of Python ints (arctic's list overloads;
+:func:`~specnb.replay.step.suffix_steps` passes them so, unconverted on the hot path).
+
+    Raises
+    ------
+    ImportError
+        ``arctic_inference.suffix_decoding`` does not import.
+    """
+
+    def __init__(self, max_tree_depth: int = 24, max_cached_requests: int = 10000):
+        from arctic_inference.suffix_decoding import SuffixDecodingCache
+
+        self.max_tree_depth = int(max_tree_depth)
+        self.max_cached_requests = int(max_cached_requests)
+        self.cache = SuffixDecodingCache(max_tree_depth=self.max_tree_depth,
+                                         max_cached_requests=self.max_cached_requests)
+
+    def start_request(self, req_id, prompt) -> None:
+        c = self.cache
+        if req_id in c.active_requests:
+            raise ValueError(f"request {req_id!r} is already active")
+        if req_id in c.cached_requests:
+            c.evict_cached_response(req_id)
+        c.start_request(req_id, [int(t) for t in prompt])
+
+    def stop_request(self, req_id) -> None:
+        self.cache.stop_request(req_id)
+
+    def add_active_response(self, req_id, tokens) -> None:
+        self.cache.add_active_response(req_id, tokens)
+
+    def speculate(self, req_id, context, max_spec_tokens: int, max_spec_factor: float = 1.0,
+                  max_spec_offset: float = 0.0, min_token_prob: float = 0.1):
+        """``(token ids, score, match_len)`` of arctic's ``SuffixDecodingCache.speculate``."""
+        d = self.cache.speculate(req_id, context,
+                                 max_spec_tokens=max_spec_tokens,
+                                 max_spec_factor=max_spec_factor,
+                                 max_spec_offset=max_spec_offset,
+                                 min_token_prob=min_token_prob)
+        return list(d.token_ids), d.score, d.match_len
