@@ -78,3 +78,15 @@ def test_a_gamma_beyond_max_gamma_is_refused_before_the_log_is_read():
     with pytest.raises(ValueError, match=r"gamma must be an integer in \[1, 64\]"):
         R.draft_profile([], [], gammas=(R.MAX_GAMMA + 1,))
 
+
+
+def test_the_suffix_backend_is_checked_first_and_named_in_the_source():
+    with pytest.raises(ValueError, match="suffix_backend must be one of"):
+        R.replay("/nonexistent.jsonl", "ngram", suffix_backend="numba")
+    from specnb import request_log
+
+    log = request_log.read()
+    sub = request_log.RequestLog(log.path, log.requests[:6], tokenizer=log.tokenizer)
+    prof = R.replay(sub, "suffix", gammas=[2], suffix_backend="python")
+    assert prof.source["backend"] == "python"
+    assert "backend" not in R.replay(sub, "ngram", gammas=[2]).source
