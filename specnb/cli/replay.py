@@ -54,7 +54,8 @@ def _model_free(method: str):
         if method != "ngram_gpu":
             params["max_model_len"] = args.max_model_len
         return R.replay(log, method, gammas=args.gamma, context_edges=args.context_buckets,
-                        params=params, suffix_backend=args.suffix_backend or "auto")
+                        params=params, suffix_backend=args.suffix_backend or "auto",
+                        workers=args.workers)
     return go
 
 
@@ -90,10 +91,10 @@ _HEAD_FLAGS = ("target", "head", "seed")
 
 #: ``--method`` -> its entry; the heads (eagle, eagle3, mtp) join as rows of their own.
 METHODS = {
-    "ngram": MethodEntry(_model_free("ngram"), _NGRAM_FLAGS + ("max_model_len",)),
-    "ngram_gpu": MethodEntry(_model_free("ngram_gpu"), _NGRAM_FLAGS),
+    "ngram": MethodEntry(_model_free("ngram"), _NGRAM_FLAGS + ("max_model_len", "workers")),
+    "ngram_gpu": MethodEntry(_model_free("ngram_gpu"), _NGRAM_FLAGS + ("workers",)),
     "suffix": MethodEntry(_model_free("suffix"),
-                          _SUFFIX_FLAGS + ("max_model_len", "suffix_backend")),
+                          _SUFFIX_FLAGS + ("max_model_len", "suffix_backend", "workers")),
     "draft_model": MethodEntry(_draft_model, ("target", "draft", "seed"), models=True),
     **{m: MethodEntry(_head(m), _HEAD_FLAGS, models=True) for m in ("eagle", "eagle3", "mtp")},
 }
@@ -147,6 +148,9 @@ def register(subparsers) -> argparse.ArgumentParser:
                         "counters either way")
     p.add_argument("--max-model-len", type=int, default=None, metavar="N",
                    help="ngram, suffix: vLLM's max_model_len cap on drafts (default none)")
+    p.add_argument("--workers", type=int, default=1, metavar="N",
+                   help="ngram, ngram_gpu, suffix: processes replaying parts of the log at "
+                        "once (default 1; the same counters for any N)")
     g = p.add_argument_group("draft_model")
     g.add_argument("--target", default=None, metavar="PATH_OR_ID",
                    help="target model (default: the bundled target)")
@@ -200,7 +204,9 @@ def run(args) -> int:
             AP.check_target(args.out, args.force)
         if not entry.models:  # settings before the log is read
             R.check_params(args.method, {k: getattr(args, k) for k in entry.flags
-                                         if k != "suffix_backend"})
+                                         if k not in ("suffix_backend", "workers")})
+            if args.workers < 1:
+                raise ValueError(f"--workers must be >= 1, got {args.workers}")
             if args.method == "suffix":
                 R.resolve_backend(args.suffix_backend or "auto")
         edges = args.context_buckets

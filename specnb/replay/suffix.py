@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import functools
 import struct
+from array import array
 from pathlib import Path
 
 __all__ = ["SuffixTree", "SuffixCache", "ArcticCache", "BACKENDS", "arctic_version",
@@ -108,49 +109,63 @@ class SuffixTree:
         self.seqs = {}
         self._active = {}  # seq_id -> the nodes of its suffixes that still follow others
 
-    def _materialize(self, node: _Node) -> None:
-        """Make the first node of ``node``'s implicit chain explicit."""
-        seq, pos = node.ref
-        node.ref = None
-        if pos < len(seq) and node.depth < self.max_depth:
-            child = _Node(seq[pos], node.depth + 1)
-            child.count = 1
-            child.ref = (seq, pos + 1)
-            node.children[child.token] = child
-            node.order.append(child)
-
     def extend(self, seq_id: int, tokens) -> None:
-        """Append ``tokens`` to sequence ``seq_id`` (created on first use)."""
+        """Append ``tokens`` (ints) to sequence ``seq_id`` (created on first use). Each token
+        advances the sequence's live suffixes (those still following an earlier occurrence),
+        longest first, then the one-token suffix at the root, so that the live list stays in
+        :meth:`tail_nodes`' order; a suffix that meets a new string becomes a count-1 leaf
+        whose continuation stays implicit (no node per later token)."""
         seq = self.seqs.setdefault(seq_id, [])
-        active = self._active.setdefault(seq_id, [])
+        active = self._active.get(seq_id, [])
         depth = self.max_depth
         root = self.root
+        rchildren = root.children
+        node_cls = _Node
         for tok in tokens:
             tok = int(tok)
             seq.append(tok)
-            root.count += 1
-            active.append(root)
+            n = len(seq)
             live = []
             for node in active:
-                if node.depth >= depth:
+                d = node.depth
+                if d >= depth:
                     continue  # the suffix reached the depth limit
-                if node.ref is not None:
-                    self._materialize(node)
-                child = node.children.get(tok)
+                children = node.children
+                ref = node.ref
+                if ref is not None:  # make the implicit chain's first node explicit
+                    node.ref = None
+                    rs, rp = ref
+                    if rp < len(rs):
+                        c = node_cls(rs[rp], d + 1)
+                        c.count = 1
+                        c.ref = (rs, rp + 1)
+                        children[c.token] = c
+                        node.order.append(c)
+                child = children.get(tok)
                 if child is None:
                     # a string seen once: a leaf whose continuation stays implicit
-                    child = node.children[tok] = _Node(tok, node.depth + 1)
+                    child = children[tok] = node_cls(tok, d + 1)
                     child.count = 1
-                    child.ref = (seq, len(seq))
-                    if node is not root:  # the root's order is never walked
-                        node.order.append(child)
+                    child.ref = (seq, n)
+                    node.order.append(child)
                     continue  # this suffix no longer follows another: it is frozen
-                if node is root:
+                order = node.order
+                if order[0] is child:  # the head stays the head
                     child.count += 1
                 else:
-                    _increment(node.order, child)
+                    _increment(order, child)
                 live.append(child)
-            active[:] = live
+            root.count += 1
+            child = rchildren.get(tok)
+            if child is None:
+                child = rchildren[tok] = node_cls(tok, 1)
+                child.count = 1
+                child.ref = (seq, n)  # the root's order is never walked
+            else:
+                child.count += 1
+                live.append(child)
+            active = live
+        self._active[seq_id] = active
 
     def remove(self, seq_id: int) -> None:
         """Remove sequence ``seq_id`` (every count it added falls by one), as
@@ -229,12 +244,15 @@ class SuffixTree:
         score 0), so the search stops there. ``match_len`` is arctic's where the score is
         above 0."""
         ctx = [int(t) for t in context]
-        pmin = _r32(min_token_prob)
+        f32 = _F32  # f32[0] = x rounds x to float32 (as C++'s float arithmetic does)
+        f32[0] = min_token_prob
+        pmin = f32[0]
         caps = _caps(max_spec_factor, max_spec_offset, len(ctx))
         best, best_score, best_m = [], 0.0, 0
         depth = self.max_depth
+        nk = len(known)
         for m in range(1, len(ctx)):
-            if m <= len(known):
+            if m <= nk:
                 node, k = known[m - 1], None
             else:
                 if unique_after:
@@ -243,24 +261,34 @@ class SuffixTree:
                 if w is None:
                     break
                 node, k = w
-            max_tokens = max(min(max_spec_tokens, caps[m]), 0)
+            max_tokens = min(max_spec_tokens, caps[m])
+            if max_tokens <= 0:
+                if best_score <= 0.0:
+                    best, best_score, best_m = [], 0.0, m
+                continue
             toks, score, prob = [], 0.0, 1.0
             while len(toks) < max_tokens and prob >= pmin:
                 if k is None:
-                    if node.order:
-                        child = node.order[0]
+                    order = node.order
+                    if order:
+                        child = order[0]
                         # float32 as in C++: a product or quotient of float32 values computed
                         # in double and rounded once is the float32 result (53 >= 2 * 24 + 2)
-                        prob = _r32(prob * _r32(child.count / node.count))
+                        f32[0] = child.count / node.count
+                        f32[0] = prob * f32[0]
+                        prob = f32[0]
                         node = child
                         if not prob >= pmin:
                             break
-                        toks.append(node.token)
-                        score = _r32(score + prob)
+                        toks.append(child.token)
+                        f32[0] = score + prob
+                        score = f32[0]
                         continue
                     if node.ref is None:
                         break
-                    prob = _r32(prob * _r32(1.0 / node.count))  # into the chain: count 1
+                    f32[0] = 1.0 / node.count
+                    f32[0] = prob * f32[0]  # into the chain: count 1
+                    prob = f32[0]
                     k = 0
                     if not prob >= pmin:
                         break
@@ -268,13 +296,15 @@ class SuffixTree:
                 if node.depth + k >= depth or pos + k >= len(seq):
                     break
                 toks.append(seq[pos + k])
-                score = _r32(score + prob)
+                f32[0] = score + prob
+                score = f32[0]
                 k += 1
             if score >= best_score:
                 best, best_score, best_m = toks, score, m
         return best, best_score, best_m
 
 
+_F32 = array("f", [0.0])
 _F32S = struct.Struct("f")
 
 
