@@ -248,23 +248,42 @@ class SuffixTree:
         f32[0] = min_token_prob
         pmin = f32[0]
         caps = _caps(max_spec_factor, max_spec_offset, len(ctx))
-        best, best_score, best_m = [], 0.0, 0
         depth = self.max_depth
         nk = len(known)
+        at = []  # the position of the last m tokens, m = 1, 2, ... while they are in the tree
         for m in range(1, len(ctx)):
             if m <= nk:
-                node, k = known[m - 1], None
-            else:
-                if unique_after:
-                    break
-                w = self._walk(ctx[len(ctx) - m:])
-                if w is None:
-                    break
-                node, k = w
+                at.append((known[m - 1], None))
+                continue
+            if unique_after:
+                break
+            w = self._walk(ctx[len(ctx) - m:])
+            if w is None:
+                break
+            at.append(w)
+        # arctic takes the best score over m = 1, 2, ..., ties to the longer match; here the
+        # same from the longest down, ties to the first seen, skipping every m whose bound
+        # (its tokens x its first probability: the probabilities never rise along a path)
+        # is below the best so far, with room for float32 rounding of the sum
+        best, best_score, best_m = [], 0.0, 0
+        for m in range(len(at), 0, -1):
+            node, k = at[m - 1]
             max_tokens = min(max_spec_tokens, caps[m])
-            if max_tokens <= 0:
-                if best_score <= 0.0:
-                    best, best_score, best_m = [], 0.0, m
+            if best_m:
+                if max_tokens <= 0:
+                    continue
+                if k is None:
+                    order = node.order
+                    if order:
+                        bound = max_tokens * order[0].count / node.count
+                    else:
+                        bound = max_tokens if node.ref is not None else 0.0
+                else:
+                    bound = max_tokens
+                if bound * 1.000001 < best_score:
+                    continue
+            elif max_tokens <= 0:
+                best_m = m
                 continue
             toks, score, prob = [], 0.0, 1.0
             while len(toks) < max_tokens and prob >= pmin:
@@ -299,7 +318,7 @@ class SuffixTree:
                 f32[0] = score + prob
                 score = f32[0]
                 k += 1
-            if score >= best_score:
+            if score > best_score or not best_m:
                 best, best_score, best_m = toks, score, m
         return best, best_score, best_m
 
