@@ -57,13 +57,19 @@ class _Node:
 
     __slots__ = ("count", "children", "order", "token", "depth", "ref")
 
-    def __init__(self, token: int, depth: int = 0):
-        self.count = 0
-        self.children = {}  # token -> _Node
-        self.order = []     # the children in the C++ sibling-list order (head first)
+    def __init__(self, token: int, depth: int = 0, count: int = 0, ref=None):
+        self.count = count
+        # token -> _Node, and the children in the C++ sibling-list order (head first); most
+        # nodes are leaves for good, so they share empty stand-ins until their first child
+        self.children = _NO_CHILDREN
+        self.order = _NO_ORDER
         self.token = token
         self.depth = depth
-        self.ref = None
+        self.ref = ref
+
+
+_NO_CHILDREN = {}  # never written: extend gives a node its own before the first child
+_NO_ORDER = []
 
 
 def _increment(order: list, child: _Node) -> None:
@@ -106,6 +112,7 @@ class SuffixTree:
     def __init__(self, max_depth: int):
         self.max_depth = int(max_depth)
         self.root = _Node(-1)
+        self.root.children, self.root.order = {}, []
         self.seqs = {}
         self._active = {}  # seq_id -> the nodes of its suffixes that still follow others
 
@@ -136,17 +143,19 @@ class SuffixTree:
                     node.ref = None
                     rs, rp = ref
                     if rp < len(rs):
-                        c = node_cls(rs[rp], d + 1)
-                        c.count = 1
-                        c.ref = (rs, rp + 1)
+                        c = node_cls(rs[rp], d + 1, 1, (rs, rp + 1))
+                        if children is _NO_CHILDREN:
+                            children = node.children = {}
+                            node.order = []
                         children[c.token] = c
                         node.order.append(c)
                 child = children.get(tok)
                 if child is None:
                     # a string seen once: a leaf whose continuation stays implicit
-                    child = children[tok] = node_cls(tok, d + 1)
-                    child.count = 1
-                    child.ref = (seq, n)
+                    if children is _NO_CHILDREN:
+                        children = node.children = {}
+                        node.order = []
+                    child = children[tok] = node_cls(tok, d + 1, 1, (seq, n))
                     node.order.append(child)
                     continue  # this suffix no longer follows another: it is frozen
                 order = node.order
@@ -157,10 +166,8 @@ class SuffixTree:
                 live.append(child)
             root.count += 1
             child = rchildren.get(tok)
-            if child is None:
-                child = rchildren[tok] = node_cls(tok, 1)
-                child.count = 1
-                child.ref = (seq, n)  # the root's order is never walked
+            if child is None:  # the root's order is never walked
+                child = rchildren[tok] = node_cls(tok, 1, 1, (seq, n))
             else:
                 child.count += 1
                 live.append(child)

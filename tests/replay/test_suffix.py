@@ -83,3 +83,14 @@ def test_arctics_cache_behind_the_same_methods_gives_the_same_drafts():
     ar.stop_request("a")
     ar.start_request("a", [3])  # a finished request's id again: its cached response evicted
     assert list(ar.cache.cached_requests) == ["a"]
+
+
+def test_leaves_share_empty_stand_ins_that_stay_empty():
+    # most nodes never get a child: they share one empty dict and list until they do
+    c = SuffixCache(max_tree_depth=5, max_cached_requests=1)
+    for r in range(3):
+        c.start_request(r, [1, 2, 3, 1, 2, 4, 1, 2, 3][r:])
+        c.add_active_response(r, [1, 2, 3, 5, 1, 2])
+        c.speculate(r, [1, 2], 3)
+        c.stop_request(r)
+    assert S._NO_CHILDREN == {} and S._NO_ORDER == []
