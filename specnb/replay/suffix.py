@@ -244,13 +244,16 @@ class SuffixTree:
         return [active[-m] for m in range(1, k + 1)]
 
     def speculate(self, context, max_spec_tokens: int, max_spec_factor: float,
-                  max_spec_offset: float, min_token_prob: float, known=(), unique_after=False):
+                  max_spec_offset: float, min_token_prob: float, known=(), unique_after=False,
+                  floor: float = -1.0):
         """``(token ids, score, match_len)`` as ``SuffixTree::speculate`` (path mode);
         ``known[m - 1]``, where given, is the node of the last m tokens (:meth:`tail_nodes`);
         ``unique_after``: every longer tail occurs only once, at the end (no continuation:
         score 0), so the search stops there. ``match_len`` is arctic's where the score is
-        above 0."""
-        ctx = [int(t) for t in context]
+        above 0. ``floor`` >= 0: only a draft scoring above it is wanted (the other tree's
+        score): match lengths that cannot beat it are skipped, and what comes back when none
+        does scores at most ``floor``."""
+        ctx = context if type(context) is list else [int(t) for t in context]
         f32 = _F32  # f32[0] = x rounds x to float32 (as C++'s float arithmetic does)
         f32[0] = min_token_prob
         pmin = f32[0]
@@ -276,7 +279,7 @@ class SuffixTree:
         for m in range(len(at), 0, -1):
             node, k = at[m - 1]
             max_tokens = min(max_spec_tokens, caps[m])
-            if best_m:
+            if best_m or floor >= 0.0:
                 if max_tokens <= 0:
                     continue
                 if k is None:
@@ -287,7 +290,7 @@ class SuffixTree:
                         bound = max_tokens if node.ref is not None else 0.0
                 else:
                     bound = max_tokens
-                if bound * 1.000001 < best_score:
+                if bound * 1.000001 < max(best_score, floor):
                     continue
             elif max_tokens <= 0:
                 best_m = m
@@ -392,7 +395,8 @@ class SuffixCache:
                   max_spec_offset: float = 0.0, min_token_prob: float = 0.1):
         """``(token ids, score, match_len)``: the local tree's draft when its score is >= the
         global tree's, else the global one."""
-        ctx = [int(t) for t in context][-self.max_tree_depth:]
+        ctx = context if type(context) is list else [int(t) for t in context]
+        ctx = ctx[-self.max_tree_depth:]
         local = self.local[req_id]
         lseq = local.seqs.get(0, [])
         tail = len(lseq) >= len(ctx) and lseq[len(lseq) - len(ctx):] == ctx
@@ -400,6 +404,8 @@ class SuffixCache:
         d1 = local.speculate(ctx, max_spec_tokens, max_spec_factor, max_spec_offset,
                              min_token_prob, local.tail_nodes(0, ctx) if tail else (),
                              unique_after=tail)
+        if d1[1] >= max_spec_tokens:  # no draft scores more (every probability <= 1)
+            return d1
         seq = self.cached.get(req_id)
         known, unique = (), False
         if seq is not None and seq in self.global_tree.seqs:
@@ -410,7 +416,7 @@ class SuffixCache:
                 gseq[len(gseq) - len(known) - 1:] == ctx[len(ctx) - len(known) - 1:]
         d2 = self.global_tree.speculate(ctx, max_spec_tokens, max_spec_factor,
                                         max_spec_offset, min_token_prob, known,
-                                        unique_after=unique)
+                                        unique_after=unique, floor=d1[1])
         return d1 if d1[1] >= d2[1] else d2
 
 
