@@ -474,7 +474,8 @@ def make_cache(backend: str, max_tree_depth: int = 24, max_cached_requests: int 
 
 class ArcticCache:
     """Arctic Inference's own ``SuffixDecodingCache`` behind :class:`SuffixCache`'s methods,
-    called as vLLM 0.33.0's ``SuffixDecodingProposer.propose`` calls it: a request not active
+    called as vLLM 0.33.0's ``SuffixDecodingProposer.propose`` calls it (read from the 0.33.0
+    wheel's ``vllm/v1/spec_decode/suffix_decoding.py``): a request not active
     has its cached response evicted, then ``start_request(prompt)``; each step
     ``add_active_response(sampled)`` and ``speculate(pattern, max_spec_tokens=...,
     max_spec_factor=..., min_token_prob=...)`` (``max_spec_offset`` left at 0); a request that
