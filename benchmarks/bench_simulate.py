@@ -62,10 +62,25 @@ def speed(num_prompts: int = 1000, input_len: int = 2000, output_len: int = 256,
     return tuple(out)
 
 
+def decode_throughput(trace, batch: int) -> float:
+    """Tokens per second of a static batch's decode phase: the steps that schedule all
+    ``batch`` requests and no prompt token (``Trace.prefill`` 0), as a static-batch benchmark
+    (MagicDec's) times its decode loop after the batch's prefill."""
+    ms = np.asarray(trace.step_ms)
+    use = (np.asarray(trace.batch) == batch) & (np.asarray(trace.prefill) == 0)
+    if not use.any():
+        raise ValueError(f"no decode step ran all {batch} requests")
+    return float(np.asarray(trace.generated)[use].sum() / ms[use].sum() * 1e3)
+
+
 def _ratio(st, w, k, tau, metric, cfg=None, seed=0):
     sim = M.simulate(st, w, [M.policy("off"), M.policy("static", k=k)],
                      acceptance=M.acceptance(tau=tau, gamma=k), config=cfg, seed=seed)
     off, on = sim.results["off"], sim.results[f"k={k}"]
+    if metric == "decode":
+        b = int(w.max_concurrency)
+        return (decode_throughput(sim.traces[f"k={k}"], b)
+                / decode_throughput(sim.traces["off"], b))
     if metric == "tpot":
         return off["mean_tpot_ms"] / on["mean_tpot_ms"]
     if metric == "e2el":
@@ -73,8 +88,14 @@ def _ratio(st, w, k, tau, metric, cfg=None, seed=0):
     return on["output_throughput"] / off["output_throughput"]
 
 
-def batch_points(prompts_per_batch: int = 4, sources=None):
-    """Rows (dicts) for the batch-swept sources; skipped points carry ``skip``."""
+def batch_points(prompts_per_batch: int = 4, sources=None, closed_loop: bool = True):
+    """Rows (dicts) for the batch-swept sources; skipped points carry ``skip``.
+
+    Each point is simulated as a static batch (``simulated``): its ``batch`` requests
+    prefilled together, then the decode phase timed (:func:`decode_throughput`); with
+    ``closed_loop`` also as a closed loop of ``batch`` requests (``closed_loop``: 4 x batch
+    of them, at least 32, prefill chunks interleaved with the others' decode, output tokens
+    per second of the whole run)."""
     pts = E.load_points()
     counts = pts.groupby("source_key")["batch"].nunique()
     rows = []
@@ -91,11 +112,18 @@ def batch_points(prompts_per_batch: int = 4, sources=None):
         kw = {} if math.isnan(r.draft_kv_budget) else {"draft_kv_budget": int(r.draft_kv_budget)}
         engine = r.profile if r.profile in S.engine_names() else "specdecode-bench"
         st = S.setup(r.gpu, r.model, r.draft, gpus=int(r.gpus), engine=engine, **kw)
-        b = int(r.batch)
-        w = M.synthetic(max(prompts_per_batch * b, 32), int(r.context), OUTPUT_LEN,
-                        concurrency=b)
-        metric = "tpot" if r.concurrency_kind == "static batch" else "throughput"
-        row["simulated"] = _ratio(st, w, int(r.gamma), float(r.tau_used), metric)
+        b, k, tau = int(r.batch), int(r.gamma), float(r.tau_used)
+        # the point's context is the mean decode context (what the steady-batch model and
+        # the source's assumption name): prompts of context - OUTPUT_LEN / 2 tokens keep it
+        prompt = max(int(r.context) - OUTPUT_LEN // 2, 1)
+        # the static batch: a token budget holding the whole batch's prompts, so that the
+        # scheduler's first step is the batch's prefill and every later one a decode step
+        w = M.synthetic(b, prompt, OUTPUT_LEN, concurrency=b)
+        cfg = M.engine_config(st, max_num_batched_tokens=b * (prompt + 1))
+        row["simulated"] = _ratio(st, w, k, tau, "decode", cfg)
+        if closed_loop and r.concurrency_kind != "static batch":
+            w = M.synthetic(max(prompts_per_batch * b, 32), prompt, OUTPUT_LEN, concurrency=b)
+            row["closed_loop"] = _ratio(st, w, k, tau, "throughput")
         rows.append(row)
     return rows
 

@@ -175,7 +175,9 @@ class Trace:
     concurrency slot freed), ``first_token_s``, ``finish_s``, ``input_len``, ``output_len``,
     ``chunks`` (list per request of the times its tokens were streamed, one per step that
     produced tokens) ; per step: ``step_ms`` and ``batch`` (requests scheduled), ``tokens``
-    (tokens scheduled); counters ``num_drafts``, ``num_draft_tokens``,
+    (tokens scheduled), ``prefill`` (of them, prompt tokens: chunks of requests not yet
+    decoding, recomputation after a preemption included), ``generated`` (tokens sampled, the
+    decode token and accepted drafts of each request that sampled); counters ``num_drafts``, ``num_draft_tokens``,
     ``num_accepted_tokens``, ``accepted_per_pos``, ``num_preemptions``; ``steps`` (with
     ``record=True``: per step the scheduled ``[request, tokens, spec tokens]``, the
     preempted and finished requests, for the oracle fixtures)."""
@@ -196,6 +198,8 @@ class Trace:
     num_preemptions: int = 0
     steps: list | None = None
     k: int = 0
+    prefill: list = field(default_factory=list)
+    generated: list = field(default_factory=list)
 
 
 def _cdiv(a, b):
@@ -288,6 +292,7 @@ def run(st, workload, pol: Policy, acc=None, *, config: EngineConfig | None = No
                   workload.output_len, chunks, [], [], [], accepted_per_pos=[0] * max(k_top, 1),
                   steps=[] if record else None, k=k_top)
     step_ms, batch_l, tokens_l = trace.step_ms, trace.batch, trace.tokens
+    prefill_l, gen_l = trace.prefill, trace.generated
     per_pos = trace.accepted_per_pos
     steps = 0
     while done < n:
@@ -383,9 +388,12 @@ def run(st, workload, pol: Policy, acc=None, *, config: EngineConfig | None = No
         ctx = np.empty(len(sched))
         q = np.empty(len(sched))
         kd = np.zeros(len(sched))
+        pre = 0
         for j, (r, new, s) in enumerate(sched):
             ctx[j] = comp[r]
             q[j] = new
+            if comp[r] < prompt[r] + outn[r] - 1:  # not decoding: a prompt chunk
+                pre += new
             comp[r] += new
         # which sample, which draft next
         spec_idx = [j for j, (r, new, s) in enumerate(sched) if s > 0]
@@ -411,7 +419,9 @@ def run(st, workload, pol: Policy, acc=None, *, config: EngineConfig | None = No
         step_ms.append(dt * 1e3)
         batch_l.append(len(sched))
         tokens_l.append(int(q.sum()))
+        prefill_l.append(pre)
         finished = []
+        made = 0
         for j, (r, new, s) in enumerate(sched):
             if comp[r] < prompt[r] + outn[r]:
                 continue  # a prefill chunk: no token yet
@@ -425,6 +435,7 @@ def run(st, workload, pol: Policy, acc=None, *, config: EngineConfig | None = No
                 comp[r] -= s - a
             gen = min(1 + a, out_len[r] - outn[r])
             outn[r] += gen
+            made += gen
             if math.isnan(first[r]):
                 first[r] = t
             chunks[r].append(t)
@@ -443,6 +454,7 @@ def run(st, workload, pol: Policy, acc=None, *, config: EngineConfig | None = No
                     spec[r] = int(kd[j]) if (m >= 1.0 or rng.random() < m) else 0
                 else:
                     spec[r] = int(kd[j])
+        gen_l.append(made)
         if finished:
             gone = set(finished)
             running = [r for r in running if r not in gone]
