@@ -21,7 +21,8 @@ size" (EAGLE-3 Tables 3 and 5, the SGLang / SpecForge issue runs) or a static ba
 (MagicDec's MLC-LLM Table 5) is simulated as a static batch: ``batch`` requests prefilled
 together (a token budget of the whole batch's prompts), then the decode throughput of the
 steps that run all of them (:func:`decode_throughput`), as a static-batch benchmark times its
-decode loop. The closed-loop reading (4 x batch requests, prefill chunks interleaved with the
+decode loop. SGLang tree points (topk > 1, or other than 1 + k tokens verified) are listed as
+not simulated: the simulator schedules vLLM V1's chains. The closed-loop reading (4 x batch requests, prefill chunks interleaved with the
 others' decode, output tokens/s of the whole run) is printed beside it, not scored: the
 harnesses are not described, and the closed loop's 384-token prompts put 30-40 % of an RTX
 3090's time into prefill at batch 24 (Table 5), which the published ratios do not show
@@ -114,7 +115,14 @@ def batch_points(prompts_per_batch: int = 4, sources=None, closed_loop: bool = T
             continue
         row = {"id": r.id, "source": r.source_key, "measured": float(r.speedup),
                "batch": int(r.batch), "skip": r.skip}
-        if r.skip:
+        topk = 1 if math.isnan(r.topk) else int(r.topk)
+        ndt = int(r.gamma) + 1 if math.isnan(r.num_draft_tokens) else int(r.num_draft_tokens)
+        if not r.skip and (topk > 1 or ndt != int(r.gamma) + 1):
+            # the simulator schedules vLLM V1's chains (1 + k verify tokens per request); an
+            # SGLang tree verifies N tokens per request after top-k-wide draft steps
+            row["skip"] = (f"an SGLang tree (topk {topk}, {ndt} tokens verified per request): "
+                           "the simulator schedules chains of 1 + k verify tokens")
+        if row["skip"]:
             rows.append(row)
             continue
         kw = {} if math.isnan(r.draft_kv_budget) else {"draft_kv_budget": int(r.draft_kv_budget)}
