@@ -4,7 +4,9 @@ load, each step timed by the serving model (:mod:`specnb.simulate`).
 
 Exit status: 0 printed; 2 on bad input (argparse's own errors; a rate <= 0, a concurrency
 < 1, lengths < 1, a token budget below one request's verify step, an acceptance profile
-without the gammas simulated, a log row without lengths: one line naming the flag or row).
+without the gammas simulated, a log row without lengths, a synthetic load that would take
+more than :data:`MAX_SIM_S` to simulate (``--num-prompts``; above :data:`WARN_SIM_S` the
+estimate is printed as a warning and the run goes on): one line naming the flag or row).
 Only argparse is imported at registration.
 """
 
@@ -18,10 +20,45 @@ import sys
 
 from . import error, positive_int
 
-__all__ = ["register", "run", "simulate", "format_simulation"]
+__all__ = ["register", "run", "simulate", "format_simulation", "estimate_seconds"]
 
 #: Per-request lists of a bench file left out of ``--json`` (kept in ``--save-result``).
 _LISTS = ("input_lens", "output_lens", "ttfts", "itls")
+
+#: An optimistic bound on the simulator's speed, in request-steps (one request scheduled in
+#: one engine step) per second: benchmarks/bench_simulate.py's load (1,000 requests of
+#: 2,000 + 256 tokens at concurrency 64) measured about 61,000 a second with speculation off
+#: and 18,000 with EAGLE-3 k = 3 (2 shared cores, under load). The estimate of a load's
+#: simulation time divides a lower bound on its request-steps by it: a floor, not a forecast.
+SIM_REQUEST_STEPS_PER_S = 100_000
+#: A synthetic load whose simulation would take at least this long (s) is refused (exit 2).
+MAX_SIM_S = 3600.0
+#: Above this (s) the estimate is printed to stderr as a warning before the run.
+WARN_SIM_S = 60.0
+
+
+def _duration(seconds: float) -> str:
+    for unit, size in (("days", 86400.0), ("h", 3600.0), ("min", 60.0)):
+        if seconds >= size:
+            return f"{seconds / size:.3g} {unit}"
+    return f"{seconds:.2g} s"
+
+
+def estimate_seconds(a) -> tuple[float, float, int]:
+    """A lower bound on a synthetic load's simulation: (request-steps, seconds at
+    :data:`SIM_REQUEST_STEPS_PER_S`, policies). Each request is scheduled in at least
+    ``ceil(output_len / (1 + k))`` steps per policy (every draft accepted), once per policy:
+    off, one static k per ``--gamma``, the schedule (at the largest gamma) unless
+    ``--no-schedule``, ``--disable-by-batch-size`` (the first gamma). Arithmetic on the flags
+    only (checked before any slow import)."""
+    ks = [0] + list(a.gamma)
+    if not a.no_schedule:
+        ks.append(max(a.gamma))
+    if a.disable_by_batch_size:
+        ks.append(a.gamma[0])
+    out = max(int(a.output_len), 1)
+    steps = float(a.num_prompts) * sum(-(-out // (1 + k)) for k in ks)
+    return steps, steps / SIM_REQUEST_STEPS_PER_S, len(ks)
 
 
 def register(subparsers) -> argparse.ArgumentParser:
@@ -72,7 +109,8 @@ def register(subparsers) -> argparse.ArgumentParser:
     load.add_argument("--range-ratio", type=float, default=0.0, metavar="R",
                       help="--random-range-ratio: lengths uniform in [N (1 - R), N (1 + R)]")
     load.add_argument("--num-prompts", type=int, default=1000, metavar="N",
-                      help="requests (default 1000)")
+                      help="requests (default 1000); a load that would take over an hour "
+                           "to simulate is refused, over a minute warned, with the estimate")
     load.add_argument("--concurrency", type=int, default=None, metavar="C",
                       help="closed loop of C requests in flight (--max-concurrency)")
     load.add_argument("--request-rate", type=float, default=None, metavar="R",
@@ -124,6 +162,13 @@ def _check_flags(a) -> str | None:
                 return f"{flag} must be >= 1, got {v}"
         if a.concurrency is None and a.request_rate is None:
             return "give --concurrency (closed loop) or --request-rate (requests/s), or both"
+        steps, secs, npol = estimate_seconds(a)
+        if secs > MAX_SIM_S:
+            most = int(a.num_prompts * MAX_SIM_S / secs)
+            return (f"--num-prompts {a.num_prompts} (x --output-len {a.output_len}): at least "
+                    f"{steps:.3g} request-steps over {npol} policies, at least "
+                    f"{_duration(secs)} to simulate; give --num-prompts <= {most:,} (about "
+                    f"{_duration(MAX_SIM_S)})")
     elif a.input_len is not None or a.output_len is not None:
         return "--requests gives the lengths; leave out --input-len / --output-len"
     if a.concurrency is not None and a.concurrency < 1:
@@ -283,6 +328,12 @@ def run(a) -> int:
     bad = _check_flags(a)
     if bad:
         return error("simulate", bad)
+    if a.requests is None:
+        steps, secs, npol = estimate_seconds(a)
+        if secs > WARN_SIM_S:
+            print(f"specnb simulate: warning: --num-prompts {a.num_prompts}: at least "
+                  f"{steps:.3g} request-steps over {npol} policies, at least {_duration(secs)} "
+                  "to simulate", file=sys.stderr)
     try:
         result = simulate(a)
     except (ValueError, TypeError, FileNotFoundError) as exc:

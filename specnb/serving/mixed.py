@@ -6,6 +6,8 @@ draft forwards in one engine step (the seam ``specnb.simulate`` calls; docs/inte
 totals; the draft's from the same rule on the draft's forwards, as vLLM V1's proposers run
 them (``vllm/v1/spec_decode/eagle.py`` / ``draft_model.py`` / ``dflash.py`` @ v0.33.0):
 
+* self-speculation (the target with a sparse KV budget, MagicDec): k forwards of one token per
+  speculating sequence over the target's own KV cache (no draft prefill);
 * draft models and EAGLE / EAGLE-3 / MTP heads: the first draft forward runs over every token
   the target scored this step (so a prefill chunk is also prefilled in the draft or the head,
   whose KV the later forwards read), then ``k - 1`` forwards of one token over the sequences
@@ -97,10 +99,21 @@ class MixedStep:
                              float(block * cs.sum() + n_spec * block * (block - 1) / 2.0),
                              engine_step=self.engine_step)[0]
             return float(t) + self.times._extra_ms(self.first_extra, tokens)
-        # first forward: every token the target scored (the draft's own prefill)
-        t = float(_step_totals(*drf, tokens, float(ctx.sum()), self._att(ctx, q),
-                               engine_step=self.engine_step)[0])
-        t += self.times._extra_ms(self.first_extra, tokens)
+        if self.kind == "self":
+            # self-speculation (MagicDec, arXiv 2408.11049 section 4): the draft is the
+            # target's own weights over a sparse view (StreamingLLM / SnapKV budget) of the
+            # TARGET's KV cache, which the target's forward has just written for every token
+            # it scored: there is no draft prefill of the step's tokens; each of the k
+            # forwards runs one token per speculating sequence (the steady rule,
+            # speedup.t_draft_ms, charges the same)
+            b = float(n_spec)
+            kv = float(ctx[spec].sum())
+            t = float(_step_totals(*drf, b, kv, kv, engine_step=self.engine_step)[0])
+        else:
+            # first forward: every token the target scored (the draft's own prefill)
+            t = float(_step_totals(*drf, tokens, float(ctx.sum()), self._att(ctx, q),
+                                   engine_step=self.engine_step)[0])
+            t += self.times._extra_ms(self.first_extra, tokens)
         if kmax > 1:
             base = ctx[spec] + q[spec]
             if self.kv_budget is not None:

@@ -276,7 +276,13 @@ def kv_split_ways(shape, gpus: int) -> int:
     """Over how many of ``gpus`` tensor-parallel GPUs one token's KV cache is split:
     ``min(gpus, kv_heads)`` for GQA (heads split, a KV head replicated beyond that); 1 for MLA
     (the latent is shared by all heads, so vLLM keeps a full copy on every rank)."""
-    n = _check.scalar_int("gpus", gpus, lo=1)
+    return _kv_split_ways(shape, _check.scalar_int("gpus", gpus, lo=1))
+
+
+def _kv_split_ways(shape, n: int) -> int:
+    """Unchecked :func:`kv_split_ways` (``n`` an int >= 1 the caller checked): the step rule
+    (``step._step_totals``) calls it on every step, where a check cost about a third of a
+    simulator step; its callers validate ``gpus`` once (``step._prep``, ``serving.setup``)."""
     return 1 if shape.mla is not None else min(n, shape.n_kv_heads)
 
 

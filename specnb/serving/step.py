@@ -165,7 +165,8 @@ def _step_totals(arch, g, eff, dtype, kv_dtype, n, tokens, kv_tokens, att_tokens
     else:  # the routed experts the step's tokens touch (uniform routing: an upper bound)
         w_params, f_moe, extra = _moe_terms(arch, g, n, tokens, moe)
         w = w_params * DTYPES[dtype] / n
-    kv = kv_tokens * (arch.kv_bytes_per_token(kv_dtype) / _moe.kv_split_ways(arch, n))
+    # n was checked once by _prep (or the Setup): the unchecked split, as every step calls it
+    kv = kv_tokens * (arch.kv_bytes_per_token(kv_dtype) / _moe._kv_split_ways(arch, n))
     f_lin = (2.0 * arch.matmul_params_per_token / n) * tokens + f_moe / n
     f_att = (_moe.attention_flops_per_token_per_context(arch) / n) * att_tokens
     bw = eff.bandwidth * g.bandwidth

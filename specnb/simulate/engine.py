@@ -26,6 +26,10 @@ rate is given), checked step for step against vLLM's own ``Scheduler`` on the fi
   vLLM's ``num_speculative_tokens_per_batch_size`` lookup at the number of requests
   scheduled this step; n-gram / suffix propose on a share M of them).
 
+With ``EngineConfig.chunked_prefill`` False, vLLM V0's scheduler without chunked prefill
+(``vllm/core/scheduler.py`` ``_schedule_default``): whole prompts of waiting requests first,
+and a step that prefills runs no decode or verify tokens (and no drafting).
+
 Not modelled: async scheduling (the step order is the same; its overlap is in the fixed
 cost), priorities, LoRA, encoders, KV connectors, the padding of a new request's first decode
 step to 1 + k tokens (a request whose prompt is all cached but one token), the watermark
@@ -83,14 +87,20 @@ class EngineConfig:
     max_model_len: int
     block_size: int = BLOCK_SIZE
     prefix_cache_hit_rate: float = 0.0
+    chunked_prefill: bool = True
 
 
 def engine_config(st, *, max_num_seqs=None, max_num_batched_tokens=None,
                   num_gpu_blocks=None, max_model_len=None, block_size: int = BLOCK_SIZE,
-                  prefix_cache_hit_rate: float = 0.0, usage: str = "serve") -> EngineConfig:
+                  prefix_cache_hit_rate: float = 0.0, usage: str = "serve",
+                  chunked_prefill: bool = True) -> EngineConfig:
     """Scheduler settings for a setup: vLLM's defaults (:func:`default_batch_limits`, blocks
     from :func:`kv_blocks`, ``max_model_len`` the target's ``max_position_embeddings``, else
-    131072) where not given.
+    131072) where not given. ``chunked_prefill`` False: vLLM V0's scheduler without chunked
+    prefill (``vllm/core/scheduler.py`` ``_schedule_default``: waiting requests' whole
+    prompts first, within the token budget, and no decode or verify step beside them; the
+    steps that prefill draft nothing, V0 skipping speculation on prompt steps), for V0-era
+    published runs.
 
     Raises
     ------
@@ -113,7 +123,7 @@ def engine_config(st, *, max_num_seqs=None, max_num_batched_tokens=None,
         _check.scalar_int("max_model_len", max_model_len, lo=2)
     hit = _check.scalar_real("prefix_cache_hit_rate", prefix_cache_hit_rate, lo=0.0, hi=1.0,
                              hi_open=True)
-    return EngineConfig(seqs, tok, blocks, mml, bs, float(hit))
+    return EngineConfig(seqs, tok, blocks, mml, bs, float(hit), bool(chunked_prefill))
 
 
 @dataclass(frozen=True)
@@ -175,7 +185,9 @@ class Trace:
     concurrency slot freed), ``first_token_s``, ``finish_s``, ``input_len``, ``output_len``,
     ``chunks`` (list per request of the times its tokens were streamed, one per step that
     produced tokens) ; per step: ``step_ms`` and ``batch`` (requests scheduled), ``tokens``
-    (tokens scheduled); counters ``num_drafts``, ``num_draft_tokens``,
+    (tokens scheduled), ``prefill`` (of them, prompt tokens: chunks of requests not yet
+    decoding, recomputation after a preemption included), ``generated`` (tokens sampled, the
+    decode token and accepted drafts of each request that sampled); counters ``num_drafts``, ``num_draft_tokens``,
     ``num_accepted_tokens``, ``accepted_per_pos``, ``num_preemptions``; ``steps`` (with
     ``record=True``: per step the scheduled ``[request, tokens, spec tokens]``, the
     preempted and finished requests, for the oracle fixtures)."""
@@ -196,6 +208,8 @@ class Trace:
     num_preemptions: int = 0
     steps: list | None = None
     k: int = 0
+    prefill: list = field(default_factory=list)
+    generated: list = field(default_factory=list)
 
 
 def _cdiv(a, b):
@@ -252,6 +266,7 @@ def run(st, workload, pol: Policy, acc=None, *, config: EngineConfig | None = No
                          f"(1 + {k_top} tokens" + (f", + {draft_slots} draft slot"
                                                    if draft_slots else "") + ")")
     bs, mml, blocks_total = cfg.block_size, cfg.max_model_len, cfg.num_gpu_blocks
+    v0 = not cfg.chunked_prefill
     n = workload.num_prompts
     prompt = workload.input_len.astype(np.int64).tolist()
     out_len = workload.output_len.astype(np.int64).tolist()
@@ -259,6 +274,10 @@ def run(st, workload, pol: Policy, acc=None, *, config: EngineConfig | None = No
         if prompt[i] + out_len[i] > mml:
             raise ValueError(f"request {i}: {prompt[i]} + {out_len[i]} tokens exceed "
                              f"max_model_len {mml}")
+        if v0 and prompt[i] > M:
+            raise ValueError(f"request {i}: its {prompt[i]}-token prompt exceeds "
+                             f"max_num_batched_tokens {M}: without chunked prefill a prompt "
+                             "is prefilled in one step")
         if _cdiv(prompt[i] + out_len[i] + lookahead, bs) > blocks_total - 1:
             raise ValueError(f"request {i}: {prompt[i] + out_len[i]} tokens need "
                              f"{_cdiv(prompt[i] + out_len[i] + lookahead, bs)} KV blocks, the "
@@ -291,6 +310,7 @@ def run(st, workload, pol: Policy, acc=None, *, config: EngineConfig | None = No
                   workload.output_len, chunks, [], [], [], accepted_per_pos=[0] * max(k_top, 1),
                   steps=[] if record else None, k=k_top)
     step_ms, batch_l, tokens_l = trace.step_ms, trace.batch, trace.tokens
+    prefill_l, gen_l = trace.prefill, trace.generated
     per_pos = trace.accepted_per_pos
     steps = 0
     while done < n:
@@ -309,7 +329,24 @@ def run(st, workload, pol: Policy, acc=None, *, config: EngineConfig | None = No
         in_budget = M
         sched = []  # [request, tokens, spec tokens scheduled]
         preempted = []
-        i = 0
+        if v0 and waiting:
+            # V0 without chunked prefill: whole prompts first (one that does not fit the
+            # budget waits), and a step that prefills schedules no decode
+            while waiting and len(running) < cfg.max_num_seqs:
+                r = waiting[0]
+                new = prompt[r] + outn[r]
+                need = _cdiv(min(new + lookahead, mml), bs)
+                if new > budget or need > free:
+                    break
+                waiting.popleft()
+                fresh[r] = False
+                comp[r] = 0
+                free -= need
+                held[r] = need
+                running.append(r)
+                sched.append([r, new, 0])
+                budget -= new
+        i = len(running) if sched else 0  # V0: no decode beside a prefill
         while i < len(running) and budget > 0:
             if in_budget <= draft_slots:
                 break
@@ -347,7 +384,7 @@ def run(st, workload, pol: Policy, acc=None, *, config: EngineConfig | None = No
             budget -= new
             in_budget -= new + draft_slots
             i += 1
-        if not preempted:
+        if not preempted and not v0:
             while budget > 0 and waiting:
                 if in_budget <= draft_slots or len(running) >= cfg.max_num_seqs:
                     break
@@ -386,9 +423,12 @@ def run(st, workload, pol: Policy, acc=None, *, config: EngineConfig | None = No
         ctx = np.empty(len(sched))
         q = np.empty(len(sched))
         kd = np.zeros(len(sched))
+        pre = 0
         for j, (r, new, s) in enumerate(sched):
             ctx[j] = comp[r]
             q[j] = new
+            if comp[r] < prompt[r] + outn[r] - 1:  # not decoding: a prompt chunk
+                pre += new
             comp[r] += new
         # which sample, which draft next
         spec_idx = [j for j, (r, new, s) in enumerate(sched) if s > 0]
@@ -409,12 +449,15 @@ def run(st, workload, pol: Policy, acc=None, *, config: EngineConfig | None = No
             for j, (r, new, s) in enumerate(sched):
                 if comp[r] >= prompt[r] + outn[r]:  # not mid-prefill: it will sample
                     kd[j] = k_next
-        dt = mixed.ms(ctx, q, kd)["total_ms"] / 1e3
+        # V0 runs a prompt step without speculation: its drafts come with the next step's
+        dt = mixed.ms(ctx, q, kd if not (v0 and pre) else np.zeros(len(sched)))["total_ms"] / 1e3
         t += dt
         step_ms.append(dt * 1e3)
         batch_l.append(len(sched))
         tokens_l.append(int(q.sum()))
+        prefill_l.append(pre)
         finished = []
+        made = 0
         for j, (r, new, s) in enumerate(sched):
             if comp[r] < prompt[r] + outn[r]:
                 continue  # a prefill chunk: no token yet
@@ -428,6 +471,7 @@ def run(st, workload, pol: Policy, acc=None, *, config: EngineConfig | None = No
                 comp[r] -= s - a
             gen = min(1 + a, out_len[r] - outn[r])
             outn[r] += gen
+            made += gen
             if math.isnan(first[r]):
                 first[r] = t
             chunks[r].append(t)
@@ -447,6 +491,7 @@ def run(st, workload, pol: Policy, acc=None, *, config: EngineConfig | None = No
                     spec[r] = int(kd[j]) if (m >= 1.0 or rng.random() < m) else 0
                 else:
                     spec[r] = int(kd[j])
+        gen_l.append(made)
         if finished:
             gone = set(finished)
             running = [r for r in running if r not in gone]

@@ -35,10 +35,32 @@ def test_summary_scores_errors_and_verdicts_without_the_anchor():
     assert s["s"]["max"] == pytest.approx(0.2) and s["s"]["verdicts"] == 0.5
 
 
+def test_static_batch_decode_throughput_times_the_steps_after_the_prefill():
+    import numpy as np
+
+    from specnb import serving as S
+    from specnb import simulate as M
+
+    st = S.setup("H100-SXM", "Llama-3.1-8B", "eagle3")
+    w = M.Workload(np.array([10, 10]), np.array([3, 3]), np.zeros(2), 2)
+    tr = M.run(st, w, M.policy("off"), config=M.EngineConfig(4, 100, 1000, 131072))
+    assert tr.prefill == [20, 0, 0] and tr.generated == [2, 2, 2]
+    want = 4 / (tr.step_ms[1] + tr.step_ms[2]) * 1e3  # the two decode steps' tokens / time
+    assert _bench().decode_throughput(tr, 2) == pytest.approx(want, rel=1e-12)
+    with pytest.raises(ValueError, match="no decode step ran all 3"):
+        _bench().decode_throughput(tr, 3)
+
+
+def test_tree_points_are_listed_not_simulated():
+    rows = _bench().batch_points(sources={"angelslim-i163"}, closed_loop=False)
+    assert rows and all("SGLang tree" in r["skip"] and "simulated" not in r for r in rows)
+
+
 @pytest.mark.slow
 def test_one_published_source_and_the_long_prompt_check_run():
     mod = _bench()
     rows = mod.batch_points(prompts_per_batch=1, sources={"eagle3-t3-sglang"})
     assert len(rows) == 18 and all(r["simulated"] > 0 for r in rows)
     lp = mod.long_prompt_ngram(concurrencies=(1,), input_lens=(500,))
-    assert lp[(500, 1)] > 0
+    ratio, off_batch, on_batch = lp[(500, 1)]
+    assert ratio > 0 and off_batch == on_batch == 1

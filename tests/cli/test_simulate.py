@@ -101,3 +101,30 @@ def test_save_result_on_a_file_exits_2_before_simulating(capsys, tmp_path):
     assert code == 2 and out == "" and "--save-result" in err and "directory" in err
     assert len(err.strip().splitlines()) == 1 and f.read_text() == "x"
 
+
+
+def test_a_huge_num_prompts_is_refused_with_an_estimate_before_simulating(capsys):
+    from specnb.cli import simulate as C
+
+    code, out, err = run(capsys, *BASE, "--concurrency", "8", "--num-prompts", "100000000")
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert "--num-prompts 100000000" in err and "to simulate" in err
+    assert "16.7 h to simulate" in err  # 1e8 x (40 + 10 + 10) / 100,000 a second
+    # the largest count it names is accepted by the same rule
+    most = int(err.split("give --num-prompts <= ")[1].split(" ")[0].replace(",", ""))
+    args = C.register(__import__("argparse").ArgumentParser().add_subparsers()).parse_args(
+        BASE[1:] + ["--concurrency", "8", "--num-prompts", str(most)])
+    assert C.estimate_seconds(args)[1] <= C.MAX_SIM_S
+    args.num_prompts = most + 2
+    assert C.estimate_seconds(args)[1] > C.MAX_SIM_S
+
+
+def test_a_long_simulation_is_warned_with_its_estimate(capsys, monkeypatch):
+    from specnb.cli import simulate as C
+
+    monkeypatch.setattr(C, "WARN_SIM_S", 0.0)  # any load warns: the run itself is the usual
+    code, out, err = run(capsys, *BASE, "--concurrency", "8", "--no-schedule")
+    assert code == 0, err
+    assert "warning: --num-prompts 24: at least" in err and "over 2 policies" in err
+    # 24 requests x (40 + ceil(40 / 4)) steps: the lower bound the message prints
+    assert "1.2e+03 request-steps" in err

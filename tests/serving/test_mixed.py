@@ -38,6 +38,17 @@ def test_draft_forwards_first_over_all_tokens_then_one_per_speculating_sequence(
     assert r["draft_ms"] == pytest.approx(first + second, rel=1e-12)
 
 
+def test_self_speculation_reads_the_targets_cache_no_draft_prefill():
+    st = S.setup("H100-SXM", "Llama-3.1-8B", "self", draft_kv_budget=2048)
+    dec = S.mixed_step_ms(st, [8000] * 4, [5] * 4, [4] * 4)
+    # k one-token forwards per speculating sequence at the budget: the steady rule's T_D
+    assert dec["draft_ms"] == pytest.approx(S.t_draft_ms(st, 4, 8000, 4), rel=1e-3)
+    # a prefill chunk in the same step costs the draft nothing (MagicDec: no draft prefill)
+    mix = S.mixed_step_ms(st, [8000] * 4 + [0], [5] * 4 + [2048], [4] * 4 + [0])
+    assert mix["draft_ms"] == pytest.approx(dec["draft_ms"], rel=1e-12)
+    assert mix["target_ms"] > dec["target_ms"]
+
+
 def test_ngram_drafting_is_a_fraction_of_the_target_and_dflash_one_forward():
     ng = S.setup("H100-SXM", "Llama-3.1-8B", "ngram")
     r = S.mixed_step_ms(ng, [1000, 0], [5, 512], [4, 0])

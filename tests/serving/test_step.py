@@ -152,3 +152,24 @@ def test_engine_step_terms_of_a_moe_step():
     # a skew reads fewer expert weights
     sk = _step(*prep, b, s, q, engine_step=dataclasses.replace(M.EngineStep(), routing_skew=0.5))
     assert sk[0] < base
+
+
+def test_the_step_rule_trusts_its_callers(monkeypatch):
+    """gpus is checked once (_prep, the Setup); the per-step rule and the mixed step do no
+    scalar checks (the kv split's check was about a third of a simulator step)."""
+    import numpy as np
+
+    from specnb import _check
+    from specnb.serving import moe as MOE
+
+    st = S.setup("H100-SXM", "Llama-3.1-8B", "eagle3", gpus=2)
+    mixed = S.MixedStep(st)
+    calls = []
+    real = _check.scalar_int
+    monkeypatch.setattr(_check, "scalar_int", lambda *a, **k: calls.append(a) or real(*a, **k))
+    r = mixed.ms(np.array([4000.0, 10.0]), np.array([4.0, 512.0]), np.array([3.0, 0.0]))
+    assert r["total_ms"] > 0 and calls == []
+    # the public function still checks
+    with pytest.raises(ValueError, match="gpus"):
+        MOE.kv_split_ways(st.target, 0)
+    assert MOE.kv_split_ways(st.target, 2) == MOE._kv_split_ways(st.target, 2) == 2

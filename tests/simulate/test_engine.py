@@ -34,6 +34,22 @@ def test_chunked_prefill_running_first_then_waiting_within_the_budget():
     assert _steps(tr) == [[[0, 8, 0]], [[0, 2, 0], [1, 3, 0]], [[0, 1, 0]]]
     assert [s["finished"] for s in tr.steps] == [[], [1], [0]]
     assert tr.first_token_s[1] == tr.first_token_s[0] < tr.finish_s[0]
+    # per step: prompt tokens (request 0's last chunk and request 1's prompt in step 2)
+    # and tokens sampled
+    assert tr.prefill == [8, 5, 0] and tr.generated == [0, 2, 1]
+
+
+def test_v0_without_chunked_prefill_prefills_alone_then_decodes():
+    w = M.Workload(np.array([10, 3]), np.array([3, 2]), np.array([0.0, 1e-9]), None)
+    v1 = M.run(EAGLE3, w, M.policy("off"), config=_cfg(100), record=True)
+    assert _steps(v1) == [[[0, 10, 0]], [[0, 1, 0], [1, 3, 0]], [[0, 1, 0], [1, 1, 0]]]
+    cfg = M.EngineConfig(4, 100, 10_000, 131072, 16, chunked_prefill=False)
+    v0 = M.run(EAGLE3, w, M.policy("off"), config=cfg, record=True)
+    # vLLM V0's _schedule_default: request 1's prompt runs alone; request 0 waits a step
+    assert _steps(v0) == [[[0, 10, 0]], [[1, 3, 0]], [[0, 1, 0], [1, 1, 0]], [[0, 1, 0]]]
+    with pytest.raises(ValueError, match="request 0: its 10-token prompt exceeds"):
+        M.run(EAGLE3, w, M.policy("off"), config=M.EngineConfig(4, 8, 10_000, 131072, 16,
+                                                                 chunked_prefill=False))
 
 
 def test_verify_tokens_and_rollback_of_rejected_drafts():
@@ -43,6 +59,7 @@ def test_verify_tokens_and_rollback_of_rejected_drafts():
     assert _steps(tr) == [[[0, 4, 0]], [[0, 3, 2]], [[0, 3, 2]]]
     assert (tr.num_drafts, tr.num_draft_tokens, tr.num_accepted_tokens) == (2, 4, 2)
     assert len(tr.chunks[0]) == 3  # one streamed chunk per step: 1, 3, 1 tokens
+    assert tr.prefill == [4, 0, 0] and tr.generated == [1, 3, 1]  # verify tokens: no prefill
 
 
 def test_preemption_by_recompute_and_the_full_sequence_admission_rule():
