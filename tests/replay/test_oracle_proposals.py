@@ -106,3 +106,36 @@ def test_every_suffix_speculation_matches_arctics_cache(backend):
                 n += 1
             cache.stop_request(r)
     assert n > 1000
+
+
+def _groups():
+    """The suffix fixtures grouped by their settings (several gammas on the same ones)."""
+    by = {}
+    for c in STEPPED:
+        if c["method"] == "suffix":
+            by.setdefault(json.dumps(c["params"], sort_keys=True), []).append(c)
+    return [g for g in by.values() if len(g) > 1]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_one_pass_for_every_gamma_gives_each_gammas_own_steps(backend):
+    # replay's single pass per request (the trees advanced once, each gamma speculating at
+    # its own positions) against the fixtures stepped one gamma at a time by vLLM's loop
+    groups = _groups()
+    assert groups and max(len(g) for g in groups) >= 3
+    reqs = list(CORPUS.values())
+    for cases in groups:
+        p = cases[0]["params"]
+        gammas = [c["gamma"] for c in cases]
+        cache = S.make_cache(backend, p["suffix_decoding_max_tree_depth"],
+                             p["suffix_decoding_max_cached_requests"])
+        got = {g: [] for g in gammas}
+        for i, r in enumerate(reqs):
+            out = step.suffix_steps(
+                cache, i, r["prompt_ids"] + r["response_ids"], len(r["prompt_ids"]), gammas,
+                max_spec_factor=p["suffix_decoding_max_spec_factor"],
+                min_token_prob=p["suffix_decoding_min_token_prob"], max_model_len=4096)
+            for g in gammas:
+                got[g].append([[int(x), int(y), int(z)] for x, y, z in zip(*out[g])])
+        for c in cases:
+            assert got[c["gamma"]] == c["steps"]
