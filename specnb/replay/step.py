@@ -59,7 +59,14 @@ def suffix_steps(cache, req_id, full, prompt_len: int, gammas, *,
     :class:`~specnb.replay.suffix.SuffixCache` or :class:`~specnb.replay.suffix.ArcticCache`)
     as vLLM's ``SuffixDecodingProposer`` builds them (its prompt, then its output step by
     step), the whole response added to the global tree by the end (later requests see it).
-    One pass serves every gamma (the trees at a prefix do not depend on gamma). The cyclic
+    One pass serves every gamma: the trees at a prefix do not depend on gamma (speculate only
+    reads them), so each gamma speculates at its own steps on the same trees that a replay of
+    that gamma alone would hold there (the request's tokens up to T in the local tree and in
+    the global one, after the earlier requests' responses). Where several gammas step at the
+    same T, the largest speculates first, and its draft serves a smaller k when it is no
+    longer than k: with a smaller cap every match length's draft is a prefix of its draft
+    (its score no higher), so the winning match (and the winning tree) stays the same; only
+    a longer draft calls speculate again. The cyclic
     garbage collector is paused meanwhile: the trees hold no cycles (reference counting frees
     them), and its passes over their millions of nodes took a third of the Python backend's
     time."""
@@ -84,6 +91,7 @@ def _suffix_steps(cache, req_id, full, prompt_len, gammas, max_spec_factor, min_
     cap = (1 << 62) if max_model_len is None else max_model_len - 1
     nxt = [prompt_len + 1] * len(gl)
     rec = [([], [], []) for _ in gl]
+    order = sorted(range(len(gl)), key=lambda j: -gl[j])
     add, spec = cache.add_active_response, cache.speculate
     while True:
         T = min(nxt)
@@ -93,12 +101,16 @@ def _suffix_steps(cache, req_id, full, prompt_len, gammas, max_spec_factor, min_
             add(req_id, full[have:T])
             have = T
         ctx = full[T - depth:T] if T > depth else full[:T]
-        for j, g in enumerate(gl):
+        draft = None  # the last draft speculated at T (for the smallest k so far)
+        for j in order:  # the gammas due here, largest first
             if nxt[j] != T:
                 continue
-            k = min(g, cap - T)  # min(num_speculative_tokens, max_model_len - T - 1)
-            draft = spec(req_id, ctx, k, max_spec_factor, 0.0, min_token_prob)[0] \
-                if k > 0 else ()
+            k = min(gl[j], cap - T)  # min(num_speculative_tokens, max_model_len - T - 1)
+            if k <= 0:
+                draft = ()
+            elif draft is None or len(draft) > k:
+                draft = spec(req_id, ctx, k, max_spec_factor, 0.0, min_token_prob)[0]
+            # else: the draft for a larger max_spec_tokens, no longer than k, is k's own
             a = 0
             for x in draft:  # the draft's agreement with the response (never past its end)
                 if T + a >= n_tok or x != full[T + a]:
