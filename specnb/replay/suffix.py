@@ -480,7 +480,15 @@ class ArcticCache:
     ``add_active_response(sampled)`` and ``speculate(pattern, max_spec_tokens=...,
     max_spec_factor=..., min_token_prob=...)`` (``max_spec_offset`` left at 0); a request that
     left the batch ``stop_request``. Token ids: lists of Python ints (arctic's list overloads;
-:func:`~specnb.replay.step.suffix_steps` passes them so, unconverted on the hot path).
+    :func:`~specnb.replay.step.suffix_steps` passes them so, unconverted on the hot path).
+
+    The hot path (``add_active_response``, ``speculate``) calls the compiled ``SuffixTree``
+    methods of the cache's own trees directly, exactly as arctic-inference 0.3.0's
+    ``SuffixDecodingCache`` methods do (``cache.py``: extend the local tree, then the global
+    one under the request's sequence id; speculate on the local tree, then the global one,
+    the local draft where its score is >= the global one's, path mode), without the wrapper's
+    per-call checks and its ``SuffixDecodingDraft`` copy (a fifth of the backend's time);
+    where the cache lacks those attributes (another arctic version) it calls the wrapper.
 
     Raises
     ------
@@ -493,8 +501,15 @@ class ArcticCache:
 
         self.max_tree_depth = int(max_tree_depth)
         self.max_cached_requests = int(max_cached_requests)
-        self.cache = SuffixDecodingCache(max_tree_depth=self.max_tree_depth,
-                                         max_cached_requests=self.max_cached_requests)
+        self.cache = c = SuffixDecodingCache(max_tree_depth=self.max_tree_depth,
+                                             max_cached_requests=self.max_cached_requests)
+        try:
+            from arctic_inference.suffix_decoding._C import SuffixTree as tree_cls
+
+            self._direct = (c._local_trees, c._global_tree, c._req_to_seq_id,
+                            tree_cls.extend, tree_cls.speculate)
+        except (ImportError, AttributeError):  # pragma: no cover - another arctic layout
+            self._direct = None
 
     def start_request(self, req_id, prompt) -> None:
         c = self.cache
@@ -508,11 +523,36 @@ class ArcticCache:
         self.cache.stop_request(req_id)
 
     def add_active_response(self, req_id, tokens) -> None:
-        self.cache.add_active_response(req_id, tokens)
+        d = self._direct
+        if d is None or type(tokens) is not list:
+            self.cache.add_active_response(req_id, tokens)
+            return
+        local, glob, seq_of, extend, _ = d
+        tree = local.get(req_id)
+        if tree is None:
+            raise ValueError(f"Request '{req_id}' is not active")
+        extend(tree, 0, tokens)
+        seq = seq_of.get(req_id)
+        if seq is not None:
+            extend(glob, seq, tokens)
 
     def speculate(self, req_id, context, max_spec_tokens: int, max_spec_factor: float = 1.0,
                   max_spec_offset: float = 0.0, min_token_prob: float = 0.1):
         """``(token ids, score, match_len)`` of arctic's ``SuffixDecodingCache.speculate``."""
+        d = self._direct
+        if d is not None and type(context) is list and max_spec_tokens is not None:
+            local, glob, _, _, spec = d
+            tree = local.get(req_id)
+            if tree is None:
+                raise ValueError(f"Request '{req_id}' is not active")
+            if len(context) > self.max_tree_depth:
+                context = context[-self.max_tree_depth:]
+            d1 = spec(tree, context, max_spec_tokens, max_spec_factor, max_spec_offset,
+                      min_token_prob, False)
+            d2 = spec(glob, context, max_spec_tokens, max_spec_factor, max_spec_offset,
+                      min_token_prob, False)
+            w = d1 if d1.score >= d2.score else d2
+            return w.token_ids, w.score, w.match_len
         d = self.cache.speculate(req_id, context,
                                  max_spec_tokens=max_spec_tokens,
                                  max_spec_factor=max_spec_factor,
