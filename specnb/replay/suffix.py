@@ -487,7 +487,10 @@ class ArcticCache:
     ``SuffixDecodingCache`` methods do (``cache.py``: extend the local tree, then the global
     one under the request's sequence id; speculate on the local tree, then the global one,
     the local draft where its score is >= the global one's, path mode), without the wrapper's
-    per-call checks and its ``SuffixDecodingDraft`` copy (a fifth of the backend's time);
+    per-call checks and its ``SuffixDecodingDraft`` copy (a fifth of the backend's time); the
+    global tree is not searched when the local draft scores ``max_spec_tokens``, which no
+    draft exceeds (at most that many probabilities <= 1, summed in float32: the local draft
+    wins whatever the global one scores);
     where the cache lacks those attributes (another arctic version) it calls the wrapper.
 
     Raises
@@ -549,6 +552,10 @@ class ArcticCache:
                 context = context[-self.max_tree_depth:]
             d1 = spec(tree, context, max_spec_tokens, max_spec_factor, max_spec_offset,
                       min_token_prob, False)
+            if d1.score >= max_spec_tokens:
+                # no global draft scores more (at most max_spec_tokens probabilities <= 1,
+                # summed in float32), and the local one wins a tie
+                return d1.token_ids, d1.score, d1.match_len
             d2 = spec(glob, context, max_spec_tokens, max_spec_factor, max_spec_offset,
                       min_token_prob, False)
             w = d1 if d1.score >= d2.score else d2
