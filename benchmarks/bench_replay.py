@@ -14,7 +14,8 @@ Prints:
    trees on the first ``--suffix-requests`` (default 100), each in one process and with
    ``--workers`` processes (default: the cores); the time for 10,000 extrapolated (the
    per-request cost is dominated by the request's own trees, so it grows about linearly);
-   the same 60 s goal, met or MISSED per line;
+   the same 60 s goal, met or MISSED per line (each request replayed once for all three
+   gammas: the trees advanced once, each gamma speculating at its own steps);
 4. draft models: teacher forcing of the bundled drafts along the bundled log (``specnb replay
    --method draft_model``'s path), response tokens per second on this CPU.
 
