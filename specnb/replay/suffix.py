@@ -238,10 +238,13 @@ class SuffixTree:
             return []
         seq = self.seqs[seq_id]
         n = min(len(active), len(context))
-        k = 0
-        while k < n and seq[-1 - k] == context[-1 - k]:
-            k += 1
-        return [active[-m] for m in range(1, k + 1)]
+        if seq[len(seq) - n:] == context[len(context) - n:]:
+            k = n  # the usual case: the context's tail is the sequence's
+        else:
+            k = 0
+            while k < n and seq[-1 - k] == context[-1 - k]:
+                k += 1
+        return active[-1:-k - 1:-1] if k else []
 
     def speculate(self, context, max_spec_tokens: int, max_spec_factor: float,
                   max_spec_offset: float, min_token_prob: float, known=(), unique_after=False,
@@ -260,11 +263,9 @@ class SuffixTree:
         caps = _caps(max_spec_factor, max_spec_offset, len(ctx))
         depth = self.max_depth
         nk = len(known)
-        at = []  # the position of the last m tokens, m = 1, 2, ... while they are in the tree
-        for m in range(1, len(ctx)):
-            if m <= nk:
-                at.append((known[m - 1], None))
-                continue
+        # the position of the last m tokens, m = 1, 2, ... while they are in the tree
+        at = [(node, None) for node in known[:len(ctx) - 1]]
+        for m in range(len(at) + 1, len(ctx)):
             if unique_after:
                 break
             w = self._walk(ctx[len(ctx) - m:])
