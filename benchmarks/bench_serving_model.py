@@ -21,7 +21,10 @@ points lose); 6. IN-SAMPLE per source (tau BORROWED where copied from another so
 LEAVE-ONE-SOURCE-OUT and NOT FITTED ON; 8. the accuracy goals as goal lines
 (``specnb.serving.fit.GOALS``, held out: vLLM V1 median <= 5 %; SGLang dense and MoE <= 8 %,
 MoE verdicts >= 90 %; consumer GPUs <= 10 %; calibrated short-to-long context <= 8 %; pinned
-on the fast tier by tests/serving/test_fit.py); 9. the MoE step-time ratios.
+on the fast tier by tests/serving/test_fit.py); 9. the MoE step-time ratios; 10. published
+plain decode steps of MoE targets (data/moe_plain_steps.csv) beside the model (the fixed cost
+per forward the model lacks, and the growth with batch that routing sets) and DeepSeek-V3's
+MTP curve, default and calibrated on SGLang PR #2643's plain steps, beside SGLang's guide.
 
 Goals (issue 9): calibrated median error <= 10 %, uncalibrated <= 20 % with >= 85 % verdicts
 right, grid < 100 ms. Run: .venv/bin/python benchmarks/bench_serving_model.py
@@ -210,6 +213,8 @@ def main():
     print("\n== 9. MoE: T_V (gamma 3) / T_AR by batch, context 2048 (uniform routing: an upper "
           "bound);\n   W ratio: weight bytes read by the verification / by the plain step ==")
     print(moe_ratios().to_string(index=False))
+    print("\n== 10. MoE plain steps (data/moe_plain_steps.csv) and DeepSeek-V3's curve ==")
+    print("\n".join(moe_plain_lines()))
 
 
 def scored():
@@ -346,6 +351,64 @@ def moe_ratios(context: int = 2048, gamma: int = 3) -> pd.DataFrame:
                      **{f"W ratio B={int(x)}": round(float(r), 2)
                         for x, r in zip(b[:2], (v["weight_bytes"] / p["weight_bytes"])[:2])}})
     return pd.DataFrame(rows)
+
+
+#: The DeepSeek-V3 curve of section 10: 8x H200, fp8, MTP chain of 3, tau 2.4, context 2000
+#: (issue 25's reading), batches.
+DSV3_CURVE = dict(gamma=3, tau=2.4, context=2000, batches=(1, 2, 4, 8, 16, 32, 64, 128, 256))
+
+
+def dsv3_curves() -> dict:
+    """DeepSeek-V3's speedup by batch (:data:`DSV3_CURVE`): the vLLM profile at the defaults,
+    and the vLLM and SGLang profiles with the fixed cost per target forward calibrated on SGLang
+    PR #2643's published plain steps (``serving.calibrated_on_plain_steps``)."""
+    c = DSV3_CURVE
+    b = np.array(c["batches"])
+    st = S.setup("H200", "DeepSeek-V3", "mtp", gpus=8, dtype="fp8")
+    out = {"vllm, defaults": st}
+    for eng in ("vllm", "sglang"):
+        cal = S.calibrated_on_plain_steps("sglang-pr2643", "mtp", engine=eng)
+        out[f"{cal.setup.engine.name}, fixed cost from PR #2643"] = cal.setup
+    return {k: np.atleast_1d(S.speedup(v, b, c["context"], c["gamma"], tau=c["tau"]))
+            for k, v in out.items()}
+
+
+def curve_shape(b, sp) -> str:
+    """The dip (lowest gain at batch <= 16 over batch 1's) and the rise after it (highest
+    gain at batch >= 32 over batch 1's) of one curve."""
+    b = np.asarray(b)
+    dip = sp[b <= 16].min() / sp[0]
+    rise = sp[b >= 32].max() / sp[0]
+    return (f"dip to {dip:.2f}x of batch 1's gain by batch 16, then up to {rise:.2f}x "
+            f"({'above' if rise > 1 else 'not above'} batch 1's)")
+
+
+def moe_plain_lines() -> list[str]:
+    cmp0 = S.plain_step_comparison()
+    cmp5 = S.plain_step_comparison(routing_skew=0.5)
+    lines = ["  published plain steps beside the model (vLLM V1 profile, defaults): the gap at the "
+             "smallest batch is a fixed cost\n  per forward the model lacks; added = the step "
+             "at the largest batch less the smallest's (the batch dependence)"]
+    for key, part in cmp0.groupby("source_key", sort=False):
+        first, last = part.iloc[0], part.iloc[-1]
+        g5 = cmp5[cmp5["source_key"] == key].iloc[-1]["added_model_ms"]
+        lines.append(f"  {key:15s} {first['model']:14s} {int(first['gpus'])} GPUs: batch "
+                     f"{int(first['batch_size'])} published {first['published_ms']:.1f} ms, "
+                     f"model {first['model_ms']:.1f} ms (gap {first['gap_ms']:+.1f} ms); added "
+                     f"by batch {int(last['batch_size'])}: published "
+                     f"{last['added_published_ms']:+.1f} ms, model {last['added_model_ms']:+.1f} "
+                     f"ms uniform routing, {g5:+.1f} ms routing skew 0.5")
+    c = DSV3_CURVE
+    lines.append(f"  DeepSeek-V3, 8x H200 fp8, MTP gamma {c['gamma']}, tau {c['tau']}, context "
+                 f"{c['context']} (speedup by batch {', '.join(map(str, c['batches']))}):")
+    for name, sp in dsv3_curves().items():
+        lines.append(f"    {name:40s} {' '.join(f'{x:.2f}' for x in sp)}; "
+                     + curve_shape(c["batches"], sp))
+    guide = E.load_points().query("source_key == 'sglang-docs-dsv3'")
+    lines.append("    SGLang's DeepSeek guide (no acceptance length printed): "
+                 + ", ".join(f"{r.speedup:.2f}x at batch {int(r.batch)}"
+                             for r in guide.itertuples()))
+    return lines
 
 
 if __name__ == "__main__":
