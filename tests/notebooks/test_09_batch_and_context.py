@@ -492,8 +492,9 @@ def test_moe_points_beside_the_model(rec):
     cal = S.tree_speedup(st_c, curve["batch"].to_numpy(), 512, 3, topk=1, num_draft_tokens=4,
                          tau=2.4)
     np.testing.assert_allclose(curve["tau 2.4, calibrated fixed cost"], cal)
-    # the 4d prose: the dip is shallower and no later batch gains more than batch 1
+    # the 4d prose: the defaults' gain rises above batch 1's at large batch, the calibrated
+    # curve's does not
     b = curve["batch"].to_numpy()
     default = curve["tau 2.4"].to_numpy()
-    assert cal[b <= 16].min() / cal[0] > default[b <= 16].min() / default[0]
+    assert default[b >= 32].max() > default[0]
     assert cal[b >= 32].max() < cal[0]
