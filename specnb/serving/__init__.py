@@ -78,7 +78,8 @@ reference (``data/magicdec_steps.csv``, EAGLE-3 Tables 3 and 5, ``data/moe_plain
     :func:`magicdec_setup`, :func:`table_measurements`, :func:`predict_table`,
     :func:`fit_and_predict`; :data:`EAGLE3_BATCH_TABLES`, :func:`batch_table_comparison`;
     published plain MoE steps: :func:`moe_plain_steps`, :func:`plain_step_comparison`,
-    :func:`calibrated_on_plain_steps`.
+    :func:`calibrated_on_plain_steps`; this project's H200 step times calibrated short to long:
+    :func:`measured_context_split`, :data:`MEASURED_KV_FLOOR_FIT`.
 
 Units: times in milliseconds (``_ms``), bytes in bytes, FLOP/s and bytes/s in SI units.
 Scalars give Python floats; arrays broadcast with numpy's rules.
@@ -103,7 +104,8 @@ from .moe import MLA, ROUTING_SKEW_RANGE, EngineStep, MoE, experts_touched
 from .workload import PROPOSAL_RATE_HELP, proposal_rate_from_counters
 from .reference import (EAGLE3_BATCH_TABLES, MAGICDEC_SNAPKV_BUDGET, MAGICDEC_TABLES,
                         batch_table_comparison, calibrated_on_plain_steps, fit_and_predict,
-                        magicdec_setup, magicdec_table, moe_plain_steps,
+                        MEASURED_KV_FLOOR_FIT, magicdec_setup, magicdec_table,
+                        measured_context_split, moe_plain_steps,
                         plain_step_comparison, predict_table, table_measurements)
 from .setup import (DEFAULT_GPU_MEMORY_UTILIZATION, DRAFT_METHODS, PARTIAL_PROPOSAL_METHODS,
                     SD_OVERHEAD_MS, Draft, Setup, cannot_serve, context_limit_notes, draft,
@@ -134,7 +136,8 @@ __all__ = [
     "MAGICDEC_TABLES", "MAGICDEC_SNAPKV_BUDGET", "magicdec_table", "magicdec_setup",
     "table_measurements", "predict_table", "fit_and_predict",
     "EAGLE3_BATCH_TABLES", "batch_table_comparison", "moe_plain_steps",
-    "plain_step_comparison", "calibrated_on_plain_steps",
+    "plain_step_comparison", "calibrated_on_plain_steps", "measured_context_split",
+    "MEASURED_KV_FLOOR_FIT",
     "MoE", "MLA", "experts_touched", "HeadShape", "head_from_config", "EngineProfile",
     "engine_profile", "engine_names", "DEFAULT_ENGINE", "memory_cap", "t_engine_ms",
     "prefill_ms", "end_to_end_speedup", "PARTIAL_PROPOSAL_METHODS",

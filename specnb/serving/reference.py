@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _check
-from .calibrate import MEASURED_COLUMNS, calibrate
+from .calibrate import MEASURED_COLUMNS, calibrate, predict_measurements, read_measurements
 from .catalogue import _load, architecture
 from .engines import profile_for, with_routing_skew
 from .setup import Setup, setup
@@ -22,7 +22,7 @@ from .speedup import _Times, speedup, t_plain_ms
 __all__ = ["MAGICDEC_TABLES", "MAGICDEC_SNAPKV_BUDGET", "magicdec_table", "magicdec_setup",
            "table_measurements", "predict_table", "fit_and_predict", "EAGLE3_BATCH_TABLES",
            "batch_table_comparison", "moe_plain_steps", "plain_step_comparison",
-           "calibrated_on_plain_steps"]
+           "calibrated_on_plain_steps", "MEASURED_KV_FLOOR_FIT", "measured_context_split"]
 
 #: MagicDec tables in ``data/magicdec_steps.csv`` (arXiv 2408.11049): Table 2 and appendix
 #: Table 4 (Llama-3.1-8B, SnapKV self-speculation, 8x H100), appendix Table 3 (a) and (b)
@@ -263,3 +263,43 @@ def calibrated_on_plain_steps(source_key: str, draft: str, *, engine: str = "vll
     rows = moe_plain_steps(source_key)
     st = _plain_setup(rows, draft, engine, **kwargs)
     return calibrate(st, rows[list(MEASURED_COLUMNS)], fit=fit)
+
+
+#: The calibration fields for this project's own H200 step times (``data/measured/``): the
+#: defaults' fields plus ``kv_token_ns``, because their attention kernel runs one block per
+#: (sequence, KV head) without splitting the keys (``data/README.md``), so a small batch's KV
+#: read is latency-bound (:class:`~specnb.serving.Efficiency`).
+MEASURED_KV_FLOOR_FIT = ("bandwidth", "compute", "fixed_ms", "token_us", "overlap",
+                         "kv_token_ns")
+
+
+def measured_context_split(name: str = "h200_llama_steps", *, max_train_context: int = 2048,
+                           fit=MEASURED_KV_FLOOR_FIT):
+    """Calibrate on this project's own measured step times (``data/measured/<name>.csv``,
+    Llama-3.1-8B and Llama-3.2-1B shapes on one H200) at context <= ``max_train_context`` and
+    predict the longer contexts: the calibrated short-to-long context figure.
+
+    Returns
+    -------
+    (Calibration, DataFrame): the calibration and :func:`predict_measurements` of the rows
+    not fitted on (``relative_error``).
+
+    Raises
+    ------
+    ValueError
+        an unknown file name; a limit that leaves no row to fit or to predict; calibration
+        errors as :func:`calibrate`.
+    """
+    from .. import data
+
+    names = ("h200_llama_steps", "h200_llama_steps_gqa")
+    _check.choice("name", name, names)
+    limit = _check.scalar_int("max_train_context", max_train_context, lo=0)
+    rows = read_measurements(data.DATA_DIR / "measured" / f"{name}.csv")
+    train = rows["context"] <= limit
+    if not train.any() or train.all():
+        raise ValueError(f"max_train_context {limit} selects {int(train.sum())} of {len(rows)} "
+                         "rows for the fit; leave some rows to fit and some to predict")
+    st = setup("H200", "Llama-3.1-8B", "Llama-3.2-1B")
+    cal = calibrate(st, rows[train], fit=fit)
+    return cal, predict_measurements(cal.setup, rows[~train])

@@ -94,3 +94,20 @@ def test_dsv3_fixed_cost_gap_and_the_curve_calibrated_on_it():
     assert default[b >= 32].max() > default[0]
     assert calibrated[b >= 32].max() < calibrated[0]
     assert calibrated[b <= 16].min() / calibrated[0] > default[b <= 16].min() / default[0]
+
+
+def test_h200_short_to_long_context_goal_with_the_kernels_kv_floor():
+    """The calibrated short-to-long context figure (benchmarks/bench_serving_model.py section
+    8): our own H200 steps (one attention block per sequence and KV head, no split over the
+    keys) fitted at context <= 2048 predict the longer contexts within the 8 % goal once the
+    kernel's KV latency floor is fitted; the calibration's default fields miss it (the floor is
+    the cause)."""
+    cal, held = S.measured_context_split()
+    med = held["relative_error"].abs().median()
+    assert med <= 0.08
+    assert cal.setup.target_efficiency.kv_token_ns > 0
+    _, plain = S.measured_context_split(fit=("bandwidth", "compute", "fixed_ms", "token_us",
+                                             "overlap"))
+    assert plain["relative_error"].abs().median() > 0.08 > med
+    with pytest.raises(ValueError, match="max_train_context"):
+        S.measured_context_split(max_train_context=10 ** 6)
