@@ -6,6 +6,9 @@
 #   make oracle-table [VLLM=...] its release table alone; make oracle-tables: every release's
 #   make oracle-check           re-run every release with fixtures; fail if a verdict moved
 #   make oracle-heads           vLLM's EAGLE-3 head code on the CPU: tests/cases/vllm/$(VLLM)/heads/
+#   make suffix-backend         arctic-inference's compiled suffix tree into .venv: the fast
+#                               `specnb replay --method suffix` (optional; needs CMake, a C++20
+#                               compiler and install's torch; ARCTIC=0.3.0)
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
@@ -18,7 +21,7 @@ TORCH  ?= torch==2.13.0
 STAMP  := $(VENV)/.specnb-installed-$(subst =,_,$(subst /,_,$(if $(TORCH),$(TORCH),own-torch)))
 
 .PHONY: install test check run lab bench docs clean distclean oracle oracle-check oracle-check-one \
-	oracle-table oracle-tables oracle-heads
+	oracle-table oracle-tables oracle-heads suffix-backend
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +34,20 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# Arctic Inference's SuffixDecodingCache (the C++ suffix tree vLLM's SuffixDecodingProposer calls)
+# built on the CPU from its PyPI sdist (oracle/build_arctic_suffix.sh) and copied into the venv's
+# site-packages as arctic_inference.suffix_decoding; specnb replay --suffix-backend auto uses it.
+# Not part of install: the pure-Python backend gives the same counters, only slower.
+ARCTIC ?= 0.3.0
+suffix-backend: install
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	sh oracle/build_arctic_suffix.sh $(BIN)/python $$tmp $(ARCTIC) && \
+	site=$$($(BIN)/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])") && \
+	if [ -f "$$site/arctic_inference/__init__.py" ] && [ -s "$$site/arctic_inference/__init__.py" ]; then \
+	  echo "a full arctic-inference is installed in $$site: left as it is"; \
+	else mkdir -p "$$site/arctic_inference" && cp -r $$tmp/arctic_inference/. "$$site/arctic_inference/" && \
+	  $(BIN)/python -c "from specnb.replay import suffix as S; print('suffix backend: arctic-inference', S.arctic_version())"; fi
 
 test: install
 	sh scripts/ensure_browser.sh

@@ -8,9 +8,13 @@ Prints:
    ``_find_longest_matched_ngram_and_propose_tokens`` (numba, in the oracle's virtualenv
    ``.venv-vllm-0.33.0`` when it is there) on the same kind of sequences: vLLM's proposer does
    one O(context) scan per step, the replay one O(N log N) pass per request for every step;
-3. suffix: the same log's first ``--suffix-requests`` requests (default 100) replayed, and
-   the time for 10,000 extrapolated from them (the per-request cost is dominated by the
-   request's own prompt tree, so it grows about linearly); the same 60 s goal;
+3. suffix, on each backend (``specnb replay --suffix-backend``): arctic-inference's own
+   compiled ``SuffixDecodingCache`` (``make suffix-backend``; the line says when it is not
+   built) on the log's first ``--arctic-requests`` (default 1,000), specnb's pure-Python
+   trees on the first ``--suffix-requests`` (default 100), each in one process and with
+   ``--workers`` processes (default: the cores); the time for 10,000 extrapolated (the
+   per-request cost is dominated by the request's own trees, so it grows about linearly);
+   the same 60 s goal, met or MISSED per line;
 4. draft models: teacher forcing of the bundled drafts along the bundled log (``specnb replay
    --method draft_model``'s path), response tokens per second on this CPU.
 
@@ -121,12 +125,72 @@ def draft_models_tokens_per_s():
     return out, tokens
 
 
+def _suffix_run(sub, backend, workers):
+    """(wall s, CPU s of this process and its workers, profile) of one suffix replay."""
+    c0 = time.process_time() + _children_cpu()
+    t0 = time.perf_counter()
+    prof = R.replay(sub, "suffix", gammas=(1, 3, 5), suffix_backend=backend, workers=workers)
+    return (time.perf_counter() - t0, time.process_time() + _children_cpu() - c0, prof)
+
+
+def _children_cpu() -> float:
+    r = os.times()
+    return r.children_user + r.children_system
+
+
+def suffix_figures(log, n, m_python, m_arctic, workers):
+    """Section 3: each backend on the log's first requests, one process and ``workers``
+    processes, the time for ``n`` requests extrapolated (a request costs about the same
+    wherever it is in the log: its own trees dominate; the workers' rebuilding of earlier
+    responses grows with the part's start, as it would in the whole run); each line met or
+    MISSED against the 60 s goal. The arctic lines say when its tree is not built."""
+    from specnb.replay import suffix as SX
+
+    limit = 60.0 * n / 10000
+    have = SX.arctic_version()
+    taus = {}
+    for backend, m in (("python", m_python), ("arctic", m_arctic)):
+        label = f"suffix, {SX.backend_label(backend) if backend == 'python' or have else backend} backend"
+        if backend == "arctic" and have is None:
+            print(f"3. {label}: not built here (make suffix-backend builds arctic-inference's "
+                  "suffix tree into the venv)")
+            print(goal_line(f"suffix, arctic backend: replay of {n} requests (not built)",
+                            float("inf"), limit, "s"))
+            continue
+        m = min(m, n)
+        sub = request_log.RequestLog(log.path, log.requests[:m])
+        for w in sorted({1, workers}):
+            wall, cpu, prof = _suffix_run(sub, backend, w)
+            per = wall / m
+            tau = " ".join(f"{prof.entry(g).tau:.3f}" for g in prof.gammas)
+            taus.setdefault(m, {})[backend] = tau
+            print(f"3. {label}, {w} process{'es' if w > 1 else ''}: {m} requests, gamma 1 3 5: "
+                  f"{wall:.1f} s wall, {cpu:.1f} s CPU ({per * 1e3:.1f} ms per request); tau "
+                  + tau)
+            print(goal_line(f"{label} (workers {w}): replay of {n} requests (extrapolated from "
+                            f"{m})", per * n, limit, "s"))
+            if w == 1:
+                one = wall
+            else:
+                print(f"   workers {w}: {one / wall:.2f} times faster than one process")
+    for m, t in taus.items():
+        if len(t) == 2:
+            print(f"   both backends on the same {m} requests: tau "
+                  + ("equal" if t["python"] == t["arctic"] else f"DIFFER {t}"))
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--requests", type=int, default=10000)
     ap.add_argument("--prompt", type=int, default=2000)
     ap.add_argument("--response", type=int, default=500)
-    ap.add_argument("--suffix-requests", type=int, default=100)
+    ap.add_argument("--suffix-requests", type=int, default=100,
+                    help="requests the pure-Python suffix backend replays (default 100)")
+    ap.add_argument("--arctic-requests", type=int, default=1000,
+                    help="requests the arctic suffix backend replays (default 1000)")
+    ap.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+                    help="processes for the --workers figures (default: the cores, "
+                         f"{os.cpu_count()})")
     ap.add_argument("--no-models", action="store_true", help="skip the draft models (torch)")
     args = ap.parse_args(argv)
     n = args.requests
@@ -166,17 +230,8 @@ def main(argv=None) -> int:
           f"{ours:.1f} us" + ("" if theirs is None else
                               f", vLLM's numba proposer {theirs:.1f} us ({theirs / ours:.1f} "
                               "times specnb's)"))
-    # 3. suffix on a subset, extrapolated
-    m = min(args.suffix_requests, n)
-    sub = request_log.RequestLog(log.path, log.requests[:m])
-    t0 = time.perf_counter()
-    sp = R.replay(sub, "suffix", gammas=(1, 3, 5))
-    t_sx = time.perf_counter() - t0
-    per = t_sx / m
-    print(f"3. suffix replay of {m} requests, gamma 1 3 5: {t_sx:.1f} s ({per * 1e3:.0f} ms "
-          "per request); tau " + " ".join(f"{sp.entry(g).tau:.2f}" for g in sp.gammas))
-    print(goal_line(f"suffix: replay of {n} requests (extrapolated from {m})", per * n,
-                    60.0 * n / 10000, "s"))
+    # 3. suffix on a subset per backend, extrapolated, one process and --workers
+    suffix_figures(log, n, args.suffix_requests, args.arctic_requests, args.workers)
     if not args.no_models:
         tps, tokens = draft_models_tokens_per_s()
         print(f"4. draft models, teacher forcing along the bundled log ({tokens} response "

@@ -366,9 +366,13 @@ def profile_acceptance(profile, contexts, gammas, *, proposal_rate: bool):
     return tau, m, notes
 
 
-def _profile_grid(st, batches, contexts, gammas, tau, m, **lengths):
+def _profile_grid(st, batches, contexts, gammas, tau, m, *, input_len=None, output_len=None):
     """:func:`specnb.serving.evaluate` cell by cell with the (context, gamma) tau and M of
-    :func:`profile_acceptance`, stitched into one (B, S, G) grid."""
+    :func:`profile_acceptance`, stitched into one (B, S, G) grid; with ``input_len`` and
+    ``output_len`` each cell holds evaluate's own ``speedup_end_to_end``, so the verdicts read
+    from the grid (best gamma, paying ranges, crossover, schedule) follow the end-to-end
+    figure as on the scalar path. Both the asked grid and the 1..limit one pass them."""
+    lengths = {"input_len": input_len, "output_len": output_len}
     cols = []
     for i, c in enumerate(contexts):
         cells = [S.evaluate(dataclasses.replace(st, proposal_rate=float(m[i, j])), batches,
@@ -466,8 +470,9 @@ def serving_plan(st: S.Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=
     fit_any = max(room.values())
     limit = memory_limit(st, contexts, top)
     # one grid over every batch size 1..limit for the schedule, crossover and paying ranges
-    if acceptance_profile is not None:
-        full = _profile_grid(st, np.arange(1, limit + 1), contexts, gammas, p_tau, p_m)
+    if acceptance_profile is not None:  # with the lengths: the verdict rule of the scalar path
+        full = _profile_grid(st, np.arange(1, limit + 1), contexts, gammas, p_tau, p_m,
+                             input_len=input_len, output_len=output_len)
     else:
         full = S.batch_range_grid(st, contexts, gammas, limit, alpha=alpha, tau=tau,
                                   acceptance_rates=acceptance_rates, input_len=input_len,

@@ -54,7 +54,8 @@ def _model_free(method: str):
         if method != "ngram_gpu":
             params["max_model_len"] = args.max_model_len
         return R.replay(log, method, gammas=args.gamma, context_edges=args.context_buckets,
-                        params=params)
+                        params=params, suffix_backend=args.suffix_backend or "auto",
+                        workers=args.workers)
     return go
 
 
@@ -90,9 +91,10 @@ _HEAD_FLAGS = ("target", "head", "seed")
 
 #: ``--method`` -> its entry; the heads (eagle, eagle3, mtp) join as rows of their own.
 METHODS = {
-    "ngram": MethodEntry(_model_free("ngram"), _NGRAM_FLAGS + ("max_model_len",)),
-    "ngram_gpu": MethodEntry(_model_free("ngram_gpu"), _NGRAM_FLAGS),
-    "suffix": MethodEntry(_model_free("suffix"), _SUFFIX_FLAGS + ("max_model_len",)),
+    "ngram": MethodEntry(_model_free("ngram"), _NGRAM_FLAGS + ("max_model_len", "workers")),
+    "ngram_gpu": MethodEntry(_model_free("ngram_gpu"), _NGRAM_FLAGS + ("workers",)),
+    "suffix": MethodEntry(_model_free("suffix"),
+                          _SUFFIX_FLAGS + ("max_model_len", "suffix_backend", "workers")),
     "draft_model": MethodEntry(_draft_model, ("target", "draft", "seed"), models=True),
     **{m: MethodEntry(_head(m), _HEAD_FLAGS, models=True) for m in ("eagle", "eagle3", "mtp")},
 }
@@ -139,8 +141,16 @@ def register(subparsers) -> argparse.ArgumentParser:
                    help="default 0.1")
     g.add_argument("--suffix-decoding-max-cached-requests", type=int, default=None,
                    metavar="N", help="default 10000 (0: no global tree, -1: no limit)")
+    g.add_argument("--suffix-backend", default=None, choices=["auto", "arctic", "python"],
+                   help="auto (default): Arctic Inference's own compiled SuffixDecodingCache "
+                        "(the library vLLM calls; make suffix-backend installs it) where it "
+                        "imports, else specnb's exact Python restatement (slower); the same "
+                        "counters either way")
     p.add_argument("--max-model-len", type=int, default=None, metavar="N",
                    help="ngram, suffix: vLLM's max_model_len cap on drafts (default none)")
+    p.add_argument("--workers", type=int, default=1, metavar="N",
+                   help="ngram, ngram_gpu, suffix: processes replaying parts of the log at "
+                        "once (default 1; the same counters for any N)")
     g = p.add_argument_group("draft_model")
     g.add_argument("--target", default=None, metavar="PATH_OR_ID",
                    help="target model (default: the bundled target)")
@@ -193,7 +203,12 @@ def run(args) -> int:
         if args.out:  # before any work: never replace a file that is not a profile
             AP.check_target(args.out, args.force)
         if not entry.models:  # settings before the log is read
-            R.check_params(args.method, {k: getattr(args, k) for k in entry.flags})
+            R.check_params(args.method, {k: getattr(args, k) for k in entry.flags
+                                         if k not in ("suffix_backend", "workers")})
+            if args.workers < 1:
+                raise ValueError(f"--workers must be >= 1, got {args.workers}")
+            if args.method == "suffix":
+                R.resolve_backend(args.suffix_backend or "auto")
         edges = args.context_buckets
         if any(e < 1 for e in edges) or any(b <= a for a, b in zip(edges, edges[1:])):
             raise ValueError(f"--context-buckets must be increasing ints >= 1, got {edges}")
@@ -231,7 +246,7 @@ def run(args) -> int:
 
 def _flag_names(msg: str) -> str:
     """The library's parameter names as the command line spells them."""
-    for name in _NGRAM_FLAGS + _SUFFIX_FLAGS + ("max_model_len",):
+    for name in _NGRAM_FLAGS + _SUFFIX_FLAGS + ("max_model_len", "suffix_backend"):
         msg = msg.replace(name, "--" + name.replace("_", "-"))
     return msg.replace("gamma must", "--gamma must").replace("context_edges",
                                                              "--context-buckets")
@@ -247,7 +262,8 @@ def format_profile(prof) -> str:
     head = [f"{prof.method} replay of {src.get('log')}: {src.get('requests')} requests"
             + (f", {src['skipped']} skipped" if src.get("skipped") else ""),
             "settings: " + ", ".join(f"{k}={v}" for k, v in prof.params.items()
-                                     if v is not None)]
+                                     if v is not None)
+            + (f"; backend: {src['backend']}" if src.get("backend") else "")]
     cols = f"{'gamma':>5} {'':>16} {'requests':>8} {'steps':>7} {'drafts':>7} " \
            f"{'prop.rate':>9} {'alpha':>6} {'tau':>6} {'tau 95% CI':>15}  per-position rates"
     lines = head + ["", cols]

@@ -23,10 +23,11 @@ from .. import _check
 from .. import acceptance_profile as AP
 from .. import request_log
 from .step import counters, ngram_steps, suffix_steps, teacher_forced_steps
-from .suffix import SuffixCache
+from .suffix import BACKENDS as SUFFIX_BACKENDS
+from .suffix import backend_label, make_cache, resolve_backend
 
-__all__ = ["METHODS", "Method", "check_params", "replay", "request_steps", "draft_profile",
-           "table"]
+__all__ = ["METHODS", "Method", "SUFFIX_BACKENDS", "check_params", "replay", "request_steps",
+           "draft_profile", "table", "resolve_backend"]
 
 
 @dataclass(frozen=True)
@@ -105,32 +106,86 @@ def check_params(method: str, params: dict | None = None) -> dict:
     return p
 
 
-def request_steps(log, method: str, gammas, params: dict):
+def _check_len(r, mml) -> None:
+    n = r.prompt_len + r.response_len
+    if mml is not None and n > mml:
+        raise ValueError(f"request {r.id!r} (line {r.line}) holds {n} tokens, more than "
+                         f"max_model_len = {mml}; a server with that limit could not "
+                         "have served it")
+
+
+def _one(cache, i, r, gammas, params):
+    """One request's ``{gamma: (T, d, a)}`` (``cache`` None: n-gram)."""
+    mml = params.get("max_model_len")
+    if cache is None:
+        return ngram_steps(r.token_ids, r.prompt_len, gammas,
+                           prompt_lookup_min=params["prompt_lookup_min"],
+                           prompt_lookup_max=params["prompt_lookup_max"], max_model_len=mml)
+    return suffix_steps(cache, i, r.token_ids, r.prompt_len, gammas,
+                        max_spec_factor=params["suffix_decoding_max_spec_factor"],
+                        min_token_prob=params["suffix_decoding_min_token_prob"],
+                        max_model_len=mml)
+
+
+def _cache(method, params, backend):
+    if method != "suffix":
+        return None
+    return make_cache(backend, params["suffix_decoding_max_tree_depth"],
+                      params["suffix_decoding_max_cached_requests"])
+
+
+_FORKED = {}  # what a forked worker reads (the log stays in the parent's memory, unpickled)
+
+
+def _chunk(lo: int, hi: int) -> list:
+    """A worker: requests lo..hi-1 of the forked log. Suffix decoding first brings its cache
+    to the state it has before request lo: every earlier request started with an empty
+    prompt, its whole response added, stopped, in log order (the global tree gets the same
+    tokens in the same order, evictions included; the local trees are dropped anyway)."""
+    log, method, gammas, params, backend = (_FORKED[k] for k in
+                                            ("log", "method", "gammas", "params", "backend"))
+    cache = _cache(method, params, backend)
+    reqs = log.requests
+    if cache is not None:
+        for i in range(lo):
+            r = reqs[i]
+            cache.start_request(i, [])
+            cache.add_active_response(i, r.response_ids.tolist())
+            cache.stop_request(i)
+    return [_one(cache, i, reqs[i], gammas, params) for i in range(lo, hi)]
+
+
+def request_steps(log, method: str, gammas, params: dict, suffix_backend: str = "auto",
+                  workers: int = 1):
     """Yield ``(request, {gamma: (T, d, a)})`` for each request of ``log`` (a
     :class:`~specnb.request_log.RequestLog`) in log order, ``params`` as
-    :func:`check_params` returns them (see :mod:`specnb.replay.step` for the arrays)."""
+    :func:`check_params` returns them (see :mod:`specnb.replay.step` for the arrays);
+    ``suffix_backend`` one of :data:`SUFFIX_BACKENDS` (:func:`specnb.replay.suffix.
+    resolve_backend`); ``workers`` > 1: that many forked processes, each on a contiguous
+    part of the log (the same arrays: suffix decoding's later parts first rebuild the cache
+    from the earlier responses, about a tenth of a request's cost each)."""
     mml = params.get("max_model_len")
-    cache = None
-    if method == "suffix":
-        cache = SuffixCache(params["suffix_decoding_max_tree_depth"],
-                            params["suffix_decoding_max_cached_requests"])
+    workers = max(1, min(int(workers), len(log)))
+    if workers > 1:
+        import multiprocessing as mp
+
+        for r in log:
+            _check_len(r, mml)
+        cuts = [round(len(log) * w / workers) for w in range(workers + 1)]
+        _FORKED.update(log=log, method=method, gammas=list(gammas), params=params,
+                       backend=suffix_backend)
+        try:
+            with mp.get_context("fork").Pool(workers) as pool:
+                parts = pool.starmap(_chunk, list(zip(cuts, cuts[1:])), chunksize=1)
+        finally:
+            _FORKED.clear()
+        for r, steps in zip(log, (s for part in parts for s in part)):
+            yield r, steps
+        return
+    cache = _cache(method, params, suffix_backend)
     for i, r in enumerate(log):
-        n = r.prompt_len + r.response_len
-        if mml is not None and n > mml:
-            raise ValueError(f"request {r.id!r} (line {r.line}) holds {n} tokens, more than "
-                             f"max_model_len = {mml}; a server with that limit could not "
-                             "have served it")
-        full = r.token_ids
-        if cache is None:
-            yield r, ngram_steps(full, r.prompt_len, gammas,
-                                 prompt_lookup_min=params["prompt_lookup_min"],
-                                 prompt_lookup_max=params["prompt_lookup_max"],
-                                 max_model_len=mml)
-        else:
-            yield r, suffix_steps(cache, i, full, r.prompt_len, gammas,
-                                  max_spec_factor=params["suffix_decoding_max_spec_factor"],
-                                  min_token_prob=params["suffix_decoding_min_token_prob"],
-                                  max_model_len=mml)
+        _check_len(r, mml)
+        yield r, _one(cache, i, r, gammas, params)
 
 
 #: The largest ``num_speculative_tokens`` replayed: far above any setting vLLM's docs or the
@@ -139,8 +194,8 @@ MAX_GAMMA = 64
 
 
 def replay(log=None, method: str = "ngram", *, gammas=(1, 3, 5), context_edges=(),
-           params: dict | None = None, tokenizer=None, skip_bad: bool = False
-           ) -> AP.AcceptanceProfile:
+           params: dict | None = None, tokenizer=None, skip_bad: bool = False,
+           suffix_backend: str = "auto", workers: int = 1) -> AP.AcceptanceProfile:
     """The acceptance profile of ``method`` replayed on a request log.
 
     Parameters
@@ -152,17 +207,28 @@ def replay(log=None, method: str = "ngram", *, gammas=(1, 3, 5), context_edges=(
     gammas : ints in [1, :data:`MAX_GAMMA`], ``num_speculative_tokens`` values to replay
     context_edges : increasing ints > 0, the context buckets' edges (tokens before a step)
     params : the method's settings (vLLM's names, :func:`check_params`)
+    suffix_backend : ``"auto"`` (default), ``"arctic"`` or ``"python"``
+        suffix only: Arctic Inference's own compiled ``SuffixDecodingCache`` (the library
+        vLLM calls; ``make suffix-backend`` installs it) or specnb's exact restatement in
+        Python (slower); ``"auto"``: arctic where it imports. Both give the same counters.
+    workers : int >= 1, processes replaying contiguous parts of the log at once (Linux fork;
+        default 1); the same counters for any number
 
     Returns
     -------
-    AcceptanceProfile, with ``source`` naming the log, its request count and skipped rows.
+    AcceptanceProfile, with ``source`` naming the log, its request count and skipped rows
+    (suffix: and ``backend``, e.g. ``"arctic-inference 0.3.0"`` or ``"python"``).
 
     Raises
     ------
     ValueError
-        A bad method, setting, gamma or edge (before the log is read); a bad log.
+        A bad method, setting, gamma, edge or backend ("arctic" where it does not import;
+        before the log is read); a bad log.
     """
     p = check_params(method, params)
+    _check.choice("suffix_backend", suffix_backend, list(SUFFIX_BACKENDS))
+    workers = _check.scalar_int("workers", workers, lo=1)
+    backend = resolve_backend(suffix_backend) if method == "suffix" else None
     gs = sorted({int(g) for g in
                  _check.integer("gamma", list(gammas), lo=1, hi=MAX_GAMMA).tolist()})
     if not gs:
@@ -175,12 +241,15 @@ def replay(log=None, method: str = "ngram", *, gammas=(1, 3, 5), context_edges=(
     if not isinstance(log, request_log.RequestLog):
         log = request_log.read(log, tokenizer=tokenizer, skip_bad=skip_bad)
     per = {g: [] for g in gs}
-    for r, steps in request_steps(log, method, gs, p):
+    for r, steps in request_steps(log, method, gs, p, suffix_backend=backend or "auto",
+                                  workers=workers):
         for g in gs:
             per[g].append((r.task, counters(steps[g], g, edges)))
     source = {"log": str(Path(log.path).name) if log.path else None,
               "requests": len(log), "skipped": len(log.skipped),
               "tokenizer": log.tokenizer}
+    if backend is not None:
+        source["backend"] = backend_label(backend)
     return AP.build(method, per, context_edges=edges, tasks=log.tasks,
                     params={k: (None if isinstance(v, float) and math.isnan(v) else v)
                             for k, v in p.items()}, source=source)

@@ -18,23 +18,14 @@ estimate what the server would count.
 
 from __future__ import annotations
 
+import gc
+
 import numpy as np
 
 from ..acceptance_profile import Counters
 from .ngram import NgramTable
-from .suffix import SuffixCache
 
 __all__ = ["ngram_steps", "suffix_steps", "teacher_forced_steps", "counters"]
-
-
-def _agree(draft, full, T: int) -> int:
-    """Leading tokens of ``draft`` equal to ``full[T:]`` (never past its end)."""
-    n = 0
-    for x, y in zip(draft, full[T:T + len(draft)]):
-        if x != y:
-            break
-        n += 1
-    return n
 
 
 def ngram_steps(full, prompt_len: int, gammas, *, prompt_lookup_min: int,
@@ -61,45 +52,67 @@ def ngram_steps(full, prompt_len: int, gammas, *, prompt_lookup_min: int,
     return out
 
 
-def suffix_steps(cache: SuffixCache, req_id, full, prompt_len: int, gammas, *,
+def suffix_steps(cache, req_id, full, prompt_len: int, gammas, *,
                  max_spec_factor: float = 1.0, min_token_prob: float = 0.1,
                  max_model_len: int | None = None) -> dict:
-    """:func:`ngram_steps` for suffix decoding: the request's trees built in ``cache`` as
-    vLLM's ``SuffixDecodingProposer`` builds them (its prompt, then its output step by step),
-    the whole response added to the global tree by the end (later requests see it). One pass
-    serves every gamma (the trees at a prefix do not depend on gamma)."""
-    full = [int(x) for x in full]
+    """:func:`ngram_steps` for suffix decoding: the request's trees built in ``cache`` (a
+    :class:`~specnb.replay.suffix.SuffixCache` or :class:`~specnb.replay.suffix.ArcticCache`)
+    as vLLM's ``SuffixDecodingProposer`` builds them (its prompt, then its output step by
+    step), the whole response added to the global tree by the end (later requests see it).
+    One pass serves every gamma (the trees at a prefix do not depend on gamma). The cyclic
+    garbage collector is paused meanwhile: the trees hold no cycles (reference counting frees
+    them), and its passes over their millions of nodes took a third of the Python backend's
+    time."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        return _suffix_steps(cache, req_id, full, prompt_len, gammas, max_spec_factor,
+                             min_token_prob, max_model_len)
+    finally:
+        if was:
+            gc.enable()
+
+
+def _suffix_steps(cache, req_id, full, prompt_len, gammas, max_spec_factor, min_token_prob,
+                  max_model_len):
+    full = full.tolist() if isinstance(full, np.ndarray) else [int(x) for x in full]
     n_tok, depth = len(full), cache.max_tree_depth
     cache.start_request(req_id, full[:prompt_len])
     have = min(prompt_len + 1, n_tok)
     cache.add_active_response(req_id, full[prompt_len:have])
-    nxt = {g: prompt_len + 1 for g in gammas}
-    rec = {g: ([], [], []) for g in gammas}
+    gl = list(gammas)
+    cap = (1 << 62) if max_model_len is None else max_model_len - 1
+    nxt = [prompt_len + 1] * len(gl)
+    rec = [([], [], []) for _ in gl]
+    add, spec = cache.add_active_response, cache.speculate
     while True:
-        live = [T for T in nxt.values() if T < n_tok]
-        if not live:
+        T = min(nxt)
+        if T >= n_tok:
             break
-        T = min(live)
         if T > have:
-            cache.add_active_response(req_id, full[have:T])
+            add(req_id, full[have:T])
             have = T
-        ctx = full[max(0, T - depth):T]
-        for g in gammas:
-            if nxt[g] != T:
+        ctx = full[T - depth:T] if T > depth else full[:T]
+        for j, g in enumerate(gl):
+            if nxt[j] != T:
                 continue
-            k = g if max_model_len is None else min(g, max_model_len - T - 1)
-            draft = (cache.speculate(req_id, ctx, k, max_spec_factor, 0.0, min_token_prob)[0]
-                     if k > 0 else [])
-            a = _agree(draft, full, T)
-            ts, ds, acc = rec[g]
+            k = min(g, cap - T)  # min(num_speculative_tokens, max_model_len - T - 1)
+            draft = spec(req_id, ctx, k, max_spec_factor, 0.0, min_token_prob)[0] \
+                if k > 0 else ()
+            a = 0
+            for x in draft:  # the draft's agreement with the response (never past its end)
+                if T + a >= n_tok or x != full[T + a]:
+                    break
+                a += 1
+            ts, ds, acc = rec[j]
             ts.append(T)
             ds.append(len(draft))
             acc.append(a)
-            nxt[g] = T + a + 1
+            nxt[j] = T + a + 1
     if have < n_tok:
-        cache.add_active_response(req_id, full[have:])
+        add(req_id, full[have:])
     cache.stop_request(req_id)
-    return {g: tuple(np.array(x, dtype=np.int64) for x in rec[g]) for g in gammas}
+    return {g: tuple(np.array(x, dtype=np.int64) for x in rec[j]) for j, g in enumerate(gl)}
 
 
 def teacher_forced_steps(betas, prompt_len: int, gammas, *, greedy: bool, rng=None) -> dict:

@@ -33,8 +33,21 @@ from __future__ import annotations
 
 import functools
 import struct
+from array import array
+from pathlib import Path
 
-__all__ = ["SuffixTree", "SuffixCache"]
+__all__ = ["SuffixTree", "SuffixCache", "ArcticCache", "BACKENDS", "arctic_version",
+           "resolve_backend", "backend_label", "make_cache"]
+
+#: Suffix backends: ``"python"`` (this module's trees), ``"arctic"`` (Arctic Inference's own
+#: compiled ``SuffixDecodingCache``, :class:`ArcticCache`), ``"auto"`` (arctic where it
+#: imports, else python). Both give the same drafts (tests/cases/vllm/0.33.0/proposals.jsonl).
+BACKENDS = ("auto", "arctic", "python")
+
+#: How to install the arctic backend (its suffix tree alone, built on a CPU from the sdist).
+ARCTIC_INSTALL = ("make suffix-backend (builds arctic-inference's suffix tree from its PyPI "
+                  "sdist into the venv; CMake, a C++20 compiler and torch in the venv to "
+                  "read the sdist) or pip install arctic-inference")
 
 class _Node:
     """A node of the trie: the string of its path, ``count`` its occurrences. ``ref``
@@ -44,13 +57,19 @@ class _Node:
 
     __slots__ = ("count", "children", "order", "token", "depth", "ref")
 
-    def __init__(self, token: int, depth: int = 0):
-        self.count = 0
-        self.children = {}  # token -> _Node
-        self.order = []     # the children in the C++ sibling-list order (head first)
+    def __init__(self, token: int, depth: int = 0, count: int = 0, ref=None):
+        self.count = count
+        # token -> _Node, and the children in the C++ sibling-list order (head first); most
+        # nodes are leaves for good, so they share empty stand-ins until their first child
+        self.children = _NO_CHILDREN
+        self.order = _NO_ORDER
         self.token = token
         self.depth = depth
-        self.ref = None
+        self.ref = ref
+
+
+_NO_CHILDREN = {}  # never written: extend gives a node its own before the first child
+_NO_ORDER = []
 
 
 def _increment(order: list, child: _Node) -> None:
@@ -93,52 +112,67 @@ class SuffixTree:
     def __init__(self, max_depth: int):
         self.max_depth = int(max_depth)
         self.root = _Node(-1)
+        self.root.children, self.root.order = {}, []
         self.seqs = {}
         self._active = {}  # seq_id -> the nodes of its suffixes that still follow others
 
-    def _materialize(self, node: _Node) -> None:
-        """Make the first node of ``node``'s implicit chain explicit."""
-        seq, pos = node.ref
-        node.ref = None
-        if pos < len(seq) and node.depth < self.max_depth:
-            child = _Node(seq[pos], node.depth + 1)
-            child.count = 1
-            child.ref = (seq, pos + 1)
-            node.children[child.token] = child
-            node.order.append(child)
-
     def extend(self, seq_id: int, tokens) -> None:
-        """Append ``tokens`` to sequence ``seq_id`` (created on first use)."""
+        """Append ``tokens`` (ints) to sequence ``seq_id`` (created on first use). Each token
+        advances the sequence's live suffixes (those still following an earlier occurrence),
+        longest first, then the one-token suffix at the root, so that the live list stays in
+        :meth:`tail_nodes`' order; a suffix that meets a new string becomes a count-1 leaf
+        whose continuation stays implicit (no node per later token)."""
         seq = self.seqs.setdefault(seq_id, [])
-        active = self._active.setdefault(seq_id, [])
+        active = self._active.get(seq_id, [])
         depth = self.max_depth
         root = self.root
+        rchildren = root.children
+        node_cls = _Node
         for tok in tokens:
             tok = int(tok)
             seq.append(tok)
-            root.count += 1
-            active.append(root)
+            n = len(seq)
             live = []
             for node in active:
-                if node.depth >= depth:
+                d = node.depth
+                if d >= depth:
                     continue  # the suffix reached the depth limit
-                if node.ref is not None:
-                    self._materialize(node)
-                child = node.children.get(tok)
+                children = node.children
+                ref = node.ref
+                if ref is not None:  # make the implicit chain's first node explicit
+                    node.ref = None
+                    rs, rp = ref
+                    if rp < len(rs):
+                        c = node_cls(rs[rp], d + 1, 1, (rs, rp + 1))
+                        if children is _NO_CHILDREN:
+                            children = node.children = {}
+                            node.order = []
+                        children[c.token] = c
+                        node.order.append(c)
+                child = children.get(tok)
                 if child is None:
                     # a string seen once: a leaf whose continuation stays implicit
-                    child = node.children[tok] = _Node(tok, node.depth + 1)
-                    child.count = 1
-                    child.ref = (seq, len(seq))
-                    if node is not root:  # the root's order is never walked
-                        node.order.append(child)
+                    if children is _NO_CHILDREN:
+                        children = node.children = {}
+                        node.order = []
+                    child = children[tok] = node_cls(tok, d + 1, 1, (seq, n))
+                    node.order.append(child)
                     continue  # this suffix no longer follows another: it is frozen
-                if node is root:
+                order = node.order
+                if order[0] is child:  # the head stays the head
                     child.count += 1
                 else:
-                    _increment(node.order, child)
+                    _increment(order, child)
                 live.append(child)
-            active[:] = live
+            root.count += 1
+            child = rchildren.get(tok)
+            if child is None:  # the root's order is never walked
+                child = rchildren[tok] = node_cls(tok, 1, 1, (seq, n))
+            else:
+                child.count += 1
+                live.append(child)
+            active = live
+        self._active[seq_id] = active
 
     def remove(self, seq_id: int) -> None:
         """Remove sequence ``seq_id`` (every count it added falls by one), as
@@ -210,45 +244,80 @@ class SuffixTree:
         return [active[-m] for m in range(1, k + 1)]
 
     def speculate(self, context, max_spec_tokens: int, max_spec_factor: float,
-                  max_spec_offset: float, min_token_prob: float, known=(), unique_after=False):
+                  max_spec_offset: float, min_token_prob: float, known=(), unique_after=False,
+                  floor: float = -1.0):
         """``(token ids, score, match_len)`` as ``SuffixTree::speculate`` (path mode);
         ``known[m - 1]``, where given, is the node of the last m tokens (:meth:`tail_nodes`);
         ``unique_after``: every longer tail occurs only once, at the end (no continuation:
         score 0), so the search stops there. ``match_len`` is arctic's where the score is
-        above 0."""
-        ctx = [int(t) for t in context]
-        pmin = _r32(min_token_prob)
+        above 0. ``floor`` >= 0: only a draft scoring above it is wanted (the other tree's
+        score): match lengths that cannot beat it are skipped, and what comes back when none
+        does scores at most ``floor``."""
+        ctx = context if type(context) is list else [int(t) for t in context]
+        f32 = _F32  # f32[0] = x rounds x to float32 (as C++'s float arithmetic does)
+        f32[0] = min_token_prob
+        pmin = f32[0]
         caps = _caps(max_spec_factor, max_spec_offset, len(ctx))
-        best, best_score, best_m = [], 0.0, 0
         depth = self.max_depth
+        nk = len(known)
+        at = []  # the position of the last m tokens, m = 1, 2, ... while they are in the tree
         for m in range(1, len(ctx)):
-            if m <= len(known):
-                node, k = known[m - 1], None
-            else:
-                if unique_after:
-                    break
-                w = self._walk(ctx[len(ctx) - m:])
-                if w is None:
-                    break
-                node, k = w
-            max_tokens = max(min(max_spec_tokens, caps[m]), 0)
+            if m <= nk:
+                at.append((known[m - 1], None))
+                continue
+            if unique_after:
+                break
+            w = self._walk(ctx[len(ctx) - m:])
+            if w is None:
+                break
+            at.append(w)
+        # arctic takes the best score over m = 1, 2, ..., ties to the longer match; here the
+        # same from the longest down, ties to the first seen, skipping every m whose bound
+        # (its tokens x its first probability: the probabilities never rise along a path)
+        # is below the best so far, with room for float32 rounding of the sum
+        best, best_score, best_m = [], 0.0, 0
+        for m in range(len(at), 0, -1):
+            node, k = at[m - 1]
+            max_tokens = min(max_spec_tokens, caps[m])
+            if best_m or floor >= 0.0:
+                if max_tokens <= 0:
+                    continue
+                if k is None:
+                    order = node.order
+                    if order:
+                        bound = max_tokens * order[0].count / node.count
+                    else:
+                        bound = max_tokens if node.ref is not None else 0.0
+                else:
+                    bound = max_tokens
+                if bound * 1.000001 < max(best_score, floor):
+                    continue
+            elif max_tokens <= 0:
+                best_m = m
+                continue
             toks, score, prob = [], 0.0, 1.0
             while len(toks) < max_tokens and prob >= pmin:
                 if k is None:
-                    if node.order:
-                        child = node.order[0]
+                    order = node.order
+                    if order:
+                        child = order[0]
                         # float32 as in C++: a product or quotient of float32 values computed
                         # in double and rounded once is the float32 result (53 >= 2 * 24 + 2)
-                        prob = _r32(prob * _r32(child.count / node.count))
+                        f32[0] = child.count / node.count
+                        f32[0] = prob * f32[0]
+                        prob = f32[0]
                         node = child
                         if not prob >= pmin:
                             break
-                        toks.append(node.token)
-                        score = _r32(score + prob)
+                        toks.append(child.token)
+                        f32[0] = score + prob
+                        score = f32[0]
                         continue
                     if node.ref is None:
                         break
-                    prob = _r32(prob * _r32(1.0 / node.count))  # into the chain: count 1
+                    f32[0] = 1.0 / node.count
+                    f32[0] = prob * f32[0]  # into the chain: count 1
+                    prob = f32[0]
                     k = 0
                     if not prob >= pmin:
                         break
@@ -256,13 +325,15 @@ class SuffixTree:
                 if node.depth + k >= depth or pos + k >= len(seq):
                     break
                 toks.append(seq[pos + k])
-                score = _r32(score + prob)
+                f32[0] = score + prob
+                score = f32[0]
                 k += 1
-            if score >= best_score:
+            if score > best_score or not best_m:
                 best, best_score, best_m = toks, score, m
         return best, best_score, best_m
 
 
+_F32 = array("f", [0.0])
 _F32S = struct.Struct("f")
 
 
@@ -324,7 +395,8 @@ class SuffixCache:
                   max_spec_offset: float = 0.0, min_token_prob: float = 0.1):
         """``(token ids, score, match_len)``: the local tree's draft when its score is >= the
         global tree's, else the global one."""
-        ctx = [int(t) for t in context][-self.max_tree_depth:]
+        ctx = context if type(context) is list else [int(t) for t in context]
+        ctx = ctx[-self.max_tree_depth:]
         local = self.local[req_id]
         lseq = local.seqs.get(0, [])
         tail = len(lseq) >= len(ctx) and lseq[len(lseq) - len(ctx):] == ctx
@@ -332,6 +404,8 @@ class SuffixCache:
         d1 = local.speculate(ctx, max_spec_tokens, max_spec_factor, max_spec_offset,
                              min_token_prob, local.tail_nodes(0, ctx) if tail else (),
                              unique_after=tail)
+        if d1[1] >= max_spec_tokens:  # no draft scores more (every probability <= 1)
+            return d1
         seq = self.cached.get(req_id)
         known, unique = (), False
         if seq is not None and seq in self.global_tree.seqs:
@@ -342,5 +416,106 @@ class SuffixCache:
                 gseq[len(gseq) - len(known) - 1:] == ctx[len(ctx) - len(known) - 1:]
         d2 = self.global_tree.speculate(ctx, max_spec_tokens, max_spec_factor,
                                         max_spec_offset, min_token_prob, known,
-                                        unique_after=unique)
+                                        unique_after=unique, floor=d1[1])
         return d1 if d1[1] >= d2[1] else d2
+
+
+def arctic_version() -> str | None:
+    """The version of the importable ``arctic_inference.suffix_decoding`` (its compiled
+    ``SuffixDecodingCache``), ``"unknown"`` when it does not say, None when it does not import
+    (not installed, or built for another Python)."""
+    try:
+        import arctic_inference.suffix_decoding as sd
+        from arctic_inference.suffix_decoding import SuffixDecodingCache  # noqa: F401
+    except ImportError:
+        return None
+    stamp = Path(sd.__file__).with_name("VERSION")  # oracle/build_arctic_suffix.sh's build
+    if stamp.is_file():
+        return stamp.read_text().strip() or "unknown"
+    try:
+        from importlib.metadata import PackageNotFoundError, version
+        return version("arctic-inference")
+    except (ImportError, PackageNotFoundError):
+        return "unknown"
+
+
+def resolve_backend(backend: str = "auto") -> str:
+    """``"arctic"`` or ``"python"``: ``backend`` (one of :data:`BACKENDS`) as it runs here.
+
+    Raises
+    ------
+    ValueError
+        an unknown backend; ``"arctic"`` where ``arctic_inference.suffix_decoding`` does not
+        import (the message says how to install it).
+    """
+    if backend not in BACKENDS:
+        raise ValueError(f"suffix_backend must be one of {list(BACKENDS)}, got {backend!r}")
+    have = arctic_version() is not None
+    if backend == "arctic" and not have:
+        raise ValueError("suffix_backend 'arctic': arctic_inference.suffix_decoding does not "
+                         "import here; install it with " + ARCTIC_INSTALL)
+    if backend == "auto":
+        return "arctic" if have else "python"
+    return backend
+
+
+def backend_label(backend: str) -> str:
+    """The provenance string of a resolved backend: ``"arctic-inference 0.3.0"`` or
+    ``"python"``."""
+    return f"arctic-inference {arctic_version()}" if backend == "arctic" else "python"
+
+
+def make_cache(backend: str, max_tree_depth: int = 24, max_cached_requests: int = 10000):
+    """A :class:`SuffixCache` (``"python"``) or :class:`ArcticCache` (``"arctic"``; ``"auto"``
+    resolved by :func:`resolve_backend`)."""
+    cls = ArcticCache if resolve_backend(backend) == "arctic" else SuffixCache
+    return cls(max_tree_depth, max_cached_requests)
+
+
+class ArcticCache:
+    """Arctic Inference's own ``SuffixDecodingCache`` behind :class:`SuffixCache`'s methods,
+    called as vLLM 0.33.0's ``SuffixDecodingProposer.propose`` calls it (read from the 0.33.0
+    wheel's ``vllm/v1/spec_decode/suffix_decoding.py``): a request not active
+    has its cached response evicted, then ``start_request(prompt)``; each step
+    ``add_active_response(sampled)`` and ``speculate(pattern, max_spec_tokens=...,
+    max_spec_factor=..., min_token_prob=...)`` (``max_spec_offset`` left at 0); a request that
+    left the batch ``stop_request``. Token ids: lists of Python ints (arctic's list overloads;
+:func:`~specnb.replay.step.suffix_steps` passes them so, unconverted on the hot path).
+
+    Raises
+    ------
+    ImportError
+        ``arctic_inference.suffix_decoding`` does not import.
+    """
+
+    def __init__(self, max_tree_depth: int = 24, max_cached_requests: int = 10000):
+        from arctic_inference.suffix_decoding import SuffixDecodingCache
+
+        self.max_tree_depth = int(max_tree_depth)
+        self.max_cached_requests = int(max_cached_requests)
+        self.cache = SuffixDecodingCache(max_tree_depth=self.max_tree_depth,
+                                         max_cached_requests=self.max_cached_requests)
+
+    def start_request(self, req_id, prompt) -> None:
+        c = self.cache
+        if req_id in c.active_requests:
+            raise ValueError(f"request {req_id!r} is already active")
+        if req_id in c.cached_requests:
+            c.evict_cached_response(req_id)
+        c.start_request(req_id, [int(t) for t in prompt])
+
+    def stop_request(self, req_id) -> None:
+        self.cache.stop_request(req_id)
+
+    def add_active_response(self, req_id, tokens) -> None:
+        self.cache.add_active_response(req_id, tokens)
+
+    def speculate(self, req_id, context, max_spec_tokens: int, max_spec_factor: float = 1.0,
+                  max_spec_offset: float = 0.0, min_token_prob: float = 0.1):
+        """``(token ids, score, match_len)`` of arctic's ``SuffixDecodingCache.speculate``."""
+        d = self.cache.speculate(req_id, context,
+                                 max_spec_tokens=max_spec_tokens,
+                                 max_spec_factor=max_spec_factor,
+                                 max_spec_offset=max_spec_offset,
+                                 min_token_prob=min_token_prob)
+        return list(d.token_ids), d.score, d.match_len

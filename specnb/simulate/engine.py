@@ -283,6 +283,9 @@ def run(st, workload, pol: Policy, acc=None, *, config: EngineConfig | None = No
     waiting: deque = deque()
     free = blocks_total - 1  # the block pool holds one null block (BlockPool.null_block)
     nxt, in_flight, done = 0, 0, 0
+    # when each concurrency slot last freed (vllm bench serve's semaphore: a request starts its
+    # clock at its arrival when a slot is free, else when one frees); FIFO, so times ascend
+    slot_free = deque([0.0] * min(conc, n))
     t = 0.0
     trace = Trace(np.zeros(0), np.zeros(0), np.zeros(0), workload.input_len,
                   workload.output_len, chunks, [], [], [], accepted_per_pos=[0] * max(k_top, 1),
@@ -292,7 +295,7 @@ def run(st, workload, pol: Policy, acc=None, *, config: EngineConfig | None = No
     steps = 0
     while done < n:
         while nxt < n and in_flight < conc and arrival[nxt] <= t + 1e-12:
-            send[nxt] = max(arrival[nxt], t) if workload.max_concurrency else arrival[nxt]
+            send[nxt] = max(arrival[nxt], slot_free.popleft())
             waiting.append(nxt)
             nxt += 1
             in_flight += 1
@@ -435,6 +438,7 @@ def run(st, workload, pol: Policy, acc=None, *, config: EngineConfig | None = No
                 held[r] = 0
                 done += 1
                 in_flight -= 1
+                slot_free.append(t)
             elif kd[j]:
                 if r in draft_iter:
                     spec[r] = next(draft_iter[r])

@@ -204,6 +204,36 @@ def test_an_acceptance_profile_gives_tau_and_m_per_context():
                        acceptance_profile=prof)
 
 
+@pytest.mark.parametrize("lengths", [(8000, 16), (200, 2000)])
+def test_a_profile_with_lengths_follows_the_end_to_end_figure_as_the_scalar_path(lengths):
+    # issue 26's verdict rule on the profile path (issue 21): the 1..limit grid behind the
+    # schedule, paying ranges and crossover had no lengths, so they followed decoding alone.
+    # A profile whose tau at each gamma is alpha 0.5's (1.5, 1.75, 1.875: exact in binary)
+    # must give the same verdicts as --alpha 0.5
+    from specnb import acceptance_profile as AP
+
+    per = {g: [(None, {0: AP.Counters(8, 8, 8 * g, acc, (0,) * g, (8,) * g)})]
+           for g, acc in ((1, 4), (2, 6), (3, 7))}
+    prof = AP.build("draft_model", per, params={})
+    st_ = S.setup("H100-SXM", "Llama-3.1-8B", "Llama-3.2-1B")
+    n_in, n_out = lengths
+    kw = dict(input_len=n_in, output_len=n_out)
+    got = A.serving_plan(st_, [1, 16, 64], [8000], [1, 2, 3], acceptance_profile=prof, **kw)
+    want = A.serving_plan(st_, [1, 16, 64], [8000], [1, 2, 3], alpha=0.5, **kw)
+    assert np.allclose(got.grid.speedup_end_to_end, want.grid.speedup_end_to_end)
+    assert got.schedule == want.schedule and got.serve == want.serve
+    assert got.paying_batches == want.paying_batches
+    assert got.crossover_batch == want.crossover_batch
+    assert np.array_equal(got.best[0], want.best[0])
+    codes = [n.code for n in got.notes]
+    assert ("loses-end-to-end" in codes) == ("loses-end-to-end" in [n.code for n in want.notes])
+    # and the lengths decide: without them the same profile's verdicts differ in one case
+    plain = A.serving_plan(st_, [1, 16, 64], [8000], [1, 2, 3], acceptance_profile=prof)
+    if n_out == 16:  # 8000-token prefills for 16 output tokens: e2e loses where decoding pays
+        assert "loses-end-to-end" in codes and got.serve is None and plain.serve is not None
+        assert all(k == 0 for *_, k in got.schedule)
+
+
 def test_moe_target_at_the_default_fixed_cost_is_told_to_calibrate():
     st = S.setup("H200", "DeepSeek-V3", "mtp", gpus=8, dtype="fp8")
     p = A.serving_plan(st, [1, 16], [2000], [3], tau=2.4)

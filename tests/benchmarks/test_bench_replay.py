@@ -29,8 +29,20 @@ def test_the_synthetic_log_is_seeded_and_repetitive():
 
 @pytest.mark.slow  # replays, and times vLLM's proposer when the oracle's venv is there
 def test_a_small_run_prints_the_goal_lines(capsys):
+    from specnb.replay import suffix as SX
+
     assert _bench().main(["--requests", "30", "--prompt", "300", "--response", "80",
-                          "--suffix-requests", "3", "--no-models"]) == 0
+                          "--suffix-requests", "3", "--arctic-requests", "3", "--workers", "2",
+                          "--no-models"]) == 0
     out = capsys.readouterr().out
-    assert "ngram: read + replay of 30 requests" in out and "suffix: replay of 30" in out
-    assert out.count("(target < 0.18 s)") == 2
+    assert "ngram: read + replay of 30 requests" in out
+    for w in (1, 2):  # each backend, one process and two, met or MISSED against the goal
+        assert f"suffix, python backend (workers {w}): replay of 30 requests" in out
+    if SX.arctic_version() is None:
+        assert "suffix, arctic backend: replay of 30 requests (not built)" in out
+        assert "make suffix-backend" in out
+        lines = 4
+    else:
+        assert "suffix, arctic-inference" in out and "tau equal" in out
+        lines = 5
+    assert out.count("(target < 0.18 s)") == lines

@@ -66,6 +66,10 @@ def test_token_id_rows_and_skip_bad(capsys, tmp_path):
     (None, ["--context-buckets", "100", "50"], "--context-buckets must be increasing"),
     (None, ["--method", "draft_model", "--gamma", "-1"], r"--gamma must be in \[1, 64\], got -1"),
     (None, ["--gamma", "3", "100000"], r"--gamma must be in \[1, 64\], got 100000"),  # hung
+    (None, ["--suffix-backend", "python"], "--suffix-backend is a setting of --method suffix"),
+    (None, ["--workers", "0"], "--workers must be >= 1, got 0"),
+    (None, ["--method", "draft_model", "--workers", "2"],
+     "--workers is a setting of --method ngram / ngram_gpu / suffix"),
 ])
 def test_bad_input_exits_2_with_one_line(capsys, tmp_path, rows, argv, msg):
     log = [] if rows is None else [_log(tmp_path, rows)]
@@ -73,6 +77,18 @@ def test_bad_input_exits_2_with_one_line(capsys, tmp_path, rows, argv, msg):
     assert code == 2 and out == ""
     assert len(err.strip().splitlines()) == 1 and err.startswith("specnb replay: error: ")
     assert pytest.importorskip("re").search(msg, err), err
+
+
+def test_suffix_backend_named_in_the_table_and_arctic_missing_exits_2(capsys, monkeypatch):
+    from specnb.replay import suffix as S
+
+    code, out, err = run(capsys, "--method", "suffix", "--gamma", "1", "--suffix-backend",
+                         "python", "--workers", "2")
+    assert code == 0 and "; backend: python" in out.splitlines()[1], err
+    monkeypatch.setattr(S, "arctic_version", lambda: None)
+    code, out, err = run(capsys, "--method", "suffix", "--suffix-backend", "arctic")
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert "--suffix-backend 'arctic'" in err and "make suffix-backend" in err
 
 
 def test_the_dispatch_table_names_every_methods_flags():

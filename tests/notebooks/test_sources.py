@@ -66,3 +66,13 @@ def test_corrected_statements_are_gone(stem, phrases):
     src = "".join("".join(c["source"]) for c in source(stem)["cells"])
     for phrase in phrases:
         assert phrase not in src, (stem, phrase)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_markdown_has_no_escaped_newlines(path):
+    """A literal backslash-n in a Markdown cell (an edit that wrote an escape into the text)
+    shows as ``\\n`` on the page."""
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    bad = [i for i, c in enumerate(nb["cells"])
+           if c["cell_type"] == "markdown" and "\\n" in "".join(c["source"])]
+    assert not bad, f"{path.name}: Markdown cell(s) {bad} hold a literal \\n"

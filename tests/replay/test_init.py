@@ -78,3 +78,39 @@ def test_a_gamma_beyond_max_gamma_is_refused_before_the_log_is_read():
     with pytest.raises(ValueError, match=r"gamma must be an integer in \[1, 64\]"):
         R.draft_profile([], [], gammas=(R.MAX_GAMMA + 1,))
 
+
+
+def test_the_suffix_backend_is_checked_first_and_named_in_the_source():
+    with pytest.raises(ValueError, match="suffix_backend must be one of"):
+        R.replay("/nonexistent.jsonl", "ngram", suffix_backend="numba")
+    from specnb import request_log
+
+    log = request_log.read()
+    sub = request_log.RequestLog(log.path, log.requests[:6], tokenizer=log.tokenizer)
+    prof = R.replay(sub, "suffix", gammas=[2], suffix_backend="python")
+    assert prof.source["backend"] == "python"
+    assert "backend" not in R.replay(sub, "ngram", gammas=[2]).source
+
+
+@pytest.mark.parametrize("method,params", [
+    ("suffix", {"suffix_decoding_max_cached_requests": 2}),  # evictions before each part
+    ("suffix", {"suffix_decoding_max_tree_depth": 6}),
+    ("ngram", {"prompt_lookup_min": 2, "prompt_lookup_max": 4}),
+])
+def test_workers_give_the_counters_of_one_process(tmp_path, method, params):
+    import json
+    from pathlib import Path
+
+    from specnb import request_log
+
+    cases = Path(__file__).resolve().parent.parent / "cases" / "vllm" / "0.33.0"
+    corpus = json.loads((cases / "proposals.jsonl").read_text().splitlines()[1])["requests"]
+    f = tmp_path / "log.jsonl"
+    f.write_text("".join(json.dumps(r) + "\n" for r in corpus))
+    log = request_log.read(f, tokenizer=False)
+    one = R.replay(log, method, gammas=[1, 3], params=params, suffix_backend="python")
+    many = R.replay(log, method, gammas=[1, 3], params=params, suffix_backend="python",
+                    workers=3)
+    assert [e.counters for e in many.entries] == [e.counters for e in one.entries]
+    with pytest.raises(ValueError, match="workers"):
+        R.replay(log, method, workers=0)

@@ -1,6 +1,8 @@
 """vLLM's own n-gram proposers and Arctic Inference's suffix cache as vLLM calls it
 (tests/cases/vllm/0.33.0/proposals.jsonl, written by oracle/drive_proposals.py) replayed
-through specnb.replay: the same drafts and the same stepped counters, integer for integer."""
+through specnb.replay: the same drafts and the same stepped counters, integer for integer.
+Suffix decoding on both backends: specnb's Python trees and, where `make suffix-backend`
+built it, arctic-inference's own compiled SuffixDecodingCache driven as specnb drives it."""
 
 import json
 from pathlib import Path
@@ -9,7 +11,7 @@ import numpy as np
 import pytest
 
 from specnb.replay import ngram, step
-from specnb.replay.suffix import SuffixCache
+from specnb.replay import suffix as S
 
 CASES = Path(__file__).resolve().parent.parent / "cases" / "vllm" / "0.33.0" / "proposals.jsonl"
 LINES = [json.loads(x) for x in CASES.read_text().splitlines()]
@@ -17,6 +19,10 @@ CORPUS = {r["id"]: r for r in LINES[1]["requests"]}
 STEPPED = [x for x in LINES if x["kind"] == "stepped"]
 CALLS = [x for x in LINES if x["kind"] == "call"]
 CALLS_SUFFIX = [x for x in LINES if x["kind"] == "suffix_calls"][0]["caches"]
+ARCTIC = pytest.param("arctic", marks=pytest.mark.skipif(
+    S.arctic_version() is None, reason="arctic_inference.suffix_decoding is not built here "
+    "(make suffix-backend)"))
+BACKENDS = ["python", ARCTIC]
 
 
 def test_the_fixture_drove_every_method():
@@ -43,9 +49,20 @@ def test_single_proposals_match_vllms_functions(case):
             req["drafts"][-1]
 
 
-@pytest.mark.parametrize("case", STEPPED, ids=lambda c: f"{c['method']}-g{c['gamma']}-"
-                         + "-".join(str(v) for v in c["params"].values()))
-def test_stepped_counters_match_vllms_engine_loop(case):
+def _cases():
+    for c in STEPPED:
+        name = f"{c['method']}-g{c['gamma']}-" + "-".join(str(v) for v in c["params"].values())
+        if c["method"] == "suffix":
+            for b in BACKENDS:
+                v = b if isinstance(b, str) else b.values[0]
+                marks = () if isinstance(b, str) else b.marks
+                yield pytest.param(c, v, id=f"{name}-{v}", marks=marks)
+        else:
+            yield pytest.param(c, None, id=name)
+
+
+@pytest.mark.parametrize("case,backend", list(_cases()))
+def test_stepped_counters_match_vllms_engine_loop(case, backend):
     g, p = case["gamma"], case["params"]
     reqs = list(CORPUS.values())
     got = []
@@ -55,8 +72,8 @@ def test_stepped_counters_match_vllms_engine_loop(case):
                                        [g], max_model_len=4096, **p)[g]
             got.append([[int(x), int(y), int(z)] for x, y, z in zip(T, d, a)])
     else:
-        cache = SuffixCache(p["suffix_decoding_max_tree_depth"],
-                            p["suffix_decoding_max_cached_requests"])
+        cache = S.make_cache(backend, p["suffix_decoding_max_tree_depth"],
+                             p["suffix_decoding_max_cached_requests"])
         for i, r in enumerate(reqs):
             T, d, a = step.suffix_steps(
                 cache, i, r["prompt_ids"] + r["response_ids"], len(r["prompt_ids"]), [g],
@@ -72,11 +89,11 @@ def test_stepped_counters_match_vllms_engine_loop(case):
     assert total.to_dict() == case["counters"]
 
 
-
-def test_every_suffix_speculation_matches_arctics_cache():
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_every_suffix_speculation_matches_arctics_cache(backend):
     n = 0
     for c in CALLS_SUFFIX:
-        cache = SuffixCache(c["depth"], c["cached"])
+        cache = S.make_cache(backend, c["depth"], c["cached"])
         for r, req in enumerate(c["requests"]):
             cache.start_request(r, req["prompt"])
             seq = list(req["prompt"])

@@ -5,6 +5,7 @@ SuffixDecodingCache), the C++ sibling order's quirk, eviction and the global tre
 import numpy as np
 import pytest
 
+from specnb.replay import suffix as S
 from specnb.replay.suffix import SuffixCache, SuffixTree
 
 
@@ -49,3 +50,47 @@ def test_the_global_tree_serves_later_requests_and_evicts_oldest_first():
     c.start_request(3, [1])
     with pytest.raises(ValueError, match="already active"):
         c.start_request(3, [1])
+
+
+def test_backends_resolve_and_name_themselves(monkeypatch):
+    with pytest.raises(ValueError, match="suffix_backend must be one of"):
+        S.resolve_backend("numba")
+    assert S.resolve_backend("python") == "python" and S.backend_label("python") == "python"
+    monkeypatch.setattr(S, "arctic_version", lambda: None)
+    assert S.resolve_backend("auto") == "python"
+    assert isinstance(S.make_cache("auto", 4, 0), SuffixCache)
+    with pytest.raises(ValueError, match="make suffix-backend"):
+        S.resolve_backend("arctic")
+    monkeypatch.setattr(S, "arctic_version", lambda: "0.3.0")
+    assert S.resolve_backend("auto") == "arctic"
+    assert S.backend_label("arctic") == "arctic-inference 0.3.0"
+
+
+@pytest.mark.skipif(S.arctic_version() is None,
+                    reason="arctic_inference.suffix_decoding is not built here "
+                           "(make suffix-backend)")
+def test_arctics_cache_behind_the_same_methods_gives_the_same_drafts():
+    py, ar = SuffixCache(4, 1), S.ArcticCache(4, 1)
+    for c in (py, ar):
+        c.start_request("a", [1, 2, 1, 2, 1])
+        c.add_active_response("a", [2, 1])
+    assert ar.max_tree_depth == 4
+    for k, f, p in ((3, 1.0, 0.1), (3, 0.5, 0.1), (5, 2.0, 0.0), (0, 1.0, 0.1)):
+        assert ar.speculate("a", [2, 1, 2, 1], k, f, 0.0, p)[:2] == \
+            py.speculate("a", [2, 1, 2, 1], k, f, 0.0, p)[:2]
+    with pytest.raises(ValueError, match="already active"):
+        ar.start_request("a", [1])
+    ar.stop_request("a")
+    ar.start_request("a", [3])  # a finished request's id again: its cached response evicted
+    assert list(ar.cache.cached_requests) == ["a"]
+
+
+def test_leaves_share_empty_stand_ins_that_stay_empty():
+    # most nodes never get a child: they share one empty dict and list until they do
+    c = SuffixCache(max_tree_depth=5, max_cached_requests=1)
+    for r in range(3):
+        c.start_request(r, [1, 2, 3, 1, 2, 4, 1, 2, 3][r:])
+        c.add_active_response(r, [1, 2, 3, 5, 1, 2])
+        c.speculate(r, [1, 2], 3)
+        c.stop_request(r)
+    assert S._NO_CHILDREN == {} and S._NO_ORDER == []

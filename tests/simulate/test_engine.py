@@ -123,3 +123,17 @@ def test_vllms_own_scheduler_fixture_step_for_step(path):
         assert mine["preempted"] == theirs["preempted"], f"step {i + 1}"
         assert mine["finished"] == theirs["finished"], f"step {i + 1}"
     assert not np.isnan(tr.finish_s).any()
+
+
+def test_a_request_sent_while_a_slot_is_free_starts_its_clock_at_its_arrival():
+    # vllm bench serve: --max-concurrency is a semaphore; a request that finds a slot free is
+    # sent at its arrival, so a cap that never binds leaves TTFT as without it
+    ins, outs = [50, 50, 50], [4, 4, 4]
+    base = _load(ins, outs)
+    arr = np.array([0.0, 0.0013, 0.0291])
+    free = M.Workload(base.input_len, base.output_len, arr, None, 1.0, 1.0, "t")
+    capped = M.Workload(base.input_len, base.output_len, arr, 100, 1.0, 1.0, "t")
+    a = M.run(EAGLE3, free, M.policy("off"), config=_cfg(64))
+    b = M.run(EAGLE3, capped, M.policy("off"), config=_cfg(64))
+    assert list(b.send_s) == list(arr) == list(a.send_s)
+    assert list(b.first_token_s) == list(a.first_token_s)
