@@ -15,7 +15,8 @@ Note codes (stable; messages may be reworded): from :func:`setup_config`
 ``weights-do-not-fit`` / ``no-sequence-fits`` (:func:`specnb.serving.cannot_serve`: then no
 config, no serve line and no on/off advice), ``schedule-serves-every-context``,
 ``kv-does-not-fit``, ``no-schedule-for-every-context``, ``kv-cache-dtype``,
-``loses-end-to-end``, and :func:`specnb.serving.context_limit_notes`' codes; with an
+``loses-end-to-end``, ``moe-fixed-cost`` (a mixture-of-experts target at the default fixed
+cost), and :func:`specnb.serving.context_limit_notes`' codes; with an
 acceptance profile (:func:`profile_acceptance`) ``profile-bucket-empty`` and
 ``profile-no-drafts``.
 """
@@ -234,6 +235,28 @@ def setup_config(st: S.Setup, sched, *, checkpoint: str | None = None):
         notes.append(Note("no-gamma-pays",
                           "no gamma pays at any batch size: leave speculative decoding off"))
     return cfg, notes
+
+
+def _moe_fixed_cost_note(st) -> Note | None:
+    """``moe-fixed-cost``: a mixture-of-experts target at the default fixed cost per forward
+    (not calibrated): that cost is a dense Llama-3.1-8B fit, and the published MoE plain steps
+    (``data/moe_plain_steps.csv``) sit far from the model at small batch, most for DeepSeek-V3.
+    None for a dense target or a calibrated one."""
+    if st.target.moe is None or st.target_efficiency != S.DEFAULT_EFFICIENCY:
+        return None
+    cmp = S.plain_step_comparison()
+    first = cmp.loc[cmp.groupby("source_key", sort=False)["batch_size"].idxmin()]
+    worst = first.loc[first["gap_ms"].abs().idxmax()]
+    return Note("moe-fixed-cost",
+                f"{st.target.name} is a mixture-of-experts target: the fixed cost per forward "
+                "is the dense Llama-3.1-8B fit's (SpecDecode-Bench), and published MoE plain "
+                f"steps sit far from the model at small batch ({worst['source_key']}: "
+                f"{worst['model']} on {int(worst['gpus'])} GPUs at batch "
+                f"{int(worst['batch_size'])}, {worst['published_ms']:.1f} ms published against "
+                f"the model's {worst['model_ms']:.1f} ms; data/moe_plain_steps.csv). A fixed cost "
+                "that is too small lets the extra experts a verification touches dominate the "
+                "small-batch steps and understates the small-batch gains: calibrate on your "
+                "own plain step times (--calibrate) before trusting them")
 
 
 # --------------------------------------------------------------------------- the plan
@@ -519,6 +542,9 @@ def serving_plan(st: S.Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=
                           + ", ".join(f"{d} sequences at context {c} ({room[c] + d} fit "
                                       f"without it, {room[c]} with it)"
                                       for c, d in displaced.items())))
+    moe = _moe_fixed_cost_note(st)
+    if moe is not None and nothing is None:
+        notes.append(moe)
     context_notes = S.context_limit_notes(st, contexts)
     notes = context_notes + prof_notes + notes
     paying = S.paying_of(full)

@@ -134,7 +134,9 @@ def _add_tree_flags(p) -> None:
                         "(the tree's nodes, the root counted; default steps + 1, a chain)")
     p.add_argument("--routing-skew", type=float, default=None, metavar="S",
                    help="mixture-of-experts routing skew in [0, 0.95]: 0 (the default) is "
-                        "uniform routing, the most experts a step can touch")
+                        "uniform routing, the most experts a step can touch (no published "
+                        "expert-load statistic was found; the published plain MoE steps of "
+                        "data/moe_plain_steps.csv need no skew)")
 
 
 def _tree(args, st, acceptance) -> dict | None:

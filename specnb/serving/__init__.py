@@ -73,10 +73,13 @@ calibrate
     :func:`specnb.vllm.bench_points`): :func:`calibrate_bench` -> :class:`BenchCalibration`
     (``.report``, ``.predict(concurrencies)``), :func:`predict_bench`, :data:`BENCH_FIT`;
     :func:`published_bench_results` (published sweeps as bench results, :data:`PUBLISHED_SWEEPS`).
-reference (``data/magicdec_steps.csv``, EAGLE-3 Tables 3 and 5)
+reference (``data/magicdec_steps.csv``, EAGLE-3 Tables 3 and 5, ``data/moe_plain_steps.csv``)
     :data:`MAGICDEC_TABLES`, :data:`MAGICDEC_SNAPKV_BUDGET`, :func:`magicdec_table`,
     :func:`magicdec_setup`, :func:`table_measurements`, :func:`predict_table`,
-    :func:`fit_and_predict`; :data:`EAGLE3_BATCH_TABLES`, :func:`batch_table_comparison`.
+    :func:`fit_and_predict`; :data:`EAGLE3_BATCH_TABLES`, :func:`batch_table_comparison`;
+    published plain MoE steps: :func:`moe_plain_steps`, :func:`plain_step_comparison`,
+    :func:`calibrated_on_plain_steps`; this project's H200 step times calibrated short to long:
+    :func:`measured_context_split`, :data:`MEASURED_KV_FLOOR_FIT`.
 
 Units: times in milliseconds (``_ms``), bytes in bytes, FLOP/s and bytes/s in SI units.
 Scalars give Python floats; arrays broadcast with numpy's rules.
@@ -100,8 +103,10 @@ from .mixed import MixedStep, mixed_step_ms
 from .moe import MLA, ROUTING_SKEW_RANGE, EngineStep, MoE, experts_touched
 from .workload import PROPOSAL_RATE_HELP, proposal_rate_from_counters
 from .reference import (EAGLE3_BATCH_TABLES, MAGICDEC_SNAPKV_BUDGET, MAGICDEC_TABLES,
-                        batch_table_comparison, fit_and_predict, magicdec_setup,
-                        magicdec_table, predict_table, table_measurements)
+                        batch_table_comparison, calibrated_on_plain_steps, fit_and_predict,
+                        MEASURED_KV_FLOOR_FIT, magicdec_setup, magicdec_table,
+                        measured_context_split, moe_plain_steps,
+                        plain_step_comparison, predict_table, table_measurements)
 from .setup import (DEFAULT_GPU_MEMORY_UTILIZATION, DRAFT_METHODS, PARTIAL_PROPOSAL_METHODS,
                     SD_OVERHEAD_MS, Draft, Setup, cannot_serve, context_limit_notes, draft,
                     max_batch_in_memory, memory_cap, setup)
@@ -130,7 +135,9 @@ __all__ = [
     "FIT_EFFICIENCY_RANGE", "default_efficiency_sources",
     "MAGICDEC_TABLES", "MAGICDEC_SNAPKV_BUDGET", "magicdec_table", "magicdec_setup",
     "table_measurements", "predict_table", "fit_and_predict",
-    "EAGLE3_BATCH_TABLES", "batch_table_comparison",
+    "EAGLE3_BATCH_TABLES", "batch_table_comparison", "moe_plain_steps",
+    "plain_step_comparison", "calibrated_on_plain_steps", "measured_context_split",
+    "MEASURED_KV_FLOOR_FIT",
     "MoE", "MLA", "experts_touched", "HeadShape", "head_from_config", "EngineProfile",
     "engine_profile", "engine_names", "DEFAULT_ENGINE", "memory_cap", "t_engine_ms",
     "prefill_ms", "end_to_end_speedup", "PARTIAL_PROPOSAL_METHODS",

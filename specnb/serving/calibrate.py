@@ -169,7 +169,8 @@ def _role_terms(st: Setup, role: str, df):
 FIT_EFFICIENCY_RANGE = (0.05, 1.5)
 
 
-def _fit_role(terms, y, start: Efficiency, free: set, extra: dict | None = None):
+def _fit_role(terms, y, start: Efficiency, free: set, extra: dict | None = None,
+              kv_floor=None):
     """Fit (1/bandwidth, 1/compute, fixed_ms, token_us) by least squares on relative errors
     (rows weighted by 1/ms) with the roofline's active branches held fixed, re-deciding the
     branches until they stop changing (an active-set iteration; each solve is
@@ -177,30 +178,47 @@ def _fit_role(terms, y, start: Efficiency, free: set, extra: dict | None = None)
     outside :data:`FIT_EFFICIENCY_RANGE` at its starting value, and the rest refitted.
     ``extra``: more linear costs, name -> (column per row, starting value), fitted when their
     name is in ``free`` and held at 0 when negative (:func:`calibrate_bench`'s
-    per-verification overhead and per-verified-token cost). Returns (bandwidth, compute,
-    fixed_ms, token_us), and a dict of the extras' values when ``extra`` is given."""
+    per-verification overhead and per-verified-token cost). ``kv_floor``: the KV read's
+    latency floor per row at 1 ns per cached token per layer (context x layers x 1e-6 ms),
+    fitted as ``kv_token_ns`` when ``"kv_token"`` is in ``free`` (a row's KV read takes the
+    larger of its bytes over the bandwidth and the floor; every row starts on the floor's side
+    and the sides are re-decided with the others). Returns (bandwidth, compute, fixed_ms,
+    token_us), kv_token_ns after them when ``kv_floor`` is given, and a dict of the extras'
+    values when ``extra`` is given."""
     t_w, t_kv, t_lin, t_att, tokens, comm, _ = terms
     lo, hi = 1.0 / FIT_EFFICIENCY_RANGE[1], 1.0 / FIT_EFFICIENCY_RANGE[0]
     extra = extra or {}
-    order = _FIT_ORDER + tuple(extra)
+    floor = np.zeros_like(y) if kv_floor is None else np.asarray(kv_floor, dtype=float)
+    order = _FIT_ORDER + ("kv_token",) + tuple(extra)
     known = {"fixed": start.fixed_ms, "bandwidth": 1.0 / start.bandwidth,
              "compute": 1.0 / start.compute, "token": start.token_us * 1e-3,
+             "kv_token": start.kv_token_ns,
              **{k: float(v[1]) for k, v in extra.items()}}
     held: set = set()
     prev = None
     wts = 1.0 / y
+    first = True
     for _ in range(50):
         lin_mem = t_w * known["bandwidth"] >= t_lin * known["compute"]
-        att_mem = t_kv * known["bandwidth"] >= t_att * known["compute"]
-        key = (lin_mem.tobytes(), att_mem.tobytes())
+        if first and "kv_token" in free and kv_floor is not None:
+            on_floor = floor > 0  # start on the floor's side (else its column is all zero)
+        else:
+            on_floor = floor * known["kv_token"] > t_kv * known["bandwidth"]
+        first = False
+        kv_mem = np.where(on_floor, floor * known["kv_token"], t_kv * known["bandwidth"])
+        att_mem = kv_mem >= t_att * known["compute"]
+        key = (lin_mem.tobytes(), att_mem.tobytes(), on_floor.tobytes())
         if key == prev:
             break
         prev = key
         o = 1.0 - start.overlap
+        att_w = np.where(att_mem, 1.0, o)
         cols = {"fixed": np.ones_like(y),
-                "bandwidth": (np.where(lin_mem, 1.0, o) * t_w + np.where(att_mem, 1.0, o) * t_kv),
+                "bandwidth": (np.where(lin_mem, 1.0, o) * t_w
+                              + att_w * np.where(on_floor, 0.0, t_kv)),
                 "compute": (np.where(lin_mem, o, 1.0) * t_lin + np.where(att_mem, o, 1.0) * t_att),
-                "token": tokens, **{k: np.asarray(v[0], dtype=float) for k, v in extra.items()}}
+                "token": tokens, "kv_token": att_w * np.where(on_floor, floor, 0.0),
+                **{k: np.asarray(v[0], dtype=float) for k, v in extra.items()}}
         # a column that is all zeros (e.g. never compute-bound) cannot be fitted
         active = [k for k in order if k in free and k not in held
                   and np.any(cols[k] != 0)]
@@ -228,6 +246,8 @@ def _fit_role(terms, y, start: Efficiency, free: set, extra: dict | None = None)
         known = trial
     out = (1.0 / known["bandwidth"], 1.0 / known["compute"], known["fixed"],
            known["token"] * 1e3)
+    if kv_floor is not None:
+        out = (*out, max(known["kv_token"], 0.0))
     return (*out, {k: known[k] for k in extra}) if extra else out
 
 
@@ -235,7 +255,7 @@ def _fit_role(terms, y, start: Efficiency, free: set, extra: dict | None = None)
 OVERLAP_GRID = (0.0, 0.25, 0.5, 0.75, 1.0)
 
 _FIT_FIELDS = {"bandwidth": "bandwidth", "compute": "compute", "fixed_ms": "fixed",
-               "token_us": "token", "overlap": None}
+               "token_us": "token", "overlap": None, "kv_token_ns": "kv_token"}
 
 
 def _role_time(st: Setup, role: str, rows) -> np.ndarray:
@@ -296,7 +316,9 @@ def calibrate(st: Setup, measurements, *, fit=("bandwidth", "compute", "fixed_ms
     ----------
     st : Setup
     measurements : CSV path, file object or DataFrame (see :func:`read_measurements`)
-    fit : which fields to fit: any of bandwidth, compute, fixed_ms, token_us, overlap
+    fit : which fields to fit: any of bandwidth, compute, fixed_ms, token_us, overlap, and
+        kv_token_ns (not fitted by default: the KV read's latency floor of a decode kernel
+        that does not split a sequence's keys over blocks, :class:`Efficiency`)
 
     Returns
     -------
@@ -326,14 +348,20 @@ def calibrate(st: Setup, measurements, *, fit=("bandwidth", "compute", "fixed_ms
         base = st.target_efficiency if role == "target" else st.draft_efficiency
         terms = _role_terms(st, role, rows)
         layers = (st.target if role == "target" else st.draft.arch).n_layers
+        kv_floor = None
+        if "kv_token" in free or base.kv_token_ns:  # context x layers at 1 ns per token-layer
+            ctx = rows["context"].to_numpy(float)
+            budget = None if role == "target" else st.draft.kv_budget
+            kv_floor = (np.minimum(ctx, budget) if budget else ctx) * layers * 1e-6
         latency = 2 * layers * base.allreduce_us * 1e-3 if st.gpus > 1 else 0.0
         y = rows["ms"].to_numpy(float)
         best = None
         for ov in (OVERLAP_GRID if "overlap" in fit else (base.overlap,)):
             start = dataclasses.replace(base, fixed_ms=base.fixed_ms + latency, overlap=ov)
-            bw, cp, fixed, tok = _fit_role(terms, y, start, free)
+            bw, cp, fixed, tok, *kvt = _fit_role(terms, y, start, free, kv_floor=kv_floor)
             eff = Efficiency(bandwidth=bw, compute=cp, fixed_ms=max(fixed, 0.0),
-                             token_us=max(tok, 0.0), allreduce_us=0.0, overlap=ov)
+                             token_us=max(tok, 0.0), allreduce_us=0.0, overlap=ov,
+                             kv_token_ns=kvt[0] if kvt else base.kv_token_ns)
             trial = dataclasses.replace(
                 out_setup, **{f"{role}_efficiency": eff})
             err = float(np.sum((_role_time(trial, role, rows) / y - 1.0) ** 2))

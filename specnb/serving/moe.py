@@ -383,9 +383,15 @@ def moe_from_config(cfg: dict, where: str = "config") -> tuple[MoE | None, MLA |
 #: experts a step touches), values towards 1 concentrate the tokens on fewer experts.
 ROUTING_SKEW_RANGE = (0.0, 0.95)
 
-#: Default routing skew: 0, uniform routing (no published expert-load statistic was found that
-#: gives the distinct experts a decode batch touches; see docs/serving.md, "MoE at every
-#: batch"). Stated, not fitted.
+#: Default routing skew: 0, uniform routing, the upper bound on the experts a step touches.
+#: Stated, not fitted. No published statistic of the distinct experts a decode batch touches was
+#: found (searched: DeepSeek's EPLB and V3 report, vLLM's EPLB ``balancedness``, a per-rank
+#: max / mean token load rather than expert coverage, SGLang's expert-distribution threads,
+#: arXiv 2604.23150 whose abstract reports "variable expert load imbalance" without a figure).
+#: The published plain MoE steps (``data/moe_plain_steps.csv``) do not ask for a skew:
+#: DeepSeek-V3's steps add 9.1 ms from batch 1 to 32 (SGLang PR #2643) where uniform routing adds
+#: 10.8 ms and skew 0.5 7.5 ms, and the Qwen3-30B-A3B baselines grow far more than either
+#: (``benchmarks/bench_serving_model.py`` section 10; docs/serving.md, "MoE at every batch").
 DEFAULT_ROUTING_SKEW = 0.0
 
 

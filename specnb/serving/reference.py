@@ -3,7 +3,9 @@ arXiv 2408.11049) and EAGLE-3's batch tables (Tables 3 and 5, arXiv 2503.01840).
 
 :data:`MAGICDEC_TABLES`, :data:`MAGICDEC_SNAPKV_BUDGET`, :func:`magicdec_table`,
 :func:`magicdec_setup`, :func:`table_measurements`, :func:`predict_table`,
-:func:`fit_and_predict`, :data:`EAGLE3_BATCH_TABLES`, :func:`batch_table_comparison`.
+:func:`fit_and_predict`, :data:`EAGLE3_BATCH_TABLES`, :func:`batch_table_comparison`; the
+published plain decode steps of mixture-of-experts targets (``data/moe_plain_steps.csv``, issue
+25): :func:`moe_plain_steps`, :func:`plain_step_comparison`, :func:`calibrated_on_plain_steps`.
 """
 
 from __future__ import annotations
@@ -11,14 +13,16 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _check
-from .calibrate import MEASURED_COLUMNS, calibrate
-from .catalogue import _load
+from .calibrate import MEASURED_COLUMNS, calibrate, predict_measurements, read_measurements
+from .catalogue import _load, architecture
+from .engines import profile_for, with_routing_skew
 from .setup import Setup, setup
-from .speedup import _Times, speedup
+from .speedup import _Times, speedup, t_plain_ms
 
 __all__ = ["MAGICDEC_TABLES", "MAGICDEC_SNAPKV_BUDGET", "magicdec_table", "magicdec_setup",
            "table_measurements", "predict_table", "fit_and_predict", "EAGLE3_BATCH_TABLES",
-           "batch_table_comparison"]
+           "batch_table_comparison", "moe_plain_steps", "plain_step_comparison",
+           "calibrated_on_plain_steps", "MEASURED_KV_FLOOR_FIT", "measured_context_split"]
 
 #: MagicDec tables in ``data/magicdec_steps.csv`` (arXiv 2408.11049): Table 2 and appendix
 #: Table 4 (Llama-3.1-8B, SnapKV self-speculation, 8x H100), appendix Table 3 (a) and (b)
@@ -175,3 +179,127 @@ def batch_table_comparison(name: str, gpu_name, *, context: int = 512, alpha=Non
     res = pd.concat(out, ignore_index=True)
     res["relative_error"] = res["model"] / res["printed"] - 1.0
     return res
+
+
+def moe_plain_steps(source_key: str | None = None):
+    """Published plain decode step times of mixture-of-experts targets
+    (``data/moe_plain_steps.csv``, one row per source and batch, in the calibration format:
+    ``role``, ``batch_size``, ``context``, ``query_tokens``, ``ms``; ``ms`` DERIVED as batch x
+    1000 / the printed output tokens/s), with ``source_key``, ``gpu``, ``gpus``, ``model``,
+    ``dtype`` and the provenance columns. ``source_key`` None: every source.
+
+    Raises
+    ------
+    ValueError
+        an unknown ``source_key`` (the message lists the known ones).
+    """
+    df = _load("moe_plain_steps")
+    if source_key is None:
+        return df
+    _check.choice("source_key", source_key, tuple(dict.fromkeys(df["source_key"])))
+    return df[df["source_key"] == source_key].reset_index(drop=True)
+
+
+def _plain_setup(rows, draft: str, engine, routing_skew=None, **kwargs) -> Setup:
+    r = rows.iloc[0]
+    prof = profile_for(engine, architecture(r["model"]))
+    if routing_skew is not None:
+        prof = with_routing_skew(prof, routing_skew)
+    return setup(r["gpu"], r["model"], draft, gpus=int(r["gpus"]), dtype=r["dtype"],
+                 engine=prof, **kwargs)
+
+
+def plain_step_comparison(engine: str = "vllm", routing_skew=None):
+    """Every published plain MoE step (:func:`moe_plain_steps`) beside the model's T_AR at the
+    defaults (the engine profile's step parameters for the target's class; ``routing_skew``
+    None keeps the profile's, else in the routing-skew range).
+
+    Returns
+    -------
+    DataFrame: source_key, model, gpus, batch_size, published_ms, model_ms, gap_ms
+    (published - model: what the model lacks per forward), and added_published_ms /
+    added_model_ms (each step less the same source's step at its smallest batch, ms: the
+    batch dependence, which a fixed cost per forward does not move).
+
+    Raises
+    ------
+    ValueError
+        an unknown engine; a skew outside its range.
+    """
+    import pandas as pd
+
+    out = []
+    for key, rows in moe_plain_steps().groupby("source_key", sort=False):
+        st = _plain_setup(rows, "eagle3", engine, routing_skew)
+        b = rows["batch_size"].to_numpy(int)
+        tp = np.atleast_1d(t_plain_ms(st, b, rows["context"].to_numpy(int)))
+        pub = rows["ms"].to_numpy(float)
+        i = int(np.argmin(b))
+        out.append(pd.DataFrame({"source_key": key, "model": rows["model"].to_numpy(),
+                                 "gpus": rows["gpus"].to_numpy(int), "batch_size": b,
+                                 "published_ms": pub, "model_ms": tp, "gap_ms": pub - tp,
+                                 "added_published_ms": pub - pub[i],
+                                 "added_model_ms": tp - tp[i]}))
+    return pd.concat(out, ignore_index=True)
+
+
+def calibrated_on_plain_steps(source_key: str, draft: str, *, engine: str = "vllm",
+                              fit=("fixed_ms",), **kwargs):
+    """A setup for one source's GPU, GPUs, model and dtype calibrated on its published plain
+    steps (:func:`moe_plain_steps`; :func:`~specnb.serving.calibrate`, by default the fixed
+    cost per target forward alone: the batch-1 gap, while the batch dependence stays the
+    model's). The draft keeps its defaults (no published draft step times). ``kwargs`` go to
+    :func:`setup`.
+
+    Returns
+    -------
+    Calibration (its ``setup`` is the calibrated Setup)
+
+    Raises
+    ------
+    ValueError
+        an unknown source or engine; calibration errors as :func:`calibrate`.
+    """
+    rows = moe_plain_steps(source_key)
+    st = _plain_setup(rows, draft, engine, **kwargs)
+    return calibrate(st, rows[list(MEASURED_COLUMNS)], fit=fit)
+
+
+#: The calibration fields for this project's own H200 step times (``data/measured/``): the
+#: defaults' fields plus ``kv_token_ns``, because their attention kernel runs one block per
+#: (sequence, KV head) without splitting the keys (``data/README.md``), so a small batch's KV
+#: read is latency-bound (:class:`~specnb.serving.Efficiency`).
+MEASURED_KV_FLOOR_FIT = ("bandwidth", "compute", "fixed_ms", "token_us", "overlap",
+                         "kv_token_ns")
+
+
+def measured_context_split(name: str = "h200_llama_steps", *, max_train_context: int = 2048,
+                           fit=MEASURED_KV_FLOOR_FIT):
+    """Calibrate on this project's own measured step times (``data/measured/<name>.csv``,
+    Llama-3.1-8B and Llama-3.2-1B shapes on one H200) at context <= ``max_train_context`` and
+    predict the longer contexts: the calibrated short-to-long context figure.
+
+    Returns
+    -------
+    (Calibration, DataFrame): the calibration and :func:`predict_measurements` of the rows
+    not fitted on (``relative_error``).
+
+    Raises
+    ------
+    ValueError
+        an unknown file name; a limit that leaves no row to fit or to predict; calibration
+        errors as :func:`calibrate`.
+    """
+    from .. import data
+
+    names = ("h200_llama_steps", "h200_llama_steps_gqa")
+    _check.choice("name", name, names)
+    limit = _check.scalar_int("max_train_context", max_train_context, lo=0)
+    rows = read_measurements(data.DATA_DIR / "measured" / f"{name}.csv")
+    train = rows["context"] <= limit
+    if not train.any() or train.all():
+        raise ValueError(f"max_train_context {limit} selects {int(train.sum())} of {len(rows)} "
+                         "rows for the fit; leave some rows to fit and some to predict")
+    st = setup("H200", "Llama-3.1-8B", "Llama-3.2-1B")
+    cal = calibrate(st, rows[train], fit=fit)
+    return cal, predict_measurements(cal.setup, rows[~train])

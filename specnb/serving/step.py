@@ -40,6 +40,14 @@ class Efficiency:
         attention): ``max(m, c) + (1 - overlap) min(m, c)``. 1 is the ideal roofline
         (perfect overlap), 0 the additive form ``m + c`` that SpecDecode-Bench fitted to vLLM
         (and SmartSpec's regression uses).
+    kv_token_ns : float >= 0
+        Time per cached token per layer of one attention block, nanoseconds, for a decode
+        kernel that runs one block per (sequence, KV head) without splitting a sequence's keys
+        over blocks: a step's KV read then takes at least ``context x layers x kv_token_ns``
+        (latency-bound: the blocks of a small batch cannot fill the GPU, however few bytes
+        they read). 0 (the default): split-KV kernels (vLLM's FlashAttention and FlashInfer
+        decode), no such floor. Fitted by :func:`~specnb.serving.calibrate` when asked
+        (``fit=(..., "kv_token_ns")``).
     """
 
     bandwidth: float = 0.996
@@ -48,11 +56,12 @@ class Efficiency:
     token_us: float = 0.0
     allreduce_us: float = 33.0
     overlap: float = 0.0
+    kv_token_ns: float = 0.0
 
     def __post_init__(self):
         for name in ("bandwidth", "compute"):
             _check.scalar_real(name, getattr(self, name), lo=0.0, hi=1.5, lo_open=True)
-        for name in ("fixed_ms", "token_us", "allreduce_us"):
+        for name in ("fixed_ms", "token_us", "allreduce_us", "kv_token_ns"):
             _check.scalar_real(name, getattr(self, name), lo=0.0)
         _check.scalar_real("overlap", self.overlap, lo=0.0, hi=1.0)
 
@@ -116,8 +125,9 @@ def _step(arch, g, eff, dtype, kv_dtype, n, b, s, q, kv_budget=None, parts=False
     if kv_budget is not None:
         s = np.minimum(s, kv_budget)
     tokens = b * q
+    floor = s * (arch.n_layers * eff.kv_token_ns * 1e-6) if eff.kv_token_ns else 0.0
     return _step_totals(arch, g, eff, dtype, kv_dtype, n, tokens, b * s, tokens * s, parts,
-                        engine_step=engine_step)
+                        engine_step=engine_step, kv_floor_ms=floor)
 
 
 def _moe_terms(arch, g, n, tokens, moe):
@@ -148,7 +158,7 @@ def _moe_terms(arch, g, n, tokens, moe):
 
 
 def _step_totals(arch, g, eff, dtype, kv_dtype, n, tokens, kv_tokens, att_tokens,
-                 parts=False, *, engine_step=None):
+                 parts=False, *, engine_step=None, kv_floor_ms=0.0):
     """The physics of one forward from its totals (the one home of the step rule; a mixed
     step of prefill chunks, decode and verify tokens calls it directly): ``tokens`` query
     tokens in all, ``kv_tokens`` context tokens read from the KV cache (sum of each
@@ -156,7 +166,9 @@ def _step_totals(arch, g, eff, dtype, kv_dtype, n, tokens, kv_tokens, att_tokens
     attention math). Float arrays that broadcast; unchecked. ``engine_step``: the engine's
     :class:`~specnb.serving.moe.EngineStep` (routing skew, per-expert tile floor and fixed
     cost, expert-parallel all-to-alls, CUDA-graph cap); None keeps the uniform-routing
-    weight read alone (the behaviour before issue 25)."""
+    weight read alone (the behaviour before issue 25). ``kv_floor_ms``: the least time of the
+    KV read (:attr:`Efficiency.kv_token_ns` x context x layers, set by :func:`_step`; 0: no
+    floor, as for a mixed step)."""
     moe = engine_step
     extra = 0.0
     f_moe = 0.0
@@ -173,6 +185,8 @@ def _step_totals(arch, g, eff, dtype, kv_dtype, n, tokens, kv_tokens, att_tokens
     fl = eff.compute * g.flops(dtype)
     t_w, t_lin = w / bw * 1e3, f_lin * (1e3 / fl)
     t_kv, t_att = kv * (1e3 / bw), f_att * (1e3 / fl)
+    if np.any(kv_floor_ms):  # a decode kernel without split-KV: latency-bound per block
+        t_kv = np.maximum(t_kv, kv_floor_ms)
     fixed = eff.fixed_ms + (eff.token_us * 1e-3) * tokens + extra
     if eff.fixed_ms > 0 and g.layer_fixed_us:  # the GPU's own per-layer cost (not in the
         fixed = fixed + arch.n_layers * g.layer_fixed_us * 1e-3  # ideal roofline)

@@ -232,3 +232,17 @@ def test_a_profile_with_lengths_follows_the_end_to_end_figure_as_the_scalar_path
     if n_out == 16:  # 8000-token prefills for 16 output tokens: e2e loses where decoding pays
         assert "loses-end-to-end" in codes and got.serve is None and plain.serve is not None
         assert all(k == 0 for *_, k in got.schedule)
+
+
+def test_moe_target_at_the_default_fixed_cost_is_told_to_calibrate():
+    st = S.setup("H200", "DeepSeek-V3", "mtp", gpus=8, dtype="fp8")
+    p = A.serving_plan(st, [1, 16], [2000], [3], tau=2.4)
+    note = next(n for n in p.notes if n.code == "moe-fixed-cost")
+    row = S.moe_plain_steps("sglang-pr2643").iloc[0]
+    assert f"{row['ms']:.1f} ms published" in note.message
+    assert f"{float(S.t_plain_ms(st, 1, int(row['context']))):.1f} ms" in note.message
+    # calibrated (here on the published plain steps themselves) or dense: no such note
+    cal = S.calibrated_on_plain_steps("sglang-pr2643", "mtp").setup
+    for other in (cal, S.setup("H100-SXM", "Llama-3.1-8B", "eagle3")):
+        q = A.serving_plan(other, [1, 16], [2000], [3], tau=2.4)
+        assert "moe-fixed-cost" not in [n.code for n in q.notes]

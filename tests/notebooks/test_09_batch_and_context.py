@@ -487,3 +487,14 @@ def test_moe_points_beside_the_model(rec):
     st_d = S.setup("H200", "DeepSeek-V3", "mtp", gpus=8, dtype="fp8", engine="sglang")
     np.testing.assert_allclose(curve["tau 2.4"], S.tree_speedup(
         st_d, curve["batch"].to_numpy(), 512, 3, topk=1, num_draft_tokens=4, tau=2.4))
+    # the dashed curve: the fixed cost calibrated on SGLang PR #2643's published plain steps
+    st_c = S.calibrated_on_plain_steps("sglang-pr2643", "mtp", engine="sglang").setup
+    cal = S.tree_speedup(st_c, curve["batch"].to_numpy(), 512, 3, topk=1, num_draft_tokens=4,
+                         tau=2.4)
+    np.testing.assert_allclose(curve["tau 2.4, calibrated fixed cost"], cal)
+    # the 4d prose: the defaults' gain rises above batch 1's at large batch, the calibrated
+    # curve's does not
+    b = curve["batch"].to_numpy()
+    default = curve["tau 2.4"].to_numpy()
+    assert default[b >= 32].max() > default[0]
+    assert cal[b >= 32].max() < cal[0]

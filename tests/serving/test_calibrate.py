@@ -161,3 +161,27 @@ def test_one_batch_fit_is_noted():
     cal48, _ = S.fit_and_predict("table3a", max_train_batch=48)
     assert "fit-one-batch" not in {n.code for n in cal48.notes}
     assert rows["batch_size"].min() == 32
+
+
+def test_calibration_recovers_a_kv_latency_floor_when_asked():
+    """A decode kernel without split-KV (Efficiency.kv_token_ns): synthetic steps made with a
+    known floor are fitted back when ``kv_token_ns`` is among the fitted fields, and left at
+    the setup's value (0) by the default fields."""
+    # compute at its default: at these short contexts it is collinear with token_us
+    true = S.Efficiency(bandwidth=0.9, compute=0.722, fixed_ms=1.5, token_us=2.0, overlap=0.0,
+                        kv_token_ns=13.0)
+    st_ = S.setup("H200", "Llama-3.1-8B", "self")
+    b = np.array([1, 2, 8, 16, 64, 256, 1, 4, 16, 64, 1, 8, 32, 128])
+    s = np.array([512, 512, 512, 512, 512, 512, 2048, 2048, 2048, 2048, 1024, 1024, 1024, 256])
+    q = np.array([1, 4, 1, 4, 1, 4, 1, 4, 1, 2, 1, 1, 4, 1])
+    ms = S.step_time_ms(st_.target, st_.gpu, b, s, q, efficiency=true)
+    df = pd.DataFrame({"role": "target", "batch_size": b, "context": s, "query_tokens": q,
+                       "ms": ms})
+    cal = S.calibrate(st_, df, fit=S.MEASURED_KV_FLOOR_FIT)
+    got = cal.setup.target_efficiency
+    assert got.kv_token_ns == pytest.approx(13.0, rel=1e-6)
+    assert got.bandwidth == pytest.approx(0.9, rel=1e-6)
+    assert cal.report["relative_error"].abs().max() < 1e-9
+    assert S.calibrate(st_, df).setup.target_efficiency.kv_token_ns == 0.0
+    with pytest.raises(ValueError, match="kv_token_ns"):
+        S.Efficiency(kv_token_ns=-1.0)

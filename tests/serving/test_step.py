@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -173,3 +174,19 @@ def test_the_step_rule_trusts_its_callers(monkeypatch):
     with pytest.raises(ValueError, match="gpus"):
         MOE.kv_split_ways(st.target, 0)
     assert MOE.kv_split_ways(st.target, 2) == MOE._kv_split_ways(st.target, 2) == 2
+
+
+def test_kv_latency_floor_of_a_kernel_without_split_kv():
+    # one block per (sequence, KV head): at batch 1 the KV read takes context x layers x
+    # kv_token_ns however few bytes it reads; the default (0) is the bandwidth read alone
+    floor = S.Efficiency(kv_token_ns=12.0, overlap=1.0)  # max(): the floor alone sets it
+    s = np.array([8000, 16000])
+    t = S.step_time_ms("Llama-3.1-8B", "H200", 1, s, 1, efficiency=floor)
+    t0 = S.step_time_ms("Llama-3.1-8B", "H200", 1, s, 1,
+                        efficiency=S.Efficiency(overlap=1.0))
+    assert t[1] - t[0] == pytest.approx(8000 * 32 * 12.0e-6, rel=1e-9)
+    assert (t > t0).all()
+    # a large batch reads enough bytes to be bandwidth-bound again: the floor does not bind
+    big = S.step_time_ms("Llama-3.1-8B", "H200", 256, 512, 1, efficiency=floor)
+    assert big == pytest.approx(S.step_time_ms("Llama-3.1-8B", "H200", 256, 512, 1,
+                                               efficiency=S.Efficiency(overlap=1.0)))
