@@ -7,6 +7,11 @@ marked ``slow`` may use it (directly or through ``records``): collection fails n
 other, and ``pytest -m "not slow"`` (``make check``) runs no notebook. Tests marked
 ``browser`` must be marked ``slow`` too.
 
+The fast tier (``-m "not slow"``): what it leaves out is one rule each, in tests/tier.py: an
+eighth of each property test's examples (the Hypothesis profile ``check``), a sample of the
+cases of a test marked ``fast_sample`` (the others get the ``slow`` mark here), and no module
+whose every test is slow is even imported (``pytest_ignore_collect``).
+
 The session writes nothing into the checkout except caches (.pytest_cache, .hypothesis,
 __pycache__): the report goes to pytest's temporary directory (or ``$SPECNB_TEST_REPORT``),
 and at the end of the session ``git status --porcelain --ignored`` must show no entry that was
@@ -71,7 +76,7 @@ def records(executed_notebooks):
 # ------------------------------------------------------------------------- tiers, markers
 
 settings.register_profile("full", deadline=None)
-settings.register_profile("check", deadline=None, max_examples=25)
+settings.register_profile("check", deadline=None, max_examples=12)  # an eighth: tests/tier.py
 
 
 def pytest_configure(config):
@@ -84,7 +89,8 @@ def pytest_configure(config):
     tier.SCALE = settings().max_examples / 100
 
 
-_SLOW_MODULE = re.compile(r"^pytestmark\s*=\s*pytest\.mark\.slow\b", re.MULTILINE)
+#: ``pytestmark = pytest.mark.slow`` or ``pytestmark = [pytest.mark.slow, ...`` at a module's top.
+_SLOW_MODULE = re.compile(r"^pytestmark\s*=\s*\[?\s*pytest\.mark\.slow\b", re.MULTILINE)
 
 
 def _fast_tier(config) -> bool:
@@ -95,7 +101,8 @@ def _fast_tier(config) -> bool:
 
 def pytest_ignore_collect(collection_path, config):
     """In the fast tier, leave out a module whose every test is slow (``pytestmark =
-    pytest.mark.slow`` at its top: the notebooks, the browser, transformers runs) without
+    pytest.mark.slow``, or a list that starts with it, at its top: the notebooks, the browser,
+    transformers runs) without
     importing it: -m would deselect all its tests anyway, after their imports (playwright,
     papermill, transformers' models) had cost seconds. Read as text, not imported."""
     if (collection_path.suffix == ".py" and collection_path.name.startswith("test_")

@@ -5,7 +5,7 @@
 machine (``benchmarks/bench_check_tier.py``), so it cuts two things, each by one rule here:
 
 Property tests. ``@settings(max_examples=examples(300))`` is 300 examples in the whole suite;
-the fast tier runs a quarter of them, at least 10. tests/conftest.py picks the tier when pytest
+the fast tier runs an eighth of them, at least 10. tests/conftest.py picks the tier when pytest
 starts: the Hypothesis profile ``check`` when the -m expression deselects slow tests, ``full``
 otherwise; a profile named by ``--hypothesis-profile`` or ``$HYPOTHESIS_PROFILE`` wins.
 ``SCALE`` is the loaded profile's ``max_examples`` over Hypothesis's default of 100 (tests
