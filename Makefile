@@ -55,7 +55,8 @@ test: install
 	$(BIN)/python -m pytest
 
 # The quick check: the import layers, then every test not marked slow (no notebooks, models,
-# transformers, browser, benchmark scripts; property tests with a quarter of their examples).
+# transformers, browser, benchmark scripts; property tests with an eighth of their examples,
+# a sample of the long parametrized lists: tests/tier.py).
 # Under a minute on the idle 2-core machine: python benchmarks/bench_check_tier.py prints it.
 check: install
 	$(BIN)/lint-imports

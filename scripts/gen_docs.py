@@ -297,10 +297,24 @@ def _module_sources(face):
     return out
 
 
+_PARSED: dict[tuple[Path, int, int], tuple[str, ast.Module]] = {}
+
+
+def _parsed(path: Path) -> tuple[str, ast.Module]:
+    """(source, syntax tree) of a module file, parsed once per version of the file (a page's
+    modules and the modules they import recur across the faces: parsing was most of the time)."""
+    st = path.stat()
+    key = (path, st.st_mtime_ns, st.st_size)
+    if key not in _PARSED:
+        source = path.read_text(encoding="utf-8")
+        _PARSED[key] = (source, ast.parse(source))
+    return _PARSED[key]
+
+
 def _imported_modules(name: str, path: Path) -> list[tuple[str, Path]]:
     """Modules a module imports names from with ``from X import ...`` (inside specnb)."""
     out = []
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = _parsed(path)[1]
     package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
     for node in tree.body:
         if isinstance(node, ast.ImportFrom):
@@ -330,9 +344,8 @@ def constant_docs(face) -> dict[str, tuple[str, str]]:
         if path in seen or not path.exists():
             continue
         seen.add(path)
-        source = path.read_text(encoding="utf-8")
+        source, tree = _parsed(path)
         lines = source.splitlines()
-        tree = ast.parse(source)
         for k, node in enumerate(tree.body):
             targets = []
             if isinstance(node, ast.Assign):

@@ -7,6 +7,11 @@ marked ``slow`` may use it (directly or through ``records``): collection fails n
 other, and ``pytest -m "not slow"`` (``make check``) runs no notebook. Tests marked
 ``browser`` must be marked ``slow`` too.
 
+The fast tier (``-m "not slow"``): what it leaves out is one rule each, in tests/tier.py: an
+eighth of each property test's examples (the Hypothesis profile ``check``), a sample of the
+cases of a test marked ``fast_sample`` (the others get the ``slow`` mark here), and no module
+whose every test is slow is even imported (``pytest_ignore_collect``).
+
 The session writes nothing into the checkout except caches (.pytest_cache, .hypothesis,
 __pycache__): the report goes to pytest's temporary directory (or ``$SPECNB_TEST_REPORT``),
 and at the end of the session ``git status --porcelain --ignored`` must show no entry that was
@@ -16,6 +21,7 @@ not there at its start; the session fails listing any new one.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -26,6 +32,14 @@ from hypothesis import settings
 from tests import tier
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# jsonschema (imported by nbformat: the notebook and runner tests) imports rfc3987_syntax, when
+# installed, for its optional "iri" / "iri-reference" format checks, and rfc3987_syntax compiles
+# some 40 lark grammars on import: 2-3 s of CPU, a twentieth of the fast tier (the known
+# slowness of python-jsonschema/jsonschema#1392 and #1521). Nothing here checks those formats
+# (nbformat validates without a format checker; no test uses jsonschema), and jsonschema leaves
+# the two checks out when the import fails, so the test session does without it.
+sys.modules.setdefault("rfc3987_syntax", None)
 
 #: Path parts a test session may create in the checkout.
 CACHES = (".pytest_cache", ".hypothesis", "__pycache__")
@@ -62,18 +76,52 @@ def records(executed_notebooks):
 # ------------------------------------------------------------------------- tiers, markers
 
 settings.register_profile("full", deadline=None)
-settings.register_profile("check", deadline=None, max_examples=25)
+settings.register_profile("check", deadline=None, max_examples=12)  # an eighth: tests/tier.py
 
 
 def pytest_configure(config):
+    # registered here, not in pyproject.toml (whose change makes `make` reinstall the package)
+    config.addinivalue_line("markers", "fast_sample(every, groups=0): a long parametrized test whose fast "
+                            "tier runs a sample of its cases (tests/tier.py); make test runs all")
     named = config.getoption("hypothesis_profile", None) or os.environ.get("HYPOTHESIS_PROFILE")
     fast = "not slow" in (config.getoption("markexpr", "") or "")
     settings.load_profile(named or ("check" if fast else "full"))
     tier.SCALE = settings().max_examples / 100
 
 
+#: ``pytestmark = pytest.mark.slow`` or ``pytestmark = [pytest.mark.slow, ...`` at a module's top.
+_SLOW_MODULE = re.compile(r"^pytestmark\s*=\s*\[?\s*pytest\.mark\.slow\b", re.MULTILINE)
+
+
+def _fast_tier(config) -> bool:
+    """-m is ``not slow`` (or ``not slow and ...``): no test marked slow is selected."""
+    expr = " ".join((config.getoption("markexpr", "") or "").split())
+    return expr == "not slow" or expr.startswith("not slow and ")
+
+
+def pytest_ignore_collect(collection_path, config):
+    """In the fast tier, leave out a module whose every test is slow (``pytestmark =
+    pytest.mark.slow``, or a list that starts with it, at its top: the notebooks, the browser,
+    transformers runs) without
+    importing it: -m would deselect all its tests anyway, after their imports (playwright,
+    papermill, transformers' models) had cost seconds. Read as text, not imported."""
+    if (collection_path.suffix == ".py" and collection_path.name.startswith("test_")
+            and _fast_tier(config)):
+        try:
+            text = collection_path.read_text(encoding="utf-8")
+        except OSError:
+            return None
+        if _SLOW_MODULE.search(text):
+            return True
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects: the cases it marks slow go too
 def pytest_collection_modifyitems(config, items):
-    """Refuse a test that runs the notebooks, or drives a browser, without the ``slow`` mark."""
+    """Mark ``slow`` the cases of a ``fast_sample`` test that the fast tier leaves out (the
+    rule: tests/tier.py), then refuse a test that runs the notebooks, or drives a browser,
+    without the ``slow`` mark."""
+    _sample(items)
     unmarked = [item.nodeid for item in items if item.get_closest_marker("slow") is None
                 and ("executed_notebooks" in getattr(item, "fixturenames", ())
                      or item.get_closest_marker("browser") is not None)]
@@ -82,6 +130,31 @@ def pytest_collection_modifyitems(config, items):
             "these tests execute the notebooks (the executed_notebooks fixture) or drive a "
             "browser but are not marked slow; add @pytest.mark.slow (or pytestmark):\n  "
             + "\n  ".join(unmarked))
+
+
+def _sample(items):
+    """``@pytest.mark.fast_sample(every=N[, groups=K])``: of each such test's parametrized cases, those
+    ``tier.sampled`` leaves out of the fast tier get the ``slow`` mark (``make test`` runs them
+    all). A case already marked slow stays slow; an xfail case is always kept."""
+    by_test: dict[str, list] = {}
+    for item in items:
+        mark = item.get_closest_marker("fast_sample")
+        if mark is not None and getattr(item, "callspec", None) is not None:
+            by_test.setdefault(item.nodeid.split("[", 1)[0], []).append((item, mark))
+    for cases in by_test.values():
+        mark = cases[0][1]
+        if mark.args or "every" not in mark.kwargs or set(mark.kwargs) - {"every", "groups"}:
+            raise pytest.UsageError(f"{cases[0][0].nodeid}: write fast_sample(every=N) or "
+                                    f"fast_sample(every=N, groups=K); got "
+                                    f"fast_sample(*{mark.args}, **{mark.kwargs})")
+        keep = [i for i, (item, _) in enumerate(cases) if item.get_closest_marker("xfail")]
+        try:
+            runs = tier.sampled([item.callspec.id for item, _ in cases], keep=keep, **mark.kwargs)
+        except ValueError as e:
+            raise pytest.UsageError(f"{cases[0][0].nodeid}: {e}") from None
+        for (item, _), fast in zip(cases, runs):
+            if not fast:
+                item.add_marker(pytest.mark.slow)
 
 
 # ------------------------------------------------------------------- writes nothing here

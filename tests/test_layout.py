@@ -47,6 +47,7 @@ NO_TEST_FILE = {
 NOT_A_MODULE = {
     "test_layout.py": "this layout",
     "test_makefile.py": "the Makefile's bench target (every script runs, misses listed)",
+    "test_tier.py": "the fast tier's rules (tests/tier.py, tests/conftest.py)",
     "vllm/test_oracle_fixtures.py": "vLLM's own verdicts, log lines, metrics and bench files "
                                     "(tests/cases/vllm/<version>/, written by make oracle) "
                                     "replayed through specnb.vllm",

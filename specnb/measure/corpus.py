@@ -11,8 +11,10 @@ prompt, and the tokenizer never sees them.
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import json
+import os
 import sysconfig
 from pathlib import Path
 
@@ -63,16 +65,25 @@ def corpus_files(root: Path | None = None) -> tuple[list[Path], list[Path]]:
         raise FileNotFoundError(f"root must be the standard-library folder; {root} is not a folder")
     held = set(HELD_OUT)
     train, held_out = [], []
-    for p in sorted(root.rglob("*.py")):
+    for p in sorted(_python_files(root)):
         rel = p.relative_to(root)
-        if any(part in EXCLUDED_DIRS or part.startswith("config-") for part in rel.parts[:-1]):
-            continue
         if rel.name.startswith("_sysconfigdata"):
             continue
         (held_out if rel.as_posix() in held else train).append(p)
     if not held_out:
         raise FileNotFoundError(f"none of the held-out files {HELD_OUT} is under {root}")
     return train, held_out
+
+
+def _python_files(root: Path):
+    """The ``*.py`` files under ``root`` outside :data:`EXCLUDED_DIRS` and ``config-*`` folders
+    (at any depth), as ``root.rglob("*.py")`` finds them (symlinked folders not entered), but
+    without walking the excluded folders: ``site-packages`` and ``test`` alone hold some 30
+    times the corpus's files (a full walk took over a second)."""
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d not in EXCLUDED_DIRS and not d.startswith("config-")]
+        base = Path(folder)
+        yield from (base / f for f in files if fnmatch.fnmatchcase(f, "*.py"))
 
 
 def read_corpus(paths) -> list[str]:

@@ -109,6 +109,7 @@ def _without_torch(tmp_path):
     return {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}", "HF_HUB_OFFLINE": "1"}
 
 
+@pytest.mark.fast_sample(every=13)  # a subprocess each: make check runs a sample
 @pytest.mark.parametrize("argv, match", [
     (["--repeats", "0"], "--repeats must be >= 1"),
     (["--temperature", "-1"], "--temperature must be >= 0"),

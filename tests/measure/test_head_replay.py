@@ -83,6 +83,7 @@ def test_copied_head_accepts_everything(copied):
     assert cr.num_accepted_tokens < cr.num_draft_tokens / 2
 
 
+@pytest.mark.slow  # builds transformers models (their import alone takes seconds)
 def test_replay_head_profile(copied, tmp_path):
     target, head = copied
     log = tmp_path / "log.jsonl"

@@ -16,6 +16,10 @@ from specnb.measure import heads as Hd  # noqa: E402
 
 from . import heads_support as S  # noqa: E402
 
+# every test here builds a transformers model (importing transformers' model classes alone takes
+# seconds): make test runs them, make check does not
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def llama():

@@ -66,6 +66,7 @@ def two_sample_pvalue(a: np.ndarray, b: np.ndarray, k: int) -> float:
     return pvalue((np.cbrt(chi2 / dof) - (1.0 - v)) / np.sqrt(v))
 
 
+@pytest.mark.slow  # 6000 draws a rule (seconds); the fast tier checks the rule in gamma_2 below
 @pytest.mark.parametrize("rule", list(RULES))
 def test_rule_output_distribution_small_vocabulary(rule):
     fn, lossless = RULES[rule]
@@ -189,6 +190,7 @@ def _sequence_test(markov_pair, gamma, rule):
         assert z > 6, z
 
 
+@pytest.mark.fast_sample(every=3)  # make check: the lossless rule
 @pytest.mark.parametrize("rule", list(SEQUENCE_RULES))
 def test_every_emitted_token_is_distributed_as_the_target_gamma_2(markov_pair, rule):
     """gamma 2: the bonus row and the residual at the rejected position each decide a test."""
