@@ -171,7 +171,7 @@ def reference_generate(target, draft, input_ids, *, gamma: int, max_new_tokens: 
     """
     g = _check.scalar_int("gamma", gamma, lo=1)
     mnt = _check.scalar_int("max_new_tokens", max_new_tokens, lo=1)
-    t = float(_check.real("temperature", temperature, lo=0.0))
+    t = _check.scalar_real("temperature", temperature, lo=0.0)
     _check.scalar_int("seed", seed, lo=0)
     dev = target.device
     gen = torch.Generator(device=dev).manual_seed(int(seed)) if t > 0 else None
