@@ -7,6 +7,7 @@ Nothing is clipped or guessed.
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -111,6 +112,16 @@ def real(name: str, value, *, lo: float | None = None, hi: float | None = None,
     return arr
 
 
+def _in_bounds(v: float, lo: float | None = None, hi: float | None = None,
+               lo_open: bool = False, hi_open: bool = False) -> bool:
+    """Whether the finite-or-not float ``v`` passes :func:`real`'s range check."""
+    if not math.isfinite(v):
+        return False
+    if lo is not None and (v <= lo if lo_open else v < lo):
+        return False
+    return hi is None or not (v >= hi if hi_open else v > hi)
+
+
 def integer(name: str, value, *, lo: int = 0, hi: int | None = None) -> np.ndarray:
     """Return ``value`` as an int64 array after checking it holds whole numbers >= ``lo``.
 
@@ -135,7 +146,11 @@ def integer(name: str, value, *, lo: int = 0, hi: int | None = None) -> np.ndarr
 
 
 def scalar_int(name: str, value, *, lo: int = 0, hi: int | None = None) -> int:
-    """A single Python int (no arrays), checked like :func:`integer`."""
+    """A single Python int (no arrays), checked like :func:`integer`. A plain ``int`` in range
+    returns at once (no numpy: loops that check their arguments per call stay cheap)."""
+    if type(value) is int and lo <= value <= (MAX_EXACT_INT if hi is None
+                                              else min(hi, MAX_EXACT_INT)):
+        return value
     if not isinstance(value, (numbers.Integral, float, np.floating)) or isinstance(
             value, (bool, np.bool_)):
         raise TypeError(f"{name} must be an integer, got {value!r}")
@@ -143,7 +158,10 @@ def scalar_int(name: str, value, *, lo: int = 0, hi: int | None = None) -> int:
 
 
 def scalar_real(name: str, value, **bounds) -> float:
-    """A single Python float (no arrays, no lists), checked like :func:`real`."""
+    """A single Python float (no arrays, no lists), checked like :func:`real`. A plain finite
+    ``float`` in range returns at once (no numpy)."""
+    if type(value) is float and _in_bounds(value, **bounds):
+        return value
     if np.ndim(value) != 0 and not isinstance(value, str):
         raise TypeError(f"{name} must be a single number, not an array or list, got "
                         f"{type(value).__name__} of shape {np.shape(value)}")

@@ -26,7 +26,8 @@ from ..vllm import COMPARABLE, SPEC_KEYS, bench_rows, bench_value, read_bench
 from ..notes import Note
 from .watch import acceptance_length_advice
 
-__all__ = ["GOALS", "compare_bench", "comparability", "validity", "BenchComparison"]
+__all__ = ["GOALS", "compare_bench", "comparability", "validity", "file_validity",
+           "BenchComparison"]
 
 #: latency: TPOT; throughput: output tokens/s; ttft: time to first token.
 GOALS = ("latency", "throughput", "ttft")
@@ -148,12 +149,44 @@ def validity(on, off, on_console=None, off_console=None, server_log=None) -> lis
     return _validity(read_bench(on), read_bench(off), on_console, off_console, server_log)
 
 
+def file_validity(files) -> dict:
+    """:func:`validity`'s flags for each ``vllm bench serve --save-result`` file on its own
+    (what ``specnb plan --calibrate-bench`` shows for the files it reads): file -> list of
+    :class:`~specnb.notes.Note` (codes as :func:`validity`'s; empty when nothing is flagged).
+    A result file alone says what its keys say (``dataset_name``, ``ignore_eos``,
+    ``backend``, ``model_id``, ``--metadata rejection_sample_method=...``); vLLM 0.33 writes
+    no dataset into it, so its console output (:func:`validity`'s ``on_console``) can flag
+    more.
+
+    Parameters
+    ----------
+    files : iterable of paths (or dicts, named ``run 1``, ``run 2``, ...)
+
+    Raises
+    ------
+    ValueError, OSError
+        as :func:`~specnb.vllm.read_bench`.
+    """
+    out = {}
+    for i, f in enumerate(files):
+        name = f"run {i + 1}" if isinstance(f, dict) else str(f)
+        out[name] = _validity_of([(name, read_bench(f), None)], None, name_runs=False)
+    return out
+
+
 def _validity(on_d, off_d, on_console, off_console, server_log):
+    return _validity_of([("ON", on_d, on_console), ("OFF", off_d, off_console)], server_log)
+
+
+def _validity_of(named, server_log, name_runs: bool = True):
+    """The validity notes of the runs ``named`` [(name, result dict, console text or None)];
+    each message starts with the runs it concerns (``ON run: ...``) unless ``name_runs`` is
+    False (one run)."""
     from ..vllm.bench import (CONTENT_FREE_TRACES, SYNTHETIC_DATASETS, bench_setup,
                               read_bench_console, server_acceptance_method)
 
     setups = [(name, bench_setup(d, read_bench_console(c) if c is not None else None), d)
-              for name, d, c in (("ON", on_d, on_console), ("OFF", off_d, off_console))]
+              for name, d, c in named]
     out = []
 
     def runs(pred):
@@ -161,7 +194,8 @@ def _validity(on_d, off_d, on_console, off_console, server_log):
 
     def add(code, who, message):
         if who:
-            out.append(Note(code, f"{who} run{'s' * (' and ' in who)}: {message}"))
+            out.append(Note(code, f"{who} run{'s' * (' and ' in who)}: {message}"
+                            if name_runs else message))
 
     names = {st.get("dataset_name") for _, st, _ in setups if st.get("dataset_name")}
     add("random-dataset", runs(lambda st, d: st.get("dataset_name") in SYNTHETIC_DATASETS),

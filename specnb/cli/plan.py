@@ -465,9 +465,11 @@ def _calibrate_bench(args, st, acceptance: dict):
     """Fit ``st`` to the bench files; fills ``acceptance`` with the runs' tau per --gamma when
     no acceptance flag was given. Returns (calibrated setup, the JSON-ready summary)."""
     from .. import serving as S
+    from ..advise.bench import file_validity
     from ..vllm import bench_points
 
     runs = bench_points(args.calibrate_bench, args.label)
+    valid = file_validity(args.calibrate_bench)
     one = lambda v: v[0] if v and len(v) == 1 else None  # noqa: E731
     cal = S.calibrate_bench(st, runs, tau=one(args.tau), gamma=one(args.gamma))
     if not acceptance:
@@ -492,7 +494,25 @@ def _calibrate_bench(args, st, acceptance: dict):
                                                                       False: "off"}))
                       .to_dict("records")),
         "predicted": [] if pred is None else clean(pred.to_dict("records")),
-        "notes": [n.message for n in cal.notes], "note_codes": [n.code for n in cal.notes]}
+        "notes": [n.message for n in cal.notes], "note_codes": [n.code for n in cal.notes],
+        "validity": {f: [{"code": n.code, "message": n.message} for n in notes]
+                     for f, notes in valid.items()}}
+
+
+def _format_validity(valid: dict) -> list[str]:
+    """The bench-validity flags of each --calibrate-bench file (``specnb bench``'s codes), or
+    one line saying none was raised."""
+    flagged = {f: notes for f, notes in valid.items() if notes}
+    if not flagged:
+        return [f"bench validity: no flags on the {len(valid)} file(s) (random dataset, "
+                "ignore-eos, synthetic acceptance, no chat template, reasoning in TTFT: none "
+                "their keys show)"]
+    lines = [f"bench validity: {len(flagged)} of {len(valid)} file(s) measured acceptance on "
+             "content that says nothing about real traffic (the fitted tau and the forecast "
+             "rest on it):"]
+    for f, notes in flagged.items():
+        lines += [f"  ! {f}: [{n['code']}] {n['message']}" for n in notes]
+    return lines
 
 
 def _format_bench(c: dict) -> list[str]:
@@ -516,6 +536,7 @@ def _format_bench(c: dict) -> list[str]:
                          "model tok/s": runs["predicted_throughput"].map("{:.0f}".format),
                          "error ": runs["throughput_error"].map("{:+.1%}".format)})
     lines.append(show.to_string(index=False))
+    lines += _format_validity(c.get("validity") or {})
     lines += [f"calibration note: {n}" for n in c["notes"]]
     if c["predicted"]:
         p = pd.DataFrame(c["predicted"])

@@ -14,11 +14,17 @@ Per round (Leviathan, Kalman & Matias, arXiv 2211.17192 v2, Algorithm 1):
    was rejected).
 
 The host side is kept lean (its per-round cost is what ``benchmarks/bench_measure_loops.py``
-measures): one preallocated token buffer (drafts written in place, the target's input a view
-of it, no concatenation per round), one host sync per round at T = 0.
+measures): one preallocated token buffer (drafts written into it by one ``torch.cat(out=)``
+per round, the target's input a view of it, no concatenation of the sequence); the LM heads
+run on the rows the loop reads only (``logits_to_keep``: 1 for a draft forward, k + 1 for the
+verify forward, as ``generate`` and assisted decoding ask); at T = 0 one argmax and two host
+transfers per round (the target's k + 1 argmax tokens and the fed tokens), the greedy prefix
+compared on the host; cache lengths kept on the host and a ``DynamicLayer`` cropped by
+narrowing its tensors; a draft model's forwards counted by the loop, not by hooks (a module
+with a hook leaves torch's fast call path).
 
 Counted the way transformers' assisted decoding is counted (:func:`specnb.measure.run_generate`):
-tokens appended per target forward (accepted drafts + 1) and forward calls by hooks; drafts are
+tokens appended per target forward (accepted drafts + 1) and forward calls; drafts are
 capped at ``max_new_tokens - generated - 1`` as transformers caps them, so at T = 0 both loops
 run the same rounds. Generation stops after an end-of-sequence token (the target's
 ``generation_config.eos_token_id``), as ``generate`` does.
@@ -35,10 +41,13 @@ a loop the draft token is drawn while drafting, before the target runs. The test
 
 from __future__ import annotations
 
+import contextlib
+import inspect
 import time
 
 import torch
 from transformers import DynamicCache
+from transformers.cache_utils import DynamicLayer
 
 from .. import _check
 from .generate import GenRun, _count_forwards
@@ -50,13 +59,18 @@ __all__ = ["accept_resample", "accept_greedy", "reference_generate"]
 def accept_greedy(logits, drafted, generator=None):
     """T = 0: ``(n, token)``: n = the length of the longest prefix of ``drafted`` (k,) equal to
     the target's argmax of ``logits`` (k + 1, V), token = the argmax at position n."""
-    best = logits.argmax(-1)
-    k = drafted.numel()
-    if not k:
-        return 0, int(best[0])
-    hits = (best[:k] == drafted).tolist()  # one host sync for the whole round
-    n = hits.index(False) if False in hits else k
-    return n, int(best[n])
+    return _greedy_prefix(logits.argmax(-1).tolist(), drafted.tolist())
+
+
+def _greedy_prefix(best: list, drafted: list) -> tuple:
+    """The greedy rule on host lists: ``best`` the target's argmax at the k + 1 positions,
+    ``drafted`` the k drafts; ``(n, best[n])`` with n the longest prefix of equal tokens."""
+    n = 0
+    for d, b in zip(drafted, best):
+        if d != b:
+            break
+        n += 1
+    return n, best[n]
 
 
 def accept_resample(p, q, drafted, generator=None):
@@ -90,12 +104,21 @@ def accept_resample(p, q, drafted, generator=None):
     return n, int(torch.multinomial(dist / dist.sum(), 1, generator=generator))
 
 
-def _crop(cache, keep: int) -> None:
-    """Keep the first ``keep`` positions of ``cache`` (transformers 5.x's ``crop`` takes the
-    number of tokens to remove, as a negative int)."""
-    remove = cache.get_seq_length() - keep
-    if remove > 0:
-        cache.crop(-remove)
+def _crop(cache, have: int, keep: int) -> None:
+    """Keep the first ``keep`` of the ``have`` positions of ``cache``: what
+    ``DynamicCache.crop(keep - have)`` does (transformers 5.x's ``crop`` takes the number of
+    tokens to remove, as a negative int), with a plain ``DynamicLayer``'s keys and values
+    narrowed in place of its ``crop`` (the same views, in about half the host time); any other
+    layer kind is cropped by its own ``crop``."""
+    if have <= keep:
+        return
+    for layer in cache.layers:
+        if type(layer) is DynamicLayer:
+            if layer.is_initialized:
+                layer.keys = layer.keys.narrow(-2, 0, keep)
+                layer.values = layer.values.narrow(-2, 0, keep)
+        else:
+            layer.crop(keep - have)
 
 
 def _eos_ids(model) -> set:
@@ -103,12 +126,28 @@ def _eos_ids(model) -> set:
     return set() if e is None else set(e if isinstance(e, (list, tuple)) else [e])
 
 
+_KEEPS: dict = {}
+
+
+def _keeps_logits(model) -> bool:
+    """Whether ``model``'s forward takes ``logits_to_keep`` (transformers' causal LMs do: the
+    LM head then runs on the last rows only, as ``generate`` and assisted decoding ask it to);
+    cached per class (the signature check costs as much as a few rounds)."""
+    cls = type(model)
+    if cls not in _KEEPS:
+        try:
+            _KEEPS[cls] = "logits_to_keep" in inspect.signature(model.forward).parameters
+        except (TypeError, ValueError):
+            _KEEPS[cls] = False
+    return _KEEPS[cls]
+
+
 @torch.inference_mode()
 def reference_generate(target, draft, input_ids, *, gamma: int, max_new_tokens: int,
                        temperature: float = 0.0, seed: int = 0, rule=None) -> GenRun:
     """One timed run of the reference loop (batch size 1); the same :class:`GenRun` as
     :func:`specnb.measure.run_generate` (tokens, wall seconds, tokens appended per target
-    forward, target and draft forwards counted by hooks).
+    forward, target and draft forwards counted).
 
     Parameters
     ----------
@@ -121,7 +160,9 @@ def reference_generate(target, draft, input_ids, *, gamma: int, max_new_tokens: 
 
     ``draft`` may instead be a drafter (an object with ``propose``, such as
     :class:`specnb.measure.head_drafter.HeadDrafter` for EAGLE / MTP heads): it drafts, runs
-    the target's verify forward (``verify``) and hears what was accepted (``accepted``).
+    the target's verify forward (``verify``) and hears what was accepted (``accepted``); its
+    forwards are counted by hooks, a draft model's by the loop itself (no hook, so that
+    torch's module call keeps its fast path).
 
     Raises
     ------
@@ -130,7 +171,7 @@ def reference_generate(target, draft, input_ids, *, gamma: int, max_new_tokens: 
     """
     g = _check.scalar_int("gamma", gamma, lo=1)
     mnt = _check.scalar_int("max_new_tokens", max_new_tokens, lo=1)
-    t = float(_check.real("temperature", temperature, lo=0.0))
+    t = _check.scalar_real("temperature", temperature, lo=0.0)
     _check.scalar_int("seed", seed, lo=0)
     dev = target.device
     gen = torch.Generator(device=dev).manual_seed(int(seed)) if t > 0 else None
@@ -138,48 +179,67 @@ def reference_generate(target, draft, input_ids, *, gamma: int, max_new_tokens: 
     eos = _eos_ids(target)
     prompt = input_ids.to(dev).reshape(-1)
     # One token buffer for the whole run: drafts are written where they would be appended, the
-    # target reads its input as a view, and an accepted prefix needs no copy (lean host loop:
-    # no torch.cat per round, one host sync per round at T = 0).
+    # target reads its input as a view, and an accepted prefix needs no copy (no torch.cat of
+    # the sequence per round). At T = 0 one host transfer of the target's argmax and one of
+    # the drafts per round; cache lengths are kept on the host (no get_seq_length).
     buf = prompt.new_zeros((1, prompt.numel() + mnt + g))
     buf[0, :prompt.numel()] = prompt
     cur = prompt.numel()  # tokens in the sequence so far
     drafter = draft if hasattr(draft, "propose") else None  # the drafter seam (heads)
     if drafter is not None:
         drafter.reset()
+    # the LM head on the rows the loop reads only (as generate: 1 for a draft, k + 1 to verify)
+    tkw = {"use_cache": True}
+    dkw = {"use_cache": True, **({"logits_to_keep": 1} if drafter is None and
+                                 _keeps_logits(draft) else {})}
+    tkeep = drafter is None and _keeps_logits(target)
     tcache, dcache = DynamicCache(), DynamicCache()
-    t_len = d_len = 0
+    t_len = d_len = 0   # positions each cache holds that the next forward keeps
+    d_have = 0          # positions in the draft's cache
     out, lengths, tcount, dcount = [], [], [0], [0]
-    with _count_forwards(target, tcount), _count_forwards(draft, dcount):
+    hooks = ((_count_forwards(target, tcount), _count_forwards(draft, dcount))
+             if drafter is not None else (contextlib.nullcontext(),) * 2)
+    with hooks[0], hooks[1]:
         _sync(dev)
         t0 = time.perf_counter()
         while len(out) < mnt:
             k = min(g, mnt - len(out) - 1)
             qs, drafted = [], []
-            inp = buf[:, d_len:cur]
             if drafter is not None:
                 proposed, qs = drafter.propose(k, t, gen)
                 k = proposed.numel()
-                drafted = [proposed.reshape(1, -1)] if k else []
-            for _ in range(0 if drafter is not None else k):
-                logits = draft(input_ids=inp, cache=dcache, use_cache=True).logits[:, -1]
-                if t > 0:
-                    qs.append(torch.softmax(logits[0].float() / t, -1))
-                    inp = torch.multinomial(qs[-1], 1, generator=gen)[None]
-                else:
-                    inp = logits.argmax(-1, keepdim=True)  # (1, 1): the next draft input
-                drafted.append(inp)
-            if k:
-                buf[:, cur:cur + k] = torch.cat(drafted, 1)  # one write per round
-            cand = buf[0, cur:cur + k]
+                if k:
+                    buf[0, cur:cur + k] = proposed
+            elif k:
+                inp = buf[:, d_len:cur]
+                for _ in range(k):
+                    lg = draft(input_ids=inp, cache=dcache, **dkw).logits
+                    if lg.shape[1] != 1:
+                        lg = lg[:, -1:]
+                    if t > 0:
+                        qs.append(torch.softmax(lg[0, 0].float() / t, -1))
+                        inp = torch.multinomial(qs[-1], 1, generator=gen)[None]
+                    else:
+                        inp = lg.argmax(-1)  # (1, 1): the next draft input
+                    drafted.append(inp)
+                dcount[0] += k
+                d_have = cur + k - 1  # the last draft is not fed to the draft
+                torch.cat(drafted, 1, out=buf[:, cur:cur + k])  # one write per round
             fed = buf[:, t_len:cur + k]
-            logits = (drafter.verify(target, fed, tcache) if drafter is not None else
-                      target(input_ids=fed, cache=tcache, use_cache=True).logits)[0, -(k + 1):]
-            if t > 0:
-                n, tok = rule(torch.softmax(logits.float() / t, -1),
-                              torch.stack(qs) if qs else None, cand, gen)
+            if drafter is not None:
+                logits = drafter.verify(target, fed, tcache)
             else:
-                n, tok = accept_greedy(logits, cand)
-            new = (cand[:n].tolist() + [tok])[:mnt - len(out)]
+                logits = target(input_ids=fed, cache=tcache, **tkw,
+                                **({"logits_to_keep": k + 1} if tkeep else {})).logits
+                tcount[0] += 1
+            fed_list = fed.tolist()[0]
+            cand_list = fed_list[len(fed_list) - k:] if k else []
+            if t > 0:
+                n, tok = rule(torch.softmax(logits[0, -(k + 1):].float() / t, -1),
+                              torch.stack(qs) if qs else None, buf[0, cur:cur + k], gen)
+            else:
+                n, tok = _greedy_prefix(logits.argmax(-1).tolist()[0][-(k + 1):], cand_list)
+            new = (cand_list[:n] + [tok])[:mnt - len(out)]
             stop = next((j for j, x in enumerate(new) if x in eos), None)
             if stop is not None:
                 new = new[:stop + 1]
@@ -188,14 +248,15 @@ def reference_generate(target, draft, input_ids, *, gamma: int, max_new_tokens: 
             lengths.append(len(new))
             if stop is not None or len(out) >= mnt:
                 break
-            buf[0, base + n] = tok  # the accepted drafts are in place already
+            buf.select(1, base + n).fill_(tok)  # buf[0, base + n] = tok; the drafts are in place
             cur = base + n + 1
             if drafter is not None:
                 drafter.accepted(base - t_len + n, buf[0, :cur].clone())
             t_len = base + n  # cached: old sequence + accepted drafts; the new token is fed next
-            _crop(tcache, t_len)
-            d_len = min(dcache.get_seq_length(), t_len)
-            _crop(dcache, d_len)
+            _crop(tcache, base + k, t_len)  # the target's cache holds the k drafts
+            d_len = min(d_have, t_len)
+            _crop(dcache, d_have, d_len)
+            d_have = d_len
         _sync(dev)
         wall = time.perf_counter() - t0
     return GenRun(out, wall, lengths, tcount[0], dcount[0])

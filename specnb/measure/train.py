@@ -218,6 +218,58 @@ def _evaluate(model, val, device="cpu"):
     return sum(losses) / len(losses)
 
 
+def _windows(rng, ids, block: int, batch: int):
+    """``batch`` training windows of ``block`` tokens of ``ids`` at starts drawn from ``rng``
+    (a numpy Generator), as a LongTensor (batch, block) on the CPU."""
+    import numpy as np
+    import torch
+
+    starts = rng.integers(0, len(ids) - block, size=batch)
+    return torch.from_numpy(np.stack([ids[s:s + block] for s in starts]).astype(np.int64))
+
+
+def _fit(params, opt, loss_of, next_batch, *, lr: float, warmup: int, max_steps: int,
+         budget_s: float, name: str, log, show_lr: bool = True):
+    """The training loop of every bundled model (the family's GPT-2s, :func:`_train_one`, and
+    the EAGLE-3 head, :func:`specnb.measure.train_head.train_head`): until ``max_steps`` steps
+    or ``budget_s`` seconds of wall clock, whichever comes first, the learning rate ``lr`` with
+    a linear warm-up over ``warmup`` steps and a cosine decay to a tenth of it (by the larger
+    of the step and the time fractions); per step ``loss_of(next_batch())``, gradients clipped
+    to norm 1, one ``opt`` step; the loss logged (``[name] step N loss L [lr X] Ts``) and kept
+    in the history at step 1 and every 50th.
+
+    Returns
+    -------
+    (steps, last loss, history [{"step", "train_loss", "elapsed_s"}], training seconds)
+    """
+    import torch
+
+    t0 = time.perf_counter()
+    step, loss_v, history = 0, float("nan"), []
+    while True:
+        elapsed = time.perf_counter() - t0
+        progress = max(step / max_steps, elapsed / budget_s)
+        if progress >= 1.0:
+            break
+        warm = min(1.0, (step + 1) / max(1, warmup))
+        rate = lr * warm * (0.1 + 0.9 * 0.5 * (1.0 + math.cos(math.pi * progress)))
+        for g in opt.param_groups:
+            g["lr"] = rate
+        loss = loss_of(next_batch())
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        opt.step()
+        step += 1
+        loss_v = float(loss.detach())
+        if step % 50 == 0 or step == 1:
+            history.append({"step": step, "train_loss": round(loss_v, 4),
+                            "elapsed_s": round(time.perf_counter() - t0, 1)})
+            log(f"[{name}] step {step} loss {loss_v:.3f}"
+                + (f" lr {rate:.2e}" if show_lr else "") + f" {time.perf_counter() - t0:.0f}s")
+    return step, loss_v, history, time.perf_counter() - t0
+
+
 def _train_one(spec: ModelSpec, recipe: Recipe, ids, val, vocab_size, eot_id, out_dir: Path,
                tokenizer, log, device="cpu"):
     import numpy as np
@@ -235,34 +287,16 @@ def _train_one(spec: ModelSpec, recipe: Recipe, ids, val, vocab_size, eot_id, ou
     n_params = sum(p.numel() for p in model.parameters())
     opt = torch.optim.AdamW(model.parameters(), lr=spec.lr, betas=(0.9, 0.95), weight_decay=0.1)
     model.train()
-    t0 = time.perf_counter()
-    step, loss_v, history = 0, float("nan"), []
-    while True:
-        elapsed = time.perf_counter() - t0
-        progress = max(step / spec.max_steps, elapsed / spec.budget_s)
-        if progress >= 1.0:
-            break
-        warm = min(1.0, (step + 1) / max(1, recipe.warmup))
-        lr = spec.lr * warm * (0.1 + 0.9 * 0.5 * (1.0 + math.cos(math.pi * progress)))
-        for g in opt.param_groups:
-            g["lr"] = lr
-        starts = rng.integers(0, len(ids) - recipe.block, size=recipe.batch)
-        x = torch.from_numpy(np.stack([ids[s:s + recipe.block] for s in starts]).astype(np.int64))
-        x = x.to(device)
+
+    def loss_of(x):
         with _autocast(device):
-            loss = model(input_ids=x, labels=x).loss
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        step += 1
-        loss_v = float(loss.detach())
-        if step % 50 == 0 or step == 1:
-            history.append({"step": step, "train_loss": round(loss_v, 4),
-                            "elapsed_s": round(time.perf_counter() - t0, 1)})
-            log(f"[{spec.name}] step {step} loss {loss_v:.3f} lr {lr:.2e} "
-                f"{time.perf_counter() - t0:.0f}s")
-    train_s = time.perf_counter() - t0
+            return model(input_ids=x, labels=x).loss
+
+    step, loss_v, history, train_s = _fit(
+        list(model.parameters()), opt, loss_of,
+        lambda: _windows(rng, ids, recipe.block, recipe.batch).to(device),
+        lr=spec.lr, warmup=recipe.warmup, max_steps=spec.max_steps, budget_s=spec.budget_s,
+        name=spec.name, log=log)
     val_loss = _evaluate(model, val, device)
     log(f"[{spec.name}] done: {step} steps in {train_s:.0f}s, val loss {val_loss:.3f}")
     model.eval().to("cpu")

@@ -18,10 +18,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import platform
 import sys
-import time
 from pathlib import Path
 
 _MODELS = Path(__file__).resolve().parents[2] / "data" / "models"
@@ -96,7 +94,7 @@ def train_head(out_dir, *, recipe: dict = RECIPE, target=None, log=print) -> dic
     from . import heads
     from .corpus import corpus_files, read_corpus
     from .load import BUNDLED_TARGET, load_model
-    from .train import EOT, _encode, _val_windows
+    from .train import EOT, _encode, _fit, _val_windows, _windows
 
     torch.manual_seed(recipe["seed"])
     torch.set_num_threads(recipe.get("threads", 1))  # a shared machine: one thread stalls least
@@ -132,32 +130,12 @@ def train_head(out_dir, *, recipe: dict = RECIPE, target=None, log=print) -> dic
     keep_t = torch.from_numpy(keep)
     opt = torch.optim.AdamW(params, lr=recipe["lr"], betas=(0.9, 0.95), weight_decay=0.0)
     head.train()
-    t0 = time.perf_counter()
-    step, hist, loss_v = 0, [], float("nan")
     B, T = recipe["batch"], recipe["block"]
-    while True:
-        el = time.perf_counter() - t0
-        prog = max(step / recipe["max_steps"], el / recipe["budget_s"])
-        if prog >= 1.0:
-            break
-        lr = recipe["lr"] * min(1.0, (step + 1) / recipe["warmup"]) * (
-            0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * prog)))
-        for g in opt.param_groups:
-            g["lr"] = lr
-        starts = rng.integers(0, len(ids) - T, size=B)
-        x = torch.from_numpy(np.stack([ids[s:s + T] for s in starts]).astype(np.int64))
-        loss = _loss(head, tmodel, x, head.aux_layers, recipe["depth"], keep_t)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(params, 1.0)
-        opt.step()
-        step += 1
-        loss_v = float(loss.detach())
-        if step % 50 == 0 or step == 1:
-            hist.append({"step": step, "train_loss": round(loss_v, 4),
-                         "elapsed_s": round(time.perf_counter() - t0, 1)})
-            log(f"[{HEAD_NAME}] step {step} loss {loss_v:.3f} {time.perf_counter() - t0:.0f}s")
-    train_s = time.perf_counter() - t0
+    step, loss_v, hist, train_s = _fit(
+        params, opt, lambda x: _loss(head, tmodel, x, head.aux_layers, recipe["depth"], keep_t),
+        lambda: _windows(rng, ids, T, B), lr=recipe["lr"], warmup=recipe["warmup"],
+        max_steps=recipe["max_steps"], budget_s=recipe["budget_s"], name=HEAD_NAME, log=log,
+        show_lr=False)
     head.eval()
     acc = _acceptance(head, tmodel, val, head.aux_layers, recipe["depth"])
     out = Path(out_dir)

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import json
+
 from specnb.advise import compare_bench
 from specnb.notes import codes, messages
 from specnb.vllm import sample_path
@@ -198,3 +200,31 @@ def test_a_ttft_verdict_beside_tpot_and_throughput():
     assert compare_bench(_run(median_ttft_ms=102.0), _run(), goal="ttft").verdict == \
         "no clear difference"
     assert "by TTFT: keep it off" in str(r)
+
+
+def test_file_validity_flags_each_file_on_its_own_with_the_codes_of_validity(tmp_path):
+    """file_validity (plan --calibrate-bench) gives each file the codes validity() gives that
+    run as the ON side of a pair with a clean OFF run, without the ON/OFF prefix."""
+    from specnb.advise.bench import file_validity, validity
+
+    runs = {"random.json": _run(dataset_name="random", backend="openai"),
+            "synthetic.json": _run(rejection_sample_method="synthetic"),
+            "raw-chat.json": _run(model_id="meta-llama/Llama-3.1-8B-Instruct",
+                                  skip_chat_template=True),
+            "clean.json": _run()}
+    paths = []
+    for name, d in runs.items():
+        (tmp_path / name).write_text(json.dumps(d))
+        paths.append(str(tmp_path / name))
+    got = file_validity(paths)
+    assert list(got) == paths
+    assert [codes(got[p]) for p in paths] == [
+        ["random-dataset", "ignore-eos"], ["synthetic-acceptance"], ["no-chat-template"], []]
+    for p, d in zip(paths, runs.values()):
+        pair = validity(d, _run())
+        assert codes(got[p]) == codes(pair)
+        for mine, theirs in zip(got[p], pair):
+            assert theirs.message.endswith(mine.message)
+            assert not mine.message.startswith("ON run")
+    # dicts are named by their place
+    assert list(file_validity([_run(), _run()])) == ["run 1", "run 2"]

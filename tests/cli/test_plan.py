@@ -444,6 +444,42 @@ def test_calibrate_bench_labels_and_bad_files(capsys, tmp_path):
 
 
 
+def test_calibrate_bench_shows_each_files_validity_flags_with_codes(capsys, tmp_path):
+    """Issue 26: the files --calibrate-bench fits on carry specnb bench's validity flags (a
+    random dataset with its implied ignore-eos, synthetic acceptance, a chat model without its
+    template), each file with its codes, in the text and the JSON; clean files say so."""
+    from specnb.advise.bench import file_validity
+
+    files = _bench_files(tmp_path, "vllm-i20780-eagle3")
+    base = ["plan", "--gpu", "H100-SXM", "--model", "Llama-3.1-8B", "--draft", "eagle3",
+            "--context", "256", "--batch", "1", "8", "--gamma", "2"]
+    code, out, err = run(capsys, *base, "--calibrate-bench", *files)
+    assert code == 0, err
+    assert f"bench validity: no flags on the {len(files)} file(s)" in out
+    edits = {0: {"dataset_name": "random", "backend": "openai"},
+             1: {"rejection_sample_method": "synthetic"}, 2: {"skip_chat_template": True}}
+    for i, extra in edits.items():
+        d = json.loads(open(files[i]).read())
+        open(files[i], "w").write(json.dumps({**d, **extra}))
+    code, out, err = run(capsys, *base, "--calibrate-bench", *files)
+    assert code == 0, err
+    code, js, _ = run(capsys, *base, "--calibrate-bench", *files, "--json")
+    valid = json.loads(js)["calibration_bench"]["validity"]
+    expected = file_validity(files)
+    assert {f: [n["code"] for n in v] for f, v in valid.items()} == \
+        {f: [n.code for n in v] for f, v in expected.items()}
+    assert [n["code"] for n in valid[files[0]]] == ["random-dataset", "ignore-eos"]
+    assert [n["code"] for n in valid[files[1]]] == ["synthetic-acceptance"]
+    assert [n["code"] for n in valid[files[2]]] == ["no-chat-template"]
+    assert all(valid[f] == [] for f in files[3:])
+    assert f"bench validity: 3 of {len(files)} file(s)" in out
+    for f in files[:3]:
+        for n in valid[f]:
+            assert f"! {f}: [{n['code']}] {n['message']}" in out
+    assert not any(ln.startswith(f"  ! {f}:") for f in files[3:] for ln in out.splitlines())
+
+
+
 # ----------------------------------------------------------------- issue 16
 def test_memory_cap_in_rows_schedule_and_serve_line(capsys):
     # the issue's example: EAGLE-3 on one H100 at context 2000 with --max-num-seqs 512

@@ -1,0 +1,78 @@
+"""benchmarks/bench_measure_loops.py: a small run prints its timing table per loop, the speedup
+table, the fit-quality line (and quotes t_round only when both fits reach R2_MIN), the measured
+host time per round for every gamma, and its goal lines (slow: loads and runs the bundled
+models); its forward timer leaves the models as it found them."""
+
+import importlib.util
+import inspect
+import re
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parent.parent.parent / "benchmarks" / "bench_measure_loops.py"
+
+
+def _bench():
+    sys.path.insert(0, str(BENCH.parent))
+    spec = importlib.util.spec_from_file_location("bench_measure_loops", BENCH)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_forward_timer_counts_forward_time_and_is_undone():
+    """No torch needed: any object whose call goes through ``self.forward``, as nn.Module's."""
+    bench = _bench()
+
+    class Model:
+        def __call__(self, *a, **k):
+            return self.forward(*a, **k)
+
+        def forward(self, x, scale=2):
+            t = time.process_time()
+            while time.process_time() - t < 0.02:
+                pass
+            return x * scale
+
+    m = Model()
+    inside = [0.0]
+    undo = bench.timed_forwards([m], inside)
+    assert "scale" in inspect.signature(m.forward).parameters  # logits_to_keep stays visible
+    assert m(1, scale=3) == 3
+    assert inside[0] >= 0.02
+    undo()
+    assert "forward" not in m.__dict__ and m(1) == 2
+
+
+@pytest.mark.slow
+def test_a_small_run_prints_its_figures_fit_quality_and_goal_lines(capsys):
+    pytest.importorskip("torch")
+    bench = _bench()
+    gammas = (1, 2)
+    assert bench.main(["--per-task", "1", "--gamma", *map(str, gammas), "--max-new-tokens",
+                       "8", "--repeats", "1"]) == 0
+    out = capsys.readouterr().out
+    # the timing model per loop and the speedup per loop, both loops
+    table = out.split("timing model per loop")[1].split("speedup per loop")[0]
+    assert re.search(r"^transformers\s", table, re.M) and re.search(r"^reference\s", table, re.M)
+    speed = out.split("speedup per loop")[1].split("fit quality")[0]
+    for loop in ("transformers", "reference"):
+        assert {int(g) for g in re.findall(rf"^{loop}\s+\S+\s+(\d+)\s", speed, re.M)} == \
+            set(gammas)
+    # the fit-quality line, and t_round quoted only when both fits are good enough
+    m = re.search(r"fit quality: r2 transformers (-?[\d.]+|nan), reference (-?[\d.]+|nan) "
+                  rf"\(below {bench.R2_MIN:g} the fitted t_round is not quoted\)", out)
+    assert m, out
+    r2 = [float(v) for v in m.groups()]
+    quoted = re.search(r"^t_round: transformers [\d.]+ ms, reference [\d.]+ ms", out, re.M)
+    assert bool(quoted) == (min(r2) >= bench.R2_MIN)
+    assert ("the fit is too poor to quote" in out) == (not quoted)
+    # the measured host time per round for every gamma, then the goal lines
+    for g in gammas:
+        assert re.search(rf"gamma {g}: [\d.]+ ms per round over \d+ rounds \(forwards \d+ %", out)
+    goals = [ln for ln in out.splitlines() if ln.startswith(("goal:", "reference loop host"))]
+    assert len(goals) >= 2 and all(ln.rstrip().endswith("met") or "MISSED" in ln
+                                   for ln in goals)
