@@ -19,6 +19,10 @@ an unknown key (``extra``), whether ``vllm serve`` has
 ``--speculative-config`` at all, the dynamic schedule (field and function), the pydantic that
 did the validating (``pydantic_version``; ``requires``: what the wheel asks for, ``generated_with``:
 what the virtualenv had), and the wheel (version, file name, sha256) the code came from.
+
+``--flags OUT`` also writes the release's ``vllm serve`` flags (``specnb/vllm/flags/<v>.json``,
+:func:`flag_table`) from ``make_arg_parser(FlexibleArgumentParser(prog="vllm serve"))``, the
+parser ``vllm serve`` builds, in the same pass.
 """
 from __future__ import annotations
 
@@ -389,6 +393,103 @@ def table(wheel: dict | None = None) -> dict:
     }
 
 
+# ------------------------------------------------------------------ serve flags
+
+def serve_parser(api_server=False):
+    """``vllm serve``'s parser as the release builds it: ``make_arg_parser`` on a
+    ``FlexibleArgumentParser(prog="vllm serve")``, with the positional ``model_tag`` that the
+    serve subcommand adds (0.33.0's ``make_arg_parser`` adds it itself); ``api_server``:
+    ``python -m vllm.entrypoints.openai.api_server``'s (nothing added)."""
+    try:
+        from vllm.utils.argparse_utils import FlexibleArgumentParser
+    except ImportError:
+        from vllm.utils import FlexibleArgumentParser
+    try:
+        from vllm.entrypoints.common.cli_args import make_arg_parser
+    except ImportError:
+        from vllm.entrypoints.openai.cli_args import make_arg_parser
+    parser = make_arg_parser(FlexibleArgumentParser(prog="vllm serve"))
+    has = any(a.dest == "model_tag" for a in parser._actions)  # noqa: SLF001
+    parser.model_tag_from = "make_arg_parser" if has else "serve subcommand"
+    if not has and not api_server:
+        parser.add_argument("model_tag", nargs="?")  # as the serve subcommand adds it
+    return parser
+
+
+def _type_name(act) -> str:
+    """The flag's value type: int, float, str, json, human_int, human_int_or_auto."""
+    fname = getattr(act.type, "__name__", "") or ""
+    if "human_readable" in fname:
+        return "human_int_or_auto" if fname.endswith("_or_auto") else "human_int"
+    tp = getattr(act.type, "__name__", None) or type(act.type).__name__
+    typ = {"int": "int", "float": "float", "str": "str", "NoneType": "str"}.get(tp)
+    if typ is not None:
+        return typ
+    for text in ("{}", "7.5", "7"):  # a wrapped type (optional_type(int), json.loads)
+        try:
+            val = act.type(text)
+        except Exception:  # noqa: BLE001
+            continue
+        typ = {dict: "json", float: "float", int: "int"}.get(type(val))
+        if typ:
+            return typ
+    return "str"
+
+
+def _names(act) -> list[str] | None:
+    """The names a flag lists without enforcing them: vLLM's ``literal_to_kwargs`` puts a
+    Literal's values in ``metavar`` rather than ``choices`` when the type also allows ``str``
+    (0.33.0's ``--kv-cache-dtype``: ``CacheDType | str``); the config class checks them later."""
+    m = act.metavar
+    if isinstance(m, (list, tuple)) and m and all(isinstance(x, str) for x in m):
+        return list(m)
+    if isinstance(m, str) and re.fullmatch(r"\{[^{}]+\}", m):
+        return m[1:-1].split(",")
+    return None
+
+
+def flag_table(parser) -> dict:
+    """The parser's options: {option string: {dest, kind, type, choices, names, nargs,
+    default}}: ``choices`` what argparse enforces (from a Literal type, vLLM's
+    ``literal_to_kwargs``, or a list given), ``names`` a Literal's values vLLM lists without
+    enforcing (:func:`_names`), ``default`` the parser's default where it is plain JSON."""
+    out = {}
+    by_action: dict = {}
+    # every registered option string, the hidden ones (--no-enable-x) included
+    for opt, act in parser._option_string_actions.items():  # noqa: SLF001
+        by_action.setdefault(id(act), (act, []))[1].append(opt)
+    kinds = {"_StoreTrueAction": "store_true", "_StoreFalseAction": "store_false",
+             "BooleanOptionalAction": "bool_optional", "_StoreAction": "value",
+             "_AppendAction": "value", "_ExtendAction": "value"}
+    for act, opts in by_action.values():
+        if act.dest == "help":
+            continue
+        kind = kinds.get(type(act).__name__, type(act).__name__)
+        d = act.default
+        entry = {"dest": act.dest, "kind": kind, "type": _type_name(act),
+                 "choices": [str(c) for c in act.choices if c is not None]
+                 if act.choices else None,
+                 "nargs": act.nargs if isinstance(act.nargs, (int, str)) else None}
+        if _names(act):
+            entry["names"] = _names(act)
+        if isinstance(d, (str, int, float, bool)) and d != argparse.SUPPRESS:
+            entry["default"] = d
+        for opt in opts:
+            neg = opt in getattr(act, "negative_option_strings", ()) or (
+                kind == "bool_optional" and opt.startswith("--no-"))
+            out[opt] = {**entry, "negative": True} if neg else entry
+    return dict(sorted(out.items()))
+
+
+def flags(wheel: dict | None) -> dict:
+    """The release's flag table (``specnb/vllm/flags/<v>.json``)."""
+    import vllm
+    parser = serve_parser()
+    return {"vllm": vllm.__version__, "wheel": wheel, "model_tag": parser.model_tag_from,
+            "source": "vllm serve's parser (make_arg_parser), read by oracle/table.py",
+            "flags": flag_table(parser)}
+
+
 def write(out: Path, wheel: dict | None = None) -> dict:
     t = table(wheel)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -402,11 +503,19 @@ def main(argv=None):
     ap.add_argument("--wheel-info", type=Path, default=None,
                     help="JSON {version, filename, sha256} (default: the venv's "
                          ".oracle-wheel.json)")
+    ap.add_argument("--flags", type=Path, default=None,
+                    help="also write vllm serve's flag table here")
     a = ap.parse_args(argv)
     wheel = json.loads(a.wheel_info.read_text()) if a.wheel_info else None
     t = write(a.out, wheel)
     print(f"table: vLLM {t['vllm']} ({len(t['fields'])} fields, {len(t['methods'])} methods, "
           f"{len(t['quantization_methods'] or [])} quantization methods) -> {a.out}")
+    if a.flags is not None:
+        f = flags(t["wheel"])
+        a.flags.parent.mkdir(parents=True, exist_ok=True)
+        a.flags.write_text(json.dumps(f, indent=0, sort_keys=True) + "\n")
+        print(f"table: vLLM {t['vllm']} serve flags ({len(f['flags'])} option strings) -> "
+              f"{a.flags}")
 
 
 if __name__ == "__main__":

@@ -58,6 +58,18 @@ def _resolve(ctx, given, model):
         ctx.add("method-not-string", "error", "method", f"method must be a string, got "
                 f"{json.dumps(given)}", "write e.g. \"method\": \"ngram\"")
         return None
+    if not t.methods:  # 0.8.2-0.8.4: method is a plain str, no list to check it against
+        if given in ("ngram", "[ngram]"):
+            return "ngram"
+        if given not in ("eagle", "medusa", "mlp_speculator", "draft_model"):
+            ctx.add("method-ignored", "warning", "method", f"{ctx.vname}'s method is a free "
+                    f"string with no list of names: it keeps only 'ngram' and replaces "
+                    f"{given!r} with what it detects from the draft model ('eagle' for an "
+                    "'eagle-' name, medusa, mlp_speculator, else draft_model)", "drop "
+                    "\"method\" (or write \"ngram\"), or upgrade vLLM for this method")
+        elif isinstance(model, str):
+            return given  # what vLLM detects from that model, if the model is right for it
+        return _resolve(ctx, None, model)
     if given in t.methods:
         if given in t.mtp and given != "mtp":
             ctx.add("deprecated-mtp-method", "warning", "method", f"method `{given}` is "
