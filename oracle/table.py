@@ -86,10 +86,15 @@ def _class_fields(module_src: str, cls: str) -> list[str]:
 
 # ------------------------------------------------------------------ fields
 
-def _spec(name, annotation, default, metadata=(), internal=False) -> dict:
+def _spec(name, annotation, default, metadata=(), internal=False, engine_set=()) -> dict:
+    """One field; ``internal`` (vLLM fills it in): not an ``__init__`` argument, or marked
+    ``SkipValidation`` and either a config object or a key ``create_speculative_config`` sets
+    itself (``engine_set``); 0.9.1-0.11.0's ``num_speculative_tokens: SkipValidation[int]`` is
+    the user's value, unvalidated, not an internal one."""
     kind = corpus_mod._kind(annotation)
-    skip = internal or any(type(m).__name__ == "SkipValidation" for m in metadata) or \
+    skipped = any(type(m).__name__ == "SkipValidation" for m in metadata) or \
         "SkipValidation" in repr(annotation)
+    skip = internal or (skipped and (kind in ("config", "other") or name in engine_set))
     spec = {"kind": "internal" if skip else kind,
             "nullable": type(None) in typing.get_args(annotation) or annotation is None}
     for m in metadata:
@@ -111,11 +116,23 @@ def _spec(name, annotation, default, metadata=(), internal=False) -> dict:
     return spec
 
 
-def speculative_fields(cls) -> tuple[str, dict]:
+def _engine_set(csc: str) -> set[str]:
+    """The string keys of the dict literals in ``create_speculative_config`` (0.9.1-0.11.0:
+    ``self.speculative_config.update({"target_model_config": ..., ...})``)."""
+    try:
+        tree = ast.parse(textwrap.dedent(csc))
+    except SyntaxError:
+        return set()
+    return {k.value for d in ast.walk(tree) if isinstance(d, ast.Dict) for k in d.keys
+            if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+
+
+def speculative_fields(cls, engine_set=()) -> tuple[str, dict]:
     """("pydantic" | "dataclass" | "init", {field: spec}): a pydantic dataclass (vLLM >=
-    0.10), a stdlib dataclass, or a plain class whose ``__init__`` takes the fields."""
+    0.9.1), a stdlib dataclass, or a plain class whose ``__init__`` takes the fields."""
     if hasattr(cls, "__pydantic_fields__"):
-        return "pydantic", {n: _spec(n, f.annotation, f.default, f.metadata)
+        return "pydantic", {n: _spec(n, f.annotation, f.default, f.metadata,
+                                     engine_set=engine_set)
                             for n, f in cls.__pydantic_fields__.items()}
     try:
         hints = typing.get_type_hints(cls, include_extras=True)
@@ -354,7 +371,9 @@ def table(wheel: dict | None = None) -> dict:
     import pydantic
     import vllm
     from vllm.config import SpeculativeConfig
-    style, fields = speculative_fields(SpeculativeConfig)
+    args_src = _source_of("vllm.engine.arg_utils") or ""
+    csc = _function_source(args_src, "EngineArgs", "create_speculative_config") or ""
+    style, fields = speculative_fields(SpeculativeConfig, _engine_set(csc))
     for name, items in guarded_checks(SpeculativeConfig, fields).items():
         fields[name]["checks"] = items
     try:
@@ -363,8 +382,6 @@ def table(wheel: dict | None = None) -> dict:
                              or [f.name for f in dataclasses.fields(LoadConfig)])
     except Exception:  # noqa: BLE001
         load_fields = None
-    args_src = _source_of("vllm.engine.arg_utils") or ""
-    csc = _function_source(args_src, "EngineArgs", "create_speculative_config") or ""
     sched_src = _source_of(SCHEDULE_MODULE) or ""
     version = vllm.__version__
     if wheel is None:
@@ -383,6 +400,8 @@ def table(wheel: dict | None = None) -> dict:
         "config_style": style,
         "extra": _extra(SpeculativeConfig, style),
         "speculative_config_flag": "speculative_config" in _class_fields(args_src, "EngineArgs"),
+        # 0.8.2-0.8.5.post1: the flag is a str that create_speculative_config literal_evals
+        "speculative_config_text": "ast.literal_eval" if "literal_eval(" in csc else "json",
         "fields": fields, "methods": fields.get("method", {}).get("choices", []),
         "mtp_methods": mtp_methods(), "quantization_methods": quantization_methods(),
         "load_config_fields": load_fields,
@@ -467,7 +486,7 @@ def flag_table(parser) -> dict:
         kind = kinds.get(type(act).__name__, type(act).__name__)
         d = act.default
         entry = {"dest": act.dest, "kind": kind, "type": _type_name(act),
-                 "choices": [str(c) for c in act.choices if c is not None]
+                 "choices": [str(c) for c in act.choices]
                  if act.choices else None,
                  "nargs": act.nargs if isinstance(act.nargs, (int, str)) else None}
         if _names(act):

@@ -185,6 +185,8 @@ def _words(line) -> tuple[list[str], bool]:
     if not words:
         raise ServeLineError("the serve line is empty: give 'vllm serve MODEL ...'")
     head = words[0].rsplit("/", 1)[-1]
+    if re.fullmatch(r"python[\d.]*", head) and words[1:3] == ["-m", "vllm.entrypoints.cli.main"]:
+        words, head = ["vllm", *words[3:]], "vllm"  # the module the vllm command runs
     if re.fullmatch(r"python[\d.]*", head):
         if words[1:3] == ["-m", API_SERVER]:
             return words[3:], True
@@ -222,7 +224,9 @@ def parse_serve_line(line, vllm_version: str | None = None) -> ServeLine:
     given = {k: v for k, v in vars(ns).items() if v is not None}
     spec = given.pop("speculative_config", None)
     model = given.pop("model_tag", None) or given.get("model")
-    return ServeLine(model, json.dumps(spec) if spec is not None else None, given, release,
+    if spec is not None and not isinstance(spec, str):  # a str: a flag of type str (0.8.x)
+        spec = json.dumps(spec)
+    return ServeLine(model, spec, given, release,
                      replaced, bool({"--speculative-config", "-sc"} & dotted))
 
 
@@ -244,6 +248,14 @@ def check_serve_line(line, vllm_version=None, draft_config=None, target_config=N
     first = list(_line_findings(parsed, select(vllm_version)[0].vllm, flags))
     if target_config is None and parsed.model and (Path(parsed.model) / "config.json").is_file():
         target_config = parsed.model
+    if parsed.speculative_config is None and parsed.settings.get("speculative_model"):
+        first.append(Finding("note", None, f"the line turns speculative decoding on with the "
+                             f"V0 flags (--speculative-model {parsed.settings['speculative_model']}"
+                             f" ...), which vLLM {parsed.vllm} takes; specnb checks only "
+                             "--speculative-config", "check the same settings as "
+                             "--speculative-config JSON (vLLM 0.8.2 and newer)",
+                             code="v0-speculative-flags"))
+        return parsed, ConfigCheck(tuple(first), None, vllm_version)
     if parsed.speculative_config is None:
         first.append(Finding("warning", None, "the line has no --speculative-config: "
                              "speculative decoding is off", "add --speculative-config "
