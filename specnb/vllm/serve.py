@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from ._versions import flags_for, select
+from .findings import ConfigCheck, Finding
 
 __all__ = ["ServeLine", "ServeLineError", "parse_serve_line", "check_serve_line"]
 
@@ -241,26 +242,22 @@ def check_serve_line(line, vllm_version=None, draft_config=None, target_config=N
     from pathlib import Path
 
     from .check import check_speculative_config
-    from .findings import ConfigCheck, Finding
 
     parsed = parse_serve_line(line, vllm_version)
     flags = flags_for(parsed.vllm)["flags"]
     first = list(_line_findings(parsed, select(vllm_version)[0].vllm, flags))
     if target_config is None and parsed.model and (Path(parsed.model) / "config.json").is_file():
         target_config = parsed.model
-    if parsed.speculative_config is None and parsed.settings.get("speculative_model"):
-        first.append(Finding("note", None, f"the line turns speculative decoding on with the "
-                             f"V0 flags (--speculative-model {parsed.settings['speculative_model']}"
-                             f" ...), which vLLM {parsed.vllm} takes; specnb checks only "
-                             "--speculative-config", "check the same settings as "
-                             "--speculative-config JSON (vLLM 0.8.2 and newer)",
-                             code="v0-speculative-flags"))
-        return parsed, ConfigCheck(tuple(first), None, vllm_version)
+    v0 = parsed.settings.get("speculative_model")
     if parsed.speculative_config is None:
-        first.append(Finding("warning", None, "the line has no --speculative-config: "
-                             "speculative decoding is off", "add --speculative-config "
-                             "'{\"method\": \"ngram\", \"num_speculative_tokens\": 4}' (or run "
-                             "specnb plan for the method)", code="no-speculative-config"))
+        first.append(Finding("note", None, f"the line turns speculative decoding on with the "
+                             f"V0 flags (--speculative-model {v0} ...), which vLLM "
+                             f"{parsed.vllm} takes; specnb checks only --speculative-config",
+                             "check the same settings as --speculative-config JSON (vLLM 0.8.2 "
+                             "and newer)", code="v0-speculative-flags") if v0 else Finding(
+            "warning", None, "the line has no --speculative-config: speculative decoding is "
+            "off", "add --speculative-config '{\"method\": \"ngram\", \"num_speculative_tokens\""
+            ": 4}' (or run specnb plan for the method)", code="no-speculative-config"))
         return parsed, ConfigCheck(tuple(first), None, vllm_version)
     settings = {"served_model": parsed.model, **parsed.settings}  # the target rules run
     tp, mml = settings.pop("tensor_parallel_size", None), settings.pop("max_model_len", None)
@@ -284,8 +281,6 @@ def check_serve_line(line, vllm_version=None, draft_config=None, target_config=N
 def _line_findings(parsed: ServeLine, release: str, flags: dict):
     """The line's own findings: flags from another release, no model, a name the flag lists
     but its parser leaves to the engine config (``names``: 0.33.0's ``--kv-cache-dtype``)."""
-    from .findings import Finding
-
     if parsed.vllm != release:
         yield Finding("note", None, f"the line was parsed with vLLM {parsed.vllm}'s serve flags "
                       f"(no flag table for {release}; the nearest older one, else the oldest)",

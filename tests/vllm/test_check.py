@@ -620,15 +620,13 @@ def test_a_release_whose_method_is_a_free_string():
 
 
 def test_a_release_that_reads_the_flag_with_literal_eval():
-    """0.8.2-0.8.5.post1's create_speculative_config: ``ast.literal_eval`` of the flag's str
-    (their tables: speculative_config_text), so Python literals pass and JSON's true fails."""
-    t = _versions.tables()["0.8.5"]
-    if t.raw.get("speculative_config_text") != "ast.literal_eval":
-        pytest.skip("the 0.8.5 table predates speculative_config_text")
+    """0.8.2's create_speculative_config: ``ast.literal_eval`` of the flag's str (its table:
+    speculative_config_text), so Python literals pass and JSON's true fails."""
+    assert _versions.tables()["0.8.2"].raw["speculative_config_text"] == "ast.literal_eval"
     py = check_speculative_config("{'method': 'ngram', 'num_speculative_tokens': 3, "
-                                  "'prompt_lookup_max': 4, 'prompt_lookup_min': 2}", "0.8.5")
+                                  "'prompt_lookup_max': 4, 'prompt_lookup_min': 2}", "0.8.2")
     assert py.accepted, py.codes()
     js = check_speculative_config('{"method": "ngram", "num_speculative_tokens": 3, '
-                                  '"disable_logprobs": true}', "0.8.5")
+                                  '"disable_logprobs": true}', "0.8.2")
     assert js.codes() == ["not-a-python-literal"]
-    assert check_speculative_config("[1]", "0.8.5").codes() == ["not-an-object"]
+    assert check_speculative_config("[1]", "0.8.2").codes() == ["not-an-object"]

@@ -166,3 +166,20 @@ def test_a_line_for_a_release_before_the_json_flag():
     assert _codes(v0, vllm_version="0.7.3") == ["v0-speculative-flags"]
     with pytest.raises(ServeLineError, match="unrecognized arguments: --speculative-model"):
         parse_serve_line(v0, vllm_version="0.33.0")
+
+
+def test_a_release_without_a_flag_table_is_parsed_with_the_nearest_older_and_says_so():
+    from specnb.vllm._versions import flags_for, version_key, versions_checked
+
+    flagged = sorted((p.stem for p in (Path(__file__).resolve().parents[2] / "specnb" / "vllm"
+                                       / "flags").glob("*.json")), key=version_key)
+    without = [v for v in versions_checked() if v not in flagged
+               and version_key(v) > version_key(flagged[0])]
+    if not without:
+        pytest.skip("every release has its flag table")
+    v = without[0]
+    nearest = [f for f in flagged if version_key(f) < version_key(v)][-1]
+    assert flags_for(v)["vllm"] == nearest
+    parsed, check = check_serve_line(f"vllm serve M {SPEC}", vllm_version=v)
+    assert parsed.vllm == nearest and check.codes()[0] == "flags-from-other-release"
+    assert f"vLLM {nearest}'s serve flags" in check.findings[0].message
