@@ -400,7 +400,7 @@ def table(wheel: dict | None = None) -> dict:
         "config_style": style,
         "extra": _extra(SpeculativeConfig, style),
         "speculative_config_flag": "speculative_config" in _class_fields(args_src, "EngineArgs"),
-        # 0.8.2 (at least): the flag is a str that create_speculative_config literal_evals
+        # 0.8.2: the flag is a str that create_speculative_config literal_evals
         "speculative_config_text": "ast.literal_eval" if "literal_eval(" in csc else "json",
         "fields": fields, "methods": fields.get("method", {}).get("choices", []),
         "mtp_methods": mtp_methods(), "quantization_methods": quantization_methods(),

@@ -231,7 +231,7 @@ def check_speculative_config(text_or_dict, vllm_version=None, draft_config=None,
                      f"({table.vllm}), and expect differences", code="judged-by-older-release")
              ] if note else []
     if isinstance(text_or_dict, str) and table.raw.get("speculative_config_text") == \
-            "ast.literal_eval":  # 0.8.2 and others (create_speculative_config)
+            "ast.literal_eval":  # 0.8.2 (its create_speculative_config)
         text_or_dict = _literal(text_or_dict, table)
         if isinstance(text_or_dict, Finding):
             return ConfigCheck(tuple(first) + (text_or_dict,), None, version)

@@ -3,7 +3,8 @@
 ``-``, ``--flag=value``, dotted ``--speculative-config.key value`` merged into one JSON object:
 the value JSON, else a human-readable int such as ``8k``, else the string), then argparse over
 the release's flags (``specnb/vllm/flags/<v>.json``, from ``make_arg_parser`` by
-``oracle/drive_strings.py``); :func:`check_serve_line` checks the config in its context."""
+``oracle/table.py --flags``; else the nearest older release's); :func:`check_serve_line` checks
+the config in its context."""
 
 from __future__ import annotations
 
@@ -207,8 +208,11 @@ def parse_serve_line(line, vllm_version: str | None = None) -> ServeLine:
     as a POSIX shell does; or its words) with the flags of ``vllm_version`` (the nearest flag
     table not newer; None: the newest) -> :class:`ServeLine`.
 
-    Raises ServeLineError (a ValueError; the parser's own line) for a line that cannot be split,
-    is empty, or that vLLM's parser refuses (an unknown flag: "unrecognized arguments: ...", a
+    ``python -m vllm.entrypoints.openai.api_server`` (its parser) and ``python -m
+    vllm.entrypoints.cli.main serve`` are serve lines too; no model is no error (vLLM serves
+    ``--model``'s default). Raises ServeLineError (a ValueError; the parser's own line) for a
+    line that cannot be split, is empty, runs another command ("not a vllm serve line"), or
+    that vLLM's parser refuses (an unknown flag: "unrecognized arguments: ...", a
     value of the wrong type, a missing value); TypeError for a ``line`` that is no str or list.
     """
     table, _ = select(vllm_version)
