@@ -423,10 +423,13 @@ def serve_parser(api_server=False):
         from vllm.utils.argparse_utils import FlexibleArgumentParser
     except ImportError:
         from vllm.utils import FlexibleArgumentParser
-    try:
-        from vllm.entrypoints.common.cli_args import make_arg_parser
-    except ImportError:
-        from vllm.entrypoints.openai.cli_args import make_arg_parser
+    for mod in ("vllm.entrypoints.common.cli_args", "vllm.entrypoints.launchers.cli_args",
+                "vllm.entrypoints.openai.cli_args"):  # 0.33, 0.32, older (as oracle/drive.py)
+        try:
+            make_arg_parser = importlib.import_module(mod).make_arg_parser
+            break
+        except ImportError:
+            continue
     parser = make_arg_parser(FlexibleArgumentParser(prog="vllm serve"))
     has = any(a.dest == "model_tag" for a in parser._actions)  # noqa: SLF001
     parser.model_tag_from = "make_arg_parser" if has else "serve subcommand"

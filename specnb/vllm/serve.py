@@ -297,7 +297,7 @@ def _line_findings(parsed: ServeLine, release: str, flags: dict):
     for dest, names in (("kv_cache_dtype", (flags.get("--kv-cache-dtype") or {}).get("names")),
                         ("quantization", select(release)[0].quantization_methods)):
         value, flag = parsed.settings.get(dest), "--" + dest.replace("_", "-")
-        if names and isinstance(value, str) and value not in names:
+        if names and isinstance(value, str) and value not in (*names, "", "None"):  # optional_type
             yield Finding("error", None, f"{flag} {value}: not one of vLLM {release}'s names; "
                           "its parser takes any name here, the engine config refuses it at "
                           f"start", f"use one of {', '.join(names[:10])}" + (
