@@ -428,8 +428,9 @@ def serve_parser(api_server=False):
         try:
             make_arg_parser = importlib.import_module(mod).make_arg_parser
             break
-        except ImportError:
-            continue
+        except ModuleNotFoundError as exc:
+            if not mod.startswith(exc.name or "-"):
+                raise  # the module is there, one it imports is not
     parser = make_arg_parser(FlexibleArgumentParser(prog="vllm serve"))
     has = any(a.dest == "model_tag" for a in parser._actions)  # noqa: SLF001
     parser.model_tag_from = "make_arg_parser" if has else "serve subcommand"
@@ -507,7 +508,12 @@ def flags(wheel: dict | None) -> dict:
     """The release's flag table (``specnb/vllm/flags/<v>.json``)."""
     import vllm
     parser = serve_parser()
+    try:  # FlexibleArgumentParser.parse_args refuses `vllm serve --served-model-name x` (0.2x+)
+        flexible = inspect.getsource(type(parser))
+    except (OSError, TypeError):
+        flexible = ""
     return {"vllm": vllm.__version__, "wheel": wheel, "model_tag": parser.model_tag_from,
+            "served_name_needs_model": "should be provided as the first positional" in flexible,
             "source": "vllm serve's parser (make_arg_parser), read by oracle/table.py",
             "flags": flag_table(parser)}
 

@@ -219,6 +219,13 @@ def parse_serve_line(line, vllm_version: str | None = None) -> ServeLine:
     words, api_server = _words(line)
     parser, release = _parser(table.vllm, api_server)
     args, dotted = _flexible(words)
+    names = {a.split("=")[0] for a in args}
+    if flags_for(release).get("served_name_needs_model") and not api_server and words[:1] and \
+            words[0][:1] == "-" and "--served-model-name" in names and \
+            not {"--model", "--config"} & names:  # FlexibleArgumentParser.parse_args's check
+        raise ServeLineError("vllm serve: error: `model` should be provided as the first "
+                             "positional argument when using `vllm serve`. i.e. `vllm serve "
+                             "<model> --<arg> <value>`. (vLLM's ValueError)")
     ns = parser.parse_args(args)
     replaced = None
     if args.count("--speculative-config") > 1 or (

@@ -22,7 +22,8 @@ BY_ID = {r["id"]: r for r in ALL}
 DEFAULTS = next(r for r in RECS if r["id"] == "serve:plain")["values"]
 
 
-@pytest.mark.parametrize("rec", RECS, ids=lambda r: r["id"])
+@pytest.mark.parametrize("rec", [r for r in RECS if r["id"] != "serve:served-name-first"],
+                         ids=lambda r: r["id"])
 def test_the_line_parses_as_vllms_parser_does(rec):
     if rec["verdict"] == "rejected":
         with pytest.raises(ServeLineError) as err:
@@ -183,3 +184,15 @@ def test_a_release_without_a_flag_table_is_parsed_with_the_nearest_older_and_say
     parsed, check = check_serve_line(f"vllm serve M {SPEC}", vllm_version=v)
     assert parsed.vllm == nearest and check.codes()[0] == "flags-from-other-release"
     assert f"vLLM {nearest}'s serve flags" in check.findings[0].message
+
+
+def test_a_served_name_without_a_model_first():
+    """The driver parses without the subcommand word; FlexibleArgumentParser.parse_args
+    refuses ``vllm serve --served-model-name x ...`` only when ``args[0] == "serve"``
+    (``vllm/utils/argparse_utils.py``, 0.25.1 on; the flag tables' served_name_needs_model)."""
+    assert BY_ID["serve:served-name-first"]["verdict"] == "accepted"  # without "serve"
+    line = "vllm serve --served-model-name x --max-model-len 4096"
+    with pytest.raises(ServeLineError, match="should be provided as the first positional"):
+        parse_serve_line(line, vllm_version="0.33.0")
+    assert parse_serve_line(line.replace("4096", "4096 --model M"), "0.33.0").model == "M"
+    assert _codes(line, vllm_version="0.15.1")[:1] == ["no-model"]
