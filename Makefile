@@ -112,6 +112,7 @@ ORACLE_VENV   := .venv-vllm-$(VLLM)
 ORACLE_STAMP  := $(ORACLE_VENV)/.oracle-installed
 ORACLE_OUT    := tests/cases/vllm/$(VLLM)
 ORACLE_TABLE  := specnb/vllm/versions/$(VLLM).json
+ORACLE_FLAGS  := specnb/vllm/flags/$(VLLM).json
 ORACLE_ENV    := VLLM_TARGET_DEVICE=cpu HF_HUB_OFFLINE=1
 # the releases with fixtures (oracle-check replays each)
 ORACLE_FIXTURE_RELEASES = $(patsubst tests/cases/vllm/%/configs.jsonl,%,$(wildcard tests/cases/vllm/*/configs.jsonl))
@@ -125,10 +126,9 @@ $(ORACLE_STAMP): oracle/setup_venv.sh $(wildcard oracle/requirements-$(VLLM).txt
 
 oracle: $(ORACLE_STAMP)
 	$(ORACLE_ENV) $(ORACLE_VENV)/bin/python oracle/drive.py all --out $(ORACLE_OUT) $(ORACLE_ARGS)
-	$(ORACLE_ENV) $(ORACLE_VENV)/bin/python oracle/table.py --out $(ORACLE_TABLE)
+	$(ORACLE_ENV) $(ORACLE_VENV)/bin/python oracle/table.py --out $(ORACLE_TABLE) --flags $(ORACLE_FLAGS)
 ifeq ($(VLLM),0.33.0)
-	# the drivers written against 0.33.0's code: the string faults and serve lines (and the
-	# release's flag table), the n-gram / suffix proposers, the V1 scheduler
+	# the drivers written against 0.33.0's code: the string faults and serve lines, the n-gram / suffix proposers, the V1 scheduler
 	$(ORACLE_ENV) $(ORACLE_VENV)/bin/python oracle/drive_strings.py --out $(ORACLE_OUT)
 	-[ -f $(ORACLE_VENV)/arctic-suffix/VERSION ] || \
 	  sh oracle/build_arctic_suffix.sh $(ORACLE_VENV)/bin/python $(ORACLE_VENV)/arctic-suffix
@@ -142,7 +142,7 @@ oracle-heads: $(ORACLE_STAMP)
 
 oracle-table:
 	@[ -f $(ORACLE_VENV)/.oracle-table ] || [ -f $(ORACLE_STAMP) ] || PYTHON=$(ORACLE_PY) sh oracle/setup_venv.sh --table $(VLLM)
-	$(ORACLE_ENV) $(ORACLE_VENV)/bin/python oracle/table.py --out $(ORACLE_TABLE)
+	$(ORACLE_ENV) $(ORACLE_VENV)/bin/python oracle/table.py --out $(ORACLE_TABLE) --flags $(ORACLE_FLAGS)
 
 oracle-tables:
 	PYTHON=$(ORACLE_PY) sh oracle/tables.sh

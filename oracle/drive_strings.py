@@ -14,8 +14,8 @@ Writes, beside ``configs.jsonl`` (oracle/drive.py):
 * ``serve.jsonl``: ``vllm serve`` lines through vLLM's own parser
   (``make_arg_parser(FlexibleArgumentParser())``): the values of the flags specnb reads, or
   the parser's error line.
-* ``specnb/vllm/flags/<version>.json``: the release's serve flags (option strings, dest, kind,
-  type, choices), the table :mod:`specnb.vllm.serve` parses a line with.
+The parser is ``oracle/table.py``'s :func:`table.serve_parser`, the one whose flags
+``table.py --flags`` writes to ``specnb/vllm/flags/<version>.json``.
 """
 from __future__ import annotations
 
@@ -29,7 +29,6 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 
 import corpus as corpus_mod  # noqa: E402
@@ -140,6 +139,19 @@ SERVE_LINES = [
     ("dotted-and-json", "MODEL --speculative-config '{\"method\": \"ngram\"}' "
                         "--speculative-config.num_speculative_tokens 2"),
     ("served-name-first", "--served-model-name x --max-model-len 4096"),
+    ("no-model", ""),
+    ("kv-int3", "MODEL --kv-cache-dtype int3"),
+    ("dotted-nested-conflict", "MODEL --speculative-config.method ngram "
+                               "--speculative-config.method.x 3"),
+    ("dotted-list-concat", "MODEL --speculative-config.num_speculative_tokens_per_batch_size "
+                           "'[[1, 8, 3]]' --speculative-config.num_speculative_tokens_per_batch_"
+                           "size '[[9, 512, 1]]' --speculative-config.method ngram"),
+]
+#: Lines after ``python -m vllm.entrypoints.openai.api_server`` (its own parser: no
+#: ``model_tag`` where ``make_arg_parser`` adds none).
+API_LINES = [
+    ("model-flag", "--model MODEL -tp 2"),
+    ("positional", "MODEL -tp 2"),
 ]
 
 #: The flags whose parsed values the fixture records (dest names).
@@ -159,58 +171,13 @@ def _plain(v):
     return str(v)
 
 
-def flag_table(parser) -> dict:
-    """The parser's options: {option string: {dest, kind, type, choices, nargs}}."""
-    out = {}
-    by_action: dict = {}
-    # every registered option string, the hidden ones (--no-enable-x) included
-    for opt, act in parser._option_string_actions.items():  # noqa: SLF001
-        by_action.setdefault(id(act), (act, []))[1].append(opt)
-    for act, opts in by_action.values():
-        if act.dest == "help":
-            continue
-        name = type(act).__name__
-        if name in ("_StoreTrueAction", "_StoreFalseAction"):
-            kind = "store_true" if name == "_StoreTrueAction" else "store_false"
-        elif name == "BooleanOptionalAction":
-            kind = "bool_optional"
-        elif name in ("_StoreAction", "_AppendAction", "_ExtendAction"):
-            kind = "value"
-        else:
-            kind = name
-        tp = getattr(act.type, "__name__", None) or type(act.type).__name__
-        typ = {"int": "int", "float": "float", "str": "str", "NoneType": "str"}.get(tp)
-        if typ is None:
-            probe = {"7": "int", "7.5": "float", "{}": "json"}
-            typ = "str"
-            for text, guess in (("{}", "json"), ("7.5", "float"), ("7", "int")):
-                try:
-                    val = act.type(text)
-                except Exception:  # noqa: BLE001
-                    continue
-                typ = {dict: "json", float: "float", int: "int"}.get(type(val), "str")
-                if typ != "str":
-                    break
-            del probe
-        fname = getattr(act.type, "__name__", "") or ""
-        if "human_readable" in fname:
-            typ = "human_int_or_auto" if fname.endswith("_or_auto") else "human_int"
-        entry = {"dest": act.dest, "kind": kind, "type": typ,
-                 "choices": [str(c) for c in act.choices] if act.choices else None,
-                 "nargs": act.nargs if isinstance(act.nargs, (int, str)) else None}
-        for opt in opts:
-            neg = opt in getattr(act, "negative_option_strings", ()) or (
-                kind == "bool_optional" and opt.startswith("--no-"))
-            out[opt] = {**entry, "negative": True} if neg else entry
-    return dict(sorted(out.items()))
-
-
-def run_serve(parser, out: Path) -> list[dict]:
+def run_serve(parser, api_parser, out: Path) -> list[dict]:
     recs = []
-    for cid, line in SERVE_LINES:
+    for cid, line, parser in [(f"serve:{c}", x, parser) for c, x in SERVE_LINES] + [
+            (f"api:{c}", x, api_parser) for c, x in API_LINES]:
         argv = shlex.split(line)
         err = io.StringIO()
-        rec = {"id": f"serve:{cid}", "line": line}
+        rec = {"id": cid, "line": line}
         with contextlib.redirect_stderr(err):
             try:
                 ns = parser.parse_args(argv)
@@ -264,25 +231,9 @@ def main(argv=None) -> int:
         drive._setup_env(Path(tmp))  # noqa: SLF001
         oracle = drive.ConfigOracle(Path(tmp))
         run_strings(oracle, args.out)
-        from vllm.utils.argparse_utils import FlexibleArgumentParser
-        try:
-            from vllm.entrypoints.cli.serve import ServeSubcommand  # noqa: F401
-        except ImportError:
-            pass
-        try:
-            from vllm.entrypoints.common.cli_args import make_arg_parser
-        except ImportError:
-            from vllm.entrypoints.openai.cli_args import make_arg_parser
-        parser = make_arg_parser(FlexibleArgumentParser(prog="vllm serve"))
-        if not any(a.dest == "model_tag" for a in parser._actions):  # noqa: SLF001
-            parser.add_argument("model_tag", nargs="?")  # as ServeSubcommand adds it
-        run_serve(parser, args.out)
-        flags = REPO / "specnb" / "vllm" / "flags"
-        flags.mkdir(exist_ok=True)
-        (flags / f"{vllm.__version__}.json").write_text(json.dumps(
-            {"vllm": vllm.__version__, "source": "vllm serve's parser (make_arg_parser), read "
-             "by oracle/drive_strings.py", "flags": flag_table(parser)}, indent=0,
-            sort_keys=True) + "\n")
+        import table as table_mod
+
+        run_serve(table_mod.serve_parser(), table_mod.serve_parser(api_server=True), args.out)
     return 0
 
 

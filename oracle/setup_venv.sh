@@ -13,7 +13,8 @@
 # plugin; built once, kept). A full virtualenv already there serves the table too.
 #
 # The requirements: oracle/requirements-<version>.txt where a release needs its own pins, else
-# one of two shared lists: oracle/requirements-transformers4.txt when the wheel's metadata names
+# oracle/requirements-<major>.<minor>.txt where a release series does (0.9: a transformers of
+# its time), else one of two shared lists: oracle/requirements-transformers4.txt when the wheel's metadata names
 # no transformers 5.x (it asks for <5, or predates transformers 5), oracle/requirements.txt
 # otherwise. The wheel is kept in $ORACLE_WHEELS (default
 # ~/.cache/specnb-oracle/wheels); its name and sha256 go to <venv>/.oracle-wheel.json.
@@ -37,6 +38,8 @@ if ! ls "$WHEELS"/vllm-"$V"-*.whl >/dev/null 2>&1; then
 fi
 WHEEL="$(ls "$WHEELS"/vllm-"$V"-*.whl | head -1)"
 REQ="oracle/requirements-$V.txt"
+SERIES="oracle/requirements-$(echo "$V" | cut -d. -f1-2).txt"
+[ -f "$REQ" ] || [ ! -f "$SERIES" ] || REQ="$SERIES"
 if [ ! -f "$REQ" ]; then
   if "$PY" -c 'import sys, zipfile; z = zipfile.ZipFile(sys.argv[1]); m = [n for n in z.namelist() if n.endswith(".dist-info/METADATA")][0]; import re; r = [l for l in z.read(m).decode().splitlines() if re.match(r"Requires-Dist: transformers\b", l)]; sys.exit(1 if r and re.search(r"[=!~<>]=?\s*5\.", r[0]) else 0)' "$WHEEL"; then
     REQ="oracle/requirements-transformers4.txt"

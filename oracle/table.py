@@ -19,6 +19,10 @@ an unknown key (``extra``), whether ``vllm serve`` has
 ``--speculative-config`` at all, the dynamic schedule (field and function), the pydantic that
 did the validating (``pydantic_version``; ``requires``: what the wheel asks for, ``generated_with``:
 what the virtualenv had), and the wheel (version, file name, sha256) the code came from.
+
+``--flags OUT`` also writes the release's ``vllm serve`` flags (``specnb/vllm/flags/<v>.json``,
+:func:`flag_table`) from ``make_arg_parser(FlexibleArgumentParser(prog="vllm serve"))``, the
+parser ``vllm serve`` builds, in the same pass.
 """
 from __future__ import annotations
 
@@ -82,10 +86,15 @@ def _class_fields(module_src: str, cls: str) -> list[str]:
 
 # ------------------------------------------------------------------ fields
 
-def _spec(name, annotation, default, metadata=(), internal=False) -> dict:
+def _spec(name, annotation, default, metadata=(), internal=False, engine_set=()) -> dict:
+    """One field; ``internal`` (vLLM fills it in): not an ``__init__`` argument, or marked
+    ``SkipValidation`` and either a config object or a key ``create_speculative_config`` sets
+    itself (``engine_set``); 0.9.1-0.11.0's ``num_speculative_tokens: SkipValidation[int]`` is
+    the user's value, unvalidated, not an internal one."""
     kind = corpus_mod._kind(annotation)
-    skip = internal or any(type(m).__name__ == "SkipValidation" for m in metadata) or \
+    skipped = any(type(m).__name__ == "SkipValidation" for m in metadata) or \
         "SkipValidation" in repr(annotation)
+    skip = internal or (skipped and (kind in ("config", "other") or name in engine_set))
     spec = {"kind": "internal" if skip else kind,
             "nullable": type(None) in typing.get_args(annotation) or annotation is None}
     for m in metadata:
@@ -107,11 +116,23 @@ def _spec(name, annotation, default, metadata=(), internal=False) -> dict:
     return spec
 
 
-def speculative_fields(cls) -> tuple[str, dict]:
+def _engine_set(csc: str) -> set[str]:
+    """The string keys of the dict literals in ``create_speculative_config`` (0.9.1-0.11.0:
+    ``self.speculative_config.update({"target_model_config": ..., ...})``)."""
+    try:
+        tree = ast.parse(textwrap.dedent(csc))
+    except SyntaxError:
+        return set()
+    return {k.value for d in ast.walk(tree) if isinstance(d, ast.Dict) for k in d.keys
+            if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+
+
+def speculative_fields(cls, engine_set=()) -> tuple[str, dict]:
     """("pydantic" | "dataclass" | "init", {field: spec}): a pydantic dataclass (vLLM >=
-    0.10), a stdlib dataclass, or a plain class whose ``__init__`` takes the fields."""
+    0.9.1), a stdlib dataclass, or a plain class whose ``__init__`` takes the fields."""
     if hasattr(cls, "__pydantic_fields__"):
-        return "pydantic", {n: _spec(n, f.annotation, f.default, f.metadata)
+        return "pydantic", {n: _spec(n, f.annotation, f.default, f.metadata,
+                                     engine_set=engine_set)
                             for n, f in cls.__pydantic_fields__.items()}
     try:
         hints = typing.get_type_hints(cls, include_extras=True)
@@ -350,7 +371,9 @@ def table(wheel: dict | None = None) -> dict:
     import pydantic
     import vllm
     from vllm.config import SpeculativeConfig
-    style, fields = speculative_fields(SpeculativeConfig)
+    args_src = _source_of("vllm.engine.arg_utils") or ""
+    csc = _function_source(args_src, "EngineArgs", "create_speculative_config") or ""
+    style, fields = speculative_fields(SpeculativeConfig, _engine_set(csc))
     for name, items in guarded_checks(SpeculativeConfig, fields).items():
         fields[name]["checks"] = items
     try:
@@ -359,8 +382,6 @@ def table(wheel: dict | None = None) -> dict:
                              or [f.name for f in dataclasses.fields(LoadConfig)])
     except Exception:  # noqa: BLE001
         load_fields = None
-    args_src = _source_of("vllm.engine.arg_utils") or ""
-    csc = _function_source(args_src, "EngineArgs", "create_speculative_config") or ""
     sched_src = _source_of(SCHEDULE_MODULE) or ""
     version = vllm.__version__
     if wheel is None:
@@ -379,6 +400,8 @@ def table(wheel: dict | None = None) -> dict:
         "config_style": style,
         "extra": _extra(SpeculativeConfig, style),
         "speculative_config_flag": "speculative_config" in _class_fields(args_src, "EngineArgs"),
+        # 0.8.2: the flag is a str that create_speculative_config literal_evals
+        "speculative_config_text": "ast.literal_eval" if "literal_eval(" in csc else "json",
         "fields": fields, "methods": fields.get("method", {}).get("choices", []),
         "mtp_methods": mtp_methods(), "quantization_methods": quantization_methods(),
         "load_config_fields": load_fields,
@@ -387,6 +410,112 @@ def table(wheel: dict | None = None) -> dict:
                      "function": (f"{SCHEDULE_MODULE}.{SCHEDULE_FUNCTION}"
                                   if f"def {SCHEDULE_FUNCTION}(" in sched_src else None)},
     }
+
+
+# ------------------------------------------------------------------ serve flags
+
+def serve_parser(api_server=False):
+    """``vllm serve``'s parser as the release builds it: ``make_arg_parser`` on a
+    ``FlexibleArgumentParser(prog="vllm serve")``, with the positional ``model_tag`` that the
+    serve subcommand adds (0.33.0's ``make_arg_parser`` adds it itself); ``api_server``:
+    ``python -m vllm.entrypoints.openai.api_server``'s (nothing added)."""
+    try:
+        from vllm.utils.argparse_utils import FlexibleArgumentParser
+    except ImportError:
+        from vllm.utils import FlexibleArgumentParser
+    for mod in ("vllm.entrypoints.common.cli_args", "vllm.entrypoints.launchers.cli_args",
+                "vllm.entrypoints.openai.cli_args"):  # 0.33, 0.32, older (as oracle/drive.py)
+        try:
+            make_arg_parser = importlib.import_module(mod).make_arg_parser
+            break
+        except ModuleNotFoundError as exc:
+            if not mod.startswith(exc.name or "-"):
+                raise  # the module is there, one it imports is not
+    parser = make_arg_parser(FlexibleArgumentParser(prog="vllm serve"))
+    has = any(a.dest == "model_tag" for a in parser._actions)  # noqa: SLF001
+    parser.model_tag_from = "make_arg_parser" if has else "serve subcommand"
+    if not has and not api_server:
+        parser.add_argument("model_tag", nargs="?")  # as the serve subcommand adds it
+    return parser
+
+
+def _type_name(act) -> str:
+    """The flag's value type: int, float, str, json, human_int, human_int_or_auto."""
+    fname = getattr(act.type, "__name__", "") or ""
+    if "human_readable" in fname:
+        return "human_int_or_auto" if fname.endswith("_or_auto") else "human_int"
+    tp = getattr(act.type, "__name__", None) or type(act.type).__name__
+    typ = {"int": "int", "float": "float", "str": "str", "NoneType": "str"}.get(tp)
+    if typ is not None:
+        return typ
+    for text in ("{}", "7.5", "7"):  # a wrapped type (optional_type(int), json.loads)
+        try:
+            val = act.type(text)
+        except Exception:  # noqa: BLE001
+            continue
+        typ = {dict: "json", float: "float", int: "int"}.get(type(val))
+        if typ:
+            return typ
+    return "str"
+
+
+def _names(act) -> list[str] | None:
+    """The names a flag lists without enforcing them: vLLM's ``literal_to_kwargs`` puts a
+    Literal's values in ``metavar`` rather than ``choices`` when the type also allows ``str``
+    (0.33.0's ``--kv-cache-dtype``: ``CacheDType | str``); the config class checks them later."""
+    m = act.metavar
+    if isinstance(m, (list, tuple)) and m and all(isinstance(x, str) for x in m):
+        return list(m)
+    if isinstance(m, str) and re.fullmatch(r"\{[^{}]+\}", m):
+        return m[1:-1].split(",")
+    return None
+
+
+def flag_table(parser) -> dict:
+    """The parser's options: {option string: {dest, kind, type, choices, names, nargs,
+    default}}: ``choices`` what argparse enforces (from a Literal type, vLLM's
+    ``literal_to_kwargs``, or a list given), ``names`` a Literal's values vLLM lists without
+    enforcing (:func:`_names`), ``default`` the parser's default where it is plain JSON."""
+    out = {}
+    by_action: dict = {}
+    # every registered option string, the hidden ones (--no-enable-x) included
+    for opt, act in parser._option_string_actions.items():  # noqa: SLF001
+        by_action.setdefault(id(act), (act, []))[1].append(opt)
+    kinds = {"_StoreTrueAction": "store_true", "_StoreFalseAction": "store_false",
+             "BooleanOptionalAction": "bool_optional", "_StoreAction": "value",
+             "_AppendAction": "value", "_ExtendAction": "value"}
+    for act, opts in by_action.values():
+        if act.dest == "help":
+            continue
+        kind = kinds.get(type(act).__name__, type(act).__name__)
+        d = act.default
+        entry = {"dest": act.dest, "kind": kind, "type": _type_name(act),
+                 "choices": [str(c) for c in act.choices]
+                 if act.choices else None,
+                 "nargs": act.nargs if isinstance(act.nargs, (int, str)) else None}
+        if _names(act):
+            entry["names"] = _names(act)
+        if isinstance(d, (str, int, float, bool)) and d != argparse.SUPPRESS:
+            entry["default"] = d
+        for opt in opts:
+            neg = opt in getattr(act, "negative_option_strings", ()) or (
+                kind == "bool_optional" and opt.startswith("--no-"))
+            out[opt] = {**entry, "negative": True} if neg else entry
+    return dict(sorted(out.items()))
+
+
+def flags(wheel: dict | None) -> dict:
+    """The release's flag table (``specnb/vllm/flags/<v>.json``)."""
+    import vllm
+    parser = serve_parser()
+    try:  # FlexibleArgumentParser.parse_args refuses `vllm serve --served-model-name x` (0.2x+)
+        flexible = inspect.getsource(type(parser))
+    except (OSError, TypeError):
+        flexible = ""
+    return {"vllm": vllm.__version__, "wheel": wheel, "model_tag": parser.model_tag_from,
+            "served_name_needs_model": "should be provided as the first positional" in flexible,
+            "source": "vllm serve's parser (make_arg_parser), read by oracle/table.py",
+            "flags": flag_table(parser)}
 
 
 def write(out: Path, wheel: dict | None = None) -> dict:
@@ -402,11 +531,19 @@ def main(argv=None):
     ap.add_argument("--wheel-info", type=Path, default=None,
                     help="JSON {version, filename, sha256} (default: the venv's "
                          ".oracle-wheel.json)")
+    ap.add_argument("--flags", type=Path, default=None,
+                    help="also write vllm serve's flag table here")
     a = ap.parse_args(argv)
     wheel = json.loads(a.wheel_info.read_text()) if a.wheel_info else None
     t = write(a.out, wheel)
     print(f"table: vLLM {t['vllm']} ({len(t['fields'])} fields, {len(t['methods'])} methods, "
           f"{len(t['quantization_methods'] or [])} quantization methods) -> {a.out}")
+    if a.flags is not None:
+        f = flags(t["wheel"])
+        a.flags.parent.mkdir(parents=True, exist_ok=True)
+        a.flags.write_text(json.dumps(f, indent=0, sort_keys=True) + "\n")
+        print(f"table: vLLM {t['vllm']} serve flags ({len(f['flags'])} option strings) -> "
+              f"{a.flags}")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ from the release's own code: ``SpeculativeConfig``'s fields (kind, null allowed,
 choices, default), the methods, the MTP names, ``LoadConfig``'s fields, ``hyphen_rewrite``
 (``create_speculative_config`` rewrites ``-`` to ``_``) and, where present, the quantization
 methods, the pydantic version and the wheel; ``specnb/vllm/flags/<v>.json``
-(``oracle/drive_strings.py``) its ``vllm serve`` flags. :func:`select` picks the table."""
+(``oracle/table.py --flags``, in the same pass) its ``vllm serve`` flags. :func:`select` picks the table."""
 
 from __future__ import annotations
 
@@ -87,6 +87,8 @@ def select(vllm_version: str | None) -> tuple[Table, str | None]:
         return ts[list(ts)[-1]], None
     want = version_key(vllm_version)
     release = vllm_version.strip().lstrip("vV").split("+")[0]
+    if release in ts:  # 0.8.5 and 0.8.5.post1 have one key
+        return ts[release], None
     older = [v for v in ts if version_key(v) <= want]
     if not older:
         raise ValueError(f"vllm_version {release!r} is older than every release specnb has "
@@ -100,8 +102,11 @@ def select(vllm_version: str | None) -> tuple[Table, str | None]:
 
 @lru_cache(maxsize=None)
 def flags_for(version: str) -> dict:
-    """The ``vllm serve`` flags of the nearest release not newer than ``version`` (else the
-    oldest): {"vllm": its release, "flags": {option: {dest, kind, type, choices, nargs}}}."""
+    """The ``vllm serve`` flags of ``version``, else the nearest release not newer (else the
+    oldest), written by ``oracle/table.py --flags``: {"vllm": its release, "wheel", "model_tag":
+    who adds the positional model, "flags": {option: {dest, kind, type, choices, names,
+    nargs, default}}}."""
     paths = sorted(_FLAGS.glob("*.json"), key=lambda p: version_key(p.stem))
-    fit = [p for p in paths if version_key(p.stem) <= version_key(version)] or paths[:1]
+    fit = [p for p in paths if p.stem == version] or [
+        p for p in paths if version_key(p.stem) <= version_key(version)] or paths[:1]
     return json.loads(fit[-1].read_text(encoding="utf-8"))

@@ -230,6 +230,11 @@ def check_speculative_config(text_or_dict, vllm_version=None, draft_config=None,
     first = [Finding("note", None, note, f"check with a release specnb has rules for "
                      f"({table.vllm}), and expect differences", code="judged-by-older-release")
              ] if note else []
+    if isinstance(text_or_dict, str) and table.raw.get("speculative_config_text") == \
+            "ast.literal_eval":  # 0.8.2 (its create_speculative_config)
+        text_or_dict = _literal(text_or_dict, table)
+        if isinstance(text_or_dict, Finding):
+            return ConfigCheck(tuple(first) + (text_or_dict,), None, version)
     text, cfg, early = _parsed(text_or_dict)
     if early is None and table.raw.get("speculative_config_flag") is False:
         early = Finding("error", None, f"vLLM {table.vllm} has no --speculative-config flag "
@@ -241,6 +246,30 @@ def check_speculative_config(text_or_dict, vllm_version=None, draft_config=None,
         return ConfigCheck(tuple(first) + (early,), None, version)
     ctx = rules.run(rules.Context(text, table, cfg, draft, target, settings))
     return ConfigCheck(tuple(first + ctx.findings), dict(cfg), version)
+
+
+def _literal(text: str, table):
+    """The flag's text as ``ast.literal_eval`` reads it (a dict for the rules, else the text
+    for :func:`_parsed`'s findings), or the finding that ends the check."""
+    import ast
+
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError) as exc:
+        why = " ".join(str(exc).split()) or type(exc).__name__
+        return Finding("error", None, f"vLLM {table.vllm} reads --speculative-config with "
+                       f"Python's ast.literal_eval, not JSON, and that refuses this text "
+                       f"({why})", "write a Python dict literal: True, False, None for JSON's "
+                       "true, false, null", code="not-a-python-literal")
+    if not isinstance(value, dict):
+        return Finding("error", None, f"vLLM {table.vllm}'s ast.literal_eval reads this as a "
+                       f"{type(value).__name__}, and create_speculative_config asserts a dict",
+                       "write one dict, e.g. {'method': 'ngram', 'num_speculative_tokens': 4}",
+                       code="not-an-object")
+    try:
+        return json.loads(json.dumps(value))  # the rules read JSON values
+    except (TypeError, ValueError):
+        return text
 
 
 def _parsed(text_or_dict):

@@ -3,7 +3,8 @@
 ``-``, ``--flag=value``, dotted ``--speculative-config.key value`` merged into one JSON object:
 the value JSON, else a human-readable int such as ``8k``, else the string), then argparse over
 the release's flags (``specnb/vllm/flags/<v>.json``, from ``make_arg_parser`` by
-``oracle/drive_strings.py``); :func:`check_serve_line` checks the config in its context."""
+``oracle/table.py --flags``; else the nearest older release's); :func:`check_serve_line` checks
+the config in its context."""
 
 from __future__ import annotations
 
@@ -11,10 +12,11 @@ import argparse
 import json
 import re
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from ._versions import flags_for, select
+from .findings import ConfigCheck, Finding
 
 __all__ = ["ServeLine", "ServeLineError", "parse_serve_line", "check_serve_line"]
 
@@ -29,13 +31,15 @@ class ServeLine:
     ``--speculative-config`` receives (dotted flags merged) or None; settings: every other flag
     the line gives ({dest: value}); vllm: the release whose flags parsed it; replaced: a JSON
     ``--speculative-config`` that dotted flags replaced (vLLM appends them as a second
-    ``--speculative-config``; argparse keeps the last) or None."""
+    ``--speculative-config``; argparse keeps the last) or None; dotted: the config came from
+    dotted ``--speculative-config.KEY`` flags."""
 
     model: str | None
     speculative_config: str | None
     settings: dict = field(default_factory=dict)
     vllm: str = ""
     replaced: str | None = None
+    dotted: bool = False
 
 
 class _Parser(argparse.ArgumentParser):
@@ -79,10 +83,14 @@ class _Switch(argparse.Action):
 
 
 @lru_cache(maxsize=None)
-def _parser(version: str) -> tuple[argparse.ArgumentParser, str]:
+def _parser(version: str, api_server=False) -> tuple[argparse.ArgumentParser, str]:
+    """The release's parser: ``vllm serve``'s, or (``api_server``) ``python -m``
+    :data:`API_SERVER`'s, which has no positional model where ``make_arg_parser`` adds none."""
     table = flags_for(version)
-    parser = _Parser(prog="vllm serve", add_help=False)
-    parser.add_argument("model_tag", nargs="?")
+    parser = _Parser(prog=f"python -m {API_SERVER}" if api_server else "vllm serve",
+                     add_help=False)
+    if not api_server or table.get("model_tag") == "make_arg_parser":
+        parser.add_argument("model_tag", nargs="?")
     by_dest: dict = {}
     for opt, f in table["flags"].items():
         by_dest.setdefault((f["dest"], f["kind"]), []).append((opt, f))
@@ -101,8 +109,21 @@ def _parser(version: str) -> tuple[argparse.ArgumentParser, str]:
     return parser, table["vllm"]
 
 
-def _flexible(args: list[str]) -> list[str]:
-    """``FlexibleArgumentParser.parse_args``'s rewriting: names, ``=``, dotted flags."""
+def _update(original: dict, update: dict) -> None:
+    """vLLM's ``recursive_dict_update``: dicts merge, lists concatenate, anything else
+    replaces."""
+    for k, v in update.items():
+        if isinstance(v, dict) and isinstance(original.get(k), dict):
+            _update(original[k], v)
+        elif isinstance(v, list) and isinstance(original.get(k), list):
+            original[k] += v
+        else:
+            original[k] = v
+
+
+def _flexible(args: list[str]) -> tuple[list[str], set]:
+    """``FlexibleArgumentParser.parse_args``'s rewriting: names, ``=``, dotted flags (and the
+    flags the dotted ones gave)."""
     out = []
     for a in args:
         if a.startswith("--"):
@@ -140,16 +161,19 @@ def _flexible(args: list[str]) -> list[str]:
                 parsed = human_readable_int(value)
             except (ValueError, argparse.ArgumentTypeError):
                 parsed = value
-        node = merged.setdefault(key, {})
-        for k in keys[:-1]:
-            node = node.setdefault(k, {})
-        node[keys[-1]] = parsed
+        for k in reversed(keys):  # vLLM's create_nested_dict, then recursive_dict_update
+            parsed = {k: parsed}
+        _update(merged.setdefault(key, {}), parsed)
     for key, value in merged.items():
         rest += [key, json.dumps(value)]
-    return rest
+    return rest, set(merged)
 
 
-def _words(line) -> list[str]:
+API_SERVER = "vllm.entrypoints.openai.api_server"
+
+
+def _words(line) -> tuple[list[str], bool]:
+    """(the words after the command, whether it is ``python -m`` :data:`API_SERVER`)."""
     if isinstance(line, (list, tuple)):
         words = [str(w) for w in line]
     elif isinstance(line, str):
@@ -160,13 +184,23 @@ def _words(line) -> list[str]:
                                  ) from None
     else:
         raise TypeError(f"line must be a str or a list of words, got {type(line).__name__}")
-    if words[:2] == ["vllm", "serve"]:
-        words = words[2:]
-    elif words[:1] == ["serve"]:
-        words = words[1:]
     if not words:
         raise ServeLineError("the serve line is empty: give 'vllm serve MODEL ...'")
-    return words
+    head = words[0].rsplit("/", 1)[-1]
+    if re.fullmatch(r"python[\d.]*", head) and words[1:3] == ["-m", "vllm.entrypoints.cli.main"]:
+        words, head = ["vllm", *words[3:]], "vllm"  # the module the vllm command runs
+    if re.fullmatch(r"python[\d.]*", head):
+        if words[1:3] == ["-m", API_SERVER]:
+            return words[3:], True
+        raise ServeLineError(f"not a vllm serve line: '{' '.join(words[:3])}' does not start "
+                             f"vLLM's server; give 'vllm serve MODEL ...' (or 'python -m "
+                             f"{API_SERVER} --model MODEL ...')")
+    if head == "vllm":
+        if words[1:2] != ["serve"]:
+            raise ServeLineError(f"not a vllm serve line: 'vllm {' '.join(words[1:2])}' is "
+                                 "another vLLM command; give 'vllm serve MODEL ...'")
+        return words[2:], False
+    return (words[1:] if head == "serve" else words), False
 
 
 def parse_serve_line(line, vllm_version: str | None = None) -> ServeLine:
@@ -174,13 +208,24 @@ def parse_serve_line(line, vllm_version: str | None = None) -> ServeLine:
     as a POSIX shell does; or its words) with the flags of ``vllm_version`` (the nearest flag
     table not newer; None: the newest) -> :class:`ServeLine`.
 
-    Raises ServeLineError (a ValueError; the parser's own line) for a line that cannot be split,
-    is empty, or that vLLM's parser refuses (an unknown flag: "unrecognized arguments: ...", a
+    ``python -m vllm.entrypoints.openai.api_server`` (its parser) and ``python -m
+    vllm.entrypoints.cli.main serve`` are serve lines too; no model is no error (vLLM serves
+    ``--model``'s default). Raises ServeLineError (a ValueError; the parser's own line) for a
+    line that cannot be split, is empty, runs another command ("not a vllm serve line"), or
+    that vLLM's parser refuses (an unknown flag: "unrecognized arguments: ...", a
     value of the wrong type, a missing value); TypeError for a ``line`` that is no str or list.
     """
     table, _ = select(vllm_version)
-    parser, release = _parser(table.vllm)
-    args = _flexible(_words(line))
+    words, api_server = _words(line)
+    parser, release = _parser(table.vllm, api_server)
+    args, dotted = _flexible(words)
+    names = {a.split("=")[0] for a in args}
+    if flags_for(release).get("served_name_needs_model") and not api_server and words[:1] and \
+            words[0][:1] == "-" and "--served-model-name" in names and \
+            not {"--model", "--config"} & names:  # FlexibleArgumentParser.parse_args's check
+        raise ServeLineError("vllm serve: error: `model` should be provided as the first "
+                             "positional argument when using `vllm serve`. i.e. `vllm serve "
+                             "<model> --<arg> <value>`. (vLLM's ValueError)")
     ns = parser.parse_args(args)
     replaced = None
     if args.count("--speculative-config") > 1 or (
@@ -191,8 +236,10 @@ def parse_serve_line(line, vllm_version: str | None = None) -> ServeLine:
     given = {k: v for k, v in vars(ns).items() if v is not None}
     spec = given.pop("speculative_config", None)
     model = given.pop("model_tag", None) or given.get("model")
-    return ServeLine(model, json.dumps(spec) if spec is not None else None, given, release,
-                     replaced)
+    if spec is not None and not isinstance(spec, str):  # a str: a flag of type str (0.8.x)
+        spec = json.dumps(spec)
+    return ServeLine(model, spec, given, release,
+                     replaced, bool({"--speculative-config", "-sc"} & dotted))
 
 
 def check_serve_line(line, vllm_version=None, draft_config=None, target_config=None):
@@ -206,33 +253,60 @@ def check_serve_line(line, vllm_version=None, draft_config=None, target_config=N
     from pathlib import Path
 
     from .check import check_speculative_config
-    from .findings import ConfigCheck, Finding
 
     parsed = parse_serve_line(line, vllm_version)
+    flags = flags_for(parsed.vllm)["flags"]
+    first = list(_line_findings(parsed, select(vllm_version)[0].vllm, flags))
     if target_config is None and parsed.model and (Path(parsed.model) / "config.json").is_file():
         target_config = parsed.model
+    v0 = parsed.settings.get("speculative_model")
     if parsed.speculative_config is None:
-        off = Finding("warning", None, "the line has no --speculative-config: speculative "
-                      "decoding is off", "add --speculative-config '{\"method\": \"ngram\", "
-                      "\"num_speculative_tokens\": 4}' (or run specnb plan for the method)",
-                      code="no-speculative-config")
-        return parsed, ConfigCheck((off,), None, vllm_version)
+        first.append(Finding("note", None, f"the line turns speculative decoding on with the "
+                             f"V0 flags (--speculative-model {v0} ...), which vLLM "
+                             f"{parsed.vllm} takes; specnb checks only --speculative-config",
+                             "check the same settings as --speculative-config JSON (vLLM 0.8.2 "
+                             "and newer)", code="v0-speculative-flags") if v0 else Finding(
+            "warning", None, "the line has no --speculative-config: speculative decoding is "
+            "off", "add --speculative-config '{\"method\": \"ngram\", \"num_speculative_tokens\""
+            ": 4}' (or run specnb plan for the method)", code="no-speculative-config"))
+        return parsed, ConfigCheck(tuple(first), None, vllm_version)
     settings = {"served_model": parsed.model, **parsed.settings}  # the target rules run
     tp, mml = settings.pop("tensor_parallel_size", None), settings.pop("max_model_len", None)
     check = check_speculative_config(parsed.speculative_config, vllm_version, draft_config,
                                      target_config, tp, mml if mml and mml > 0 else None,
                                      serve=settings)
-    if parsed.vllm != select(vllm_version)[0].vllm:
-        check = ConfigCheck((Finding("note", None, f"the line was parsed with vLLM "
-                                     f"{parsed.vllm}'s serve flags (no flag table for this "
-                                     "release)", "", code="flags-from-other-release"),)
-                            + check.findings, check.config, check.vllm_version)
+    found = check.findings
+    if parsed.dotted:  # no line and column in a JSON text the user never wrote
+        found = tuple(replace(f, line=None, column=None, key=None if f.key is None else
+                              f"--speculative-config.{f.key}") for f in found)
     if parsed.replaced is not None:
-        check = ConfigCheck((Finding(
+        first.append(Finding(
             "warning", None, f"the line gives --speculative-config {parsed.replaced} and dotted "
             "--speculative-config.KEY flags: vLLM merges the dotted ones into a second "
             "--speculative-config, which replaces the first, so vLLM runs "
             f"{parsed.speculative_config}", "give every key one way: all in the JSON, or all "
-            "as dotted flags", code="dotted-flags-replace-json"),) + check.findings,
-            check.config, check.vllm_version)
-    return parsed, check
+            "as dotted flags", code="dotted-flags-replace-json"))
+    return parsed, ConfigCheck(tuple(first) + found, check.config, check.vllm_version)
+
+
+def _line_findings(parsed: ServeLine, release: str, flags: dict):
+    """The line's own findings: flags from another release, no model, a name the flag lists
+    but its parser leaves to the engine config (``names``: 0.33.0's ``--kv-cache-dtype``)."""
+    if parsed.vllm != release:
+        yield Finding("note", None, f"the line was parsed with vLLM {parsed.vllm}'s serve flags "
+                      f"(no flag table for {release}; the nearest older one, else the oldest)",
+                      "", code="flags-from-other-release")
+    if parsed.model is None:
+        default = (flags.get("--model") or {}).get("default")
+        yield Finding("warning", None, "the line names no model: vLLM's parser takes that and "
+                      f"serves --model's default ({default}), not your model", "give the model "
+                      "first: vllm serve MODEL ...", code="no-model")
+    for dest, names in (("kv_cache_dtype", (flags.get("--kv-cache-dtype") or {}).get("names")),
+                        ("quantization", select(release)[0].quantization_methods)):
+        value, flag = parsed.settings.get(dest), "--" + dest.replace("_", "-")
+        if names and isinstance(value, str) and value not in (*names, "", "None"):  # optional_type
+            yield Finding("error", None, f"{flag} {value}: not one of vLLM {release}'s names; "
+                          "its parser takes any name here, the engine config refuses it at "
+                          f"start", f"use one of {', '.join(names[:10])}" + (
+                              ", ..." if len(names) > 10 else ""),
+                          code=f"serve-unknown-{flag[2:]}")

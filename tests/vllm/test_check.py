@@ -12,6 +12,7 @@ import pytest
 
 from specnb.vllm import (check_speculative_config, describe_schedule, schedule_lookup, suggest_fix,
                          validate_schedule)
+from specnb.vllm import _versions
 from specnb.vllm._versions import select, version_key, versions_checked
 from specnb.vllm.rules.context import NEEDS_MODEL
 
@@ -568,7 +569,6 @@ def older_tables(monkeypatch):
     the JSON flag, 0.10.0 ignoring unknown keys, without custom_class nor the schedule."""
     import copy
 
-    from specnb.vllm import _versions
     from specnb.vllm.rules import keys
 
     real = dict(_versions.tables())
@@ -601,3 +601,32 @@ def test_the_tables_facts_decide_not_constants(older_tables):
 
     lax_releases = [v for v, t in _versions.tables().items() if t.raw.get("extra") == "ignore"]
     assert f"vLLM {lax_releases[-1]} and older ignored them silently" in strict.errors[0].message
+
+
+def test_a_release_whose_method_is_a_free_string():
+    """0.8.2-0.8.4 (their tables: method of kind str, no methods): SpeculativeConfig keeps
+    'ngram' and detects anything else from the draft model (vllm/config.py's
+    ``__post_init__``), so no name is refused as unknown."""
+    t = _versions.tables()["0.8.2"]
+    assert t.methods == () and t.fields["method"]["kind"] == "str"
+    ngram = check_speculative_config('{"method": "ngram", "num_speculative_tokens": 3, '
+                                     '"prompt_lookup_max": 4, "prompt_lookup_min": 2}', "0.8.2")
+    assert ngram.accepted and not ngram.codes()
+    eagle3 = check_speculative_config('{"method": "eagle3", "model": "some/head", '
+                                      '"num_speculative_tokens": 3}', "0.8.2")
+    assert "method-ignored" in eagle3.codes() and "unknown-method" not in eagle3.codes()
+    for v in ("0.8.5", "0.8.5.post1"):  # one version key, each its own table
+        assert select(v) == (_versions.tables()[v], None)
+
+
+def test_a_release_that_reads_the_flag_with_literal_eval():
+    """0.8.2's create_speculative_config: ``ast.literal_eval`` of the flag's str (its table:
+    speculative_config_text), so Python literals pass and JSON's true fails."""
+    assert _versions.tables()["0.8.2"].raw["speculative_config_text"] == "ast.literal_eval"
+    py = check_speculative_config("{'method': 'ngram', 'num_speculative_tokens': 3, "
+                                  "'prompt_lookup_max': 4, 'prompt_lookup_min': 2}", "0.8.2")
+    assert py.accepted, py.codes()
+    js = check_speculative_config('{"method": "ngram", "num_speculative_tokens": 3, '
+                                  '"disable_logprobs": true}', "0.8.2")
+    assert js.codes() == ["not-a-python-literal"]
+    assert check_speculative_config("[1]", "0.8.2").codes() == ["not-an-object"]

@@ -121,6 +121,25 @@ def test_every_table_was_made_from_the_wheel_it_names(version):
         assert json.loads(meta.read_text())["wheel"] == wheel
 
 
+FLAGS = REPO / "specnb" / "vllm" / "flags"
+
+
+@pytest.mark.parametrize("version", [p.stem for p in sorted(FLAGS.glob("*.json"))])
+def test_every_flag_table_was_made_from_the_wheel_of_its_release_table(version):
+    """specnb/vllm/flags/<v>.json (oracle/table.py --flags, the same pass as the release table)
+    names the wheel its release table names; its parser's flags are there."""
+    flags = json.loads((FLAGS / f"{version}.json").read_text())
+    assert flags["vllm"] == version and flags["wheel"] == _table(version)["wheel"]
+    assert flags["model_tag"] in ("make_arg_parser", "serve subcommand")
+    assert {"--model", "--max-model-len", "--tensor-parallel-size"} <= set(flags["flags"])
+    assert ("--speculative-config" in flags["flags"]) == \
+        _table(version)["speculative_config_flag"]
+
+
+def test_every_fixture_release_has_its_flag_table():
+    assert set(VERSIONS) <= {p.stem for p in FLAGS.glob("*.json")}
+
+
 def test_no_two_tables_name_the_same_wheel():
     shas = [_table(p.stem)["wheel"]["sha256"] for p in TABLES.glob("*.json")]
     assert len(shas) == len(set(shas))

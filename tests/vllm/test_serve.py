@@ -10,24 +10,29 @@ from pathlib import Path
 
 import pytest
 
-from specnb.vllm.serve import ServeLineError, check_serve_line, parse_serve_line
+from specnb.vllm.serve import API_SERVER, ServeLineError, check_serve_line, parse_serve_line
 
 FIXTURE = Path(__file__).resolve().parent.parent / "cases" / "vllm" / "0.33.0" / "serve.jsonl"
-RECS = [json.loads(x) for x in FIXTURE.read_text().splitlines() if x.strip()]
+ALL = [json.loads(x) for x in FIXTURE.read_text().splitlines() if x.strip()]
+RECS = [r for r in ALL if r["id"].startswith("serve:")]
+#: lines vLLM's ``python -m vllm.entrypoints.openai.api_server`` parser took or refused
+API = [r for r in ALL if r["id"].startswith("api:")]
+BY_ID = {r["id"]: r for r in ALL}
 #: What vLLM's parser gives for a flag the line does not set (the plain line's values).
 DEFAULTS = next(r for r in RECS if r["id"] == "serve:plain")["values"]
 
 
-@pytest.mark.parametrize("rec", RECS, ids=lambda r: r["id"])
+@pytest.mark.parametrize("rec", [r for r in RECS if r["id"] != "serve:served-name-first"],
+                         ids=lambda r: r["id"])
 def test_the_line_parses_as_vllms_parser_does(rec):
     if rec["verdict"] == "rejected":
         with pytest.raises(ServeLineError) as err:
-            parse_serve_line(rec["line"], vllm_version="0.33.0")
+            parse_serve_line("vllm serve " + rec["line"], vllm_version="0.33.0")
         if rec["message"].startswith("vllm serve: error:"):
             strip = re.compile(r" at 0x[0-9a-f]+")
             assert strip.sub("", str(err.value)) == strip.sub("", rec["message"])
         return
-    line = parse_serve_line(rec["line"], vllm_version="0.33.0")
+    line = parse_serve_line("vllm serve " + rec["line"], vllm_version="0.33.0")
     for dest, value in rec["values"].items():
         if dest in ("model", "model_tag", "structured_outputs_config"):
             continue
@@ -42,12 +47,67 @@ def test_the_line_parses_as_vllms_parser_does(rec):
 
 
 def test_bad_lines_are_one_line_errors():
-    for bad in ("vllm serve 'MODEL", "vllm serve", "MODEL --max-model-len lots"):
+    for bad in ("vllm serve 'MODEL", "", "MODEL --max-model-len lots"):
         with pytest.raises(ServeLineError) as err:
             parse_serve_line(bad)
         assert "\n" not in str(err.value)
     with pytest.raises(TypeError, match="line must be"):
         parse_serve_line(42)
+
+
+@pytest.mark.parametrize("rec", API, ids=lambda r: r["id"])
+def test_the_api_server_module_is_a_serve_line_with_its_own_parser(rec):
+    line = f"python -m {API_SERVER} {rec['line']}"
+    if rec["verdict"] == "rejected":
+        with pytest.raises(ServeLineError) as err:
+            parse_serve_line(line, vllm_version="0.33.0")
+        assert str(err.value).split("error: ", 1)[1] == rec["message"].split("error: ", 1)[1]
+    else:
+        assert parse_serve_line(line, vllm_version="0.33.0").model == \
+            (rec["values"]["model_tag"] or rec["values"]["model"])
+
+
+def test_a_line_of_another_command_is_not_a_serve_line():
+    for bad in ("python -m foo --model M", "python3 -m vllm.entrypoints.cli.main bench serve",
+                "/opt/venv/bin/python3.11 -m vllm.scripts", "vllm bench serve --model M", "vllm"):
+        with pytest.raises(ServeLineError, match="^not a vllm serve line: ") as err:
+            parse_serve_line(bad)
+        assert "unrecognized" not in str(err.value) and "\n" not in str(err.value)
+    assert parse_serve_line("python3 -m vllm.entrypoints.cli.main serve M -tp 2").model == "M"
+
+
+def test_no_model_serves_vllms_default_and_says_so():
+    rec = BY_ID["serve:no-model"]  # vLLM's parser takes the line, --model keeps its default
+    assert rec["verdict"] == "accepted" and rec["values"]["model_tag"] is None
+    parsed, check = check_serve_line("vllm serve", vllm_version="0.33.0")
+    assert parsed.model is None and check.codes()[0] == "no-model"
+    assert f"({rec['values']['model']})" in check.findings[0].message
+
+
+def test_a_kv_cache_dtype_the_parser_takes_and_the_engine_refuses():
+    rec = BY_ID["serve:kv-int3"]  # 0.33.0's parser: CacheDType | str, the names in metavar
+    assert rec["verdict"] == "accepted" and rec["values"]["kv_cache_dtype"] == "int3"
+    for line in ("MODEL --kv-cache-dtype int3", "MODEL --kv-cache-dtype int3 "
+                 "--speculative-config '{\"method\": \"ngram\", \"num_speculative_tokens\": 3}'"):
+        codes = _codes(line, vllm_version="0.33.0")
+        assert codes.count("serve-unknown-kv-cache-dtype") == 1, codes
+    assert "serve-unknown-kv-cache-dtype" not in _codes("MODEL --kv-cache-dtype fp8")
+
+
+def test_dotted_flag_findings_name_the_flag_not_a_position():
+    _, check = check_serve_line("MODEL --speculative-config.method ngram "
+                                "--speculative-config.num_speculative_tokens '{3'")
+    (f,) = [f for f in check.errors if f.code != "no-speculative-config"]
+    assert f.line is None and f.column is None
+    assert f.key == "--speculative-config.num_speculative_tokens" and '"{3"' in f.message
+    assert "line" not in f.format() and "\n" not in f.message
+
+
+@pytest.mark.parametrize("cid", ["dotted-nested-conflict", "dotted-list-concat"])
+def test_dotted_flags_merge_as_vllms_parser_merges_them(cid):
+    rec = BY_ID[f"serve:{cid}"]
+    spec = parse_serve_line(rec["line"], vllm_version="0.33.0").speculative_config
+    assert json.loads(spec) == rec["values"]["speculative_config"]
 
 
 def _codes(line, **kw):
@@ -96,3 +156,43 @@ def test_the_serve_context_rules(tmp_path):
     assert "draft-context-below-max-model-len" in _codes(local)
     gone = cfg.replace(str(tmp_path / "head"), str(tmp_path / "nowhere"))
     assert "draft-path-missing" in _codes(f"vllm serve M --speculative-config '{gone}'")
+
+
+def test_a_line_for_a_release_before_the_json_flag():
+    """0.7.3's own flags (specnb/vllm/flags/0.7.3.json): no --speculative-config, so its
+    parser refuses the flag; the V0 flags it has turn speculative decoding on."""
+    with pytest.raises(ServeLineError, match="unrecognized arguments: --speculative-config"):
+        parse_serve_line(f"vllm serve M {SPEC}", vllm_version="0.7.3")
+    v0 = "vllm serve M --speculative-model '[ngram]' --num-speculative-tokens 3"
+    assert _codes(v0, vllm_version="0.7.3") == ["v0-speculative-flags"]
+    with pytest.raises(ServeLineError, match="unrecognized arguments: --speculative-model"):
+        parse_serve_line(v0, vllm_version="0.33.0")
+
+
+def test_a_release_without_a_flag_table_is_parsed_with_the_nearest_older_and_says_so():
+    from specnb.vllm._versions import flags_for, version_key, versions_checked
+
+    flagged = sorted((p.stem for p in (Path(__file__).resolve().parents[2] / "specnb" / "vllm"
+                                       / "flags").glob("*.json")), key=version_key)
+    without = [v for v in versions_checked() if v not in flagged
+               and version_key(v) > version_key(flagged[0])]
+    if not without:
+        pytest.skip("every release has its flag table")
+    v = without[0]
+    nearest = [f for f in flagged if version_key(f) < version_key(v)][-1]
+    assert flags_for(v)["vllm"] == nearest
+    parsed, check = check_serve_line(f"vllm serve M {SPEC}", vllm_version=v)
+    assert parsed.vllm == nearest and check.codes()[0] == "flags-from-other-release"
+    assert f"vLLM {nearest}'s serve flags" in check.findings[0].message
+
+
+def test_a_served_name_without_a_model_first():
+    """The driver parses without the subcommand word; FlexibleArgumentParser.parse_args
+    refuses ``vllm serve --served-model-name x ...`` only when ``args[0] == "serve"``
+    (``vllm/utils/argparse_utils.py``, 0.25.1 on; the flag tables' served_name_needs_model)."""
+    assert BY_ID["serve:served-name-first"]["verdict"] == "accepted"  # without "serve"
+    line = "vllm serve --served-model-name x --max-model-len 4096"
+    with pytest.raises(ServeLineError, match="should be provided as the first positional"):
+        parse_serve_line(line, vllm_version="0.33.0")
+    assert parse_serve_line(line.replace("4096", "4096 --model M"), "0.33.0").model == "M"
+    assert _codes(line, vllm_version="0.15.1")[:1] == ["no-model"]

@@ -58,6 +58,21 @@ def _resolve(ctx, given, model):
         ctx.add("method-not-string", "error", "method", f"method must be a string, got "
                 f"{json.dumps(given)}", "write e.g. \"method\": \"ngram\"")
         return None
+    if t.raw.get("config_style", "pydantic") != "pydantic":
+        # 0.8.2-0.9.2: a stdlib dataclass (SpeculativeConfig.from_dict: cls(**d)) checks no
+        # Literal (0.8.2-0.8.4 have none): __post_init__ keeps 'ngram', replaces the rest
+        # with what it detects from the draft model
+        if given in ("ngram", "[ngram]"):
+            return "ngram"
+        if given not in (t.methods or ("eagle", "medusa", "mlp_speculator", "draft_model")):
+            ctx.add("method-ignored", "warning", "method", f"{ctx.vname} checks no list of "
+                    f"methods (its SpeculativeConfig is a plain dataclass): it replaces "
+                    f"{given!r} with what it detects from the draft model ('eagle' for an "
+                    "'eagle-' name, medusa, mlp_speculator, else draft_model)", "drop "
+                    "\"method\" (or write \"ngram\"), or upgrade vLLM for this method")
+        elif isinstance(model, str):
+            return given  # what vLLM detects from that model, if the model is right for it
+        return _resolve(ctx, None, model)
     if given in t.methods:
         if given in t.mtp and given != "mtp":
             ctx.add("deprecated-mtp-method", "warning", "method", f"method `{given}` is "

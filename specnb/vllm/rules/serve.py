@@ -48,12 +48,3 @@ def serve(ctx: Context) -> None:
                 "keeps its full-precision memory", "measure acceptance on the quantized target "
                 "(specnb metrics), or use a head trained for it; set \"quantization\" in the "
                 "speculative config to quantize the draft too")
-    for flag, names in (("quantization", ctx.table.quantization_methods),
-                        ("kv_cache_dtype", (ctx.table.fields.get("kv_cache_dtype") or {}).get(
-                            "choices") or ())):
-        value = s.get(flag)
-        if isinstance(value, str) and names and value not in names:
-            ctx.add(f"serve-unknown-{flag.replace('_', '-')}", "error", None, f"--"
-                    f"{flag.replace('_', '-')} {value}: not one of {ctx.vname}'s names; the "
-                    "engine config refuses it at start", f"use one of {', '.join(names[:10])}"
-                    + (", ..." if len(names) > 10 else ""))
