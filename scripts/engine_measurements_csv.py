@@ -24,6 +24,12 @@ SOURCES = {
     "vllm-pr24243": ("vllm-pr24243", "vllm", "", "PR #24243 description, Test Plan"),
     "vllm-pr16035": ("vllm-pr16035", "vllm", "", "PR #16035 comment by ekagra-ranjan, 2025-04-09"),
     "sglang-pr4716": ("sglang-pr4716", "sglang", "", "PR #4716 comment by ispobock, 2025-03-24"),
+    "sglang-pr4247": ("sglang-pr4247", "sglang", "", "PR #4247 comment by chromecast56, 2025-03-10 "
+                      "(with CUDA graphs)"),
+    "sglang-pr2150": ("sglang-pr2150", "sglang", "", "PR #2150 description (also SafeAILab/EAGLE "
+                      "PR #173)"),
+    "eagle-i203": ("eagle-i203", "sglang", "", "SafeAILab/EAGLE issue #203 comment by jiahe7ay, "
+                   "2025-07-02"),
     "e3t3-sglang": ("eagle3-t3-sglang", "sglang", "2503.01840v3", "Table 3"),
     "e3t5-vllm": ("eagle3-t5-vllm", "vllm-v0", "2503.01840v3", "Table 5"),
     "magicdec-t5-mlc": ("magicdec-t5-mlc", "mlc-llm", "2408.11049", "Appendix Table 5"),
@@ -55,6 +61,9 @@ URLS = {
     "vllm-pr24243": "https://github.com/vllm-project/vllm/pull/24243",
     "vllm-pr16035": "https://github.com/vllm-project/vllm/pull/16035",
     "sglang-pr4716": "https://github.com/sgl-project/sglang/pull/4716",
+    "sglang-pr4247": "https://github.com/sgl-project/sglang/pull/4247",
+    "sglang-pr2150": "https://github.com/sgl-project/sglang/pull/2150",
+    "eagle-i203": "https://github.com/SafeAILab/EAGLE/issues/203",
 }
 
 _SGL = "SGLang (SpecForge bench_eagle3.py; version not stated)"
@@ -157,6 +166,50 @@ ADDED = (
             note="fp16; context 512 ASSUMED (an MT-bench turn); the head's hidden size differs "
                  "from the target's (the PR's fix), the model times it as one target-shaped "
                  "layer with a 32,000-row LM head (ASSUMED)")]
+    + [dict(id=f"sglang-pr4247-{m}-B1-s{s}k8n64", engine="SGLang (March 2025, the PR's branch)",
+            concurrency_kind="batch size 1 (MT-bench bench_sglang_eagle.py, one request at a time)",
+            gpu="H100-SXM", gpu_published="not stated in the comment; 1x H100 per hongyanz "
+            "(hemingkx/Spec-Bench issue #22: ~380 tokens/s on a single H100 for this PR)",
+            gpus=1, model="Llama-3.1-8B", model_published="Llama 3.1 8B (Instruct)", draft=d,
+            method_published=(f"{m.upper()}, --speculative-num-steps {s}; topk and "
+                              "num_draft_tokens not printed: SGLang's defaults then, "
+                              "--speculative-eagle-topk 8 --speculative-num-draft-tokens 64 "
+                              "(server_args.py of late 2024 - early 2025), ASSUMED"),
+            gamma=s, topk=8, num_draft_tokens=64, batch=1, context=512, context_assumed=True,
+            dataset="MT-bench (80 questions; EAGLE's Llama-3 system prompt)", tau=al,
+            tau_note=_TAU_SGL, tau_borrowed=False, speedup=round(tps / 158.34, 4),
+            metric=(f"output throughput ratio {tps} / 158.34 tok/s; the baseline is BORROWED: "
+                    "the PR prints none, 158.34 is EAGLE-3 Table 4's and SGLang's docs' "
+                    "'SGLang (w/o speculative, 1x H100)' on the same MT-bench"),
+            note=("context 512 ASSUMED (an MT-bench turn); the comment's first runs without "
+                  "CUDA graphs (EAGLE-3 276.30, EAGLE-2 224.70 tok/s) are not recorded; "
+                  "EAGLE-2 in SGLang is the EAGLE-1 head with a dynamic tree (draft eagle)"))
+       for m, d, s, tps, al in (("eagle3", "eagle3", 8, 378.57, 5.39),
+                                ("eagle3", "eagle3", 5, 361.70, 4.68),
+                                ("eagle", "eagle", 8, 230.08, 3.76))]
+    + [dict(id="sglang-pr2150-eagle-B1-s5k8n64", engine="SGLang (Nov 2024, the PR's branch)",
+            concurrency_kind="one request (the PR's script: one /generate call, 256 new tokens)",
+            gpu="H100-SXM", gpu_published="a single H100 (SXM ASSUMED)", gpus=1,
+            model="Llama-2-7B", model_published="meta-llama/Llama-2-7b-chat-hf", draft="eagle",
+            method_published="EAGLE (lmzheng/sglang-EAGLE-llama2-chat-7B), "
+                             "--speculative-num-steps 5 --speculative-eagle-topk 8 "
+                             "--speculative-num-draft-tokens 64",
+            gamma=5, topk=8, num_draft_tokens=64, batch=1, context=256, context_assumed=True,
+            dataset="one prompt ('Give me a simple FastAPI server...')", tau="",
+            tau_note="not printed", tau_borrowed=False, speedup=round(297 / 156, 4),
+            metric="decoding speed ratio 297 / 156 token/s (316 with torch.compile, not recorded)",
+            note="not scored: no acceptance length printed; context 256 ASSUMED")]
+    + [dict(id=f"eagle-i203-{m}", engine="SGLang (July 2025)", concurrency_kind="not stated",
+            gpu="H200", gpu_published="a single H200", gpus=1, model=m, model_published=f"{m}",
+            draft="eagle3", method_published=f"EAGLE-3 ({h}); steps, topk, num_draft_tokens "
+                                             "not printed",
+            gamma=3, topk="", num_draft_tokens="", batch=1, context=512, context_assumed=True,
+            dataset="not stated", tau="", tau_note="not printed", tau_borrowed=False,
+            speedup=round(on / off, 4), metric=f"tokens/s ratio {on} / {off}",
+            note="not scored: no acceptance length and no draft configuration printed (gamma 3 "
+                 "is a placeholder); batch 1 ASSUMED")
+       for m, h, off, on in (("Qwen3-8B", "Tengyunw/qwen3_8b_eagle3", 186, 365),
+                             ("Qwen3-30B-A3B", "Tengyunw/qwen3_30b_moe_eagle3", 147, 231))]
 )
 
 PROFILE_NOTE = {
