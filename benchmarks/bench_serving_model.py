@@ -271,6 +271,14 @@ def held_out(t: pd.DataFrame) -> list[str]:
                 test = rows[rows["source_key"] == k]
                 out.append(f"  {name}: fit without {k}, predict it: "
                            f"{E.summary(test, E.predict(test, free, th))}; {_tau_label(test)}")
+        elif name in E.PUBLISHED_COSTS:
+            k = keys[0]
+            test = rows[rows["source_key"] == k]
+            costs = ", ".join(f"{par} {fn():.1f}" for par, fn in E.PUBLISHED_COSTS[name].items())
+            out.append(f"  {name}: one source ({k}): held out by the vllm profile (fitted without "
+                       f"it) plus V0's published costs ({costs}: vLLM PR #5691's batch "
+                       f"expansion): {E.summary(test, E.predict_from_other_class(t, k, 'vllm'))}"
+                       f"; {_tau_label(test)}")
         else:
             out.append(f"  {name}: one source ({', '.join(keys)}): no source to hold out")
         if not any(f.startswith("draft_step_ms:") and not f.endswith("*") for f in free):
@@ -375,18 +383,24 @@ def dsv3_curves() -> dict:
     for eng in ("vllm", "sglang"):
         cal = S.calibrated_on_plain_steps("sglang-pr2643", "mtp", engine=eng)
         out[f"{cal.setup.engine.name}, fixed cost from PR #2643"] = cal.setup
+    for eng in ("vllm", "sglang"):
+        skew = S.routing_skew_from_plain_steps("sglang-pr2643", engine=eng)
+        cal = S.calibrated_on_plain_steps("sglang-pr2643", "mtp", engine=eng, routing_skew=skew)
+        out[f"{cal.setup.engine.name}, fixed cost + skew {skew:.2f} from PR #2643"] = cal.setup
     return {k: np.atleast_1d(S.speedup(v, b, c["context"], c["gamma"], tau=c["tau"]))
             for k, v in out.items()}
 
 
 def curve_shape(b, sp) -> str:
-    """The dip (lowest gain at batch <= 16 over batch 1's) and the rise after it (highest
-    gain at batch >= 32 over batch 1's) of one curve."""
+    """The dip (lowest gain at batch <= 16 over batch 1's), the rise after it (highest gain at
+    batch >= 32 over batch 1's) and the change from batch 32 to 128 of one curve."""
     b = np.asarray(b)
     dip = sp[b <= 16].min() / sp[0]
     rise = sp[b >= 32].max() / sp[0]
+    late = float(sp[b == 128][0] / sp[b == 32][0] - 1)
     return (f"dip to {dip:.2f}x of batch 1's gain by batch 16, then up to {rise:.2f}x "
-            f"({'above' if rise > 1 else 'not above'} batch 1's)")
+            f"({'above' if rise > 1 else 'not above'} batch 1's); batch 32 -> 128 "
+            f"{100 * late:+.1f} % ({'falls' if late < 0 else 'does not fall'})")
 
 
 def moe_plain_lines() -> list[str]:
@@ -398,17 +412,21 @@ def moe_plain_lines() -> list[str]:
     for key, part in cmp0.groupby("source_key", sort=False):
         first, last = part.iloc[0], part.iloc[-1]
         g5 = cmp5[cmp5["source_key"] == key].iloc[-1]["added_model_ms"]
+        skew = S.routing_skew_from_plain_steps(key)
+        gs = S.plain_step_comparison(routing_skew=skew)
+        gs = gs[gs["source_key"] == key].iloc[-1]["added_model_ms"]
         lines.append(f"  {key:15s} {first['model']:14s} {int(first['gpus'])} GPUs: batch "
                      f"{int(first['batch_size'])} published {first['published_ms']:.1f} ms, "
                      f"model {first['model_ms']:.1f} ms (gap {first['gap_ms']:+.1f} ms); added "
                      f"by batch {int(last['batch_size'])}: published "
                      f"{last['added_published_ms']:+.1f} ms, model {last['added_model_ms']:+.1f} "
-                     f"ms uniform routing, {g5:+.1f} ms routing skew 0.5")
+                     f"ms uniform routing, {g5:+.1f} ms routing skew 0.5; the skew that fits "
+                     f"the growth: {skew:.2f} ({gs:+.1f} ms)")
     c = DSV3_CURVE
     lines.append(f"  DeepSeek-V3, 8x H200 fp8, MTP gamma {c['gamma']}, tau {c['tau']}, context "
                  f"{c['context']} (speedup by batch {', '.join(map(str, c['batches']))}):")
     for name, sp in dsv3_curves().items():
-        lines.append(f"    {name:40s} {' '.join(f'{x:.2f}' for x in sp)}; "
+        lines.append(f"    {name:48s} {' '.join(f'{x:.2f}' for x in sp)}; "
                      + curve_shape(c["batches"], sp))
     guide = E.load_points().query("source_key == 'sglang-docs-dsv3'")
     lines.append("    SGLang's DeepSeek guide (no acceptance length printed): "

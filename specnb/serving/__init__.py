@@ -78,7 +78,8 @@ reference (``data/magicdec_steps.csv``, EAGLE-3 Tables 3 and 5, ``data/moe_plain
     :func:`magicdec_setup`, :func:`table_measurements`, :func:`predict_table`,
     :func:`fit_and_predict`; :data:`EAGLE3_BATCH_TABLES`, :func:`batch_table_comparison`;
     published plain MoE steps: :func:`moe_plain_steps`, :func:`plain_step_comparison`,
-    :func:`calibrated_on_plain_steps`; this project's H200 step times calibrated short to long:
+    :func:`calibrated_on_plain_steps`, :func:`routing_skew_from_plain_steps`; this project's
+    H200 step times calibrated short to long:
     :func:`measured_context_split`, :data:`MEASURED_KV_FLOOR_FIT`.
 
 Units: times in milliseconds (``_ms``), bytes in bytes, FLOP/s and bytes/s in SI units.
@@ -106,7 +107,8 @@ from .reference import (EAGLE3_BATCH_TABLES, MAGICDEC_SNAPKV_BUDGET, MAGICDEC_TA
                         batch_table_comparison, calibrated_on_plain_steps, fit_and_predict,
                         MEASURED_KV_FLOOR_FIT, magicdec_setup, magicdec_table,
                         measured_context_split, moe_plain_steps,
-                        plain_step_comparison, predict_table, table_measurements)
+                        plain_step_comparison, predict_table,
+                        routing_skew_from_plain_steps, table_measurements)
 from .setup import (DEFAULT_GPU_MEMORY_UTILIZATION, DRAFT_METHODS, PARTIAL_PROPOSAL_METHODS,
                     SD_OVERHEAD_MS, Draft, Setup, cannot_serve, context_limit_notes, draft,
                     max_batch_in_memory, memory_cap, setup)
@@ -136,7 +138,8 @@ __all__ = [
     "MAGICDEC_TABLES", "MAGICDEC_SNAPKV_BUDGET", "magicdec_table", "magicdec_setup",
     "table_measurements", "predict_table", "fit_and_predict",
     "EAGLE3_BATCH_TABLES", "batch_table_comparison", "moe_plain_steps",
-    "plain_step_comparison", "calibrated_on_plain_steps", "measured_context_split",
+    "plain_step_comparison", "calibrated_on_plain_steps", "routing_skew_from_plain_steps",
+    "measured_context_split",
     "MEASURED_KV_FLOOR_FIT",
     "MoE", "MLA", "experts_touched", "HeadShape", "head_from_config", "EngineProfile",
     "engine_profile", "engine_names", "DEFAULT_ENGINE", "memory_cap", "t_engine_ms",

@@ -22,7 +22,8 @@ from .speedup import _Times, speedup, t_plain_ms
 __all__ = ["MAGICDEC_TABLES", "MAGICDEC_SNAPKV_BUDGET", "magicdec_table", "magicdec_setup",
            "table_measurements", "predict_table", "fit_and_predict", "EAGLE3_BATCH_TABLES",
            "batch_table_comparison", "moe_plain_steps", "plain_step_comparison",
-           "calibrated_on_plain_steps", "MEASURED_KV_FLOOR_FIT", "measured_context_split"]
+           "calibrated_on_plain_steps", "routing_skew_from_plain_steps", "MEASURED_KV_FLOOR_FIT",
+           "measured_context_split"]
 
 #: MagicDec tables in ``data/magicdec_steps.csv`` (arXiv 2408.11049): Table 2 and appendix
 #: Table 4 (Llama-3.1-8B, SnapKV self-speculation, 8x H100), appendix Table 3 (a) and (b)
@@ -241,6 +242,44 @@ def plain_step_comparison(engine: str = "vllm", routing_skew=None):
                                  "added_published_ms": pub - pub[i],
                                  "added_model_ms": tp - tp[i]}))
     return pd.concat(out, ignore_index=True)
+
+
+def routing_skew_from_plain_steps(source_key: str, *, engine: str = "vllm",
+                                  grid_step: float = 0.01) -> float:
+    """The routing skew whose plain step grows with batch as one source's published plain steps
+    grow (:func:`moe_plain_steps`): on a grid of ``grid_step`` over
+    :data:`~specnb.serving.moe.ROUTING_SKEW_RANGE`, the skew minimising the squared misfit of
+    each step less the source's smallest batch's (published against the model's T_AR with the
+    engine profile for the target's class). A fixed cost per forward does not move that
+    difference, so the skew is fitted on the batch dependence alone, on no speedup. DERIVED:
+    SGLang PR #2643's DeepSeek-V3 steps (batch 1, 8, 32) give 0.27; the Qwen3-30B-A3B sources
+    grow faster than any skew allows (0: the model's growth is too small at every skew).
+
+    Returns
+    -------
+    float in the routing-skew range, a multiple of ``grid_step``.
+
+    Raises
+    ------
+    ValueError
+        an unknown source or engine; ``grid_step`` outside (0, 0.95].
+    """
+    from .moe import ROUTING_SKEW_RANGE
+
+    lo, hi = ROUTING_SKEW_RANGE
+    step = _check.scalar_real("grid_step", grid_step, lo=0.0, hi=hi, lo_open=True)
+    rows = moe_plain_steps(source_key)
+    b = rows["batch_size"].to_numpy(int)
+    s = rows["context"].to_numpy(int)
+    pub = rows["ms"].to_numpy(float)
+    i = int(np.argmin(b))
+    best, best_err = lo, np.inf
+    for skew in np.round(np.arange(lo, hi + 1e-9, step), 6):
+        tp = np.atleast_1d(t_plain_ms(_plain_setup(rows, "eagle3", engine, float(skew)), b, s))
+        err = float(np.sum(((tp - tp[i]) - (pub - pub[i])) ** 2))
+        if err < best_err - 1e-12:
+            best, best_err = float(skew), err
+    return best
 
 
 def calibrated_on_plain_steps(source_key: str, draft: str, *, engine: str = "vllm",

@@ -96,6 +96,31 @@ def test_dsv3_fixed_cost_gap_and_the_curve_calibrated_on_it():
     assert calibrated[b <= 16].min() / calibrated[0] > default[b <= 16].min() / default[0]
 
 
+def test_dsv3_mtp_gain_falls_from_batch_32_to_128_with_the_skew_of_the_plain_steps():
+    """Issue 25's shape past batch 32: the routing skew fitted on SGLang PR #2643's published
+    plain steps' growth with batch (0.27; no speedup used) and the fixed cost fitted on their
+    level together give SGLang's MoE profile a DeepSeek-V3 MTP gain (8x H200, fp8, gamma 3,
+    tau 2.4, context 2000) that falls from batch 32 to 128 and never exceeds batch 1's; with
+    uniform routing it does not fall (it rises 32 -> 128). What is left: a rise from 32 to 64,
+    and the vLLM profile's curve is flat from 32 to 128 (docs/serving.md)."""
+    from specnb.serving import calibrated_on_plain_steps, routing_skew_from_plain_steps, speedup
+
+    skew = routing_skew_from_plain_steps("sglang-pr2643", engine="sglang")
+    assert 0.2 <= skew <= 0.35
+    assert routing_skew_from_plain_steps("specforge-i339") == 0.0  # grows faster than any skew
+    b = np.array([1, 8, 16, 32, 64, 128])
+    skewed = calibrated_on_plain_steps("sglang-pr2643", "mtp", engine="sglang",
+                                       routing_skew=skew).setup
+    uniform = calibrated_on_plain_steps("sglang-pr2643", "mtp", engine="sglang").setup
+    assert skewed.engine.name == "sglang-moe"
+    sp = dict(zip(b, speedup(skewed, b, 2000, 3, tau=2.4)))
+    sp0 = dict(zip(b, speedup(uniform, b, 2000, 3, tau=2.4)))
+    assert sp[128] < sp[32] and sp0[128] > sp0[32]
+    assert max(sp.values()) == sp[1]
+    with pytest.raises(ValueError, match="grid_step"):
+        routing_skew_from_plain_steps("sglang-pr2643", grid_step=0)
+
+
 def test_h200_short_to_long_context_goal_with_the_kernels_kv_floor():
     """The calibrated short-to-long context figure (benchmarks/bench_serving_model.py section
     8): our own H200 steps (one attention block per sequence and KV head, no split over the
