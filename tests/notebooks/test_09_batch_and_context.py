@@ -498,3 +498,11 @@ def test_moe_points_beside_the_model(rec):
     default = curve["tau 2.4"].to_numpy()
     assert default[b >= 32].max() > default[0]
     assert cal[b >= 32].max() < cal[0]
+    # the dotted curve: the routing skew fitted on the same plain steps' growth; its gain falls
+    # from batch 32 to 128 where the uniform-routing calibrated curve's does not
+    skew = S.routing_skew_from_plain_steps("sglang-pr2643", engine="sglang")
+    st_s = S.calibrated_on_plain_steps("sglang-pr2643", "mtp", engine="sglang",
+                                       routing_skew=skew).setup
+    skewed = S.tree_speedup(st_s, b, 512, 3, topk=1, num_draft_tokens=4, tau=2.4)
+    np.testing.assert_allclose(curve["tau 2.4, calibrated fixed cost and skew"], skewed)
+    assert skewed[b == 128][0] < skewed[b == 32][0] and cal[b == 128][0] > cal[b == 32][0]
