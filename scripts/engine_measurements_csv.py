@@ -1,6 +1,8 @@
 """Write data/engine_measurements.csv from the team's engine-measurements.jsonl and the points
 this script adds (:data:`ADDED`, issue 25: SGLang tree runs on a small MoE target, vLLM on an
-RTX 4090, SGLang's DeepSeek-V3 MTP figures), each with its URL.
+RTX 4090, SGLang's DeepSeek-V3 MTP figures, SGLang PR #4247's dense trees on one H100 with a
+borrowed baseline, and points kept unscored for want of a tau: SGLang PR #2150, SafeAILab/EAGLE
+issue #203), each with its URL.
 
 One row per published point, tidy, with the project's provenance columns (``source``,
 ``arxiv_version``, ``table``, ``note``) plus ``source_key`` (one short name per source, the unit
