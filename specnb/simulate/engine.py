@@ -53,7 +53,7 @@ from .. import serving as S
 from .host import HostCost, _host_ms, host_cost
 
 __all__ = ["EngineConfig", "engine_config", "default_batch_limits", "kv_blocks", "Policy",
-           "policy", "Trace", "run", "BLOCK_SIZE"]
+           "policy", "min_request_steps", "Trace", "run", "BLOCK_SIZE"]
 
 #: vLLM's default KV-cache block size on CUDA (tokens per block).
 BLOCK_SIZE = 16
@@ -190,6 +190,27 @@ def policy(kind, *, k: int | None = None, schedule=None, max_batch: int | None =
     rows = [[1, mb, kk]] + ([[mb + 1, max(seqs, mb + 1), 0]])
     return Policy("disable_by_batch_size", kk, tuple(schedule_lookup(rows, kk, seqs)),
                   tuple(map(tuple, rows)))
+
+
+def min_request_steps(output_lens, policies) -> float:
+    """A lower bound on the request-steps (one request scheduled in one engine step) a
+    simulation of ``policies`` takes: per policy, each request's ``ceil(output_len / (1 + K))``
+    sampling steps at the policy's largest K (every draft accepted). ``output_lens``: ints
+    >= 1, one per request.
+
+    Raises
+    ------
+    ValueError
+        an output length < 1; a policy that is not a :class:`Policy`.
+    """
+    out = np.atleast_1d(_check.integer("output_lens", output_lens, lo=1)).astype(np.int64)
+    total = 0
+    for p in policies:
+        if not isinstance(p, Policy):
+            raise ValueError(f"policies must be Policy objects (policy(...)), got "
+                             f"{type(p).__name__}")
+        total += int((-(-out // (1 + p.k))).sum())
+    return float(total)
 
 
 @dataclass
