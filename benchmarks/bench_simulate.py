@@ -22,17 +22,26 @@ size" (EAGLE-3 Tables 3 and 5, the SGLang / SpecForge issue runs) or a static ba
 together (a token budget of the whole batch's prompts), then the decode throughput of the
 steps that run all of them (:func:`decode_throughput`), as a static-batch benchmark times its
 decode loop. SGLang tree points (topk > 1, or other than 1 + k tokens verified) are listed as
-not simulated: the simulator schedules vLLM V1's chains. The closed-loop reading (4 x batch requests, prefill chunks interleaved with the
-others' decode, output tokens/s of the whole run) is printed beside it, not scored: the
-harnesses are not described, and the closed loop's 384-token prompts put 30-40 % of an RTX
-3090's time into prefill at batch 24 (Table 5), which the published ratios do not show
-(MT-bench turn-1 prompts are short: ASSUMED, the sources print no lengths). The vLLM
+not simulated: the simulator schedules vLLM V1's chains. Why the static reading: the paper says
+Table 3's runs were "conducted by the SGLang team", and SGLang's harness for speculative runs
+at a batch size (``scripts/playground/bench_speculative.py``, sgl-project/sglang @ 01d2a3d,
+which SGLang's docs point to for tuning) starts the server with ``--max-running-requests`` =
+``--cuda-graph-max-bs`` = the batch and scores ``accept_length / step_time``, the step time the
+20th percentile of the recorded steps that ran exactly ``batch`` requests: a full-batch decode
+step, not a whole run's tokens per second. Table 5 (vLLM) names no harness: the same reading
+is ASSUMED. The closed-loop reading (4 x batch requests, prefill chunks interleaved with the
+others' decode, output tokens/s of the whole run) is printed beside it, not scored: the closed
+loop's 384-token prompts put 30-40 % of an RTX 3090's time into prefill at batch 24 (Table 5),
+which the published ratios do not show (MT-bench turn-1 prompts are short: ASSUMED, the
+sources print no lengths). The vLLM
 blog's request-rate series (Llama-3.1-70B, 4x H100, CNN/DailyMail, n-gram k = 4) is simulated at
 its QPS with 300 requests of 837 + 323 tokens (SpecDecode-Bench's CNN/DM means,
 ``shared/reference/batch-model.md`` 4.2) and tau anchored on its lowest rate (the blog
 prints none), then predicted at the others; its end-to-end latency ratio compares mean E2EL.
-The SpecDecode-Bench end-to-end series are held back from the repository (engines.md
-section 4): none is scored here.
+The SpecDecode-Bench end-to-end series (``data/specdecode_bench_e2e.csv``, read off the paper's
+Figure 1) are not scored here (engines.md section 4 held them back). n-gram runs pay vLLM's CPU
+n-gram proposer between steps (:mod:`specnb.simulate.host`: V0's per-sequence loop for the
+blog's series, V1's KMP scan for the A40 check).
 """
 
 from __future__ import annotations

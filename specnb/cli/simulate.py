@@ -46,19 +46,48 @@ def _duration(seconds: float) -> str:
 
 def estimate_seconds(a) -> tuple[float, float, int]:
     """A lower bound on a synthetic load's simulation: (request-steps, seconds at
-    :data:`SIM_REQUEST_STEPS_PER_S`, policies). Each request is scheduled in at least
-    ``ceil(output_len / (1 + k))`` steps per policy (every draft accepted), once per policy:
-    off, one static k per ``--gamma``, the schedule (at the largest gamma) unless
-    ``--no-schedule``, ``--disable-by-batch-size`` (the first gamma). Arithmetic on the flags
-    only (checked before any slow import)."""
-    ks = [0] + list(a.gamma)
-    if not a.no_schedule:
-        ks.append(max(a.gamma))
-    if a.disable_by_batch_size:
-        ks.append(a.gamma[0])
+    :data:`SIM_REQUEST_STEPS_PER_S`, policies), :func:`specnb.simulate.min_request_steps` of
+    the policies the run compares (:func:`_policies`; the schedule ``specnb plan`` would
+    choose, not known before planning, counted at the largest ``--gamma``).
+
+    Raises
+    ------
+    ValueError
+        a ``--schedule`` or ``--disable-by-batch-size`` the library refuses.
+    """
+    from .. import simulate as M
+
+    seqs = a.max_num_seqs or M.default_batch_limits(a.gpu)[1]
+    planned = not a.no_schedule and not a.schedule
+    pols = _policies(a, M, seqs, None if a.no_schedule or planned else _schedule_flag(a))
+    if planned:
+        pols.append(M.policy("static", k=max(a.gamma)))
     out = max(int(a.output_len), 1)
-    steps = float(a.num_prompts) * sum(-(-out // (1 + k)) for k in ks)
-    return steps, steps / SIM_REQUEST_STEPS_PER_S, len(ks)
+    steps = M.min_request_steps([out] * int(a.num_prompts), pols)
+    return steps, steps / SIM_REQUEST_STEPS_PER_S, len(pols)
+
+
+def _schedule_flag(a):
+    try:
+        return json.loads(a.schedule)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"--schedule is not JSON ({exc.msg}): give ranges as "
+                         "[[lo, hi, k], ...]") from None
+
+
+def _policies(a, M, max_num_seqs: int, sched) -> list:
+    """The policies a run compares (one home: :func:`simulate` and :func:`estimate_seconds`):
+    off, one static k per ``--gamma``, the schedule ``sched`` unless it is off or one of the
+    static ones, ``disable_by_batch_size`` at the first gamma."""
+    pols = [M.policy("off")] + [M.policy("static", k=g) for g in a.gamma]
+    if sched is not None:
+        ks = {r[2] for r in sched}
+        if any(ks) and not (len(ks) == 1 and ks <= set(a.gamma)):  # else = a static policy
+            pols.append(M.policy("schedule", schedule=sched, max_num_seqs=max_num_seqs))
+    if a.disable_by_batch_size:
+        pols.append(M.policy("disable_by_batch_size", k=a.gamma[0],
+                             max_batch=a.disable_by_batch_size, max_num_seqs=max_num_seqs))
+    return pols
 
 
 def register(subparsers) -> argparse.ArgumentParser:
@@ -162,7 +191,10 @@ def _check_flags(a) -> str | None:
                 return f"{flag} must be >= 1, got {v}"
         if a.concurrency is None and a.request_rate is None:
             return "give --concurrency (closed loop) or --request-rate (requests/s), or both"
-        steps, secs, npol = estimate_seconds(a)
+        try:
+            steps, secs, npol = estimate_seconds(a)
+        except ValueError as exc:
+            return _flag_names(str(exc).splitlines()[0])
         if secs > MAX_SIM_S:
             most = int(a.num_prompts * MAX_SIM_S / secs)
             return (f"--num-prompts {a.num_prompts} (x --output-len {a.output_len}): at least "
@@ -177,8 +209,6 @@ def _check_flags(a) -> str | None:
         return f"--request-rate must be > 0 (requests/s), got {a.request_rate:g}"
     if not a.burstiness > 0:
         return f"--burstiness must be > 0, got {a.burstiness:g}"
-    if not 0 <= a.range_ratio < 1:
-        return f"--range-ratio must be in [0, 1), got {a.range_ratio:g}"
     for flag, v in (("--max-num-seqs", a.max_num_seqs),
                     ("--max-num-batched-tokens", a.max_num_batched_tokens)):
         if v is not None and v < 1:
@@ -189,6 +219,17 @@ def _check_flags(a) -> str | None:
     if len(set(a.gamma)) != len(a.gamma):
         return f"--gamma lists a value twice: {' '.join(map(str, a.gamma))}"
     return None
+
+
+#: Library parameter names (as their errors spell them) -> the flags that set them.
+_FLAGS = {"range_ratio": "--range-ratio", "max_batch": "--disable-by-batch-size"}
+
+
+def _flag_names(msg: str) -> str:
+    """A library error with its parameter names as the command line spells them."""
+    for name, flag in _FLAGS.items():
+        msg = msg.replace(name, flag)
+    return msg
 
 
 def _acceptance(a, M):
@@ -236,17 +277,11 @@ def simulate(a) -> dict:
     cfg = M.engine_config(st, max_num_seqs=a.max_num_seqs,
                           max_num_batched_tokens=a.max_num_batched_tokens,
                           prefix_cache_hit_rate=a.prefix_cache_hit_rate)
-    pols = [M.policy("off")] + [M.policy("static", k=g) for g in a.gamma]
     sched = None
     if not a.no_schedule:
-        sched = json.loads(a.schedule) if a.schedule else _plan_schedule(
+        sched = _schedule_flag(a) if a.schedule else _plan_schedule(
             st, acc, w, a.gamma, cfg.max_num_seqs)
-        ks = {r[2] for r in sched}
-        if any(ks) and not (len(ks) == 1 and ks <= set(a.gamma)):  # else = a static policy
-            pols.append(M.policy("schedule", schedule=sched, max_num_seqs=cfg.max_num_seqs))
-    if a.disable_by_batch_size:
-        pols.append(M.policy("disable_by_batch_size", k=a.gamma[0],
-                             max_batch=a.disable_by_batch_size, max_num_seqs=cfg.max_num_seqs))
+    pols = _policies(a, M, cfg.max_num_seqs, sched)
     sim = M.simulate(st, w, pols, acceptance=acc, config=cfg, seed=a.seed)
     cmp = sim.compare(goal=a.goal)
     saved = []
@@ -337,7 +372,7 @@ def run(a) -> int:
     try:
         result = simulate(a)
     except (ValueError, TypeError, FileNotFoundError) as exc:
-        return error("simulate", str(exc).splitlines()[0])
+        return error("simulate", _flag_names(str(exc).splitlines()[0]))
     if a.json:
         print(json.dumps(result, default=lambda x: None if isinstance(x, float)
                          and not math.isfinite(x) else x))

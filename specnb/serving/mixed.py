@@ -17,6 +17,11 @@ them (``vllm/v1/spec_decode/eagle.py`` / ``draft_model.py`` / ``dflash.py`` @ v0
 * n-gram / suffix: :data:`specnb.serving.NGRAM_DRAFT_FRACTION` of the target's time when some
   sequence speculates.
 
+With the step's logit rows given (``logit_tokens``; the simulator gives them), the LM head
+runs only where vLLM computes logits: each request's last scheduled token and its verified
+drafts for the target, one row per request in the draft's first forward; a prefill chunk's
+other tokens skip it (``MixedStep._forward_ms``).
+
 The engine part is what ``speedup._Times.engine`` charges a steady step (the per-verification
 overhead ``sd_overhead_ms``, per draft forward, per draft token x LM-head rows, per verified
 token), counted on this step's mix; 0 when no sequence speculates.
@@ -83,7 +88,35 @@ class MixedStep:
         # query x context pairs of a causal chunk of q tokens after c cached tokens
         return float(np.dot(q, c + (q - 1.0) / 2.0))
 
-    def _draft_ms(self, c, q, k, t_target):
+    def _forward_ms(self, prep, tokens, kv, att, rows=None):
+        """``_step_totals``'s time of one forward over ``tokens`` query tokens whose LM head
+        runs on ``rows`` of them only (None: all). vLLM V1 computes logits only at
+        ``logits_indices`` (``gpu_model_runner._prepare_inputs``: the last scheduled token of
+        each request, a prefill chunk's too, plus its draft positions; the proposers' first
+        forward, ``eagle.py`` / ``draft_model.py``, at ``last_token_indices``, one per
+        request), so a prefill chunk's other tokens skip the head's
+        ``2 x vocab x hidden`` FLOPs each. The step's time less those FLOPs' matmul time, as
+        ``_step_totals`` combines it (``max + (1 - overlap) min`` of weight and matmul time),
+        and at least the eager launch floor it applies beyond the CUDA-graph cap."""
+        es = self.engine_step
+        if rows is None or rows >= tokens:
+            return float(_step_totals(*prep, tokens, kv, att, engine_step=es)[0])
+        arch, g, eff, dtype, n = prep[0], prep[1], prep[2], prep[3], prep[5]
+        p = _step_totals(*prep, tokens, kv, att, parts=True, engine_step=es)
+        fl = eff.compute * g.flops(dtype)
+        t_w = float(p["w"]) / (eff.bandwidth * g.bandwidth) * 1e3
+        t_lin = float(p["f_lin"]) * 1e3 / fl
+        cut = 2.0 * arch.vocab_size * arch.hidden_size / n * (tokens - rows) * 1e3 / fl
+        o = 1.0 - eff.overlap
+        saved = (max(t_w, t_lin) + o * min(t_w, t_lin)
+                 - max(t_w, t_lin - cut) - o * min(t_w, t_lin - cut))
+        total = float(p["total"]) - saved
+        if es is not None and es.graph_cap_tokens and es.eager_layer_us \
+                and tokens > es.graph_cap_tokens:
+            total = max(total, arch.n_layers * es.eager_layer_us * 1e-3)
+        return total
+
+    def _draft_ms(self, c, q, k, t_target, rows=None):
         spec = k > 0
         n_spec = int(spec.sum())
         if n_spec == 0 or self.kind == "none":
@@ -110,9 +143,10 @@ class MixedStep:
             kv = float(ctx[spec].sum())
             t = float(_step_totals(*drf, b, kv, kv, engine_step=self.engine_step)[0])
         else:
-            # first forward: every token the target scored (the draft's own prefill)
-            t = float(_step_totals(*drf, tokens, float(ctx.sum()), self._att(ctx, q),
-                                   engine_step=self.engine_step)[0])
+            # first forward: every token the target scored (the draft's own prefill); its
+            # LM head on one row per sequence when the step's logit rows are given
+            t = self._forward_ms(drf, tokens, float(ctx.sum()), self._att(ctx, q),
+                                 None if rows is None else float(len(q)))
             t += self.times._extra_ms(self.first_extra, tokens)
         if kmax > 1:
             base = ctx[spec] + q[spec]
@@ -137,20 +171,22 @@ class MixedStep:
         verified = float((1.0 + k[spec]).sum())
         return self.st.sd_overhead_ms + steps + logits + p.verify_token_us * verified * 1e-3
 
-    def ms(self, contexts, query_tokens, draft_tokens) -> dict:
+    def ms(self, contexts, query_tokens, draft_tokens, logit_tokens=None) -> dict:
         """Unchecked :func:`mixed_step_ms` on 1-D float arrays of one length."""
         c = np.asarray(contexts, dtype=float)
         q = np.asarray(query_tokens, dtype=float)
         k = np.asarray(draft_tokens, dtype=float)
-        t_target = float(_step_totals(*self.times.tgt, float(q.sum()), float(c.sum()),
-                                      self._att(c, q), engine_step=self.engine_step)[0])
-        t_draft = float(self._draft_ms(c, q, k, t_target))
+        rows = None if logit_tokens is None else float(np.sum(logit_tokens))
+        t_target = self._forward_ms(self.times.tgt, float(q.sum()), float(c.sum()),
+                                    self._att(c, q), rows)
+        t_draft = float(self._draft_ms(c, q, k, t_target, rows))
         t_engine = float(self._engine_ms(q, k))
         return {"target_ms": t_target, "draft_ms": t_draft, "engine_ms": t_engine,
                 "total_ms": t_target + t_draft + t_engine}
 
 
-def mixed_step_ms(setup: Setup, contexts, query_tokens, draft_tokens) -> dict:
+def mixed_step_ms(setup: Setup, contexts, query_tokens, draft_tokens,
+                  logit_tokens=None) -> dict:
     """Time of one continuous-batching step, ms, from its per-sequence mix.
 
     Parameters
@@ -161,6 +197,11 @@ def mixed_step_ms(setup: Setup, contexts, query_tokens, draft_tokens) -> dict:
         1 decode token, or 1 + k verify tokens)
     draft_tokens : ints >= 0, shape (n,): draft tokens proposed for it this step (0: it does
         not speculate next step)
+    logit_tokens : optional ints in [1, query_tokens], shape (n,): the tokens whose logits the
+        target computes (vLLM V1: 1 for a prefill chunk or a decode token, 1 + k for a verify
+        step); None: every query token (the LM head charged to all of them). Given, the
+        target's LM head runs on those rows only and the draft's first forward on one row
+        per sequence (``MixedStep._forward_ms``)
 
     The target forward is ``_step_totals`` on the step's totals: query tokens ``sum q``, KV
     tokens read ``sum c``, attention pairs ``sum q (c + (q - 1) / 2)`` (a causal chunk after c
@@ -176,7 +217,7 @@ def mixed_step_ms(setup: Setup, contexts, query_tokens, draft_tokens) -> dict:
     ------
     ValueError
         arrays of different lengths, empty or not 1-D; a context < 0, a query count < 1, a
-        draft count < 0, fractional counts.
+        draft count < 0, a logit count outside [1, query count], fractional counts.
     TypeError
         setup is not a Setup.
     """
@@ -189,5 +230,15 @@ def mixed_step_ms(setup: Setup, contexts, query_tokens, draft_tokens) -> dict:
     if q.shape != c.shape or k.shape != c.shape:
         raise ValueError(f"contexts, query_tokens and draft_tokens must have one entry per "
                          f"scheduled sequence, got lengths {c.size}, {q.size}, {k.size}")
-    return MixedStep(setup).ms(c, q, k)
+    lg = None
+    if logit_tokens is not None:
+        lg = np.atleast_1d(_check.integer("logit_tokens", logit_tokens, lo=1))
+        if lg.shape != c.shape:
+            raise ValueError(f"logit_tokens must have one entry per scheduled sequence, got "
+                             f"length {lg.size} for {c.size}")
+        if np.any(lg > q):
+            j = int(np.argmax(lg > q))
+            raise ValueError(f"logit_tokens[{j}] = {int(lg[j])} exceeds query_tokens[{j}] = "
+                             f"{int(q[j])}")
+    return MixedStep(setup).ms(c, q, k, lg)
 

@@ -12,7 +12,11 @@ acceptance
 engine
     :func:`engine_config` (vLLM's defaults by GPU and usage), :func:`default_batch_limits`,
     :func:`kv_blocks`, :func:`policy` -> :class:`Policy` (off, static k, vLLM's per-batch
-    schedule, disable_by_batch_size), :func:`run` -> :class:`Trace`.
+    schedule, disable_by_batch_size), :func:`min_request_steps` (a floor on a run's work),
+    :func:`run` -> :class:`Trace`.
+host
+    :func:`host_cost` -> :class:`HostCost`, :func:`ngram_host_ms` (vLLM's CPU n-gram
+    proposer's time between two forwards, V1 and V0).
 result
     :func:`bench_result` (the bench-format dict).
 
@@ -27,13 +31,15 @@ from dataclasses import dataclass
 
 from .acceptance import Acceptance, acceptance
 from .engine import (EngineConfig, Policy, Trace, default_batch_limits, engine_config,
-                     kv_blocks, policy, run)
+                     kv_blocks, min_request_steps, policy, run)
+from .host import HostCost, host_cost, ngram_host_ms
 from .result import bench_result
 from .workload import Workload, from_log, synthetic
 
 __all__ = ["Workload", "synthetic", "from_log", "Acceptance", "acceptance", "EngineConfig",
-           "engine_config", "default_batch_limits", "kv_blocks", "Policy", "policy", "Trace",
-           "run", "bench_result", "Simulation", "simulate", "GOALS"]
+           "engine_config", "default_batch_limits", "kv_blocks", "Policy", "policy",
+           "min_request_steps", "Trace", "run", "HostCost", "host_cost", "ngram_host_ms",
+           "bench_result", "Simulation", "simulate", "GOALS"]
 
 #: What a goal compares: latency by mean TPOT (on / off < 1 pays), throughput by output
 #: tokens per second (on / off > 1 pays).

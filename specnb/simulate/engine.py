@@ -30,8 +30,12 @@ With ``EngineConfig.chunked_prefill`` False, vLLM V0's scheduler without chunked
 (``vllm/core/scheduler.py`` ``_schedule_default``): whole prompts of waiting requests first,
 and a step that prefills runs no decode or verify tokens (and no drafting).
 
+The host drafter (vLLM's CPU n-gram proposer, :mod:`specnb.simulate.host`) adds its time to
+each speculating step: it runs between two forwards, outside async scheduling.
+
 Not modelled: async scheduling (the step order is the same; its overlap is in the fixed
-cost), priorities, LoRA, encoders, KV connectors, the padding of a new request's first decode
+cost; vLLM 0.33 keeps it off for the CPU n-gram proposer, PR #31998, and the per-step host
+work it would hide is not counted apart), priorities, LoRA, encoders, KV connectors, the padding of a new request's first decode
 step to 1 + k tokens (a request whose prompt is all cached but one token), the watermark
 (0 by default).
 """
@@ -46,9 +50,10 @@ import numpy as np
 
 from .. import _check
 from .. import serving as S
+from .host import HostCost, _host_ms, host_cost
 
 __all__ = ["EngineConfig", "engine_config", "default_batch_limits", "kv_blocks", "Policy",
-           "policy", "Trace", "run", "BLOCK_SIZE"]
+           "policy", "min_request_steps", "Trace", "run", "BLOCK_SIZE"]
 
 #: vLLM's default KV-cache block size on CUDA (tokens per block).
 BLOCK_SIZE = 16
@@ -88,24 +93,29 @@ class EngineConfig:
     block_size: int = BLOCK_SIZE
     prefix_cache_hit_rate: float = 0.0
     chunked_prefill: bool = True
+    host: HostCost = HostCost()
 
 
 def engine_config(st, *, max_num_seqs=None, max_num_batched_tokens=None,
                   num_gpu_blocks=None, max_model_len=None, block_size: int = BLOCK_SIZE,
                   prefix_cache_hit_rate: float = 0.0, usage: str = "serve",
-                  chunked_prefill: bool = True) -> EngineConfig:
+                  chunked_prefill: bool = True, host: HostCost | None = None) -> EngineConfig:
     """Scheduler settings for a setup: vLLM's defaults (:func:`default_batch_limits`, blocks
     from :func:`kv_blocks`, ``max_model_len`` the target's ``max_position_embeddings``, else
     131072) where not given. ``chunked_prefill`` False: vLLM V0's scheduler without chunked
     prefill (``vllm/core/scheduler.py`` ``_schedule_default``: waiting requests' whole
     prompts first, within the token budget, and no decode or verify step beside them; the
     steps that prefill draft nothing, V0 skipping speculation on prompt steps), for V0-era
-    published runs.
+    published runs. ``host``: the drafter's host time per step (:class:`HostCost`; default
+    :func:`specnb.simulate.host.host_cost` of the setup: vLLM's CPU n-gram proposer for
+    ``ngram``, nothing otherwise; ``HostCost()`` leaves it out).
 
     Raises
     ------
     ValueError
         a count < 1; a hit rate outside [0, 1); no room for one KV block.
+    TypeError
+        ``host`` not a :class:`HostCost`.
     """
     tok, seqs = default_batch_limits(st.gpu, usage)
     seqs = seqs if max_num_seqs is None else _check.scalar_int("max_num_seqs", max_num_seqs, lo=1)
@@ -123,7 +133,10 @@ def engine_config(st, *, max_num_seqs=None, max_num_batched_tokens=None,
         _check.scalar_int("max_model_len", max_model_len, lo=2)
     hit = _check.scalar_real("prefix_cache_hit_rate", prefix_cache_hit_rate, lo=0.0, hi=1.0,
                              hi_open=True)
-    return EngineConfig(seqs, tok, blocks, mml, bs, float(hit), bool(chunked_prefill))
+    hc = host_cost(st) if host is None else host
+    if not isinstance(hc, HostCost):
+        raise TypeError(f"host must be a HostCost, got {type(hc).__name__}")
+    return EngineConfig(seqs, tok, blocks, mml, bs, float(hit), bool(chunked_prefill), hc)
 
 
 @dataclass(frozen=True)
@@ -177,6 +190,27 @@ def policy(kind, *, k: int | None = None, schedule=None, max_batch: int | None =
     rows = [[1, mb, kk]] + ([[mb + 1, max(seqs, mb + 1), 0]])
     return Policy("disable_by_batch_size", kk, tuple(schedule_lookup(rows, kk, seqs)),
                   tuple(map(tuple, rows)))
+
+
+def min_request_steps(output_lens, policies) -> float:
+    """A lower bound on the request-steps (one request scheduled in one engine step) a
+    simulation of ``policies`` takes: per policy, each request's ``ceil(output_len / (1 + K))``
+    sampling steps at the policy's largest K (every draft accepted). ``output_lens``: ints
+    >= 1, one per request.
+
+    Raises
+    ------
+    ValueError
+        an output length < 1; a policy that is not a :class:`Policy`.
+    """
+    out = np.atleast_1d(_check.integer("output_lens", output_lens, lo=1)).astype(np.int64)
+    total = 0
+    for p in policies:
+        if not isinstance(p, Policy):
+            raise ValueError(f"policies must be Policy objects (policy(...)), got "
+                             f"{type(p).__name__}")
+        total += int((-(-out // (1 + p.k))).sum())
+    return float(total)
 
 
 @dataclass
@@ -284,6 +318,7 @@ def run(st, workload, pol: Policy, acc=None, *, config: EngineConfig | None = No
                              f"cache holds {blocks_total - 1} (and vLLM's null block)")
     rng = np.random.default_rng(seed)
     mixed = S.MixedStep(st)
+    host = cfg.host
     hit = cfg.prefix_cache_hit_rate
     arrival = workload.arrival_s.tolist()
     conc = workload.max_concurrency or n
@@ -423,10 +458,12 @@ def run(st, workload, pol: Policy, acc=None, *, config: EngineConfig | None = No
         ctx = np.empty(len(sched))
         q = np.empty(len(sched))
         kd = np.zeros(len(sched))
+        lg = np.empty(len(sched))  # logit rows: the last scheduled token + the verified drafts
         pre = 0
         for j, (r, new, s) in enumerate(sched):
             ctx[j] = comp[r]
             q[j] = new
+            lg[j] = min(1 + s, new)
             if comp[r] < prompt[r] + outn[r] - 1:  # not decoding: a prompt chunk
                 pre += new
             comp[r] += new
@@ -450,7 +487,16 @@ def run(st, workload, pol: Policy, acc=None, *, config: EngineConfig | None = No
                 if comp[r] >= prompt[r] + outn[r]:  # not mid-prefill: it will sample
                     kd[j] = k_next
         # V0 runs a prompt step without speculation: its drafts come with the next step's
-        dt = mixed.ms(ctx, q, kd if not (v0 and pre) else np.zeros(len(sched)))["total_ms"] / 1e3
+        drafting = not (v0 and pre)
+        dt = mixed.ms(ctx, q, kd if drafting else np.zeros(len(sched)), lg)["total_ms"]
+        if k_next and drafting and host.kind != "none":
+            # the host drafter scans each sampling request's tokens before the next forward
+            # (synchronous: host.py); its tokens so far are its computed ones
+            cs = np.array([comp[r] for j, (r, _, _) in enumerate(sched) if kd[j]], dtype=float)
+            if cs.size:
+                m = acc.proposal_rate(k_next, float(cs.mean())) if acc is not None else 1.0
+                dt += _host_ms(host, cs, m)
+        dt /= 1e3
         t += dt
         step_ms.append(dt * 1e3)
         batch_l.append(len(sched))

@@ -128,3 +128,24 @@ def test_a_long_simulation_is_warned_with_its_estimate(capsys, monkeypatch):
     assert "warning: --num-prompts 24: at least" in err and "over 2 policies" in err
     # 24 requests x (40 + ceil(40 / 4)) steps: the lower bound the message prints
     assert "1.2e+03 request-steps" in err
+
+
+def test_range_ratio_is_checked_by_the_library_and_named_as_the_flag(capsys):
+    code, out, err = run(capsys, *BASE, "--concurrency", "2", "--range-ratio", "1.5")
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert "--range-ratio must be in [0, 1)" in err and "1.5" in err
+
+
+def test_estimate_counts_the_policies_the_run_compares(capsys):
+    from specnb import simulate as M
+    from specnb.cli import simulate as C
+
+    args = C.register(__import__("argparse").ArgumentParser().add_subparsers()).parse_args(
+        BASE[1:] + ["--concurrency", "8", "--gamma", "2", "4", "--disable-by-batch-size", "4",
+                    "--schedule", "[[1, 8, 4], [9, 1024, 2]]"])
+    pols = C._policies(args, M, 1024, json.loads(args.schedule))
+    assert [p.name for p in pols] == ["off", "k=2", "k=4", "schedule", "disable_by_batch_size"]
+    steps, _, n = C.estimate_seconds(args)
+    assert n == 5 and steps == M.min_request_steps([40] * 24, pols)
+    code, out, err = run(capsys, *BASE, "--concurrency", "8", "--schedule", "[[1, 8")
+    assert code == 2 and "--schedule is not JSON" in err and len(err.strip().splitlines()) == 1

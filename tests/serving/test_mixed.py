@@ -73,3 +73,36 @@ def test_bad_input(args, match):
         S.mixed_step_ms(EAGLE3, *args)
     with pytest.raises(TypeError, match="Setup"):
         S.mixed_step_ms("H100", [1], [1], [0])
+
+
+def test_lm_head_only_on_the_logit_rows():
+    # vLLM computes logits at each request's last scheduled token (+ its verified drafts): a
+    # 2,048-token prefill chunk needs one LM-head row, not 2,048
+    st = S.setup("A40", "Llama-3.1-8B", "ngram")
+    c, q, k = [2000, 0], [5, 2048], [4, 0]
+    full = S.mixed_step_ms(st, c, q, k)
+    assert S.mixed_step_ms(st, c, q, k, logit_tokens=q)["target_ms"] == full["target_ms"]
+    cut = S.mixed_step_ms(st, c, q, k, logit_tokens=[5, 1])
+    t = st.target
+    fl = st.target_efficiency.compute * st.gpu.flops(st.dtype)  # overlap 0: FLOPs' time adds
+    saved = 2.0 * t.vocab_size * t.hidden_size * 2047 / fl * 1e3
+    assert full["target_ms"] - cut["target_ms"] == pytest.approx(saved, rel=1e-9)
+    assert saved / full["target_ms"] == pytest.approx(0.065, abs=0.01)  # the head's share
+
+
+def test_draft_first_forward_lm_head_one_row_per_sequence():
+    st = S.setup("H100-SXM", "Llama-3.1-8B", "Llama-3.2-1B")
+    c, q, k = [100, 200], [3, 50], [2, 0]
+    full = S.mixed_step_ms(st, c, q, k)
+    cut = S.mixed_step_ms(st, c, q, k, logit_tokens=[3, 1])
+    d = st.draft.arch
+    fl = st.draft_efficiency.compute * st.gpu.flops(st.dtype)
+    saved = 2.0 * d.vocab_size * d.hidden_size * (53 - 2) / fl * 1e3
+    assert full["draft_ms"] - cut["draft_ms"] == pytest.approx(saved, rel=1e-9)
+
+
+@pytest.mark.parametrize("lg, match", [([1], "one entry"), ([2, 1], r"logit_tokens\[0\]"),
+                                       ([0, 1], "logit_tokens")])
+def test_bad_logit_tokens(lg, match):
+    with pytest.raises(ValueError, match=match):
+        S.mixed_step_ms(EAGLE3, [1, 2], [1, 5], [0, 0], logit_tokens=lg)

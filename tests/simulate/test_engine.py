@@ -154,3 +154,12 @@ def test_a_request_sent_while_a_slot_is_free_starts_its_clock_at_its_arrival():
     b = M.run(EAGLE3, capped, M.policy("off"), config=_cfg(64))
     assert list(b.send_s) == list(arr) == list(a.send_s)
     assert list(b.first_token_s) == list(a.first_token_s)
+
+
+def test_min_request_steps_is_every_draft_accepted_per_policy():
+    pols = [M.policy("off"), M.policy("static", k=3)]
+    assert M.min_request_steps([40, 41], pols) == (40 + 41) + (10 + 11)
+    with pytest.raises(ValueError, match="output_lens"):
+        M.min_request_steps([0], pols)
+    with pytest.raises(ValueError, match="Policy"):
+        M.min_request_steps([1], ["off"])

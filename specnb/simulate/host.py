@@ -1,0 +1,139 @@
+"""Host (CPU) time an n-gram drafter adds to an engine step, on the critical path.
+
+The serving model times the GPU's work (:class:`specnb.serving.MixedStep`); vLLM's n-gram
+proposer runs on the host between two forwards, and the engine waits for it:
+
+* **vLLM V1** (``vllm/v1/spec_decode/ngram_proposer.py``, ``NgramProposer.batch_propose``):
+  after each step, for every request that sampled, a KMP scan of the request's whole token
+  history (``token_ids_cpu[i, :num_tokens_no_spec]``, prompt and output) for the longest
+  suffix n-gram in ``[prompt_lookup_min, prompt_lookup_max]``: O(context) per request per
+  step, in numba over ``prange`` of the requests on ``min(8, cpus // 2 // tp, requests)``
+  threads (PR #24986 caps them at 8). The CPU proposer cannot run under async scheduling
+  (vLLM PR #31998 turns async scheduling on by default only for EAGLE / MTP; PR #29184 adds a
+  GPU n-gram, ``ngram_gpu``, for that), so the scan sits between the forwards. Time per token
+  per thread: :data:`NGRAM_SCAN_NS_PER_TOKEN`.
+* **vLLM V0** (``vllm/spec_decode/ngram_worker.py``, ``NGramWorker.sampler_output``, v0.6 as
+  the vLLM blog of 2024-10-17 ran it): a Python loop over the batch's sequences; each turns
+  its token list into a tensor (on the CPU below 3,072 tokens) and, for each n-gram size from
+  ``ngram_prompt_lookup_max`` down to ``ngram_prompt_lookup_min``, compares a sliding window
+  over the whole sequence and reads the result with ``.item()``, stopping at the first match.
+  Time: :data:`V0_NGRAM_CONVERT` once and :data:`V0_NGRAM_PASS` per size tried, per sequence.
+
+:class:`HostCost`, :func:`host_cost`, :func:`ngram_host_ms`. Not modelled: the scheduler's and
+output processing's own host time (the same with and without speculation, in the step's fixed
+cost; V0 also disables async output processing under speculation, vllm/config.py
+``verify_async_output_proc``, which the ``vllm-v0`` profile's fit on EAGLE-3 Table 5 already
+carries), suffix decoding's tree updates, the GPU-side ops of a V0 proposal (one-hot of the
+vocabulary per proposed sequence).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import _check
+
+__all__ = ["NGRAM_SCAN_NS_PER_TOKEN", "NGRAM_MAX_THREADS", "V0_NGRAM_CONVERT", "V0_NGRAM_PASS",
+           "HostCost", "host_cost", "ngram_host_ms"]
+
+#: vLLM V1's n-gram KMP scan, ns per token scanned per thread: vLLM PR #56732's
+#: microbenchmark (batch 512 x 129,536-token contexts = 66.3M tokens per step in 70.28 ms on
+#: one thread per rank, 4x H100 host): 70.28 ms / 66.3M = 1.06 ns (DERIVED).
+NGRAM_SCAN_NS_PER_TOKEN = 1.06
+
+#: Most numba threads vLLM V1's batched n-gram proposer uses (PR #24986: "the threads are
+#: capped at 8"; ``max(1, cpu_count // 2 // tp)`` below that).
+NGRAM_MAX_THREADS = 8
+
+#: vLLM V0's n-gram worker, once per sequence per step: the token list to a tensor,
+#: ``(us, ns per token)``. MEASURED by ``scripts/measure_ngram_host.py`` (torch 2.13 CPU,
+#: process CPU time, a shared 2-core VM under load: UNVERIFIED for the blog's host and torch
+#: 2.4; a dedicated server core is likely faster).
+V0_NGRAM_CONVERT = (5.5, 88.9)
+
+#: vLLM V0's n-gram worker, per n-gram size tried per sequence: window compare, ``all``,
+#: ``max`` and ``.item()``, ``(us, ns per token)``. Same measurement as
+#: :data:`V0_NGRAM_CONVERT`.
+V0_NGRAM_PASS = (25.3, 23.8)
+
+
+@dataclass(frozen=True)
+class HostCost:
+    """The host drafter of a setup: ``kind`` ``"none"`` (no host drafter), ``"v1-ngram"`` or
+    ``"v0-ngram"``; ``threads`` (V1: numba threads); ``sizes`` (V0: n-gram sizes from
+    ``prompt_lookup_max`` down to ``prompt_lookup_min``)."""
+
+    kind: str = "none"
+    threads: int = NGRAM_MAX_THREADS
+    sizes: int = 4
+
+
+def host_cost(st, *, prompt_lookup_min: int = 1, prompt_lookup_max: int = 4,
+              cpus: int | None = None) -> HostCost:
+    """The :class:`HostCost` of setup ``st``: vLLM's CPU n-gram proposer for ``ngram`` drafts
+    (V0's worker under the ``vllm-v0`` engine profile, V1's batched scan otherwise), nothing
+    for other drafts (their proposers run on the GPU, timed by the serving model).
+
+    ``prompt_lookup_min`` / ``prompt_lookup_max``: the n-gram sizes (V0's
+    ``ngram_prompt_lookup_min`` / ``_max``; default 1 and 4, the vLLM blog's example). ``cpus``:
+    host CPU cores (V1's threads are ``max(1, min(8, cpus // 2 // gpus))``); default None:
+    enough for 8 threads.
+
+    Raises
+    ------
+    ValueError
+        a size < 1, max below min, cpus < 1.
+    """
+    lo = _check.scalar_int("prompt_lookup_min", prompt_lookup_min, lo=1)
+    hi = _check.scalar_int("prompt_lookup_max", prompt_lookup_max, lo=1)
+    if hi < lo:
+        raise ValueError(f"prompt_lookup_max {hi} is below prompt_lookup_min {lo}")
+    if st.draft.method != "ngram":
+        return HostCost()
+    if st.engine.name == "vllm-v0":
+        return HostCost("v0-ngram", 1, hi - lo + 1)
+    threads = NGRAM_MAX_THREADS
+    if cpus is not None:
+        n = _check.scalar_int("cpus", cpus, lo=1)
+        threads = max(1, min(NGRAM_MAX_THREADS, n // 2 // st.gpus))
+    return HostCost("v1-ngram", threads, hi - lo + 1)
+
+
+def ngram_host_ms(hc: HostCost, contexts, proposal_rate: float = 1.0) -> float:
+    """Host time, ms, of one step's n-gram proposals.
+
+    Parameters
+    ----------
+    hc : :class:`HostCost`
+    contexts : ints >= 0, shape (n,): the token count (prompt + output so far) of each
+        request the drafter runs on this step (the requests that sampled)
+    proposal_rate : float in [0, 1]: the share of them that find a match (V0 stops at the
+        first size that matches: a match is ASSUMED at the middle size on average,
+        ``(sizes + 1) / 2`` sizes tried; no match tries all)
+
+    V1: ``1.06 ns x max(sum(contexts) / threads, max(contexts))`` (the scan of every request,
+    spread over the threads, at least its longest one). V0: per sequence
+    ``convert + passes x pass`` with :data:`V0_NGRAM_CONVERT` and :data:`V0_NGRAM_PASS`.
+
+    Raises
+    ------
+    ValueError
+        a context < 0; a rate outside [0, 1].
+    """
+    c = np.atleast_1d(_check.integer("contexts", contexts, lo=0)).astype(float)
+    m = _check.scalar_real("proposal_rate", proposal_rate, lo=0.0, hi=1.0)
+    return _host_ms(hc, c, m)
+
+
+def _host_ms(hc: HostCost, c: np.ndarray, m: float) -> float:
+    """Unchecked :func:`ngram_host_ms` (the simulator's inner loop)."""
+    if hc.kind == "none" or c.size == 0:
+        return 0.0
+    if hc.kind == "v1-ngram":
+        return NGRAM_SCAN_NS_PER_TOKEN * 1e-6 * max(float(c.sum()) / hc.threads, float(c.max()))
+    passes = m * (hc.sizes + 1) / 2.0 + (1.0 - m) * hc.sizes
+    (a, b), (p, q) = V0_NGRAM_CONVERT, V0_NGRAM_PASS
+    n, tokens = float(c.size), float(c.sum())
+    return 1e-3 * (a * n + b * 1e-3 * tokens + passes * (p * n + q * 1e-3 * tokens))
