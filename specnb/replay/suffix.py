@@ -37,17 +37,21 @@ from array import array
 from pathlib import Path
 
 __all__ = ["SuffixTree", "SuffixCache", "ArcticCache", "BACKENDS", "arctic_version",
-           "resolve_backend", "backend_label", "make_cache"]
+           "numba_version", "resolve_backend", "backend_label", "make_cache"]
 
-#: Suffix backends: ``"python"`` (this module's trees), ``"arctic"`` (Arctic Inference's own
-#: compiled ``SuffixDecodingCache``, :class:`ArcticCache`), ``"auto"`` (arctic where it
-#: imports, else python). Both give the same drafts (tests/cases/vllm/0.33.0/proposals.jsonl).
-BACKENDS = ("auto", "arctic", "python")
+#: Suffix backends: ``"numba"`` (this module's trees in compiled arrays,
+#: :class:`specnb.replay.suffix_jit.NumbaCache`; needs numba), ``"arctic"`` (Arctic
+#: Inference's own compiled ``SuffixDecodingCache``, :class:`ArcticCache`), ``"python"`` (this
+#: module's trees), ``"auto"`` (numba where it imports, else arctic where it imports, else
+#: python: the fastest first). All give the same drafts (tests/cases/vllm/0.33.0/proposals.jsonl).
+BACKENDS = ("auto", "numba", "arctic", "python")
 
 #: How to install the arctic backend (its suffix tree alone, built on a CPU from the sdist).
 ARCTIC_INSTALL = ("make suffix-backend (builds arctic-inference's suffix tree from its PyPI "
                   "sdist into the venv; CMake, a C++20 compiler and torch in the venv to "
                   "read the sdist) or pip install arctic-inference")
+#: How to install the numba backend.
+NUMBA_INSTALL = "pip install 'specnb[fast]' (numba)"
 
 class _Node:
     """A node of the trie: the string of its path, ``count`` its occurrences. ``ref``
@@ -440,17 +444,30 @@ def arctic_version() -> str | None:
         return "unknown"
 
 
+def numba_version() -> str | None:
+    """numba's version where it imports (the ``"numba"`` backend runs), else None."""
+    from .suffix_jit import numba_version as v
+
+    return v()
+
+
 def resolve_backend(backend: str = "auto") -> str:
-    """``"arctic"`` or ``"python"``: ``backend`` (one of :data:`BACKENDS`) as it runs here.
+    """``"numba"``, ``"arctic"`` or ``"python"``: ``backend`` (one of :data:`BACKENDS`) as it
+    runs here (``"auto"``: the first of numba, arctic, python that imports).
 
     Raises
     ------
     ValueError
-        an unknown backend; ``"arctic"`` where ``arctic_inference.suffix_decoding`` does not
-        import (the message says how to install it).
+        an unknown backend; ``"numba"`` where numba does not import, ``"arctic"`` where
+        ``arctic_inference.suffix_decoding`` does not (the message says how to install it).
     """
     if backend not in BACKENDS:
         raise ValueError(f"suffix_backend must be one of {list(BACKENDS)}, got {backend!r}")
+    if backend in ("auto", "numba") and numba_version() is not None:
+        return "numba"
+    if backend == "numba":
+        raise ValueError("suffix_backend 'numba': numba does not import here; install it with "
+                         + NUMBA_INSTALL)
     have = arctic_version() is not None
     if backend == "arctic" and not have:
         raise ValueError("suffix_backend 'arctic': arctic_inference.suffix_decoding does not "
@@ -461,15 +478,22 @@ def resolve_backend(backend: str = "auto") -> str:
 
 
 def backend_label(backend: str) -> str:
-    """The provenance string of a resolved backend: ``"arctic-inference 0.3.0"`` or
-    ``"python"``."""
+    """The provenance string of a resolved backend: ``"numba 0.68.1"``,
+    ``"arctic-inference 0.3.0"`` or ``"python"``."""
+    if backend == "numba":
+        return f"numba {numba_version()}"
     return f"arctic-inference {arctic_version()}" if backend == "arctic" else "python"
 
 
 def make_cache(backend: str, max_tree_depth: int = 24, max_cached_requests: int = 10000):
-    """A :class:`SuffixCache` (``"python"``) or :class:`ArcticCache` (``"arctic"``; ``"auto"``
-    resolved by :func:`resolve_backend`)."""
-    cls = ArcticCache if resolve_backend(backend) == "arctic" else SuffixCache
+    """A :class:`~specnb.replay.suffix_jit.NumbaCache` (``"numba"``), :class:`ArcticCache`
+    (``"arctic"``) or :class:`SuffixCache` (``"python"``; ``"auto"`` resolved by
+    :func:`resolve_backend`)."""
+    b = resolve_backend(backend)
+    if b == "numba":
+        from .suffix_jit import NumbaCache as cls
+    else:
+        cls = ArcticCache if b == "arctic" else SuffixCache
     return cls(max_tree_depth, max_cached_requests)
 
 
