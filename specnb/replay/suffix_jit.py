@@ -568,6 +568,9 @@ def _spec_tree(tree, s, nknown, unique_after, ctx, clo, chi, max_spec, caps, pmi
         if best_m or floor >= 0.0:
             if max_tokens <= 0:
                 continue
+            top = max(best_score, floor)
+            if max_tokens * 1.000001 < top:  # the bound below is at most max_tokens
+                continue
             if k == -1:
                 f = nd[node, _FST]
                 if f != -1:
@@ -576,7 +579,7 @@ def _spec_tree(tree, s, nknown, unique_after, ctx, clo, chi, max_spec, caps, pmi
                     bound = float(max_tokens) if nd[node, _RSQ] != -1 else 0.0
             else:
                 bound = float(max_tokens)
-            if bound * 1.000001 < max(best_score, floor):
+            if bound * 1.000001 < top:
                 continue
         elif max_tokens <= 0:
             best_m = m
@@ -858,7 +861,7 @@ class NumbaCache:
     def start_request(self, req_id, prompt) -> None:
         if req_id in self.local:
             raise ValueError(f"request {req_id!r} is already active")
-        tree = self.local[req_id] = _Tree(self.max_tree_depth)
+        tree = self.local[req_id] = _Tree(self.max_tree_depth, nodes=256, arena=256)
         tree.extend(0, _ids(prompt))
         self._start(req_id)
 
