@@ -141,7 +141,8 @@ def register(subparsers) -> argparse.ArgumentParser:
                    help="default 0.1")
     g.add_argument("--suffix-decoding-max-cached-requests", type=int, default=None,
                    metavar="N", help="default 10000 (0: no global tree, -1: no limit)")
-    g.add_argument("--suffix-backend", default=None, choices=list(R.SUFFIX_BACKENDS),
+    g.add_argument("--suffix-backend", default=None,  # specnb.replay.SUFFIX_BACKENDS
+                   choices=["auto", "numba", "arctic", "python"],
                    help="auto (default): numba (specnb's trees compiled; pip install numba) "
                         "where it imports, else arctic (Arctic Inference's own compiled "
                         "SuffixDecodingCache, the library vLLM calls; make suffix-backend "

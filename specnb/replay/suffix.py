@@ -77,20 +77,20 @@ _NO_ORDER = []
 
 
 def _increment(order: list, child: _Node) -> None:
-    """``_increment_count``: count k -> k + 1 and the C++ sibling-list move. A node whose
+    """``_increment_count`` of a child that is not the head of ``order`` (the head's count
+    grows in place): count k -> k + 1 and the C++ sibling-list move. A node whose
     predecessor has count k or k + 1 moves before the head of that predecessor's group (so
     the head of group k, behind group k + 1, becomes the head of group k + 1; any other
     member of group k becomes the last of group k + 1)."""
     k = child.count
     i = order.index(child)
-    if i > 0:
-        c = order[i - 1].count
-        if c <= k + 1:
-            h = i - 1
-            while h > 0 and order[h - 1].count == c:
-                h -= 1
-            del order[i]
-            order.insert(h, child)
+    c = order[i - 1].count
+    if c <= k + 1:
+        h = i - 1
+        while h > 0 and order[h - 1].count == c:
+            h -= 1
+        del order[i]
+        order.insert(h, child)
     child.count = k + 1
 
 
@@ -144,15 +144,12 @@ class SuffixTree:
                 children = node.children
                 ref = node.ref
                 if ref is not None:  # make the implicit chain's first node explicit
-                    node.ref = None
+                    node.ref = None  # (a node with a chain has no children)
                     rs, rp = ref
                     if rp < len(rs):
                         c = node_cls(rs[rp], d + 1, 1, (rs, rp + 1))
-                        if children is _NO_CHILDREN:
-                            children = node.children = {}
-                            node.order = []
-                        children[c.token] = c
-                        node.order.append(c)
+                        children = node.children = {c.token: c}
+                        node.order = [c]
                 child = children.get(tok)
                 if child is None:
                     # a string seen once: a leaf whose continuation stays implicit
@@ -568,7 +565,7 @@ class ArcticCache:
                   max_spec_offset: float = 0.0, min_token_prob: float = 0.1):
         """``(token ids, score, match_len)`` of arctic's ``SuffixDecodingCache.speculate``."""
         d = self._direct
-        if d is not None and type(context) is list and max_spec_tokens is not None:
+        if d is not None and type(context) is list:
             local, glob, _, _, spec = d
             tree = local.get(req_id)
             if tree is None:
