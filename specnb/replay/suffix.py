@@ -352,6 +352,24 @@ def _caps(factor: float, offset: float, n: int) -> tuple:
     return tuple(int(_r32(_r32(float(m) * f) + o) + 1e-6) for m in range(n + 1))
 
 
+def admit(cache, req_id):
+    """``SuffixDecodingCache.start_request``'s global part on ``cache`` (its
+    ``max_cached_requests``, ``cached`` req_id -> seq_id in FIFO order, ``_next_seq`` and
+    ``evict``): the request's earlier response evicted, a new sequence id for its response,
+    the oldest others evicted past the limit. Returns that id (None: no global tree)."""
+    if cache.max_cached_requests == 0:
+        return None
+    if req_id in cache.cached:
+        cache.evict(req_id)
+    seq = cache._next_seq
+    cache._next_seq += 1
+    cache.cached[req_id] = seq
+    if cache.max_cached_requests > 0:
+        while len(cache.cached) > cache.max_cached_requests:
+            cache.evict(next(r for r, s in cache.cached.items() if s != seq))
+    return seq
+
+
 class SuffixCache:
     """Arctic's ``SuffixDecodingCache``: local trees per active request, one global tree of
     responses with FIFO eviction past ``max_cached_requests`` (0: none; -1: no limit)."""
@@ -369,16 +387,7 @@ class SuffixCache:
             raise ValueError(f"request {req_id!r} is already active")
         tree = self.local[req_id] = SuffixTree(self.max_tree_depth)
         tree.extend(0, prompt)
-        if self.max_cached_requests != 0:
-            if req_id in self.cached:
-                self.evict(req_id)
-            seq = self._next_seq
-            self._next_seq += 1
-            self.cached[req_id] = seq
-            if self.max_cached_requests > 0:
-                while len(self.cached) > self.max_cached_requests:
-                    old = next(r for r, s in self.cached.items() if s != seq)
-                    self.evict(old)
+        admit(self, req_id)
 
     def evict(self, req_id) -> None:
         seq = self.cached.pop(req_id)

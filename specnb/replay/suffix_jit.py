@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .suffix import _caps, _r32
+from .suffix import _caps, _r32, admit
 
 try:  # pragma: no branch
     import numba as _nb
@@ -846,17 +846,9 @@ class NumbaCache:
 
     def _start(self, req_id) -> None:
         """SuffixCache.start_request's global part (the cached responses, FIFO eviction)."""
-        if self.max_cached_requests != 0:
-            if req_id in self.cached:
-                self.evict(req_id)
-            seq = self._next_seq
-            self._next_seq += 1
-            self.cached[req_id] = seq
-            self.glob.room(seq, 0)
-            if self.max_cached_requests > 0:
-                while len(self.cached) > self.max_cached_requests:
-                    old = next(r for r, s in self.cached.items() if s != seq)
-                    self.evict(old)
+        seq = admit(self, req_id)
+        if seq is not None:
+            self.glob.room(seq, 0)  # its row
 
     def start_request(self, req_id, prompt) -> None:
         if req_id in self.local:
