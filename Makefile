@@ -6,9 +6,9 @@
 #   make oracle-table [VLLM=...] its release table alone; make oracle-tables: every release's
 #   make oracle-check           re-run every release with fixtures; fail if a verdict moved
 #   make oracle-heads           vLLM's EAGLE-3 head code on the CPU: tests/cases/vllm/$(VLLM)/heads/
-#   make suffix-backend         arctic-inference's compiled suffix tree into .venv: the fast
-#                               `specnb replay --method suffix` (optional; needs CMake, a C++20
-#                               compiler and install's torch; ARCTIC=0.3.0)
+#   make suffix-backend         arctic-inference's compiled suffix tree into .venv: vLLM's own
+#                               `specnb replay --method suffix` backend (optional; needs CMake, a
+#                               C++20 compiler and install's torch; ARCTIC=0.3.0)
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
@@ -37,8 +37,9 @@ install: $(STAMP)
 
 # Arctic Inference's SuffixDecodingCache (the C++ suffix tree vLLM's SuffixDecodingProposer calls)
 # built on the CPU from its PyPI sdist (oracle/build_arctic_suffix.sh) and copied into the venv's
-# site-packages as arctic_inference.suffix_decoding; specnb replay --suffix-backend auto uses it.
-# Not part of install: the pure-Python backend gives the same counters, only slower.
+# site-packages as arctic_inference.suffix_decoding; specnb replay --suffix-backend arctic uses it
+# (auto only where numba, in install's [all], does not import: the numba backend is faster).
+# Not part of install: the numba and pure-Python backends give the same counters.
 ARCTIC ?= 0.3.0
 suffix-backend: install
 	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \

@@ -8,14 +8,17 @@ Prints:
    ``_find_longest_matched_ngram_and_propose_tokens`` (numba, in the oracle's virtualenv
    ``.venv-vllm-0.33.0`` when it is there) on the same kind of sequences: vLLM's proposer does
    one O(context) scan per step, the replay one O(N log N) pass per request for every step;
-3. suffix, on each backend (``specnb replay --suffix-backend``): arctic-inference's own
-   compiled ``SuffixDecodingCache`` (``make suffix-backend``; the line says when it is not
-   built) on the log's first ``--arctic-requests`` (default 1,000), specnb's pure-Python
-   trees on the first ``--suffix-requests`` (default 100), each in one process and with
-   ``--workers`` processes (default: the cores); the time for 10,000 extrapolated (the
-   per-request cost is dominated by the request's own trees, so it grows about linearly);
-   the same 60 s goal, met or MISSED per line (each request replayed once for all three
-   gammas: the trees advanced once, each gamma speculating at its own steps);
+3. suffix, on each backend (``specnb replay --suffix-backend``): specnb's trees compiled by
+   numba (the default where numba imports) on the whole log (``--numba-requests``),
+   arctic-inference's own compiled ``SuffixDecodingCache`` (``make suffix-backend``; the
+   line says when it is not built) on the log's first ``--arctic-requests`` (default
+   1,000), specnb's pure-Python trees on the first ``--suffix-requests`` (default 100),
+   each in one process and with ``--workers`` processes (default: the cores); the time for
+   10,000 extrapolated where fewer ran (the per-request cost is dominated by the request's
+   own trees, so it grows about linearly); the same 60 s goal, met or MISSED per line (each
+   request replayed once for all three gammas: the trees advanced once, each gamma
+   speculating at its own steps); then numba on the other backends' requests in the same
+   run: the ratio of per-request costs under the same load, and their tau compared;
 4. draft models: teacher forcing of the bundled drafts along the bundled log (``specnb replay
    --method draft_model``'s path), response tokens per second on this CPU.
 
@@ -139,32 +142,43 @@ def _children_cpu() -> float:
     return r.children_user + r.children_system
 
 
-def suffix_figures(log, n, m_python, m_arctic, workers):
-    """Section 3: each backend on the log's first requests, one process and ``workers``
-    processes, the time for ``n`` requests extrapolated (a request costs about the same
-    wherever it is in the log: its own trees dominate; the workers' rebuilding of earlier
-    responses grows with the part's start, as it would in the whole run); each line met or
-    MISSED against the 60 s goal. The arctic lines say when its tree is not built."""
+_NOT_HERE = {"numba": "numba does not import here (pip install 'specnb[fast]')",
+             "arctic": "not built here (make suffix-backend builds arctic-inference's suffix "
+                       "tree into the venv)"}
+
+
+def suffix_figures(log, n, sizes, workers):
+    """Section 3: each backend (``sizes``: backend -> how many of the log's first requests
+    it replays) in one process and in ``workers`` processes, the time for ``n`` requests
+    extrapolated (a request costs about the same wherever it is in the log: its own trees
+    dominate, and the global tree's growth costs the compiled backends little more than its
+    memory; the workers' rebuilding of earlier responses grows with the part's start, as it
+    would in the whole run); each line met or MISSED against the 60 s goal. Then the numba
+    backend on each other backend's requests in the same run (the ratio of their costs,
+    the load alike) and whether their tau agree. A backend that does not import says so."""
     from specnb.replay import suffix as SX
 
     limit = 60.0 * n / 10000
-    have = SX.arctic_version()
-    taus = {}
-    for backend, m in (("python", m_python), ("arctic", m_arctic)):
-        label = f"suffix, {SX.backend_label(backend) if backend == 'python' or have else backend} backend"
-        if backend == "arctic" and have is None:
-            print(f"3. {label}: not built here (make suffix-backend builds arctic-inference's "
-                  "suffix tree into the venv)")
-            print(goal_line(f"suffix, arctic backend: replay of {n} requests (not built)",
+    have = {"numba": SX.numba_version() is not None, "arctic": SX.arctic_version() is not None,
+            "python": True}
+    per_req = {}
+    for backend in ("numba", "arctic", "python"):
+        if not have[backend]:
+            print(f"3. suffix, {backend} backend: {_NOT_HERE[backend]}")
+            print(goal_line(f"suffix, {backend} backend: replay of {n} requests (not here)",
                             float("inf"), limit, "s"))
             continue
-        m = min(m, n)
+        label = f"suffix, {SX.backend_label(backend)} backend"
+        m = min(sizes[backend], n)
         sub = request_log.RequestLog(log.path, log.requests[:m])
+        if backend == "numba":  # compiled functions loaded (or compiled) before the clock
+            _suffix_run(request_log.RequestLog(log.path, log.requests[:1]), backend, 1)
         for w in sorted({1, workers}):
             wall, cpu, prof = _suffix_run(sub, backend, w)
             per = wall / m
             tau = " ".join(f"{prof.entry(g).tau:.3f}" for g in prof.gammas)
-            taus.setdefault(m, {})[backend] = tau
+            if w == 1:
+                per_req[backend] = (m, per, tau)
             print(f"3. {label}, {w} process{'es' if w > 1 else ''}: {m} requests, gamma 1 3 5: "
                   f"{wall:.1f} s wall, {cpu:.1f} s CPU ({per * 1e3:.1f} ms per request); tau "
                   + tau)
@@ -174,10 +188,18 @@ def suffix_figures(log, n, m_python, m_arctic, workers):
                 one = wall
             else:
                 print(f"   workers {w}: {one / wall:.2f} times faster than one process")
-    for m, t in taus.items():
-        if len(t) == 2:
-            print(f"   both backends on the same {m} requests: tau "
-                  + ("equal" if t["python"] == t["arctic"] else f"DIFFER {t}"))
+    if "numba" not in per_req:
+        return
+    for backend in ("arctic", "python"):
+        if backend not in per_req:
+            continue
+        m, per, tau = per_req[backend]
+        wall, _, prof = _suffix_run(request_log.RequestLog(log.path, log.requests[:m]),
+                                    "numba", 1)
+        ntau = " ".join(f"{prof.entry(g).tau:.3f}" for g in prof.gammas)
+        print(f"   numba on {backend}'s {m} requests, one process: {wall / m * 1e3:.2f} ms per "
+              f"request against {per * 1e3:.2f} ({per / (wall / m):.1f} times faster); tau "
+              + ("equal" if ntau == tau else f"DIFFER (numba {ntau}, {backend} {tau})"))
 
 
 def main(argv=None) -> int:
@@ -189,6 +211,8 @@ def main(argv=None) -> int:
                     help="requests the pure-Python suffix backend replays (default 100)")
     ap.add_argument("--arctic-requests", type=int, default=1000,
                     help="requests the arctic suffix backend replays (default 1000)")
+    ap.add_argument("--numba-requests", type=int, default=None,
+                    help="requests the numba suffix backend replays (default: all)")
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1,
                     help="processes for the --workers figures (default: the cores, "
                          f"{os.cpu_count()})")
@@ -232,7 +256,8 @@ def main(argv=None) -> int:
                               f", vLLM's numba proposer {theirs:.1f} us ({theirs / ours:.1f} "
                               "times specnb's)"))
     # 3. suffix on a subset per backend, extrapolated, one process and --workers
-    suffix_figures(log, n, args.suffix_requests, args.arctic_requests, args.workers)
+    suffix_figures(log, n, {"numba": args.numba_requests or n, "arctic": args.arctic_requests,
+                            "python": args.suffix_requests}, args.workers)
     if not args.no_models:
         tps, tokens = draft_models_tokens_per_s()
         print(f"4. draft models, teacher forcing along the bundled log ({tokens} response "

@@ -141,11 +141,13 @@ def register(subparsers) -> argparse.ArgumentParser:
                    help="default 0.1")
     g.add_argument("--suffix-decoding-max-cached-requests", type=int, default=None,
                    metavar="N", help="default 10000 (0: no global tree, -1: no limit)")
-    g.add_argument("--suffix-backend", default=None, choices=["auto", "arctic", "python"],
-                   help="auto (default): Arctic Inference's own compiled SuffixDecodingCache "
-                        "(the library vLLM calls; make suffix-backend installs it) where it "
-                        "imports, else specnb's exact Python restatement (slower); the same "
-                        "counters either way")
+    g.add_argument("--suffix-backend", default=None,  # specnb.replay.SUFFIX_BACKENDS
+                   choices=["auto", "numba", "arctic", "python"],
+                   help="auto (default): numba (specnb's trees compiled; pip install numba) "
+                        "where it imports, else arctic (Arctic Inference's own compiled "
+                        "SuffixDecodingCache, the library vLLM calls; make suffix-backend "
+                        "installs it), else python (specnb's exact restatement, slowest); "
+                        "the same counters from each")
     p.add_argument("--max-model-len", type=int, default=None, metavar="N",
                    help="ngram, suffix: vLLM's max_model_len cap on drafts (default none)")
     p.add_argument("--workers", type=int, default=1, metavar="N",

@@ -149,6 +149,9 @@ def _chunk(lo: int, hi: int) -> list:
     if cache is not None:
         for i in range(lo):
             r = reqs[i]
+            if hasattr(cache, "steps"):  # numba: the same calls in one compiled loop
+                cache.steps(i, r.response_ids, 0, ())
+                continue
             cache.start_request(i, [])
             cache.add_active_response(i, r.response_ids.tolist())
             cache.stop_request(i)
@@ -207,23 +210,26 @@ def replay(log=None, method: str = "ngram", *, gammas=(1, 3, 5), context_edges=(
     gammas : ints in [1, :data:`MAX_GAMMA`], ``num_speculative_tokens`` values to replay
     context_edges : increasing ints > 0, the context buckets' edges (tokens before a step)
     params : the method's settings (vLLM's names, :func:`check_params`)
-    suffix_backend : ``"auto"`` (default), ``"arctic"`` or ``"python"``
-        suffix only: Arctic Inference's own compiled ``SuffixDecodingCache`` (the library
-        vLLM calls; ``make suffix-backend`` installs it) or specnb's exact restatement in
-        Python (slower); ``"auto"``: arctic where it imports. Both give the same counters.
+    suffix_backend : ``"auto"`` (default), ``"numba"``, ``"arctic"`` or ``"python"``
+        suffix only: specnb's trees compiled by numba (the fastest; needs numba), Arctic
+        Inference's own compiled ``SuffixDecodingCache`` (the library vLLM calls; ``make
+        suffix-backend`` installs it) or specnb's exact restatement in Python (the slowest);
+        ``"auto"``: the first of numba, arctic, python that imports. All give the same
+        counters.
     workers : int >= 1, processes replaying contiguous parts of the log at once (Linux fork;
         default 1); the same counters for any number
 
     Returns
     -------
     AcceptanceProfile, with ``source`` naming the log, its request count and skipped rows
-    (suffix: and ``backend``, e.g. ``"arctic-inference 0.3.0"`` or ``"python"``).
+    (suffix: and ``backend``, e.g. ``"numba 0.68.1"``, ``"arctic-inference 0.3.0"`` or
+    ``"python"``).
 
     Raises
     ------
     ValueError
-        A bad method, setting, gamma, edge or backend ("arctic" where it does not import;
-        before the log is read); a bad log.
+        A bad method, setting, gamma, edge or backend ("numba" or "arctic" where it does not
+        import; before the log is read); a bad log.
     """
     p = check_params(method, params)
     _check.choice("suffix_backend", suffix_backend, list(SUFFIX_BACKENDS))

@@ -56,7 +56,8 @@ def suffix_steps(cache, req_id, full, prompt_len: int, gammas, *,
                  max_spec_factor: float = 1.0, min_token_prob: float = 0.1,
                  max_model_len: int | None = None) -> dict:
     """:func:`ngram_steps` for suffix decoding: the request's trees built in ``cache`` (a
-    :class:`~specnb.replay.suffix.SuffixCache` or :class:`~specnb.replay.suffix.ArcticCache`)
+    :class:`~specnb.replay.suffix.SuffixCache`, :class:`~specnb.replay.suffix.ArcticCache` or
+    :class:`~specnb.replay.suffix_jit.NumbaCache`, which runs this loop compiled)
     as vLLM's ``SuffixDecodingProposer`` builds them (its prompt, then its output step by
     step), the whole response added to the global tree by the end (later requests see it).
     One pass serves every gamma: the trees at a prefix do not depend on gamma (speculate only
@@ -70,6 +71,9 @@ def suffix_steps(cache, req_id, full, prompt_len: int, gammas, *,
     garbage collector is paused meanwhile: the trees hold no cycles (reference counting frees
     them), and its passes over their millions of nodes took a third of the Python backend's
     time."""
+    if hasattr(cache, "steps"):  # the numba backend: the same loop, compiled
+        return cache.steps(req_id, full, prompt_len, gammas, max_spec_factor=max_spec_factor,
+                           min_token_prob=min_token_prob, max_model_len=max_model_len)
     was = gc.isenabled()
     gc.disable()
     try:

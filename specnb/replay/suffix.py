@@ -37,17 +37,21 @@ from array import array
 from pathlib import Path
 
 __all__ = ["SuffixTree", "SuffixCache", "ArcticCache", "BACKENDS", "arctic_version",
-           "resolve_backend", "backend_label", "make_cache"]
+           "numba_version", "resolve_backend", "backend_label", "make_cache"]
 
-#: Suffix backends: ``"python"`` (this module's trees), ``"arctic"`` (Arctic Inference's own
-#: compiled ``SuffixDecodingCache``, :class:`ArcticCache`), ``"auto"`` (arctic where it
-#: imports, else python). Both give the same drafts (tests/cases/vllm/0.33.0/proposals.jsonl).
-BACKENDS = ("auto", "arctic", "python")
+#: Suffix backends: ``"numba"`` (this module's trees in compiled arrays,
+#: :class:`specnb.replay.suffix_jit.NumbaCache`; needs numba), ``"arctic"`` (Arctic
+#: Inference's own compiled ``SuffixDecodingCache``, :class:`ArcticCache`), ``"python"`` (this
+#: module's trees), ``"auto"`` (numba where it imports, else arctic where it imports, else
+#: python: the fastest first). All give the same drafts (tests/cases/vllm/0.33.0/proposals.jsonl).
+BACKENDS = ("auto", "numba", "arctic", "python")
 
 #: How to install the arctic backend (its suffix tree alone, built on a CPU from the sdist).
 ARCTIC_INSTALL = ("make suffix-backend (builds arctic-inference's suffix tree from its PyPI "
                   "sdist into the venv; CMake, a C++20 compiler and torch in the venv to "
                   "read the sdist) or pip install arctic-inference")
+#: How to install the numba backend.
+NUMBA_INSTALL = "pip install 'specnb[fast]' (numba)"
 
 class _Node:
     """A node of the trie: the string of its path, ``count`` its occurrences. ``ref``
@@ -73,20 +77,20 @@ _NO_ORDER = []
 
 
 def _increment(order: list, child: _Node) -> None:
-    """``_increment_count``: count k -> k + 1 and the C++ sibling-list move. A node whose
+    """``_increment_count`` of a child that is not the head of ``order`` (the head's count
+    grows in place): count k -> k + 1 and the C++ sibling-list move. A node whose
     predecessor has count k or k + 1 moves before the head of that predecessor's group (so
     the head of group k, behind group k + 1, becomes the head of group k + 1; any other
     member of group k becomes the last of group k + 1)."""
     k = child.count
     i = order.index(child)
-    if i > 0:
-        c = order[i - 1].count
-        if c <= k + 1:
-            h = i - 1
-            while h > 0 and order[h - 1].count == c:
-                h -= 1
-            del order[i]
-            order.insert(h, child)
+    c = order[i - 1].count
+    if c <= k + 1:
+        h = i - 1
+        while h > 0 and order[h - 1].count == c:
+            h -= 1
+        del order[i]
+        order.insert(h, child)
     child.count = k + 1
 
 
@@ -140,15 +144,12 @@ class SuffixTree:
                 children = node.children
                 ref = node.ref
                 if ref is not None:  # make the implicit chain's first node explicit
-                    node.ref = None
+                    node.ref = None  # (a node with a chain has no children)
                     rs, rp = ref
                     if rp < len(rs):
                         c = node_cls(rs[rp], d + 1, 1, (rs, rp + 1))
-                        if children is _NO_CHILDREN:
-                            children = node.children = {}
-                            node.order = []
-                        children[c.token] = c
-                        node.order.append(c)
+                        children = node.children = {c.token: c}
+                        node.order = [c]
                 child = children.get(tok)
                 if child is None:
                     # a string seen once: a leaf whose continuation stays implicit
@@ -351,6 +352,24 @@ def _caps(factor: float, offset: float, n: int) -> tuple:
     return tuple(int(_r32(_r32(float(m) * f) + o) + 1e-6) for m in range(n + 1))
 
 
+def admit(cache, req_id):
+    """``SuffixDecodingCache.start_request``'s global part on ``cache`` (its
+    ``max_cached_requests``, ``cached`` req_id -> seq_id in FIFO order, ``_next_seq`` and
+    ``evict``): the request's earlier response evicted, a new sequence id for its response,
+    the oldest others evicted past the limit. Returns that id (None: no global tree)."""
+    if cache.max_cached_requests == 0:
+        return None
+    if req_id in cache.cached:
+        cache.evict(req_id)
+    seq = cache._next_seq
+    cache._next_seq += 1
+    cache.cached[req_id] = seq
+    if cache.max_cached_requests > 0:
+        while len(cache.cached) > cache.max_cached_requests:
+            cache.evict(next(r for r, s in cache.cached.items() if s != seq))
+    return seq
+
+
 class SuffixCache:
     """Arctic's ``SuffixDecodingCache``: local trees per active request, one global tree of
     responses with FIFO eviction past ``max_cached_requests`` (0: none; -1: no limit)."""
@@ -368,16 +387,7 @@ class SuffixCache:
             raise ValueError(f"request {req_id!r} is already active")
         tree = self.local[req_id] = SuffixTree(self.max_tree_depth)
         tree.extend(0, prompt)
-        if self.max_cached_requests != 0:
-            if req_id in self.cached:
-                self.evict(req_id)
-            seq = self._next_seq
-            self._next_seq += 1
-            self.cached[req_id] = seq
-            if self.max_cached_requests > 0:
-                while len(self.cached) > self.max_cached_requests:
-                    old = next(r for r, s in self.cached.items() if s != seq)
-                    self.evict(old)
+        admit(self, req_id)
 
     def evict(self, req_id) -> None:
         seq = self.cached.pop(req_id)
@@ -440,17 +450,30 @@ def arctic_version() -> str | None:
         return "unknown"
 
 
+def numba_version() -> str | None:
+    """numba's version where it imports (the ``"numba"`` backend runs), else None."""
+    from .suffix_jit import numba_version as v
+
+    return v()
+
+
 def resolve_backend(backend: str = "auto") -> str:
-    """``"arctic"`` or ``"python"``: ``backend`` (one of :data:`BACKENDS`) as it runs here.
+    """``"numba"``, ``"arctic"`` or ``"python"``: ``backend`` (one of :data:`BACKENDS`) as it
+    runs here (``"auto"``: the first of numba, arctic, python that imports).
 
     Raises
     ------
     ValueError
-        an unknown backend; ``"arctic"`` where ``arctic_inference.suffix_decoding`` does not
-        import (the message says how to install it).
+        an unknown backend; ``"numba"`` where numba does not import, ``"arctic"`` where
+        ``arctic_inference.suffix_decoding`` does not (the message says how to install it).
     """
     if backend not in BACKENDS:
         raise ValueError(f"suffix_backend must be one of {list(BACKENDS)}, got {backend!r}")
+    if backend in ("auto", "numba") and numba_version() is not None:
+        return "numba"
+    if backend == "numba":
+        raise ValueError("suffix_backend 'numba': numba does not import here; install it with "
+                         + NUMBA_INSTALL)
     have = arctic_version() is not None
     if backend == "arctic" and not have:
         raise ValueError("suffix_backend 'arctic': arctic_inference.suffix_decoding does not "
@@ -461,15 +484,22 @@ def resolve_backend(backend: str = "auto") -> str:
 
 
 def backend_label(backend: str) -> str:
-    """The provenance string of a resolved backend: ``"arctic-inference 0.3.0"`` or
-    ``"python"``."""
+    """The provenance string of a resolved backend: ``"numba 0.68.1"``,
+    ``"arctic-inference 0.3.0"`` or ``"python"``."""
+    if backend == "numba":
+        return f"numba {numba_version()}"
     return f"arctic-inference {arctic_version()}" if backend == "arctic" else "python"
 
 
 def make_cache(backend: str, max_tree_depth: int = 24, max_cached_requests: int = 10000):
-    """A :class:`SuffixCache` (``"python"``) or :class:`ArcticCache` (``"arctic"``; ``"auto"``
-    resolved by :func:`resolve_backend`)."""
-    cls = ArcticCache if resolve_backend(backend) == "arctic" else SuffixCache
+    """A :class:`~specnb.replay.suffix_jit.NumbaCache` (``"numba"``), :class:`ArcticCache`
+    (``"arctic"``) or :class:`SuffixCache` (``"python"``; ``"auto"`` resolved by
+    :func:`resolve_backend`)."""
+    b = resolve_backend(backend)
+    if b == "numba":
+        from .suffix_jit import NumbaCache as cls
+    else:
+        cls = ArcticCache if b == "arctic" else SuffixCache
     return cls(max_tree_depth, max_cached_requests)
 
 
@@ -544,7 +574,7 @@ class ArcticCache:
                   max_spec_offset: float = 0.0, min_token_prob: float = 0.1):
         """``(token ids, score, match_len)`` of arctic's ``SuffixDecodingCache.speculate``."""
         d = self._direct
-        if d is not None and type(context) is list and max_spec_tokens is not None:
+        if d is not None and type(context) is list:
             local, glob, _, _, spec = d
             tree = local.get(req_id)
             if tree is None:

@@ -5,6 +5,7 @@ import pytest
 
 from specnb import acceptance_profile as AP
 from specnb import replay as R
+from specnb.replay import suffix as S
 
 
 def test_lookups_resolve_as_vllm_resolves_them():
@@ -82,7 +83,7 @@ def test_a_gamma_beyond_max_gamma_is_refused_before_the_log_is_read():
 
 def test_the_suffix_backend_is_checked_first_and_named_in_the_source():
     with pytest.raises(ValueError, match="suffix_backend must be one of"):
-        R.replay("/nonexistent.jsonl", "ngram", suffix_backend="numba")
+        R.replay("/nonexistent.jsonl", "ngram", suffix_backend="cuda")
     from specnb import request_log
 
     log = request_log.read()
@@ -112,5 +113,9 @@ def test_workers_give_the_counters_of_one_process(tmp_path, method, params):
     many = R.replay(log, method, gammas=[1, 3], params=params, suffix_backend="python",
                     workers=3)
     assert [e.counters for e in many.entries] == [e.counters for e in one.entries]
+    if method == "suffix" and S.numba_version() is not None:  # the compiled backend's workers
+        nb = R.replay(log, method, gammas=[1, 3], params=params, suffix_backend="numba",
+                      workers=3)
+        assert [e.counters for e in nb.entries] == [e.counters for e in one.entries]
     with pytest.raises(ValueError, match="workers"):
         R.replay(log, method, workers=0)

@@ -1,8 +1,9 @@
 """vLLM's own n-gram proposers and Arctic Inference's suffix cache as vLLM calls it
 (tests/cases/vllm/0.33.0/proposals.jsonl, written by oracle/drive_proposals.py) replayed
 through specnb.replay: the same drafts and the same stepped counters, integer for integer.
-Suffix decoding on both backends: specnb's Python trees and, where `make suffix-backend`
-built it, arctic-inference's own compiled SuffixDecodingCache driven as specnb drives it."""
+Suffix decoding on every backend: specnb's Python trees, the same trees compiled by numba
+where it imports, and, where `make suffix-backend` built it, arctic-inference's own compiled
+SuffixDecodingCache driven as specnb drives it."""
 
 import json
 from pathlib import Path
@@ -22,7 +23,9 @@ CALLS_SUFFIX = [x for x in LINES if x["kind"] == "suffix_calls"][0]["caches"]
 ARCTIC = pytest.param("arctic", marks=pytest.mark.skipif(
     S.arctic_version() is None, reason="arctic_inference.suffix_decoding is not built here "
     "(make suffix-backend)"))
-BACKENDS = ["python", ARCTIC]
+NUMBA = pytest.param("numba", marks=pytest.mark.skipif(
+    S.numba_version() is None, reason="numba does not import here"))
+BACKENDS = ["python", ARCTIC, NUMBA]
 
 
 def test_the_fixture_drove_every_method():

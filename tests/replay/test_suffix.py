@@ -54,8 +54,14 @@ def test_the_global_tree_serves_later_requests_and_evicts_oldest_first():
 
 def test_backends_resolve_and_name_themselves(monkeypatch):
     with pytest.raises(ValueError, match="suffix_backend must be one of"):
-        S.resolve_backend("numba")
+        S.resolve_backend("cuda")
     assert S.resolve_backend("python") == "python" and S.backend_label("python") == "python"
+    monkeypatch.setattr(S, "numba_version", lambda: "0.68.1")
+    assert S.resolve_backend("auto") == "numba" and S.resolve_backend("numba") == "numba"
+    assert S.backend_label("numba") == "numba 0.68.1"
+    monkeypatch.setattr(S, "numba_version", lambda: None)
+    with pytest.raises(ValueError, match="pip install"):
+        S.resolve_backend("numba")
     monkeypatch.setattr(S, "arctic_version", lambda: None)
     assert S.resolve_backend("auto") == "python"
     assert isinstance(S.make_cache("auto", 4, 0), SuffixCache)
