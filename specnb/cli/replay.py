@@ -144,7 +144,8 @@ def register(subparsers) -> argparse.ArgumentParser:
     g.add_argument("--suffix-backend", default=None,  # specnb.replay.SUFFIX_BACKENDS
                    choices=["auto", "numba", "arctic", "python"],
                    help="auto (default): numba (specnb's trees compiled; pip install numba) "
-                        "where it imports, else arctic (Arctic Inference's own compiled "
+                        "where it imports and the log holds >= 500 requests (its one-time "
+                        "compile takes about 30 s), else arctic (Arctic Inference's own compiled "
                         "SuffixDecodingCache, the library vLLM calls; make suffix-backend "
                         "installs it), else python (specnb's exact restatement, slowest); "
                         "the same counters from each")

@@ -168,6 +168,8 @@ def request_steps(log, method: str, gammas, params: dict, suffix_backend: str = 
     part of the log (the same arrays: suffix decoding's later parts first rebuild the cache
     from the earlier responses, about a tenth of a request's cost each)."""
     mml = params.get("max_model_len")
+    if method == "suffix":
+        suffix_backend = resolve_backend(suffix_backend, len(log))
     workers = max(1, min(int(workers), len(log)))
     if workers > 1:
         import multiprocessing as mp
@@ -214,8 +216,9 @@ def replay(log=None, method: str = "ngram", *, gammas=(1, 3, 5), context_edges=(
         suffix only: specnb's trees compiled by numba (the fastest; needs numba), Arctic
         Inference's own compiled ``SuffixDecodingCache`` (the library vLLM calls; ``make
         suffix-backend`` installs it) or specnb's exact restatement in Python (the slowest);
-        ``"auto"``: the first of numba, arctic, python that imports. All give the same
-        counters.
+        ``"auto"``: the first of numba, arctic, python that imports, numba only for logs of
+        :data:`~specnb.replay.suffix.AUTO_NUMBA_MIN_REQUESTS` requests or more (its one-time
+        compile outweighs smaller logs). All give the same counters.
     workers : int >= 1, processes replaying contiguous parts of the log at once (Linux fork;
         default 1); the same counters for any number
 
@@ -234,7 +237,8 @@ def replay(log=None, method: str = "ngram", *, gammas=(1, 3, 5), context_edges=(
     p = check_params(method, params)
     _check.choice("suffix_backend", suffix_backend, list(SUFFIX_BACKENDS))
     workers = _check.scalar_int("workers", workers, lo=1)
-    backend = resolve_backend(suffix_backend) if method == "suffix" else None
+    if method == "suffix":  # a backend that cannot run is refused before the log is read
+        resolve_backend(suffix_backend)
     gs = sorted({int(g) for g in
                  _check.integer("gamma", list(gammas), lo=1, hi=MAX_GAMMA).tolist()})
     if not gs:
@@ -246,6 +250,7 @@ def replay(log=None, method: str = "ngram", *, gammas=(1, 3, 5), context_edges=(
             raise ValueError(f"context_edges must increase, got {edges}")
     if not isinstance(log, request_log.RequestLog):
         log = request_log.read(log, tokenizer=tokenizer, skip_bad=skip_bad)
+    backend = resolve_backend(suffix_backend, len(log)) if method == "suffix" else None
     per = {g: [] for g in gs}
     for r, steps in request_steps(log, method, gs, p, suffix_backend=backend or "auto",
                                   workers=workers):

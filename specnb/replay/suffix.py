@@ -457,9 +457,16 @@ def numba_version() -> str | None:
     return v()
 
 
-def resolve_backend(backend: str = "auto") -> str:
+#: ``"auto"`` picks numba for logs of at least this many requests: its one-time compile
+#: (about 30 s of CPU, then cached in ``__pycache__``) costs what the Python trees take for
+#: about 500 requests (62 ms each, docs/replay.md); smaller logs run faster without it.
+AUTO_NUMBA_MIN_REQUESTS = 500
+
+
+def resolve_backend(backend: str = "auto", n_requests: int | None = None) -> str:
     """``"numba"``, ``"arctic"`` or ``"python"``: ``backend`` (one of :data:`BACKENDS`) as it
-    runs here (``"auto"``: the first of numba, arctic, python that imports).
+    runs here (``"auto"``: the first of numba, arctic, python that imports; numba only for
+    ``n_requests`` >= :data:`AUTO_NUMBA_MIN_REQUESTS` or None, a log of unknown size).
 
     Raises
     ------
@@ -469,7 +476,8 @@ def resolve_backend(backend: str = "auto") -> str:
     """
     if backend not in BACKENDS:
         raise ValueError(f"suffix_backend must be one of {list(BACKENDS)}, got {backend!r}")
-    if backend in ("auto", "numba") and numba_version() is not None:
+    big = n_requests is None or n_requests >= AUTO_NUMBA_MIN_REQUESTS
+    if (backend == "numba" or (backend == "auto" and big)) and numba_version() is not None:
         return "numba"
     if backend == "numba":
         raise ValueError("suffix_backend 'numba': numba does not import here; install it with "

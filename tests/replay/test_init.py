@@ -93,6 +93,21 @@ def test_the_suffix_backend_is_checked_first_and_named_in_the_source():
     assert "backend" not in R.replay(sub, "ngram", gammas=[2]).source
 
 
+def test_auto_takes_numba_only_for_logs_its_compile_pays_for():
+    small = S.resolve_backend("auto", S.AUTO_NUMBA_MIN_REQUESTS - 1)
+    assert small == ("arctic" if S.arctic_version() is not None else "python")
+    big = S.resolve_backend("auto", S.AUTO_NUMBA_MIN_REQUESTS)
+    assert big == ("numba" if S.numba_version() is not None else small)
+    # asked for by name, numba runs on any log
+    if S.numba_version() is not None:
+        assert S.resolve_backend("numba", 1) == "numba"
+    from specnb import request_log
+
+    log = request_log.read()
+    sub = request_log.RequestLog(log.path, log.requests[:3], tokenizer=log.tokenizer)
+    assert R.replay(sub, "suffix", gammas=[2]).source["backend"] == S.backend_label(small)
+
+
 @pytest.mark.parametrize("method,params", [
     ("suffix", {"suffix_decoding_max_cached_requests": 2}),  # evictions before each part
     ("suffix", {"suffix_decoding_max_tree_depth": 6}),

@@ -23,8 +23,9 @@ CALLS_SUFFIX = [x for x in LINES if x["kind"] == "suffix_calls"][0]["caches"]
 ARCTIC = pytest.param("arctic", marks=pytest.mark.skipif(
     S.arctic_version() is None, reason="arctic_inference.suffix_decoding is not built here "
     "(make suffix-backend)"))
-NUMBA = pytest.param("numba", marks=pytest.mark.skipif(
-    S.numba_version() is None, reason="numba does not import here"))
+NUMBA = pytest.param("numba", marks=[pytest.mark.skipif(
+    S.numba_version() is None, reason="numba does not import here"),
+    pytest.mark.slow])  # numba's first-use compile (about 30 s of CPU): not in make check
 BACKENDS = ["python", ARCTIC, NUMBA]
 
 

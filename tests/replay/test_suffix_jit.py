@@ -15,6 +15,10 @@ J = pytest.importorskip("specnb.replay.suffix_jit")
 if not J.available():  # pragma: no cover - numba not installed
     pytest.skip("numba does not import here", allow_module_level=True)
 
+# numba compiles the backend on first use (about 30 s of CPU, then cached in __pycache__): the
+# fast tier (make check) leaves it to the full suite.
+pytestmark = pytest.mark.slow
+
 
 def _tiny(cache):
     """Every array of ``cache`` a few entries long, so that each grows many times."""
