@@ -141,12 +141,8 @@ def _parse_v0(line: str, lineno: int):
     if not m and not rates_only:
         raise ValueError(f"line {lineno}: V0 'Speculative metrics' line not understood: "
                          f"{line.strip()[:120]}")
-    if rates_only:
-        rate, eff, k = rates_only.groups()
-        k = int(k)
-    else:
-        rate, eff, k, acc, draft, emitted = m.groups()
-        k, draft, emitted = int(k), int(draft), int(emitted)
+    rate, eff, k, *counts = (m or rates_only).groups()
+    k = int(k)
     if k < 1:
         raise ValueError(f"line {lineno}: 'Number of speculative tokens: {k}' must be >= 1: "
                          f"{line.strip()[:120]}")
@@ -154,22 +150,15 @@ def _parse_v0(line: str, lineno: int):
     if not 0.0 <= eff_f <= 1.0:
         raise ValueError(f"line {lineno}: System efficiency {eff} must be in [0, 1]: "
                          f"{line.strip()[:120]}")
+    row = {"line": lineno, "acceptance_rate": _float(rate), "per_position": [],
+           "num_speculative_tokens": k, "speculative_depth": None, "system_efficiency": eff_f}
     if rates_only:
-        return {
-            "line": lineno, "format": "v0 (rates only)",
-            "mean_acceptance_length": eff_f * (k + 1), "accepted": None, "drafted": None,
-            "acceptance_rate": _float(rate), "per_position": [], "num_speculative_tokens": k,
-            "speculative_depth": None, "drafts": None, "emitted": None,
-            "system_efficiency": eff_f,
-        }
+        return {**row, "format": "v0 (rates only)", "mean_acceptance_length": eff_f * (k + 1),
+                "accepted": None, "drafted": None, "drafts": None, "emitted": None}
+    acc, draft, emitted = map(int, counts)
     steps = draft / k
-    return {
-        "line": lineno, "format": "v0",
-        "mean_acceptance_length": emitted / steps if steps else float("nan"),
-        "accepted": int(acc), "drafted": draft, "acceptance_rate": _float(rate),
-        "per_position": [], "num_speculative_tokens": k, "speculative_depth": None,
-        "drafts": steps, "emitted": emitted, "system_efficiency": eff_f,
-    }
+    return {**row, "format": "v0", "mean_acceptance_length": emitted / steps if steps else
+            float("nan"), "accepted": acc, "drafted": draft, "drafts": steps, "emitted": emitted}
 
 
 def read_spec_decode_log(text: str, strict: bool = True):
