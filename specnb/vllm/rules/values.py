@@ -129,6 +129,7 @@ def _kept(ctx: Context, key, kind, value, out, spec):
     plain = (f"{ctx.vname}'s SpeculativeConfig is a plain dataclass that checks no types (no "
              "pydantic)")
     if isinstance(value, bool) or (kind == "bool" and isinstance(value, (int, float))):
+        out = bool(value) if kind == "bool" else out  # 2 for a bool: truthy, as 1 is
         ctx.add(_code(kind, value, True), "warning", key, f"{key} is {json.dumps(value)}; "
                 f"{plain}: it keeps {json.dumps(value)}, which Python treats as "
                 f"{json.dumps(out)}", f"write {json.dumps(out)}")
