@@ -383,6 +383,7 @@ def table(wheel: dict | None = None) -> dict:
     except Exception:  # noqa: BLE001
         load_fields = None
     sched_src = _source_of(SCHEDULE_MODULE) or ""
+    flag = "speculative_config" in _class_fields(args_src, "EngineArgs")
     version = vllm.__version__
     if wheel is None:
         wheel = wheel_info(Path(sys.prefix), version)
@@ -399,9 +400,12 @@ def table(wheel: dict | None = None) -> dict:
         "generated_with": {n: _installed(n) for n in ("pydantic", "transformers", "torch")},
         "config_style": style,
         "extra": _extra(SpeculativeConfig, style),
-        "speculative_config_flag": "speculative_config" in _class_fields(args_src, "EngineArgs"),
-        # 0.8.2: the flag is a str that create_speculative_config literal_evals
-        "speculative_config_text": "ast.literal_eval" if "literal_eval(" in csc else "json",
+        "speculative_config_flag": flag,
+        # how create_speculative_config reads the flag's text (0.8.2: a str it literal_evals);
+        # a release without the flag (0.7.3-0.8.1, V0's --speculative-model) reads no such
+        # text, so its table has no entry rather than a "json" nothing reads
+        **({"speculative_config_text": "ast.literal_eval" if "literal_eval(" in csc else "json"}
+           if flag else {}),
         "fields": fields, "methods": fields.get("method", {}).get("choices", []),
         "mtp_methods": mtp_methods(), "quantization_methods": quantization_methods(),
         "load_config_fields": load_fields,

@@ -56,13 +56,10 @@ class Table:
 
 
 def _table(raw: dict) -> Table:
-    quant = raw.get("quantization_methods")
-    if quant is None:
-        quant = (raw["fields"].get("quantization") or {}).get("choices") or ()
     pyd = raw.get("pydantic_version")
     return Table(raw["vllm"], raw["fields"], tuple(raw["methods"]), tuple(raw["mtp_methods"]),
                  bool(raw.get("hyphen_rewrite")), tuple(raw.get("load_config_fields", ())),
-                 tuple(quant), pyd, raw, f"vLLM {raw['vllm']}",
+                 tuple(raw["quantization_methods"]), pyd, raw, f"vLLM {raw['vllm']}",
                  f"pydantic {pyd}" if pyd else "pydantic",
                  frozenset(k for k, f in raw["fields"].items() if f["kind"] == "internal"))
 

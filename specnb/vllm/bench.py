@@ -176,21 +176,16 @@ def bench_value(d: dict, key: str) -> float:
 def bench_rows(on: dict, off: dict) -> list[tuple]:
     """One ``(metric, stat, unit, off value, on value, "lower" or "higher" is better)`` per
     latency statistic, throughput and duration either run has (NaN where one lacks it)."""
-    rows = []
+    wanted = []
     for m in LATENCY_METRICS:
         pct = sorted({float(hit.group(1)) for d in (on, off) for k in d
                       if (hit := _PCT.match(k)) and hit.group(2) == m})
-        stats = [("mean", f"mean_{m}_ms"), ("median", f"median_{m}_ms"), ("std", f"std_{m}_ms")]
-        stats += [(f"p{p:g}", f"p{p:g}_{m}_ms") for p in pct]
-        for stat, key in stats:
-            if key in on or key in off:
-                rows.append((m.upper(), stat, "ms", bench_value(off, key), bench_value(on, key), "lower"))
-    for key, name, unit in THROUGHPUTS:
-        if key in on or key in off:
-            rows.append((name, "", unit, bench_value(off, key), bench_value(on, key), "higher"))
-    if "duration" in on or "duration" in off:
-        rows.append(("duration", "", "s", bench_value(off, "duration"), bench_value(on, "duration"), "lower"))
-    return rows
+        wanted += [(m.upper(), stat, "ms", f"{stat}_{m}_ms", "lower") for stat in
+                   ("mean", "median", "std", *(f"p{p:g}" for p in pct))]
+    wanted += [(name, "", unit, key, "higher") for key, name, unit in THROUGHPUTS]
+    wanted.append(("duration", "", "s", "duration", "lower"))
+    return [(metric, stat, unit, bench_value(off, key), bench_value(on, key), better)
+            for metric, stat, unit, key, better in wanted if key in on or key in off]
 
 
 def per_position_rates(d: dict) -> list[float]:

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 import re
+from itertools import zip_longest
 
 from .metrics import AcceptanceStats, SpecDecodeCounts, acceptance_stats
 
@@ -140,12 +141,8 @@ def _parse_v0(line: str, lineno: int):
     if not m and not rates_only:
         raise ValueError(f"line {lineno}: V0 'Speculative metrics' line not understood: "
                          f"{line.strip()[:120]}")
-    if rates_only:
-        rate, eff, k = rates_only.groups()
-        k = int(k)
-    else:
-        rate, eff, k, acc, draft, emitted = m.groups()
-        k, draft, emitted = int(k), int(draft), int(emitted)
+    rate, eff, k, *counts = (m or rates_only).groups()
+    k = int(k)
     if k < 1:
         raise ValueError(f"line {lineno}: 'Number of speculative tokens: {k}' must be >= 1: "
                          f"{line.strip()[:120]}")
@@ -153,22 +150,15 @@ def _parse_v0(line: str, lineno: int):
     if not 0.0 <= eff_f <= 1.0:
         raise ValueError(f"line {lineno}: System efficiency {eff} must be in [0, 1]: "
                          f"{line.strip()[:120]}")
+    row = {"line": lineno, "acceptance_rate": _float(rate), "per_position": [],
+           "num_speculative_tokens": k, "speculative_depth": None, "system_efficiency": eff_f}
     if rates_only:
-        return {
-            "line": lineno, "format": "v0 (rates only)",
-            "mean_acceptance_length": eff_f * (k + 1), "accepted": None, "drafted": None,
-            "acceptance_rate": _float(rate), "per_position": [], "num_speculative_tokens": k,
-            "speculative_depth": None, "drafts": None, "emitted": None,
-            "system_efficiency": eff_f,
-        }
+        return {**row, "format": "v0 (rates only)", "mean_acceptance_length": eff_f * (k + 1),
+                "accepted": None, "drafted": None, "drafts": None, "emitted": None}
+    acc, draft, emitted = map(int, counts)
     steps = draft / k
-    return {
-        "line": lineno, "format": "v0",
-        "mean_acceptance_length": emitted / steps if steps else float("nan"),
-        "accepted": int(acc), "drafted": draft, "acceptance_rate": _float(rate),
-        "per_position": [], "num_speculative_tokens": k, "speculative_depth": None,
-        "drafts": steps, "emitted": emitted, "system_efficiency": eff_f,
-    }
+    return {**row, "format": "v0", "mean_acceptance_length": emitted / steps if steps else
+            float("nan"), "accepted": acc, "drafted": draft, "drafts": steps, "emitted": emitted}
 
 
 def read_spec_decode_log(text: str, strict: bool = True):
@@ -205,10 +195,8 @@ def read_spec_decode_log(text: str, strict: bool = True):
     ValueError
         no spec-decode line at all; an unreadable marked line when ``strict``.
     """
-    if not isinstance(text, str):
-        raise TypeError(f"text must be a str (log text), got {type(text).__name__}")
     rows, skipped, first_error = [], [], ""
-    for i, line in enumerate(text.splitlines(), 1):
+    for i, line in _numbered(text):
         row, error = _parse_line(line, i, strict)
         if row is not None:
             rows.append(row)
@@ -272,9 +260,7 @@ def read_spec_decode_lines(numbered, strict: bool = False):
     ValueError
         as :func:`read_spec_decode_log`.
     """
-    acc = None
-    formats: list = []
-    last_v0 = None
+    acc, last_v0, formats = None, None, set()
     n_v1 = n_v0 = 0
     skipped, first_error = [], ""
     for lineno, line in numbered:
@@ -283,33 +269,25 @@ def read_spec_decode_lines(numbered, strict: bool = False):
             if error:
                 skipped.append(lineno)
                 first_error = first_error or error
-            continue
-        if row["format"] == "v0" or row["format"].startswith("v0 "):
+        elif row["format"] in _V0_FORMATS:
             last_v0, n_v0 = row, n_v0 + 1
-            continue
-        n_v1 += 1
-        if row["format"] not in formats:
-            formats.append(row["format"])
-        d = row["drafts"]
-        counts = [r * (d or 0) for r in row["per_position"]]
-        if acc is None:
-            acc = dict(row, lines=1, per_position_counts=counts)
-            continue
-        acc["drafts"] = None if acc["drafts"] is None or d is None else acc["drafts"] + d
-        acc["accepted"] += row["accepted"]
-        acc["drafted"] += row["drafted"]
-        old = acc["per_position_counts"]
-        n = max(len(old), len(counts))
-        acc["per_position_counts"] = [(old[i] if i < len(old) else 0.0)
-                                      + (counts[i] if i < len(counts) else 0.0)
-                                      for i in range(n)]
-        acc["lines"] += 1
-        acc["line"] = row["line"]
+        else:
+            n_v1 += 1
+            formats.add(row["format"])
+            d = row["drafts"]
+            if acc is None:
+                acc = dict(row, lines=0, drafts=0, accepted=0, drafted=0, per_position_counts=[])
+            acc["drafts"] = None if acc["drafts"] is None or d is None else acc["drafts"] + d
+            acc["accepted"] += row["accepted"]
+            acc["drafted"] += row["drafted"]
+            acc["per_position_counts"] = [a + r * (d or 0) for a, r in zip_longest(
+                acc["per_position_counts"], row["per_position"], fillvalue=0.0)]
+            acc["lines"] += 1
+            acc["line"] = row["line"]
     rows = []
     if acc is not None:
         acc["format"] = ", ".join(sorted(formats))
-        k = len(acc["per_position_counts"])
-        acc["num_speculative_tokens"] = k or None
+        acc["num_speculative_tokens"] = len(acc["per_position_counts"]) or None
         acc["acceptance_rate"] = acc["accepted"] / acc["drafted"] if acc["drafted"] else \
             float("nan")
         acc["mean_acceptance_length"] = (1 + acc["accepted"] / acc["drafts"]
@@ -318,6 +296,15 @@ def read_spec_decode_lines(numbered, strict: bool = False):
     if last_v0 is not None:
         rows.append(last_v0)
     return _frame(rows, skipped, first_error, n_v1, n_v0)
+
+
+_V0_FORMATS = ("v0", "v0 (rates only)")
+
+
+def _numbered(text: str):
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str (log text), got {type(text).__name__}")
+    return enumerate(text.splitlines(), 1)
 
 
 def log_counts(text: str, strict: bool = True) -> SpecDecodeCounts:
@@ -334,33 +321,21 @@ def log_counts(text: str, strict: bool = True) -> SpecDecodeCounts:
         as :func:`read_spec_decode_log`; a V0 log whose last line prints rates only (no counts:
         use :func:`log_stats`).
     """
-    return _counts_from_log(read_spec_decode_log(text, strict=strict))
+    return _counts_from_log(read_spec_decode_lines(_numbered(text), strict))
 
 
 def _is_v0(df):
-    return df["format"].astype(str).str.startswith("v0 ") | (df["format"] == "v0")
+    return df["format"].isin(_V0_FORMATS)
 
 
 def _counts_from_log(df) -> SpecDecodeCounts:
-    """:func:`log_counts` of a frame :func:`read_spec_decode_log` already returned."""
+    """:func:`log_counts` of a frame :func:`read_spec_decode_lines` returned."""
     v1 = df[~_is_v0(df)]
     if len(v1):
-        drafts_col = v1["drafts"]
-        drafts = (math.nan if drafts_col.isna().any() else float(drafts_col.sum()))
-        k = int(max((len(p) for p in v1["per_position"]), default=0))
-        per_pos = [0.0] * k
-        summed = v1["per_position_counts"] if "per_position_counts" in v1 else None
-        for j, (rates, d) in enumerate(zip(v1["per_position"], drafts_col.fillna(0))):
-            counts = summed.iloc[j] if summed is not None else None
-            if isinstance(counts, list):  # a row of read_spec_decode_lines: counts summed
-                per_pos += [0.0] * (len(counts) - len(per_pos))
-                for i, c in enumerate(counts):
-                    per_pos[i] += c
-                continue
-            for i, r in enumerate(rates):
-                per_pos[i] += r * d
-        return SpecDecodeCounts(drafts, float(v1["drafted"].sum()),
-                                float(v1["accepted"].sum()), tuple(per_pos), 1, "log", True)
+        row = v1.iloc[0]
+        drafts = math.nan if row["drafts"] is None else float(row["drafts"])
+        return SpecDecodeCounts(drafts, float(row["drafted"]), float(row["accepted"]),
+                                tuple(row["per_position_counts"]), 1, "log", True)
     last = df.iloc[-1]
     if last["format"] == "v0 (rates only)":
         raise ValueError(f"line {last['line']}: this V0 line prints rates only (no counts); "
@@ -418,7 +393,8 @@ def log_stats(text: str, num_speculative_tokens: int | None = None,
     ValueError, TypeError
         as :func:`read_spec_decode_log` and :func:`~specnb.vllm.acceptance_stats`.
     """
-    return _stats_from_log(read_spec_decode_log(text, strict=strict), num_speculative_tokens)
+    return _stats_from_log(read_spec_decode_lines(_numbered(text), strict),
+                           num_speculative_tokens)
 
 
 def _stats_from_log(df, num_speculative_tokens=None) -> AcceptanceStats:

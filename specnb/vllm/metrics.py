@@ -3,16 +3,9 @@
 Log lines and the offline example's printout are read in :mod:`specnb.vllm.logs`; one entry
 point for every format is :func:`specnb.vllm.read.read_acceptance`.
 
-vLLM V1 exposes four Prometheus counters per engine (``vllm/v1/spec_decode/metrics.py`` @
-``ee4ceaae``; ``_total`` and ``_created`` series come from prometheus_client):
-
-* ``vllm:spec_decode_num_drafts_total`` -- verification steps that had draft tokens;
-* ``vllm:spec_decode_num_draft_tokens_total`` -- draft tokens proposed;
-* ``vllm:spec_decode_num_accepted_tokens_total`` -- draft tokens accepted;
-* ``vllm:spec_decode_num_accepted_tokens_per_pos_total{position="i"}`` -- steps that accepted
-  at least i + 1 drafts (acceptance is prefix-based, so these sum to the accepted tokens).
-
-From them (the ``SpecDecodingProm`` docstring, and ``vllm bench serve`` @ ``009e6d4a``):
+vLLM V1 exposes four Prometheus counters per engine, :data:`COUNTERS`
+(``vllm/v1/spec_decode/metrics.py`` @ ``ee4ceaae``; the per-position one counts the steps that
+accepted at least i + 1 drafts, so its series sum to the accepted tokens). From them (the ``SpecDecodingProm`` docstring, and ``vllm bench serve`` @ ``009e6d4a``):
 
 * acceptance rate = accepted / draft tokens (a fraction here; vLLM prints it in %);
 * mean acceptance length tau = 1 + accepted / drafts (bonus token included);
@@ -30,6 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from itertools import zip_longest
 from statistics import NormalDist
 
 __all__ = ["COUNTERS", "PROMQL", "FORMATS", "SpecDecodeCounts", "AcceptanceStats", "UsageError",
@@ -41,7 +35,8 @@ class UsageError(ValueError):
     ``num_speculative_tokens`` the input's own per-position series rule out), not about what
     the inputs hold; its message starts with "usage: ". ``specnb metrics`` exits 2 for it."""
 
-#: Exposed sample names of vLLM's V1 spec-decode counters.
+#: Exposed sample names of vLLM's V1 spec-decode counters: verification steps with drafts,
+#: draft tokens proposed, accepted, accepted per position (label ``position``).
 COUNTERS = {
     "drafts": "vllm:spec_decode_num_drafts_total",
     "draft_tokens": "vllm:spec_decode_num_draft_tokens_total",
@@ -66,8 +61,8 @@ def acceptance_rate_ci(accepted: float, draft_tokens: float, confidence: float =
                        ) -> tuple[float, float]:
     """Wilson score interval on the acceptance rate accepted / draft tokens.
 
-    Uses ``scipy.stats.binomtest(...).proportion_ci(method="wilson")`` when SciPy is installed,
-    else the same closed form (Wilson 1927, JASA 22: 209-212):
+    The closed form (Wilson 1927, JASA 22: 209-212; what ``scipy.stats.binomtest(...)
+    .proportion_ci(method="wilson")`` computes):
     ``(p + z^2/2n +- z sqrt(p(1-p)/n + z^2/4n^2)) / (1 + z^2/n)``. Treats draft tokens as
     independent trials; they are not (acceptance stops at a draft's first rejection), so the
     true interval is wider: read it as a lower bound on the uncertainty.
@@ -97,13 +92,6 @@ def acceptance_rate_ci(accepted: float, draft_tokens: float, confidence: float =
                          f"in (0, 1); got accepted={accepted!r}, draft_tokens={draft_tokens!r}, "
                          f"confidence={confidence!r}")
     n_i, k_i = int(round(n)), int(round(k))
-    try:
-        from scipy.stats import binomtest
-    except ImportError:
-        binomtest = None
-    if binomtest is not None:
-        ci = binomtest(k_i, n_i).proportion_ci(confidence_level=conf, method="wilson")
-        return float(ci.low), float(ci.high)
     z = NormalDist().inv_cdf(0.5 + conf / 2)
     n_f = float(n_i)  # floats: 4 n^2 of a huge count overflows int -> float conversion
     p = k_i / n_i
@@ -146,15 +134,13 @@ class SpecDecodeCounts:
         """
         if not isinstance(before, SpecDecodeCounts):
             return NotImplemented
-        n = max(len(self.accepted_per_position), len(before.accepted_per_position))
-        a = list(self.accepted_per_position) + [0.0] * (n - len(self.accepted_per_position))
-        b = list(before.accepted_per_position) + [0.0] * (n - len(before.accepted_per_position))
         delta = {
             "drafts": self.drafts - before.drafts,
             "draft_tokens": self.draft_tokens - before.draft_tokens,
             "accepted_tokens": self.accepted_tokens - before.accepted_tokens,
         }
-        per_pos = tuple(x - y for x, y in zip(a, b))
+        per_pos = tuple(x - y for x, y in zip_longest(
+            self.accepted_per_position, before.accepted_per_position, fillvalue=0.0))
         bad = [k for k, v in delta.items() if v < 0] + (
             ["accepted_per_position"] if any(v < 0 for v in per_pos) else [])
         if bad:
@@ -280,6 +266,19 @@ def metrics_delta(before: str, after: str, model_name: str | None = None) -> Spe
 
 
 # --------------------------------------------------------------------------- statistics
+#: (source prefix, where its drafts, draft tokens and accepted tokens come from), first match.
+_WHERE = (
+    ("log (V0, rates only)", ("not printed",) * 3),
+    ("log (V0", ("log: draft tokens / k", "log: Number of draft tokens", "log: emitted - steps")),
+    ("requests", ("responses: num_spec_steps", "responses: num_draft_tokens",
+                  "responses: num_accepted_draft_tokens")),
+    ("offline printout", ("printout: num_drafts", "printout: num_draft_tokens",
+                          "printout: num_accepted_tokens")),
+    ("log", ("log: Drafted / k, or Accepted / (length - 1) (estimated)",
+             "log: Drafted: N tokens (lines summed)", "log: Accepted: N tokens (lines summed)")),
+    ("", ("vllm:spec_decode_num_drafts", "vllm:spec_decode_num_draft_tokens",
+          "vllm:spec_decode_num_accepted_tokens")),
+)
 @dataclass(frozen=True)
 class AcceptanceStats:
     """Acceptance read off spec-decode counts.
@@ -323,26 +322,9 @@ class AcceptanceStats:
         import pandas as pd
 
         c = self.counts
-        if c.source == "log (V0, rates only)":
-            where = ("not printed", "not printed", "not printed")
-        elif c.source.startswith("log (V0"):
-            where = ("log: draft tokens / k", "log: Number of draft tokens",
-                     "log: emitted - steps")
-        elif c.source == "requests":
-            where = ("responses: num_spec_steps", "responses: num_draft_tokens",
-                     "responses: num_accepted_draft_tokens")
-        elif c.source.startswith("engine"):
+        where = next((w for prefix, w in _WHERE if c.source.startswith(prefix)), _WHERE[-1][1])
+        if c.source.startswith("engine"):
             where = (f"{c.source}: steps", f"{c.source}: drafted", f"{c.source}: accepted")
-        elif c.source == "offline printout":
-            where = ("printout: num_drafts", "printout: num_draft_tokens",
-                     "printout: num_accepted_tokens")
-        elif c.source.startswith("log"):
-            where = ("log: Drafted / k, or Accepted / (length - 1) (estimated)",
-                     "log: Drafted: N tokens (lines summed)",
-                     "log: Accepted: N tokens (lines summed)")
-        else:
-            where = ("vllm:spec_decode_num_drafts", "vllm:spec_decode_num_draft_tokens",
-                     "vllm:spec_decode_num_accepted_tokens")
         rate_from = ("(system efficiency x (k + 1) - 1) / k" if c.source == "log (V0, rates only)"
                      else "accepted / draft tokens")
         tau_from = ("system efficiency x (k + 1)" if c.source == "log (V0, rates only)"
@@ -509,10 +491,6 @@ def _check_counts(counts) -> None:
     if counts.drafts <= 0 or counts.draft_tokens <= 0:
         raise ValueError(f"no speculation in this window (drafts={counts.drafts:g}, draft "
                          f"tokens={counts.draft_tokens:g}); vLLM reports no acceptance then")
-    if counts.accepted_tokens > counts.draft_tokens:
-        raise ValueError(f"accepted tokens ({counts.accepted_tokens:g}) exceed draft tokens "
-                         f"({counts.draft_tokens:g}): the counts are inconsistent (scrapes of "
-                         "different servers, or counters edited by hand)")
     over = [i for i, x in enumerate(counts.accepted_per_position) if x > counts.drafts]
     if over:
         raise ValueError(f"accepted at position {over[0]} "

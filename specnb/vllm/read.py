@@ -100,15 +100,15 @@ def read_acceptance(texts, num_speculative_tokens: int | None = None,
                                            else "") + ")",)
         return Reading(acceptance_stats(counts, num_speculative_tokens), kind, header)
     text = texts[0]
-    frame = logs.read_spec_decode_log(text, strict=False)
+    frame = logs.read_spec_decode_lines(enumerate(text.splitlines(), 1))
     also = {"scrape": "vllm:spec_decode_" in text, "printout": logs.is_offline_printout(text)}
     return _log_reading(frame, len(text.splitlines()), also, num_speculative_tokens)
 
 
 def _log_reading(frame, n_lines, also, num_speculative_tokens):
-    """The Reading of a log's spec-decode frame (:func:`logs.read_spec_decode_log` or
-    :func:`logs.read_spec_decode_lines`); ``n_lines``: the input's line count; ``also``: whether
-    it also holds a scrape / a printout."""
+    """The Reading of a log's spec-decode frame (:func:`logs.read_spec_decode_lines`);
+    ``n_lines``: the input's line count; ``also``: whether it also holds a scrape / a
+    printout."""
     v0 = logs._is_v0(frame)
     n_v1, n_v0 = frame.attrs["v1_lines"], frame.attrs["v0_lines"]
     lines_word = "log line" if n_lines == 1 else "log lines"

@@ -619,6 +619,22 @@ def test_a_release_whose_method_is_a_free_string():
         assert select(v) == (_versions.tables()[v], None)
 
 
+@pytest.mark.parametrize("version", ["0.8.2", "0.9.0.1"])
+def test_a_plain_dataclass_release_coerces_nothing(version):
+    """0.8.2-0.9.0.1 (config_style "dataclass"): ``SpeculativeConfig.from_dict`` is
+    ``cls(**d)``, no pydantic: "3" stays a str (``_verify_args``'s ``<= 0`` then raises
+    TypeError), true works as 1, and no message names pydantic."""
+    assert _versions.tables()[version].raw["config_style"] == "dataclass"
+    base = {"method": "ngram", "prompt_lookup_max": 4, "prompt_lookup_min": 2}
+    s = check_speculative_config({**base, "num_speculative_tokens": "3"}, version)
+    b = check_speculative_config({**base, "num_speculative_tokens": True}, version)
+    assert s.codes() == ["int-got-string"] and not s.accepted
+    assert b.codes() == ["int-got-bool"] and b.accepted
+    assert not any("pydantic " in f.message for f in (*s, *b))
+    newer = check_speculative_config({**base, "num_speculative_tokens": "3"}, "0.9.1")
+    assert newer.accepted and newer.codes() == ["int-got-string-number"]
+
+
 def test_a_release_that_reads_the_flag_with_literal_eval():
     """0.8.2's create_speculative_config: ``ast.literal_eval`` of the flag's str (its table:
     speculative_config_text), so Python literals pass and JSON's true fails."""

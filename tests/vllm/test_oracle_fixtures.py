@@ -119,6 +119,11 @@ def test_every_table_was_made_from_the_wheel_it_names(version):
     meta = CASES / version / "oracle.json"
     if meta.exists():
         assert json.loads(meta.read_text())["wheel"] == wheel
+    # how the flag's text is read, only where the release has the flag (oracle/table.py)
+    if t["speculative_config_flag"]:
+        assert t["speculative_config_text"] in ("json", "ast.literal_eval")
+    else:
+        assert "speculative_config_text" not in t
 
 
 FLAGS = REPO / "specnb" / "vllm" / "flags"

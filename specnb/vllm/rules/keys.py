@@ -27,8 +27,7 @@ def hyphens(ctx: Context) -> None:
     for k, v in ctx.keys.items():
         nk = k.replace("-", "_") if isinstance(k, str) else k
         if nk != k:
-            old = [f"vLLM {v} and older" for v, t in tables().items() if not t.hyphen_rewrite]
-            who = old[-1] if old else "releases without the rewrite"
+            who = _newest(lambda t: not t.hyphen_rewrite, "releases without the rewrite")
             ctx.add("hyphen-key-rewritten", "warning", k, f"'{k}' is hyphenated; {ctx.vname} "
                     f"rewrites '-' to '_' in every key, so it is '{nk}' ({who} reject it as an "
                     "unknown key)", f"rename '{k}' to '{nk}'")
@@ -41,6 +40,12 @@ def hyphens(ctx: Context) -> None:
     ctx.keys = out
 
 
+def _newest(has, otherwise: str) -> str:
+    """"vLLM <the newest release whose table ``has``> and older", else ``otherwise``."""
+    old = [v for v, t in tables().items() if has(t)]
+    return f"vLLM {old[-1]} and older" if old else otherwise
+
+
 def _unknown(ctx, code, key, message, fix):
     message = message if message.endswith("?") else message + "."
     extra = ctx.table.raw.get("extra")
@@ -51,10 +56,10 @@ def _unknown(ctx, code, key, message, fix):
         ctx.add(code, "error", key, f"{message} {ctx.vname}'s SpeculativeConfig raises "
                 "TypeError for an unknown keyword.", fix)
     else:
-        lax = [f"vLLM {v} and older" for v, t in tables().items() if t.raw.get("extra") == "ignore"]
+        lax = _newest(lambda t: t.raw.get("extra") == "ignore", "releases before about 0.14")
         ctx.add(code, "error", key, f"{message} {ctx.vname} rejects unknown keys (pydantic "
-                f"extra='forbid'); {(lax or ['releases before about 0.14'])[-1]} ignored them "
-                "silently, so the setting never took effect.", fix)
+                f"extra='forbid'); {lax} ignored them silently, so the setting never took "
+                "effect.", fix)
 
 
 def keys(ctx: Context) -> None:

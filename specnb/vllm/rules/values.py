@@ -3,8 +3,9 @@ pydantic 2.14 of the vLLM 0.33.0 wheel, ``oracle/drive_strings.py``): an int fie
 a whole float or an ASCII digit string with sign, ``_`` between digits, whitespace and a
 ``.0`` tail (``"3.0"``, ``"1_0"``; not ``"3.5"``, ``"1e1"``, ``"0x4"``); a float field a bool,
 an int or an ASCII string ``float`` reads (``".5"``, ``"1e0"``, ``"nan"``); a bool field 0/1
-and ``true/false, yes/no, on/off, t/f, y/n`` in any case; lists item by item. Then the
-table's bounds, and the bounds vLLM checks by hand for one method only."""
+and ``true/false, yes/no, on/off, t/f, y/n`` in any case; lists item by item. A release whose
+``SpeculativeConfig`` is a stdlib dataclass (table ``config_style: "dataclass"``, 0.8.2-0.9.0.1)
+coerces nothing. Then the table's bounds, and the bounds vLLM checks by hand for one method."""
 
 from __future__ import annotations
 
@@ -74,6 +75,7 @@ def coerce(kind: str, value):
 
 
 _WHAT = {"int": "an integer", "float": "a number", "bool": "true or false"}
+_EXAMPLE = {"int": "4", "float": "0.5", "bool": "true"}
 
 
 _CODES = {("int", "string", True): "int-got-string-number", ("bool", "float", True):
@@ -93,15 +95,16 @@ def _scalar(ctx: Context, key, kind, value, spec):
     from ..syntax import PLACEHOLDER_STRING_RE
 
     out, how = coerce(kind, value)
+    if how == "refused" and isinstance(value, str) and PLACEHOLDER_STRING_RE.match(value):
+        ctx.add("template-placeholder", "error", key, f"{key} is the unsubstituted "
+                f"template placeholder {value!r}", f"substitute a value, e.g. \"{key}\": 4")
+        return None
+    if how is not None and ctx.table.raw.get("config_style") == "dataclass":
+        return _kept(ctx, key, kind, value, out, spec)
     if how == "refused":
-        if isinstance(value, str) and PLACEHOLDER_STRING_RE.match(value):
-            ctx.add("template-placeholder", "error", key, f"{key} is the unsubstituted "
-                    f"template placeholder {value!r}", f"substitute a value, e.g. \"{key}\": 4")
-        else:
-            ctx.add(_code(kind, value, False), "error", key, f"{key} must be {_WHAT[kind]}, got "
-                    f"{json.dumps(value)}: {ctx.table.pydantic_name} (lax mode) cannot read it "
-                    f"as one", f"write {_WHAT[kind]}, e.g. \"{key}\": "
-                    f"{ {'int': '4', 'float': '0.5', 'bool': 'true'}[kind] }")
+        ctx.add(_code(kind, value, False), "error", key, f"{key} must be {_WHAT[kind]}, got "
+                f"{json.dumps(value)}: {ctx.table.pydantic_name} (lax mode) cannot read it "
+                f"as one", f"write {_WHAT[kind]}, e.g. \"{key}\": {_EXAMPLE[kind]}")
         return None
     if how == "coerced":
         ctx.add(_code(kind, value, True), "warning", key, f"{key} is {json.dumps(value)}; "
@@ -117,6 +120,31 @@ def _scalar(ctx: Context, key, kind, value, spec):
                 "Field constraint)", f"use a value {rng}")
         return None
     return out
+
+
+def _kept(ctx: Context, key, kind, value, out, spec):
+    """0.8.2-0.9.0.1: ``SpeculativeConfig.from_dict`` is ``cls(**d)`` on a stdlib dataclass, so
+    no value is coerced: a bool (or 0/1 for a bool) works as its number (or truth value), and
+    anything else stays the str or float given (vllm/config.py of the 0.9.0 wheel)."""
+    plain = (f"{ctx.vname}'s SpeculativeConfig is a plain dataclass that checks no types (no "
+             "pydantic)")
+    if isinstance(value, bool) or (kind == "bool" and isinstance(value, (int, float))):
+        out = bool(value) if kind == "bool" else out  # 2 for a bool: truthy, as 1 is
+        ctx.add(_code(kind, value, True), "warning", key, f"{key} is {json.dumps(value)}; "
+                f"{plain}: it keeps {json.dumps(value)}, which Python treats as "
+                f"{json.dumps(out)}", f"write {json.dumps(out)}")
+        return _scalar(ctx, key, kind, out, spec)
+    if kind == "bool":  # a str: truthy unless empty, so vLLM starts with the switch on
+        ctx.add(_code(kind, value, True), "warning", key, f"{key} is {json.dumps(value)}; "
+                f"{plain}: it keeps the string, which Python treats as {json.dumps(bool(value))}",
+                f"write {json.dumps(out) if out is not None else 'true or false'}")
+        return None
+    ctx.add(_code(kind, value, False), "error", key, f"{key} must be {_WHAT[kind]}, got "
+            f"{json.dumps(value)}: {plain}, so it keeps the {type(value).__name__} as given; "
+            f"where its code compares or counts with {key} that raises TypeError",
+            f"write {json.dumps(out)}" if out is not None else f"write {_WHAT[kind]}, e.g. "
+            f"\"{key}\": {_EXAMPLE[kind]}")
+    return None
 
 
 def _typed(ctx: Context, key, value):
