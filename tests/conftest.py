@@ -33,13 +33,12 @@ from tests import tier
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# jsonschema (imported by nbformat: the notebook and runner tests) imports rfc3987_syntax, when
-# installed, for its optional "iri" / "iri-reference" format checks, and rfc3987_syntax compiles
-# some 40 lark grammars on import: 2-3 s of CPU, a twentieth of the fast tier (the known
-# slowness of python-jsonschema/jsonschema#1392 and #1521). Nothing here checks those formats
-# (nbformat validates without a format checker; no test uses jsonschema), and jsonschema leaves
-# the two checks out when the import fails, so the test session does without it.
-sys.modules.setdefault("rfc3987_syntax", None)
+# jsonschema (imported by nbformat: the notebook and runner tests) would import rfc3987_syntax,
+# 2-3 s of CPU, for format checks nothing here uses: the rule and its reason are in
+# specnb.runner.skip_iri_format_checks, which `specnb run` calls too.
+from specnb.runner import skip_iri_format_checks  # noqa: E402  (stdlib imports only)
+
+skip_iri_format_checks()
 
 #: Path parts a test session may create in the checkout.
 CACHES = (".pytest_cache", ".hypothesis", "__pycache__")
