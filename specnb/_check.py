@@ -95,13 +95,7 @@ def real(name: str, value, *, lo: float | None = None, hi: float | None = None,
     """
     arr = _as_floats(name, value, "a number")
     _no_nan(name, arr)
-    bad = np.zeros(arr.shape, dtype=bool)
-    if lo is not None:
-        bad |= (arr <= lo) if lo_open else (arr < lo)
-    if hi is not None:
-        bad |= (arr >= hi) if hi_open else (arr > hi)
-    if hi is None:
-        bad |= np.isinf(arr)
+    bad = _outside(arr, lo, hi, lo_open, hi_open)
     if bad.any():
         left = "(" if lo_open or lo is None else "["
         right = ")" if hi_open or hi is None else "]"  # no upper bound: inf is refused
@@ -112,14 +106,23 @@ def real(name: str, value, *, lo: float | None = None, hi: float | None = None,
     return arr
 
 
-def _in_bounds(v: float, lo: float | None = None, hi: float | None = None,
-               lo_open: bool = False, hi_open: bool = False) -> bool:
-    """Whether the finite-or-not float ``v`` passes :func:`real`'s range check."""
-    if not math.isfinite(v):
-        return False
-    if lo is not None and (v <= lo if lo_open else v < lo):
-        return False
-    return hi is None or not (v >= hi if hi_open else v > hi)
+def _outside(v, lo: float | None = None, hi: float | None = None, lo_open: bool = False,
+             hi_open: bool = False):
+    """Where ``v`` fails :func:`real`'s range: not finite (NaN, +-inf), below ``lo`` (or at it,
+    ``lo_open``), above ``hi`` (or at it, ``hi_open``). The one rule for arrays (``v`` a float
+    array: a bool array) and for :func:`scalar_real`'s fast path (``v`` a float: a bool, with
+    no numpy call)."""
+    bad = (abs(v) < math.inf) ^ True  # NaN and +-inf; ^ (not ~ or `not`) suits bools and arrays
+    if lo is not None:
+        bad |= (v <= lo) if lo_open else (v < lo)
+    if hi is not None:
+        bad |= (v >= hi) if hi_open else (v > hi)
+    return bad
+
+
+def _int_top(hi: int | None) -> int:
+    """The largest whole number :func:`integer` accepts: ``hi``, at most 2**53."""
+    return MAX_EXACT_INT if hi is None else min(hi, MAX_EXACT_INT)
 
 
 def integer(name: str, value, *, lo: int = 0, hi: int | None = None) -> np.ndarray:
@@ -132,7 +135,7 @@ def integer(name: str, value, *, lo: int = 0, hi: int | None = None) -> np.ndarr
     frac = ~np.isfinite(arr) | (arr != np.round(arr))
     if frac.any():
         raise ValueError(f"{name} must be a whole number, got {_first_bad(arr, frac)!r}")
-    top = MAX_EXACT_INT if hi is None else min(hi, MAX_EXACT_INT)
+    top = _int_top(hi)
     bad = (arr < lo) | (arr > top)
     shown = _shown(_first_bad(arr, bad)) if bad.any() else None
     if isinstance(value, numbers.Integral) and not lo <= int(value) <= top:
@@ -148,8 +151,7 @@ def integer(name: str, value, *, lo: int = 0, hi: int | None = None) -> np.ndarr
 def scalar_int(name: str, value, *, lo: int = 0, hi: int | None = None) -> int:
     """A single Python int (no arrays), checked like :func:`integer`. A plain ``int`` in range
     returns at once (no numpy: loops that check their arguments per call stay cheap)."""
-    if type(value) is int and lo <= value <= (MAX_EXACT_INT if hi is None
-                                              else min(hi, MAX_EXACT_INT)):
+    if type(value) is int and lo <= value <= _int_top(hi):
         return value
     if not isinstance(value, (numbers.Integral, float, np.floating)) or isinstance(
             value, (bool, np.bool_)):
@@ -160,7 +162,7 @@ def scalar_int(name: str, value, *, lo: int = 0, hi: int | None = None) -> int:
 def scalar_real(name: str, value, **bounds) -> float:
     """A single Python float (no arrays, no lists), checked like :func:`real`. A plain finite
     ``float`` in range returns at once (no numpy)."""
-    if type(value) is float and _in_bounds(value, **bounds):
+    if type(value) is float and not _outside(value, **bounds):
         return value
     if np.ndim(value) != 0 and not isinstance(value, str):
         raise TypeError(f"{name} must be a single number, not an array or list, got "

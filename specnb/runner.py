@@ -39,7 +39,7 @@ from pathlib import Path
 __all__ = ["NOTEBOOK_DIR", "KERNEL", "find_notebooks", "resolve", "load_parameters",
            "check_parameters", "check_output_dir", "run_notebooks", "write_report", "notebook_title",
            "notebook_summary", "key_figure", "REPORT_MARKER", "MANIFEST", "LOCK",
-           "KEY_FIGURE_TAG"]
+           "KEY_FIGURE_TAG", "skip_iri_format_checks"]
 
 NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 KERNEL = "python3"
@@ -70,6 +70,19 @@ class Result:
     answer: str = ""
     figure: Path | None = None
     earlier: bool = False  # a row kept from an earlier run into the same folder
+
+
+def skip_iri_format_checks() -> None:
+    """Make jsonschema (which nbformat, papermill and nbconvert import) leave out its optional
+    ``iri`` / ``iri-reference`` format checks: block the import of ``rfc3987_syntax``, which
+    compiles some 40 lark grammars when imported, 2-3 s of CPU before any notebook runs (the
+    known slowness of python-jsonschema/jsonschema#1392 and #1521). Nothing here checks those
+    formats: nbformat validates notebooks without a format checker, and jsonschema drops the
+    two checks when the import fails. Process-wide, so only what owns its process calls it
+    (``specnb run``, the test session); a no-op once jsonschema or rfc3987_syntax is imported.
+    """
+    if "jsonschema" not in sys.modules:
+        sys.modules.setdefault("rfc3987_syntax", None)
 
 
 def _kernel_prefix() -> str:

@@ -284,3 +284,14 @@ def test_every_notebook_that_draws_tags_one_key_figure():
                     for c in nb.cells)
         assert len(tagged) == int(draws), stem
         assert all(c.cell_type == "code" for c in tagged), stem
+
+
+def test_the_test_sessions_notebook_parameters_are_the_notebooks_own():
+    """The session fixture's parameters (tests/conftest.py) name notebooks and parameters that
+    exist, and keep three gammas for notebook 08's leave-one-gamma-out fit: a slip shows here,
+    not after minutes of notebook runs."""
+    from tests.conftest import NOTEBOOK_TEST_PARAMETERS
+
+    for stem, params in NOTEBOOK_TEST_PARAMETERS.items():
+        runner.check_parameters(runner.NOTEBOOK_DIR / f"{stem}.ipynb", params)
+    assert len(set(NOTEBOOK_TEST_PARAMETERS["08_measure_alpha"]["gammas"])) >= 3

@@ -11,6 +11,7 @@ papermill, matplotlib) are imported inside the command functions.
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import os
 import sys
@@ -76,10 +77,20 @@ def build_parser(modules=None) -> argparse.ArgumentParser:
     return parser
 
 
+@functools.lru_cache(maxsize=None)
+def _parser(alone: str | None) -> argparse.ArgumentParser:
+    """The parser :func:`main` uses, built once per process for each module set (every
+    module, or the one :data:`ALONE` names): a build takes 10-50 ms, which a process calling
+    ``main`` many times (the tests) would otherwise pay on every call. Reusing it is safe:
+    ``parse_args`` returns a new namespace and changes nothing in the parser. The command
+    functions are bound when it is built: a test that replaces one builds its own parser."""
+    return build_parser([alone] if alone else None)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     first = next((a for a in argv if not a.startswith("-")), None)
-    parser = build_parser([ALONE[first]] if first in ALONE else None)
+    parser = _parser(ALONE.get(first))
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()

@@ -7,6 +7,7 @@ torch and transformers are imported inside the command, so ``specnb --help`` wor
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -315,7 +316,9 @@ def run(args) -> int:
         return error("measure", bad)
     try:
         from .. import measure as M
-        from ..measure import load as _  # noqa: F401  (imports torch and transformers)
+        from ..measure import load as _  # noqa: F401  (imports torch)
+        if importlib.util.find_spec("transformers") is None:  # imported when a model loads
+            raise ImportError("transformers")
     except ImportError:
         print(MISSING_EXTRA, file=sys.stderr)
         return 3

@@ -2,6 +2,10 @@
 id, the checks a draft/target pair must pass (one vocabulary, contexts long enough), the pad id
 ``generate`` needs, and the torch settings a measurement runs under.
 
+transformers is imported by the functions that load or run a model, not with this module, so
+that the argument checks which import it (:mod:`specnb.measure.prompts`, the measurement's and
+the head replay's refusals) do not wait seconds for transformers.
+
 Loading rules: a local folder, or a hub id only when the caller names one (then transformers may
 use the network); safetensors only (``use_safetensors=True``); ``trust_remote_code=False``.
 """
@@ -14,8 +18,6 @@ import re
 from pathlib import Path
 
 import torch
-import transformers
-from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from .. import _check
 from ..memory import TORCH_DTYPES
@@ -142,6 +144,8 @@ def load_model(name_or_path, *, device: str = "cpu", dtype="auto", need_tokenize
     tok = None
     if no_tokenizer:
         return model, None
+    from transformers import AutoTokenizer
+
     try:
         tok = AutoTokenizer.from_pretrained(src, trust_remote_code=False,
                                             local_files_only=kwargs.get("local_files_only", False))
@@ -172,8 +176,11 @@ def _source(name: str, path: Path) -> tuple[str, bool]:
 def _from_pretrained(name: str, src: str, kwargs: dict):
     """``AutoModelForCausalLM.from_pretrained(src, **kwargs)`` without progress bars or the hub's
     stray log line; a hub id that does not load raises a one-line FileNotFoundError."""
-    bars = transformers.utils.logging.is_progress_bar_enabled()
-    transformers.utils.logging.disable_progress_bar()
+    from transformers import AutoModelForCausalLM
+    from transformers.utils import logging as tf_logging
+
+    bars = tf_logging.is_progress_bar_enabled()
+    tf_logging.disable_progress_bar()
     import huggingface_hub.utils.logging as hub_logging  # a failed hub request logs a stray line
 
     hub_level = hub_logging.get_verbosity()
@@ -193,7 +200,7 @@ def _from_pretrained(name: str, src: str, kwargs: dict):
     finally:
         hub_logging.set_verbosity(hub_level)
         if bars:
-            transformers.utils.logging.enable_progress_bar()
+            tf_logging.enable_progress_bar()
 
 
 def _vocab_size(model) -> int:
@@ -372,13 +379,15 @@ def _run_settings(dev, cpu_threads, name: str):
     first, named ``name``), on a CPU and on CUDA alike (on CUDA the host thread launches the
     kernels; see :func:`specnb.measure.measure`); both restored on exit."""
     n = _check.scalar_int(name, cpu_threads, lo=1) if cpu_threads is not None else None
-    verbosity = transformers.logging.get_verbosity()
+    from transformers.utils import logging as tf_logging
+
+    verbosity = tf_logging.get_verbosity()
     threads = torch.get_num_threads()
-    transformers.logging.set_verbosity_error()
+    tf_logging.set_verbosity_error()
     if n is not None:
         torch.set_num_threads(n)
     try:
         yield
     finally:
         torch.set_num_threads(threads)
-        transformers.logging.set_verbosity(verbosity)
+        tf_logging.set_verbosity(verbosity)

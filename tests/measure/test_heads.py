@@ -2,23 +2,26 @@
 SpecForge layouts, DeepSeek-V3 / GLM-4.5 / Qwen3-Next MTP) written as checkpoints and read
 back; shapes; the draft-vocabulary map; heads copied from a bigram target's next-token path
 agree with the target at every step; the config-level checks (ValueError naming the file and
-the mismatch, before weights load); the forward op by op against vLLM 0.33.0's source."""
+the mismatch, before weights load); the forward op by op against vLLM 0.33.0's source. All slow
+but the config checks on the bundled EAGLE-3 head (headers only: the fast tier's heads test)."""
 
 import json
 import math
+import re
 
 import pytest
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
+from specnb.measure import args as A  # noqa: E402
 from specnb.measure import heads as Hd  # noqa: E402
 
 from . import heads_support as S  # noqa: E402
 
-# every test here builds a transformers model (importing transformers' model classes alone takes
-# seconds): make test runs them, make check does not
-pytestmark = pytest.mark.slow
+# every test here but the config checks on the bundled head (JSON and safetensors headers only)
+# builds a transformers model (importing transformers' model classes alone takes seconds): make
+# test runs them, make check does not
 
 
 @pytest.fixture(scope="module")
@@ -70,6 +73,7 @@ def _eagle3(target, tmp_path, *, dvs=40, layout="speculators", ids=(1, 2, 4), se
     return folder, keep
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("layout", ["speculators", "specforge"])
 def test_eagle3_layouts_shapes_and_vocab_map(llama, tmp_path, layout):
     folder, keep = _eagle3(llama, tmp_path, layout=layout)
@@ -96,6 +100,7 @@ def test_eagle3_layouts_shapes_and_vocab_map(llama, tmp_path, layout):
         assert torch.allclose(a[10:], b, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_eagle3_full_vocab_needs_no_d2t(llama, tmp_path):
     torch.manual_seed(0)
     cfg = Hd.eagle3_config(llama.config, layer_ids=[1, 2, 3])
@@ -112,6 +117,7 @@ def test_eagle3_full_vocab_needs_no_d2t(llama, tmp_path):
     assert torch.isfinite(again.teacher_force(ids, final, aux, 1)[0]).all()
 
 
+@pytest.mark.slow
 def test_eagle1_copied_head_agrees_at_every_step(bigram, tmp_path):
     cfg = S.eagle1_config()
     head = Hd.new_head(cfg, bigram)
@@ -189,6 +195,7 @@ def _codes(exc):
     return str(exc.value)
 
 
+@pytest.mark.slow
 def test_bad_heads_named_before_weights(llama, tmp_path):
     folder, _ = _eagle3(llama, tmp_path)
     other = S.llama_target(layers=4)
@@ -220,6 +227,7 @@ def test_bad_heads_named_before_weights(llama, tmp_path):
         Hd.head_config(folder, llama.config)
 
 
+@pytest.mark.slow
 def test_mtp_on_a_target_without_mtp_layers(tmp_path):
     target = S.deepseek_target(tmp_path / "plain", mtp=False)
     with pytest.raises(ValueError, match=r"config\.json: MTP was asked for.*declares no MTP"):
@@ -231,6 +239,7 @@ def test_mtp_on_a_target_without_mtp_layers(tmp_path):
         Hd.head_config(tmp_path / "plain", target.config, method="mtp")
 
 
+@pytest.mark.slow
 def test_not_a_head_and_wrong_method(llama, tmp_path):
     (tmp_path / "x").mkdir()
     with pytest.raises(ValueError, match="no config.json"):
@@ -242,6 +251,7 @@ def test_not_a_head_and_wrong_method(llama, tmp_path):
         Hd.head_config(folder, llama.config, method="medusa")
 
 
+@pytest.mark.slow
 def test_vllm_default_layer_ids(llama, tmp_path):
     """No ids recorded: vLLM's default (2, L // 2, L - 3) for an L-layer target."""
     folder, _ = _eagle3(S.llama_target(layers=8), tmp_path, ids=(2, 4, 5))
@@ -257,6 +267,7 @@ def _rms(x, w, eps):
     return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
 
 
+@pytest.mark.slow
 def test_eagle3_forward_op_by_op_against_vllm_source(llama, tmp_path):
     """vLLM 0.33.0 ``vllm/model_executor/models/llama_eagle3.py`` (GitHub commit
     00bd1493b3e82d6c13c68ee8a0e1c5a96707e190), written out op by op for one layer and one
@@ -298,6 +309,7 @@ ORACLE = __import__("pathlib").Path(__file__).resolve().parents[1] / "cases" / "
     "0.33.0" / "heads"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", ["speculators", "specforge"])
 def test_eagle3_agrees_with_vllm_run_on_the_cpu(variant):
     """vLLM 0.33.0's own EAGLE-3 code (oracle/drive_heads.py: llama_eagle3.py's
@@ -323,3 +335,41 @@ def test_eagle3_agrees_with_vllm_run_on_the_cpu(variant):
         assert torch.allclose(got[0][fin], want[fin], atol=1e-5)
         assert torch.allclose(rec[0], pre, atol=1e-5)
         assert torch.equal(head.teacher_force(ids, None, aux2, 1)[0][0].isinf(), want.isinf())
+
+
+# ------------------------------------------- the bundled head's config checks (fast tier)
+def _config(folder):
+    return json.loads((folder / "config.json").read_text())
+
+
+def test_the_bundled_eagle3_head_fits_the_bundled_target_as_its_config_says():
+    head, target = _config(A.BUNDLED_EAGLE3_HEAD), _config(A.BUNDLED_TARGET)  # GPT-2 names
+    hc = Hd.head_config(A.BUNDLED_EAGLE3_HEAD, target)
+    assert (hc.method, hc.fmt) == ("eagle3", "eagle3-speculators")
+    assert hc.hidden_size == head["transformer_layer_config"]["hidden_size"]
+    assert hc.vocab_size == target["vocab_size"] and hc.draft_vocab_size == head["draft_vocab_size"]
+    assert hc.aux_layers == tuple(sorted(head["eagle_aux_hidden_state_layer_ids"]))
+    assert max(hc.aux_layers) <= target["n_layer"]
+    assert hc.names["d2t"] == (hc.draft_vocab_size,)  # draft vocabulary < target vocabulary
+    assert hc.names["fc.weight"][1] == len(hc.aux_layers) * target["n_embd"]
+    assert Hd.head_config(A.BUNDLED_EAGLE3_HEAD, target, method="eagle3").fmt == hc.fmt
+
+
+def test_a_head_that_does_not_fit_is_named_before_any_weight():
+    target, cfg = _config(A.BUNDLED_TARGET), _config(A.BUNDLED_EAGLE3_HEAD)
+    head, h, v = A.BUNDLED_EAGLE3_HEAD, target["n_embd"], target["vocab_size"]
+    with pytest.raises(ValueError, match=rf"config\.json: the head reads target hidden states "
+                                         rf"of size {h} .* the target's hidden size is {2 * h}"):
+        Hd.head_config(head, {**target, "n_embd": 2 * h})
+    with pytest.raises(ValueError, match=rf"config\.json: vocab_size {v} but the target's "
+                                         rf"vocabulary has {2 * v} tokens"):
+        Hd.head_config(head, {**target, "vocab_size": 2 * v})
+    ids = cfg["eagle_aux_hidden_state_layer_ids"]
+    with pytest.raises(ValueError, match=re.escape(f"{ids} must lie in [0, {max(ids) - 1}]")):
+        Hd.head_config(head, {**target, "n_layer": max(ids) - 1})
+    with pytest.raises(ValueError, match=r"method 'eagle' was asked for .* 'eagle3' head"):
+        Hd.head_config(head, target, method="eagle")
+    with pytest.raises(ValueError, match=r"MTP was asked for.*declares no MTP"):
+        Hd.head_config(A.BUNDLED_TARGET, target, method="mtp")
+    with pytest.raises(ValueError, match="not a head specnb reads"):
+        Hd.head_config(A.BUNDLED_DRAFTS[0], target)

@@ -1,5 +1,7 @@
-"""notebooks/08_measure_alpha.ipynb with its defaults (the bundled pair on this CPU): it runs,
-every greedy run was lossless, and what it shows agrees with the package's predictions."""
+"""notebooks/08_measure_alpha.ipynb on the bundled pair on this CPU, with the test session's
+parameters (tests/conftest.py NOTEBOOK_TEST_PARAMETERS: fewer gammas, tokens and repeats than
+make run's defaults, every section still run): it runs, every greedy run was lossless, and what
+it shows agrees with the package's predictions."""
 
 import pytest
 
