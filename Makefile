@@ -1,10 +1,7 @@
 # specnb: two commands on a fresh machine with Python 3.11+ and make.
-#   make test   create .venv if missing, install, run the test suite (a sample of the longest
-#               parametrized lists; make test-exhaustive, which CI runs too, runs the rest)
+#   make test   create .venv if missing, install, run the whole test suite
 #   make run    create .venv if missing, install, execute every notebook headless -> build/
-# Other targets: make check (import layers and the fast tests), make test-exhaustive (the cases of
-#   the long lists that make test leaves out), make lab (JupyterLab with widgets), make bench
-#   (benchmarks), make docs (docs/api from the docstrings), make clean,
+# Other targets: make check (import layers and the fast tests), make lab (JupyterLab with widgets), make bench (benchmarks), make docs (docs/api from the docstrings), make clean,
 #   make oracle [VLLM=0.33.0]   vLLM itself as the oracle: writes tests/cases/vllm/$(VLLM)/
 #   make oracle-table [VLLM=...] its release table alone; make oracle-tables: every release's
 #   make oracle-check           re-run every release with fixtures; fail if a verdict moved
@@ -23,7 +20,7 @@ TORCH  ?= torch==2.13.0
 # One stamp per TORCH setting, so changing TORCH re-runs the install.
 STAMP  := $(VENV)/.specnb-installed-$(subst =,_,$(subst /,_,$(if $(TORCH),$(TORCH),own-torch)))
 
-.PHONY: install test test-exhaustive check run lab bench docs clean distclean oracle oracle-check oracle-check-one \
+.PHONY: install test check run lab bench docs clean distclean oracle oracle-check oracle-check-one \
 	oracle-table oracle-tables oracle-heads suffix-backend
 
 $(BIN)/python:
@@ -53,18 +50,10 @@ suffix-backend: install
 	else mkdir -p "$$site/arctic_inference" && cp -r $$tmp/arctic_inference/. "$$site/arctic_inference/" && \
 	  $(BIN)/python -c "from specnb.replay import suffix as S; print('suffix backend: arctic-inference', S.arctic_version())"; fi
 
-# Everything but the cases marked exhaustive: of the few parametrized lists long enough to cost
-# minutes (the oracle's thousands of vLLM fixture cases), make test runs a sample of every
-# release and kind (fast_sample(test_every=N): tests/tier.py) and make test-exhaustive the rest;
-# CI (.ci/run) runs both. Under 15 minutes on the idle 2-core machine (issue 26).
 test: install
 	sh scripts/ensure_browser.sh
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest -m "not exhaustive"
-
-# The cases make test leaves out (only the modules with a test_every sample are collected).
-test-exhaustive: install
-	$(BIN)/python -m pytest -m exhaustive
+	$(BIN)/python -m pytest
 
 # The quick check: the import layers, then every test not marked slow (no notebooks, models,
 # transformers, browser, benchmark scripts; property tests with an eighth of their examples,

@@ -52,28 +52,15 @@ def report_dir(tmp_path_factory) -> Path:
     return Path(wanted) if wanted else tmp_path_factory.mktemp("test-report", numbered=False)
 
 
-#: The parameters the test session runs the notebooks with (``make run`` uses the notebooks'
-#: own defaults). Notebook 08 measures on the bundled pair, about 6 of make test's minutes with
-#: its defaults: here 3 gammas instead of 4 (three keep the leave-one-gamma-out fit usable:
-#: specnb.measure.loo_warning), 32 new tokens instead of 48 and 1 timed run per setting instead of
-#: 2, about a quarter of the generate work (204 timed calls of 32 tokens against 528 of 48). Both
-#: temperatures, both drafts, both loops, prompt lookup, the head and every section still run,
-#: and tests/notebooks/test_08_measure_alpha.py checks the same things.
-NOTEBOOK_TEST_PARAMETERS = {"08_measure_alpha": {"gammas": [1, 3, 5], "max_new_tokens": 32,
-                                                 "repeats": 1}}
-
-
 @pytest.fixture(scope="session")
 def executed_notebooks(report_dir):
-    """{notebook stem: specnb.runner.Result} for every notebook, executed once per session
-    with :data:`NOTEBOOK_TEST_PARAMETERS`.
+    """{notebook stem: specnb.runner.Result} for every notebook, executed once per session.
 
     The report (executed notebooks, HTML pages, index.html) is written to ``report_dir``.
     """
     from specnb.runner import run_notebooks
 
-    results = run_notebooks(None, output_dir=report_dir, parameters=NOTEBOOK_TEST_PARAMETERS,
-                            progress=False)
+    results = run_notebooks(None, output_dir=report_dir, progress=False)
     return {r.name: r for r in results}
 
 
@@ -93,11 +80,8 @@ settings.register_profile("check", deadline=None, max_examples=12)  # an eighth:
 
 def pytest_configure(config):
     # registered here, not in pyproject.toml (whose change makes `make` reinstall the package)
-    config.addinivalue_line("markers", "fast_sample(every, groups=0, test_every=None): a long "
-                            "parametrized test whose fast tier runs a sample of its cases, and make "
-                            "test a larger one with test_every (tests/tier.py); pytest runs all")
-    config.addinivalue_line("markers", "exhaustive: a case make test leaves out (fast_sample's "
-                            "test_every); make test-exhaustive (CI) runs them")
+    config.addinivalue_line("markers", "fast_sample(every, groups=0): a long parametrized test whose fast "
+                            "tier runs a sample of its cases (tests/tier.py); make test runs all")
     named = config.getoption("hypothesis_profile", None) or os.environ.get("HYPOTHESIS_PROFILE")
     fast = "not slow" in (config.getoption("markexpr", "") or "")
     settings.load_profile(named or ("check" if fast else "full"))
@@ -114,27 +98,19 @@ def _fast_tier(config) -> bool:
     return expr == "not slow" or expr.startswith("not slow and ")
 
 
-def _exhaustive_tier(config) -> bool:
-    """-m is ``exhaustive`` (make test-exhaustive): only cases fast_sample(test_every=...) marks."""
-    return " ".join((config.getoption("markexpr", "") or "").split()) == "exhaustive"
-
-
 def pytest_ignore_collect(collection_path, config):
     """In the fast tier, leave out a module whose every test is slow (``pytestmark =
     pytest.mark.slow``, or a list that starts with it, at its top: the notebooks, the browser,
     transformers runs) without
     importing it: -m would deselect all its tests anyway, after their imports (playwright,
-    papermill, transformers' models) had cost seconds. Read as text, not imported. Likewise
-    ``-m exhaustive`` leaves out every module without a ``fast_sample(..., test_every=...)``."""
+    papermill, transformers' models) had cost seconds. Read as text, not imported."""
     if (collection_path.suffix == ".py" and collection_path.name.startswith("test_")
-            and (_fast_tier(config) or _exhaustive_tier(config))):
+            and _fast_tier(config)):
         try:
             text = collection_path.read_text(encoding="utf-8")
         except OSError:
             return None
-        if _fast_tier(config) and _SLOW_MODULE.search(text):
-            return True
-        if _exhaustive_tier(config) and "test_every=" not in text:
+        if _SLOW_MODULE.search(text):
             return True
     return None
 
@@ -156,10 +132,9 @@ def pytest_collection_modifyitems(config, items):
 
 
 def _sample(items):
-    """``@pytest.mark.fast_sample(every=N[, groups=K][, test_every=M])``: of each such test's
-    parametrized cases, those ``tier.tiers`` leaves out of the fast tier get the ``slow`` mark,
-    and those it leaves out of make test the ``exhaustive`` mark too. A case already marked
-    slow stays slow; an xfail case is always kept."""
+    """``@pytest.mark.fast_sample(every=N[, groups=K])``: of each such test's parametrized cases, those
+    ``tier.sampled`` leaves out of the fast tier get the ``slow`` mark (``make test`` runs them
+    all). A case already marked slow stays slow; an xfail case is always kept."""
     by_test: dict[str, list] = {}
     for item in items:
         mark = item.get_closest_marker("fast_sample")
@@ -167,21 +142,18 @@ def _sample(items):
             by_test.setdefault(item.nodeid.split("[", 1)[0], []).append((item, mark))
     for cases in by_test.values():
         mark = cases[0][1]
-        if mark.args or "every" not in mark.kwargs or set(mark.kwargs) - {"every", "groups",
-                                                                          "test_every"}:
-            raise pytest.UsageError(f"{cases[0][0].nodeid}: write fast_sample(every=N), "
-                                    f"optionally with groups=K and test_every=M; got "
+        if mark.args or "every" not in mark.kwargs or set(mark.kwargs) - {"every", "groups"}:
+            raise pytest.UsageError(f"{cases[0][0].nodeid}: write fast_sample(every=N) or "
+                                    f"fast_sample(every=N, groups=K); got "
                                     f"fast_sample(*{mark.args}, **{mark.kwargs})")
         keep = [i for i, (item, _) in enumerate(cases) if item.get_closest_marker("xfail")]
         try:
-            where = tier.tiers([item.callspec.id for item, _ in cases], keep=keep, **mark.kwargs)
+            runs = tier.sampled([item.callspec.id for item, _ in cases], keep=keep, **mark.kwargs)
         except ValueError as e:
             raise pytest.UsageError(f"{cases[0][0].nodeid}: {e}") from None
-        for (item, _), t in zip(cases, where):
-            if t != tier.CHECK:
+        for (item, _), fast in zip(cases, runs):
+            if not fast:
                 item.add_marker(pytest.mark.slow)
-            if t == tier.EXHAUSTIVE:
-                item.add_marker(pytest.mark.exhaustive)
 
 
 # ------------------------------------------------------------------- writes nothing here

@@ -1,7 +1,6 @@
-"""The tiers' rules (tests/tier.py, tests/conftest.py): the samples a ``fast_sample`` test
-keeps in the fast tier and in make test, and (slow: it collects in subprocesses) that the fast
-tier and the slow tests together, and make test and the exhaustive cases together, are the
-whole suite, case for case."""
+"""The fast tier's rules (tests/tier.py, tests/conftest.py): the sample a ``fast_sample`` test
+keeps, and (slow: it collects in subprocesses) that the fast tier and the slow tests together
+are the whole suite, case for case."""
 
 from __future__ import annotations
 
@@ -61,34 +60,3 @@ def test_the_fast_tier_and_the_slow_tests_are_the_whole_suite():
              (ROOT / "tests" / "cases" / "vllm" / "known_disagreements.txt").read_text().splitlines()
              if line.strip() and not line.startswith("#")]
     assert known and all(any(t.endswith(f"[{v}:{cid.strip()}]") for t in fast) for v, cid in known)
-    # make test (-m "not exhaustive") and make test-exhaustive split the whole suite too; make
-    # test holds the fast tier and a sample of each test_every test, every group represented
-    test = _collected("-m", "not exhaustive", *files)
-    rest = _collected("-m", "exhaustive", *files)
-    assert sorted(test + rest) == sorted(whole) and not set(test) & set(rest)
-    assert set(fast) <= set(test) and rest
-    for name in ("test_checker_gives_vllms_verdict", "test_target_aware_checks_give_vllms_verdict"):
-        cases = [t for t in whole if f"::{name}[" in t]
-        ran = [t for t in test if f"::{name}[" in t]
-        assert len(cases) / 6 < len(ran) < len(cases) / 2, (name, len(ran), len(cases))
-        group = lambda t: ":".join(t.split("[", 1)[1].split(":")[:2])  # noqa: E731
-        assert {group(t) for t in ran} == {group(t) for t in cases}
-
-
-def test_tiers_put_the_fast_sample_in_make_test_and_the_rest_in_exhaustive():
-    ids = [f"v:k:{i}" for i in range(9)] + ["v:j:0", "v:j:1"]
-    where = tier.tiers(ids, 4, keep=[5], groups=2, test_every=2)
-    # fast: 0, 4, 8 of v:k, the kept 5, v:j:0; make test adds 2, 6; v:j:1 is 2nd of its group
-    assert where == ["check", "exhaustive", "test", "exhaustive", "check", "check", "test",
-                     "exhaustive", "check", "check", "exhaustive"]
-    assert tier.tiers(ids, 4, groups=2) == ["check" if s else "test"
-                                            for s in tier.sampled(ids, 4, groups=2)]
-    # a make-test sample coarser than the fast one still keeps the fast cases
-    assert "exhaustive" not in [w for w, s in zip(tier.tiers(ids, 2, test_every=100),
-                                                  tier.sampled(ids, 2)) if s]
-
-
-@pytest.mark.parametrize("test_every", [0, 1.5, True, "4"])
-def test_tiers_refuse_a_bad_test_every(test_every):
-    with pytest.raises(ValueError, match=r"fast_sample\(test_every=\.\.\.\) must be an int"):
-        tier.tiers(["a", "b"], 2, test_every=test_every)

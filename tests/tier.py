@@ -19,14 +19,6 @@ and every N-th after it, and every case marked ``xfail`` (a known disagreement: 
 tells when it is fixed). ``fast_sample(every=N, groups=K)`` samples within groups: the cases
 whose ids share their first K ``:``-separated fields (``groups=2``: ``0.33.0:method:eagle``
 is in group ``0.33.0:method``), so that every group keeps at least its first case.
-
-The exhaustive cases. ``make test`` has a budget too (under 15 minutes on the idle machine,
-issue 26), and a few lists are long enough that running every case there costs minutes while
-a sample checks the same code: ``fast_sample(every=N, test_every=M)`` keeps, in ``make test``,
-the fast tier's cases and every M-th case of each group (the same rule, :func:`tiers`); the
-others are marked ``exhaustive`` (and ``slow``): ``make test`` (``-m "not exhaustive"``) leaves
-them out and ``make test-exhaustive`` (``-m exhaustive``), which CI (.ci/run) runs right after
-``make test``, runs them. A plain ``pytest`` still runs every case.
 """
 
 from __future__ import annotations
@@ -82,40 +74,3 @@ def sampled(case_ids: Sequence[str], every: int, keep: Iterable[int] = (), group
         seen[g] = n + 1
         out.append(n % every == 0 or i in keep)
     return out
-
-
-#: The tiers a case can be in (:func:`tiers`): the fast tier (and so make test too), make test
-#: only, make test-exhaustive only.
-CHECK, TEST, EXHAUSTIVE = "check", "test", "exhaustive"
-
-
-def tiers(case_ids: Sequence[str], every: int, keep: Iterable[int] = (), groups: int = 0,
-          test_every: int | None = None) -> list[str]:
-    """The tier of each of one ``fast_sample`` test's cases, in the order given.
-
-    Parameters
-    ----------
-    case_ids, every, keep, groups : as for :func:`sampled` (the fast tier's sample).
-    test_every : int >= 1 or None; ``make test`` runs the fast tier's cases and the sample
-        :func:`sampled` takes with ``every=test_every`` (same groups, same kept cases); None:
-        ``make test`` runs every case.
-
-    Returns
-    -------
-    list of :data:`CHECK` (the fast tier runs it, and make test), :data:`TEST` (make test runs
-    it, the fast tier does not) or :data:`EXHAUSTIVE` (only make test-exhaustive / CI runs it).
-
-    Raises
-    ------
-    ValueError
-        ``every``, ``test_every`` (when given) not an int >= 1, or ``groups`` not an int >= 0.
-    """
-    keep = list(keep)
-    fast = sampled(case_ids, every, keep, groups)
-    if test_every is None:
-        test = [True] * len(fast)
-    else:
-        if not isinstance(test_every, int) or isinstance(test_every, bool) or test_every < 1:
-            raise ValueError(f"fast_sample(test_every=...) must be an int >= 1; got {test_every!r}")
-        test = sampled(case_ids, test_every, keep, groups)
-    return [CHECK if f else TEST if t else EXHAUSTIVE for f, t in zip(fast, test)]
