@@ -236,7 +236,10 @@ def reference_generate(target, draft, input_ids, *, gamma: int, max_new_tokens: 
                 if k:
                     buf[0, cur:cur + k] = proposed
             elif k:
-                inp = buf[:, d_len:cur]
+                # the draft's cache lacks one token (a round after a rejection) or two (after
+                # all k were accepted: the last draft and the bonus), the prompt in round 1
+                inp = (cols[d_len - start] if cur - d_len == 1 and d_len >= start
+                       else buf[:, d_len:cur])
                 if t > 0:
                     qs, drafted = [], []
                     for _ in range(k):
