@@ -142,6 +142,25 @@ def _keeps_logits(model) -> bool:
     return _KEEPS[cls]
 
 
+_HOOK_DICTS = ("_global_backward_pre_hooks", "_global_backward_hooks",
+               "_global_forward_hooks", "_global_forward_pre_hooks")
+
+
+def _forward_of(model):
+    """What the loop calls for ``model``'s forward: ``model.forward`` itself where torch's
+    ``Module.__call__`` would call only that (an ``nn.Module`` with no hooks of its own or
+    global ones, not compiled, not traced; read once per run), so that a round does not pay
+    ``__call__``'s checks once per draft; otherwise the module (hooks run as they would)."""
+    mod = torch.nn.modules.module
+    if (isinstance(model, torch.nn.Module) and not torch._C._get_tracing_state()
+            and getattr(model, "_compiled_call_impl", None) is None
+            and not (model._forward_hooks or model._forward_pre_hooks or model._backward_hooks
+                     or model._backward_pre_hooks)
+            and all(getattr(mod, n, None) == {} for n in _HOOK_DICTS)):
+        return model.forward
+    return model
+
+
 @torch.inference_mode()
 def reference_generate(target, draft, input_ids, *, gamma: int, max_new_tokens: int,
                        temperature: float = 0.0, seed: int = 0, rule=None) -> GenRun:
@@ -180,19 +199,24 @@ def reference_generate(target, draft, input_ids, *, gamma: int, max_new_tokens: 
     prompt = input_ids.to(dev).reshape(-1)
     # One token buffer for the whole run: drafts are written where they would be appended, the
     # target reads its input as a view, and an accepted prefix needs no copy (no torch.cat of
-    # the sequence per round). At T = 0 one host transfer of the target's argmax and one of
-    # the drafts per round; cache lengths are kept on the host (no get_seq_length).
-    buf = prompt.new_zeros((1, prompt.numel() + mnt + g))
-    buf[0, :prompt.numel()] = prompt
-    cur = prompt.numel()  # tokens in the sequence so far
+    # the sequence per round). ``cols`` are its generated positions as (1, 1) views, made once
+    # (one split): a greedy draft is written by its argmax (``out=``) and is the next draft
+    # input as it stands; the new token is written by one ``fill_``. At T = 0 one host
+    # transfer of the target's argmax and one of the fed tokens per round; cache lengths are
+    # kept on the host (no get_seq_length).
+    start = prompt.numel()
+    buf = prompt.new_zeros((1, start + mnt + g))
+    buf[0, :start] = prompt
+    cols = buf[:, start:].split(1, 1)
+    cur = start  # tokens in the sequence so far
     drafter = draft if hasattr(draft, "propose") else None  # the drafter seam (heads)
     if drafter is not None:
         drafter.reset()
     # the LM head on the rows the loop reads only (as generate: 1 for a draft, k + 1 to verify)
-    tkw = {"use_cache": True}
-    dkw = {"use_cache": True, **({"logits_to_keep": 1} if drafter is None and
-                                 _keeps_logits(draft) else {})}
+    dkeep = drafter is None and _keeps_logits(draft)
     tkeep = drafter is None and _keeps_logits(target)
+    dkw = {"use_cache": True, **({"logits_to_keep": 1} if dkeep else {})}
+    tkw = {"use_cache": True}
     tcache, dcache = DynamicCache(), DynamicCache()
     t_len = d_len = 0   # positions each cache holds that the next forward keeps
     d_have = 0          # positions in the draft's cache
@@ -200,55 +224,66 @@ def reference_generate(target, draft, input_ids, *, gamma: int, max_new_tokens: 
     hooks = ((_count_forwards(target, tcount), _count_forwards(draft, dcount))
              if drafter is not None else (contextlib.nullcontext(),) * 2)
     with hooks[0], hooks[1]:
+        tfwd = _forward_of(target)
+        dfwd = _forward_of(draft) if drafter is None else None
         _sync(dev)
         t0 = time.perf_counter()
         while len(out) < mnt:
             k = min(g, mnt - len(out) - 1)
-            qs, drafted = [], []
             if drafter is not None:
                 proposed, qs = drafter.propose(k, t, gen)
                 k = proposed.numel()
                 if k:
                     buf[0, cur:cur + k] = proposed
             elif k:
-                inp = buf[:, d_len:cur]
-                for _ in range(k):
-                    lg = draft(input_ids=inp, cache=dcache, **dkw).logits
-                    if lg.shape[1] != 1:
-                        lg = lg[:, -1:]
-                    if t > 0:
-                        qs.append(torch.softmax(lg[0, 0].float() / t, -1))
+                # the draft's cache lacks one token (a round after a rejection) or two (after
+                # all k were accepted: the last draft and the bonus), the prompt in round 1
+                inp = (cols[d_len - start] if cur - d_len == 1 and d_len >= start
+                       else buf[:, d_len:cur])
+                if t > 0:
+                    qs, drafted = [], []
+                    for _ in range(k):
+                        lg = dfwd(input_ids=inp, cache=dcache, **dkw).logits
+                        qs.append(torch.softmax(lg[0, -1].float() / t, -1))
                         inp = torch.multinomial(qs[-1], 1, generator=gen)[None]
-                    else:
-                        inp = lg.argmax(-1)  # (1, 1): the next draft input
-                    drafted.append(inp)
+                        drafted.append(inp)
+                    torch.cat(drafted, 1, out=buf[:, cur:cur + k])  # one write per round
+                else:
+                    for j in range(cur - start, cur - start + k):
+                        lg = dfwd(input_ids=inp, cache=dcache, **dkw).logits
+                        if not dkeep and lg.shape[1] != 1:
+                            lg = lg[:, -1:]
+                        inp = cols[j]
+                        torch.argmax(lg, -1, out=inp)  # the draft, in place, and the next input
                 dcount[0] += k
                 d_have = cur + k - 1  # the last draft is not fed to the draft
-                torch.cat(drafted, 1, out=buf[:, cur:cur + k])  # one write per round
             fed = buf[:, t_len:cur + k]
             if drafter is not None:
                 logits = drafter.verify(target, fed, tcache)
             else:
-                logits = target(input_ids=fed, cache=tcache, **tkw,
-                                **({"logits_to_keep": k + 1} if tkeep else {})).logits
+                if tkeep:
+                    tkw["logits_to_keep"] = k + 1
+                logits = tfwd(input_ids=fed, cache=tcache, **tkw).logits
                 tcount[0] += 1
-            fed_list = fed.tolist()[0]
-            cand_list = fed_list[len(fed_list) - k:] if k else []
+            cand = fed.tolist()[0][-k:] if k else []
             if t > 0:
                 n, tok = rule(torch.softmax(logits[0, -(k + 1):].float() / t, -1),
                               torch.stack(qs) if qs else None, buf[0, cur:cur + k], gen)
             else:
-                n, tok = _greedy_prefix(logits.argmax(-1).tolist()[0][-(k + 1):], cand_list)
-            new = (cand_list[:n] + [tok])[:mnt - len(out)]
-            stop = next((j for j, x in enumerate(new) if x in eos), None)
-            if stop is not None:
-                new = new[:stop + 1]
+                n, tok = _greedy_prefix(logits.argmax(-1).tolist()[0][-(k + 1):], cand)
+            new = cand[:n]
+            new.append(tok)
+            if len(new) > mnt - len(out):
+                new = new[:mnt - len(out)]
+            stop = bool(eos) and not eos.isdisjoint(new)
+            if stop:
+                new = new[:next(j for j, x in enumerate(new) if x in eos) + 1]
             base = cur
             out += new
             lengths.append(len(new))
-            if stop is not None or len(out) >= mnt:
+            if stop or len(out) >= mnt:
                 break
-            buf.select(1, base + n).fill_(tok)  # buf[0, base + n] = tok; the drafts are in place
+            cols[base + n - start].fill_(tok)  # buf[0, base + n] = tok; the drafts are in place
             cur = base + n + 1
             if drafter is not None:
                 drafter.accepted(base - t_len + n, buf[0, :cur].clone())
