@@ -57,8 +57,19 @@ def error(prog: str, msg: str, code: int = 2) -> int:
 ALONE = {"config": "specnb.cli.vllm", "metrics": "specnb.cli.vllm", "bench": "specnb.cli.vllm"}
 
 
+class Parser(argparse.ArgumentParser):
+    """Every subcommand's parser (argparse's subparsers take the class of their parent): a
+    usage error (a type, a choice, a missing or unknown flag) is one line naming the flag,
+    ``specnb PROG: error: argument --FLAG: ...``, exit 2; no usage dump."""
+
+    def error(self, message):
+        print(f"{self.prog}: error: {printable(message)} (see {self.prog} --help)",
+              file=sys.stderr)
+        sys.exit(2)
+
+
 def build_parser(modules=None) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="specnb",
         description="Should I turn on speculative decoding? Formulas, data, vLLM checks, measurement.",
     )

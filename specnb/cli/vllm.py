@@ -92,6 +92,16 @@ def _cmd_check(args) -> int:
     if args.serve is not None and (args.tensor_parallel_size or args.max_model_len):
         return _err("config check", "with --serve, give --tensor-parallel-size and "
                                     "--max-model-len in the serve line", 2)
+    if args.gpu is not None:
+        if args.serve is None:
+            return _err("config check", "--gpu needs --serve LINE (the memory check reads the "
+                                        "line's model and settings)", 2)
+        from ..serving import gpu
+
+        try:
+            gpu(args.gpu)
+        except (KeyError, ValueError) as exc:
+            return _err("config check", f"--gpu {args.gpu}: {str(exc).splitlines()[0]}", 2)
     try:
         if args.serve is not None:
             from ..vllm import check_serve_line
@@ -122,11 +132,13 @@ def _cmd_check(args) -> int:
 
 def _with_memory(args, parsed, result):
     """The verify step's memory at --max-num-seqs, when --gpu names the GPU and the target is
-    known (:func:`specnb.serving.max_batch_in_memory`: the KV cache of target and draft beside
-    the weights), as one more finding."""
+    known (:func:`specnb.serving.max_batch_in_memory`, the one memory rule ``plan`` uses: the
+    KV cache of target and draft at --kv-cache-dtype beside the weights), and vLLM's
+    tensor-parallel refusal (:func:`specnb.serving.setup`'s check) as an error."""
     if args.gpu is None or result.config is None:
         return result
     from ..serving import max_batch_in_memory, setup
+    from ..simulate.engine import default_batch_limits
     from ..vllm import ConfigCheck, Finding
 
     s = parsed.settings
@@ -134,28 +146,43 @@ def _with_memory(args, parsed, result):
     target = args.target_config or parsed.model
     spec = {"eagle": "eagle", "eagle3": "eagle3", "mtp": "mtp", "ngram": "ngram",
             "suffix": "suffix"}.get(method, "eagle3")
+    kv = s.get("kv_cache_dtype") or "auto"
+    tp = s.get("tensor_parallel_size", 1)
+
+    def add(*found):
+        return ConfigCheck(result.findings + found, result.config, result.vllm_version)
+
     try:
-        st = setup(args.gpu, target, spec, gpus=s.get("tensor_parallel_size", 1),
-                   gpu_memory_utilization=s.get("gpu_memory_utilization", 0.9))
+        st = setup(args.gpu, target, spec, gpu_memory_utilization=s.get(
+            "gpu_memory_utilization", 0.9), kv_dtype=kv)
     except (OSError, ValueError, KeyError) as exc:
-        note = Finding("note", None, f"memory at --max-num-seqs not checked: the target "
-                       f"{target!r} is neither a catalogue model nor a local config.json "
-                       f"({str(exc).splitlines()[0]})", "give --target-config PATH (the served "
-                       "model's config.json)", code="memory-not-checked")
-        return ConfigCheck(result.findings + (note,), result.config, result.vllm_version)
+        return add(Finding("note", None, f"memory at --max-num-seqs not checked: the target "
+                           f"{target!r} or --kv-cache-dtype {kv} is not one specnb models "
+                           f"({str(exc).splitlines()[0]})", "give --target-config PATH (the "
+                           "served model's config.json)", code="memory-not-checked"))
+    if tp != 1:
+        try:
+            st = setup(args.gpu, target, spec, gpus=tp, gpu_memory_utilization=st.memory_fraction,
+                       kv_dtype=kv)
+        except ValueError as exc:
+            return add(Finding("error", None, f"-tp {tp}: {str(exc).splitlines()[0]}",
+                               "give an allowed --tensor-parallel-size",
+                               code="serve-tensor-parallel"))
     ctx = s.get("max_model_len") if s.get("max_model_len", -1) > 0 else \
         st.target.max_position_embeddings
-    seqs = s.get("max_num_seqs", 256)
+    seqs = s.get("max_num_seqs") or default_batch_limits(args.gpu)[1]
     cap = int(max_batch_in_memory(st, ctx))
     if cap >= seqs:
         return result
-    finding = Finding("warning", None, f"--max-num-seqs {seqs} at --max-model-len {ctx}: the "
-                      f"KV cache of the target and the draft fits {cap} such sequences on "
-                      f"{args.gpu} x{st.gpus} beside the weights (specnb.serving's memory cap, "
-                      "activations not counted), so vLLM preempts or refuses long batches and "
-                      "the verify step never reaches that batch", f"serve with --max-num-seqs "
-                      f"{max(cap, 1)} (or a shorter --max-model-len)", code="verify-memory-cap")
-    return ConfigCheck(result.findings + (finding,), result.config, result.vllm_version)
+    given = "" if "max_num_seqs" in s else f" (vLLM's default on {args.gpu})"
+    return add(Finding("warning" if cap < 1 else "note", None, f"--max-num-seqs {seqs}{given}: "
+                       f"if every sequence reached --max-model-len {ctx}, the KV cache of the "
+                       f"target and the draft ({kv}) would hold {cap} of them on {args.gpu} "
+                       f"x{st.gpus} beside the weights (specnb.serving's memory cap, "
+                       "activations not counted); shorter sequences fit more, and vLLM "
+                       "preempts when the cache is full", f"serve with --max-num-seqs "
+                       f"{max(cap, 1)} or a shorter --max-model-len, if sequences are that long",
+                       code="verify-memory-cap"))
 
 
 #: Keys with their own options in ``specnb config build``.

@@ -301,6 +301,17 @@ def _line_findings(parsed: ServeLine, release: str, flags: dict):
         yield Finding("warning", None, "the line names no model: vLLM's parser takes that and "
                       f"serves --model's default ({default}), not your model", "give the model "
                       "first: vllm serve MODEL ...", code="no-model")
+    s = parsed.settings  # bounds: vllm/config/model.py:249 (ge=-1), config/scheduler.py:48,62
+    for dest, low in (("max_model_len", -1), ("max_num_seqs", 1), ("max_num_batched_tokens", 1)):
+        if isinstance(s.get(dest), int) and s[dest] < low:  # (ge=1), scheduler.py:331
+            yield Finding("error", None, f"--{dest.replace('_', '-')} {s[dest]}: vLLM's "
+                          f"config needs {dest} >= {low}", f"give {low} or more",
+                          code=f"serve-{dest.replace('_', '-')}-range")
+    if 1 <= s.get("max_num_batched_tokens", 1 << 62) < s.get("max_num_seqs", 0):
+        yield Finding("error", None, f"--max-num-batched-tokens {s['max_num_batched_tokens']} "
+                      f"< --max-num-seqs {s['max_num_seqs']}: vLLM's SchedulerConfig refuses it",
+                      "give --max-num-batched-tokens >= --max-num-seqs",
+                      code="serve-batched-tokens-below-seqs")
     for dest, names in (("kv_cache_dtype", (flags.get("--kv-cache-dtype") or {}).get("names")),
                         ("quantization", select(release)[0].quantization_methods)):
         value, flag = parsed.settings.get(dest), "--" + dest.replace("_", "-")

@@ -465,3 +465,56 @@ def test_full_acceptance_does_not_claim_the_rate_is_lower(capsys):
     assert code == 0
     note = [line for line in out.splitlines() if line.startswith("note: implied alpha")][0]
     assert "here they agree" in note
+
+
+_EAGLE3 = ("vllm serve Qwen/Qwen3-8B --speculative-config "
+           "'{\"method\":\"eagle3\",\"model\":\"x/y\",\"num_speculative_tokens\":3}' ")
+
+
+@pytest.mark.parametrize("extra, code", [
+    ("--max-model-len -5", "serve-max-model-len-range"),  # vllm/config/model.py:249 ge=-1
+    ("--max-num-seqs 0", "serve-max-num-seqs-range"),  # vllm/config/scheduler.py:62 ge=1
+    ("--max-num-batched-tokens 0", "serve-max-num-batched-tokens-range"),  # scheduler.py:48
+    ("--max-num-batched-tokens 10 --max-num-seqs 1024", "serve-batched-tokens-below-seqs"),
+    ("-tp 3", "serve-tensor-parallel"),  # ModelConfig.verify_with_parallel_config
+])
+def test_serve_line_refusals_vllm_gives_are_errors_exit_1(capsys, extra, code):
+    rc, out, _ = run(capsys, "config", "check", "--serve", _EAGLE3 + extra, "--gpu", "H100-SXM",
+                     "--json")
+    found = {f["code"]: f["severity"] for f in json.loads(out)["findings"]}
+    assert rc == 1 and found.get(code) == "error", found
+
+
+def test_serve_memory_check_reads_kv_dtype_vllm_default_seqs_and_states_its_assumption(capsys):
+    def found(extra):
+        rc, out, _ = run(capsys, "config", "check", "--serve", _EAGLE3 + extra, "--gpu",
+                         "H100-SXM", "--json")
+        return rc, {f["code"]: f for f in json.loads(out)["findings"]}
+    rc, auto = found("--max-model-len 4000 --max-num-seqs 1000")
+    _, fp8 = found("--max-model-len 4000 --max-num-seqs 1000 --kv-cache-dtype fp8")
+    held = [int(re.search(r"would hold (\d+)", f["verify-memory-cap"]["message"])[1])
+            for f in (auto, fp8)]
+    assert rc == 0 and held[1] > 1.5 * held[0]  # fp8 halves the KV bytes
+    from specnb.simulate.engine import default_batch_limits
+    _, default = found("--max-model-len 4000")
+    assert f"--max-num-seqs {default_batch_limits('H100-SXM')[1]} " in \
+        default["verify-memory-cap"]["message"]
+    assert auto["verify-memory-cap"]["severity"] == "note"  # an assumption, not a refusal
+
+
+def test_config_check_gpu_errors_name_the_flag_exit_2(capsys):
+    for args in (("--serve", _EAGLE3, "--gpu", "Z100"),
+                 ('{"method":"ngram","num_speculative_tokens":3}', "--gpu", "H100-SXM")):
+        rc, out, err = run(capsys, "config", "check", *args)
+        assert rc == 2 and out == "" and "--gpu" in err and len(err.strip().splitlines()) == 1
+
+
+def test_serve_bounds_are_vllm_033s_own():
+    root = Path("/work/main/.venv-vllm-0.33.0/lib/python3.11/site-packages/vllm/config")
+    if not root.is_dir():
+        pytest.skip("no vLLM 0.33.0 oracle venv")
+    model, sched = (root / "model.py").read_text(), (root / "scheduler.py").read_text()
+    assert "max_model_len: int = Field(default=None, ge=-1)" in model
+    assert "max_num_seqs: int = Field(default=DEFAULT_MAX_NUM_SEQS, ge=1)" in sched
+    assert "max_num_batched_tokens: int = Field(default=DEFAULT_MAX_NUM_BATCHED_TOKENS, ge=1)" \
+        in sched and "if self.max_num_batched_tokens < self.max_num_seqs:" in sched
