@@ -65,7 +65,10 @@ def speculative_config(method: str, num_speculative_tokens: int | None = None,
     if not isinstance(method, str) or method not in BUILD_METHODS:
         close = difflib.get_close_matches(str(method).lower(), BUILD_METHODS, n=1)
         hint = TRAPS["method_aliases"].get(str(method).lower()) or (close[0] if close else None)
-        raise ValueError(f"method must be one of {', '.join(BUILD_METHODS)}; got {method!r}"
+        now = [m for m in BUILD_METHODS if m in METHODS]  # the newest release's; older: more
+        raise ValueError(f"method must be one of {', '.join(now)} (the newest vLLM's; "
+                         f"{', '.join(m for m in BUILD_METHODS if m not in now)} on older "
+                         f"releases); got {method!r}"
                          + (f" (did you mean {hint!r}?)" if hint else ""))
     num_speculative_tokens = plain(num_speculative_tokens)
     if num_speculative_tokens is not None and (isinstance(num_speculative_tokens, bool) or
