@@ -8,7 +8,7 @@ Note codes: reasons ``tpot-change``, ``tpot-missing``, ``throughput-change``,
 ``throughput-missing``, ``ttft-change``, ``ttft-missing``; validity (acceptance measured on
 content that says nothing about real traffic, :func:`validity`) ``random-dataset``,
 ``content-free-trace``, ``ignore-eos``, ``synthetic-acceptance``, ``lossy-acceptance``,
-``no-chat-template``, ``reasoning-in-ttft``; comparability ``same-file``, ``identical-results``, ``runs-differ``,
+``no-chat-template``, ``reasoning-in-ttft``, ``simulated-run``; comparability ``same-file``, ``identical-results``, ``runs-differ``,
 ``output-tokens-differ``, ``single-request``; cautions ``tail-tpot-worse``, ``median-ttft-worse``, ``tail-ttft-worse``,
 ``itl-rose``, ``failed-requests``, ``no-spec-section``, ``off-has-spec-counters`` and the
 :func:`~specnb.advise.watch.acceptance_length_advice` codes (``acceptance-length-shrink``,
@@ -127,6 +127,9 @@ def validity(on, off, on_console=None, off_console=None, server_log=None) -> lis
       ``--skip-chat-template``, or a completions backend (``openai`` / ``vllm``) with a dataset
       other than ``custom`` (only that one applies the chat template there in vLLM 0.33);
       acceptance on untemplated prompts is not your chat traffic's;
+    * ``simulated-run``: a ``specnb simulate --save-result`` file (``backend:
+      specnb-simulate``): no server ran; its acceptance is the one given to the simulator and
+      its times are the serving model's, so it is a forecast, not a measurement;
     * ``reasoning-in-ttft``: a chat or responses backend with a reasoning model, or a TTFT above
       half the end-to-end latency: a client that counts only content deltas puts the whole
       reasoning phase (which speculation speeds up) into TTFT and takes its tokens out of TPOT;
@@ -197,6 +200,11 @@ def _validity_of(named, server_log, name_runs: bool = True):
             out.append(Note(code, f"{who} run{'s' * (' and ' in who)}: {message}"
                             if name_runs else message))
 
+    add("simulated-run", runs(lambda st, d: st.get("backend") == "specnb-simulate"),
+        "a specnb simulate result, not a measurement: no server ran, the acceptance is the "
+        "one the simulator was given (--tau, --acceptance-rates or a profile) and the times "
+        "are the serving model's; comparing or calibrating on it checks the model against "
+        "itself. Run vllm bench serve on your server for measured figures")
     names = {st.get("dataset_name") for _, st, _ in setups if st.get("dataset_name")}
     add("random-dataset", runs(lambda st, d: st.get("dataset_name") in SYNTHETIC_DATASETS),
         f"--dataset-name {', '.join(sorted(n for n in names if n in SYNTHETIC_DATASETS))}: "

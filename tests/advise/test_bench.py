@@ -228,3 +228,13 @@ def test_file_validity_flags_each_file_on_its_own_with_the_codes_of_validity(tmp
             assert not mine.message.startswith("ON run")
     # dicts are named by their place
     assert list(file_validity([_run(), _run()])) == ["run 1", "run 2"]
+
+
+def test_a_simulated_run_is_flagged_as_a_forecast_not_a_measurement():
+    from specnb.advise.bench import file_validity
+    sim = {"backend": "specnb-simulate", "mean_tpot_ms": 10.0, "output_throughput": 100.0,
+           "completed": 8}
+    real = {"backend": "openai-chat", "mean_tpot_ms": 12.0, "output_throughput": 90.0,
+            "completed": 8}
+    v = file_validity([sim, real])
+    assert [n.code for n in v["run 1"]] == ["simulated-run"] and v["run 2"] == []
