@@ -365,7 +365,9 @@ def _same_file(a, b) -> bool:
 
 
 def _change(off, on):
-    if math.isnan(off) or math.isnan(on) or off == 0:
+    """(on/off, change in %), NaN where either is missing or the OFF base prints as 0.00 (below
+    0.005 of its unit: a median ITL of 0 ms, a spread of float noise), where a ratio is noise."""
+    if math.isnan(off) or math.isnan(on) or abs(off) < 0.005:
         return math.nan, math.nan
     return on / off, 100.0 * (on / off - 1.0)
 

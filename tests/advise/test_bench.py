@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 from specnb.advise import compare_bench
 from specnb.notes import codes, messages
@@ -238,3 +239,10 @@ def test_a_simulated_run_is_flagged_as_a_forecast_not_a_measurement():
             "completed": 8}
     v = file_validity([sim, real])
     assert [n.code for n in v["run 1"]] == ["simulated-run"] and v["run 2"] == []
+
+
+def test_no_ratio_against_a_base_that_prints_as_zero():
+    from specnb.advise.bench import _change
+
+    assert all(math.isnan(x) for x in _change(0.004, 14.45) + _change(1e-13, 0.5))
+    assert _change(2.0, 3.0) == (1.5, 50.0)
