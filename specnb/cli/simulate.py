@@ -345,12 +345,14 @@ def format_simulation(r: dict) -> str:
                      "req/s": f"{p['request_throughput']:.2f}",
                      "tau": (f"{p['spec_decode_acceptance_length']:.2f}"
                              if "spec_decode_acceptance_length" in p else "-"),
-                     "TPOT x": f"{rat['tpot_ratio']:.3f}" if rat else "-",
+                     "TPOT x": (f"{rat['tpot_ratio']:.3f}" if rat and rat["tpot_ratio"] is not None
+                                else "-"),
                      "tok/s x": f"{rat['output_throughput_ratio']:.3f}" if rat else "-",
                      "verdict": rat.get("verdict", "-")})
     lines += ["", pd.DataFrame(rows).to_string(index=False), ""]
+    tpot = "-" if r["tpot_ratio"] is None else f"{r['tpot_ratio']:.3f}"
     lines.append(f"goal {r['goal']}: best policy {r['on_policy']} ({r['verdict']}): mean TPOT x "
-                 f"{r['tpot_ratio']:.3f}, mean TTFT x {r['ttft_ratio']:.3f}, output throughput x "
+                 f"{tpot}, mean TTFT x {r['ttft_ratio']:.3f}, output throughput x "
                  f"{r['output_throughput_ratio']:.3f} against off")
     if r["schedule"] is not None:
         lines.append(f"schedule simulated: {json.dumps(r['schedule'])}")

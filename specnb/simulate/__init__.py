@@ -60,12 +60,14 @@ class Simulation:
     def compare(self, on: str | None = None, goal: str = "latency") -> dict:
         """The ratios of policy ``on`` (default: the best speculating policy for the goal)
         to ``off``: ``output_throughput_ratio``, ``tpot_ratio``, ``ttft_ratio`` (on / off)
-        and per policy the same with a ``verdict`` (pays / does not pay for the goal).
+        and per policy the same with a ``verdict`` (pays / does not pay for the goal);
+        ``tpot_ratio`` is None when no request decodes a second token.
 
         Raises
         ------
         ValueError
-            no ``off`` run, no speculating run, an unknown policy or goal.
+            no ``off`` run, no speculating run, an unknown policy or goal; goal latency
+            when TPOT is undefined (every output 1 token).
         """
         from .. import _check
 
@@ -77,8 +79,16 @@ class Simulation:
         for name, r in self.results.items():
             if name == "off":
                 continue
+            # TPOT is undefined when every output is 1 token (no decode step): None, and
+            # the latency goal cannot be judged.
+            tpot = (r["mean_tpot_ms"] / off["mean_tpot_ms"] if off["mean_tpot_ms"] > 0
+                    else None)
+            if tpot is None and goal == "latency":
+                raise ValueError("TPOT undefined for 1-token outputs (no request decodes a "
+                                 "second token): give output lengths of 2 or more, or goal "
+                                 "throughput")
             ratios = {"output_throughput_ratio": r["output_throughput"] / off["output_throughput"],
-                      "tpot_ratio": r["mean_tpot_ms"] / off["mean_tpot_ms"],
+                      "tpot_ratio": tpot,
                       "ttft_ratio": r["mean_ttft_ms"] / off["mean_ttft_ms"]}
             pays = (ratios["tpot_ratio"] < 1.0 if goal == "latency"
                     else ratios["output_throughput_ratio"] > 1.0)

@@ -33,3 +33,14 @@ def test_zero_acceptance_does_not_pay_at_high_concurrency_and_bad_calls():
     with pytest.raises(ValueError, match="off policy"):
         M.simulate(ST, w, [M.policy("static", k=1)],
                    acceptance=M.acceptance(alpha=0.5)).compare()
+
+
+def test_one_token_outputs_leave_tpot_undefined_not_a_zero_division():
+    # trial3 W1: every output 1 token -> no decode step -> TPOT undefined
+    w = M.synthetic(4, 100, 1, concurrency=2)
+    sim = M.simulate(ST, w, [M.policy("off"), M.policy("static", k=3)],
+                     acceptance=M.acceptance(alpha=0.7))
+    t = sim.compare(goal="throughput")
+    assert t["tpot_ratio"] is None and t["verdict"] in ("pays", "does not pay")
+    with pytest.raises(ValueError, match="TPOT undefined"):
+        sim.compare(goal="latency")
