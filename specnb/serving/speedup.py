@@ -405,7 +405,8 @@ class Grid:
     :func:`specnb.serving.memory_cap`; a batch that does not fit never pays in
     :func:`best_gamma`, :func:`crossover_of`, :func:`paying_of`) and ``max_batch_in_memory``
     (per context); ``speedup_end_to_end`` (with the prefill of ``input_len`` tokens and
-    ``output_len`` decode steps per sequence, :func:`end_to_end_speedup`; None without
+    ``output_len`` - 1 decode steps per sequence (the first token comes with the prefill),
+    :func:`end_to_end_speedup`; None without
     them) and ``prefill_ms`` (the target's). The arrays are read-only broadcast views (copy
     one before changing it).
     """
@@ -487,8 +488,9 @@ def evaluate(st: Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=None,
     (``benchmarks/bench_serving_model.py``). With ``input_len`` and ``output_len`` (tokens
     per sequence; both or neither) the grid also holds ``speedup_end_to_end``: the prefill
     of ``input_len`` tokens per sequence (:func:`prefill_ms`, chunks of
-    ``max_batched_tokens``) and ``output_len`` decode steps at each context counted, as
-    ``vllm bench serve`` and offline ``LLM.generate`` time a run.
+    ``max_batched_tokens``) and ``output_len`` - 1 decode steps at each context counted (the
+    first output token comes with the prefill, so ``output_len`` 1 has no decode to speed
+    up: at most 1), as ``vllm bench serve`` and offline ``LLM.generate`` time a run.
 
     Raises
     ------
@@ -536,7 +538,8 @@ def evaluate(st: Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=None,
         chunk = float(_check.scalar_int("max_batched_tokens", max_batched_tokens, lo=1))
         pre = tm.prefill(B, float(input_len), chunk)
         pre_d = tm.prefill(B, float(input_len), chunk, draft=True)
-        e2e = full((pre + output_len * tp) / (pre + pre_d + output_len * tp / sp))
+        steps = output_len - 1.0  # the first output token comes with the prefill
+        e2e = full((pre + steps * tp) / (pre + pre_d + steps * tp / sp))
         pre = full(pre + 0.0 * S + 0.0 * G)
     return Grid(b, s, g, full(T), full(sp), full(tp), full(tv), full(td), full(cost / gain),
                 full(cb), full(te), full(fits), cap, e2e, pre)

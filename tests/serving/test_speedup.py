@@ -146,8 +146,11 @@ def test_prefill_and_end_to_end():
     pre = S.prefill_ms(st, np.array([1, 128]), 1000)
     pre_d = S.prefill_ms(st, np.array([1, 128]), 1000, draft=True)
     tp, sp = g.t_plain_ms[:, 0, 0], g.speedup[:, 0, 0]
-    want = (pre + 1000 * tp) / (pre + pre_d + 1000 * tp / sp)
+    want = (pre + 999 * tp) / (pre + pre_d + 999 * tp / sp)  # 999 decode steps after prefill
     assert g.speedup_end_to_end[:, 0, 0] == pytest.approx(want)
+    # one output token comes with the prefill: nothing to speed up, the draft's prefill costs
+    one = S.evaluate(st, [1, 128], [1500], [3], alpha=0.7, input_len=1000, output_len=1)
+    assert (one.speedup_end_to_end <= 1).all()
     assert (1 < g.speedup_end_to_end[:, 0, 0]).all() and (g.speedup_end_to_end < g.speedup).all()
     frame = g.frame()
     assert {"speedup_end_to_end", "prefill_ms", "fits", "t_engine_ms"} <= set(frame.columns)
