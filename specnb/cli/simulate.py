@@ -79,9 +79,15 @@ def _policies(a, M, max_num_seqs: int, sched) -> list:
     """The policies a run compares (one home: :func:`simulate` and :func:`estimate_seconds`):
     off, one static k per ``--gamma``, the schedule ``sched`` unless it is off or one of the
     static ones, ``disable_by_batch_size`` at the first gamma."""
+    from ..vllm import validate_schedule
+
     pols = [M.policy("off")] + [M.policy("static", k=g) for g in a.gamma]
-    if sched is not None:
-        ks = {r[2] for r in sched}
+    if sched is not None:  # the one schedule rule (config check's), K <= the largest --gamma
+        try:
+            ks = {r[2] for r in validate_schedule(sched, max(a.gamma))}
+        except ValueError as exc:
+            raise ValueError(f"--schedule {json.dumps(sched)}: {exc} (--gamma's largest is "
+                             "num_speculative_tokens)") from None
         if any(ks) and not (len(ks) == 1 and ks <= set(a.gamma)):  # else = a static policy
             pols.append(M.policy("schedule", schedule=sched, max_num_seqs=max_num_seqs))
     if a.disable_by_batch_size:
@@ -354,8 +360,15 @@ def format_simulation(r: dict) -> str:
     lines.append(f"goal {r['goal']}: best policy {r['on_policy']} ({r['verdict']}): mean TPOT x "
                  f"{tpot}, mean TTFT x {r['ttft_ratio']:.3f}, output throughput x "
                  f"{r['output_throughput_ratio']:.3f} against off")
-    if r["schedule"] is not None:
+    if "disable_by_batch_size" in r["policies"]:
+        lines.append("note: disable_by_batch_size is V0's rule, removed from vLLM in PR #35060 "
+                     "(0.33 rejects the key): simulated as the schedule [[1, N, k], [N + 1, "
+                     "max_num_seqs, 0]], which is what its serve line sets")
+    if r["schedule"] is not None and "schedule" in r["policies"]:
         lines.append(f"schedule simulated: {json.dumps(r['schedule'])}")
+    elif r["schedule"] is not None:
+        lines.append(f"schedule {json.dumps(r['schedule'])}: one K at every batch size, the "
+                     "static policy of that K above (no row of its own)")
     lines.append(r["serve"] if r["serve"] else "serve: leave speculative decoding off")
     lines += [f"saved {p}" for p in r["saved"]]
     return "\n".join(lines)

@@ -149,3 +149,22 @@ def test_estimate_counts_the_policies_the_run_compares(capsys):
     assert n == 5 and steps == M.min_request_steps([40] * 24, pols)
     code, out, err = run(capsys, *BASE, "--concurrency", "8", "--schedule", "[[1, 8")
     assert code == 2 and "--schedule is not JSON" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("schedule,match", [
+    ('[[2,8,3]]', "first range must start at batch size 1"),  # config check's own rule
+    ('[[1,8,9]]', "every K must be <= num_speculative_tokens = 3"),  # K above --gamma
+])
+def test_a_schedule_is_checked_by_the_one_schedule_rule_even_when_it_is_one_k(
+        capsys, schedule, match):
+    code, out, err = run(capsys, *BASE, "--num-prompts", "4", "--concurrency", "2",
+                         "--schedule", schedule)
+    assert code == 2 and match in err and "--schedule" in err and not out
+
+
+def test_a_one_k_schedule_says_it_is_the_static_row_and_disable_says_it_was_removed(capsys):
+    code, out, err = run(capsys, *BASE, "--num-prompts", "4", "--concurrency", "2",
+                         "--schedule", "[[1,8,3]]", "--disable-by-batch-size", "2")
+    assert code == 0, err
+    assert "the static policy of that K above" in out and "schedule simulated" not in out
+    assert "removed from vLLM in PR #35060" in out
