@@ -15,7 +15,8 @@ Note codes (stable; messages may be reworded): from :func:`setup_config`
 ``weights-do-not-fit`` / ``no-sequence-fits`` (:func:`specnb.serving.cannot_serve`: then no
 config, no serve line and no on/off advice), ``schedule-serves-every-context``,
 ``kv-does-not-fit``, ``no-schedule-for-every-context``, ``kv-cache-dtype``,
-``loses-end-to-end``, ``moe-fixed-cost`` (a mixture-of-experts target at the default fixed
+``loses-end-to-end``, ``max-num-seqs-is-batch`` (the serve line's ``--max-num-seqs`` is
+the largest batch size asked, below the most sequences that fit), ``moe-fixed-cost`` (a mixture-of-experts target at the default fixed
 cost), and :func:`specnb.serving.context_limit_notes`' codes; with an
 acceptance profile (:func:`profile_acceptance`) ``profile-bucket-empty`` and
 ``profile-no-drafts``.
@@ -526,6 +527,12 @@ def serving_plan(st: S.Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=
                           "never pay: the paying ranges stop there"
                           + (f", the schedule and --max-num-seqs at {limit}" if limit < top
                              else "")))
+    if nothing is None and serve is not None and top < fit_any:
+        notes.append(Note("max-num-seqs-is-batch",
+                          f"--max-num-seqs {limit} is your largest --batch: the plan covers "
+                          f"batch sizes 1..{top} and the server admits no more; "
+                          f"{fit_any} sequences fit at the shortest context "
+                          f"(give --batch up to {fit_any} to plan for them)"))
     kv_store = S.kv_storage_dtype(st.kv_dtype, st.dtype)
     if nothing is None and st.kv_dtype == "auto" and st.dtype == "fp8":
         fp8 = dataclasses.replace(st, kv_dtype="fp8")

@@ -246,3 +246,14 @@ def test_moe_target_at_the_default_fixed_cost_is_told_to_calibrate():
     for other in (cal, S.setup("H100-SXM", "Llama-3.1-8B", "eagle3")):
         q = A.serving_plan(other, [1, 16], [2000], [3], tau=2.4)
         assert "moe-fixed-cost" not in [n.code for n in q.notes]
+
+
+def test_a_max_num_seqs_below_what_fits_is_said_to_be_the_largest_batch():
+    su = S.setup("H100-SXM", "Llama-3.1-8B", "eagle3")
+    p = A.serving_plan(su, [1, 16], [4000], [3], alpha=0.7)
+    fit = int(S.max_batch_in_memory(su, 4000))
+    assert "--max-num-seqs 16" in p.serve and fit > 16
+    note = [n for n in p.notes if n.code == "max-num-seqs-is-batch"]
+    assert len(note) == 1 and f"{fit} sequences fit" in note[0].message
+    full = A.serving_plan(su, [1, fit + 10], [4000], [3], alpha=0.7)
+    assert "max-num-seqs-is-batch" not in [n.code for n in full.notes]
