@@ -170,6 +170,34 @@ def _tree(args, st, acceptance) -> dict | None:
     return {"steps": steps, "topk": topk, "num_draft_tokens": ndt, "tau": tau, "rows": rows}
 
 
+#: SGLang's --speculative-algorithm for specnb's draft methods (SGLang's docs: EAGLE-2/3,
+#: MTP through EAGLE, a small draft model as STANDALONE, NGRAM); others have no SGLang name.
+SGLANG_ALGORITHM = {"eagle3": "EAGLE3", "eagle": "EAGLE", "mtp": "EAGLE",
+                    "draft_model": "STANDALONE", "ngram": "NGRAM"}
+
+
+def _sglang_launch(st, p, tree) -> str | None:
+    """``python -m sglang.launch_server`` with the speculative flags of the plan (the tree's
+    when given, else the best chain: topk 1, steps + 1 draft tokens); None when nothing pays
+    or the method has no SGLang name."""
+    from .. import serving as S
+
+    algo = SGLANG_ALGORITHM.get(st.draft.method)
+    if p.config is None or algo is None:
+        return None
+    steps = tree["steps"] if tree else int(p.config["num_speculative_tokens"])
+    topk = tree["topk"] if tree else 1
+    ndt = tree["num_draft_tokens"] if tree else steps + 1
+    draft = ([] if algo == "NGRAM" or st.draft.method == "mtp" else
+             ["--speculative-draft-model-path", p.config.get("model") or "<draft>"])
+    parts = ["python", "-m", "sglang.launch_server", "--model-path", S.model_id(st.target),
+             "--speculative-algorithm", algo, *draft, "--speculative-num-steps", str(steps),
+             "--speculative-eagle-topk", str(topk), "--speculative-num-draft-tokens", str(ndt)]
+    if st.gpus > 1:
+        parts += ["--tp-size", str(st.gpus)]
+    return " ".join(parts)
+
+
 def _format_tree(tree: dict) -> list[str]:
     lines = ["", f"SGLang tree: --speculative-num-steps {tree['steps']} "
                  f"--speculative-eagle-topk {tree['topk']} --speculative-num-draft-tokens "
@@ -323,7 +351,7 @@ def plan(args) -> dict:
         "tree": tree,
         "schedule": p.schedule if p.config is not None else None,
         "config": p.config,
-        "serve": p.serve,
+        "serve": (_sglang_launch(st, p, tree) if st.engine.name == "sglang" else p.serve),
         "crossover_batch": {str(s): c for s, c in p.crossover_batch.items()},
         "paying_batches": {str(s): r for s, r in p.paying_batches.items()},
         "max_batch_in_memory": {str(c): m for c, m in p.max_batch_in_memory.items()},
@@ -416,14 +444,22 @@ def format_plan(result: dict) -> str:
         lines.append("schedule: none (no gamma pays"
                      + (" at every context at once)" if len(result["paying_batches"]) > 1
                         else ")"))
+    elif su["engine"] == "sglang":  # no vLLM schedule or vllm serve line for SGLang
+        lines.append("schedule: none (num_speculative_tokens_per_batch_size is vLLM's; "
+                     "SGLang runs one --speculative-num-steps at every batch size)")
+        lines.append(result["serve"] or "launch: the draft method has no SGLang "
+                     "--speculative-algorithm")
     else:
         lines.append(f"schedule (num_speculative_tokens_per_batch_size): "
                      f"{json.dumps(result['schedule'])}")
         lines.append(result["serve"])
     if result.get("tree"):
         lines += _format_tree(result["tree"])
+        lines.append("  (the table above is the chain, --speculative-eagle-topk 1, at each "
+                     "gamma; the launch line carries this tree: read its verdict here)")
     shown_first = (set(result.get("context_limit_note_codes", []))
-                   | {result.get("cannot_serve_code")})
+                   | {result.get("cannot_serve_code")}
+                   | ({"max-num-seqs-is-batch"} if su["engine"] == "sglang" else set()))
     lines += [f"note: {n}" for n, code in zip(result["notes"], result["note_codes"])
               if code not in shown_first]
     return "\n".join(lines)

@@ -722,3 +722,18 @@ def test_an_ambiguous_gpu_alias_is_noted(capsys):
     assert code == 0 and "NOTE: GPU 'H100' is read as H100-SXM" in out
     code, out, _ = run(capsys, *argv, "--gpu", "H100-SXM")
     assert "is read as" not in out
+
+
+def test_sglang_gets_a_launch_line_not_a_vllm_serve_line_or_schedule(capsys):
+    from specnb.cli import main
+
+    argv = ["plan", "--gpu", "H100-SXM", "--model", "Llama-3.1-8B", "--engine", "sglang",
+            "--draft", "eagle3", "--topk", "4", "--num-draft-tokens", "8", "--gamma", "3",
+            "--tau", "3.5", "--context", "2000", "--batch", "1", "8"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "vllm serve" not in out and "schedule (num_speculative_tokens_per_batch_size)" not in out
+    launch = [ln for ln in out.splitlines() if ln.startswith("python -m sglang.launch_server")]
+    assert len(launch) == 1 and "--speculative-algorithm EAGLE3" in launch[0]
+    assert "--speculative-eagle-topk 4 --speculative-num-draft-tokens 8" in launch[0]
+    assert "the table above is the chain" in out
