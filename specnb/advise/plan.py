@@ -15,7 +15,7 @@ Note codes (stable; messages may be reworded): from :func:`setup_config`
 ``weights-do-not-fit`` / ``no-sequence-fits`` (:func:`specnb.serving.cannot_serve`: then no
 config, no serve line and no on/off advice), ``schedule-serves-every-context``,
 ``kv-does-not-fit``, ``no-schedule-for-every-context``, ``kv-cache-dtype``,
-``loses-end-to-end``, ``max-num-seqs-is-batch`` (the serve line's ``--max-num-seqs`` is
+``loses-end-to-end``, ``draft-kv-budget-not-in-vllm``, ``max-num-seqs-is-batch`` (the serve line's ``--max-num-seqs`` is
 the largest batch size asked, below the most sequences that fit), ``moe-fixed-cost`` (a mixture-of-experts target at the default fixed
 cost), and :func:`specnb.serving.context_limit_notes`' codes; with an
 acceptance profile (:func:`profile_acceptance`) ``profile-bucket-empty`` and
@@ -222,6 +222,13 @@ def setup_config(st: S.Setup, sched, *, checkpoint: str | None = None):
                           "target drafts for itself with its full KV cache"
                           + (f"; the modelled KV budget {d.kv_budget} is not expressible"
                              if d.kv_budget else "")))
+    if d.kv_budget and d.kind != "self":  # the self-draft note above says it already
+        notes.append(Note("draft-kv-budget-not-in-vllm",
+                          f"vLLM has no setting for a draft KV budget: the serve line runs the "
+                          f"{d.method} draft over its whole context, so the figures with the "
+                          f"modelled budget of {d.kv_budget} tokens are a sparse-KV engine's "
+                          "(MagicDec, StreamingLLM), not this line's; plan without "
+                          "--draft-kv-budget for what vLLM will do"))
     cfg = schedule_config(sched, d.method, model=model, **opts)
     for a in (st.target, d.arch if d.kind == "model" and checkpoint is None else None):
         if a is not None and a.source.endswith(".json") \

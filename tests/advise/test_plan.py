@@ -257,3 +257,13 @@ def test_a_max_num_seqs_below_what_fits_is_said_to_be_the_largest_batch():
     assert len(note) == 1 and f"{fit} sequences fit" in note[0].message
     full = A.serving_plan(su, [1, fit + 10], [4000], [3], alpha=0.7)
     assert "max-num-seqs-is-batch" not in [n.code for n in full.notes]
+
+
+@pytest.mark.parametrize("draft", ["Llama-3.2-1B", "eagle3"])
+def test_a_draft_kv_budget_is_said_to_be_beyond_vllm(draft):
+    su = S.setup("H100-SXM", "Llama-3.1-8B", draft, draft_kv_budget=512)
+    p = A.serving_plan(su, [1, 8], [32000], [3], alpha=0.8)
+    assert "draft-kv-budget-not-in-vllm" in [n.code for n in p.notes]
+    plain = A.serving_plan(S.setup("H100-SXM", "Llama-3.1-8B", draft), [1, 8], [32000], [3],
+                           alpha=0.8)
+    assert "draft-kv-budget-not-in-vllm" not in [n.code for n in plain.notes]
