@@ -31,7 +31,8 @@ The file (JSON, ``format: specnb-acceptance-profile``, ``version: 1``)::
     {"format": "specnb-acceptance-profile", "version": 1,
      "method": "ngram",                 # vLLM's method name
      "params": {"prompt_lookup_min": 2, "prompt_lookup_max": 5},   # the method's settings
-     "source": {"log": "requests.jsonl", "requests": 500, "skipped": 0, "tokenizer": "..."},
+     "source": {"log": "requests.jsonl", "requests": 500, "skipped": 0, "tokenizer": "...",
+                "context_range": [120, 2480]},   # the steps' contexts, min and max
      "gammas": [1, 3, 5],
      "context_edges": [2000, 8000, 32000],   # bucket i = [edge[i-1], edge[i]); first [0, e0);
                                               # last [e_last, inf)

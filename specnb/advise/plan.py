@@ -18,7 +18,8 @@ config, no serve line and no on/off advice), ``schedule-serves-every-context``,
 ``loses-end-to-end``, ``draft-kv-budget-not-in-vllm``, ``max-num-seqs-is-batch`` (the serve line's ``--max-num-seqs`` is
 the largest batch size asked, below the most sequences that fit), ``moe-fixed-cost`` (a mixture-of-experts target at the default fixed
 cost), and :func:`specnb.serving.context_limit_notes`' codes; with an
-acceptance profile (:func:`profile_acceptance`) ``profile-bucket-empty`` and
+acceptance profile (:func:`profile_acceptance`) ``profile-context-extrapolated``,
+``profile-bucket-empty`` and
 ``profile-no-drafts``.
 """
 
@@ -336,7 +337,8 @@ def profile_acceptance(profile, contexts, gammas, *, proposal_rate: bool):
     Returns
     -------
     (tau, m, notes): two float arrays of shape (len(contexts), len(gammas)) and the
-    :class:`~specnb.notes.Note` list: ``profile-bucket-empty`` (no step of the log had that
+    :class:`~specnb.notes.Note` list: ``profile-context-extrapolated`` (a context beyond
+    every step of the log, from the profile's ``source.context_range``), ``profile-bucket-empty`` (no step of the log had that
     context: the whole log's entry stands in), ``profile-no-drafts`` (steps but no draft: tau
     1, M ~ 0).
 
@@ -362,6 +364,14 @@ def profile_acceptance(profile, contexts, gammas, *, proposal_rate: bool):
             if proposal_rate:
                 m[i, j] = e.proposal_rate
     notes = []
+    seen = (profile.source or {}).get("context_range")
+    beyond = sorted(int(c) for c in contexts if seen and c > seen[1])
+    if beyond:
+        notes.append(Note("profile-context-extrapolated",
+                          f"context {beyond} is beyond every step of the profile's log "
+                          f"(contexts {seen[0]}-{seen[1]} tokens): its acceptance there is "
+                          "carried over, not measured, and acceptance often falls with context "
+                          "(vllm-project/speculators#684); replay a log with such contexts"))
     if empty:
         notes.append(Note("profile-bucket-empty",
                           f"the acceptance profile has no step at context {sorted(empty)} "

@@ -252,13 +252,18 @@ def replay(log=None, method: str = "ngram", *, gammas=(1, 3, 5), context_edges=(
         log = request_log.read(log, tokenizer=tokenizer, skip_bad=skip_bad)
     backend = resolve_backend(suffix_backend, len(log)) if method == "suffix" else None
     per = {g: [] for g in gs}
+    lo, hi = math.inf, -math.inf  # the contexts the steps saw (tokens before a step)
     for r, steps in request_steps(log, method, gs, p, suffix_backend=backend or "auto",
                                   workers=workers):
         for g in gs:
             per[g].append((r.task, counters(steps[g], g, edges)))
+            t = steps[g][0]
+            if len(t):
+                lo, hi = min(lo, int(np.min(t))), max(hi, int(np.max(t)))
     source = {"log": str(Path(log.path).name) if log.path else None,
               "requests": len(log), "skipped": len(log.skipped),
-              "tokenizer": log.tokenizer}
+              "tokenizer": log.tokenizer,
+              "context_range": None if hi < lo else [lo, hi]}
     if backend is not None:
         source["backend"] = backend_label(backend)
     return AP.build(method, per, context_edges=edges, tasks=log.tasks,

@@ -267,3 +267,22 @@ def test_a_draft_kv_budget_is_said_to_be_beyond_vllm(draft):
     plain = A.serving_plan(S.setup("H100-SXM", "Llama-3.1-8B", draft), [1, 8], [32000], [3],
                            alpha=0.8)
     assert "draft-kv-budget-not-in-vllm" not in [n.code for n in plain.notes]
+
+
+def test_a_context_beyond_the_profiles_log_is_noted_as_extrapolated():
+    from specnb.advise.plan import profile_acceptance
+    from specnb import replay as R
+    from specnb import request_log
+
+    log = request_log.read()
+    sub = request_log.RequestLog(log.path, log.requests[:4], tokenizer=log.tokenizer)
+    prof = R.replay(sub, "ngram", gammas=[3])
+    lo, hi = prof.source["context_range"]
+    assert 0 < lo <= hi
+    su = S.setup("H100-SXM", "Llama-3.1-8B", "ngram")
+    _, _, inside = profile_acceptance(prof, [hi], [3], proposal_rate=True)
+    _, _, beyond = profile_acceptance(prof, [hi, 100000], [3], proposal_rate=True)
+    assert "profile-context-extrapolated" not in [n.code for n in inside]
+    note = [n for n in beyond if n.code == "profile-context-extrapolated"]
+    assert len(note) == 1 and "[100000]" in note[0].message and f"{lo}-{hi}" in note[0].message
+    assert su.draft.method == "ngram"
