@@ -674,7 +674,7 @@ tbody tr{{border-top:1px solid #ddd}} table{{border-collapse:collapse}}</style><
 <p>Should I turn on speculative decoding, with which method and draft length, and what will it
 save me? Each notebook answers one question: 01-07 follow the source article's sections and
 recompute its numbers from published data, 08 measures alpha on a model pair, 09 models batch
-size and context. Beside each Answer, the notebook's key figure (click it for the executed
+size and context, 10 simulates a load under continuous batching. Beside each Answer, the notebook's key figure (click it for the executed
 notebook).</p>
 <table><thead><tr><th>notebook and its key figure</th><th>question and answer</th><th>status</th><th>seconds</th><th>error</th></tr></thead>
 <tbody>

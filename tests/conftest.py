@@ -52,15 +52,28 @@ def report_dir(tmp_path_factory) -> Path:
     return Path(wanted) if wanted else tmp_path_factory.mktemp("test-report", numbered=False)
 
 
+#: The parameters the test session runs the notebooks with (``make run`` uses the notebooks'
+#: own defaults). Notebook 08 measures on the bundled pair, about 6 of make test's minutes with
+#: its defaults: here 3 gammas instead of 4 (three keep the leave-one-gamma-out fit usable:
+#: specnb.measure.loo_warning), 32 new tokens instead of 48 and 1 timed run per setting instead of
+#: 2, about a quarter of the generate work (204 timed calls of 32 tokens against 528 of 48). Both
+#: temperatures, both drafts, both loops, prompt lookup, the head and every section still run,
+#: and tests/notebooks/test_08_measure_alpha.py checks the same things.
+NOTEBOOK_TEST_PARAMETERS = {"08_measure_alpha": {"gammas": [1, 3, 5], "max_new_tokens": 32,
+                                                 "repeats": 1}}
+
+
 @pytest.fixture(scope="session")
 def executed_notebooks(report_dir):
-    """{notebook stem: specnb.runner.Result} for every notebook, executed once per session.
+    """{notebook stem: specnb.runner.Result} for every notebook, executed once per session
+    with :data:`NOTEBOOK_TEST_PARAMETERS`.
 
     The report (executed notebooks, HTML pages, index.html) is written to ``report_dir``.
     """
     from specnb.runner import run_notebooks
 
-    results = run_notebooks(None, output_dir=report_dir, progress=False)
+    results = run_notebooks(None, output_dir=report_dir, parameters=NOTEBOOK_TEST_PARAMETERS,
+                            progress=False)
     return {r.name: r for r in results}
 
 

@@ -162,15 +162,10 @@ def schedule_config(sched, method: str, *, model: str | None = None, **options) 
 
 
 def _tax_note() -> Note:
-    from ..vllm.schedule import schedule_tax, schedule_tax_source
+    from ..vllm.schedule import schedule_tax_text
 
-    (_, off_lo, on_lo), (_, off_hi, on_hi) = schedule_tax()
-    lo, hi = on_lo / off_lo - 1, on_hi / off_hi - 1
-    return Note("schedule-tax",
-                f"turning the schedule on costs time even at K = 0: TPOT +{100 * lo:.1f} % "
-                f"at concurrency 2 and +{100 * hi:.1f} % at 189 in one report "
-                f"({schedule_tax_source()}); the model does not include it, so compare "
-                "against a static num_speculative_tokens; the schedule is disabled "
+    return Note("schedule-tax", schedule_tax_text() + "; the model does not include it, so "
+                "compare against a static num_speculative_tokens; the schedule is disabled "
                 "under data parallelism > 1")
 
 

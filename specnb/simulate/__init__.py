@@ -39,7 +39,7 @@ from .workload import Workload, from_log, synthetic
 __all__ = ["Workload", "synthetic", "from_log", "Acceptance", "acceptance", "EngineConfig",
            "engine_config", "default_batch_limits", "kv_blocks", "Policy", "policy",
            "min_request_steps", "Trace", "run", "HostCost", "host_cost", "ngram_host_ms",
-           "bench_result", "Simulation", "simulate", "GOALS"]
+           "bench_result", "Simulation", "simulate", "best_policy", "GOALS"]
 
 #: What a goal compares: latency by mean TPOT (on / off < 1 pays), throughput by output
 #: tokens per second (on / off > 1 pays).
@@ -58,7 +58,8 @@ class Simulation:
     acceptance: str = ""
 
     def compare(self, on: str | None = None, goal: str = "latency") -> dict:
-        """The ratios of policy ``on`` (default: the best speculating policy for the goal)
+        """The ratios of policy ``on`` (default: the best speculating policy for the goal; a
+        schedule only when it beats the best static k by more than the measured schedule tax)
         to ``off``: ``output_throughput_ratio``, ``tpot_ratio``, ``ttft_ratio`` (on / off)
         and per policy the same with a ``verdict`` (pays / does not pay for the goal);
         ``tpot_ratio`` is None when no request decodes a second token.
@@ -96,12 +97,32 @@ class Simulation:
         if not rows:
             raise ValueError("compare needs a speculating policy among the runs")
         if on is None:
-            key = (lambda n: rows[n]["tpot_ratio"]) if goal == "latency" else \
-                (lambda n: -rows[n]["output_throughput_ratio"])
-            on = min(rows, key=key)
+            on = best_policy(rows, goal)
         if on not in rows:
             raise ValueError(f"no policy {on!r} among the runs ({', '.join(rows)})")
         return dict(rows[on], on=on, goal=goal, policies=rows)
+
+
+def best_policy(rows: dict, goal: str = "latency") -> str:
+    """The best speculating policy for the goal (``rows``: policy name -> ``tpot_ratio`` and
+    ``output_throughput_ratio`` on / off, as :meth:`Simulation.compare` gives them; static
+    policies are named ``k=N``); a schedule policy (``schedule``,
+    ``disable_by_batch_size``: both are served as vLLM's schedule) only when it beats the best
+    static k by more than the smallest measured cost of turning the schedule on
+    (:func:`specnb.vllm.schedule.schedule_tax`), which the simulated steps do not include."""
+    from ..vllm.schedule import schedule_tax
+
+    tax = min(on / off for _, off, on in schedule_tax()) - 1.0
+    score = {n: (r["tpot_ratio"] if goal == "latency" else -r["output_throughput_ratio"])
+             for n, r in rows.items()}
+    on = min(rows, key=score.get)
+    static = [n for n in rows if n.startswith("k=")]
+    if on in ("schedule", "disable_by_batch_size") and static:
+        alt = min(static, key=score.get)
+        taxed = score[on] * (1 + tax) if goal == "latency" else score[on] / (1 + tax)
+        if taxed >= score[alt]:
+            on = alt
+    return on
 
 
 def simulate(st, workload: Workload, policies, *, acceptance: Acceptance | None = None,

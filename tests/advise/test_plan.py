@@ -70,7 +70,7 @@ def test_plan_schedule_builds_an_accepted_config():
     assert cfg["num_speculative_tokens"] == max(ks)
     assert check_speculative_config(cfg).accepted
     (tax,) = [n for n in notes if n.code == "schedule-tax"]
-    assert "+6.6 %" in tax.message and "+21.6 %" in tax.message
+    assert "+6.6%" in tax.message and "+21.6%" in tax.message
     # every K 0: leave speculation off; one K everywhere: a static config
     assert A.schedule_config([[1, 512, 0]], "eagle3", model="x/y") is None
     assert "num_speculative_tokens_per_batch_size" not in A.schedule_config(
