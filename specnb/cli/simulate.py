@@ -261,7 +261,9 @@ def _plan_schedule(st, acc, workload, gammas, max_num_seqs):
     top = max(1, min(max_num_seqs, workload.max_concurrency or max_num_seqs))
     taus = [acc.tau(g, ctx) for g in gammas]
     p = serving_plan(st, [1, top], [ctx], list(gammas), tau=taus)
-    return [list(map(int, r)) for r in p.schedule]
+    if p.cannot_serve is not None:  # nothing fits at the load's context: say so, do not run
+        raise ValueError(f"at the load's mean context {ctx}: {p.cannot_serve.message}")
+    return None if p.schedule is None else [list(map(int, r)) for r in p.schedule]
 
 
 def simulate(a) -> dict:

@@ -168,3 +168,10 @@ def test_a_one_k_schedule_says_it_is_the_static_row_and_disable_says_it_was_remo
     assert code == 0, err
     assert "the static policy of that K above" in out and "schedule simulated" not in out
     assert "removed from vLLM in PR #35060" in out
+
+
+def test_a_load_whose_requests_cannot_fit_is_refused_with_the_reason(capsys):
+    argv = [*BASE, "--num-prompts", "4", "--concurrency", "2"]
+    argv[argv.index("--input-len") + 1] = "1000000"
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and "nothing can be served" in err and "NoneType" not in err and not out
