@@ -23,7 +23,13 @@ import numpy as np
 
 from . import _check
 
+#: The largest ``num_speculative_tokens`` specnb evaluates (``plan``, ``simulate``, ``replay``):
+#: far above any setting vLLM's docs or the papers use (<= 10); larger ones only make a replay
+#: run for hours (gamma 100000 did) and a plan print 0.00x.
+MAX_GAMMA = 64
+
 __all__ = [
+    "MAX_GAMMA",
     "expected_tokens_per_step",
     "tau_from_rates",
     "walltime_speedup",

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import serving as S
+from .. import theory
 from .._json import records
 from ..notes import Note
 
@@ -66,7 +67,7 @@ def schedule(batch_sizes, gammas, *, max_batch: int | None = None) -> list[list[
     from .. import _check
 
     b = S.check_axis("batch_sizes", batch_sizes, 1)
-    k = S.check_axis("gammas", gammas, 0)
+    k = S.check_axis("gammas", gammas, 0, theory.MAX_GAMMA)
     if b.size != k.size:
         raise ValueError(f"batch_sizes and gammas must have the same length, got {b.size} and "
                          f"{k.size}")
@@ -461,7 +462,7 @@ def serving_plan(st: S.Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=
             raise ValueError("give an acceptance profile or one of alpha, tau, "
                              "acceptance_rates, not both")
         S.check_axis("contexts", contexts, 0)
-        S.check_axis("gammas", gammas, 1)
+        S.check_axis("gammas", gammas, 1, theory.MAX_GAMMA)
         pm = acceptance_profile.method.replace("ngram_gpu", "ngram")
         if pm != st.draft.method:
             raise ValueError(f"the acceptance profile replays {acceptance_profile.method}, "

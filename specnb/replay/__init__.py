@@ -193,9 +193,7 @@ def request_steps(log, method: str, gammas, params: dict, suffix_backend: str = 
         yield r, _one(cache, i, r, gammas, params)
 
 
-#: The largest ``num_speculative_tokens`` replayed: far above any setting vLLM's docs or the
-#: papers use (<= 10); larger ones only make a replay run for hours (gamma 100000 did).
-MAX_GAMMA = 64
+from ..theory import MAX_GAMMA  # noqa: E402  (the one bound on gamma, with plan's)
 
 
 def replay(log=None, method: str = "ngram", *, gammas=(1, 3, 5), context_edges=(),

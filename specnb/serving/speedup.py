@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import _check
+from .. import _check, theory
 from .setup import Setup
 from .catalogue import DTYPES
 from . import workload
@@ -466,12 +466,12 @@ class Grid:
         return pd.DataFrame(cols)
 
 
-def check_axis(name, values, lo):
-    """A grid axis checked: a non-empty 1-D int array of values >= ``lo`` (a range is
-    taken). ValueError naming ``name`` otherwise."""
+def check_axis(name, values, lo, hi=None):
+    """A grid axis checked: a non-empty 1-D int array of values in [``lo``, ``hi``] (a range
+    is taken). ValueError naming ``name`` otherwise."""
     if isinstance(values, range):
         values = list(values)
-    arr = _check.integer(name, values, lo=lo)
+    arr = _check.integer(name, values, lo=lo, hi=hi)
     arr = np.atleast_1d(arr)
     if arr.ndim != 1 or arr.size == 0:
         raise ValueError(f"{name} must be a non-empty 1-D list of integers, got shape "
@@ -501,7 +501,7 @@ def evaluate(st: Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=None,
     """
     b = check_axis("batch_sizes", batch_sizes, 1)
     s = check_axis("contexts", contexts, 0)
-    g = check_axis("gammas", gammas, 1)
+    g = check_axis("gammas", gammas, 1, theory.MAX_GAMMA)
     if b.size * s.size * g.size > MAX_GRID_CELLS:
         raise ValueError(f"the grid would have {b.size:,} batch sizes x {s.size:,} contexts x "
                          f"{g.size:,} gammas = {b.size * s.size * g.size:,} cells, above "

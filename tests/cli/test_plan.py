@@ -34,7 +34,7 @@ def test_text_output_marks_the_best_gamma_and_prints_schedule_and_serve_line(cap
     cfg = json.loads(words[words.index("--speculative-config") + 1])
     assert check_speculative_config(cfg).accepted
     assert "num_speculative_tokens_per_batch_size" in cfg
-    assert "+21.6 %" in out  # the reported cost of the schedule
+    assert "+21.6%" in out  # the reported cost of the schedule
 
 
 def test_json_output(capsys):
@@ -737,3 +737,15 @@ def test_sglang_gets_a_launch_line_not_a_vllm_serve_line_or_schedule(capsys):
     assert len(launch) == 1 and "--speculative-algorithm EAGLE3" in launch[0]
     assert "--speculative-eagle-topk 4 --speculative-num-draft-tokens 8" in launch[0]
     assert "the table above is the chain" in out
+
+
+def test_a_gamma_above_specnbs_bound_is_refused_as_replay_refuses_it(capsys):
+    from specnb.cli import main
+    from specnb.theory import MAX_GAMMA
+
+    argv = ["plan", "--gpu", "H100-SXM", "--model", "Llama-3.1-8B", "--draft", "eagle3",
+            "--context", "4000", "--batch", "1", "--alpha", "0.7", "--gamma"]
+    assert main(argv + [str(MAX_GAMMA + 1)]) == 2
+    err = capsys.readouterr().err
+    assert f"[1, {MAX_GAMMA}]" in err and str(MAX_GAMMA + 1) in err
+    assert main(argv + [str(MAX_GAMMA)]) == 0
