@@ -559,7 +559,8 @@ def serving_plan(st: S.Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=
     if st.draft.kind != "none" and any(displaced.values()):
         notes.append(Note("draft-displaces-sequences",
                           "the draft's weights and KV cache take the room of "
-                          + ", ".join(f"{d} sequences at context {c} ({room[c] + d} fit "
+                          + ", ".join(f"{d} sequence{'s' * (d != 1)} at context {c} "
+                                      f"({room[c] + d} fit "
                                       f"without it, {room[c]} with it)"
                                       for c, d in displaced.items())))
     moe = _moe_fixed_cost_note(st)

@@ -377,7 +377,8 @@ def format_plan(result: dict) -> str:
     from .. import serving as S
 
     su = result["setup"]
-    acc = ", ".join(f"{k} {v}" for k, v in su["acceptance"].items())
+    acc = ", ".join(f"{k} " + (" ".join(f"{x:.3g}" for x in v) if isinstance(v, list)
+                               else f"{v:.3g}") for k, v in su["acceptance"].items())
     if su.get("acceptance_profile"):
         ap = su["acceptance_profile"]
         acc = (f"acceptance profile {ap['file']} ({ap['method']}): tau by gamma at context "

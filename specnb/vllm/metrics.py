@@ -555,7 +555,7 @@ def _gamma_of(counts, num_speculative_tokens, per_pos, notes):
             f"exceeds the {gamma} per-position series (gamma = {gamma}); a step drafts at most "
             "gamma tokens (scrapes of different servers, or counters edited by hand)")
     if gamma is not None and not math.isclose(counts.draft_tokens, gamma * counts.drafts):
-        notes.append(f"draft tokens != gamma x drafts ({counts.draft_tokens:g} vs "
-                     f"{gamma * counts.drafts:g}): some steps drafted fewer tokens (structured "
+        notes.append(f"draft tokens != gamma x drafts ({counts.draft_tokens:,.0f} vs "
+                     f"{gamma * counts.drafts:,.0f}): some steps drafted fewer tokens (structured "
                      "output, dynamic depth), so alpha is approximate")
     return gamma
