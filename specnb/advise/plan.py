@@ -499,6 +499,8 @@ def serving_plan(st: S.Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=
         cfg.update({k: v for k, v in acceptance_profile.params.items()
                     if v is not None and (k.startswith("prompt_lookup_")
                                           or k.startswith("suffix_decoding_"))})
+    if cfg is None:  # no serve line: no placeholder in it to replace
+        notes = [n for n in notes if n.code != "checkpoint-placeholder"]
     if nothing is not None:  # no on/off advice: nothing runs at all
         sched, cfg = None, None
         notes = [n for n in notes if n.code in ("mtp-needs-target-layers",)]

@@ -286,3 +286,11 @@ def test_a_context_beyond_the_profiles_log_is_noted_as_extrapolated():
     note = [n for n in beyond if n.code == "profile-context-extrapolated"]
     assert len(note) == 1 and "[100000]" in note[0].message and f"{lo}-{hi}" in note[0].message
     assert su.draft.method == "ngram"
+
+
+def test_no_placeholder_note_without_a_serve_line():
+    su = S.setup("H100-SXM", "Llama-3.1-8B", "eagle3")
+    pays = A.serving_plan(su, [1], [4000], [3], alpha=0.7)
+    none = A.serving_plan(su, [1], [4000], [3], alpha=0.01)
+    assert pays.serve and "checkpoint-placeholder" in [n.code for n in pays.notes]
+    assert none.serve is None and "checkpoint-placeholder" not in [n.code for n in none.notes]
