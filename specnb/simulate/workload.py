@@ -164,7 +164,9 @@ def from_log(path, *, request_rate=None, burstiness: float = 1.0, concurrency=No
     """
     p = Path(path)
     if not p.is_file():
-        raise FileNotFoundError(f"request log {str(p)!r} does not exist")
+        raise FileNotFoundError(f"request log {str(p)!r} "
+                                + ("is a folder, not a JSON-lines file" if p.is_dir()
+                                   else "does not exist"))
     rate = _rate(request_rate)
     c = None if concurrency is None else _check.scalar_int("concurrency", concurrency, lo=1)
     b = _burst(burstiness)

@@ -175,3 +175,10 @@ def test_a_load_whose_requests_cannot_fit_is_refused_with_the_reason(capsys):
     argv[argv.index("--input-len") + 1] = "1000000"
     code, out, err = run(capsys, *argv)
     assert code == 2 and "nothing can be served" in err and "NoneType" not in err and not out
+
+
+def test_a_folder_given_as_the_request_log_is_named_a_folder(capsys, tmp_path):
+    argv = [a for a in BASE if a not in ("--input-len", "500", "--output-len", "40",
+                                         "--num-prompts", "24")]
+    code, out, err = run(capsys, *argv, "--requests", str(tmp_path), "--concurrency", "2")
+    assert code == 2 and "is a folder" in err and not out
