@@ -1,11 +1,6 @@
-"""The vLLM releases specnb judges by, and which table judges a ``vllm_version``.
-
-``specnb/vllm/versions/<v>.json`` is written by ``make oracle VLLM=<v>`` (``oracle/drive.py``)
-from the release's own code: ``SpeculativeConfig``'s fields (kind, null allowed, bound,
-choices, default), the methods, the MTP names, ``LoadConfig``'s fields, ``hyphen_rewrite``
-(``create_speculative_config`` rewrites ``-`` to ``_``) and, where present, the quantization
-methods, the pydantic version and the wheel; ``specnb/vllm/flags/<v>.json``
-(``oracle/table.py --flags``, in the same pass) its ``vllm serve`` flags. :func:`select` picks the table."""
+"""The vLLM releases specnb judges by: ``specnb/vllm/versions/<v>.json`` (``make oracle``, from
+the release's own code) and ``flags/<v>.json`` (its ``vllm serve`` flags, ``oracle/table.py
+--flags``); :func:`select` picks the table that judges a ``vllm_version``."""
 
 from __future__ import annotations
 

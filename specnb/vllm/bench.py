@@ -2,16 +2,9 @@
 pair is :func:`specnb.advise.compare_bench`).
 
 Keys (``vllm/benchmarks/serve.py`` @ ``009e6d4a``): ``mean_<m>_ms``, ``median_<m>_ms``,
-``std_<m>_ms`` and ``p<P>_<m>_ms`` for m in ttft, tpot, itl, e2el (p99 by default;
-``--metric-percentiles 50,90,99`` adds more); ``output_throughput``, ``request_throughput``,
-``total_token_throughput`` (tokens or requests per second); and, when the server exposes the
-counters, ``spec_decode_acceptance_rate`` (percent), ``spec_decode_acceptance_length``,
-``spec_decode_num_drafts``, ``spec_decode_draft_tokens``, ``spec_decode_accepted_tokens``,
-``spec_decode_per_position_acceptance_rates`` (fractions).
-
-TPOT (time per output token, excluding the first) is the per-user decode speed.
-ITL is measured per streamed chunk; with speculation one chunk often carries several tokens,
-so ITL can rise while TPOT falls (PR #48892: median TPOT -26%, median ITL +612%).
+``std_<m>_ms``, ``p<P>_<m>_ms`` for m in ttft, tpot, itl, e2el; the throughputs; with the
+counters, ``spec_decode_*`` (acceptance rate in percent, per-position rates as fractions).
+ITL is per streamed chunk, so with speculation it can rise while TPOT falls (PR #48892).
 """
 
 from __future__ import annotations
@@ -32,8 +25,7 @@ LATENCY_METRICS = ("ttft", "tpot", "itl", "e2el")
 THROUGHPUTS = (("output_throughput", "output throughput", "tok/s"),
                ("total_token_throughput", "total token throughput", "tok/s"),
                ("request_throughput", "request throughput", "req/s"),
-               # written when --goodput is given (null otherwise)
-               ("request_goodput", "request goodput", "req/s"),
+               ("request_goodput", "request goodput", "req/s"),  # with --goodput
                # peaks over 1-second buckets (vllm/benchmarks/serve.py, 0.33.0)
                ("max_output_tokens_per_s", "peak output throughput", "tok/s"),
                ("max_concurrent_requests", "peak concurrent requests", "req"))
@@ -45,8 +37,7 @@ COMPARABLE = ("model_id", "num_prompts", "max_concurrency", "request_rate", "bur
               "endpoint_type", "dataset_name", "dataset_path", "dataset", "completed")
 _PCT = re.compile(r"^p(\d+(?:\.\d+)?)_(ttft|tpot|itl|e2el)_ms$")
 #: Keys whose values must be finite numbers > 0: a TPOT or throughput of 0 is no measurement
-#: (vLLM writes a TPOT of 0 when no request produced 2 or more tokens, a throughput of 0 when
-#: none completed), and a verdict on one would divide by it or call it infinitely fast.
+#: (vLLM writes one when no request produced 2 tokens, or none completed).
 _POSITIVE = re.compile(r"^(?:(?:mean|median|p\d+(?:\.\d+)?)_tpot_ms|output_throughput"
                        r"|total_token_throughput|request_throughput)$")
 #: Keys whose values must be finite numbers >= 0 (latencies, throughputs, counts).
@@ -79,8 +70,7 @@ def _check_values(data: dict, where: str) -> None:
 
 
 def _objects(text: str, where: str) -> list:
-    """The JSON values in ``text``: one, or several written one a line by
-    ``vllm bench serve --append-result`` (a newline between objects, none at the end)."""
+    """The JSON values in ``text``: one, or one a line (``--append-result``)."""
     dec = json.JSONDecoder()
     out, i, n = [], 0, len(text)
     while True:
@@ -98,13 +88,8 @@ def _objects(text: str, where: str) -> list:
 
 def read_bench_results(path) -> list[dict]:
     """Every result in a ``vllm bench serve`` file: one for ``--save-result``, one per run for
-    ``--append-result`` (runs appended, one JSON object a line), oldest first.
-
-    Raises
-    ------
-    OSError, ValueError
-        as :func:`read_bench` (each result is checked the same way).
-    """
+    ``--append-result`` (one JSON object a line), oldest first. Raises OSError, ValueError as
+    :func:`read_bench` (each result is checked the same way)."""
     where = str(path)
     try:
         text = Path(path).read_text(encoding="utf-8")
@@ -123,18 +108,9 @@ def read_bench_results(path) -> list[dict]:
 
 
 def read_bench(path_or_dict) -> dict:
-    """Load one ``vllm bench serve --save-result`` JSON file (or take its dict).
-
-    A file written with ``--append-result`` holds one result a line: the last (newest) one is
-    returned (:func:`read_bench_results` gives them all).
-
-    Parameters
-    ----------
-    path_or_dict : str, Path or dict
-
-    Returns
-    -------
-    dict, the result as saved.
+    """Load one ``vllm bench serve --save-result`` JSON file (str or Path), or take its dict:
+    the result as saved (of an ``--append-result`` file, the last; :func:`read_bench_results`
+    gives them all).
 
     Raises
     ------
@@ -196,16 +172,9 @@ def per_position_rates(d: dict) -> list[float]:
 
 
 def bench_summary(path_or_dict):
-    """One run's latency percentiles and throughputs as a table (metric, stat, unit, value).
-
-    The article's baseline (checklist step 2): TTFT and TPOT p50/p99 and tokens/s. Rows appear
-    only for keys the file has.
-
-    Raises
-    ------
-    ValueError, FileNotFoundError
-        as :func:`read_bench`.
-    """
+    """One run's latency percentiles and throughputs as a table (metric, stat, unit, value),
+    the article's baseline (checklist step 2), rows only for keys the file has. Raises
+    ValueError, FileNotFoundError as :func:`read_bench`."""
     import pandas as pd
 
     run = read_bench(path_or_dict)
@@ -233,10 +202,8 @@ def bench_point(path_or_dict, label: str | None = None) -> dict:
     ``spec_decode_per_position_acceptance_rates``, else ``spec_decode_draft_tokens /
     spec_decode_num_drafts`` when whole); NaN where the file has no spec-decode keys.
 
-    Speculation is on when the file has spec-decode keys with drafts (vLLM writes them only
-    when its server exposes the counters and drafts were made), off when it has none;
-    ``label`` (``"on"`` / ``"off"``) says it for a file whose keys cannot (an older vLLM,
-    whose bench writes no spec-decode keys).
+    Speculation is on when the file has spec-decode keys with drafts, off when it has none;
+    ``label`` (``"on"`` / ``"off"``) says it for a file whose keys cannot (an older vLLM).
 
     Raises
     ------
@@ -286,14 +253,8 @@ def bench_point(path_or_dict, label: str | None = None) -> dict:
 def bench_points(files, labels=None):
     """:func:`bench_point` of each file as a DataFrame (one row per file), ready for
     :func:`specnb.serving.calibrate_bench`. ``labels``: None, or one of ``"on"``, ``"off"``,
-    ``"auto"`` (the file's keys decide) per file.
-
-    Raises
-    ------
-    ValueError
-        as :func:`bench_point`; no files; a number of labels other than the number of files.
-    OSError
-        a file that cannot be read.
+    ``"auto"`` (the file's keys decide) per file. Raises ValueError as :func:`bench_point`, for
+    no files or a number of labels other than of files; OSError for a file that cannot be read.
     """
     import pandas as pd
 
@@ -310,11 +271,9 @@ def bench_points(files, labels=None):
 
 # --------------------------------------------------------------------------- how a run was made
 #: ``vllm bench serve --dataset-name`` values whose prompts are generated token ids, not text
-#: (``vllm/benchmarks/datasets/datasets.py``, 0.33.0): acceptance on them says nothing about
-#: real traffic.
+#: (``vllm/benchmarks/datasets/datasets.py``, 0.33.0).
 SYNTHETIC_DATASETS = ("random", "random-mm", "random-rerank", "prefix_repetition")
-#: Traces replayed without their content: ``timed_trace`` sends pre-tokenized prompts built from
-#: hash ids (``--dataset-name timed_trace``, vLLM 0.33.0), lengths and timing only.
+#: Traces replayed without their content (``timed_trace``: prompts from hash ids, vLLM 0.33.0).
 CONTENT_FREE_TRACES = ("timed_trace",)
 #: Backends for which vLLM 0.33's ``vllm bench serve`` turns ``ignore_eos`` on by itself with a
 #: random dataset (``OPENAI_COMPATIBLE_BACKENDS``, ``benchmarks/lib/endpoint_request_func.py``).
@@ -332,12 +291,7 @@ def read_bench_console(text: str) -> dict:
     ``tokenizer``, as given on the command line, before vLLM's own defaults such as
     ``ignore_eos`` for a random dataset are applied: :func:`bench_setup` applies them).
 
-    Raises
-    ------
-    TypeError
-        ``text`` is not a string.
-    ValueError
-        no ``Namespace(...)`` line (not the console output of ``vllm bench serve``).
+    Raises TypeError for a ``text`` not a str, ValueError for no ``Namespace(...)`` line.
     """
     import ast
 

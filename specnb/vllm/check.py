@@ -1,16 +1,6 @@
-"""Check a ``--speculative-config`` value the way vLLM would: the entry points.
-
-* :func:`parse_speculative_config` reads the text as vLLM's flag does (JSON; "" and "None" mean
-  no config) and raises :class:`~specnb.vllm.syntax.ConfigSyntaxError` with line, column, likely
-  cause and a repair;
-* :func:`check_speculative_config` runs the rules (:mod:`specnb.vllm.rules`) and returns a
-  :class:`~specnb.vllm.findings.ConfigCheck`.
-
-Every "use <JSON>" fix this module suggests is itself accepted by the checker for current vLLM
-(:func:`suggest_fix`): old key names are renamed, V0 spellings mapped (``speculative_model:
-"[ngram]"`` -> ``method: "ngram"``) and a missing ``num_speculative_tokens`` filled with the
-starting value of :data:`specnb.vllm.DEFAULT_GAMMA`.
-"""
+"""Check a ``--speculative-config`` value the way vLLM would: :func:`parse_speculative_config`,
+:func:`check_speculative_config` (the rules: :mod:`specnb.vllm.rules`) and :func:`suggest_fix`
+(every "use <JSON>" fix this module gives is one the checker accepts for current vLLM)."""
 
 from __future__ import annotations
 
@@ -167,13 +157,9 @@ def check_speculative_config(text_or_dict, vllm_version=None, draft_config=None,
                              max_model_len=None, serve=None) -> ConfigCheck:
     """Check a ``--speculative-config`` value against the rules of one vLLM release.
 
-    The release's table (``specnb/vllm/versions/<v>.json``, generated from its code) gives the
-    fields, methods, MTP names, quantization methods and the hyphen rewrite; ``traps.json``
-    what its code does not carry. The rules run in the order of
-    :data:`specnb.vllm.rules.RULES` (keys, values as the release's pydantic coerces them,
-    method, model, draft length, n-gram window, suffix, method switches, synthetic
-    acceptance, schedule), then, with a target or serve settings,
-    :data:`specnb.vllm.rules.CONTEXT_RULES`.
+    The release's table (``specnb/vllm/versions/<v>.json``, from its code) and ``traps.json``
+    give the facts; the rules run in the order of :data:`specnb.vllm.rules.RULES`, then, with
+    a target or serve settings, :data:`specnb.vllm.rules.CONTEXT_RULES`.
 
     Parameters
     ----------

@@ -1,32 +1,17 @@
 """Read the spec-decode lines vLLM writes to its log, and the offline example's printout.
 
-Formats, newest first (``SpecDecodingLogging.log`` in ``vllm/v1/spec_decode/metrics.py`` @
-``ee4ceaae``; older forms from the issue threads named):
+Formats (``SpecDecodingLogging.log``, ``vllm/v1/spec_decode/metrics.py`` @ ``ee4ceaae``; older
+forms from the issues named): V1 ``SpecDecoding metrics:`` lines, current (``Mean acceptance
+length``, ``Accepted: N tokens``, ``Drafted: M tokens``, ``Per-position acceptance rate``, ``Avg
+Draft acceptance rate``; extra fields such as ``Current speculative depth`` tolerated), v0.9
+(issue #19254) and v0.8 (PR #15902: no mean length, no per-position rates, so drafts and tau
+need k); V0 ``Speculative metrics:`` lines with counts (issues #9539, #7301) or with rates only
+(issue #16258); the printout of ``examples/offline_inference/spec_decode.py`` (issue #26191).
 
-* current V1: ``SpecDecoding metrics: Mean acceptance length: 2.91, Accepted throughput: ...
-  tokens/s, Drafted throughput: ... tokens/s, Accepted: 44 tokens, Drafted: 161 tokens,
-  Per-position acceptance rate: 0.739, ..., Avg Draft acceptance rate: 27.3%`` (extra fields
-  such as ``Current speculative depth`` are tolerated);
-* v0.9 V1 (issue #19254): ``SpecDecoding metrics: Draft acceptance rate: 61.0%, Mean acceptance
-  length: 2.83, Accepted: N tokens, Drafted: M tokens, Per-position acceptance rate: ...``;
-* v0.8 V1 (PR #15902): ``SpecDecoding metrics: Draft acceptance rate: 100.0%, Accepted: 66
-  tokens, Drafted: 66 tokens`` -- no mean acceptance length and no per-position rates, so the
-  number of drafts (and tau) needs k;
-* V0 with counts (issues #9539, #7301): ``Speculative metrics: Draft acceptance rate: 0.642,
-  System efficiency: 0.598, Number of speculative tokens: 3, Number of accepted tokens: ...,
-  Number of draft tokens: ..., Number of emitted tokens: ...``;
-* V0 rates only (issue #16258): ``Speculative metrics: Draft acceptance rate: 0.698, System
-  efficiency: 0.426, Number of speculative tokens: 5``;
-* the printout of ``examples/offline_inference/spec_decode.py``: ``num_drafts: 4816``,
-  ``num_draft_tokens: 33712``, ``num_accepted_tokens: 12208``, ``mean acceptance length:
-  3.53`` and ``acceptance at token i: 0.74`` lines (issue #26191).
-
-V1 lines cover one logging interval each (the logger resets after printing): they are summed.
-V0 counters are cumulative since the server started: the last line is the total and earlier
-lines are not added. V0's "draft acceptance rate" counts every accepted draft token, also
-those after a rejection (issue #9565, maintainer: acceptance vector [1, 0, 1, 0] gives 2/4 =
-0.5); the prefix-accepted tokens that make up tau come from the system efficiency instead:
-tau = efficiency x (k + 1) = emitted / steps (efficiency = emitted / (steps (k + 1))).
+V1 lines cover one logging interval each and are summed; V0 counters are cumulative, so the
+last line is the total. V0's "draft acceptance rate" also counts accepted tokens after a
+rejection (issue #9565); tau comes from the system efficiency: efficiency x (k + 1) = emitted /
+steps.
 """
 
 from __future__ import annotations
@@ -162,48 +147,18 @@ def _parse_v0(line: str, lineno: int):
 
 
 def read_spec_decode_log(text: str, strict: bool = True):
-    """Parse vLLM's spec-decode log lines into a DataFrame, one row per line.
-
-    Reads every format in the module docstring (current, v0.9 and v0.8 V1 lines; V0 lines with
-    counts or with rates only); any prefix before the marker is fine (timestamps,
-    ``(APIServer pid=...)``, docker-compose service names).
-
-    V1 lines print no draft count; ``drafts`` is drafted / k (k = number of per-position rates)
-    when that reproduces the printed length, else accepted / (length - 1) from the rounded
-    length; None when neither is printed (v0.8 lines: pass k to :func:`log_stats`).
-
-    Parameters
-    ----------
-    text : str
-        Log text; lines without the markers are ignored.
-    strict : bool
-        Raise on a marked line that cannot be read (True), or skip it (False; the skipped line
-        numbers are in ``df.attrs["skipped"]``).
-
-    Returns
-    -------
-    pandas.DataFrame with columns line, format ("current", "older" (v0.9), "v0.8", "v0",
-    "v0 (rates only)"), mean_acceptance_length (NaN when not printed), accepted, drafted,
-    acceptance_rate (fraction, as printed: V0's counts tokens after a rejection too),
-    per_position (list), num_speculative_tokens, speculative_depth, drafts, emitted (V0 only),
-    system_efficiency (V0 only).
-
-    Raises
-    ------
-    TypeError
-        ``text`` is not a string.
-    ValueError
-        no spec-decode line at all; an unreadable marked line when ``strict``.
-    """
-    rows, skipped, first_error = [], [], ""
-    for i, line in _numbered(text):
-        row, error = _parse_line(line, i, strict)
-        if row is not None:
-            rows.append(row)
-        elif error:
-            skipped.append(i)
-            first_error = first_error or error
-    return _frame(rows, skipped, first_error)
+    """Parse vLLM's spec-decode log lines (every format of the module docstring, any prefix
+    before the marker) into a DataFrame, one row per line: line, format ("current", "older"
+    (v0.9), "v0.8", "v0", "v0 (rates only)"), mean_acceptance_length (NaN when not printed),
+    accepted, drafted, acceptance_rate (fraction, as printed: V0's counts tokens after a
+    rejection too), per_position (list), num_speculative_tokens, speculative_depth, drafts (V1:
+    drafted / k when that reproduces the printed length, else accepted / (length - 1); None
+    when neither is printed: v0.8 lines need k), emitted and system_efficiency (V0 only).
+    ``strict``: raise on a marked line that cannot be read, else skip it (its number in
+    ``df.attrs["skipped"]``). Raises TypeError for a ``text`` not a str, ValueError for no
+    spec-decode line (or an unreadable one when ``strict``)."""
+    errors: list = []
+    return _frame(list(_parsed(_numbered(text), strict, errors)), errors)
 
 
 _COLS = ["line", "format", "mean_acceptance_length", "accepted", "drafted",
@@ -211,23 +166,26 @@ _COLS = ["line", "format", "mean_acceptance_length", "accepted", "drafted",
          "drafts", "emitted", "system_efficiency", "lines", "per_position_counts"]
 
 
-def _parse_line(line: str, lineno: int, strict: bool):
-    """(row or None, error message or "") of one log line."""
-    try:
-        if V1_MARK in line:
-            return _parse_v1(line, lineno), ""
-        if V0_MARK in line:
-            return _parse_v0(line, lineno), ""
-    except ValueError as exc:
-        if strict:
-            raise
-        return None, str(exc)
-    return None, ""
+def _parsed(numbered, strict: bool, errors: list):
+    """The rows of the marked lines of ``(line number, line)`` pairs; with ``strict`` False an
+    unreadable one is skipped, its (line number, message) appended to ``errors``."""
+    for lineno, line in numbered:
+        try:
+            if V1_MARK in line:
+                yield _parse_v1(line, lineno)
+            elif V0_MARK in line:
+                yield _parse_v0(line, lineno)
+        except ValueError as exc:
+            if strict:
+                raise
+            errors.append((lineno, str(exc)))
 
 
-def _frame(rows, skipped, first_error, v1_lines=None, v0_lines=None):
+def _frame(rows, errors, v1_lines=None, v0_lines=None):
     import pandas as pd
 
+    skipped = [n for n, _ in errors]
+    first_error = errors[0][1] if errors else ""
     if not rows:
         raise ValueError(f"no '{V1_MARK}' or '{V0_MARK}' line "
                          + (f"could be read (unreadable lines: {_shown(skipped)}; "
@@ -249,27 +207,16 @@ def _shown(skipped, most: int = 20):
 
 
 def read_spec_decode_lines(numbered, strict: bool = False):
-    """:func:`read_spec_decode_log` of ``(line number, line)`` pairs read one at a time (a
-    streamed file's kept lines), in constant memory: the V1 lines are summed into one row as
-    they are read (``lines``: how many; ``per_position_counts``: the per-position counts
-    rate x drafts summed) and only the last V0 line is kept (V0 counters are cumulative);
-    ``attrs`` hold ``v1_lines``, ``v0_lines``, ``skipped`` and ``first_error``.
-
-    Raises
-    ------
-    ValueError
-        as :func:`read_spec_decode_log`.
-    """
+    """:func:`read_spec_decode_log` of ``(line number, line)`` pairs (a streamed file's kept
+    lines) in constant memory: V1 lines summed into one row as they are read (``lines``: how
+    many; ``per_position_counts``: rate x drafts summed), only the last V0 line kept (V0
+    counters are cumulative); ``attrs``: ``v1_lines``, ``v0_lines``, ``skipped``,
+    ``first_error``. Raises ValueError as :func:`read_spec_decode_log`."""
     acc, last_v0, formats = None, None, set()
     n_v1 = n_v0 = 0
-    skipped, first_error = [], ""
-    for lineno, line in numbered:
-        row, error = _parse_line(line, lineno, strict)
-        if row is None:
-            if error:
-                skipped.append(lineno)
-                first_error = first_error or error
-        elif row["format"] in _V0_FORMATS:
+    errors: list = []
+    for row in _parsed(numbered, strict, errors):
+        if row["format"] in _V0_FORMATS:
             last_v0, n_v0 = row, n_v0 + 1
         else:
             n_v1 += 1
@@ -295,7 +242,7 @@ def read_spec_decode_lines(numbered, strict: bool = False):
         rows.append(acc)
     if last_v0 is not None:
         rows.append(last_v0)
-    return _frame(rows, skipped, first_error, n_v1, n_v0)
+    return _frame(rows, errors, n_v1, n_v0)
 
 
 _V0_FORMATS = ("v0", "v0 (rates only)")
@@ -345,30 +292,15 @@ def _counts_from_log(df) -> SpecDecodeCounts:
                             1, "log (V0, cumulative)", False)
 
 
-def _v0_k(row, num_speculative_tokens=None) -> int:
-    """The k a V0 line prints; a different ``num_speculative_tokens`` raises ValueError."""
-    from .. import _check
-
-    k = int(row["num_speculative_tokens"])
-    if num_speculative_tokens is not None:
-        given = _check.scalar_int("num_speculative_tokens", num_speculative_tokens, lo=1)
-        if given != k:
-            raise ValueError(f"num_speculative_tokens={given} contradicts the log line "
-                             f"{row['line']}, which prints 'Number of speculative tokens: {k}'")
-    return k
-
-
-def _v0_rate_stats(row, num_speculative_tokens=None) -> AcceptanceStats:
+def _v0_rate_stats(row, k: int) -> AcceptanceStats:
     """AcceptanceStats from a V0 line with rates only: tau = efficiency x (k + 1)."""
     from ..theory import alpha_from_acceptance_length
 
-    k = _v0_k(row, num_speculative_tokens)
     eff = float(row["system_efficiency"])
     tau = eff * (k + 1)
     rate = (tau - 1.0) / k
     printed = float(row["acceptance_rate"])
-    nan = math.nan
-    counts = SpecDecodeCounts(nan, nan, nan, (), 1, "log (V0, rates only)", False)
+    counts = SpecDecodeCounts(*(math.nan,) * 3, (), 1, "log (V0, rates only)", False)
     notes = (
         f"V0 line with rates only (line {row['line']}, the last one: V0's rates cover the "
         "whole run): tau = system efficiency x (k + 1) = "
@@ -383,45 +315,36 @@ def _v0_rate_stats(row, num_speculative_tokens=None) -> AcceptanceStats:
 
 def log_stats(text: str, num_speculative_tokens: int | None = None,
               strict: bool = True) -> AcceptanceStats:
-    """Acceptance from log text in any format :func:`read_spec_decode_log` reads.
-
-    V1 lines are summed; V0 uses the last line (cumulative); a V0 line with rates only gives
-    tau = system efficiency x (k + 1) and acceptance (tau - 1) / k, without counts.
-
-    Raises
-    ------
-    ValueError, TypeError
-        as :func:`read_spec_decode_log` and :func:`~specnb.vllm.acceptance_stats`.
-    """
+    """Acceptance from log text in any format :func:`read_spec_decode_log` reads: V1 lines
+    summed, V0's last line (a V0 line with rates only: tau = system efficiency x (k + 1),
+    acceptance (tau - 1) / k, no counts). Raises ValueError, TypeError as
+    :func:`read_spec_decode_log` and :func:`~specnb.vllm.acceptance_stats`."""
     return _stats_from_log(read_spec_decode_lines(_numbered(text), strict),
                            num_speculative_tokens)
 
 
 def _stats_from_log(df, num_speculative_tokens=None) -> AcceptanceStats:
-    v0 = _is_v0(df)
-    if not (~v0).any() and df.iloc[-1]["format"] == "v0 (rates only)":
-        return _v0_rate_stats(df.iloc[-1], num_speculative_tokens)
-    if not (~v0).any():  # V0 with counts: the last line prints k too
-        _v0_k(df.iloc[-1], num_speculative_tokens)
+    if _is_v0(df).all():  # V0 alone: the last line prints k, which a -k must match
+        from .. import _check
+
+        row, given = df.iloc[-1], num_speculative_tokens
+        k = int(row["num_speculative_tokens"])
+        if given is not None and (given := _check.scalar_int("num_speculative_tokens", given,
+                                                               lo=1)) != k:
+            raise ValueError(f"num_speculative_tokens={given} contradicts the log line "
+                             f"{row['line']}, which prints 'Number of speculative tokens: {k}'")
+        if row["format"] == "v0 (rates only)":
+            return _v0_rate_stats(row, k)
     return acceptance_stats(_counts_from_log(df), num_speculative_tokens)
 
 
 def read_offline_printout(text: str) -> SpecDecodeCounts:
-    """Counts from the printout of vLLM's ``examples/offline_inference/spec_decode.py``.
-
-    Reads ``num_drafts``, ``num_draft_tokens``, ``num_accepted_tokens`` (exact counts summed
-    over the run), checks the printed ``mean acceptance length`` against 1 + accepted / drafts
-    (to its 2 printed decimals), and turns the ``acceptance at token i: r`` lines (rates to 2
-    decimals) into per-position counts r x drafts (so those are approximate).
-
-    Raises
-    ------
-    TypeError
-        ``text`` is not a string.
-    ValueError
-        a count is missing, a per-position rate is outside [0, 1], or the printed mean
-        acceptance length disagrees with the counts (the printout was edited or mixed).
-    """
+    """Counts from the printout of vLLM's ``examples/offline_inference/spec_decode.py``: its
+    exact ``num_drafts``, ``num_draft_tokens``, ``num_accepted_tokens``, the printed ``mean
+    acceptance length`` checked against 1 + accepted / drafts (to 2 decimals), per-position
+    counts r x drafts from the ``acceptance at token i: r`` lines (approximate). Raises
+    TypeError for a ``text`` not a str; ValueError for a missing count, a per-position rate
+    outside [0, 1], or a printed length the counts contradict (edited or mixed)."""
     if not isinstance(text, str):
         raise TypeError(f"text must be a str (the printout), got {type(text).__name__}")
     got = {k: r.findall(text) for k, r in _OFFLINE.items()}
@@ -447,7 +370,5 @@ def read_offline_printout(text: str) -> SpecDecodeCounts:
         if not 0.0 <= r <= 1.0:
             raise ValueError(f"acceptance at token {pos}: {rate} must be a fraction in [0, 1]")
         per_pos[int(pos)] = r * drafts
-    n = max(per_pos) + 1 if per_pos else 0
-    return SpecDecodeCounts(drafts, tokens, accepted, tuple(per_pos.get(i, 0.0)
-                                                             for i in range(n)),
-                            1, "offline printout", False)
+    return SpecDecodeCounts(drafts, tokens, accepted, tuple(per_pos.get(i, 0.0) for i in range(
+        max(per_pos, default=-1) + 1)), 1, "offline printout", False)

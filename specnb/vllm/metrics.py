@@ -1,22 +1,13 @@
-"""Read vLLM's speculative-decoding counters (``/metrics``) into acceptance numbers.
+"""Read vLLM's speculative-decoding counters (``/metrics``) into acceptance numbers (log lines:
+:mod:`specnb.vllm.logs`; every format: :func:`specnb.vllm.read.read_acceptance`).
 
-Log lines and the offline example's printout are read in :mod:`specnb.vllm.logs`; one entry
-point for every format is :func:`specnb.vllm.read.read_acceptance`.
-
-vLLM V1 exposes four Prometheus counters per engine, :data:`COUNTERS`
-(``vllm/v1/spec_decode/metrics.py`` @ ``ee4ceaae``; the per-position one counts the steps that
-accepted at least i + 1 drafts, so its series sum to the accepted tokens). From them (the ``SpecDecodingProm`` docstring, and ``vllm bench serve`` @ ``009e6d4a``):
-
-* acceptance rate = accepted / draft tokens (a fraction here; vLLM prints it in %);
-* mean acceptance length tau = 1 + accepted / drafts (bonus token included);
-* per-position acceptance = per_pos[i] / drafts;
-* the alpha they imply: Leviathan et al.'s Eq. 1 inverted at gamma = num_speculative_tokens
-  (:func:`specnb.theory.alpha_from_acceptance_length`).
-
-Parsing uses :func:`prometheus_client.parser.text_string_to_metric_families` and matches the
-four ``_total`` sample names exactly, so the ``_created`` timestamps and the ``_per_pos``
-series that share the name prefixes are never mixed in. Counters are summed across label
-sets (data-parallel engines). A before/after pair gives the counts of the window between them.
+From the four V1 counters, :data:`COUNTERS` (``vllm/v1/spec_decode/metrics.py`` @ ``ee4ceaae``;
+the ``SpecDecodingProm`` docstring and ``vllm bench serve`` @ ``009e6d4a``): acceptance rate =
+accepted / draft tokens (a fraction; vLLM prints %), tau = 1 + accepted / drafts (bonus token
+included), per-position acceptance = per_pos[i] / drafts, and the alpha they imply
+(:func:`specnb.theory.alpha_from_acceptance_length`). The four ``_total`` sample names are
+matched exactly (prometheus_client's parser), so ``_created`` and ``_per_pos`` series never mix
+in; label sets (data-parallel engines) are summed.
 """
 
 from __future__ import annotations
@@ -59,29 +50,12 @@ PROMQL = {
 
 def acceptance_rate_ci(accepted: float, draft_tokens: float, confidence: float = 0.95
                        ) -> tuple[float, float]:
-    """Wilson score interval on the acceptance rate accepted / draft tokens.
-
-    The closed form (Wilson 1927, JASA 22: 209-212; what ``scipy.stats.binomtest(...)
-    .proportion_ci(method="wilson")`` computes):
-    ``(p + z^2/2n +- z sqrt(p(1-p)/n + z^2/4n^2)) / (1 + z^2/n)``. Treats draft tokens as
-    independent trials; they are not (acceptance stops at a draft's first rejection), so the
-    true interval is wider: read it as a lower bound on the uncertainty.
-
-    Parameters
-    ----------
-    accepted, draft_tokens : counts, 0 <= accepted <= draft_tokens, draft_tokens > 0 (whole
-        numbers; log-derived counts are rounded).
-    confidence : in (0, 1), default 0.95.
-
-    Returns
-    -------
-    (low, high), fractions in [0, 1].
-
-    Raises
-    ------
-    ValueError
-        counts outside those ranges, NaN, or confidence outside (0, 1).
-    """
+    """Wilson score interval (low, high), fractions in [0, 1], on accepted / draft tokens
+    (Wilson 1927, JASA 22: 209-212; scipy's ``binomtest(...).proportion_ci(method="wilson")``).
+    Draft tokens are taken as independent trials, which they are not (a draft stops at its first
+    rejection): read it as a lower bound on the uncertainty. ``accepted``, ``draft_tokens``:
+    counts, 0 <= accepted <= draft_tokens, draft_tokens > 0 (rounded to whole numbers);
+    ``confidence`` in (0, 1). Raises ValueError outside those ranges or for NaN."""
     from .. import _check
 
     n = _check.scalar_real("draft_tokens", draft_tokens, lo=0.0)
@@ -124,21 +98,12 @@ class SpecDecodeCounts:
     drafts_estimated: bool = False
 
     def __sub__(self, before: "SpecDecodeCounts") -> "SpecDecodeCounts":
-        """The counts of the window ``before`` -> ``self`` (counter deltas).
-
-        Raises
-        ------
-        ValueError
-            a counter went down (the server restarted between the scrapes, or the files are
-            swapped).
-        """
+        """The counts of the window ``before`` -> ``self``; ValueError when a counter went
+        down (the server restarted between the scrapes, or the files are swapped)."""
         if not isinstance(before, SpecDecodeCounts):
             return NotImplemented
-        delta = {
-            "drafts": self.drafts - before.drafts,
-            "draft_tokens": self.draft_tokens - before.draft_tokens,
-            "accepted_tokens": self.accepted_tokens - before.accepted_tokens,
-        }
+        delta = {k: getattr(self, k) - getattr(before, k)
+                 for k in ("drafts", "draft_tokens", "accepted_tokens")}
         per_pos = tuple(x - y for x, y in zip_longest(
             self.accepted_per_position, before.accepted_per_position, fillvalue=0.0))
         bad = [k for k, v in delta.items() if v < 0] + (
@@ -146,10 +111,8 @@ class SpecDecodeCounts:
         if bad:
             raise ValueError(f"counter(s) {', '.join(bad)} decreased between the two scrapes: "
                              "the server restarted in between, or before/after are swapped")
-        return SpecDecodeCounts(delta["drafts"],
-                                delta["draft_tokens"], delta["accepted_tokens"], per_pos,
-                                max(self.label_sets, before.label_sets), "metrics window",
-                                self.drafts_estimated or before.drafts_estimated)
+        return SpecDecodeCounts(*delta.values(), per_pos, max(self.label_sets, before.label_sets),
+                                "metrics window", self.drafts_estimated or before.drafts_estimated)
 
 
 #: Gauges only a V0 server exposes (named in the "no counters" message).
@@ -210,14 +173,11 @@ def read_metrics(text: str, model_name: str | None = None) -> SpecDecodeCounts:
                          f"scrape has {sorted(map(str, names_seen)) or 'no model_name labels'}")
     totals = {"drafts": 0.0, "draft_tokens": 0.0, "accepted_tokens": 0.0}
     per_pos: dict[int, float] = {}
-    found = set()
-    label_sets = set()
+    found, label_sets = set(), set()
     by_name = {v: k for k, v in COUNTERS.items()}
     for s in samples:
         what = by_name.get(s.name)
-        if what is None:
-            continue
-        if model_name is not None and s.labels.get("model_name") != model_name:
+        if what is None or (model_name is not None and s.labels.get("model_name") != model_name):
             continue
         if not math.isfinite(s.value) or s.value < 0:
             shown = ",".join(f'{k}="{v}"' for k, v in s.labels.items())
@@ -245,10 +205,8 @@ def read_metrics(text: str, model_name: str | None = None) -> SpecDecodeCounts:
                "counted acceptance differently" if v0 else
                "speculative decoding is off on this server, or this is not a vLLM /metrics "
                "scrape (the counters exist only when --speculative-config is set)"))
-    n = max(per_pos) + 1 if per_pos else 0
-    return SpecDecodeCounts(totals["drafts"], totals["draft_tokens"], totals["accepted_tokens"],
-                            tuple(per_pos.get(i, 0.0) for i in range(n)), len(label_sets),
-                            "metrics")
+    return SpecDecodeCounts(*totals.values(), tuple(per_pos.get(i, 0.0) for i in range(
+        max(per_pos, default=-1) + 1)), len(label_sets), "metrics")
 
 
 def metrics_delta(before: str, after: str, model_name: str | None = None) -> SpecDecodeCounts:
@@ -395,7 +353,8 @@ def acceptance_stats(counts: SpecDecodeCounts, num_speculative_tokens: int | Non
     Raises
     ------
     TypeError
-        ``counts`` is not a SpecDecodeCounts.
+        ``counts`` not a SpecDecodeCounts; a count not a number; ``num_speculative_tokens`` not
+        an integer.
     ValueError
         no drafts or no draft tokens in the window (nothing was speculated); a count that is
         negative, NaN or infinite; accepted tokens above draft tokens, or a per-position count
@@ -405,13 +364,10 @@ def acceptance_stats(counts: SpecDecodeCounts, num_speculative_tokens: int | Non
     UsageError
         (a ValueError) ``num_speculative_tokens`` above the number of per-position series when
         the input has them: vLLM exports exactly one per draft position, so they give k.
-    TypeError
-        a count that is not a number; ``num_speculative_tokens`` not an integer.
 
-    ``counts.drafts`` may be NaN with ``drafts_estimated=True`` (unknown: v0.8 log lines print
-    no draft count; elsewhere NaN is refused). With
-    ``num_speculative_tokens`` the drafts are then draft tokens / gamma (every step drafted
-    gamma tokens, noted); without it only the acceptance rate is known and tau is NaN.
+    ``counts.drafts`` may be NaN with ``drafts_estimated=True`` (v0.8 log lines print no draft
+    count; elsewhere NaN is refused): with ``num_speculative_tokens`` the drafts are then draft
+    tokens / gamma (noted), without it only the acceptance rate is known and tau is NaN.
     """
     from .. import _check
     from ..theory import alpha_from_acceptance_length
@@ -420,68 +376,29 @@ def acceptance_stats(counts: SpecDecodeCounts, num_speculative_tokens: int | Non
         raise TypeError(f"counts must be a SpecDecodeCounts, got {type(counts).__name__}")
     for name in ("draft_tokens", "accepted_tokens"):
         _check.real(f"counts.{name}", getattr(counts, name), lo=0.0)
+    derived = None
     if counts.drafts_estimated and isinstance(counts.drafts, float) and math.isnan(counts.drafts):
-        if num_speculative_tokens is None:
-            return _rate_only(counts)
-        counts, derived = _drafts_from_k(counts, num_speculative_tokens)
-    else:
-        derived = None
-    _check_counts(counts)
-    notes = [derived] if derived else []
-    rate = counts.accepted_tokens / counts.draft_tokens
-    tau = 1.0 + counts.accepted_tokens / counts.drafts
-    per_pos = tuple(x / counts.drafts for x in counts.accepted_per_position)
-    if counts.drafts_estimated and not derived:
-        notes.append("drafts estimated from log lines (they print no draft count)")
-    if "V0" in counts.source:
-        notes.append("V0 log: accepted = emitted - steps (prefix-accepted drafts); V0's own "
-                     "printed acceptance rate also counts tokens after a rejection")
-    gamma = _gamma_of(counts, num_speculative_tokens, per_pos, notes)
-    alpha = alpha_from_acceptance_length(tau, gamma) if gamma is not None else None
-    ci = acceptance_rate_ci(counts.accepted_tokens, counts.draft_tokens)
-    return AcceptanceStats(rate, tau, per_pos, gamma, alpha, counts, tuple(notes), ci)
-
-
-def _no_draft_count_checks(counts) -> None:
-    if counts.draft_tokens <= 0:
-        raise ValueError("no speculation in this window (draft tokens=0); vLLM reports no "
-                         "acceptance then")
-    if counts.accepted_tokens > counts.draft_tokens:
-        raise ValueError(f"accepted tokens ({counts.accepted_tokens:g}) exceed draft tokens "
-                         f"({counts.draft_tokens:g}): the counts are inconsistent")
-
-
-def _rate_only(counts) -> AcceptanceStats:
-    """No draft count and no gamma (vLLM v0.8 log lines): the acceptance rate only."""
-    _no_draft_count_checks(counts)
-    rate = counts.accepted_tokens / counts.draft_tokens
-    return AcceptanceStats(
-        rate, math.nan, (), None, None, counts,
-        ("the input prints no number of drafts (vLLM v0.8 log lines), so tau = 1 + "
-         "accepted / drafts needs num_speculative_tokens (-k): drafts = draft tokens / k",),
-        acceptance_rate_ci(counts.accepted_tokens, counts.draft_tokens))
-
-
-def _drafts_from_k(counts, num_speculative_tokens):
-    """No draft count: drafts = draft tokens / k; (counts with them, the note saying so)."""
-    from .. import _check
-
-    _no_draft_count_checks(counts)
-    k = _check.scalar_int("num_speculative_tokens", num_speculative_tokens, lo=1)
-    counts = SpecDecodeCounts(counts.draft_tokens / k, counts.draft_tokens,
-                              counts.accepted_tokens, counts.accepted_per_position,
-                              counts.label_sets, counts.source, True)
-    derived = (f"drafts = draft tokens / k = {counts.draft_tokens:,.0f} / {k} = "
-               f"{counts.drafts:,.2f} (the input prints no draft count; assumes every step "
-               "drafted k tokens)")
-    return counts, derived
-
-
-def _check_counts(counts) -> None:
-    """Counts vLLM could have written: drafts and per-position counts >= 0, some speculation,
-    accepted <= drafted, each position accepted at most once per draft."""
-    from .. import _check
-
+        if counts.draft_tokens <= 0:
+            raise ValueError("no speculation in this window (draft tokens=0); vLLM reports no "
+                             "acceptance then")
+        if counts.accepted_tokens > counts.draft_tokens:
+            raise ValueError(f"accepted tokens ({counts.accepted_tokens:g}) exceed draft tokens "
+                             f"({counts.draft_tokens:g}): the counts are inconsistent")
+        if num_speculative_tokens is None:  # the acceptance rate alone
+            return AcceptanceStats(
+                counts.accepted_tokens / counts.draft_tokens, math.nan, (), None, None, counts,
+                ("the input prints no number of drafts (vLLM v0.8 log lines), so tau = 1 + "
+                 "accepted / drafts needs num_speculative_tokens (-k): drafts = draft tokens / k",),
+                acceptance_rate_ci(counts.accepted_tokens, counts.draft_tokens))
+        k = _check.scalar_int("num_speculative_tokens", num_speculative_tokens, lo=1)
+        counts = SpecDecodeCounts(counts.draft_tokens / k, counts.draft_tokens,
+                                  counts.accepted_tokens, counts.accepted_per_position,
+                                  counts.label_sets, counts.source, True)
+        derived = (f"drafts = draft tokens / k = {counts.draft_tokens:,.0f} / {k} = "
+                   f"{counts.drafts:,.2f} (the input prints no draft count; assumes every step "
+                   "drafted k tokens)")
+    # counts vLLM could have written: some speculation, accepted <= drafted, each position
+    # accepted at most once per draft
     _check.real("counts.drafts", counts.drafts, lo=0.0)
     _check.real("counts.accepted_per_position", list(counts.accepted_per_position), lo=0.0)
     if counts.accepted_tokens > counts.draft_tokens:  # before "no speculation": 0 drafted
@@ -497,23 +414,34 @@ def _check_counts(counts) -> None:
                          f"({counts.accepted_per_position[over[0]]:g}) exceeds the drafts "
                          f"({counts.drafts:g}): a position is accepted at most once per draft; "
                          "the counts are inconsistent")
+    notes = [derived] if derived else []
+    rate = counts.accepted_tokens / counts.draft_tokens
+    tau = 1.0 + counts.accepted_tokens / counts.drafts
+    per_pos = tuple(x / counts.drafts for x in counts.accepted_per_position)
+    if counts.drafts_estimated and not derived:
+        notes.append("drafts estimated from log lines (they print no draft count)")
+    if "V0" in counts.source:
+        notes.append("V0 log: accepted = emitted - steps (prefix-accepted drafts); V0's own "
+                     "printed acceptance rate also counts tokens after a rejection")
+    gamma = _gamma_of(counts, num_speculative_tokens, per_pos, notes)
+    alpha = alpha_from_acceptance_length(tau, gamma) if gamma is not None else None
+    ci = acceptance_rate_ci(counts.accepted_tokens, counts.draft_tokens)
+    return AcceptanceStats(rate, tau, per_pos, gamma, alpha, counts, tuple(notes), ci)
 
 
 def _gamma_of(counts, num_speculative_tokens, per_pos, notes):
-    """gamma: given (checked against the counts), else inferred from the per-position series or
-    draft tokens / drafts (None when neither says); appends what it did to ``notes``."""
+    """gamma: given (checked against the counts: a step drafts at most gamma tokens, one
+    per-position series per draft position), else inferred from the per-position series or draft
+    tokens / drafts (None when neither says); appends what it did to ``notes``."""
     from .. import _check
 
     gamma = None
-    # The counts bound gamma from below: a step drafts at most gamma tokens, and vLLM keeps
-    # one per-position series per draft position. Drafts read from log lines are estimated
-    # from a rounded tau, hence the slack there.
     ratio = counts.draft_tokens / counts.drafts
     if ratio > _check.MAX_EXACT_INT:
         raise ValueError(f"the counts are inconsistent: draft tokens / drafts = "
                          f"{counts.draft_tokens:g} / {counts.drafts:g} = {ratio:.3g} tokens per "
                          "step is no draft length (counters damaged or edited by hand)")
-    slack = 1.01 if counts.drafts_estimated else 1.0 + 1e-9
+    slack = 1.01 if counts.drafts_estimated else 1.0 + 1e-9  # log drafts: from a rounded tau
     if num_speculative_tokens is not None:
         gamma = _check.scalar_int("num_speculative_tokens", num_speculative_tokens, lo=1)
         implied = []
@@ -522,10 +450,7 @@ def _gamma_of(counts, num_speculative_tokens, per_pos, notes):
                            f"{counts.drafts:,.0f} = {ratio:.2f} tokens per step")
         if len(per_pos) > gamma:
             implied.append(f"{len(per_pos)} per-position series (positions 0-{len(per_pos) - 1})")
-        if per_pos and gamma > len(per_pos):
-            # vLLM keeps exactly one per-position series per draft position (0 .. k-1, created
-            # with the counters; its log lines and spec_decode.py list k rates too), so the
-            # input records k itself: a larger gamma is not the server's.
+        if per_pos and gamma > len(per_pos):  # vLLM's series (and log rates) record k itself
             n = len(per_pos)
             raise UsageError(
                 f"usage: -k / num_speculative_tokens={gamma} is above the {n} per-position "
@@ -542,13 +467,12 @@ def _gamma_of(counts, num_speculative_tokens, per_pos, notes):
     elif per_pos:
         gamma = len(per_pos)
         notes.append(f"gamma = {gamma} inferred from the per-position series")
+    elif math.isclose(ratio, round(ratio)) and round(ratio) >= 1:
+        gamma = int(round(ratio))
+        notes.append(f"gamma = {gamma} inferred from draft tokens / drafts")
     else:
-        if math.isclose(ratio, round(ratio)) and round(ratio) >= 1:
-            gamma = int(round(ratio))
-            notes.append(f"gamma = {gamma} inferred from draft tokens / drafts")
-        else:
-            notes.append("gamma unknown (draft tokens / drafts is not whole): pass "
-                         "num_speculative_tokens to get alpha")
+        notes.append("gamma unknown (draft tokens / drafts is not whole): pass "
+                     "num_speculative_tokens to get alpha")
     if gamma is not None and ratio > gamma * slack:  # inferred from per-position series
         raise ValueError(
             f"the counts are inconsistent: draft tokens / drafts = {ratio:.2f} tokens per step "

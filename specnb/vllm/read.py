@@ -1,10 +1,5 @@
-"""One entry point for every spec-decode input vLLM writes: :func:`read_acceptance`.
-
-It recognises the input (Prometheus scrape, scrape pair, log lines of any vLLM version, the
-offline example's printout), reads it with :mod:`specnb.vllm.metrics` or
-:mod:`specnb.vllm.logs`, and returns the :class:`~specnb.vllm.metrics.AcceptanceStats` with a
-header that says what was read and how the lines were combined. ``specnb metrics`` prints it.
-"""
+"""One entry point for every spec-decode input vLLM writes: :func:`read_acceptance` (with
+:mod:`specnb.vllm.metrics` or :mod:`specnb.vllm.logs`, and a header saying what was read)."""
 
 from __future__ import annotations
 
@@ -59,18 +54,9 @@ def read_acceptance(texts, num_speculative_tokens: int | None = None,
     model_name : str or None
         For scrapes: keep only series with this ``model_name`` label.
 
-    Returns
-    -------
-    Reading
-
-    Raises
-    ------
-    ValueError
-        two inputs that are not both scrapes ("usage" in the message); text that is none of the
-        formats (the message names them); what the readers and
-        :func:`~specnb.vllm.acceptance_stats` raise.
-    TypeError
-        a text that is not a string.
+    Returns :class:`Reading`. Raises TypeError for a text that is not a string; ValueError for
+    two inputs not both scrapes (:class:`UsageError`), text of none of the formats (the message
+    names them), and what the readers and :func:`~specnb.vllm.acceptance_stats` raise.
     """
     if isinstance(texts, str):
         texts = [texts]
@@ -106,9 +92,8 @@ def read_acceptance(texts, num_speculative_tokens: int | None = None,
 
 
 def _log_reading(frame, n_lines, also, num_speculative_tokens):
-    """The Reading of a log's spec-decode frame (:func:`logs.read_spec_decode_lines`);
-    ``n_lines``: the input's line count; ``also``: whether it also holds a scrape / a
-    printout."""
+    """The Reading of a log's :func:`logs.read_spec_decode_lines` frame (``n_lines``: the
+    input's; ``also``: whether it also holds a scrape / a printout)."""
     v0 = logs._is_v0(frame)
     n_v1, n_v0 = frame.attrs["v1_lines"], frame.attrs["v0_lines"]
     lines_word = "log line" if n_lines == 1 else "log lines"
@@ -154,16 +139,10 @@ LARGE_SCRAPE = 16 << 20
 def read_acceptance_scans(scans, num_speculative_tokens: int | None = None,
                           model_name: str | None = None) -> Reading:
     """:func:`read_acceptance` of files streamed by :func:`specnb._stream.scan` with
-    :data:`MARKERS` (only the lines that name spec-decode counters were kept, so a 200 MB
-    scrape or log is read in constant memory). A log's V1 lines are summed as they are read
-    (:func:`specnb.vllm.logs.read_spec_decode_lines`). The header gains a warning with the
-    size of a scrape larger than :data:`LARGE_SCRAPE`.
-
-    Raises
-    ------
-    ValueError, UsageError
-        as :func:`read_acceptance` (a file with no kept line is read from its head, so the
-        message names what it is instead).
+    :data:`MARKERS` (only the spec-decode lines kept: a 200 MB scrape or log in constant memory;
+    a log's V1 lines summed as read). The header warns with the size of a scrape larger than
+    :data:`LARGE_SCRAPE`. Raises ValueError, UsageError as :func:`read_acceptance` (a file with
+    no kept line is read from its head, so the message names what it is instead).
     """
     scans = list(scans)
     texts = [sc.text if sc.lines else sc.head for sc in scans]

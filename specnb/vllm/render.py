@@ -1,13 +1,6 @@
-"""Render a ``speculative_config`` for the three places vLLM reads it.
-
-* :func:`serve_command`: ``vllm serve <model> --speculative-config '<json>'``, quoted for a POSIX
-  shell with :func:`shlex.quote`;
-* :func:`yaml_config`: a ``vllm serve --config FILE.yaml`` file with a nested mapping (vLLM's
-  docs ask for that, not an escaped JSON string), written by PyYAML's ``safe_dump``;
-* :func:`python_snippet`: ``LLM(model=..., speculative_config={...})``.
-
-Rendering does not check the config against vLLM's rules: build it with
-:func:`specnb.vllm.speculative_config` or check it with
+"""Render a ``speculative_config`` for the three places vLLM reads it: :func:`serve_command`,
+:func:`yaml_config` (``vllm serve --config``), :func:`python_snippet` (``LLM(...)``). Rendering
+checks no vLLM rule: build with :func:`specnb.vllm.speculative_config` or check with
 :func:`specnb.vllm.check_speculative_config`.
 """
 
@@ -45,18 +38,10 @@ def _check_model(model, name="model"):
 def serve_command(config: dict, model: str = "<target-model>", *, extra_args=()) -> str:
     """The ``vllm serve`` command line for ``config``, quoted for a POSIX shell.
 
-    ``vllm serve MODEL --speculative-config 'JSON' [EXTRA...]``: the JSON is compact
-    ``json.dumps`` output (", " and ": " separators, key order kept) and every word goes
-    through :func:`shlex.quote`, so quotes, ``$`` or spaces in values survive the shell.
-    ``shlex.split`` of the result gives back the JSON exactly.
-
-    Parameters
-    ----------
-    config : dict of JSON values
-    model : str
-        The target model (positional argument of ``vllm serve``).
-    extra_args : iterable of str
-        Further arguments, each quoted.
+    ``vllm serve MODEL --speculative-config 'JSON' [EXTRA...]`` (``config``: a dict of JSON
+    values; ``model``: the target; ``extra_args``: further words): the JSON is ``json.dumps``
+    output (key order kept) and every word goes through :func:`shlex.quote`, so ``shlex.split``
+    of the result gives back the JSON exactly.
 
     Raises
     ------
@@ -88,26 +73,14 @@ def _dumper():
 
 
 def yaml_config(config: dict, model: str | None = None) -> str:
-    """A ``vllm serve --config FILE.yaml`` file holding ``config`` as a nested mapping.
-
-    vLLM's docs ask for a nested mapping, not an escaped JSON string; vLLM's
-    ``FlexibleArgumentParser.load_config_file`` (``vllm/utils/argparse_utils.py`` @
-    ``00da11e3``) passes a nested mapping on as ``--speculative-config <json>``. Written by
-    PyYAML's safe dumper (key order kept, mappings as blocks, lists in flow style, non-ASCII
-    escaped: PyYAML mangles U+0085 when it writes Unicode as is), after a comment line;
-    ``yaml.safe_load`` of the result gives back ``{"model": model, "speculative-config":
-    config}`` (``model`` only when given), with lists as lists.
-
-    Parameters
-    ----------
-    config : dict of JSON values
-    model : str or None
-        The target model, written as ``model:`` (vLLM accepts it in the config file).
-
-    Raises
-    ------
-    TypeError, ValueError
-        ``config`` not a dict of JSON values; empty ``model``.
+    """A ``vllm serve --config FILE.yaml`` file holding ``config`` (a dict of JSON values) as a
+    nested mapping, which ``FlexibleArgumentParser.load_config_file``
+    (``vllm/utils/argparse_utils.py`` @ ``00da11e3``) passes on as ``--speculative-config
+    <json>``; ``model`` (str or None) written as ``model:``. PyYAML's safe dumper (key order
+    kept, lists in flow style, non-ASCII escaped: PyYAML mangles U+0085 otherwise), after a
+    comment line; ``yaml.safe_load`` gives back ``{"model": model, "speculative-config":
+    config}`` (``model`` only when given). Raises TypeError, ValueError for a ``config`` not a
+    dict of JSON values or an empty ``model``.
     """
     import yaml
 
@@ -122,16 +95,9 @@ def yaml_config(config: dict, model: str | None = None) -> str:
 
 
 def python_snippet(config: dict, model: str = "<target-model>") -> str:
-    """Python code that starts vLLM offline with ``LLM(model=..., speculative_config={...})``.
-
-    Values are written with :func:`repr` (``True``/``False``/``None``), one key per line;
-    :func:`ast.literal_eval` of the dict part gives back ``config``.
-
-    Raises
-    ------
-    TypeError, ValueError
-        ``config`` not a dict of JSON values; empty ``model``.
-    """
+    """Python code that starts vLLM offline with ``LLM(model=..., speculative_config={...})``:
+    values with :func:`repr`, one key per line (:func:`ast.literal_eval` of the dict part gives
+    back ``config``). Raises TypeError, ValueError as :func:`yaml_config`."""
     config = _as_mapping(config)
     _check_model(model)
     body = "".join(f"        {k!r}: {v!r},\n" for k, v in config.items())

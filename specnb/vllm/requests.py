@@ -1,16 +1,11 @@
 """vLLM's per-request acceptance: ``metrics.speculative_decoding`` in response bodies.
 
-vLLM 0.33 adds it to a completion or chat response for a single-sequence request (``n == 1``)
-when the server runs with ``--per-request-spec-decode-metrics``
-(``SpeculativeDecodingMetrics``, ``vllm/entrypoints/generate/base/protocol.py``; filled by
-``RequestSpecDecodeMetrics.to_dict``, ``vllm/v1/metrics/stats.py``): ``num_spec_steps``
-(verification steps), ``num_draft_tokens``, ``num_accepted_draft_tokens``,
-``num_spec_tokens`` (gamma), ``mean_acceptance_length`` (1 + accepted / steps, bonus
-included), ``draft_acceptance_rate`` (accepted / drafted) and ``acceptance_histogram``
-(index j: steps that accepted exactly j drafts; length gamma + 1). These are the server
-counters' own definitions for one request: summed over responses they give the
-:class:`~specnb.vllm.metrics.SpecDecodeCounts` of those requests, with per-position counts
-from the histogram (accepted at position i = steps with more than i accepted).
+vLLM 0.33 adds it to a single-sequence response when the server runs with
+``--per-request-spec-decode-metrics`` (``SpeculativeDecodingMetrics``,
+``vllm/entrypoints/generate/base/protocol.py``; ``RequestSpecDecodeMetrics.to_dict``,
+``vllm/v1/metrics/stats.py``): the server counters' own definitions for one request, with an
+``acceptance_histogram`` (index j: steps that accepted exactly j drafts), so accepted at position
+i = steps with more than i accepted.
 """
 
 from __future__ import annotations

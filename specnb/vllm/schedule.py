@@ -1,18 +1,10 @@
-"""vLLM's dynamic draft length: ``num_speculative_tokens_per_batch_size``.
-
-Each entry is ``[range_start, range_end, K]``: while the number of requests scheduled in a step
-lies in the inclusive range, vLLM drafts K tokens (0 = none). Sources
-(``shared/reference/batch-model.md`` section 5): the field is ``list[tuple[int, int, int]] |
-None`` (``vllm/config/speculative.py``); ``validate_and_normalize_dynamic_sd_schedule``
-(``vllm/v1/spec_decode/dynamic/utils.py``): a non-empty list of 3-item entries cast to int,
-positive bounds, ``range_start <= range_end``, ``K >= 0``, no overlap after sorting, the first
-range at 1 (gaps and a last range below ``max_num_seqs`` allowed); ``build_dynamic_sd_schedule_
-lookup``: gaps take the previous K, sizes past the last range the last K, every K clamped to
-``num_speculative_tokens`` silently (the newer docs call a larger K an error); the docs: off
-with ``--data-parallel-size > 1``; full CUDA graphs only on Model Runner V2. Its measured cost
-(:func:`schedule_tax`, ``data/vllm_schedule_tax.csv``, vLLM issue #49548, vLLM 0.27.1, one
-H100 NVL, K = 0 everywhere): TPOT 14.374 -> 15.317 ms at concurrency 2, 77.164 -> 93.820 ms at
-189 against speculation off.
+"""vLLM's dynamic draft length: ``num_speculative_tokens_per_batch_size``, entries
+``[range_start, range_end, K]`` (K tokens drafted while the batch size lies in the inclusive
+range; 0 = none). Sources: ``shared/reference/batch-model.md`` section 5; the field in
+``vllm/config/speculative.py``; ``validate_and_normalize_dynamic_sd_schedule`` and
+``build_dynamic_sd_schedule_lookup`` (``vllm/v1/spec_decode/dynamic/utils.py``); the docs (off
+with ``--data-parallel-size > 1``). Its measured cost: :func:`schedule_tax`
+(``data/vllm_schedule_tax.csv``, vLLM issue #49548).
 """
 
 from __future__ import annotations
@@ -28,12 +20,13 @@ def schedule_tax() -> tuple[tuple[int, float, float], ...]:
     off, TPOT ms with the schedule on and K = 0 everywhere)`` per row of
     ``data/vllm_schedule_tax.csv`` (vLLM issue #49548, comment; vLLM 0.27.1, 1x H100 NVL,
     Model Runner V1), read once per process."""
-    return _schedule_tax_rows()[0]
+    return tuple((int(r["concurrency"]), float(r["tpot_off_ms"]), float(r["tpot_on_k0_ms"]))
+                 for r in _schedule_tax_rows())
 
 
 def schedule_tax_source() -> str:
     """The source of :func:`schedule_tax`, as its CSV states it."""
-    return _schedule_tax_rows()[1]
+    return str(_schedule_tax_rows()[0]["source"])
 
 
 @functools.lru_cache(maxsize=None)
@@ -43,9 +36,7 @@ def _schedule_tax_rows():
     from .. import data
 
     with open(data.path("vllm_schedule_tax"), newline="", encoding="utf-8") as fh:
-        rows = list(csv.DictReader(fh))  # the csv module: no pandas import for one check
-    return (tuple((int(r["concurrency"]), float(r["tpot_off_ms"]), float(r["tpot_on_k0_ms"]))
-                  for r in rows), str(rows[0]["source"]))
+        return list(csv.DictReader(fh))  # the csv module: no pandas import for one check
 
 
 #: How vLLM reads the schedule, in words (sources in the module docstring).
@@ -70,13 +61,9 @@ def _is_int(x) -> bool:
 
 
 def schedule_problems(schedule) -> list[str]:
-    """Everything vLLM's validation would refuse in ``schedule``, as sentences (empty if none).
-
-    Follows ``validate_and_normalize_dynamic_sd_schedule`` @ ``a6f6bb1d``: a non-empty list of
-    ``[range_start, range_end, K]`` integer triples; positive bounds; ``range_start <=
-    range_end``; ``K >= 0``; no two ranges overlap (after sorting); the first range starts at
-    batch size 1. Stops at the first malformed entry (the later checks need triples).
-    """
+    """Everything ``validate_and_normalize_dynamic_sd_schedule`` @ ``a6f6bb1d`` would refuse
+    in ``schedule`` (integer triples, positive bounds, start <= end, K >= 0, no overlap, first
+    range at 1), as sentences (empty if none); stops at the first malformed entry."""
     if not isinstance(schedule, (list, tuple)) or isinstance(schedule, str):
         return [f"must be a list of [range_start, range_end, K] entries, got {schedule!r}"]
     if not schedule:
@@ -117,10 +104,10 @@ def validate_schedule(schedule, num_speculative_tokens: int | None = None
                       ) -> list[tuple[int, int, int]]:
     """The schedule sorted by range, as vLLM normalises it; ValueError if vLLM would refuse it.
 
-    The one schedule validator (the serving plan, the checker and the lookup use it). An
-    integer numpy array is taken as its nested list. With ``num_speculative_tokens`` every K
-    must also be <= it: the newer docs (``dynamic_speculative_decoding.md`` @ ``015a47e1``)
-    call a larger K an error, the code @ ``a6f6bb1d`` clamps it silently.
+    The one schedule validator (an integer numpy array is taken as its nested list). With
+    ``num_speculative_tokens`` every K must also be <= it: the newer docs
+    (``dynamic_speculative_decoding.md`` @ ``015a47e1``) call a larger K an error, the code @
+    ``a6f6bb1d`` clamps it silently.
 
     Raises
     ------
@@ -172,9 +159,7 @@ def schedule_lookup(schedule, num_speculative_tokens: int, max_num_seqs: int) ->
         if not _is_int(value) or value < 1:
             raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
     rows = validate_schedule(schedule)
-    table = [0] * (max_num_seqs + 1)
-    current = None
-    i = 0
+    table, current, i = [0] * (max_num_seqs + 1), None, 0
     for b in range(1, max_num_seqs + 1):
         while i < len(rows) and rows[i][0] <= b:
             current = rows[i]

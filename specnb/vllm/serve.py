@@ -1,10 +1,7 @@
 """The whole ``vllm serve`` line: :func:`parse_serve_line` reads it as vLLM's
-``FlexibleArgumentParser`` (``vllm/utils/argparse_utils.py``) does (``_`` in flag names read as
-``-``, ``--flag=value``, dotted ``--speculative-config.key value`` merged into one JSON object:
-the value JSON, else a human-readable int such as ``8k``, else the string), then argparse over
-the release's flags (``specnb/vllm/flags/<v>.json``, from ``make_arg_parser`` by
-``oracle/table.py --flags``; else the nearest older release's); :func:`check_serve_line` checks
-the config in its context."""
+``FlexibleArgumentParser`` (``vllm/utils/argparse_utils.py``) does, with the release's flags
+(``specnb/vllm/flags/<v>.json``, from ``make_arg_parser`` by ``oracle/table.py --flags``);
+:func:`check_serve_line` checks the config in its context."""
 
 from __future__ import annotations
 

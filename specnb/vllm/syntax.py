@@ -1,13 +1,8 @@
-"""Diagnose ``--speculative-config`` text that is not JSON: line, column, likely cause, repair.
-
-vLLM's flag type is ``optional_type(json.loads)`` (``vllm/engine/arg_utils.py``): "" and
-"None" mean no config, anything else must be JSON. When :func:`json.loads` refuses the
-text, :func:`syntax_error` walks a list of likely causes (undecodable bytes, a byte-order mark,
-smart quotes, kept outer quotes, shell-kept backslashes, template placeholders, Python dict
-literals, trailing commas, comments, ``key=value`` pairs, stripped quotes, missing braces) and
-returns a :class:`ConfigSyntaxError` with the position, the cause and, where one could be
-derived, the repaired JSON text (``repaired``). Whether the repaired config is one vLLM accepts
-is the rules' business (:mod:`specnb.vllm.check` completes the fix); this module knows JSON only.
+"""Diagnose ``--speculative-config`` text that is not JSON (vLLM's flag type is
+``optional_type(json.loads)``, ``vllm/engine/arg_utils.py``): :func:`syntax_error` walks the
+likely causes in :data:`_RULES` and gives a :class:`ConfigSyntaxError` with the position, the
+cause and, where one is derived, the repaired JSON. Whether vLLM accepts the repair is
+:mod:`specnb.vllm.check`'s business; this module knows JSON only.
 """
 
 from __future__ import annotations

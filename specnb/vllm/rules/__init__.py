@@ -1,8 +1,6 @@
 """vLLM's rules as plain functions over one :class:`~specnb.vllm.rules.context.Context`, run
-in the order of :data:`RULES`, then :data:`CONTEXT_RULES`. Each reads the context (keys,
-values, method, draft, target, serve) and adds findings; ``values`` fills ``ctx.values``,
-``method`` sets ``ctx.method``. The release's facts come from its table
-(:mod:`specnb.vllm._versions`), what vLLM's code does not carry from ``traps.json``."""
+in the order of :data:`RULES`, then :data:`CONTEXT_RULES`; ``values`` fills ``ctx.values``,
+``method`` sets ``ctx.method``."""
 
 from __future__ import annotations
 

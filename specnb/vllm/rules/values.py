@@ -1,11 +1,7 @@
-"""The value rules: each value as the release's pydantic reads it (lax mode; checked with
-pydantic 2.14 of the vLLM 0.33.0 wheel, ``oracle/drive_strings.py``): an int field takes a bool,
-a whole float or an ASCII digit string with sign, ``_`` between digits, whitespace and a
-``.0`` tail (``"3.0"``, ``"1_0"``; not ``"3.5"``, ``"1e1"``, ``"0x4"``); a float field a bool,
-an int or an ASCII string ``float`` reads (``".5"``, ``"1e0"``, ``"nan"``); a bool field 0/1
-and ``true/false, yes/no, on/off, t/f, y/n`` in any case; lists item by item. A release whose
-``SpeculativeConfig`` is a stdlib dataclass (table ``config_style: "dataclass"``, 0.8.2-0.9.0.1)
-coerces nothing. Then the table's bounds, and the bounds vLLM checks by hand for one method."""
+"""The value rules: each value as the release's pydantic reads it in lax mode (checked with
+pydantic 2.14 of the vLLM 0.33.0 wheel, ``oracle/drive_strings.py``; a stdlib-dataclass release,
+table ``config_style: "dataclass"``, coerces nothing), the table's bounds, and the bounds vLLM
+checks by hand for one method."""
 
 from __future__ import annotations
 
