@@ -1,31 +1,17 @@
 """vLLM's contract, nothing more: build and check ``speculative_config`` the way vLLM would,
 render it, and read what vLLM writes (``/metrics``, logs, ``vllm bench serve`` results) into
-numbers. What the numbers say to do is :mod:`specnb.advise`.
-
-Used by notebooks 06 and 07, ``specnb config`` / ``metrics`` / ``bench``, ``specnb plan``
-(through :mod:`specnb.advise`) and the README and docs pages:
+numbers. What the numbers say to do is :mod:`specnb.advise`. Used by notebooks 06 and 07,
+``specnb config`` / ``metrics`` / ``bench`` and ``specnb plan``; the names, by job:
 
 Build and render
-    :func:`speculative_config`, :func:`serve_command`, :func:`yaml_config`,
-    :func:`python_snippet`; :data:`METHODS`, :data:`BUILD_METHODS`, :data:`DEFAULT_GAMMA`,
-    :data:`NGRAM_OPTIONS` (vLLM's docs examples)
+    :func:`speculative_config`; :func:`serve_command`, :func:`yaml_config`, :func:`python_snippet`
 Check
     :func:`check_speculative_config` -> :class:`ConfigCheck` of :class:`Finding` (each with a
-    stable ``code``); :func:`parse_speculative_config` (raises :class:`ConfigSyntaxError`);
-    :func:`suggest_fix`; the dynamic schedule: :func:`validate_schedule`, :func:`schedule_lookup`,
-    :func:`describe_schedule`; the whole ``vllm serve`` line: :func:`check_serve_line`,
-    :func:`parse_serve_line` (raises :class:`ServeLineError`)
+    stable ``code``); the dynamic schedule; the whole ``vllm serve`` line: :func:`check_serve_line`
 Read
-    :func:`read_acceptance` (any format; :class:`UsageError` for inputs given wrongly) ->
-    :class:`Reading`; :func:`read_metrics`, :func:`metrics_delta`, :func:`log_counts`,
-    :func:`acceptance_stats` -> :class:`SpecDecodeCounts`, :class:`AcceptanceStats`;
-    :data:`PROMQL`; :func:`read_bench`, :func:`bench_summary`, :func:`bench_rows`,
-    :func:`bench_value`, :data:`SPEC_KEYS`, :data:`COMPARABLE`; :func:`bench_point` /
-    :func:`bench_points` (a run's numbers for ``specnb.serving.calibrate_bench``),
-    :data:`POINT_KEYS`; how a bench run was made: :func:`bench_setup`,
-    :func:`read_bench_console`, :func:`server_acceptance_method`; streamed files:
-    :func:`read_acceptance_scans`; per-request metrics in responses:
-    :func:`read_request_metrics`
+    :func:`read_acceptance` (any format) -> :class:`Reading`; the counters' readers and
+    statistics; ``vllm bench serve`` files (:func:`read_bench`, how a run was made); per-request
+    metrics in responses
 Samples
     :func:`sample_path`, :func:`sample_names` -- the bundled, labelled inputs in ``data/samples/``.
 

@@ -1,6 +1,5 @@
-"""The builder: :func:`speculative_config`, checked like vLLM would (the rules are
-:mod:`specnb.vllm.rules`, the check :mod:`specnb.vllm.check`), and the docs' starting values
-(:data:`DEFAULT_GAMMA`, :data:`NGRAM_OPTIONS`, from ``traps.json``)."""
+"""The builder, :func:`speculative_config` (checked by :mod:`specnb.vllm.check`), and the docs'
+starting values (:data:`DEFAULT_GAMMA`, :data:`NGRAM_OPTIONS`, from ``traps.json``)."""
 
 from __future__ import annotations
 
@@ -18,7 +17,7 @@ __all__ = ["speculative_config", "METHODS", "BUILD_METHODS", "DEFAULT_GAMMA", "N
 #: Every value ``method`` may take in the newest release with a table (its ``SpeculativeMethod``).
 METHODS = select(None)[0].methods
 #: The methods :func:`speculative_config` knows (deprecated ``*_mtp`` names excluded; the
-#: newest release may lack some, e.g. vLLM 0.33.0 has no medusa, and the build then fails).
+#: newest release may lack some, e.g. vLLM 0.33.0 has no medusa: the build then fails).
 BUILD_METHODS = tuple(TRAPS["build_methods"])
 #: Draft length to start with per method when no acceptance has been measured: vLLM's docs
 #: examples and the article's FAQ (ngram 4; draft_model 5; eagle3 3, the article's "start at
@@ -35,29 +34,23 @@ def speculative_config(method: str, num_speculative_tokens: int | None = None,
     Parameters
     ----------
     method : str
-        One of ``ngram``, ``suffix``, ``draft_model``, ``eagle``, ``eagle3``, ``mtp``,
-        ``medusa``, ``mlp_speculator`` (also ``ngram_gpu``, ``dflash``, ``dspark``,
-        ``custom_class``, ``extract_hidden_states``).
+        One of :data:`BUILD_METHODS` (the newest release lacks some, e.g. medusa).
     num_speculative_tokens : int or None
         Draft length gamma (> 0; a numpy integer is taken as the equal int). None leaves it
         out (suffix decoding and checkpoints with ``n_predict`` supply a default; the other
         methods then fail the check).
     **options
-        Any other ``SpeculativeConfig`` key, e.g. ``model="Qwen/Qwen3-0.6B"``,
-        ``prompt_lookup_min=2``, as JSON values (numpy numbers are taken as the equal Python
-        number). A None value leaves the key out.
+        Any other ``SpeculativeConfig`` key, e.g. ``model="Qwen/Qwen3-0.6B"``, as JSON values
+        (numpy numbers taken as the equal Python number); a None value leaves the key out.
 
-    Returns
-    -------
-    dict with ``method`` first, then ``model`` (if given), ``num_speculative_tokens`` and the
+    Returns a dict: ``method``, ``model`` (if given), ``num_speculative_tokens``, then the
     options in the order given.
 
     Raises
     ------
     ValueError
-        unknown ``method`` (with a did-you-mean) or a config vLLM would reject; the message
-        lists every error finding with its fix. Warnings are not raised: call
-        :func:`check_speculative_config` on the result to see them.
+        unknown ``method`` (with a did-you-mean) or a config vLLM would reject (every error
+        finding with its fix; warnings are not raised: check the result to see them).
     TypeError
         ``num_speculative_tokens`` not an int (a string, a float, a bool); an option that is
         not a JSON value.
@@ -77,12 +70,9 @@ def speculative_config(method: str, num_speculative_tokens: int | None = None,
                         f"{type(num_speculative_tokens).__name__} {num_speculative_tokens!r}")
     options = {k: plain(v) for k, v in options.items()}
     json_values(options, "options")
-    cfg: dict = {"method": method}
-    if options.get("model") is not None:
-        cfg["model"] = options.pop("model")
-    if num_speculative_tokens is not None:
-        cfg["num_speculative_tokens"] = num_speculative_tokens
-    cfg.update({k: v for k, v in options.items() if v is not None})
+    cfg = {"method": method, "model": options.pop("model", None),
+           "num_speculative_tokens": num_speculative_tokens, **options}
+    cfg = {k: v for k, v in cfg.items() if v is not None}
     result = check_speculative_config(cfg)
     if result.errors:
         detail = "; ".join(f"{f.key}: {f.message} (fix: {f.fix})" for f in result.errors)

@@ -22,8 +22,8 @@ from itertools import zip_longest
 
 from .metrics import AcceptanceStats, SpecDecodeCounts, acceptance_stats
 
-__all__ = ["read_spec_decode_log", "read_spec_decode_lines", "log_counts", "log_stats", "read_offline_printout",
-           "is_spec_decode_log", "is_offline_printout"]
+__all__ = ["read_spec_decode_log", "read_spec_decode_lines", "log_counts", "log_stats",
+           "read_offline_printout", "is_spec_decode_log", "is_offline_printout"]
 
 V1_MARK, V0_MARK = "SpecDecoding metrics:", "Speculative metrics:"
 

@@ -58,16 +58,16 @@ def human_readable_int(text: str) -> int:
     return int(number) * 2 ** (10 * "KMGT".index(suffix) + 10)
 
 
-def human_readable_int_or_auto(text: str) -> int:
-    return -1 if text.strip().lower() in ("auto", "-1") else human_readable_int(text)
-
-
 def _loads(text):
     try:
         return json.loads(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"Value {text} cannot be converted to <function loads>."
                                          ) from None
+
+
+def human_readable_int_or_auto(text: str) -> int:  # argparse's messages name it
+    return -1 if text.strip().lower() in ("auto", "-1") else human_readable_int(text)
 
 
 _TYPES = {"int": int, "float": float, "json": _loads, "human_int": human_readable_int,
@@ -107,8 +107,7 @@ def _parser(version: str, api_server=False) -> tuple[argparse.ArgumentParser, st
 
 
 def _update(original: dict, update: dict) -> None:
-    """vLLM's ``recursive_dict_update``: dicts merge, lists concatenate, anything else
-    replaces."""
+    """vLLM's ``recursive_dict_update``: dicts merge, lists concatenate, the rest replaces."""
     for k, v in update.items():
         if isinstance(v, dict) and isinstance(original.get(k), dict):
             _update(original[k], v)

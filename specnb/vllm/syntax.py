@@ -68,8 +68,7 @@ def loads(text: str):
 
 
 def _pairs(pairs):
-    out = {}
-    dups = []
+    out, dups = {}, []
     for k, v in pairs:
         if k in out:
             dups.append(k)
@@ -84,25 +83,9 @@ class _DupDict(dict):
     duplicates: list
 
 
-def _parses(text: str) -> bool:
-    try:
-        json.loads(text)
-        return True
-    except ValueError:
-        return False
-
-
 def _key_before(text: str, index: int) -> str | None:
     m = re.search(r"[\"']?([A-Za-z_][\w\-]*)[\"']?\s*:\s*$", text[:index])
     return m.group(1) if m else None
-
-
-def _python_literal(text: str):
-    try:
-        value = ast.literal_eval(text.strip())
-    except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
-        return None
-    return value if isinstance(value, dict) else None
 
 
 # Each rule: detect(text, masked) -> index or None; transform(text) -> text or None; cause.
@@ -120,25 +103,24 @@ def _search(pattern):
 
 
 def _r_undecodable(text, masked):
-    m = _UNDECODABLE.search(text)
-    return m.start() if m else None
+    return _at(_UNDECODABLE.search(text))
 
 
 def _r_outer_quotes(text, masked):
     s = text.strip()
     if len(s) >= 2 and s[0] == s[-1] == "'" and s[1:-1].strip().startswith("{"):
         return text.index("'")
-    if len(s) >= 4 and s[0] == '"' and s[-1] == '"' and s[1:-1].strip().startswith("{") \
-            and not _parses(s):
-        return text.index('"')
+    if len(s) >= 4 and s[0] == '"' and s[-1] == '"' and s[1:-1].strip().startswith("{"):
+        try:
+            json.loads(s)
+        except ValueError:
+            return text.index('"')
     return None
 
 
 def _r_backslash(text, masked):
     m = re.search(r"\\+[\"']", text)
-    if m and re.match(r"\s*\{\s*\\+[\"']", text):
-        return m.start()
-    return None
+    return m.start() if m and re.match(r"\s*\{\s*\\+[\"']", text) else None
 
 
 def _r_template(text, masked):
@@ -153,10 +135,11 @@ def _r_template(text, masked):
 
 
 def _t_single_quotes(text):
-    value = _python_literal(text)
-    if value is not None:
-        return json.dumps(value)
-    return text.replace("'", '"')
+    try:
+        value = ast.literal_eval(text.strip())
+    except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
+        value = None
+    return json.dumps(value) if isinstance(value, dict) else text.replace("'", '"')
 
 
 def _t_python_literals(text):
@@ -281,11 +264,8 @@ _RULES = [
 
 
 def _diagnose(text: str, err: json.JSONDecodeError, depth: int = 0):
-    """Return (cause, fix, key, index, repaired) for text that json.loads rejected.
-
-    ``repaired`` is JSON text that :func:`json.loads` reads, or None; ``fix`` is then
-    "use <repaired>".
-    """
+    """(cause, fix, key, index, repaired) for text json.loads refused; ``repaired``: JSON text
+    :func:`json.loads` reads (``fix`` is then "use <repaired>"), or None."""
     if text.strip() in ("", "None"):
         what = "only whitespace" if not text.strip() else "None with spaces around it"
         return (f"{what}: vLLM reads exactly '' or 'None' as no speculative config; anything "
@@ -297,8 +277,7 @@ def _diagnose(text: str, err: json.JSONDecodeError, depth: int = 0):
         idx = detect(text, masked)
         if idx is None:
             continue
-        key = None
-        if transform is None and detect is _r_undecodable:
+        if detect is _r_undecodable:
             ch = text[idx]
             what = "a NUL character" if ch == "\x00" else f"the byte 0x{ord(ch) - 0xdc00:02x}"
             return (f"{cause}: {what}", "save the value as UTF-8 text and pass it again", None,
@@ -312,18 +291,17 @@ def _diagnose(text: str, err: json.JSONDecodeError, depth: int = 0):
                     else "the real value")
             return cause, f"substitute {what} for {ph} before starting vLLM", key, idx, None
         fixed = transform(text)
-        if fixed is None:
-            return cause, "", key, idx, None
         try:
-            loads(fixed)
-            return cause, f"use {fixed.strip()}", key, idx, fixed.strip()
+            if fixed is not None:
+                loads(fixed)
+                return cause, f"use {fixed.strip()}", None, idx, fixed.strip()
         except json.JSONDecodeError as err2:
             if depth < 3 and fixed != text:
                 more, fix2, key2, _, repaired = _diagnose(fixed, err2, depth + 1)
                 return f"{cause}; then {more}", fix2, key2, idx, repaired
-            return cause, "", key, idx, None
         except (RecursionError, ValueError):  # nested too deeply, or an over-long integer
-            return cause, "", key, idx, None
+            pass
+        return cause, "", None, idx, None
     if err.msg.startswith("Extra data"):
         return ("text after the end of the object (two objects, or a stray character)", "",
                 None, err.pos, None)

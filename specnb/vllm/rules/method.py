@@ -1,6 +1,5 @@
-"""The method rules: which method vLLM runs (``SpeculativeConfig.__post_init__``'s inference
-and re-detection), what the checkpoint says, the model it needs, a method word given as the
-model name, the draft length, the n-gram window and suffix decoding."""
+"""The method rules: which method vLLM runs (``SpeculativeConfig.__post_init__``), what the
+checkpoint says, the model it needs, the draft length, the n-gram window and suffix decoding."""
 
 from __future__ import annotations
 
@@ -58,10 +57,8 @@ def _resolve(ctx, given, model):
         ctx.add("method-not-string", "error", "method", f"method must be a string, got "
                 f"{json.dumps(given)}", "write e.g. \"method\": \"ngram\"")
         return None
-    if t.raw.get("config_style", "pydantic") != "pydantic":
-        # 0.8.2-0.9.2: a stdlib dataclass (SpeculativeConfig.from_dict: cls(**d)) checks no
-        # Literal (0.8.2-0.8.4 have none): __post_init__ keeps 'ngram', replaces the rest
-        # with what it detects from the draft model
+    if t.raw.get("config_style", "pydantic") != "pydantic":  # 0.8.2-0.9.2: no Literal checked;
+        # __post_init__ keeps 'ngram', replaces the rest with what it detects from the draft
         if given in ("ngram", "[ngram]"):
             return "ngram"
         if given not in (t.methods or ("eagle", "medusa", "mlp_speculator", "draft_model")):
@@ -171,13 +168,10 @@ def _is_full_causal_lm(draft) -> bool:
 
 
 def detected_method(method: str, model: str, draft_config=None) -> str:
-    """The method vLLM ends up with for an explicit (or inferred) ``method`` and checkpoint.
-
-    vLLM re-detects the method after loading the draft checkpoint unless it is one of eagle,
-    eagle3, dflash, dspark: 'eagle-' in the path -> eagle; 'eagle3' -> eagle3; 'dflash' /
-    'dspark' in the path or architecture -> that; config.json ``model_type`` medusa,
-    mlp_speculator or an MTP type -> that; otherwise the method stays.
-    """
+    """The method vLLM ends up with for an explicit (or inferred) ``method`` and checkpoint:
+    re-detected after loading the draft unless eagle, eagle3, dflash, dspark ('eagle-' in the
+    path, 'eagle3', 'dflash' / 'dspark' in path or architecture, config.json ``model_type``
+    medusa, mlp_speculator or MTP), else the method stays."""
     if method in ("eagle", "eagle3", "dflash", "dspark", "suffix", "custom_class",
                   "extract_hidden_states") or method in NGRAM:
         return method

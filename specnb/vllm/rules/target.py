@@ -1,5 +1,4 @@
-"""The checks against the target and the draft checkpoint's config.json, as
-``SpeculativeConfig.__post_init__`` makes them once the served model is known."""
+"""The checks against the target and the draft checkpoint's config.json."""
 
 from __future__ import annotations
 
@@ -16,24 +15,19 @@ def _local_path(model: str) -> bool:
 
 
 def target(ctx: Context) -> None:
-    """The checks vLLM makes against the target and the draft checkpoint's config.json
-    (``SpeculativeConfig.__post_init__`` @ vLLM 0.33.0: ``_verify_and_get_draft_tp``,
+    """vLLM's checks against the target and the draft's config.json for methods that load a
+    draft (``SpeculativeConfig.__post_init__`` @ vLLM 0.33.0: ``_verify_and_get_draft_tp``,
     ``_maybe_override_draft_max_model_len``, ``verify_equal_vocab_size_if_draft_model``, the
-    draft ``ModelConfig`` a missing local path fails). They apply to the methods that load a
-    draft checkpoint (not ngram, suffix, custom proposers, hidden-state extraction).
-    """
+    draft ``ModelConfig`` a missing local path fails)."""
     if ctx.target is None and not ctx.serve:
         return
     cfg, ch, target = ctx.keys, ctx, ctx.target
     tp, served_len = ctx.serve.get("tensor_parallel_size"), ctx.serve.get("max_model_len")
-    method = cfg.get("method")
-    model = cfg.get("model")
+    method, model = cfg.get("method"), cfg.get("model")
     if method is None:
         method = "ngram" if model in ("ngram", "[ngram]") else "draft_model"
     if method in NO_DRAFT_BRANCH or method == "[ngram]":
         return
-    if method in ch.table.mtp and model is None:
-        model = None  # the target's own weights
     draft = ch.draft
     if isinstance(model, str) and _local_path(model):
         path = Path(os.path.expanduser(model))
