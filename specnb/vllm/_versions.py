@@ -71,9 +71,9 @@ def versions_checked() -> list[str]:  # the releases with a table, oldest first
 
 
 def select(vllm_version: str | None) -> tuple[Table, str | None]:
-    """(the table ``vllm_version`` is judged by, a note or None): None is the newest table; a
-    release without one is judged by the nearest older table, and the note says so; one
-    older than every table raises ValueError."""
+    """(the table ``vllm_version`` is judged by, a note or None): None is the newest; a release
+    without a table is judged by the nearest older one (the note says so); one older than every
+    table raises ValueError."""
     ts = tables()
     if vllm_version is None:
         return ts[list(ts)[-1]], None
@@ -94,10 +94,9 @@ def select(vllm_version: str | None) -> tuple[Table, str | None]:
 
 @lru_cache(maxsize=None)
 def flags_for(version: str) -> dict:
-    """The ``vllm serve`` flags of ``version``, else the nearest release not newer (else the
-    oldest), written by ``oracle/table.py --flags``: {"vllm": its release, "wheel", "model_tag":
-    who adds the positional model, "flags": {option: {dest, kind, type, choices, names,
-    nargs, default}}}."""
+    """The ``vllm serve`` flags of ``version``, else of the nearest release not newer (else the
+    oldest): {"vllm", "wheel", "model_tag": who adds the positional model, "flags": {option:
+    {dest, kind, type, choices, names, nargs, default}}}."""
     paths = sorted(_FLAGS.glob("*.json"), key=lambda p: version_key(p.stem))
     fit = [p for p in paths if p.stem == version] or [
         p for p in paths if version_key(p.stem) <= version_key(version)] or paths[:1]

@@ -35,6 +35,7 @@ SPEC_KEYS = ("spec_decode_acceptance_rate", "spec_decode_acceptance_length",
 #: Keys two runs must share to be compared like for like.
 COMPARABLE = ("model_id", "num_prompts", "max_concurrency", "request_rate", "burstiness",
               "endpoint_type", "dataset_name", "dataset_path", "dataset", "completed")
+_SPACE = re.compile(r"\s*")
 _PCT = re.compile(r"^p(\d+(?:\.\d+)?)_(ttft|tpot|itl|e2el)_ms$")
 #: Keys whose values must be finite numbers > 0: a TPOT or throughput of 0 is no measurement
 #: (vLLM writes one when no request produced 2 tokens, or none completed).
@@ -74,8 +75,7 @@ def _objects(text: str, where: str) -> list:
     dec = json.JSONDecoder()
     out, i, n = [], 0, len(text)
     while True:
-        while i < n and text[i].isspace():
-            i += 1
+        i = _SPACE.match(text, i).end()
         if i >= n:
             return out
         try:
@@ -121,14 +121,12 @@ def read_bench(path_or_dict) -> dict:
         latency key (not a bench result), or a latency, throughput, count or acceptance value
         that is not a finite number >= 0 (the message names the key).
     """
-    if isinstance(path_or_dict, dict):
-        data, where = path_or_dict, "the dict"
-    elif isinstance(path_or_dict, (str, Path)):
+    if isinstance(path_or_dict, (str, Path)):
         return read_bench_results(path_or_dict)[-1]
-    else:
+    if not isinstance(path_or_dict, dict):
         raise TypeError("path_or_dict must be a path or a dict, got "
                         f"{type(path_or_dict).__name__}")
-    return _validated(data, where)
+    return _validated(path_or_dict, "the dict")
 
 
 def _validated(data, where: str) -> dict:
@@ -324,8 +322,7 @@ def bench_setup(d: dict, console: dict | None = None) -> dict:
     ``rejection_sample_method`` (from ``--metadata``). Keys neither says are absent. The result
     wins over the console where both give one.
     """
-    console = dict(console or {})
-    out = {k: v for k, v in console.items() if v is not None}
+    out = {k: v for k, v in (console or {}).items() if v is not None}
     if "model" in out and "model_id" not in out:
         out["model_id"] = out["model"]
     for key in ("dataset_name", "dataset_path", "ignore_eos", "skip_chat_template", "backend",
@@ -361,6 +358,4 @@ def server_acceptance_method(text: str) -> str | None:
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
     found = _REJECTION.findall(text)
-    if found:
-        return found[-1]
-    return "synthetic" if _SYNTHETIC_KEYS.search(text) else None
+    return found[-1] if found else ("synthetic" if _SYNTHETIC_KEYS.search(text) else None)

@@ -17,7 +17,6 @@ from .syntax import ConfigSyntaxError, linecol, loads, mask_strings, syntax_erro
 
 __all__ = ["parse_speculative_config", "check_speculative_config", "suggest_fix"]
 
-
 _JSON_TYPE = {int: "number", float: "number", str: "string", list: "array", bool: "boolean"}
 
 
@@ -64,11 +63,9 @@ def suggest_fix(config) -> dict | None:
     if out.get("num_speculative_tokens") is None and isinstance(out.get("method"), str):
         out["num_speculative_tokens"] = TRAPS["default_gamma"].get(out["method"], 3)
     try:
-        if check_speculative_config(out).accepted:
-            return out
+        return out if check_speculative_config(out).accepted else None
     except (TypeError, ValueError):
         return None
-    return None
 
 
 def _draft_config(draft_config, label="draft_config",
@@ -97,12 +94,9 @@ def _completed(exc: ConfigSyntaxError) -> ConfigSyntaxError:
         return exc
     try:
         obj = loads(exc.repaired)
-    except (ValueError, RecursionError):
-        return exc
-    try:
         if isinstance(obj, dict) and check_speculative_config(obj).accepted:
             return exc
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         return exc
     better = suggest_fix(obj)
     if better is not None:
@@ -114,19 +108,13 @@ def _completed(exc: ConfigSyntaxError) -> ConfigSyntaxError:
 
 
 def parse_speculative_config(text: str):
-    """Parse ``--speculative-config`` text as vLLM's flag type ``optional_type(json.loads)``
-    does (``vllm/engine/arg_utils.py``): exactly ``""`` and ``"None"`` mean no config (None;
-    with surrounding whitespace they are invalid JSON), anything else must be JSON (``null``
-    also gives None). ``text``: the value as vLLM receives it, after the shell's quoting.
-
-    Raises
-    ------
-    TypeError
-        ``text`` is not a string.
-    ConfigSyntaxError
-        the text is not JSON (also: nested deeper than Python's json module reads, or an
-        integer longer than its 4300-digit limit), with ``line``, ``column``, ``cause`` and
-        ``fix`` (a "use <JSON>" fix is always one current vLLM accepts).
+    """Parse ``--speculative-config`` text (as vLLM receives it, after the shell's quoting) as
+    vLLM's flag type ``optional_type(json.loads)`` does (``vllm/engine/arg_utils.py``): exactly
+    ``""`` and ``"None"`` mean no config (None; with whitespace around them they are invalid
+    JSON), anything else must be JSON (``null`` also gives None). Raises TypeError for a
+    ``text`` not a str; :class:`ConfigSyntaxError` for text that is not JSON (also: nested
+    deeper than Python's json module reads, or an integer over its 4300-digit limit), with
+    ``line``, ``column``, ``cause`` and ``fix`` (a "use <JSON>" fix current vLLM accepts).
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
@@ -203,10 +191,9 @@ def check_speculative_config(text_or_dict, vllm_version=None, draft_config=None,
     settings = dict(serve or {})
     for name, value in (("tensor_parallel_size", tensor_parallel_size),
                         ("max_model_len", max_model_len)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
-                                  or value < 1):
-            raise ValueError(f"{name} must be an integer >= 1 or None, got {value!r}")
         if value is not None:
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be an integer >= 1 or None, got {value!r}")
             settings[name] = value
     table, note = select(vllm_version)
     draft = _draft_config(draft_config)

@@ -1,5 +1,4 @@
-"""What the checker reports: :class:`Finding` (one problem) and :class:`ConfigCheck` (all of
-them), apart from the rules (:mod:`specnb.vllm.rules`) and the JSON diagnosis."""
+"""What the checker reports: :class:`Finding` (one problem) and :class:`ConfigCheck` (all)."""
 
 from __future__ import annotations
 
@@ -35,11 +34,9 @@ class Finding:
     code: str = field(kw_only=True)
 
     def format(self, source: str | None = None) -> str:
-        """The finding as text: ``severity: KEY (line L, column C): message`` and its fix.
-
-        ``source`` labels a finding about the whole config (key None), e.g. the file name or
-        ``<argument>``; without it such a finding shows ``-`` in place of a key.
-        """
+        """The finding as text: ``severity: KEY (line L, column C): message`` and its fix;
+        ``source`` (e.g. the file name) stands for the key of a finding about the whole config
+        (key None), else ``-``."""
         if self.severity == "note" and self.key is None:
             return f"note: {self.message}"
         where = f" (line {self.line}, column {self.column})" if self.line else ""
@@ -86,8 +83,7 @@ class ConfigCheck:
         return [f.code for f in self.findings]
 
     def to_frame(self):
-        """The findings as a pandas DataFrame (columns severity, code, key, line, column, message,
-        fix)."""
+        """The findings as a pandas DataFrame (severity, code, key, line, column, message, fix)."""
         import pandas as pd
 
         cols = ["severity", "code", "key", "line", "column", "message", "fix"]
@@ -98,11 +94,9 @@ class ConfigCheck:
         """All findings (:meth:`Finding.format` with ``source``) and the verdict line."""
         who = f"vLLM {self.vllm_version}" if self.vllm_version else "current vLLM"
         n_err, n_warn = len(self.errors), len(self.warnings)
-        verdict = (f"{who} would accept this config" if self.accepted
-                   else f"{who} would reject this config")
-        lines = [f.format(source) for f in self.findings]
-        lines.append(f"{verdict} ({n_err} error{'s' * (n_err != 1)}, "
-                     f"{n_warn} warning{'s' * (n_warn != 1)}).")
-        return "\n".join(lines)
+        verdict = f"{who} would {'accept' if self.accepted else 'reject'} this config"
+        return "\n".join([*(f.format(source) for f in self.findings),
+                          f"{verdict} ({n_err} error{'s' * (n_err != 1)}, "
+                          f"{n_warn} warning{'s' * (n_warn != 1)})."])
 
     __str__ = format

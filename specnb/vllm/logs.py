@@ -44,14 +44,11 @@ _V0 = re.compile(
 _V0_RATES = re.compile(
     r"Speculative metrics: Draft acceptance rate:\s*" + _NUM + r",\s*System efficiency:\s*"
     + _NUM + r",\s*Number of speculative tokens:\s*(\d+)\s*[,.]?\s*$")
-_OFFLINE = {
-    "drafts": re.compile(r"^\s*num_drafts:\s*(\d+)\s*$", re.M),
-    "draft_tokens": re.compile(r"^\s*num_draft_tokens:\s*(\d+)\s*$", re.M),
-    "accepted_tokens": re.compile(r"^\s*num_accepted_tokens:\s*(\d+)\s*$", re.M),
-    "mean_acceptance_length": re.compile(r"^\s*mean acceptance length:\s*" + _NUM + r"\s*$",
-                                         re.M),
-    "output_tokens": re.compile(r"^\s*total_num_output_tokens:\s*(\d+)\s*$", re.M),
-}
+_OFFLINE = {k: re.compile(rf"^\s*{name}:\s*{num}\s*$", re.M) for k, name, num in (
+    ("drafts", "num_drafts", r"(\d+)"), ("draft_tokens", "num_draft_tokens", r"(\d+)"),
+    ("accepted_tokens", "num_accepted_tokens", r"(\d+)"),
+    ("mean_acceptance_length", "mean acceptance length", _NUM),
+    ("output_tokens", "total_num_output_tokens", r"(\d+)"))}
 _OFFLINE_POS = re.compile(r"^\s*acceptance at token\s*(\d+)\s*:\s*" + _NUM + r"\s*$", re.M)
 
 
@@ -63,10 +60,6 @@ def is_spec_decode_log(text: str) -> bool:
 def is_offline_printout(text: str) -> bool:
     """True when ``text`` looks like the printout of ``spec_decode.py`` (``num_drafts: N``)."""
     return bool(_OFFLINE["drafts"].search(text) and _OFFLINE["draft_tokens"].search(text))
-
-
-def _float(s):
-    return float("nan") if s == "nan" else float(s)
 
 
 def _parse_v1(line: str, lineno: int):
@@ -88,18 +81,15 @@ def _parse_v1(line: str, lineno: int):
         if not all(0.0 <= r <= 1.0 for r in rates):
             raise ValueError(f"line {lineno}: per-position acceptance rates must be fractions "
                              f"in [0, 1], got {listed!r}")
-    if got["avg_rate"]:
-        fmt = "current"
-    elif got["mean_acceptance_length"]:
-        fmt = "older"  # v0.9 (issue #19254); the name is kept for compatibility
-    else:
-        fmt = "v0.8"  # rate and counts, no mean acceptance length (PR #15902)
+    # "older": v0.9 (issue #19254; the name kept for compatibility); "v0.8": no mean acceptance
+    # length (PR #15902)
+    fmt = "current" if got["avg_rate"] else "older" if got["mean_acceptance_length"] else "v0.8"
     printed = got["avg_rate"] or got["old_rate"]
     accepted, drafted = int(got["accepted"].group(1)), int(got["drafted"].group(1))
     if accepted > drafted:
         raise ValueError(f"line {lineno}: Accepted {accepted} tokens exceeds Drafted {drafted}: "
                          "the line is damaged")
-    al = (_float(got["mean_acceptance_length"].group(1)) if got["mean_acceptance_length"]
+    al = (float(got["mean_acceptance_length"].group(1)) if got["mean_acceptance_length"]
           else math.nan)
     k = len(rates) or None
     drafts = None
@@ -112,7 +102,7 @@ def _parse_v1(line: str, lineno: int):
     return {
         "line": lineno, "format": fmt, "mean_acceptance_length": al,
         "accepted": accepted, "drafted": drafted,
-        "acceptance_rate": (_float(printed.group(1)) / 100) if printed else
+        "acceptance_rate": (float(printed.group(1)) / 100) if printed else
         (accepted / drafted if drafted else float("nan")),
         "per_position": rates, "num_speculative_tokens": k,
         "speculative_depth": int(got["depth"].group(1)) if got["depth"] else None,
@@ -131,11 +121,11 @@ def _parse_v0(line: str, lineno: int):
     if k < 1:
         raise ValueError(f"line {lineno}: 'Number of speculative tokens: {k}' must be >= 1: "
                          f"{line.strip()[:120]}")
-    eff_f = _float(eff)
+    eff_f = float(eff)
     if not 0.0 <= eff_f <= 1.0:
         raise ValueError(f"line {lineno}: System efficiency {eff} must be in [0, 1]: "
                          f"{line.strip()[:120]}")
-    row = {"line": lineno, "acceptance_rate": _float(rate), "per_position": [],
+    row = {"line": lineno, "acceptance_rate": float(rate), "per_position": [],
            "num_speculative_tokens": k, "speculative_depth": None, "system_efficiency": eff_f}
     if rates_only:
         return {**row, "format": "v0 (rates only)", "mean_acceptance_length": eff_f * (k + 1),
@@ -255,19 +245,12 @@ def _numbered(text: str):
 
 
 def log_counts(text: str, strict: bool = True) -> SpecDecodeCounts:
-    """Spec-decode counts from log text: V1 lines summed (each covers one interval).
-
-    A log with only V0 lines uses the last one (V0 counters are cumulative since start), with
-    accepted tokens = emitted - steps (prefix-accepted drafts, so tau matches V0's efficiency).
-    v0.8 lines print no mean acceptance length: ``drafts`` is then NaN (unknown) and
-    :func:`~specnb.vllm.acceptance_stats` needs ``num_speculative_tokens`` to get tau.
-
-    Raises
-    ------
-    ValueError
-        as :func:`read_spec_decode_log`; a V0 log whose last line prints rates only (no counts:
-        use :func:`log_stats`).
-    """
+    """Spec-decode counts from log text: V1 lines summed (each covers one interval); with only
+    V0 lines the last one (cumulative), accepted tokens = emitted - steps (so tau matches V0's
+    efficiency). v0.8 lines print no mean acceptance length: ``drafts`` is then NaN and
+    :func:`~specnb.vllm.acceptance_stats` needs ``num_speculative_tokens`` for tau. Raises
+    ValueError as :func:`read_spec_decode_log`, or for a V0 log whose last line prints rates only
+    (use :func:`log_stats`)."""
     return _counts_from_log(read_spec_decode_lines(_numbered(text), strict))
 
 
@@ -359,14 +342,14 @@ def read_offline_printout(text: str) -> SpecDecodeCounts:
     drafts, tokens, accepted = (float(got[k][0]) for k in ("drafts", "draft_tokens",
                                                            "accepted_tokens"))
     if got["mean_acceptance_length"] and drafts > 0:
-        printed = _float(got["mean_acceptance_length"][0])
+        printed = float(got["mean_acceptance_length"][0])
         if abs(1 + accepted / drafts - printed) > 0.006:
             raise ValueError(f"the printed mean acceptance length {printed} disagrees with "
                              f"1 + num_accepted_tokens / num_drafts = {1 + accepted / drafts:.4f}"
                              ": the printout was edited or mixes two runs")
     per_pos = {}
     for pos, rate in _OFFLINE_POS.findall(text):
-        r = _float(rate)
+        r = float(rate)
         if not 0.0 <= r <= 1.0:
             raise ValueError(f"acceptance at token {pos}: {rate} must be a fraction in [0, 1]")
         per_pos[int(pos)] = r * drafts

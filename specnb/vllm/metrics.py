@@ -138,18 +138,9 @@ def _parse_families(text: str):
 
 
 def read_metrics(text: str, model_name: str | None = None) -> SpecDecodeCounts:
-    """Read one ``/metrics`` scrape (Prometheus text) into spec-decode counts.
-
-    Parameters
-    ----------
-    text : str
-        The body of ``GET /metrics`` from a vLLM server.
-    model_name : str or None
-        Keep only series whose ``model_name`` label equals this; None keeps all.
-
-    Returns
-    -------
-    SpecDecodeCounts, summed across label sets (engines under data parallelism).
+    """Read one ``/metrics`` scrape (``text``: the body of ``GET /metrics``) into spec-decode
+    counts, summed across label sets (engines under data parallelism); ``model_name``: keep only
+    series with this ``model_name`` label (None: all).
 
     Raises
     ------
@@ -210,15 +201,9 @@ def read_metrics(text: str, model_name: str | None = None) -> SpecDecodeCounts:
 
 
 def metrics_delta(before: str, after: str, model_name: str | None = None) -> SpecDecodeCounts:
-    """Counts of the window between two ``/metrics`` scrapes: ``read(after) - read(before)``.
-
-    This is what ``vllm bench serve`` does (it scrapes before and after the run); traffic from
-    other clients during the window is included.
-
-    Raises
-    ------
-    ValueError
-        as :func:`read_metrics`, or a counter decreased (restart between scrapes, or swapped).
+    """Counts of the window between two ``/metrics`` scrapes, ``read(after) - read(before)``, as
+    ``vllm bench serve`` takes them (traffic from other clients included). Raises ValueError as
+    :func:`read_metrics`, or for a counter that decreased (restart between scrapes, or swapped).
     """
     return read_metrics(after, model_name) - read_metrics(before, model_name)
 
@@ -283,20 +268,19 @@ class AcceptanceStats:
         where = next((w for prefix, w in _WHERE if c.source.startswith(prefix)), _WHERE[-1][1])
         if c.source.startswith("engine"):
             where = (f"{c.source}: steps", f"{c.source}: drafted", f"{c.source}: accepted")
-        rate_from = ("(system efficiency x (k + 1) - 1) / k" if c.source == "log (V0, rates only)"
-                     else "accepted / draft tokens")
-        tau_from = ("system efficiency x (k + 1)" if c.source == "log (V0, rates only)"
-                    else "1 + accepted / drafts")
+        rate_from, tau_from = (
+            ("(system efficiency x (k + 1) - 1) / k", "system efficiency x (k + 1)")
+            if c.source == "log (V0, rates only)" else
+            ("accepted / draft tokens", "1 + accepted / drafts"))
         ci = self.acceptance_rate_ci
         rows = [
             ("drafts (verification steps)", c.drafts, "steps", where[0]),
             ("draft tokens", c.draft_tokens, "tokens", where[1]),
             ("accepted tokens", c.accepted_tokens, "tokens", where[2]),
             ("acceptance rate", 100 * self.acceptance_rate, "%", rate_from),
-            ("acceptance rate, 95% CI low", None if ci is None else 100 * ci[0], "%",
-             "Wilson interval (tokens as independent trials)"),
-            ("acceptance rate, 95% CI high", None if ci is None else 100 * ci[1], "%",
-             "Wilson interval (tokens as independent trials)"),
+            *((f"acceptance rate, 95% CI {end}", None if ci is None else 100 * ci[i], "%",
+               "Wilson interval (tokens as independent trials)")
+              for i, end in enumerate(("low", "high"))),
             ("mean acceptance length (tau)", self.mean_acceptance_length, "tokens/step",
              tau_from),
             ("num_speculative_tokens (gamma)", self.num_speculative_tokens, "tokens",
@@ -337,18 +321,10 @@ def acceptance_stats(counts: SpecDecodeCounts, num_speculative_tokens: int | Non
                      ) -> AcceptanceStats:
     """Acceptance rate, mean acceptance length, per-position rates and implied alpha.
 
-    Parameters
-    ----------
-    counts : SpecDecodeCounts
-        From :func:`read_metrics`, :func:`metrics_delta` or :func:`log_counts`.
-    num_speculative_tokens : int or None
-        gamma, the configured draft length. None infers it from the number of per-position
-        series, else from draft tokens / drafts when that is a whole number; without it
-        ``alpha`` is None.
-
-    Returns
-    -------
-    AcceptanceStats
+    ``counts``: from :func:`read_metrics`, :func:`metrics_delta` or :func:`log_counts`;
+    ``num_speculative_tokens``: gamma, the configured draft length, or None (inferred from the
+    number of per-position series, else from draft tokens / drafts when whole; else ``alpha`` is
+    None). Returns :class:`AcceptanceStats`.
 
     Raises
     ------

@@ -45,14 +45,10 @@ def read_acceptance(texts, num_speculative_tokens: int | None = None,
                     model_name: str | None = None) -> Reading:
     """Read one input (or a before/after pair of scrapes) into acceptance statistics.
 
-    Parameters
-    ----------
-    texts : str or sequence of 1-2 str
-        A /metrics scrape, a BEFORE/AFTER pair of scrapes, a log, or a spec_decode.py printout.
-    num_speculative_tokens : int or None
-        gamma; needed for tau when the input prints no draft count (v0.8 log lines).
-    model_name : str or None
-        For scrapes: keep only series with this ``model_name`` label.
+    ``texts``: a str or 1-2 str (a /metrics scrape, a BEFORE/AFTER pair of scrapes, a log, or a
+    spec_decode.py printout); ``num_speculative_tokens``: gamma, needed for tau when the input
+    prints no draft count (v0.8 log lines); ``model_name``: for scrapes, keep only series with
+    this ``model_name`` label.
 
     Returns :class:`Reading`. Raises TypeError for a text that is not a string; ValueError for
     two inputs not both scrapes (:class:`UsageError`), text of none of the formats (the message

@@ -10,6 +10,8 @@ i = steps with more than i accepted.
 
 from __future__ import annotations
 
+from itertools import zip_longest
+
 from .metrics import SpecDecodeCounts
 
 __all__ = ["read_request_metrics", "request_metrics"]
@@ -34,13 +36,8 @@ def request_metrics(response) -> dict | None:
 def read_request_metrics(responses) -> SpecDecodeCounts:
     """Sum the per-request spec-decode metrics of vLLM responses into counts.
 
-    Parameters
-    ----------
-    responses : iterable of dicts (response bodies, as saved)
-
-    Returns
-    -------
-    SpecDecodeCounts (source "requests", ``label_sets`` = responses read).
+    ``responses``: an iterable of dicts (response bodies, as saved). Returns
+    :class:`SpecDecodeCounts` (source "requests", ``label_sets`` = responses read).
 
     Raises
     ------
@@ -50,21 +47,17 @@ def read_request_metrics(responses) -> SpecDecodeCounts:
         not a whole number >= 0; a histogram that disagrees with the steps or accepted
         counts; responses of different ``num_spec_tokens``.
     """
-    steps = drafted = accepted = 0
-    hist: list = []
+    totals, hist, n = dict.fromkeys(_KEYS[:3], 0), [], 0  # steps, drafted, accepted
     gammas = set()
-    n = 0
     for i, r in enumerate(responses, 1):
         sec = request_metrics(r)
         if sec is None:
             continue
-        vals = {}
-        for k in _KEYS[:3]:
-            v = sec.get(k)
+        vals = {k: sec.get(k) for k in _KEYS[:3]}
+        for k, v in vals.items():
             if isinstance(v, bool) or not isinstance(v, int) or v < 0:
                 raise ValueError(f"response {i}: speculative_decoding.{k} must be a whole "
                                  f"number >= 0, got {v!r}")
-            vals[k] = v
         h = sec.get("acceptance_histogram")
         if not isinstance(h, list) or not all(isinstance(x, int) and not isinstance(x, bool)
                                                and x >= 0 for x in h):
@@ -78,12 +71,8 @@ def read_request_metrics(responses) -> SpecDecodeCounts:
         if "num_spec_tokens" in sec:
             gammas.add(sec["num_spec_tokens"])
         n += 1
-        steps += vals["num_spec_steps"]
-        drafted += vals["num_draft_tokens"]
-        accepted += vals["num_accepted_draft_tokens"]
-        hist += [0] * (len(h) - len(hist))
-        for j, x in enumerate(h):
-            hist[j] += x
+        totals = {k: totals[k] + v for k, v in vals.items()}
+        hist = [a + b for a, b in zip_longest(hist, h, fillvalue=0)]
     if not n:
         raise ValueError("no response with metrics.speculative_decoding (start vLLM with "
                          "--per-request-spec-decode-metrics; requests with n > 1 carry none)")
@@ -92,5 +81,4 @@ def read_request_metrics(responses) -> SpecDecodeCounts:
                          f"{sorted(gammas)}: read each server's responses on their own")
     per_pos = tuple(float(sum(hist[j] for j in range(i + 1, len(hist))))
                     for i in range(len(hist) - 1))
-    return SpecDecodeCounts(float(steps), float(drafted), float(accepted), per_pos, n,
-                            "requests", False)
+    return SpecDecodeCounts(*map(float, totals.values()), per_pos, n, "requests", False)

@@ -109,12 +109,8 @@ def validate_schedule(schedule, num_speculative_tokens: int | None = None
     (``dynamic_speculative_decoding.md`` @ ``015a47e1``) call a larger K an error, the code @
     ``a6f6bb1d`` clamps it silently.
 
-    Raises
-    ------
-    ValueError
-        ``num_speculative_tokens_per_batch_size`` with every problem of
-        :func:`schedule_problems` named; a K above ``num_speculative_tokens``;
-        ``num_speculative_tokens`` not an integer >= 1.
+    Raises ValueError naming every problem of :func:`schedule_problems`, a K above
+    ``num_speculative_tokens``, or a ``num_speculative_tokens`` not an integer >= 1.
     """
     if hasattr(schedule, "tolist") and not isinstance(schedule, (list, tuple)):
         schedule = schedule.tolist()  # integer arrays give ints; float arrays stay refused
@@ -136,23 +132,13 @@ def validate_schedule(schedule, num_speculative_tokens: int | None = None
 def schedule_lookup(schedule, num_speculative_tokens: int, max_num_seqs: int) -> list[int]:
     """K at every batch size, as ``build_dynamic_sd_schedule_lookup`` @ ``a6f6bb1d`` builds it.
 
-    Parameters
-    ----------
-    schedule : list of [range_start, range_end, K]
-    num_speculative_tokens : int >= 1, the maximum draft length (K is clamped to it).
-    max_num_seqs : int >= 1, the largest batch (vLLM's ``--max-num-seqs``).
-
-    Returns
-    -------
-    list of int, length ``max_num_seqs + 1``: element b is K at batch size b (element 0 is 0
-    and unused). Gaps take the previous range's K; sizes past the last range take the last K;
-    ranges past ``max_num_seqs`` are cut.
-
-    Raises
-    ------
-    ValueError
-        a schedule vLLM refuses (:func:`validate_schedule`); ``num_speculative_tokens`` or
-        ``max_num_seqs`` not an integer >= 1.
+    ``schedule``: [range_start, range_end, K] entries; ``num_speculative_tokens``: int >= 1,
+    the maximum draft length (K is clamped to it); ``max_num_seqs``: int >= 1, the largest batch
+    (``--max-num-seqs``). Returns a list of int, length ``max_num_seqs + 1``: element b is K at
+    batch size b (element 0 is 0 and unused); gaps take the previous range's K, sizes past the
+    last range the last K; ranges past ``max_num_seqs`` are cut. Raises ValueError for a
+    schedule vLLM refuses (:func:`validate_schedule`), ``num_speculative_tokens`` or
+    ``max_num_seqs`` not an integer >= 1.
     """
     for name, value in (("num_speculative_tokens", num_speculative_tokens),
                         ("max_num_seqs", max_num_seqs)):
@@ -169,15 +155,9 @@ def schedule_lookup(schedule, num_speculative_tokens: int, max_num_seqs: int) ->
 
 
 def describe_schedule(schedule, num_speculative_tokens: int | None = None) -> str:
-    """What vLLM does with a valid schedule, range by range, e.g. "K=3 for 1-64, off from 129".
-
-    Gaps say which K they inherit; K above ``num_speculative_tokens`` says it is clamped.
-
-    Raises
-    ------
-    ValueError
-        a schedule vLLM refuses.
-    """
+    """What vLLM does with a valid schedule, range by range, e.g. "K=3 for 1-64, off from 129":
+    gaps say which K they inherit, a K above ``num_speculative_tokens`` that it is clamped.
+    Raises ValueError for a schedule vLLM refuses."""
     rows = validate_schedule(schedule)
     parts = []
     for idx, (start, end, k) in enumerate(rows):

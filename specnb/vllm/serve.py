@@ -24,12 +24,11 @@ class ServeLineError(ValueError):
 
 @dataclass(frozen=True)
 class ServeLine:
-    """A parsed line. model: positional or ``--model``; speculative_config: the JSON text
-    ``--speculative-config`` receives (dotted flags merged) or None; settings: every other flag
-    the line gives ({dest: value}); vllm: the release whose flags parsed it; replaced: a JSON
-    ``--speculative-config`` that dotted flags replaced (vLLM appends them as a second
-    ``--speculative-config``; argparse keeps the last) or None; dotted: the config came from
-    dotted ``--speculative-config.KEY`` flags."""
+    """A parsed line: model (positional or ``--model``), speculative_config (the JSON text
+    ``--speculative-config`` receives, dotted flags merged, or None), settings (every other flag,
+    {dest: value}), vllm (the release whose flags parsed it), replaced (a JSON
+    ``--speculative-config`` that dotted flags replaced, or None), dotted (the config came from
+    ``--speculative-config.KEY`` flags)."""
 
     model: str | None
     speculative_config: str | None
@@ -81,8 +80,7 @@ class _Switch(argparse.Action):
 
 @lru_cache(maxsize=None)
 def _parser(version: str, api_server=False) -> tuple[argparse.ArgumentParser, str]:
-    """The release's parser: ``vllm serve``'s, or (``api_server``) ``python -m``
-    :data:`API_SERVER`'s, which has no positional model where ``make_arg_parser`` adds none."""
+    """The release's ``vllm serve`` parser, or (``api_server``) :data:`API_SERVER`'s."""
     table = flags_for(version)
     parser = _Parser(prog=f"python -m {API_SERVER}" if api_server else "vllm serve",
                      add_help=False)
@@ -118,8 +116,7 @@ def _update(original: dict, update: dict) -> None:
 
 
 def _flexible(args: list[str]) -> tuple[list[str], set]:
-    """``FlexibleArgumentParser.parse_args``'s rewriting: names, ``=``, dotted flags (and the
-    flags the dotted ones gave)."""
+    """``FlexibleArgumentParser.parse_args``'s rewriting (and the flags dotted ones gave)."""
     out = []
     for a in args:
         if a.startswith("--"):

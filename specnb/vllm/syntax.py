@@ -142,31 +142,16 @@ def _t_single_quotes(text):
     return json.dumps(value) if isinstance(value, dict) else text.replace("'", '"')
 
 
-def _t_python_literals(text):
-    masked = mask_strings(text)
-    out = list(text)
-    for m in re.finditer(r"\b(True|False|None)\b", masked):
-        repl = {"True": "true", "False": "false", "None": "null"}[m.group()]
-        out[m.start():m.end()] = list(repl) + [""] * (m.end() - m.start() - len(repl))
-    return "".join(out)
-
-
-def _t_trailing_comma(text):
-    masked = mask_strings(text)
-    cut = {m.start() for m in re.finditer(r",(?=\s*[}\]])", masked)}
-    return "".join(ch for i, ch in enumerate(text) if i not in cut)
-
-
-def _t_comments(text):
-    masked = mask_strings(text)
-    spans = [(m.start(), m.end()) for m in
-             re.finditer(r"//[^\n]*|/\*.*?\*/|(?:^|(?<=\s))#[^\n]*", masked, re.S | re.M)]
-    out, last = [], 0
-    for a, b in spans:
-        out.append(text[last:a])
-        last = b
-    out.append(text[last:])
-    return "".join(out)
+def _unquoted_sub(pattern, repl, flags=0):
+    """A transform: ``pattern``'s matches outside double-quoted strings replaced by ``repl`` (a
+    string, or {match: replacement})."""
+    def transform(text):
+        out, last = [], 0
+        for m in re.finditer(pattern, mask_strings(text), flags):
+            out += [text[last:m.start()], repl[m.group()] if isinstance(repl, dict) else repl]
+            last = m.end()
+        return "".join(out) + text[last:]
+    return transform
 
 
 def _r_key_equals(text, masked):
@@ -249,10 +234,12 @@ _RULES = [
     ("single quotes: this is a Python dict literal, not JSON (JSON strings and keys need "
      "double quotes)", lambda t, m: _at(m.find("'")), _t_single_quotes),
     ("Python True/False/None: JSON spells them true/false/null",
-     _search(r"\b(True|False|None)\b"), _t_python_literals),
+     _search(r"\b(True|False|None)\b"), _unquoted_sub(r"\b(True|False|None)\b", {
+         "True": "true", "False": "false", "None": "null"})),
     ("a trailing comma before } or ]: JSON allows none", _search(r",\s*[}\]]"),
-     _t_trailing_comma),
-    ("a comment: JSON has no comments", _search(r"(?m)(//|/\*|^\s*#|\s#)"), _t_comments),
+     _unquoted_sub(r",(?=\s*[}\]])", "")),
+    ("a comment: JSON has no comments", _search(r"(?m)(//|/\*|^\s*#|\s#)"),
+     _unquoted_sub(r"//[^\n]*|/\*.*?\*/|(?:^|(?<=\s))#[^\n]*", "", re.S | re.M)),
     ("key=value pairs: the value must be a JSON object {\"key\": value} (or use the dotted "
      "flags --speculative-config.method ngram)", _r_key_equals, _t_key_equals),
     ("keys and strings without double quotes: the shell or a launch script stripped them "

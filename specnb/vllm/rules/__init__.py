@@ -35,7 +35,6 @@ CONTEXT_RULES = (
 )
 
 
-
 def run(ctx: Context) -> Context:
     """Every rule over ``ctx`` in order (after "tensor parallel", only while a method was
     resolved); returns ``ctx`` with its findings."""

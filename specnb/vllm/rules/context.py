@@ -1,5 +1,5 @@
-"""The one object every rule reads and writes: :class:`Context`; and :data:`TRAPS`, what vLLM's
-code does not carry (``specnb/vllm/traps.json``)."""
+""":class:`Context`, the one object every rule reads and writes, and :data:`TRAPS`
+(``specnb/vllm/traps.json``)."""
 
 from __future__ import annotations
 
@@ -21,12 +21,16 @@ NGRAM = frozenset(TRAPS["ngram_methods"])
 NO_DRAFT_BRANCH = frozenset(TRAPS["no_draft_branch"])
 
 
+def as_int(x):
+    """``x`` if it is an int (not a bool), else None."""
+    return x if isinstance(x, int) and not isinstance(x, bool) else None
+
+
 @dataclass
 class Context:
-    """One config on its way through the rules: keys (as given, after the hyphen rewrite),
-    values (as the release's pydantic reads them; None when refused), method (the one vLLM
-    runs; None stops the rules after it), draft / target (config.json), serve (the serve
-    line's settings), findings (in order)."""
+    """One config on its way through the rules: keys (after the hyphen rewrite), values (as the
+    release's pydantic reads them; None when refused), method (the one vLLM runs; None stops the
+    rules after it), draft / target (config.json), serve (the line's settings), findings."""
 
     text: str | None
     table: Table

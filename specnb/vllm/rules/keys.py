@@ -1,5 +1,5 @@
 """The key rules: duplicated, hyphenated, unknown, internal, sampling, legacy and misspelled
-keys (``SpeculativeConfig`` is a pydantic dataclass with ``extra="forbid"``, PR #31541)."""
+keys (``extra="forbid"`` from PR #31541; the table's ``extra`` says which)."""
 
 from __future__ import annotations
 

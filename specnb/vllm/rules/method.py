@@ -57,8 +57,9 @@ def _resolve(ctx, given, model):
         ctx.add("method-not-string", "error", "method", f"method must be a string, got "
                 f"{json.dumps(given)}", "write e.g. \"method\": \"ngram\"")
         return None
-    if t.raw.get("config_style", "pydantic") != "pydantic":  # 0.8.2-0.9.2: no Literal checked;
-        # __post_init__ keeps 'ngram', replaces the rest with what it detects from the draft
+    if t.raw.get("config_style", "pydantic") != "pydantic":
+        # 0.8.2-0.9.2 check no Literal: __post_init__ keeps 'ngram', replaces the rest with
+        # what it detects from the draft model
         if given in ("ngram", "[ngram]"):
             return "ngram"
         if given not in (t.methods or ("eagle", "medusa", "mlp_speculator", "draft_model")):
@@ -116,11 +117,11 @@ def _method_missing(ctx, model):
            "path or architecture, 'medusa', 'mlp_speculator' or 'mtp' from config.json's "
            f"model_type, else 'draft_model'. For {model!r} the likely method is '{likely}' "
            f"({why})")
-    if pick != likely and pick == "draft_model" and likely not in ("medusa", "mlp_speculator",
-                                                                   "mtp"):
+    by_config = likely in ("medusa", "mlp_speculator", "mtp")
+    if pick == "draft_model" != likely and not by_config:
         msg += (f"; vLLM's path rules do not see it and would load it as 'draft_model', so "
                 f"set \"method\": \"{likely}\"")
-    elif likely in ("medusa", "mlp_speculator", "mtp") and ctx.draft is None:
+    elif by_config and ctx.draft is None:
         msg += "; vLLM decides this one from the checkpoint's config.json"
     ctx.add("method-missing", "warning", "method", msg, f"set \"method\": \"{likely}\" "
             "explicitly")

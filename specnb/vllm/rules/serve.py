@@ -4,14 +4,9 @@ from :func:`specnb.vllm.serve.parse_serve_line`) and the draft's and target's co
 from __future__ import annotations
 
 from ...hf_config import architectures
-from .context import NO_DRAFT_BRANCH, Context
+from .context import NO_DRAFT_BRANCH, Context, as_int
 
 _HEADS = ("eagle", "eagle3", "dflash", "draft_model", "medusa")  # drafts trained on their own
-
-
-def _int(x):  # an int flag or config value, else None
-    return x if isinstance(x, int) and not isinstance(x, bool) else None
-
 
 def serve(ctx: Context) -> None:
     """Each serve-line check (nothing without a serve line or a target)."""
@@ -19,8 +14,8 @@ def serve(ctx: Context) -> None:
     if not s or m is None:
         return
     draft, target = ctx.draft or {}, ctx.target or {}
-    mml = _int(s.get("max_model_len")) or _int(target.get("max_position_embeddings"))
-    dpos = _int(draft.get("max_position_embeddings"))
+    mml = as_int(s.get("max_model_len")) or as_int(target.get("max_position_embeddings"))
+    dpos = as_int(draft.get("max_position_embeddings"))
     if m in _HEADS and mml and dpos and dpos < mml:
         ctx.add("draft-context-below-max-model-len", "warning", "model", f"the draft "
                 f"({', '.join(architectures(draft)) or 'its config.json'}) was trained to "
@@ -29,7 +24,7 @@ def serve(ctx: Context) -> None:
                 "crash or slow down past 2K, vllm#48894) and the draft's max_model_len is "
                 f"capped at {dpos}", f"serve with --max-model-len {dpos}, or use a head "
                 f"trained at {mml} positions or more")
-    dp = _int(s.get("data_parallel_size")) or 1
+    dp = as_int(s.get("data_parallel_size")) or 1
     if dp > 1 and ctx.values.get("num_speculative_tokens_per_batch_size") is not None:
         ctx.add("schedule-with-data-parallel", "warning", "num_speculative_tokens_per_batch_"
                 "size", f"--data-parallel-size {dp}: {ctx.vname} disables the dynamic schedule "

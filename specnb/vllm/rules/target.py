@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from ...hf_config import architectures, is_mtp_type, model_type, read_config
-from .context import NO_DRAFT_BRANCH, Context
+from .context import NO_DRAFT_BRANCH, Context, as_int
 
 
 def _local_path(model: str) -> bool:
@@ -72,8 +72,7 @@ def target(ctx: Context) -> None:
         ch.add("no-n-predict", "error", "num_speculative_tokens", "not set, and the draft's "
                "config.json has no n_predict: vLLM raises 'A speculative model was provided, "
                "but `num_speculative_tokens` was not provided'", "add \"num_speculative_tokens\"")
-    dtp = cfg.get("draft_tensor_parallel_size")
-    if isinstance(dtp, int) and not isinstance(dtp, bool):
+    if (dtp := as_int(cfg.get("draft_tensor_parallel_size"))) is not None:
         ttp = tp if tp is not None else 1
         if dtp not in (1, ttp):
             ch.add("draft-tp-vs-target", "error", "draft_tensor_parallel_size",
@@ -83,8 +82,7 @@ def target(ctx: Context) -> None:
         ch.drop("draft-tensor-parallel-size")
     tmax = served_len if served_len is not None else (target or {}).get("max_position_embeddings")
     dmax = (draft or {}).get("max_position_embeddings")
-    mml = cfg.get("max_model_len")
-    if isinstance(mml, int) and not isinstance(mml, bool):
+    if (mml := as_int(cfg.get("max_model_len"))) is not None:
         if isinstance(dmax, int) and mml > dmax:
             ch.add("max-model-len-above-draft", "error", "max_model_len",
                    f"speculative_max_model_len={mml} cannot be larger than "
