@@ -191,17 +191,15 @@ POINT_KEYS = {"max_concurrency": "the batch size (run with --max-concurrency N)"
 
 
 def bench_point(path_or_dict, label: str | None = None) -> dict:
-    """One ``vllm bench serve --save-result`` run as the numbers a bench calibration needs
-    (:func:`specnb.serving.calibrate_bench`'s columns): ``file``, ``model_id``,
-    ``speculation``, ``concurrency`` (``max_concurrency``), ``input_len`` and ``output_len``
-    (total tokens / ``completed``), ``tpot_ms`` (``mean_tpot_ms``), ``ttft_ms``,
-    ``output_throughput``, ``tau`` (``spec_decode_acceptance_length``: 1 + accepted /
-    drafts, per draft as vLLM counts it) and ``gamma`` (num_speculative_tokens: the length of
+    """One ``vllm bench serve --save-result`` run as :func:`specnb.serving.calibrate_bench`'s
+    columns: ``file``, ``model_id``, ``speculation``, ``concurrency`` (``max_concurrency``),
+    ``input_len`` and ``output_len`` (total tokens / ``completed``), ``tpot_ms``
+    (``mean_tpot_ms``), ``ttft_ms``, ``output_throughput``, ``tau``
+    (``spec_decode_acceptance_length``: 1 + accepted / drafts) and ``gamma`` (the length of
     ``spec_decode_per_position_acceptance_rates``, else ``spec_decode_draft_tokens /
-    spec_decode_num_drafts`` when whole); NaN where the file has no spec-decode keys.
-
-    Speculation is on when the file has spec-decode keys with drafts, off when it has none;
-    ``label`` (``"on"`` / ``"off"``) says it for a file whose keys cannot (an older vLLM).
+    spec_decode_num_drafts`` when whole); NaN without spec-decode keys. Speculation is on when
+    the file has spec-decode keys with drafts, off when it has none; ``label`` (``"on"`` /
+    ``"off"``) says it for a file whose keys cannot (an older vLLM).
 
     Raises
     ------

@@ -160,9 +160,8 @@ def check_speculative_config(text_or_dict, vllm_version=None, draft_config=None,
         ``note``, code ``judged-by-older-release``) says so.
     draft_config, target_config : dict, str, Path or None
         The draft checkpoint's / served model's ``config.json`` (parsed, or a local file or
-        folder; nothing is downloaded). The target adds vLLM's checks against it: the
-        draft's ``max_model_len``, the vocabulary for ``draft_model``, a missing local
-        ``model`` path, an MTP target without MTP layers, the draft's tensor parallel size.
+        folder; nothing is downloaded); the target adds vLLM's checks against it
+        (:mod:`specnb.vllm.rules.target`).
     tensor_parallel_size, max_model_len : int >= 1 or None
         The server's ``--tensor-parallel-size`` (default 1) and ``--max-model-len`` (default:
         the target's ``max_position_embeddings``).
@@ -170,12 +169,9 @@ def check_speculative_config(text_or_dict, vllm_version=None, draft_config=None,
         More serve settings ({dest: value}, :func:`specnb.vllm.serve.parse_serve_line`'s
         ``settings``) for the serve-line rules (:mod:`specnb.vllm.rules.serve`).
 
-    Returns
-    -------
-    ConfigCheck
-        Iterable of :class:`Finding`; ``.accepted``: vLLM would start (warnings allowed);
-        ``.config``: the parsed mapping (None if the text was not a JSON object). Broken JSON
-        gives one error finding with ``line``, ``column`` and the likely cause.
+    Returns a :class:`ConfigCheck`: its :class:`Finding` objects, ``.accepted`` (vLLM would
+    start; warnings allowed), ``.config`` (the parsed mapping; None if the text was not a JSON
+    object). Broken JSON gives one error finding with ``line``, ``column`` and the likely cause.
 
     Raises
     ------

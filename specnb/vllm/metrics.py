@@ -229,7 +229,8 @@ class AcceptanceStats:
     Attributes
     ----------
     acceptance_rate : accepted / draft tokens, a fraction in [0, 1] (vLLM prints it x 100).
-    mean_acceptance_length : tau = 1 + accepted / drafts, tokens per verification.
+    mean_acceptance_length : tau = 1 + accepted / drafts, tokens per verification; NaN when the
+        input prints no draft count and gamma is unknown (v0.8 log lines without ``-k``).
     per_position : per-position acceptance, fractions (position 0 first).
     num_speculative_tokens : gamma used for alpha (given, or inferred), or None.
     alpha : the i.i.d. acceptance rate that gives tau at gamma through Leviathan et al.'s
@@ -238,9 +239,6 @@ class AcceptanceStats:
     notes : caveats (estimated drafts, gamma inferred...).
     acceptance_rate_ci : 95% Wilson interval on the acceptance rate
         (:func:`acceptance_rate_ci`), or None without counts.
-
-    ``mean_acceptance_length`` is NaN when the input prints no draft count and gamma is
-    unknown (v0.8 log lines without ``-k``): tau needs k.
     """
 
     acceptance_rate: float

@@ -15,14 +15,9 @@ __all__ = ["Reading", "UsageError", "detect_format", "read_acceptance",
 
 @dataclass(frozen=True)
 class Reading:
-    """What :func:`read_acceptance` read.
-
-    Attributes
-    ----------
-    stats : AcceptanceStats
-    format : "prometheus", "prometheus pair", "log" or "offline printout".
-    header : lines saying what was read (source, how lines were combined, skipped lines).
-    """
+    """What :func:`read_acceptance` read: ``stats`` (:class:`AcceptanceStats`), ``format``
+    ("prometheus", "prometheus pair", "log" or "offline printout"), ``header`` (lines saying
+    what was read: source, how lines were combined, skipped lines)."""
 
     stats: AcceptanceStats
     format: str
@@ -142,10 +137,8 @@ def read_acceptance_scans(scans, num_speculative_tokens: int | None = None,
     """
     scans = list(scans)
     texts = [sc.text if sc.lines else sc.head for sc in scans]
-    kinds = []
-    for sc, t in zip(scans, texts):
-        is_log = any(logs.V1_MARK in line or logs.V0_MARK in line for _, line in sc.lines)
-        kinds.append("log" if is_log else detect_format(t))
+    kinds = ["log" if any(logs.V1_MARK in line or logs.V0_MARK in line for _, line in sc.lines)
+             else detect_format(t) for sc, t in zip(scans, texts)]
     if not (len(scans) == 1 and kinds[0] == "log"):
         reading = read_acceptance(texts, num_speculative_tokens, model_name)
     else:

@@ -69,8 +69,7 @@ def schedule_problems(schedule) -> list[str]:
     if not schedule:
         return ["must not be empty (vLLM requires at least one [range_start, range_end, K] "
                 "entry; omit the key to keep a static num_speculative_tokens)"]
-    problems = []
-    rows = []
+    problems, rows = [], []
     for row in schedule:
         if not isinstance(row, (list, tuple)) or len(row) != 3 or not all(map(_is_int, row)):
             extra = (" (5-item [bs_lo, bs_hi, ctx_lo, ctx_hi, K] entries come from a newer "

@@ -206,8 +206,7 @@ def _r_braces(text, masked):
 def _t_braces(text):
     masked = mask_strings(text)
     s = text.strip()
-    if not s.startswith("{"):
-        s = "{" + s
+    s = s if s.startswith("{") else "{" + s
     diff = mask_strings(s).count("{") - mask_strings(s).count("}")
     if diff > 0:
         s = s + "}" * diff

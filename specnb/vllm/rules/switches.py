@@ -109,9 +109,9 @@ def _fly(ctx):
 def synthetic(ctx: Context) -> None:
     """synthetic_acceptance_rates / _length: only with rejection_sample_method='synthetic'."""
     v, nst = ctx.values, ctx.values.get("num_speculative_tokens")
-    rates, length = v.get("synthetic_acceptance_rates"), v.get("synthetic_acceptance_length")
-    given = [k for k in ("synthetic_acceptance_rates", "synthetic_acceptance_length")
-             if ctx.given(k)]
+    key, length_key = "synthetic_acceptance_rates", "synthetic_acceptance_length"
+    rates, length = v.get(key), v.get(length_key)
+    given = [k for k in (key, length_key) if ctx.given(k)]
     if v.get("rejection_sample_method") != "synthetic":
         if given:
             ctx.add("synthetic-needs-method", "error", given[0], "synthetic_acceptance_rates / "
@@ -129,7 +129,6 @@ def synthetic(ctx: Context) -> None:
         return
     if nst is None:
         return
-    key = "synthetic_acceptance_rates"
     if rates is not None:
         if len(rates) != nst:
             ctx.add("synthetic-rates-length", "error", key, f"{key} must have length {nst}, "
@@ -148,9 +147,8 @@ def synthetic(ctx: Context) -> None:
 
 def schedule(ctx: Context) -> None:
     """num_speculative_tokens_per_batch_size: vLLM's validation, clamping and cost."""
-    rows, nst = ctx.values.get("num_speculative_tokens_per_batch_size"), \
-        ctx.values.get("num_speculative_tokens")
     key = "num_speculative_tokens_per_batch_size"
+    rows, nst = ctx.values.get(key), ctx.values.get("num_speculative_tokens")
     if rows is None:
         return
     if rows == []:

@@ -9,7 +9,7 @@ import difflib
 import json
 import re
 
-from .context import TRAPS, Context
+from .context import TRAPS, Context, as_int
 
 _JSON_SCALARS = (str, int, float, bool, type(None))
 _INT_STR = re.compile(r"[+-]?[0-9]+(?:_[0-9]+)*(?:\.0+)?")
@@ -252,9 +252,8 @@ def huge_gamma(ctx: Context) -> None:
     nst = ctx.values.get("num_speculative_tokens")
     if nst is None:
         return
-    dctx = (ctx.draft or {}).get("max_position_embeddings")
-    if isinstance(dctx, int) and not isinstance(dctx, bool) and 0 < dctx < nst and \
-            dctx < MAX_SENSIBLE_GAMMA:
+    dctx = as_int((ctx.draft or {}).get("max_position_embeddings"))
+    if dctx is not None and 0 < dctx < min(nst, MAX_SENSIBLE_GAMMA):
         what = f"the draft's context (max_position_embeddings={dctx})"
     elif nst > MAX_SENSIBLE_GAMMA:
         what = f"{MAX_SENSIBLE_GAMMA} tokens, the context of the smallest models"
