@@ -21,15 +21,12 @@ _JSON_TYPE = {int: "number", float: "number", str: "string", list: "array", bool
 
 
 def suggest_fix(config) -> dict | None:
-    """A config close to ``config`` that current vLLM accepts, or None when none is derived.
-
-    Renames what the checker names (``ngram_prompt_lookup_max`` -> ``prompt_lookup_max``,
-    ``speculative_model`` -> ``model``), maps ``model: "[ngram]"`` / ``"ngram"`` to ``method:
-    "ngram"`` and a method word as the model name to that method, drops sampling and removed
+    """A config close to ``config`` (a dict; anything else gives None) that current vLLM
+    accepts, or None: renames what the checker names (``ngram_prompt_lookup_max`` ->
+    ``prompt_lookup_max``, ``speculative_model`` -> ``model``), maps ``model: "[ngram]"`` /
+    ``"ngram"`` and a method word as the model name to that method, drops sampling and removed
     keys, adds a missing ``num_speculative_tokens`` (:data:`~specnb.vllm.DEFAULT_GAMMA`, else
-    3); returned only if :func:`check_speculative_config` accepts it. ``config``: a dict
-    (anything else gives None).
-    """
+    3); returned only if :func:`check_speculative_config` accepts it."""
     if not isinstance(config, dict):
         return None
     table = select(None)[0]
@@ -123,8 +120,7 @@ def parse_speculative_config(text: str):
     try:
         return loads(text)
     except RecursionError:
-        idx = too_deep(text)
-        line, col = linecol(text, idx)
+        line, col = linecol(text, too_deep(text))
         raise ConfigSyntaxError("nested too deeply: Python's json module (which vLLM uses) "
                                 "gives up with a RecursionError", line=line, column=col,
                                 fix="a speculative_config is one flat object; remove the "

@@ -331,16 +331,15 @@ def read_offline_printout(text: str) -> SpecDecodeCounts:
     if not isinstance(text, str):
         raise TypeError(f"text must be a str (the printout), got {type(text).__name__}")
     got = {k: r.findall(text) for k, r in _OFFLINE.items()}
-    missing = [f"num_{k}" if k != "drafts" else "num_drafts" for k in
-               ("drafts", "draft_tokens", "accepted_tokens") if not got[k]]
+    names = ("drafts", "draft_tokens", "accepted_tokens")
+    missing = [f"num_{k}" for k in names if not got[k]]
     if missing:
         raise ValueError(f"spec_decode.py printout without {', '.join(missing)}")
-    many = [k for k in ("drafts", "draft_tokens", "accepted_tokens") if len(got[k]) > 1]
+    many = [k for k in names if len(got[k]) > 1]
     if many:
         raise ValueError(f"the printout holds {len(got[many[0]])} runs (num_{many[0]} printed "
                          "more than once); give one run's printout")
-    drafts, tokens, accepted = (float(got[k][0]) for k in ("drafts", "draft_tokens",
-                                                           "accepted_tokens"))
+    drafts, tokens, accepted = (float(got[k][0]) for k in names)
     if got["mean_acceptance_length"] and drafts > 0:
         printed = float(got["mean_acceptance_length"][0])
         if abs(1 + accepted / drafts - printed) > 0.006:

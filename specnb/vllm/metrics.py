@@ -186,8 +186,7 @@ def read_metrics(text: str, model_name: str | None = None) -> SpecDecodeCounts:
             per_pos[pos] = per_pos.get(pos, 0.0) + s.value
         else:
             totals[what] += s.value
-    missing = [COUNTERS[k] for k in ("drafts", "draft_tokens", "accepted_tokens")
-               if k not in found]
+    missing = [COUNTERS[k] for k in totals if k not in found]
     if missing:
         v0 = any(s.name in _V0_GAUGES for s in samples)
         raise ValueError(

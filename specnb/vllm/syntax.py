@@ -28,8 +28,7 @@ class ConfigSyntaxError(ValueError):
                  key: str | None = None, parser_message: str = "",
                  repaired: str | None = None):
         self.cause, self.line, self.column = cause, line, column
-        self.fix, self.key, self.parser_message = fix, key, parser_message
-        self.repaired = repaired
+        self.fix, self.key, self.parser_message, self.repaired = fix, key, parser_message, repaired
         super().__init__(f"not valid JSON (line {line}, column {column}): {cause}"
                          + (f" [json: {parser_message}]" if parser_message else ""))
 

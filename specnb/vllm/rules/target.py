@@ -56,16 +56,15 @@ def target(ctx: Context) -> None:
         draft = target
     if draft is not None and method in ("medusa", "mlp_speculator") and \
             model_type(draft) != method:
-        ch.add("checkpoint-not-method", "error" if method == "mlp_speculator" else "warning",
-               "method", f"method '{method}' on a checkpoint "
-               f"whose config.json says model_type {model_type(draft)!r}: vLLM re-detects the "
-               f"method from it, finds none and raises \"Unsupported speculative method: "
-               f"'{method}'\"" if method == "mlp_speculator" else
-               f"method 'medusa' on a checkpoint whose config.json says model_type "
-               f"{model_type(draft)!r}, not a Medusa head: vLLM accepts it and loads it as "
-               "one (expect a load error or no acceptance)", "use the method the checkpoint "
-               "was trained for (draft_model for a plain causal LM)")
-        if method == "mlp_speculator":
+        mlp = method == "mlp_speculator"
+        ch.add("checkpoint-not-method", "error" if mlp else "warning", "method", f"method "
+               f"'{method}' on a checkpoint whose config.json says model_type "
+               f"{model_type(draft)!r}" + (": vLLM re-detects the method from it, finds none and "
+               f"raises \"Unsupported speculative method: '{method}'\"" if mlp else ", not a "
+               "Medusa head: vLLM accepts it and loads it as one (expect a load error or no "
+               "acceptance)"), "use the method the checkpoint was trained for (draft_model for "
+               "a plain causal LM)")
+        if mlp:
             return
     if draft is not None and cfg.get("num_speculative_tokens") is None and \
             method not in ch.table.mtp and method != "dspark" and draft.get("n_predict") is None:
