@@ -1,9 +1,7 @@
 """Read ``vllm bench serve --save-result`` JSON files into numbers (the verdict on an ON/OFF
-pair is :func:`specnb.advise.compare_bench`).
-
-Keys (``vllm/benchmarks/serve.py`` @ ``009e6d4a``): ``mean_<m>_ms``, ``median_<m>_ms``,
-``std_<m>_ms``, ``p<P>_<m>_ms`` for m in ttft, tpot, itl, e2el; the throughputs; with the
-counters, ``spec_decode_*`` (acceptance rate in percent, per-position rates as fractions).
+pair: :func:`specnb.advise.compare_bench`). Keys (``vllm/benchmarks/serve.py`` @ ``009e6d4a``):
+``mean_``, ``median_``, ``std_``, ``p<P>_<m>_ms`` for m in ttft, tpot, itl, e2el; throughputs;
+``spec_decode_*`` with the counters (acceptance rate in %, per-position rates as fractions).
 ITL is per streamed chunk, so with speculation it can rise while TPOT falls (PR #48892).
 """
 
@@ -281,14 +279,11 @@ _NAMESPACE = re.compile(r"Namespace\((.*)\)\s*$", re.M)
 
 
 def read_bench_console(text: str) -> dict:
-    """The arguments of a ``vllm bench serve`` run from its console output: the
-    ``Namespace(...)`` line it prints first (``dataset_name``, ``dataset_path``, ``ignore_eos``,
+    """The arguments of a ``vllm bench serve`` run from the ``Namespace(...)`` line its console
+    output starts with (``dataset_name``, ``dataset_path``, ``ignore_eos``,
     ``skip_chat_template``, ``backend``, ``endpoint``, ``temperature``, ``seed``, ``model``,
-    ``tokenizer``, as given on the command line, before vLLM's own defaults such as
-    ``ignore_eos`` for a random dataset are applied: :func:`bench_setup` applies them).
-
-    Raises TypeError for a ``text`` not a str, ValueError for no ``Namespace(...)`` line.
-    """
+    ``tokenizer``, as given, before vLLM's own defaults: :func:`bench_setup` applies them).
+    Raises TypeError for a ``text`` not a str, ValueError for no ``Namespace(...)`` line."""
     import ast
 
     if not isinstance(text, str):
@@ -317,9 +312,8 @@ def bench_setup(d: dict, console: dict | None = None) -> dict:
     rule applied: a ``random`` / ``random-mm`` dataset on an OpenAI-compatible backend, or a
     ``timed_trace``, sets it), ``ignore_eos_implied`` (True when that rule, not the user, set
     it), ``backend``, ``endpoint``, ``skip_chat_template``, ``temperature``, ``model``,
-    ``rejection_sample_method`` (from ``--metadata``). Keys neither says are absent. The result
-    wins over the console where both give one.
-    """
+    ``rejection_sample_method`` (from ``--metadata``); absent where neither says, the result's
+    where both do."""
     out = {k: v for k, v in (console or {}).items() if v is not None}
     if "model" in out and "model_id" not in out:
         out["model_id"] = out["model"]

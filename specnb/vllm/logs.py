@@ -1,7 +1,6 @@
-"""Read the spec-decode lines vLLM writes to its log, and the offline example's printout.
-
-Formats (``SpecDecodingLogging.log``, ``vllm/v1/spec_decode/metrics.py`` @ ``ee4ceaae``; older
-forms from the issues named): V1 ``SpecDecoding metrics:`` lines, current (``Mean acceptance
+"""Read the spec-decode lines vLLM writes to its log (``SpecDecodingLogging.log``,
+``vllm/v1/spec_decode/metrics.py`` @ ``ee4ceaae``; older forms from the issues named), and the
+offline example's printout: V1 ``SpecDecoding metrics:`` lines, current (``Mean acceptance
 length``, ``Accepted: N tokens``, ``Drafted: M tokens``, ``Per-position acceptance rate``, ``Avg
 Draft acceptance rate``; extra fields such as ``Current speculative depth`` tolerated), v0.9
 (issue #19254) and v0.8 (PR #15902: no mean length, no per-position rates, so drafts and tau
@@ -181,11 +180,10 @@ def _frame(rows, errors, v1_lines=None, v0_lines=None):
                          + (f"could be read (unreadable lines: {_shown(skipped)}; "
                             f"{first_error})" if skipped else "found"))
     df = pd.DataFrame(rows).reindex(columns=_COLS)
-    df.attrs["skipped"] = skipped
-    df.attrs["first_error"] = first_error
     v0 = _is_v0(df)
-    df.attrs["v1_lines"] = int((~v0).sum()) if v1_lines is None else v1_lines
-    df.attrs["v0_lines"] = int(v0.sum()) if v0_lines is None else v0_lines
+    df.attrs.update(skipped=skipped, first_error=first_error,
+                    v1_lines=int((~v0).sum()) if v1_lines is None else v1_lines,
+                    v0_lines=int(v0.sum()) if v0_lines is None else v0_lines)
     return df
 
 
@@ -202,9 +200,8 @@ def read_spec_decode_lines(numbered, strict: bool = False):
     many; ``per_position_counts``: rate x drafts summed), only the last V0 line kept (V0
     counters are cumulative); ``attrs``: ``v1_lines``, ``v0_lines``, ``skipped``,
     ``first_error``. Raises ValueError as :func:`read_spec_decode_log`."""
-    acc, last_v0, formats = None, None, set()
+    acc, last_v0, formats, errors = None, None, set(), []
     n_v1 = n_v0 = 0
-    errors: list = []
     for row in _parsed(numbered, strict, errors):
         if row["format"] in _V0_FORMATS:
             last_v0, n_v0 = row, n_v0 + 1
@@ -215,12 +212,10 @@ def read_spec_decode_lines(numbered, strict: bool = False):
             if acc is None:
                 acc = dict(row, lines=0, drafts=0, accepted=0, drafted=0, per_position_counts=[])
             acc["drafts"] = None if acc["drafts"] is None or d is None else acc["drafts"] + d
-            acc["accepted"] += row["accepted"]
-            acc["drafted"] += row["drafted"]
+            acc.update(accepted=acc["accepted"] + row["accepted"], lines=acc["lines"] + 1,
+                       drafted=acc["drafted"] + row["drafted"], line=row["line"])
             acc["per_position_counts"] = [a + r * (d or 0) for a, r in zip_longest(
                 acc["per_position_counts"], row["per_position"], fillvalue=0.0)]
-            acc["lines"] += 1
-            acc["line"] = row["line"]
     rows = []
     if acc is not None:
         acc["format"] = ", ".join(sorted(formats))

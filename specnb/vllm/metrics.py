@@ -1,13 +1,9 @@
-"""Read vLLM's speculative-decoding counters (``/metrics``) into acceptance numbers (log lines:
-:mod:`specnb.vllm.logs`; every format: :func:`specnb.vllm.read.read_acceptance`).
-
-From the four V1 counters, :data:`COUNTERS` (``vllm/v1/spec_decode/metrics.py`` @ ``ee4ceaae``;
-the ``SpecDecodingProm`` docstring and ``vllm bench serve`` @ ``009e6d4a``): acceptance rate =
-accepted / draft tokens (a fraction; vLLM prints %), tau = 1 + accepted / drafts (bonus token
-included), per-position acceptance = per_pos[i] / drafts, and the alpha they imply
-(:func:`specnb.theory.alpha_from_acceptance_length`). The four ``_total`` sample names are
-matched exactly (prometheus_client's parser), so ``_created`` and ``_per_pos`` series never mix
-in; label sets (data-parallel engines) are summed.
+"""Read vLLM's speculative-decoding counters (``/metrics``) into acceptance numbers: from the
+V1 counters :data:`COUNTERS` (``vllm/v1/spec_decode/metrics.py`` @ ``ee4ceaae``; the
+``SpecDecodingProm`` docstring, ``vllm bench serve`` @ ``009e6d4a``) the acceptance rate
+(accepted / draft tokens, a fraction), tau (1 + accepted / drafts), per-position acceptance
+(per_pos[i] / drafts) and the alpha they imply. The ``_total`` sample names are matched exactly,
+so ``_created`` and ``_per_pos`` series never mix in; label sets are summed.
 """
 
 from __future__ import annotations
@@ -126,17 +122,6 @@ FORMATS = ("a Prometheus /metrics scrape of a vLLM V1 server (vllm:spec_decode_*
            "examples/offline_inference/spec_decode.py (num_drafts: ..., num_draft_tokens: ...)")
 
 
-def _parse_families(text: str):
-    from prometheus_client.parser import text_string_to_metric_families
-
-    try:
-        return [s for fam in text_string_to_metric_families(text) for s in fam.samples]
-    except Exception:  # the parser raises ValueError/IndexError/... on bad lines
-        hint = (" (this looks like a Prometheus UI table with '|'; save the raw text of "
-                "GET /metrics instead)" if "|" in text else "")
-        raise ValueError(f"not a format specnb reads{hint}; it reads {FORMATS}") from None
-
-
 def read_metrics(text: str, model_name: str | None = None) -> SpecDecodeCounts:
     """Read one ``/metrics`` scrape (``text``: the body of ``GET /metrics``) into spec-decode
     counts, summed across label sets (engines under data parallelism); ``model_name``: keep only
@@ -156,7 +141,14 @@ def read_metrics(text: str, model_name: str | None = None) -> SpecDecodeCounts:
     if not text.strip():
         raise ValueError("text is empty: no /metrics scrape to read (save the body of GET "
                          "/metrics from the vLLM server)")
-    samples = _parse_families(text)
+    from prometheus_client.parser import text_string_to_metric_families
+
+    try:
+        samples = [s for fam in text_string_to_metric_families(text) for s in fam.samples]
+    except Exception:  # the parser raises ValueError/IndexError/... on bad lines
+        hint = (" (this looks like a Prometheus UI table with '|'; save the raw text of "
+                "GET /metrics instead)" if "|" in text else "")
+        raise ValueError(f"not a format specnb reads{hint}; it reads {FORMATS}") from None
     names_seen = {s.labels.get("model_name") for s in samples
                   if s.name in COUNTERS.values() and "model_name" in s.labels}
     if model_name is not None and model_name not in names_seen:
@@ -250,15 +242,10 @@ class AcceptanceStats:
     acceptance_rate_ci: tuple | None = None
 
     def to_frame(self, formatted: bool = False):
-        """One row per quantity: name, value, unit, from (the counter or formula used).
-
-        Parameters
-        ----------
-        formatted : bool
-            False: numeric values (None where unknown). True: values as text the way
-            ``specnb metrics`` prints them (counts as whole numbers with thousands separators,
-            % and tokens/step to 2 decimals, alpha to 3; "-" where unknown).
-        """
+        """One row per quantity: name, value, unit, from (the counter or formula used); values
+        numeric (None where unknown), or with ``formatted`` text as ``specnb metrics`` prints
+        them (counts whole with thousands separators, % and tokens/step to 2 decimals, alpha to
+        3; "-" where unknown)."""
         import pandas as pd
 
         c = self.counts

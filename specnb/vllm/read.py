@@ -63,12 +63,12 @@ def read_acceptance(texts, num_speculative_tokens: int | None = None,
     if kind == "prometheus":
         if not any(t.strip() for t in texts):
             raise ValueError(f"the input is empty; specnb reads {FORMATS}")
-        counts = (metrics_delta(*texts, model_name) if len(texts) == 2
-                  else read_metrics(texts[0], model_name))
-        what = "window between the two scrapes" if len(texts) == 2 else "one scrape"
+        pair = len(texts) == 2
+        counts = metrics_delta(*texts, model_name) if pair else read_metrics(texts[0], model_name)
+        what = "window between the two scrapes" if pair else "one scrape"
         header = (f"source: {what}, {counts.label_sets} label set(s) summed",)
         return Reading(acceptance_stats(counts, num_speculative_tokens),
-                       "prometheus pair" if len(texts) == 2 else "prometheus", header)
+                       "prometheus pair" if pair else "prometheus", header)
     if kind == "offline printout":
         counts = logs.read_offline_printout(texts[0])
         header = ("source: printout of vLLM's examples/offline_inference/spec_decode.py (counts "
@@ -137,14 +137,13 @@ def read_acceptance_scans(scans, num_speculative_tokens: int | None = None,
     """
     scans = list(scans)
     texts = [sc.text if sc.lines else sc.head for sc in scans]
-    kinds = ["log" if any(logs.V1_MARK in line or logs.V0_MARK in line for _, line in sc.lines)
+    kinds = ["log" if any(logs.is_spec_decode_log(line) for _, line in sc.lines)
              else detect_format(t) for sc, t in zip(scans, texts)]
     if not (len(scans) == 1 and kinds[0] == "log"):
         reading = read_acceptance(texts, num_speculative_tokens, model_name)
     else:
         sc = scans[0]
-        marked = ((n, t) for n, t in sc.lines if logs.V1_MARK in t or logs.V0_MARK in t)
-        frame = logs.read_spec_decode_lines(marked, strict=False)
+        frame = logs.read_spec_decode_lines(sc.lines, strict=False)  # unmarked lines skipped
         also = {"scrape": any(t.lstrip().startswith(("vllm:spec_decode_", "# HELP vllm:spec_",
                                                      "# TYPE vllm:spec_"))
                               for _, t in sc.lines),

@@ -39,13 +39,10 @@ def read_request_metrics(responses) -> SpecDecodeCounts:
     ``responses``: an iterable of dicts (response bodies, as saved). Returns
     :class:`SpecDecodeCounts` (source "requests", ``label_sets`` = responses read).
 
-    Raises
-    ------
-    ValueError
-        no response with a ``speculative_decoding`` section (the server needs
-        ``--per-request-spec-decode-metrics``; n > 1 requests carry none); a count that is
-        not a whole number >= 0; a histogram that disagrees with the steps or accepted
-        counts; responses of different ``num_spec_tokens``.
+    Raises ValueError for no response with a ``speculative_decoding`` section (the server needs
+    ``--per-request-spec-decode-metrics``; n > 1 requests carry none), a count not a whole
+    number >= 0, a histogram the steps or accepted counts contradict, or responses of different
+    ``num_spec_tokens``.
     """
     totals, hist, n = dict.fromkeys(_KEYS[:3], 0), [], 0  # steps, drafted, accepted
     gammas = set()

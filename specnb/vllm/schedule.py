@@ -1,10 +1,9 @@
-"""vLLM's dynamic draft length: ``num_speculative_tokens_per_batch_size``, entries
-``[range_start, range_end, K]`` (K tokens drafted while the batch size lies in the inclusive
-range; 0 = none). Sources: ``shared/reference/batch-model.md`` section 5; the field in
-``vllm/config/speculative.py``; ``validate_and_normalize_dynamic_sd_schedule`` and
-``build_dynamic_sd_schedule_lookup`` (``vllm/v1/spec_decode/dynamic/utils.py``); the docs (off
-with ``--data-parallel-size > 1``). Its measured cost: :func:`schedule_tax`
-(``data/vllm_schedule_tax.csv``, vLLM issue #49548).
+"""vLLM's dynamic draft length ``num_speculative_tokens_per_batch_size``: ``[range_start,
+range_end, K]`` entries, K drafted while the batch size lies in the inclusive range (0 = none).
+Sources: ``shared/reference/batch-model.md`` section 5, ``vllm/config/speculative.py``,
+``vllm/v1/spec_decode/dynamic/utils.py`` (validation, lookup), the docs (off with
+``--data-parallel-size > 1``; full CUDA graphs only on Model Runner V2); its measured cost:
+:func:`schedule_tax` (vLLM issue #49548).
 """
 
 from __future__ import annotations

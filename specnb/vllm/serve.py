@@ -205,9 +205,8 @@ def parse_serve_line(line, vllm_version: str | None = None) -> ServeLine:
     vllm.entrypoints.cli.main serve`` are serve lines too; no model is no error (vLLM serves
     ``--model``'s default). Raises ServeLineError (a ValueError; the parser's own line) for a
     line that cannot be split, is empty, runs another command ("not a vllm serve line"), or
-    that vLLM's parser refuses (an unknown flag: "unrecognized arguments: ...", a
-    value of the wrong type, a missing value); TypeError for a ``line`` that is no str or list.
-    """
+    vLLM's parser refuses (an unknown flag, a value of the wrong type, a missing value);
+    TypeError for a ``line`` that is no str or list."""
     table, _ = select(vllm_version)
     words, api_server = _words(line)
     parser, release = _parser(table.vllm, api_server)
@@ -237,10 +236,9 @@ def parse_serve_line(line, vllm_version: str | None = None) -> ServeLine:
 
 def check_serve_line(line, vllm_version=None, draft_config=None, target_config=None):
     """(:func:`parse_serve_line`'s :class:`ServeLine`, :func:`~specnb.vllm.check_speculative_config`
-    of its config with the line's settings): the string rules, the target rules (``-tp``,
-    ``--max-model-len``) and the serve-line rules (:mod:`specnb.vllm.rules.serve`). The
-    draft's config.json comes from ``draft_config`` or a local ``model`` path in the config,
-    the target's from ``target_config`` or a local model path in the line. A line without
+    of its config with the line's settings: the target and serve-line rules too). The draft's
+    config.json comes from ``draft_config`` or a local ``model`` path in the config, the
+    target's from ``target_config`` or a local model path in the line; a line without
     ``--speculative-config`` gives one ``no-speculative-config`` warning. Raises what
     :func:`parse_serve_line` and the check raise."""
     from pathlib import Path

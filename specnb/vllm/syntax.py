@@ -82,11 +82,6 @@ class _DupDict(dict):
     duplicates: list
 
 
-def _key_before(text: str, index: int) -> str | None:
-    m = re.search(r"[\"']?([A-Za-z_][\w\-]*)[\"']?\s*:\s*$", text[:index])
-    return m.group(1) if m else None
-
-
 # Each rule: detect(text, masked) -> index or None; transform(text) -> text or None; cause.
 _UNDECODABLE = re.compile("[\udc80-\udcff\x00]")
 
@@ -270,7 +265,8 @@ def _diagnose(text: str, err: json.JSONDecodeError, depth: int = 0):
         if transform is None:  # template placeholder: name it, suggest a value
             ph = _PLACEHOLDER_VALUE_RE.match(masked, idx).group()
             ph = text[idx:idx + len(ph)]
-            key = _key_before(text, idx)
+            m = re.search(r"[\"']?([A-Za-z_][\w\-]*)[\"']?\s*:\s*$", text[:idx])  # its key
+            key = m.group(1) if m else None
             cause = f"{cause} {ph}" + (f" as the value of {key!r}" if key else "")
             what = ("an integer (e.g. 4)" if key == "num_speculative_tokens"
                     else "the real value")

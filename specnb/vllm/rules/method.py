@@ -283,9 +283,8 @@ def ngram_window(ctx: Context) -> None:
                 "drafted", "set them, e.g. \"prompt_lookup_min\": 2, \"prompt_lookup_max\": 5 "
                 "(vLLM's docs example)")
     elif lo_given != hi_given:
-        given, other = (("prompt_lookup_max", "prompt_lookup_min") if hi_given
-                        else ("prompt_lookup_min", "prompt_lookup_max"))
-        val = hi if hi_given else lo
+        given, other, val = (("prompt_lookup_max", "prompt_lookup_min", hi) if hi_given
+                             else ("prompt_lookup_min", "prompt_lookup_max", lo))
         ctx.add("ngram-lookup-mirrored", "warning", other, f"{other} is not set: vLLM sets it "
                 f"equal to {given}={val}, so the window is exactly {val} tokens",
                 f"set {other} explicitly (e.g. prompt_lookup_min 2, max 5)")

@@ -9,11 +9,6 @@ from ...hf_config import architectures, is_mtp_type, model_type, read_config
 from .context import NO_DRAFT_BRANCH, Context, as_int
 
 
-def _local_path(model: str) -> bool:
-    return model.startswith(("/", "./", "../", "~")) or (
-        "/" in model and len(model.split("/")) > 2)
-
-
 def target(ctx: Context) -> None:
     """vLLM's checks against the target and the draft's config.json for methods that load a
     draft (``SpeculativeConfig.__post_init__`` @ vLLM 0.33.0: ``_verify_and_get_draft_tp``,
@@ -29,7 +24,8 @@ def target(ctx: Context) -> None:
     if method in NO_DRAFT_BRANCH or method == "[ngram]":
         return
     draft = ch.draft
-    if isinstance(model, str) and _local_path(model):
+    if isinstance(model, str) and (model.startswith(("/", "./", "../", "~")) or (
+            "/" in model and len(model.split("/")) > 2)):  # a local path, not a hub id
         path = Path(os.path.expanduser(model))
         if not path.exists():
             ch.add("draft-path-missing", "error", "model", f"model {model!r} is a local path "

@@ -13,9 +13,8 @@ from .context import TRAPS, Context, as_int
 
 _JSON_SCALARS = (str, int, float, bool, type(None))
 _INT_STR = re.compile(r"[+-]?[0-9]+(?:_[0-9]+)*(?:\.0+)?")
-_BOOL_WORDS = {"true": True, "false": False, "yes": True, "no": False, "on": True,
-               "off": False, "t": True, "f": False, "y": True, "n": False, "1": True,
-               "0": False}
+_BOOL_WORDS = {**dict.fromkeys(("true", "yes", "on", "t", "y", "1"), True),
+               **dict.fromkeys(("false", "no", "off", "f", "n", "0"), False)}
 #: Above this ``num_speculative_tokens`` the checker warns (``num-speculative-tokens-huge``):
 #: vLLM accepts any integer > 0, but its docs use 1 to 32 and 1024 is the context of the
 #: smallest models served (GPT-2's n_positions), so a draft this long is surely a typo.
