@@ -62,8 +62,8 @@ def estimate_seconds(a) -> tuple[float, float, int]:
     pols = _policies(a, M, seqs, None if a.no_schedule or planned else _schedule_flag(a))
     if planned:
         pols.append(M.policy("static", k=max(a.gamma)))
-    out = max(int(a.output_len), 1)
-    steps = M.min_request_steps([out] * int(a.num_prompts), pols)
+    out = max(int(a.output_len), 1)  # every request alike: one request's bound, times the count
+    steps = M.min_request_steps([out], pols) * int(a.num_prompts)
     return steps, steps / SIM_REQUEST_STEPS_PER_S, len(pols)
 
 
