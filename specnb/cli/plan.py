@@ -176,10 +176,22 @@ SGLANG_ALGORITHM = {"eagle3": "EAGLE3", "eagle": "EAGLE", "mtp": "EAGLE",
                     "draft_model": "STANDALONE", "ngram": "NGRAM"}
 
 
+#: SGLang's default request cap with speculative decoding (EAGLE, EAGLE3, STANDALONE; MTP runs
+#: as EAGLE): ``server_args.py`` ``_handle_speculative_decoding`` sets
+#: ``max_running_requests = 48`` when unset ("Max running requests is reset to 48 for
+#: speculative decoding"; 32 in early-2025 versions), and its CUDA graphs for speculative
+#: decoding are captured up to that batch; SGLang's DeepSeek guide: "To enable DeepSeek MTP
+#: for large batch sizes (>48) ... Adjust --max-running-requests ... Set --cuda-graph-bs".
+SGLANG_SPEC_MAX_RUNNING_REQUESTS = 48
+
+
 def _sglang_launch(st, p, tree) -> str | None:
     """``python -m sglang.launch_server`` with the speculative flags of the plan (the tree's
-    when given, else the best chain: topk 1, steps + 1 draft tokens); None when nothing pays
-    or the method has no SGLang name."""
+    when given, else the best chain: topk 1, steps + 1 draft tokens), and, when the plan's
+    largest batch (``Plan.max_num_seqs``) exceeds :data:`SGLANG_SPEC_MAX_RUNNING_REQUESTS`,
+    ``--max-running-requests`` and ``--cuda-graph-max-bs`` at that batch (else SGLang admits
+    at most 48 requests with speculation on); None when nothing pays or the method has no
+    SGLang name."""
     from .. import serving as S
 
     algo = SGLANG_ALGORITHM.get(st.draft.method)
@@ -195,6 +207,9 @@ def _sglang_launch(st, p, tree) -> str | None:
              "--speculative-eagle-topk", str(topk), "--speculative-num-draft-tokens", str(ndt)]
     if st.gpus > 1:
         parts += ["--tp-size", str(st.gpus)]
+    if p.max_num_seqs and p.max_num_seqs > SGLANG_SPEC_MAX_RUNNING_REQUESTS:
+        parts += ["--max-running-requests", str(p.max_num_seqs),
+                  "--cuda-graph-max-bs", str(p.max_num_seqs)]
     return " ".join(parts)
 
 

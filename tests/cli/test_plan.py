@@ -737,6 +737,23 @@ def test_sglang_gets_a_launch_line_not_a_vllm_serve_line_or_schedule(capsys):
     assert len(launch) == 1 and "--speculative-algorithm EAGLE3" in launch[0]
     assert "--speculative-eagle-topk 4 --speculative-num-draft-tokens 8" in launch[0]
     assert "the table above is the chain" in out
+    assert "--max-running-requests" not in launch[0]  # batch 8: within SGLang's default 48
+
+
+def test_sglang_launch_line_lifts_the_speculative_request_cap_for_large_batches(capsys):
+    """SGLang admits at most 48 running requests with speculation on unless told otherwise
+    (server_args.py; its DeepSeek guide's note on MTP beyond batch 48): a plan up to batch 64
+    carries --max-running-requests and --cuda-graph-max-bs at its --max-num-seqs."""
+    from specnb.cli import main
+    from specnb.cli.plan import SGLANG_SPEC_MAX_RUNNING_REQUESTS
+
+    argv = ["plan", "--gpu", "H100-SXM", "--model", "Llama-3.1-8B", "--engine", "sglang",
+            "--draft", "eagle3", "--gamma", "3", "--tau", "3.5", "--context", "2000",
+            "--batch", "1", "64", "--json"]
+    assert main(argv) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["max_num_seqs"] == 64 > SGLANG_SPEC_MAX_RUNNING_REQUESTS
+    assert res["serve"].endswith("--max-running-requests 64 --cuda-graph-max-bs 64")
 
 
 def test_a_gamma_above_specnbs_bound_is_refused_as_replay_refuses_it(capsys):
