@@ -6,6 +6,14 @@ Each capability module (:mod:`specnb.cli.run`, :mod:`specnb.cli.measure`,
 its subcommand(s) and sets ``func`` on the parser to a callable ``func(args) -> int`` (the exit
 status). Modules are imported here only to register; heavy dependencies (torch, transformers,
 papermill, matplotlib) are imported inside the command functions.
+
+One exit-status rule for every command (:data:`EXIT_STATUS`, printed by ``specnb --help``): 0
+answered, 1 the answer is no, 2 bad input, 3 the measure extra missing. A command turns a
+library error into its one line with :func:`refuse`: the flag named through the one table
+:data:`FLAGS` (library parameter -> flag) when the error carries ``param``
+(:mod:`specnb._check`'s errors do), exit 2. Commands check what they can before their heavy
+imports: the library's own checks in light modules (:mod:`specnb.limits`,
+:mod:`specnb.theory`), the notebook names before papermill.
 """
 
 from __future__ import annotations
