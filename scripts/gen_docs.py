@@ -53,7 +53,7 @@ END = "<!-- renames: end -->"
 # (face, layer) in layer order; the page name is the last component.
 PACKAGES = [
     ("specnb.data", "L0"), ("specnb.hf_config", "L0"), ("specnb.notes", "L0"),
-    ("specnb.theory", "L1"), ("specnb.acceptance_profile", "L1"), ("specnb.acceptance", "L1"), ("specnb.timing", "L1"), ("specnb.verify", "L1"),
+    ("specnb.theory", "L1"), ("specnb.limits", "L1"), ("specnb.acceptance_profile", "L1"), ("specnb.acceptance", "L1"), ("specnb.timing", "L1"), ("specnb.verify", "L1"),
     ("specnb.cost", "L1"), ("specnb.memory", "L1"), ("specnb.request_log", "L1"),
     ("specnb.article", "L2"), ("specnb.methods", "L2"), ("specnb.batch", "L2"),
     ("specnb.serving", "L2"), ("specnb.vllm", "L2"), ("specnb.measure", "L2"),

@@ -2,7 +2,10 @@
 
 Each check raises :class:`ValueError` (or :class:`TypeError` for a non-number) whose
 message names the parameter, shows the offending value and says what is allowed.
-Nothing is clipped or guessed.
+Nothing is clipped or guessed. The errors are :class:`ParamValueError` /
+:class:`ParamTypeError`: their ``param`` attribute is the parameter's name as the caller gave
+it (the message starts with it), so that a command line can name its own flag instead
+(:func:`specnb.cli.message`).
 """
 
 from __future__ import annotations
@@ -17,6 +20,26 @@ import numpy as np
 MAX_EXACT_INT = 2 ** 53
 
 _OK = object()
+
+
+class ParamError(Exception):
+    """Mixin of the checks' errors: ``param`` is the name of the parameter checked (the
+    message starts with it)."""
+
+    def __init__(self, message: str, param: str):
+        super().__init__(message)
+        self.param = param
+
+    def __reduce__(self):  # picklable (worker processes raise these too)
+        return type(self), (str(self), self.param)
+
+
+class ParamValueError(ParamError, ValueError):
+    """A value out of range, NaN, not whole, not one of the choices: ``param`` names it."""
+
+
+class ParamTypeError(ParamError, TypeError):
+    """Not a number (None, a bool, a string, a ragged list...): ``param`` names it."""
 
 
 def _first_bad(arr: np.ndarray, bad: np.ndarray):
@@ -63,26 +86,26 @@ def _as_floats(name: str, value, what: str) -> np.ndarray:
     if bad is not _OK:
         kind = "the boolean " if isinstance(bad, (bool, np.bool_)) else ""
         if bad is value or np.ndim(value) == 0:
-            raise TypeError(f"{name} must be {what}, got {kind}{bad!r}")
-        raise TypeError(f"{name} must be {what} or an array of them, got an array holding "
-                        f"{kind}{bad!r}")
+            raise ParamTypeError(f"{name} must be {what}, got {kind}{bad!r}", name)
+        raise ParamTypeError(f"{name} must be {what} or an array of them, got an array "
+                             f"holding {kind}{bad!r}", name)
     try:
         return np.asarray(value, dtype=float)
     except (TypeError, ValueError, OverflowError):
         shown = repr(value)
         shown = shown if len(shown) <= 200 else shown[:200] + "..."
-        raise TypeError(f"{name} must be {what} or an array of them (a regular, non-ragged "
-                        f"shape), got {shown}") from None
+        raise ParamTypeError(f"{name} must be {what} or an array of them (a regular, "
+                             f"non-ragged shape), got {shown}", name) from None
 
 
 def _no_nan(name: str, arr: np.ndarray) -> None:
     nan = np.isnan(arr)
     if nan.any():
         if arr.ndim == 0:
-            raise ValueError(f"{name} must not be NaN, got nan")
+            raise ParamValueError(f"{name} must not be NaN, got nan", name)
         i = np.unravel_index(int(np.flatnonzero(nan)[0]), arr.shape)
         where = i[0] if len(i) == 1 else i
-        raise ValueError(f"{name} must not be NaN, got nan at index {where}")
+        raise ParamValueError(f"{name} must not be NaN, got nan at index {where}", name)
 
 
 def real(name: str, value, *, lo: float | None = None, hi: float | None = None,
@@ -102,7 +125,8 @@ def real(name: str, value, *, lo: float | None = None, hi: float | None = None,
         lo_s = "-inf" if lo is None else f"{lo:g}"
         hi_s = "inf" if hi is None else f"{hi:g}"
         shown = _first_bad(arr, bad)
-        raise ValueError(f"{name} must be in {left}{lo_s}, {hi_s}{right} and finite, got {shown!r}")
+        raise ParamValueError(f"{name} must be in {left}{lo_s}, {hi_s}{right} and finite, got "
+                              f"{shown!r}", name)
     return arr
 
 
@@ -134,7 +158,8 @@ def integer(name: str, value, *, lo: int = 0, hi: int | None = None) -> np.ndarr
     _no_nan(name, arr)
     frac = ~np.isfinite(arr) | (arr != np.round(arr))
     if frac.any():
-        raise ValueError(f"{name} must be a whole number, got {_first_bad(arr, frac)!r}")
+        raise ParamValueError(f"{name} must be a whole number, got {_first_bad(arr, frac)!r}",
+                              name)
     top = _int_top(hi)
     bad = (arr < lo) | (arr > top)
     shown = _shown(_first_bad(arr, bad)) if bad.any() else None
@@ -144,7 +169,7 @@ def integer(name: str, value, *, lo: int = 0, hi: int | None = None) -> np.ndarr
         allowed = f">= {lo}" if hi is None else f"in [{lo}, {hi}]"
         if hi is None and shown > top:
             allowed = f"in [{lo}, 2**53 = {MAX_EXACT_INT}] (larger values are not exact)"
-        raise ValueError(f"{name} must be an integer {allowed}, got {shown!r}")
+        raise ParamValueError(f"{name} must be an integer {allowed}, got {shown!r}", name)
     return arr.astype(np.int64)
 
 
@@ -155,7 +180,7 @@ def scalar_int(name: str, value, *, lo: int = 0, hi: int | None = None) -> int:
         return value
     if not isinstance(value, (numbers.Integral, float, np.floating)) or isinstance(
             value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be an integer, got {value!r}")
+        raise ParamTypeError(f"{name} must be an integer, got {value!r}", name)
     return int(integer(name, value, lo=lo, hi=hi))
 
 
@@ -165,8 +190,8 @@ def scalar_real(name: str, value, **bounds) -> float:
     if type(value) is float and not _outside(value, **bounds):
         return value
     if np.ndim(value) != 0 and not isinstance(value, str):
-        raise TypeError(f"{name} must be a single number, not an array or list, got "
-                        f"{type(value).__name__} of shape {np.shape(value)}")
+        raise ParamTypeError(f"{name} must be a single number, not an array or list, got "
+                             f"{type(value).__name__} of shape {np.shape(value)}", name)
     return float(real(name, value, **bounds))
 
 
@@ -192,10 +217,11 @@ def choice(name: str, value, allowed) -> str:
     """Check that ``value`` is one of ``allowed`` (strings)."""
     allowed = list(allowed)
     if isinstance(value, (bool, np.bool_)) and not any(isinstance(a, bool) for a in allowed):
-        raise ValueError(f"{name} must be one of {', '.join(map(repr, allowed))}; got the "
-                         f"boolean {value!r}")
+        raise ParamValueError(f"{name} must be one of {', '.join(map(repr, allowed))}; got the "
+                              f"boolean {value!r}", name)
     if value not in allowed:
-        raise ValueError(f"{name} must be one of {', '.join(map(repr, allowed))}; got {value!r}")
+        raise ParamValueError(f"{name} must be one of {', '.join(map(repr, allowed))}; got "
+                              f"{value!r}", name)
     return value
 
 

@@ -497,15 +497,15 @@ def run_notebooks(names=None, output_dir="build", parameters: dict | None = None
         unknown notebook names or parameters, a parameter value that is not a literal, no
         notebooks in ``notebook_dir``, ``cell_timeout`` < 1, an output folder that cannot be
         created or written, holds files specnb did not write (:func:`check_output_dir`) or
-        is in use by another run (all before anything runs).
+        is in use by another run (all before anything runs, and all but an unknown parameter,
+        which papermill reads from the notebook, before papermill is imported).
     FileNotFoundError
         ``notebook_dir`` does not exist.
     """
-    import papermill as pm
-    from tqdm.auto import tqdm
-
     from . import _check
 
+    # Every check before papermill, nbconvert and the kernel are imported (seconds of CPU):
+    # a bad name, folder or parameters file is refused at once.
     cell_timeout = _check.scalar_int("cell_timeout", cell_timeout, lo=1)
     available = find_notebooks(notebook_dir)
     if not available:
@@ -527,6 +527,9 @@ def run_notebooks(names=None, output_dir="build", parameters: dict | None = None
     check_output_dir(out_dir, [available[s].name for s in stems], force=force)
     lock = _lock(out_dir)
     try:
+        import papermill as pm
+        from tqdm.auto import tqdm
+
         return _run(stems, available, per_nb, out_dir, cell_timeout, progress, report, pm, tqdm)
     finally:
         _cleanup_kernel_files(_kernel_prefix())

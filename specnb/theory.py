@@ -32,6 +32,7 @@ __all__ = [
     "MAX_GAMMA",
     "expected_tokens_per_step",
     "tau_from_rates",
+    "tokens_per_step",
     "walltime_speedup",
     "operations_factor",
     "optimal_gamma",
@@ -125,7 +126,7 @@ def tau_from_rates(acceptance_rates, gamma, *, non_increasing: bool = False):
         Draft length(s) (``num_speculative_tokens``).
     non_increasing : bool
         Also refuse rates that increase with the position (vLLM's counts cannot;
-        :func:`specnb.serving.tokens_per_step` asks for it).
+        :func:`tokens_per_step` asks for it).
 
     Returns
     -------
@@ -144,20 +145,63 @@ def tau_from_rates(acceptance_rates, gamma, *, non_increasing: bool = False):
                         "position)")
     r = _check.real("acceptance_rates", list(acceptance_rates), lo=0.0, hi=1.0)
     if r.size == 0:
-        raise ValueError("acceptance_rates must hold at least one rate")
+        raise _check.ParamValueError("acceptance_rates must hold at least one rate",
+                                     "acceptance_rates")
     up = np.flatnonzero(np.diff(r) > 0) if non_increasing else ()
     if len(up):
         i = int(up[0])
-        raise ValueError(f"acceptance_rates must not increase with the position (vLLM's "
-                         f"per-position rates count drafts accepted at position i, which "
-                         f"cannot exceed those at i - 1), got {r[i]:g} then {r[i + 1]:g} at "
-                         f"positions {i + 1} and {i + 2}")
+        raise _check.ParamValueError(
+            f"acceptance_rates must not increase with the position (vLLM's per-position rates "
+            f"count drafts accepted at position i, which cannot exceed those at i - 1), got "
+            f"{r[i]:g} then {r[i + 1]:g} at positions {i + 1} and {i + 2}", "acceptance_rates")
     g = _check.integer("gamma", gamma, lo=0)
     if g.max(initial=0) > r.size:
         raise ValueError(f"gamma {int(g.max())} needs {int(g.max())} acceptance rates, got "
                          f"{r.size}")
     cum = np.concatenate([[1.0], 1.0 + np.cumsum(r)])
     return _check.out(cum[g])
+
+
+def tokens_per_step(gamma, *, alpha=None, tau=None, acceptance_rates=None):
+    """tau, the tokens one verification yields, by draft length; exactly one source.
+
+    * ``alpha``: Leviathan et al. Eq. 1 (i.i.d. acceptance), via
+      :func:`expected_tokens_per_step`.
+    * ``tau``: given (broadcast against gamma); must be in [1, gamma + 1]. A tau measured at
+      one gamma does not carry over to another.
+    * ``acceptance_rates``: vLLM's per-position acceptance rates r_1, r_2, ... (accepted at
+      position i / drafts; non-increasing, in [0, 1]); tau(gamma) = 1 + r_1 + ... + r_gamma,
+      the survival form of SpecDecode-Bench and vLLM's dynamic-SD manager (reference 4.2 and
+      5.3), :func:`tau_from_rates`. Needs at least max(gamma) rates.
+
+    Raises
+    ------
+    ValueError
+        none or several sources; alpha or a rate outside [0, 1]; tau outside [1, gamma + 1];
+        rates that increase; fewer rates than gamma; gamma < 1.
+
+    Here, not in :mod:`specnb.serving` (which re-exports it), so that a command line checks
+    its acceptance flags without importing the serving model.
+    """
+    given = [k for k, v in (("alpha", alpha), ("tau", tau),
+                            ("acceptance_rates", acceptance_rates)) if v is not None]
+    if len(given) != 1:
+        raise ValueError("give exactly one of alpha, tau or acceptance_rates, got "
+                         + (", ".join(given) if given else "none"))
+    g = _check.integer("gamma", gamma, lo=1)
+    if alpha is not None:
+        return expected_tokens_per_step(alpha, g)
+    if tau is not None:
+        t = _check.real("tau", tau, lo=1.0)
+        t, gg = _check.broadcast(tau=t, gamma=g)
+        over = t > gg + 1
+        if over.any():
+            i = np.flatnonzero(over.ravel())[0]
+            raise _check.ParamValueError(
+                f"tau must be in [1, gamma + 1] = [1, {int(gg.ravel()[i]) + 1}] for gamma = "
+                f"{int(gg.ravel()[i])}, got {float(t.ravel()[i])!r}", "tau")
+        return _check.out(t.astype(float))
+    return tau_from_rates(acceptance_rates, g, non_increasing=True)
 
 
 def walltime_speedup(alpha, gamma, c):

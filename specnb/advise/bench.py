@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .. import _check
@@ -163,7 +164,8 @@ def file_validity(files) -> dict:
 
     Parameters
     ----------
-    files : iterable of paths (or dicts, named ``run 1``, ``run 2``, ...)
+    files : iterable of paths (or dicts, named ``run 1``, ``run 2``, ...), or a mapping of
+        names to paths or dicts (``{path: read_bench(path)}``: files already read)
 
     Raises
     ------
@@ -171,8 +173,9 @@ def file_validity(files) -> dict:
         as :func:`~specnb.vllm.read_bench`.
     """
     out = {}
-    for i, f in enumerate(files):
-        name = f"run {i + 1}" if isinstance(f, dict) else str(f)
+    named = (files.items() if isinstance(files, Mapping) else
+             ((f"run {i + 1}" if isinstance(f, dict) else str(f), f) for i, f in enumerate(files)))
+    for name, f in named:
         out[name] = _validity_of([(name, read_bench(f), None)], None, name_runs=False)
     return out
 

@@ -6,6 +6,14 @@ Each capability module (:mod:`specnb.cli.run`, :mod:`specnb.cli.measure`,
 its subcommand(s) and sets ``func`` on the parser to a callable ``func(args) -> int`` (the exit
 status). Modules are imported here only to register; heavy dependencies (torch, transformers,
 papermill, matplotlib) are imported inside the command functions.
+
+One exit-status rule for every command (:data:`EXIT_STATUS`, printed by ``specnb --help``): 0
+answered, 1 the answer is no, 2 bad input, 3 the measure extra missing. A command turns a
+library error into its one line with :func:`refuse`: the flag named through the one table
+:data:`FLAGS` (library parameter -> flag) when the error carries ``param``
+(:mod:`specnb._check`'s errors do), exit 2. Commands check what they can before their heavy
+imports: the library's own checks in light modules (:mod:`specnb.limits`,
+:mod:`specnb.theory`), the notebook names before papermill.
 """
 
 from __future__ import annotations
@@ -14,6 +22,7 @@ import argparse
 import functools
 import importlib
 import os
+import re
 import sys
 
 # Modules that add subcommands, in the order they appear in ``specnb --help``.
@@ -40,12 +49,85 @@ def positive_int(text: str) -> int:
     return value
 
 
+#: The exit status of every command, one rule (``specnb --help`` ends with :data:`EXIT_STATUS`;
+#: each command's description says which apply to it). 0: answered.
+EXIT_OK = 0
+#: The answer is no: vLLM would reject the config (``config check``, ``config build``), a
+#: notebook failed (``run``).
+EXIT_NO = 1
+#: Bad input, so no answer: a flag's value, or a file that cannot be read (missing, a folder,
+#: no permission) or holds no usable data (empty, not UTF-8, not the format asked for, a wrong
+#: value in it); one line on stderr naming the flag or the file (:func:`refuse`).
+EXIT_BAD_INPUT = 2
+#: The measure extra (torch, transformers) is not installed (``measure``, ``replay`` of a model).
+EXIT_NO_EXTRA = 3
+EXIT_STATUS = ("exit status (every command): 0 answered; 1 the answer is no (config check / "
+               "build: vLLM would reject the config; run: a notebook failed); 2 bad input, one "
+               "line naming the flag or file: a flag's value, or a file that cannot be read "
+               "(missing, a folder, no permission) or holds no usable data (empty, not UTF-8, "
+               "not the format asked for, a wrong value in it); 3 the measure extra is not "
+               "installed; 130 interrupted; 141 the reader of the output left")
+
+#: Library parameter names (as :mod:`specnb._check`'s errors carry them in ``param``) -> the
+#: flag that sets them: the one table by which every command names its own flag in a library
+#: error (:func:`message`).
+FLAGS = {
+    "gpu": "--gpu", "model": "--model", "draft": "--draft", "engine": "--engine",
+    "steps": "--gamma", "alpha": "--alpha", "tau": "--tau", "gamma": "--gamma", "gammas": "--gamma",
+    "acceptance_rates": "--acceptance-rates", "proposal_rate": "--proposal-rate",
+    "routing_skew": "--routing-skew", "topk": "--topk", "num_draft_tokens": "--num-draft-tokens",
+    "dtype": "--dtype", "draft_dtype": "--draft-dtype", "kv_dtype": "--kv-cache-dtype",
+    "draft_config": "--draft-config", "target_config": "--target-config",
+    "gpu_memory_utilization": "--gpu-memory-utilization", "gpus": "--gpus",
+    "contexts": "--context", "context": "--context", "batch_sizes": "--batch",
+    "draft_kv_budget": "--draft-kv-budget", "input_len": "--input-len",
+    "output_len": "--output-len", "num_prompts": "--num-prompts", "concurrency": "--concurrency",
+    "request_rate": "--request-rate", "burstiness": "--burstiness",
+    "range_ratio": "--range-ratio", "max_num_seqs": "--max-num-seqs",
+    "max_num_batched_tokens": "--max-num-batched-tokens",
+    "prefix_cache_hit_rate": "--prefix-cache-hit-rate", "max_batch": "--disable-by-batch-size",
+    "seed": "--seed", "cell_timeout": "--cell-timeout", "context_edges": "--context-buckets",
+    "max_model_len": "--max-model-len", "suffix_backend": "--suffix-backend",
+    "prompt_lookup_min": "--prompt-lookup-min", "prompt_lookup_max": "--prompt-lookup-max",
+    "suffix_decoding_max_tree_depth": "--suffix-decoding-max-tree-depth",
+    "suffix_decoding_max_spec_factor": "--suffix-decoding-max-spec-factor",
+    "suffix_decoding_min_token_prob": "--suffix-decoding-min-token-prob",
+    "suffix_decoding_max_cached_requests": "--suffix-decoding-max-cached-requests",
+    "workers": "--workers", "draft_cost": "--draft-cost", "tolerance": "--tolerance",
+    "num_speculative_tokens": "-k",
+}
+
+
+def message(exc: BaseException, names=()) -> str:
+    """One line for a library error, in the command line's words: the message's first line;
+    when the error carries the parameter it checked (``param``, as :mod:`specnb._check`'s do)
+    and :data:`FLAGS` has its flag, the message starts with the flag instead (``--alpha must be
+    in [0, 1] ...``). ``names``: parameter names to replace by their flags anywhere in the
+    message too (for a command's errors that do not carry ``param``). An OSError with a file
+    name is ``FILE: why`` (``data.csv: No such file or directory``)."""
+    if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
+        return f"{exc.filename}: {exc.strerror}"
+    text = (str(exc).splitlines() or [type(exc).__name__])[0]
+    param = getattr(exc, "param", None)
+    if param in FLAGS and text.startswith(param):
+        text = FLAGS[param] + text[len(param):]
+    for name in names:
+        text = re.sub(rf"(?<![\w-]){re.escape(name)}(?!\w)", FLAGS[name], text)
+    return text
+
+
+def refuse(prog: str, exc: BaseException, names=()) -> int:
+    """Print ``exc`` as one line naming the flag or file (:func:`message`) and return
+    :data:`EXIT_BAD_INPUT`: how every command turns bad input into its exit status."""
+    return error(prog, message(exc, names), EXIT_BAD_INPUT)
+
+
 def printable(text: str) -> str:
     """``text`` with characters stdout cannot encode (e.g. undecodable bytes) escaped."""
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
-def error(prog: str, msg: str, code: int = 2) -> int:
+def error(prog: str, msg: str, code: int = EXIT_BAD_INPUT) -> int:
     """Print ``specnb PROG: error: MSG`` to stderr; return ``code`` (the exit status)."""
     print(f"specnb {prog}: error: {printable(msg)}", file=sys.stderr)
     return code
@@ -54,7 +136,8 @@ def error(prog: str, msg: str, code: int = 2) -> int:
 #: Commands whose module is registered alone when the command line names them, so that they
 #: start without the other modules' imports (numpy through specnb.memory): ``specnb config
 #: check`` on one string runs in under 0.3 s (benchmarks/bench_config_check.py).
-ALONE = {"config": "specnb.cli.vllm", "metrics": "specnb.cli.vllm", "bench": "specnb.cli.vllm"}
+ALONE = {"config": "specnb.cli.vllm", "metrics": "specnb.cli.vllm", "bench": "specnb.cli.vllm",
+         "run": "specnb.cli.run"}
 
 
 class Parser(argparse.ArgumentParser):
@@ -72,6 +155,7 @@ def build_parser(modules=None) -> argparse.ArgumentParser:
     parser = Parser(
         prog="specnb",
         description="Should I turn on speculative decoding? Formulas, data, vLLM checks, measurement.",
+        epilog=EXIT_STATUS,
     )
     from .. import __version__
 

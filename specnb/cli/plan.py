@@ -21,7 +21,7 @@ import json
 import sys
 
 from ..memory import DTYPE_BYTES
-from . import error
+from . import error, refuse
 
 __all__ = ["register", "run", "plan", "format_plan"]
 
@@ -176,10 +176,22 @@ SGLANG_ALGORITHM = {"eagle3": "EAGLE3", "eagle": "EAGLE", "mtp": "EAGLE",
                     "draft_model": "STANDALONE", "ngram": "NGRAM"}
 
 
+#: SGLang's default request cap with speculative decoding (EAGLE, EAGLE3, STANDALONE; MTP runs
+#: as EAGLE): ``server_args.py`` ``_handle_speculative_decoding`` sets
+#: ``max_running_requests = 48`` when unset ("Max running requests is reset to 48 for
+#: speculative decoding"; 32 in early-2025 versions), and its CUDA graphs for speculative
+#: decoding are captured up to that batch; SGLang's DeepSeek guide: "To enable DeepSeek MTP
+#: for large batch sizes (>48) ... Adjust --max-running-requests ... Set --cuda-graph-bs".
+SGLANG_SPEC_MAX_RUNNING_REQUESTS = 48
+
+
 def _sglang_launch(st, p, tree) -> str | None:
     """``python -m sglang.launch_server`` with the speculative flags of the plan (the tree's
-    when given, else the best chain: topk 1, steps + 1 draft tokens); None when nothing pays
-    or the method has no SGLang name."""
+    when given, else the best chain: topk 1, steps + 1 draft tokens), and, when the plan's
+    largest batch (``Plan.max_num_seqs``) exceeds :data:`SGLANG_SPEC_MAX_RUNNING_REQUESTS`,
+    ``--max-running-requests`` and ``--cuda-graph-max-bs`` at that batch (else SGLang admits
+    at most 48 requests with speculation on); None when nothing pays or the method has no
+    SGLang name."""
     from .. import serving as S
 
     algo = SGLANG_ALGORITHM.get(st.draft.method)
@@ -195,6 +207,9 @@ def _sglang_launch(st, p, tree) -> str | None:
              "--speculative-eagle-topk", str(topk), "--speculative-num-draft-tokens", str(ndt)]
     if st.gpus > 1:
         parts += ["--tp-size", str(st.gpus)]
+    if p.max_num_seqs and p.max_num_seqs > SGLANG_SPEC_MAX_RUNNING_REQUESTS:
+        parts += ["--max-running-requests", str(p.max_num_seqs),
+                  "--cuda-graph-max-bs", str(p.max_num_seqs)]
     return " ".join(parts)
 
 
@@ -243,19 +258,44 @@ def _check_flags(args) -> str | None:
     if m is not None and args.acceptance_profile:
         return ("--proposal-rate and --acceptance-profile: the profile gives the proposal rate "
                 "(drafts / steps); leave --proposal-rate out")
-    if m is not None and not 0 < m <= 1:  # NaN fails too
-        return ("--proposal-rate must be in (0, 1] (the share of sequence-steps with a draft), "
-                f"got {m:g}")
     if (args.input_len is None) != (args.output_len is None):
         return "--input-len and --output-len go together (tokens per sequence), or neither"
     if args.input_len is not None and args.input_len < 0:
         return f"--input-len must be >= 0, got {args.input_len}"
     if args.output_len is not None and args.output_len < 1:
         return f"--output-len must be >= 1, got {args.output_len}"
-    u = args.gpu_memory_utilization
-    if not 0 < u <= 1:  # NaN fails too
-        return f"--gpu-memory-utilization must be in (0, 1], got {u:g}"
     return None
+
+
+def _acceptance_flags(args) -> dict:
+    """The acceptance given by flag: {"alpha": A} or {"tau": T or array} or
+    {"acceptance_rates": [...]}; {} for a profile or bench files."""
+    if args.alpha is not None:
+        return {"alpha": args.alpha}
+    if args.tau is not None:
+        import numpy as np
+
+        return {"tau": args.tau[0] if len(args.tau) == 1 else np.asarray(args.tau)}
+    if args.acceptance_rates is not None:
+        return {"acceptance_rates": args.acceptance_rates}
+    return {}
+
+
+def _light_checks(args) -> None:
+    """The library's own checks of the values flags give that live in light modules
+    (:mod:`specnb.limits`, :mod:`specnb.theory`: numpy, no serving model, no pandas), run
+    before the serving model is imported: a bad value is refused at once, in the library's
+    words (named as flags by :func:`specnb.cli.refuse`). Raises their ValueError / TypeError."""
+    from .. import limits, theory
+
+    if args.routing_skew is not None:
+        limits.routing_skew(args.routing_skew)
+    if args.proposal_rate is not None:
+        limits.proposal_rate(args.proposal_rate)
+    limits.gpu_memory_utilization(args.gpu_memory_utilization)
+    acceptance = _acceptance_flags(args)
+    if acceptance:
+        theory.tokens_per_step(args.gamma, **acceptance)
 
 
 def plan(args) -> dict:
@@ -274,13 +314,7 @@ def plan(args) -> dict:
         import dataclasses
 
         st = dataclasses.replace(st, engine=S.with_routing_skew(st.engine, args.routing_skew))
-    acceptance = {}
-    if args.alpha is not None:
-        acceptance["alpha"] = args.alpha
-    elif args.tau is not None:
-        acceptance["tau"] = args.tau[0] if len(args.tau) == 1 else np.asarray(args.tau)
-    elif args.acceptance_rates is not None:
-        acceptance["acceptance_rates"] = args.acceptance_rates
+    acceptance = _acceptance_flags(args)
     if acceptance:  # bad acceptance input fails before fitting
         S.tokens_per_step(args.gamma, **acceptance)
     profile = None
@@ -488,6 +522,8 @@ def _check_bench_flags(args) -> str | None:
     if files and labels is not None and len(labels) != len(files):
         return (f"--label takes one value per --calibrate-bench file ({len(files)}), got "
                 f"{len(labels)}")
+    if files and len(set(files)) != len(files):
+        return f"--calibrate-bench lists a file twice: {' '.join(files)}"
     if files and args.calibrate:
         return "give --calibrate (step times) or --calibrate-bench (bench runs), not both"
     if args.alpha is None and args.tau is None and args.acceptance_rates is None and not files \
@@ -503,10 +539,11 @@ def _calibrate_bench(args, st, acceptance: dict):
     no acceptance flag was given. Returns (calibrated setup, the JSON-ready summary)."""
     from .. import serving as S
     from ..advise.bench import file_validity
-    from ..vllm import bench_points
+    from ..vllm import bench_points, read_bench
 
-    runs = bench_points(args.calibrate_bench, args.label)
-    valid = file_validity(args.calibrate_bench)
+    read = {f: read_bench(f) for f in args.calibrate_bench}  # each file read once
+    runs = bench_points(read, args.label)
+    valid = file_validity(read)
     one = lambda v: v[0] if v and len(v) == 1 else None  # noqa: E731
     cal = S.calibrate_bench(st, runs, tau=one(args.tau), gamma=one(args.gamma))
     if not acceptance:
@@ -589,16 +626,21 @@ def _format_bench(c: dict) -> list[str]:
     return lines
 
 
+#: Library parameter names that the serving model's errors spell inside their messages (not
+#: only in ``param``), named as flags by :data:`specnb.cli.FLAGS`.
+_NAMES = ("proposal_rate", "draft_dtype", "draft_config", "draft_kv_budget", "routing_skew")
+
+
 def run(args) -> int:
     """Run ``specnb plan`` with parsed ``args``; returns the exit status."""
     bad = _check_flags(args)
     if bad:
         return error("plan", bad)
     try:
+        _light_checks(args)
         result = plan(args)
-    except (ValueError, TypeError, FileNotFoundError, IsADirectoryError,
-            PermissionError) as exc:
-        return error("plan", str(exc))
+    except (ValueError, TypeError, OSError) as exc:
+        return refuse("plan", exc, _NAMES)
     if args.json:
         print(json.dumps(result, indent=1))
     else:

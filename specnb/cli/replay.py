@@ -24,7 +24,7 @@ import sys
 from dataclasses import dataclass
 from typing import Callable
 
-from . import error
+from . import error, refuse
 
 __all__ = ["register", "run", "METHODS", "MethodEntry", "format_profile"]
 
@@ -216,8 +216,8 @@ def run(args) -> int:
         if any(e < 1 for e in edges) or any(b <= a for a, b in zip(edges, edges[1:])):
             raise ValueError(f"--context-buckets must be increasing ints >= 1, got {edges}")
         log = request_log.read(args.log, tokenizer=args.tokenizer, skip_bad=args.skip_bad)
-    except (FileNotFoundError, ValueError, TypeError) as exc:
-        return error("replay", _flag_names(str(exc)))
+    except (OSError, ValueError, TypeError) as exc:
+        return refuse("replay", exc, _NAMES)
     if log.skipped:
         print(f"note: {len(log.skipped)} bad row(s) skipped (--skip-bad); the first: "
               f"{log.skipped[0][1]}", file=sys.stderr)
@@ -231,8 +231,8 @@ def run(args) -> int:
             return 3
     try:
         prof = entry.run(args, log)
-    except (FileNotFoundError, ValueError, TypeError, RuntimeError) as exc:
-        return error("replay", _flag_names(str(exc)))
+    except (OSError, ValueError, TypeError, RuntimeError) as exc:
+        return refuse("replay", exc, _NAMES)
     if args.out:
         try:
             AP.save(prof, args.out, force=True)  # checked above
@@ -247,12 +247,9 @@ def run(args) -> int:
     return 0
 
 
-def _flag_names(msg: str) -> str:
-    """The library's parameter names as the command line spells them."""
-    for name in _NGRAM_FLAGS + _SUFFIX_FLAGS + ("max_model_len", "suffix_backend"):
-        msg = msg.replace(name, "--" + name.replace("_", "-"))
-    return msg.replace("gamma must", "--gamma must").replace("context_edges",
-                                                             "--context-buckets")
+#: Library parameter names that the replay library's errors spell inside their messages (not
+#: only in ``param``), named as flags by :data:`specnb.cli.FLAGS`.
+_NAMES = _NGRAM_FLAGS + _SUFFIX_FLAGS + ("max_model_len", "suffix_backend", "context_edges")
 
 
 def _f(x, nd=3) -> str:

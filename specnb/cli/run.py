@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..runner import (CELL_TIMEOUT_S, NOTEBOOK_DIR, load_parameters, run_notebooks,
                       skip_iri_format_checks)
-from . import error, positive_int
+from . import error, positive_int, refuse
 
 __all__ = ["register"]
 
@@ -31,7 +31,7 @@ def _cmd_run(args) -> int:
                                 notebook_dir=args.notebooks, cell_timeout=args.cell_timeout,
                                 force=args.force)
     except (ValueError, FileNotFoundError) as exc:
-        return error("run", str(exc))
+        return refuse("run", exc)
     except OSError as exc:  # e.g. the disk fills up while the report is written
         where = f" {exc.filename}" if getattr(exc, "filename", None) else ""
         return error("run", f"cannot write{where}: {exc.strerror or exc}")
@@ -45,7 +45,10 @@ def register(sub) -> None:
                        description="Execute notebooks with papermill; write executed copies, "
                                    "HTML pages, key figures and index.html under --output. "
                                    "Rerunning some notebooks keeps the index rows of the others "
-                                   "still there; one run at a time per folder.")
+                                   "still there; one run at a time per folder. Exit status: 0 "
+                                   "every notebook ran, 1 one failed, 2 bad input (--only, "
+                                   "--notebooks, --output, --parameters: checked before "
+                                   "papermill is imported).")
     p.add_argument("--only", nargs="+", metavar="NAME",
                    help="notebooks to run: full name, number (04 or 4) or slug; default all")
     p.add_argument("--parameters", metavar="FILE",

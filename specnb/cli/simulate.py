@@ -18,7 +18,8 @@ import math
 import os
 import sys
 
-from . import error, positive_int
+from . import error, message, positive_int, refuse
+from .plan import DTYPE_CHOICES
 
 __all__ = ["register", "run", "simulate", "format_simulation", "estimate_seconds"]
 
@@ -62,8 +63,8 @@ def estimate_seconds(a) -> tuple[float, float, int]:
     pols = _policies(a, M, seqs, None if a.no_schedule or planned else _schedule_flag(a))
     if planned:
         pols.append(M.policy("static", k=max(a.gamma)))
-    out = max(int(a.output_len), 1)
-    steps = M.min_request_steps([out] * int(a.num_prompts), pols)
+    out = max(int(a.output_len), 1)  # every request alike: one request's bound, times the count
+    steps = M.min_request_steps([out], pols) * int(a.num_prompts)
     return steps, steps / SIM_REQUEST_STEPS_PER_S, len(pols)
 
 
@@ -117,7 +118,8 @@ def register(subparsers) -> argparse.ArgumentParser:
                         "or a draft config.json (as specnb plan)")
     p.add_argument("--draft-config", metavar="CONFIG",
                    help="an EAGLE / EAGLE-3 head's or a DFlash drafter's config.json")
-    p.add_argument("--dtype", default="bf16", help="target weight dtype (default bf16)")
+    p.add_argument("--dtype", choices=DTYPE_CHOICES, default="bf16",
+                   help="target weight dtype (default bf16)")
     p.add_argument("--engine", default=None, metavar="NAME",
                    help="engine profile (data/engine_profiles.csv; default vllm)")
     p.add_argument("--gamma", type=positive_int, nargs="+", required=True, metavar="K",
@@ -200,7 +202,7 @@ def _check_flags(a) -> str | None:
         try:
             steps, secs, npol = estimate_seconds(a)
         except ValueError as exc:
-            return _flag_names(str(exc).splitlines()[0])
+            return message(exc, _NAMES)
         if secs > MAX_SIM_S:
             most = int(a.num_prompts * MAX_SIM_S / secs)
             return (f"--num-prompts {a.num_prompts} (x --output-len {a.output_len}): at least "
@@ -211,8 +213,6 @@ def _check_flags(a) -> str | None:
         return "--requests gives the lengths; leave out --input-len / --output-len"
     if a.concurrency is not None and a.concurrency < 1:
         return f"--concurrency must be >= 1, got {a.concurrency}"
-    if a.request_rate is not None and not a.request_rate > 0:
-        return f"--request-rate must be > 0 (requests/s), got {a.request_rate:g}"
     if not a.burstiness > 0:
         return f"--burstiness must be > 0, got {a.burstiness:g}"
     for flag, v in (("--max-num-seqs", a.max_num_seqs),
@@ -227,15 +227,9 @@ def _check_flags(a) -> str | None:
     return None
 
 
-#: Library parameter names (as their errors spell them) -> the flags that set them.
-_FLAGS = {"range_ratio": "--range-ratio", "max_batch": "--disable-by-batch-size"}
-
-
-def _flag_names(msg: str) -> str:
-    """A library error with its parameter names as the command line spells them."""
-    for name, flag in _FLAGS.items():
-        msg = msg.replace(name, flag)
-    return msg
+#: Library parameter names that errors without ``param`` may spell (named as flags by
+#: :data:`specnb.cli.FLAGS`).
+_NAMES = ("range_ratio", "max_batch")
 
 
 def _acceptance(a, M):
@@ -376,7 +370,28 @@ def format_simulation(r: dict) -> str:
     return "\n".join(lines)
 
 
+def _light_checks(a) -> None:
+    """The library's own checks of flag values that live in light modules
+    (:mod:`specnb.limits`, :mod:`specnb.theory`), run before the simulator and the serving
+    model are imported (as ``specnb plan`` does). Raises their ValueError / TypeError."""
+    from .. import limits, theory
+
+    if a.request_rate is not None:
+        limits.request_rate(a.request_rate)
+    if a.proposal_rate is not None:
+        limits.proposal_rate(a.proposal_rate)
+    limits.gpu_memory_utilization(a.gpu_memory_utilization)
+    if a.alpha is not None:
+        theory.tokens_per_step(a.gamma, alpha=a.alpha)
+    if a.tau is not None:
+        theory.tokens_per_step(a.gamma[0], tau=a.tau)  # tau is measured at the first --gamma
+
+
 def run(a) -> int:
+    try:
+        _light_checks(a)
+    except (ValueError, TypeError) as exc:
+        return refuse("simulate", exc, _NAMES)
     bad = _check_flags(a)
     if bad:
         return error("simulate", bad)
@@ -388,8 +403,8 @@ def run(a) -> int:
                   "to simulate", file=sys.stderr)
     try:
         result = simulate(a)
-    except (ValueError, TypeError, FileNotFoundError) as exc:
-        return error("simulate", _flag_names(str(exc).splitlines()[0]))
+    except (ValueError, TypeError, OSError) as exc:
+        return refuse("simulate", exc, _NAMES)
     if a.json:
         print(json.dumps(result, default=lambda x: None if isinstance(x, float)
                          and not math.isfinite(x) else x))

@@ -9,9 +9,10 @@ Exit status:
 * ``specnb config build METHOD ...`` -- 0 and the rendered config; 1 when vLLM would reject
   what was asked for; 2 on usage errors.
 * ``specnb metrics FILE [FILE]`` and ``specnb bench ON.json OFF.json`` -- 0 with their tables;
-  1 when the input holds no usable data (not UTF-8 text, not a scrape, log or bench result,
-  inconsistent counts); 2 on usage errors (a file that cannot be read: missing, a directory,
-  no permission; ``-`` given twice; a bad option value).
+  2 on bad input (:data:`specnb.cli.EXIT_BAD_INPUT`, the rule of every command): a file that
+  cannot be read (missing, a directory, no permission) or holds no usable data (empty, not
+  UTF-8 text, not a scrape, log or bench result, inconsistent counts, a wrong value); ``-``
+  given twice; a bad option value.
 
 Only argparse is imported here; :mod:`specnb.vllm` and :mod:`specnb.advise` are imported
 inside the commands.
@@ -27,6 +28,7 @@ import sys
 from . import error as _err
 from . import positive_int
 from . import printable as _printable
+from . import refuse as _refuse
 
 __all__ = ["register"]
 
@@ -273,9 +275,9 @@ def _cmd_metrics(args) -> int:
         scans = [scan(p, MARKERS + _ENGINE_MARKERS, "give a /metrics scrape or a server log")
                  for p in args.files]
     except OSError as exc:
-        return _err("metrics", f"cannot read {exc.filename}: {exc.strerror}", 2)
+        return _err("metrics", f"cannot read {exc.filename}: {exc.strerror}")
     except ValueError as exc:
-        return _err("metrics", str(exc), 1)
+        return _refuse("metrics", exc)
     try:
         engine = _engine_of(scans, args.engine)
         if engine == "vllm":
@@ -287,9 +289,9 @@ def _cmd_metrics(args) -> int:
                 return 0
         advice = acceptance_advice(reading.stats, args.draft_cost)
     except UsageError as exc:
-        return _err("metrics", str(exc)[len("usage: "):], 2)
+        return _err("metrics", str(exc)[len("usage: "):])
     except ValueError as exc:
-        return _err("metrics", str(exc), 1)
+        return _refuse("metrics", _naming(exc, [sc.where for sc in scans]))
     stats = reading.stats
     for line in reading.header:  # printed only once the numbers are known to be usable
         if line.startswith("warning: "):
@@ -320,6 +322,15 @@ def _cmd_metrics(args) -> int:
     for note in advice:
         print(f"advice: {note.message}")
     return 0
+
+
+def _naming(exc: ValueError, where: list[str]) -> ValueError:
+    """``exc``, its message led by the inputs' names when it names none of them (the readers
+    see text, not files)."""
+    text = str(exc)
+    if any(w in text for w in where):
+        return exc
+    return ValueError(f"{' and '.join(where)}: {text}")
 
 
 #: Lines the other engines' readers need (:mod:`specnb.engines`, :mod:`specnb.vllm.requests`).
@@ -441,17 +452,17 @@ def _cmd_bench(args) -> int:
         texts = {k: None if getattr(args, k) is None else _read_file(getattr(args, k))
                  for k in ("on_log", "off_log", "server_log")}
     except OSError as exc:
-        return _err("bench", f"cannot read {exc.filename}: {exc.strerror}", 2)
+        return _err("bench", f"cannot read {exc.filename}: {exc.strerror}")
     except ValueError as exc:
-        return _err("bench", str(exc), 1)
+        return _refuse("bench", exc)
     try:
         result = compare_bench(args.on, args.off, goal=args.goal, tolerance=args.tolerance,
                                on_console=texts["on_log"], off_console=texts["off_log"],
                                server_log=texts["server_log"])
     except OSError as exc:
-        return _err("bench", f"cannot read {exc.filename}: {exc.strerror}", 2)
+        return _err("bench", f"cannot read {exc.filename}: {exc.strerror}")
     except ValueError as exc:
-        return _err("bench", str(exc), 1)
+        return _refuse("bench", exc)
     print(result)
     return 0
 
@@ -519,11 +530,12 @@ def register(sub) -> None:
                                    "version, V0 Speculative metrics lines) or the printout of "
                                    "vLLM's examples/offline_inference/spec_decode.py; print "
                                    "acceptance rate, mean acceptance length, per-position rates "
-                                   "and the implied alpha. Exit status: 0 printed, 1 no usable "
-                                   "data (not UTF-8, not a scrape or log, inconsistent counts, a "
-                                   "-k the counts contradict), 2 usage error (a file that cannot "
-                                   "be read, - twice, a bad option, a -k above the input's "
-                                   "per-position series: vLLM exports one per position).")
+                                   "and the implied alpha. Exit status: 0 printed, 2 bad "
+                                   "input: a file that cannot be read or holds no usable data "
+                                   "(not UTF-8, not a scrape or log, inconsistent counts, a -k "
+                                   "the counts contradict or above the input's per-position "
+                                   "series: vLLM exports one per position), - twice, a bad "
+                                   "option (specnb --help: every command's exit status).")
     m.add_argument("files", nargs="+", metavar="FILE",
                    help="scrape, or BEFORE AFTER scrapes, or a log file, or a spec_decode.py "
                         "printout; - for stdin")
@@ -548,11 +560,11 @@ def register(sub) -> None:
     bb = sub.add_parser("bench", help="compare vllm bench serve results, speculation on vs off",
                         description="Compare two `vllm bench serve --save-result` files and "
                                     "give a verdict for the goal, and one by TPOT, throughput "
-                                    "and TTFT. Exit status: 0 printed, 1 a file that is not a "
-                                    "bench result (not JSON, wrong values: a TPOT or throughput "
-                                    "of 0, negative or not finite), "
-                                    "2 usage error (a file that cannot be read: missing, a "
-                                    "directory, no permission; a bad option).")
+                                    "and TTFT. Exit status: 0 printed, 2 bad input: a file "
+                                    "that cannot be read (missing, a directory, no permission) "
+                                    "or is not a bench result (empty, not JSON, wrong values: a "
+                                    "TPOT or throughput of 0, negative or not finite), a bad "
+                                    "option (specnb --help: every command's exit status).")
     bb.add_argument("on", metavar="ON.json", help="result with speculative decoding")
     bb.add_argument("off", metavar="OFF.json", help="result without")
     bb.add_argument("--goal", choices=("latency", "throughput", "ttft"), default="latency",

@@ -78,7 +78,9 @@ reference (``data/magicdec_steps.csv``, EAGLE-3 Tables 3 and 5, ``data/moe_plain
     :func:`magicdec_setup`, :func:`table_measurements`, :func:`predict_table`,
     :func:`fit_and_predict`; :data:`EAGLE3_BATCH_TABLES`, :func:`batch_table_comparison`;
     published plain MoE steps: :func:`moe_plain_steps`, :func:`plain_step_comparison`,
-    :func:`calibrated_on_plain_steps`, :func:`routing_skew_from_plain_steps`; this project's
+    :func:`calibrated_on_plain_steps`, :func:`routing_skew_from_plain_steps`; published
+    batch-1 plain steps of dense targets on other GPUs (``data/gpu_plain_steps.csv``):
+    :func:`gpu_plain_steps`, :func:`layer_fixed_from_plain_steps`; this project's
     H200 step times calibrated short to long:
     :func:`measured_context_split`, :data:`MEASURED_KV_FLOOR_FIT`.
 
@@ -105,6 +107,7 @@ from .moe import MLA, ROUTING_SKEW_RANGE, EngineStep, MoE, experts_touched
 from .workload import PROPOSAL_RATE_HELP, proposal_rate_from_counters
 from .reference import (EAGLE3_BATCH_TABLES, MAGICDEC_SNAPKV_BUDGET, MAGICDEC_TABLES,
                         batch_table_comparison, calibrated_on_plain_steps, fit_and_predict,
+                        gpu_plain_steps, layer_fixed_from_plain_steps,
                         MEASURED_KV_FLOOR_FIT, magicdec_setup, magicdec_table,
                         measured_context_split, moe_plain_steps,
                         plain_step_comparison, predict_table,
@@ -139,7 +142,7 @@ __all__ = [
     "table_measurements", "predict_table", "fit_and_predict",
     "EAGLE3_BATCH_TABLES", "batch_table_comparison", "moe_plain_steps",
     "plain_step_comparison", "calibrated_on_plain_steps", "routing_skew_from_plain_steps",
-    "measured_context_split",
+    "measured_context_split", "gpu_plain_steps", "layer_fixed_from_plain_steps",
     "MEASURED_KV_FLOOR_FIT",
     "MoE", "MLA", "experts_touched", "HeadShape", "head_from_config", "EngineProfile",
     "engine_profile", "engine_names", "DEFAULT_ENGINE", "memory_cap", "t_engine_ms",

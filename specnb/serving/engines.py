@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import _check, data
+from .. import _check, data, limits
 from .moe import EngineStep
 
 __all__ = ["PARAMETERS", "EFFICIENCY_FIELDS", "STEP_FIELDS", "TREE_ENGINES", "DEFAULT_ENGINE",
@@ -135,11 +135,8 @@ def with_routing_skew(prof, routing_skew) -> EngineProfile:
     """
     import dataclasses
 
-    from .moe import ROUTING_SKEW_RANGE
-
     p = profile(prof)
-    lo, hi = ROUTING_SKEW_RANGE
-    s = _check.scalar_real("routing_skew", routing_skew, lo=lo, hi=hi)
+    s = limits.routing_skew(routing_skew)
     return dataclasses.replace(p, step={**p.step, "routing_skew": s})
 
 
@@ -197,7 +194,7 @@ def features(batch_size, gamma, *, draft_vocab=0, proposal_rate=1.0) -> dict:
     b = _check.integer("batch_size", batch_size, lo=1).astype(float)
     g = _check.integer("gamma", gamma, lo=1).astype(float)
     v = _check.real("draft_vocab", draft_vocab, lo=0.0)
-    m = _check.scalar_real("proposal_rate", proposal_rate, lo=0.0, hi=1.0, lo_open=True)
+    m = limits.proposal_rate(proposal_rate)
     b, g, v = _check.broadcast(batch_size=b, gamma=g, draft_vocab=v)
     return {"sd_overhead_ms": np.ones_like(b), "draft_step_ms": g,
             "draft_logits_ns": b * g * v / 1000.0 * 1e-6,

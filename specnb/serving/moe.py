@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import _check
+from .. import _check, limits
 
 __all__ = ["MoE", "MLA", "experts_touched", "expert_params", "attention_params",
            "param_counts", "step_weight_params", "matmul_params_per_token",
@@ -380,8 +380,9 @@ def moe_from_config(cfg: dict, where: str = "config") -> tuple[MoE | None, MLA |
 
 # --------------------------------------------------------------------------- MoE step costs
 #: Range of ``routing_skew`` (:class:`EngineStep`): 0 is uniform routing (the upper bound on the
-#: experts a step touches), values towards 1 concentrate the tokens on fewer experts.
-ROUTING_SKEW_RANGE = (0.0, 0.95)
+#: experts a step touches), values towards 1 concentrate the tokens on fewer experts. Its home
+#: is :data:`specnb.limits.ROUTING_SKEW_RANGE` (the command line checks it before this import).
+ROUTING_SKEW_RANGE = limits.ROUTING_SKEW_RANGE
 
 #: Default routing skew: 0, uniform routing, the upper bound on the experts a step touches.
 #: Stated, not fitted. No published statistic of the distinct experts a decode batch touches was
@@ -441,8 +442,7 @@ class EngineStep:
     eager_layer_us: float = 0.0
 
     def __post_init__(self):
-        lo, hi = ROUTING_SKEW_RANGE
-        _check.scalar_real("routing_skew", self.routing_skew, lo=lo, hi=hi)
+        limits.routing_skew(self.routing_skew)
         for name in ("expert_us", "a2a_us", "eager_layer_us"):
             _check.scalar_real(name, getattr(self, name), lo=0.0)
         for name in ("tile_tokens", "graph_cap_tokens"):

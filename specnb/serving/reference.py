@@ -5,25 +5,30 @@ arXiv 2408.11049) and EAGLE-3's batch tables (Tables 3 and 5, arXiv 2503.01840).
 :func:`magicdec_setup`, :func:`table_measurements`, :func:`predict_table`,
 :func:`fit_and_predict`, :data:`EAGLE3_BATCH_TABLES`, :func:`batch_table_comparison`; the
 published plain decode steps of mixture-of-experts targets (``data/moe_plain_steps.csv``, issue
-25): :func:`moe_plain_steps`, :func:`plain_step_comparison`, :func:`calibrated_on_plain_steps`.
+25): :func:`moe_plain_steps`, :func:`plain_step_comparison`, :func:`calibrated_on_plain_steps`;
+the published batch-1 plain steps of dense targets on GPUs without a fitted profile
+(``data/gpu_plain_steps.csv``): :func:`gpu_plain_steps`, :func:`layer_fixed_from_plain_steps`.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 
 from .. import _check
 from .calibrate import MEASURED_COLUMNS, calibrate, predict_measurements, read_measurements
-from .catalogue import _load, architecture
+from .catalogue import _load, architecture, gpu
 from .engines import profile_for, with_routing_skew
 from .setup import Setup, setup
 from .speedup import _Times, speedup, t_plain_ms
+from .step import step_time_ms
 
 __all__ = ["MAGICDEC_TABLES", "MAGICDEC_SNAPKV_BUDGET", "magicdec_table", "magicdec_setup",
            "table_measurements", "predict_table", "fit_and_predict", "EAGLE3_BATCH_TABLES",
            "batch_table_comparison", "moe_plain_steps", "plain_step_comparison",
            "calibrated_on_plain_steps", "routing_skew_from_plain_steps", "MEASURED_KV_FLOOR_FIT",
-           "measured_context_split"]
+           "measured_context_split", "gpu_plain_steps", "layer_fixed_from_plain_steps"]
 
 #: MagicDec tables in ``data/magicdec_steps.csv`` (arXiv 2408.11049): Table 2 and appendix
 #: Table 4 (Llama-3.1-8B, SnapKV self-speculation, 8x H100), appendix Table 3 (a) and (b)
@@ -302,6 +307,62 @@ def calibrated_on_plain_steps(source_key: str, draft: str, *, engine: str = "vll
     rows = moe_plain_steps(source_key)
     st = _plain_setup(rows, draft, engine, **kwargs)
     return calibrate(st, rows[list(MEASURED_COLUMNS)], fit=fit)
+
+
+def gpu_plain_steps(gpu_name: str | None = None):
+    """Published plain decode steps (no speculation) of dense targets at batch 1 on GPUs the
+    engine profiles were not fitted on (``data/gpu_plain_steps.csv``, issue 25), in the
+    calibration format of :func:`moe_plain_steps` (``ms``: the printed inter-token latency or
+    a run time over its tokens, see each row's ``note``): the sources of ``data/gpus.csv``'s
+    ``layer_fixed_us`` (:func:`layer_fixed_from_plain_steps`). ``gpu_name`` None: every row;
+    else that catalogue GPU's rows.
+
+    Raises
+    ------
+    ValueError
+        a GPU without a row (the message lists those with rows).
+    """
+    df = _load("gpu_plain_steps")
+    if gpu_name is None:
+        return df
+    _check.choice("gpu_name", gpu_name, tuple(dict.fromkeys(df["gpu"])))
+    return df[df["gpu"] == gpu_name].reset_index(drop=True)
+
+
+def layer_fixed_from_plain_steps():
+    """The fixed cost per layer per forward each published plain step of
+    :func:`gpu_plain_steps` asks of its GPU (DERIVED, issue 25)::
+
+        layer_fixed_us = (published ms - model ms) / target layers x 1000
+
+    model ms: :func:`~specnb.serving.step_time_ms` at the row's batch, context, dtype and
+    GPUs with the default efficiencies (fitted on H100 steps) and the GPU's own
+    ``layer_fixed_us`` set to 0. ``data/gpus.csv`` holds the mean per GPU rounded to whole
+    microseconds (RTX 4090: 129 from vLLM PR #24243's MiniCPM3-4B, prefill included; L4: 16
+    from ai.wmx.dev's Qwen2.5-0.5B on vLLM v0.23.0); ``tests/serving/test_reference.py``
+    recomputes them. One point per GPU: UNVERIFIED for other models and engines.
+
+    Returns
+    -------
+    DataFrame: id, gpu, model, n_layers, context, published_ms, model_ms, gap_ms
+    (published - model), layer_fixed_us (may be negative: the model above the published
+    step).
+    """
+    import pandas as pd
+
+    out = []
+    for r in gpu_plain_steps().to_dict("records"):
+        arch = architecture(r["model"])
+        g = dataclasses.replace(gpu(r["gpu"]), layer_fixed_us=0.0)
+        model = float(step_time_ms(arch, g, int(r["batch_size"]), int(r["context"]),
+                                   int(r["query_tokens"]), dtype=r["dtype"],
+                                   gpus=int(r["gpus"])))
+        pub = float(r["ms"])
+        out.append({"id": r["id"], "gpu": r["gpu"], "model": r["model"],
+                    "n_layers": arch.n_layers, "context": int(r["context"]),
+                    "published_ms": pub, "model_ms": model, "gap_ms": pub - model,
+                    "layer_fixed_us": (pub - model) / arch.n_layers * 1e3})
+    return pd.DataFrame(out)
 
 
 #: The calibration fields for this project's own H200 step times (``data/measured/``): the

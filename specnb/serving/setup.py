@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import _check, hf_config
+from .. import _check, hf_config, limits
 from ..notes import Note
 from .catalogue import (DTYPES, GPU, Architecture, architecture, architecture_names, gpu,
                         kv_storage_dtype, resolve_architecture)
@@ -274,7 +274,7 @@ def memory_cap(st: Setup, context, memory_fraction: float | None = None) -> dict
     """
     s = _check.integer("context", context, lo=0).astype(float)
     frac = st.memory_fraction if memory_fraction is None else memory_fraction
-    frac = _check.scalar_real("gpu_memory_utilization", frac, lo=0.0, hi=1.0, lo_open=True)
+    frac = limits.gpu_memory_utilization(frac)
     kv_dtype = kv_storage_dtype(st.kv_dtype, st.dtype)
     copies = lambda a: st.gpus / _moe.kv_split_ways(a, st.gpus)  # noqa: E731 - replicas
     per_seq = s * st.target.kv_bytes_per_token(kv_dtype) * copies(st.target)
@@ -439,9 +439,8 @@ def setup(gpu_name, model, draft_spec="eagle3", *, gpus=1, dtype="bf16", draft_d
     kv_storage_dtype(kv_dtype, dtype)  # checks both
     n = _check.scalar_int("gpus", gpus, lo=1)
     prof = engines.profile_for(engines.DEFAULT_ENGINE if engine is None else engine, tgt)
-    m = _check.scalar_real("proposal_rate", proposal_rate, lo=0.0, hi=1.0, lo_open=True)
-    frac = _check.scalar_real("gpu_memory_utilization", gpu_memory_utilization, lo=0.0,
-                              hi=1.0, lo_open=True)
+    m = limits.proposal_rate(proposal_rate)
+    frac = limits.gpu_memory_utilization(gpu_memory_utilization)
     d = draft(draft_spec, tgt, kv_budget=draft_kv_budget, dtype=draft_dtype, config=draft_config)
     if m < 1.0 and d.method not in PARTIAL_PROPOSAL_METHODS:
         raise ValueError(f"proposal_rate {m:g} applies to {' / '.join(PARTIAL_PROPOSAL_METHODS)}"

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _check, theory
+from ..theory import tokens_per_step  # the one rule; a light module (plan checks before this import)
 from .setup import Setup
 from .catalogue import DTYPES
 from . import workload
@@ -179,14 +180,16 @@ def check_tree(st: Setup, steps, topk, num_draft_tokens) -> tuple[int, int, int]
     k = _check.scalar_int("topk", topk, lo=1)
     n = _check.scalar_int("num_draft_tokens", num_draft_tokens, lo=1)
     if n < g:
-        raise ValueError(f"num_draft_tokens must be >= steps ({g}), got {n} (SGLang verifies "
-                         "the tree's nodes, the root counted: a chain has steps + 1)")
+        raise _check.ParamValueError(
+            f"num_draft_tokens must be >= steps ({g}), got {n} (SGLang verifies the tree's "
+            "nodes, the root counted: a chain has steps + 1)", "num_draft_tokens")
     if k > 1 and not st.engine.trees:
-        raise ValueError(f"topk {k} drafts a tree: the engine {st.engine.name!r} verifies "
-                         f"chains only; trees need --engine sglang (or topk 1)")
+        raise _check.ParamValueError(
+            f"topk {k} drafts a tree: the engine {st.engine.name!r} verifies chains only; "
+            "trees need --engine sglang (or topk 1)", "topk")
     if k > 1 and st.draft.kind == "none":
-        raise ValueError(f"topk {k} needs a draft model or head; {st.draft.name} drafts "
-                         "chains of matched tokens")
+        raise _check.ParamValueError(f"topk {k} needs a draft model or head; {st.draft.name} "
+                                     "drafts chains of matched tokens", "topk")
     return g, k, n
 
 
@@ -306,46 +309,6 @@ def end_to_end_speedup(prefill_ms_, decode_plain_ms, decode_speedup, draft_prefi
     p, d, sp, pd_ = _check.broadcast(prefill_ms=p, decode_plain_ms=d, decode_speedup=sp,
                                      draft_prefill_ms=pd_)
     return _check.out((p + d) / (p + pd_ + d / sp))
-
-
-def tokens_per_step(gamma, *, alpha=None, tau=None, acceptance_rates=None):
-    """tau, the tokens one verification yields, by draft length; exactly one source.
-
-    * ``alpha``: Leviathan et al. Eq. 1 (i.i.d. acceptance), via
-      :func:`specnb.theory.expected_tokens_per_step`.
-    * ``tau``: given (broadcast against gamma); must be in [1, gamma + 1]. A tau measured at
-      one gamma does not carry over to another.
-    * ``acceptance_rates``: vLLM's per-position acceptance rates r_1, r_2, ... (accepted at
-      position i / drafts; non-increasing, in [0, 1]); tau(gamma) = 1 + r_1 + ... + r_gamma,
-      the survival form of SpecDecode-Bench and vLLM's dynamic-SD manager (reference 4.2 and
-      5.3), :func:`specnb.theory.tau_from_rates`. Needs at least max(gamma) rates.
-
-    Raises
-    ------
-    ValueError
-        none or several sources; alpha or a rate outside [0, 1]; tau outside [1, gamma + 1];
-        rates that increase; fewer rates than gamma; gamma < 1.
-    """
-    from .. import theory
-
-    given = [k for k, v in (("alpha", alpha), ("tau", tau),
-                            ("acceptance_rates", acceptance_rates)) if v is not None]
-    if len(given) != 1:
-        raise ValueError("give exactly one of alpha, tau or acceptance_rates, got "
-                         + (", ".join(given) if given else "none"))
-    g = _check.integer("gamma", gamma, lo=1)
-    if alpha is not None:
-        return theory.expected_tokens_per_step(alpha, g)
-    if tau is not None:
-        t = _check.real("tau", tau, lo=1.0)
-        t, gg = _check.broadcast(tau=t, gamma=g)
-        over = t > gg + 1
-        if over.any():
-            i = np.flatnonzero(over.ravel())[0]
-            raise ValueError(f"tau must be in [1, gamma + 1] = [1, {int(gg.ravel()[i]) + 1}] "
-                             f"for gamma = {int(gg.ravel()[i])}, got {float(t.ravel()[i])!r}")
-        return _check.out(t.astype(float))
-    return theory.tau_from_rates(acceptance_rates, g, non_increasing=True)
 
 
 def speedup(st: Setup, batch_size, context, gamma, *, alpha=None, tau=None,

@@ -22,7 +22,7 @@ import math
 
 import numpy as np
 
-from .. import _check
+from .. import _check, limits
 
 __all__ = ["check_proposal_rate", "verified_tokens", "tokens_per_sequence_step",
            "proposal_rate_from_counters", "PROPOSAL_RATE_HELP", "prefill_chunks",
@@ -54,7 +54,7 @@ def check_proposal_rate(proposal_rate) -> float:
     TypeError
         not a number.
     """
-    return _check.scalar_real("proposal_rate", proposal_rate, lo=0.0, hi=1.0, lo_open=True)
+    return limits.proposal_rate(proposal_rate)  # the rule's home, light
 
 
 def verified_tokens(batch_size, gamma, proposal_rate=1.0):

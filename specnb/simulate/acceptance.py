@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _check, theory
+from .. import _check, limits, theory
 
 __all__ = ["Acceptance", "acceptance"]
 
@@ -119,7 +119,7 @@ def acceptance(*, tau=None, gamma=None, alpha=None, acceptance_rates=None, profi
         if profile is not None:
             raise ValueError("proposal_rate comes from the acceptance profile (num_drafts / "
                              "num_steps); do not give both")
-        m = _check.scalar_real("proposal_rate", proposal_rate, lo=0.0, hi=1.0, lo_open=True)
+        m = limits.proposal_rate(proposal_rate)
     if profile is not None:
         return Acceptance("profile", profile)
     if alpha is not None:
@@ -128,7 +128,9 @@ def acceptance(*, tau=None, gamma=None, alpha=None, acceptance_rates=None, profi
         if gamma is None:
             raise ValueError("tau is measured at one gamma: give the gamma it was measured at")
         g = _check.scalar_int("gamma", gamma, lo=1)
-        t = _check.scalar_real("tau", tau, lo=1.0, hi=g + 1.0)
+        if np.ndim(tau) != 0:
+            raise _check.ParamTypeError(f"tau must be a single number, got {tau!r}", "tau")
+        t = float(theory.tokens_per_step(g, tau=tau))  # the one tau rule: [1, gamma + 1]
         a = 1.0 if t >= g + 1 else float(theory.alpha_from_acceptance_length(t, g))
         return Acceptance("alpha", a, m, g)
     r = np.atleast_1d(_check.real("acceptance_rates", acceptance_rates, lo=0.0, hi=1.0))

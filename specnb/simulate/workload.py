@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import _check
+from .. import _check, limits
 
 __all__ = ["Workload", "synthetic", "from_log", "bench_lengths", "bench_arrivals",
            "LOG_INPUT_KEYS", "LOG_OUTPUT_KEYS", "LOG_TIME_KEYS"]
@@ -102,8 +102,7 @@ def _burst(burstiness) -> float:
 def _rate(request_rate) -> float:
     if request_rate is None:
         return math.inf
-    r = _check.scalar_real("request_rate", request_rate, lo=0.0, lo_open=True)
-    return float(r)
+    return float(limits.request_rate(request_rate))
 
 
 def synthetic(num_prompts: int, input_len: int, output_len: int, *, range_ratio: float = 0.0,
@@ -156,8 +155,9 @@ def from_log(path, *, request_rate=None, burstiness: float = 1.0, concurrency=No
     Raises
     ------
     ValueError
-        a row that is not a JSON object, or without a length, or with a length < 1 or a
-        time that is not a number (naming the row, 1-based); an empty log; untimed rows with
+        a file that is not UTF-8 text; a row that is not a JSON object, or without a length,
+        or with a length < 1 or a time that is not a number (naming the row, 1-based); an
+        empty log; untimed rows with
         neither a rate nor a concurrency; times that go backwards.
     FileNotFoundError
         no such file.
@@ -171,7 +171,11 @@ def from_log(path, *, request_rate=None, burstiness: float = 1.0, concurrency=No
     c = None if concurrency is None else _check.scalar_int("concurrency", concurrency, lo=1)
     b = _burst(burstiness)
     ins, outs, times = [], [], []
-    for n, line in enumerate(p.read_text().splitlines(), 1):
+    try:
+        text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise _check.utf8_error(str(p), exc, "give a JSON-lines request log") from None
+    for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:

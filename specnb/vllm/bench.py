@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Mapping
 from pathlib import Path
 
 from .. import _check
@@ -188,7 +189,7 @@ POINT_KEYS = {"max_concurrency": "the batch size (run with --max-concurrency N)"
               "output_throughput": "output tokens per second"}
 
 
-def bench_point(path_or_dict, label: str | None = None) -> dict:
+def bench_point(path_or_dict, label: str | None = None, name: str | None = None) -> dict:
     """One ``vllm bench serve --save-result`` run as :func:`specnb.serving.calibrate_bench`'s
     columns: ``file``, ``model_id``, ``speculation``, ``concurrency`` (``max_concurrency``),
     ``input_len`` and ``output_len`` (total tokens / ``completed``), ``tpot_ms``
@@ -197,7 +198,8 @@ def bench_point(path_or_dict, label: str | None = None) -> dict:
     ``spec_decode_per_position_acceptance_rates``, else ``spec_decode_draft_tokens /
     spec_decode_num_drafts`` when whole); NaN without spec-decode keys. Speculation is on when
     the file has spec-decode keys with drafts, off when it has none; ``label`` (``"on"`` /
-    ``"off"``) says it for a file whose keys cannot (an older vLLM).
+    ``"off"``) says it for a file whose keys cannot (an older vLLM). ``name`` is the run's
+    ``file`` and the name in messages (default: the path, or a dict's ``label``, else ``run``).
 
     Raises
     ------
@@ -207,7 +209,8 @@ def bench_point(path_or_dict, label: str | None = None) -> dict:
         whose counters show drafts.
     """
     d = read_bench(path_or_dict)
-    where = str(path_or_dict) if not isinstance(path_or_dict, dict) else d.get("label") or "run"
+    where = name if name is not None else (
+        str(path_or_dict) if not isinstance(path_or_dict, dict) else d.get("label") or "run")
     if label is not None and label not in ("on", "off"):
         raise ValueError(f"{where}: label must be 'on' or 'off', got {label!r}")
     missing = [k for k in POINT_KEYS if d.get(k) is None]
@@ -246,21 +249,23 @@ def bench_point(path_or_dict, label: str | None = None) -> dict:
 
 def bench_points(files, labels=None):
     """:func:`bench_point` of each file as a DataFrame (one row per file), ready for
-    :func:`specnb.serving.calibrate_bench`. ``labels``: None, or one of ``"on"``, ``"off"``,
-    ``"auto"`` (the file's keys decide) per file. Raises ValueError as :func:`bench_point`, for
-    no files or a number of labels other than of files; OSError for a file that cannot be read.
+    :func:`specnb.serving.calibrate_bench`. ``files``: paths or dicts, or a mapping of names
+    to them (``{path: read_bench(path)}``: files already read, named by their paths).
+    ``labels``: None, or one of ``"on"``, ``"off"``, ``"auto"`` (the file's keys decide) per
+    file. Raises ValueError as :func:`bench_point`, for no files or a number of labels other
+    than of files; OSError for a file that cannot be read.
     """
     import pandas as pd
 
-    files = list(files)
-    if not files:
+    named = list(files.items()) if isinstance(files, Mapping) else [(None, f) for f in files]
+    if not named:
         raise ValueError("give at least one bench file")
-    labels = [None] * len(files) if labels is None else list(labels)
-    if len(labels) != len(files):
-        raise ValueError(f"give one label per bench file: {len(files)} file(s), "
+    labels = [None] * len(named) if labels is None else list(labels)
+    if len(labels) != len(named):
+        raise ValueError(f"give one label per bench file: {len(named)} file(s), "
                          f"{len(labels)} label(s)")
-    return pd.DataFrame([bench_point(f, None if lab in (None, "auto") else lab)
-                         for f, lab in zip(files, labels)])
+    return pd.DataFrame([bench_point(f, None if lab in (None, "auto") else lab, name)
+                         for (name, f), lab in zip(named, labels)])
 
 
 # --------------------------------------------------------------------------- how a run was made

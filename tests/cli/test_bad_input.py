@@ -89,11 +89,11 @@ def test_cli_metrics_files(capsys, tmp_path, monkeypatch):
     code, _, err = run(capsys, "metrics", str(tmp_path))
     assert code == 2 and "Is a directory" in err
     code, _, err = run(capsys, "metrics", str(empty))
-    assert code == 1 and "empty" in err
+    assert code == 2 and "empty" in err
     code, _, err = run(capsys, "metrics", str(binary))
-    assert code == 1 and "not UTF-8 text" in err
+    assert code == 2 and "not UTF-8 text" in err
     code, _, err = run(capsys, "metrics", str(after), str(before))
-    assert code == 1 and "swapped" in err
+    assert code == 2 and "swapped" in err
     assert run(capsys, "metrics", "-", "-")[0] == 2
     assert "positive integer" in usage_exit(capsys, "metrics", str(after), "-k", "0")
 
@@ -114,7 +114,7 @@ def test_cli_bench_files(capsys, tmp_path):
     code, _, err = run(capsys, "bench", on, str(tmp_path))
     assert code == 2 and "Is a directory" in err
     code, _, err = run(capsys, "bench", on, str(bad))
-    assert code == 1 and "output_throughput must be a finite number" in err
+    assert code == 2 and "output_throughput must be a finite number" in err
     assert "in [0, 1)" in usage_exit(capsys, "bench", on, on, "--tolerance", "2")
     assert "in [0, 1)" in usage_exit(capsys, "bench", on, on, "--tolerance", "nan")
 

@@ -53,3 +53,140 @@ def test_usage_errors_are_one_line_exit_2(capsys, argv):
     err = capsys.readouterr().err
     assert exc.value.code == 2 and len(err.strip().splitlines()) == 1 and "usage:" not in err
     assert argv[-2 if len(argv) > 1 and argv[-1][0] != "-" else -1] in err
+
+
+# K3's kind: a bad flag value is refused in the command line's words (the flag, through the
+# one table specnb.cli.FLAGS and the ``param`` that specnb._check's errors carry), by the
+# library's own check, before the serving model, the simulator or pandas are imported.
+_PLAN = ["plan", "--gpu", "H100-SXM", "--model", "Llama-3.1-8B", "--draft", "eagle3",
+         "--context", "1000", "--batch", "1", "8", "--gamma", "1", "2", "3"]
+_SIM = ["simulate", "--gpu", "H100-SXM", "--model", "Llama-3.1-8B", "--draft", "eagle3",
+        "--gamma", "3", "--input-len", "100", "--output-len", "10", "--num-prompts", "4",
+        "--concurrency", "2"]
+FAST_REFUSALS = [
+    (_PLAN + ["--alpha", "1.5"], r"--alpha must be in \[0, 1\]"),
+    (_PLAN + ["--tau", "4.5"], r"--tau must be in \[1, gamma \+ 1\] = \[1, 2\] for gamma = 1"),
+    (_PLAN + ["--acceptance-rates", "0.8", "1.2", "0.5"], r"--acceptance-rates must be in \[0, 1\]"),
+    (_PLAN + ["--alpha", "0.7", "--routing-skew", "0.99"], r"--routing-skew must be in \[0, 0.95\]"),
+    (_PLAN + ["--alpha", "0.7", "--draft", "ngram", "--proposal-rate", "2"],
+     r"--proposal-rate must be in \(0, 1\]"),
+    (_PLAN + ["--alpha", "0.7", "--gpu-memory-utilization", "1.5"],
+     r"--gpu-memory-utilization must be in \(0, 1\]"),
+    (_SIM + ["--alpha", "2"], r"--alpha must be in \[0, 1\]"),
+    (_SIM + ["--tau", "9"], r"--tau must be in \[1, gamma \+ 1\] = \[1, 4\]"),
+    (_SIM + ["--tau", "2.5", "--request-rate", "inf"], r"--request-rate must be in \(0, inf\)"),
+    (_SIM + ["--tau", "2.5", "--draft", "ngram", "--proposal-rate", "0"],
+     r"--proposal-rate must be in \(0, 1\]"),
+]
+_FAST_SCRIPT = """
+import contextlib, io, json, re, sys
+from specnb.cli import main
+slow = ("specnb.serving", "specnb.simulate", "pandas", "papermill")
+out = []
+for argv, pattern in json.loads(sys.argv[1]):
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = main(argv)
+    out.append([code, err.getvalue(), [m for m in slow if m in sys.modules]])
+print(json.dumps(out))
+"""
+
+
+def test_bad_values_name_the_flag_before_the_slow_imports():
+    """One process: each refusal exits 2 with one line naming the flag, and after each the
+    serving model, the simulator and pandas are still not imported (no timing)."""
+    import json
+    import re
+
+    got = subprocess.run([sys.executable, "-c", _FAST_SCRIPT, json.dumps(FAST_REFUSALS)],
+                         capture_output=True, text=True, check=True)
+    for (argv, pattern), (code, err, imported) in zip(FAST_REFUSALS, json.loads(got.stdout)):
+        assert code == 2 and re.search(pattern, err), (argv, err)
+        assert len(err.strip().splitlines()) == 1 and imported == [], (argv, imported)
+
+
+@pytest.mark.parametrize("argv, words", [
+    (_PLAN[:-4] + ["--gamma", "3", "--tau", "2.5", "--engine", "vllm", "--topk", "2"],
+     "--topk 2 drafts a tree"),
+    (_PLAN[:-4] + ["--gamma", "3", "--tau", "2.5", "--engine", "sglang", "--num-draft-tokens",
+                   "2"], "--num-draft-tokens must be >= steps"),
+    (_PLAN + ["--alpha", "0.7", "--proposal-rate", "0.5"], "--proposal-rate 0.5 applies to"),
+    (_SIM + ["--tau", "2.5", "--range-ratio", "1.5"], "--range-ratio must be in [0, 1)"),
+])
+def test_library_errors_after_the_model_is_built_name_the_flag(capsys, argv, words):
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code == 2 and words in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_message_maps_a_checked_parameter_to_its_flag_and_leaves_others():
+    from specnb import _check
+    from specnb.cli import FLAGS, message
+
+    with pytest.raises(ValueError) as info:
+        _check.scalar_real("routing_skew", 2.0, lo=0.0, hi=0.95)
+    assert info.value.param == "routing_skew" and FLAGS["routing_skew"] == "--routing-skew"
+    assert message(info.value).startswith("--routing-skew must be in [0, 0.95]")
+    assert message(ValueError("routing_skew is a word here")) == "routing_skew is a word here"
+    assert message(ValueError("at routing_skew 2"), ["routing_skew"]) == "at --routing-skew 2"
+    import pickle  # worker processes send these back
+
+    again = pickle.loads(pickle.dumps(info.value))
+    assert again.param == "routing_skew" and str(again) == str(info.value)
+
+
+# C5's kind: one exit-status rule (specnb.cli.EXIT_STATUS). A file that cannot be read, or that
+# holds no usable data, is bad input: exit 2 with one line naming the file, in every command.
+def _bad_file(tmp_path, kind):
+    path = tmp_path / f"{kind}.json"
+    if kind == "empty":
+        path.write_text("")
+    elif kind == "binary":
+        path.write_bytes(b"\xff\xfe\x00\x81 not text")
+    elif kind == "nan":  # a bench result whose TPOT is not a number
+        from pathlib import Path
+
+        good = Path(__file__).resolve().parents[2] / "data" / "samples" / "bench_on.json"
+        path.write_text(good.read_text().replace('"mean_tpot_ms": ', '"mean_tpot_ms": NaN, "x": '))
+    return str(path)
+
+
+_SIM_LOG = [a for a in _SIM if a not in ("--input-len", "100", "--output-len", "10",
+                                         "--num-prompts", "4")] + ["--tau", "2.5"]
+_BAD_FILE_COMMANDS = {
+    "metrics": lambda f, d: ["metrics", f],
+    "bench": lambda f, d: ["bench", f, "data/samples/bench_off.json"],
+    "plan --calibrate-bench": lambda f, d: _PLAN[:-4] + ["--gamma", "2", "--calibrate-bench", f],
+    "plan --calibrate": lambda f, d: _PLAN + ["--alpha", "0.7", "--calibrate", f],
+    "plan --acceptance-profile": lambda f, d: _PLAN + ["--acceptance-profile", f],
+    "simulate --requests": lambda f, d: _SIM_LOG + ["--requests", f],
+    "replay": lambda f, d: ["replay", f, "--gamma", "1"],
+    "run --parameters": lambda f, d: ["run", "--parameters", f, "--only", "01",
+                                      "--output", str(d / "out")],
+}
+_CASES = [(c, k) for c in _BAD_FILE_COMMANDS for k in ("missing", "empty", "binary")
+          if (c, k) != ("run --parameters", "empty")]  # an empty parameters file: none given
+_CASES += [("bench", "nan"), ("plan --calibrate-bench", "nan")]
+
+
+@pytest.mark.parametrize("command, kind", _CASES)
+def test_a_bad_file_is_exit_2_naming_it_in_every_command(capsys, tmp_path, command, kind):
+    f = _bad_file(tmp_path, kind)
+    code = main(_BAD_FILE_COMMANDS[command](f, tmp_path))
+    out, err = capsys.readouterr()
+    assert code == 2 and f"{kind}.json" in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_exit_status_rule_is_in_the_help():
+    from specnb.cli import EXIT_STATUS
+
+    assert "2 bad input" in EXIT_STATUS and "1 the answer is no" in EXIT_STATUS
+    assert " ".join(EXIT_STATUS.split()) in " ".join(build_parser().format_help().split())
+
+
+def test_every_name_a_command_replaces_has_a_flag():
+    from specnb.cli import FLAGS, plan, replay, simulate
+
+    for module in (plan, replay, simulate):
+        assert set(module._NAMES) <= set(FLAGS), module.__name__

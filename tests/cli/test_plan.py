@@ -184,10 +184,10 @@ def test_config_json_as_model(capsys, tmp_path):
     (["--model", "gpt-9"], "unknown model 'gpt-9'; known models: Llama-3.1-8B"),
     (["--draft", "Qwen3-0.6B"], "cannot be verified"),
     (["--draft", "medusa9"], "unknown draft 'medusa9'"),
-    (["--tau", "4.5"], r"tau must be in \[1, gamma \+ 1\] = \[1, 2\] for gamma = 1, got 4.5"),
+    (["--tau", "4.5"], r"--tau must be in \[1, gamma \+ 1\] = \[1, 2\] for gamma = 1, got 4.5"),
     (["--tau", "2", "2"], "--tau takes one value or one per --gamma"),
-    (["--alpha", "1.5"], r"alpha must be in \[0, 1\]"),
-    (["--acceptance-rates", "0.8", "1.2", "0.5", "0.4"], r"acceptance_rates must be in \[0, 1\]"),
+    (["--alpha", "1.5"], r"--alpha must be in \[0, 1\]"),
+    (["--acceptance-rates", "0.8", "1.2", "0.5", "0.4"], r"--acceptance-rates must be in \[0, 1\]"),
     (["--acceptance-rates", "0.8", "0.7"], "gamma 4 needs 4 acceptance rates, got 2"),
     (["--gamma", "0"], "--gamma must be >= 1, got 0"),
     (["--batch", "0"], "--batch must be >= 1, got 0"),
@@ -246,22 +246,22 @@ def test_argparse_usage_errors_exit_2(capsys):
     (["--gpus", "3"], r"gpus = 3 does not divide the target Llama-3.1-8B's num_attention_heads"),
     (["--model", ""], "model must not be empty; known models"),
     (["--batch", "1", "65537"], r"--batch must be <= 65536, got 65537"),
-    (["--draft", "ngram", "--draft-dtype", "fp8"], "draft_dtype applies to model drafts; ngram "
+    (["--draft", "ngram", "--draft-dtype", "fp8"], "--draft-dtype applies to model drafts; ngram "
                                                    "drafting has no weights"),
     # issue 16
     (["--draft", "ngram", "--proposal-rate", "0"], r"--proposal-rate must be in \(0, 1\]"),
     (["--draft", "ngram", "--proposal-rate", "1.5"], r"--proposal-rate must be in \(0, 1\]"),
-    (["--draft", "ngram", "--proposal-rate", "nan"], r"--proposal-rate must be in \(0, 1\]"),
-    (["--proposal-rate", "0.5"], "proposal_rate 0.5 applies to ngram / suffix"),
+    (["--draft", "ngram", "--proposal-rate", "nan"], r"--proposal-rate must not be NaN"),
+    (["--proposal-rate", "0.5"], "--proposal-rate 0.5 applies to ngram / suffix"),
     (["--input-len", "-1", "--output-len", "10"], "--input-len must be >= 0, got -1"),
     (["--input-len", "10", "--output-len", "0"], "--output-len must be >= 1, got 0"),
     (["--input-len", "10"], "--input-len and --output-len go together"),
     (["--gpu-memory-utilization", "0"], r"--gpu-memory-utilization must be in \(0, 1\]"),
     (["--gpu-memory-utilization", "1.2"], r"--gpu-memory-utilization must be in \(0, 1\]"),
     (["--engine", "trtllm"], "engine must be one of vllm, vllm-v0, sglang"),
-    (["--draft-config", "/nonexistent/config.json"], "draft_config '/nonexistent/config.json' "
+    (["--draft-config", "/nonexistent/config.json"], "--draft-config '/nonexistent/config.json' "
                                                      "does not exist"),
-    (["--draft", "ngram", "--draft-config", "/x.json"], "draft_config applies to eagle and "
+    (["--draft", "ngram", "--draft-config", "/x.json"], "--draft-config applies to eagle and "
                                                          "eagle3"),
 ])
 def test_more_bad_input_exits_2(capsys, extra, match):
@@ -608,9 +608,9 @@ def test_sglang_tree_flags_cost_the_tree_and_name_sglangs_keys(capsys):
 @pytest.mark.parametrize("extra, words", [
     (["--topk", "0"], "--topk must be >= 1"),
     (["--topk", "2", "--engine", "vllm"], "verifies chains only"),
-    (["--topk", "2", "--num-draft-tokens", "3"], "num_draft_tokens must be >= steps"),
-    (["--routing-skew", "0.99"], "routing_skew must be in [0, 0.95]"),
-    (["--routing-skew", "-0.1"], "routing_skew must be in [0, 0.95]"),
+    (["--topk", "2", "--num-draft-tokens", "3"], "--num-draft-tokens must be >= steps"),
+    (["--routing-skew", "0.99"], "--routing-skew must be in [0, 0.95]"),
+    (["--routing-skew", "-0.1"], "--routing-skew must be in [0, 0.95]"),
 ])
 def test_tree_and_skew_bad_input_is_one_line_and_exit_2(capsys, extra, words):
     code, out, err = run(capsys, *TREE, *extra)
@@ -737,6 +737,23 @@ def test_sglang_gets_a_launch_line_not_a_vllm_serve_line_or_schedule(capsys):
     assert len(launch) == 1 and "--speculative-algorithm EAGLE3" in launch[0]
     assert "--speculative-eagle-topk 4 --speculative-num-draft-tokens 8" in launch[0]
     assert "the table above is the chain" in out
+    assert "--max-running-requests" not in launch[0]  # batch 8: within SGLang's default 48
+
+
+def test_sglang_launch_line_lifts_the_speculative_request_cap_for_large_batches(capsys):
+    """SGLang admits at most 48 running requests with speculation on unless told otherwise
+    (server_args.py; its DeepSeek guide's note on MTP beyond batch 48): a plan up to batch 64
+    carries --max-running-requests and --cuda-graph-max-bs at its --max-num-seqs."""
+    from specnb.cli import main
+    from specnb.cli.plan import SGLANG_SPEC_MAX_RUNNING_REQUESTS
+
+    argv = ["plan", "--gpu", "H100-SXM", "--model", "Llama-3.1-8B", "--engine", "sglang",
+            "--draft", "eagle3", "--gamma", "3", "--tau", "3.5", "--context", "2000",
+            "--batch", "1", "64", "--json"]
+    assert main(argv) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["max_num_seqs"] == 64 > SGLANG_SPEC_MAX_RUNNING_REQUESTS
+    assert res["serve"].endswith("--max-running-requests 64 --cuda-graph-max-bs 64")
 
 
 def test_a_gamma_above_specnbs_bound_is_refused_as_replay_refuses_it(capsys):
@@ -749,3 +766,30 @@ def test_a_gamma_above_specnbs_bound_is_refused_as_replay_refuses_it(capsys):
     err = capsys.readouterr().err
     assert f"[1, {MAX_GAMMA}]" in err and str(MAX_GAMMA + 1) in err
     assert main(argv + [str(MAX_GAMMA)]) == 0
+
+
+def test_calibrate_bench_reads_each_file_once(capsys, tmp_path, monkeypatch):
+    """Trial 3 (noticed): --calibrate-bench read every file twice (once for the fit, once for
+    its validity flags). The reader of bench files is patched to count its calls per file."""
+    from collections import Counter
+
+    from specnb.vllm import bench as B
+
+    files = _bench_files(tmp_path, "vllm-i20780-eagle3")[:3]
+    reads = Counter()
+    real = B.read_bench_results
+
+    def counting(path):
+        reads[str(path)] += 1
+        return real(path)
+
+    monkeypatch.setattr(B, "read_bench_results", counting)
+    code, out, err = run(capsys, "plan", "--gpu", "H100-SXM", "--model", "Llama-3.1-8B",
+                         "--draft", "eagle3", "--context", "256", "--batch", "1", "8",
+                         "--gamma", "2", "--calibrate-bench", *files)
+    assert code == 0, err
+    assert dict(reads) == {f: 1 for f in files}
+    code, _, err = run(capsys, "plan", "--gpu", "H100-SXM", "--model", "Llama-3.1-8B",
+                       "--draft", "eagle3", "--context", "256", "--batch", "1", "--gamma", "2",
+                       "--calibrate-bench", files[0], files[0])
+    assert code == 2 and "--calibrate-bench lists a file twice" in err

@@ -65,3 +65,35 @@ def test_cli_run_usage_errors(capsys, tmp_path, one_nb):
     assert "positive integer" in usage_exit(capsys, "run", "--cell-timeout", "0")
     with pytest.raises(ValueError, match="cell_timeout must be an integer >= 1"):
         runner.run_notebooks(notebook_dir=one_nb, cell_timeout=-1, output_dir=tmp_path)
+
+
+def test_bad_run_flags_are_refused_before_papermill_or_the_kernel_is_imported(tmp_path, one_nb):
+    """Fault C4 (trial 3): `run --only 42` took 14 s to refuse. --only, --notebooks and the
+    parameters file's notebook names are checked against the notebook list before papermill,
+    nbconvert, nbformat or jupyter_client is imported (asserted on sys.modules, one process)."""
+    import json
+    import subprocess
+    import sys
+
+    params = tmp_path / "p.yaml"
+    params.write_text("99: {alpha: 1}\n")
+    out = str(tmp_path / "out")
+    cases = [["run", "--only", "42", "--notebooks", str(one_nb), "--output", out],
+             ["run", "--notebooks", str(tmp_path / "none"), "--output", out],
+             ["run", "--parameters", str(params), "--notebooks", str(one_nb), "--output", out]]
+    script = ("import contextlib, io, json, sys\nfrom specnb.cli import main\nres = []\n"
+              "for argv in json.loads(sys.argv[1]):\n"
+              "    err = io.StringIO()\n"
+              "    with contextlib.redirect_stderr(err):\n"
+              "        code = main(argv)\n"
+              "    heavy = {'papermill', 'nbconvert', 'nbformat', 'jupyter_client'}\n"
+              "    res.append([code, err.getvalue(), sorted(heavy & set(sys.modules))])\n"
+              "print(json.dumps(res))\n")
+    got = subprocess.run([sys.executable, "-c", script, json.dumps(cases)], capture_output=True,
+                         text=True, check=True)
+    words = ["--only '42' matches no notebook; valid names: 04_one", "does not exist",
+             "parameters for notebook '99' matches no notebook"]
+    for w, (code, err, heavy) in zip(words, json.loads(got.stdout)):
+        assert code == 2 and w in err and len(err.strip().splitlines()) == 1, err
+        assert heavy == [], heavy
+    assert not (tmp_path / "out").exists()  # nothing ran, no folder made

@@ -63,8 +63,8 @@ def test_text_table_and_rate_mode_with_a_schedule_and_disable_by_batch_size(caps
 
 @pytest.mark.parametrize("extra, match", [
     (["--concurrency", "0"], "--concurrency must be >= 1"),
-    (["--request-rate", "0"], "--request-rate must be > 0"),
-    (["--request-rate", "-2"], "--request-rate must be > 0"),
+    (["--request-rate", "0"], "--request-rate must be in (0, inf)"),
+    (["--request-rate", "-2"], "--request-rate must be in (0, inf)"),
     ([], "give --concurrency (closed loop) or --request-rate"),
     (["--concurrency", "2", "--max-num-batched-tokens", "3"],
      "--max-num-batched-tokens 3 is below one request's verify step"),

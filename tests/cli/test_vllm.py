@@ -47,7 +47,7 @@ def test_huge_counters_are_refused_not_a_traceback_or_a_10_to_the_298_tau(tmp_pa
     assert 0 <= low <= high <= 1e-7
     p = tmp_path / "m.prom"
     p.write_text(_SCRAPE.format(d=100, t="1e308", a="1e300"))
-    assert main(["metrics", str(p)]) == 1
+    assert main(["metrics", str(p)]) == 2
     err = capsys.readouterr().err
     assert "draft tokens / drafts = 1e+308 / 100 = 1e+306 tokens per step is no draft" in err
 
@@ -58,7 +58,7 @@ def test_a_window_that_accepted_without_drafting_is_inconsistent_not_empty(tmp_p
     before, after = tmp_path / "a.prom", tmp_path / "b.prom"
     before.write_text(_SCRAPE.format(d=100, t=300, a=150))
     after.write_text(_SCRAPE.format(d=100, t=300, a=500))
-    assert main(["metrics", str(before), str(after)]) == 1
+    assert main(["metrics", str(before), str(after)]) == 2
     err = capsys.readouterr().err
     assert "accepted tokens (350) exceed draft tokens (0)" in err, err
 
@@ -146,7 +146,7 @@ def test_unreadable_input_names_the_formats(capsys, tmp_path):
     path = tmp_path / "notes.txt"
     path.write_text("this is not a metrics file {\n")
     code, _, err = run(capsys, "metrics", str(path))
-    assert code == 1 and "spec_decode.py" in err and "Speculative metrics:" in err
+    assert code == 2 and "spec_decode.py" in err and "Speculative metrics:" in err
     assert "Prometheus" in FORMATS
     code, _, err = run(capsys, "metrics", str(FIELD / "metrics_v08_no_tau.log"),
                        str(FIELD / "metrics_few_drafts.log"))
@@ -252,13 +252,13 @@ def test_metrics_pair_and_log(capsys):
 def test_metrics_errors(capsys, tmp_path):
     empty = tmp_path / "m.prom"
     empty.write_text("vllm:num_requests_running 1\n")
-    assert run(capsys, "metrics", str(empty))[0] == 1
+    assert run(capsys, "metrics", str(empty))[0] == 2  # no usable data: bad input, as missing
     assert run(capsys, "metrics", str(tmp_path / "missing"))[0] == 2
 
 
-def test_metrics_gamma_the_data_contradicts_exits_1(capsys):
+def test_metrics_gamma_the_data_contradicts_exits_2(capsys):
     code, out, err = run(capsys, "metrics", str(sample_path("metrics_after.prom")), "-k", "5")
-    assert code == 1 and out == ""
+    assert code == 2 and out == ""
     assert "num_speculative_tokens=5 contradicts" in err and "gamma >= 8" in err
 
 
@@ -296,7 +296,7 @@ def test_metrics_draft_cost_decides_gamma1_and_states_theorem_3_8(capsys):
 def test_metrics_error_prints_nothing_on_stdout(capsys):
     after = str(sample_path("metrics_after.prom"))
     code, out, err = run(capsys, "metrics", after, after)
-    assert code == 1 and out == "" and "no speculation in this window" in err
+    assert code == 2 and out == "" and "no speculation in this window" in err
 
 
 def test_bench(capsys):
@@ -422,14 +422,14 @@ def test_serve_line_memory_at_max_num_seqs(capsys):
     assert "verify-memory-cap" not in {f["code"] for f in json.loads(out)["findings"]}
 
 
-def test_bench_refuses_a_zero_tpot_with_exit_1_and_reads_the_console_logs(capsys, tmp_path):
+def test_bench_refuses_a_zero_tpot_with_exit_2_and_reads_the_console_logs(capsys, tmp_path):
     # R2: a TPOT of 0 in the ON file said to turn speculation on
     on = json.loads(sample_path("bench_on.json").read_text())
     on["mean_tpot_ms"] = 0
     zero = tmp_path / "on.json"
     zero.write_text(json.dumps(on))
     code, out, err = run(capsys, "bench", str(zero), str(sample_path("bench_off.json")))
-    assert code == 1 and "mean_tpot_ms" in err and out == ""
+    assert code == 2 and "mean_tpot_ms" in err and out == ""
     bench = CASES / "vllm" / "0.33.0" / "bench"
     code, out, err = run(capsys, "bench", str(bench / "spec-k3.json"),
                          str(bench / "baseline.json"), "--on-log",
@@ -439,7 +439,7 @@ def test_bench_refuses_a_zero_tpot_with_exit_1_and_reads_the_console_logs(capsys
     assert "by TTFT:" in out
     code, out, err = run(capsys, "bench", str(bench / "spec-k3.json"),
                          str(bench / "baseline.json"), "--on-log", str(bench / "spec-k3.json"))
-    assert code == 1 and "Namespace" in err
+    assert code == 2 and "Namespace" in err
 
 
 def test_metrics_reads_sglang_llamacpp_and_vllm_request_outputs(capsys):
@@ -456,7 +456,7 @@ def test_metrics_reads_sglang_llamacpp_and_vllm_request_outputs(capsys):
     assert code == 0 and "metrics.speculative_decoding" in out
     code, out, err = run(capsys, "metrics", "--engine", "llama.cpp",
                          str(CASES / "sglang" / "server.log"))
-    assert code == 1 and "no llama.cpp" in err
+    assert code == 2 and "no llama.cpp" in err
 
 
 def test_full_acceptance_does_not_claim_the_rate_is_lower(capsys):

@@ -123,7 +123,7 @@ def test_catalogue_max_position_embeddings_with_their_source():
                 "Qwen3-8B": 40960, "Qwen3-0.6B": 40960, "DeepSeek-V3": 163840,
                 "DeepSeek-R1": 163840, "Kimi-K2": 131072, "Qwen3-30B-A3B": 40960,
                 "Qwen3-235B-A22B": 40960, "gpt-oss-120b": 131072, "gpt-oss-20b": 131072,
-                "Mixtral-8x7B": 32768, "MiniCPM3-4B": 32768}
+                "Mixtral-8x7B": 32768, "MiniCPM3-4B": 32768, "Qwen2.5-0.5B": 32768}
     assert set(S.architecture_names()) == set(expected)
     rows = data.load("model_architectures").set_index("model")
     for name, value in expected.items():

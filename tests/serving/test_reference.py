@@ -71,6 +71,26 @@ def test_moe_plain_steps_carry_urls_and_their_derived_times():
         moe_plain_steps("no-such-source")
 
 
+def test_gpu_layer_costs_are_derived_from_their_published_plain_steps():
+    """data/gpus.csv's layer_fixed_us (issue 25) is recomputed from data/gpu_plain_steps.csv:
+    each GPU's mean DERIVED figure rounded to whole microseconds, and every GPU with a layer
+    cost has a published plain step behind it."""
+    d = S.layer_fixed_from_plain_steps()
+    steps = S.gpu_plain_steps()
+    assert (steps["url"].str.startswith("https://")).all()
+    assert set(steps["batch_size"]) == {1} and set(steps["query_tokens"]) == {1}
+    for g, rows in d.groupby("gpu"):
+        assert S.gpu(g).layer_fixed_us == round(rows["layer_fixed_us"].mean()), g
+    assert {n for n in S.gpu_names() if S.gpu(n).layer_fixed_us} == set(d["gpu"])
+    r = d.set_index("gpu")
+    # the figures the notes print: the model's step without the GPU's own layer cost
+    assert round(r.loc["RTX-4090", "model_ms"], 1) == 9.6
+    assert round(r.loc["L4", "model_ms"], 2) == 4.72
+    assert (d["gap_ms"] > 0).all()
+    with pytest.raises(ValueError, match="gpu_name"):
+        S.gpu_plain_steps("H100-SXM")
+
+
 def test_dsv3_fixed_cost_gap_and_the_curve_calibrated_on_it():
     """SGLang PR #2643's DeepSeek-V3 plain steps: the defaults lack a fixed cost per forward;
     calibrated on the three plain steps alone, the speedup curve no longer rises above batch
@@ -119,6 +139,38 @@ def test_dsv3_mtp_gain_falls_from_batch_32_to_128_with_the_skew_of_the_plain_ste
     assert max(sp.values()) == sp[1]
     with pytest.raises(ValueError, match="grid_step"):
         routing_skew_from_plain_steps("sglang-pr2643", grid_step=0)
+
+
+def test_dsv3_guide_gains_ask_a_verification_cost_that_grows_with_the_batch():
+    """docs/serving.md's source audit (issue 25): under sglang-moe with PR #2643's skew and
+    fixed cost (tau 2.4, context 2000), SGLang's DeepSeek guide's 1.8x at batch 1 and 1.5x at
+    batch 32 ask 3.2 and 14.1 ms more per verification (about 0.35 ms per sequence); the
+    grouped-GEMM tile floor is not that cost (the gain rises past batch 32 with it); the vllm
+    profile's CUDA-graph cap makes its curve fall past batch 128."""
+    import dataclasses
+
+    from specnb.serving import (calibrated_on_plain_steps, routing_skew_from_plain_steps,
+                                speedup, t_plain_ms)
+
+    skew = routing_skew_from_plain_steps("sglang-pr2643", engine="sglang")
+    st = calibrated_on_plain_steps("sglang-pr2643", "mtp", engine="sglang",
+                                   routing_skew=skew).setup
+    asked = {}
+    for b, guide in ((1, 1.8), (32, 1.5)):
+        sp = float(speedup(st, b, 2000, 3, tau=2.4))
+        extra = 2.4 * float(t_plain_ms(st, b, 2000)) * (1 / guide - 1 / sp)
+        more = dataclasses.replace(st, sd_overhead_ms=st.sd_overhead_ms + extra)
+        assert round(float(speedup(more, b, 2000, 3, tau=2.4)), 2) == guide
+        asked[b] = extra
+    assert (round(asked[1], 1), round(asked[32], 1)) == (3.2, 14.1)
+    assert round((asked[32] - asked[1]) / 31, 2) == 0.35
+    for tile in (16, 64):
+        eng = dataclasses.replace(st.engine, step={**st.engine.step, "tile_tokens": tile})
+        g = speedup(dataclasses.replace(st, engine=eng), np.array([32, 64]), 2000, 3, tau=2.4)
+        assert g[1] > g[0]
+    vst = calibrated_on_plain_steps("sglang-pr2643", "mtp", routing_skew=skew).setup
+    v = speedup(vst, np.array([128, 256, 512]), 2000, 3, tau=2.4)
+    assert v[0] > v[1] > v[2]
 
 
 def test_h200_short_to_long_context_goal_with_the_kernels_kv_floor():

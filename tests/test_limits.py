@@ -1,0 +1,42 @@
+"""specnb.limits: the serving model's and the load's scalar ranges, one home each, in a module
+light enough for the command line to call before the serving model is imported."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+
+import pytest
+
+from specnb import _check, limits
+
+
+@pytest.mark.parametrize("check, good, bad, words", [
+    (limits.routing_skew, [0.0, 0.5, 0.95], [-0.1, 0.96, math.nan], "routing_skew must"),
+    (limits.proposal_rate, [1e-9, 0.5, 1.0], [0.0, 1.01, math.inf], "proposal_rate must"),
+    (limits.gpu_memory_utilization, [0.1, 1.0], [0.0, 1.2], "gpu_memory_utilization must"),
+    (limits.request_rate, [0.5, 1e6], [0.0, -1.0, math.inf], "request_rate must"),
+])
+def test_each_range_accepts_its_values_and_refuses_naming_the_parameter(check, good, bad, words):
+    assert [check(v) for v in good] == good
+    for v in bad:
+        with pytest.raises(_check.ParamValueError, match=words) as info:
+            check(v)
+        assert info.value.param == words.split()[0]
+    with pytest.raises(TypeError):
+        check("0.5")
+
+
+def test_the_serving_model_uses_these_ranges():
+    from specnb import serving as S
+
+    assert S.ROUTING_SKEW_RANGE is limits.ROUTING_SKEW_RANGE
+    with pytest.raises(ValueError, match="routing_skew must be in"):
+        S.with_routing_skew("vllm", 0.99)
+
+
+def test_importing_it_loads_neither_the_serving_model_nor_pandas():
+    code = ("import sys, specnb.limits, specnb.theory; "
+            "sys.exit(bool({'pandas', 'specnb.serving', 'specnb.simulate'} & set(sys.modules)))")
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
