@@ -57,6 +57,22 @@ FIXED_ROWS = [
      "with): 12 ms per eager step over 32 layers, read as the host's launch time; vLLM 2023 "
      "(V0), GPU not stated: UNVERIFIED for V1 (torch.compile lowers it)",
      "https://github.com/vllm-project/vllm/pull/1440 (description)"),
+    ("vllm-v0", "graph_cap_tokens", "", 256, "published",
+     "vLLM V0 (v0.6) captures CUDA graphs for decode-only batches of up to 256 sequences "
+     "(_BATCH_SIZES_TO_CAPTURE 1, 2, 4, 8..256; _get_max_graph_batch_size(max_num_seqs 256)); "
+     "its batch-expansion scorer runs each proposing sequence as k + 1 one-token sequences "
+     "(spec_decode/batch_expansion.py), so a verify step is a decode batch of its scored "
+     "tokens and runs without a graph beyond 256 of them; the MQA scorer is off with CUDA "
+     "graphs (spec_decode_worker.py: 'Disabling MQA scorer as the target model is not running "
+     "in eager mode') and excluded n-gram when added (PR #8839, 2024-09); V0 never graphs a "
+     "prefill step (a prompt step under 256 tokens is timed as graphed: not modelled)",
+     "vllm/worker/model_runner.py _BATCH_SIZES_TO_CAPTURE / _use_captured_graph and "
+     "vllm/spec_decode/batch_expansion.py, spec_decode_worker.py (vllm-project/vllm, V0)"),
+    ("vllm-v0", "eager_layer_us", "", 375, "derived",
+     "DERIVED: Llama-2-7B at batch 1, 100 output tokens in 1.2 s without CUDA graphs (1.05 s "
+     "with): 12 ms per eager step over 32 layers, read as the host's launch time; vLLM V0 "
+     "(2023), GPU not stated; the launches of tensor-parallel all-reduces not counted apart",
+     "https://github.com/vllm-project/vllm/pull/1440 (description)"),
 ]
 
 DESCRIPTION = {

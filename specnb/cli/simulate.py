@@ -58,7 +58,8 @@ def estimate_seconds(a) -> tuple[float, float, int]:
     """
     from .. import simulate as M
 
-    seqs = a.max_num_seqs or M.default_batch_limits(a.gpu)[1]
+    tok, seqs = M.default_batch_limits(a.gpu)
+    seqs = a.max_num_seqs or min(seqs, a.max_num_batched_tokens or tok)
     planned = not a.no_schedule and not a.schedule
     pols = _policies(a, M, seqs, None if a.no_schedule or planned else _schedule_flag(a))
     if planned:
@@ -156,7 +157,8 @@ def register(subparsers) -> argparse.ArgumentParser:
                       help="gamma shape of the gaps (default 1: Poisson)")
     eng = p.add_argument_group("engine (vllm serve flags)")
     eng.add_argument("--max-num-seqs", type=int, default=None, metavar="N",
-                     help="default: vLLM 0.33's for the GPU (1024 on H100-class, 256 below)")
+                     help="default: vLLM 0.33's for the GPU (1024 on H100-class, 256 below), "
+                          "capped at --max-num-batched-tokens as vLLM caps it")
     eng.add_argument("--max-num-batched-tokens", type=int, default=None, metavar="N",
                      help="token budget per step (default: vLLM 0.33's for vllm serve on "
                           "the GPU: 8192 on H100 / H200, 16384 at >= 160 GiB, else 2048)")
@@ -219,6 +221,19 @@ def _check_flags(a) -> str | None:
                     ("--max-num-batched-tokens", a.max_num_batched_tokens)):
         if v is not None and v < 1:
             return f"{flag} must be >= 1, got {v}"
+    if a.max_num_seqs is not None:
+        # vLLM's SchedulerConfig refuses a budget below max_num_seqs (without
+        # --max-num-seqs, vLLM caps its default at the budget: engine_config)
+        from ..simulate import default_batch_limits
+
+        try:
+            tok = a.max_num_batched_tokens or default_batch_limits(a.gpu)[0]
+        except ValueError as exc:
+            return _flag_names(str(exc).splitlines()[0])
+        if tok < a.max_num_seqs:
+            given = "" if a.max_num_batched_tokens else f" (vLLM's default on {a.gpu})"
+            return (f"--max-num-batched-tokens {tok}{given} is below --max-num-seqs "
+                    f"{a.max_num_seqs}: vLLM requires max_num_batched_tokens >= max_num_seqs")
     if a.max_num_batched_tokens is not None and a.max_num_batched_tokens < 1 + max(a.gamma):
         return (f"--max-num-batched-tokens {a.max_num_batched_tokens} is below one request's "
                 f"verify step (1 + {max(a.gamma)} tokens)")

@@ -28,7 +28,11 @@ rate is given), checked step for step against vLLM's own ``Scheduler`` on the fi
 
 With ``EngineConfig.chunked_prefill`` False, vLLM V0's scheduler without chunked prefill
 (``vllm/core/scheduler.py`` ``_schedule_default``): whole prompts of waiting requests first,
-and a step that prefills runs no decode or verify tokens (and no drafting).
+and a step that prefills runs no decode or verify tokens (and no drafting). Its verify step is
+V0's batch expansion (``vllm/spec_decode/batch_expansion.py``: k + 1 one-token sequences per
+proposing request), so the step's scored tokens are V0's decode batch, which the ``vllm-v0``
+profile's CUDA-graph cap (256 sequences, ``worker/model_runner.py``) applies to in the step
+rule (:class:`specnb.serving.moe.EngineStep`).
 
 The host drafter (vLLM's CPU n-gram proposer, :mod:`specnb.simulate.host`) adds its time to
 each speculating step: it runs between two forwards, outside async scheduling.
@@ -110,17 +114,31 @@ def engine_config(st, *, max_num_seqs=None, max_num_batched_tokens=None,
     :func:`specnb.simulate.host.host_cost` of the setup: vLLM's CPU n-gram proposer for
     ``ngram``, nothing otherwise; ``HostCost()`` leaves it out).
 
+    As vLLM 0.33 (``EngineArgs._set_default_max_num_seqs_and_batched_tokens_args``), a
+    ``max_num_seqs`` not given is the default capped at ``max_num_batched_tokens``; a budget
+    below a given ``max_num_seqs`` is refused, as ``SchedulerConfig.verify_max_model_len``
+    refuses it.
+
     Raises
     ------
     ValueError
-        a count < 1; a hit rate outside [0, 1); no room for one KV block.
+        a count < 1; ``max_num_batched_tokens`` below ``max_num_seqs``; a hit rate outside
+        [0, 1); no room for one KV block.
     TypeError
         ``host`` not a :class:`HostCost`.
     """
     tok, seqs = default_batch_limits(st.gpu, usage)
-    seqs = seqs if max_num_seqs is None else _check.scalar_int("max_num_seqs", max_num_seqs, lo=1)
     tok = tok if max_num_batched_tokens is None else _check.scalar_int(
         "max_num_batched_tokens", max_num_batched_tokens, lo=1)
+    # vLLM's defaults (EngineArgs._set_default_max_num_seqs_and_batched_tokens_args): a
+    # max_num_seqs not given is capped at the token budget; given both, SchedulerConfig
+    # (verify_max_model_len) refuses a budget below max_num_seqs
+    seqs = min(seqs, tok) if max_num_seqs is None else _check.scalar_int(
+        "max_num_seqs", max_num_seqs, lo=1)
+    if tok < seqs:
+        raise ValueError(f"max_num_batched_tokens {tok} is below max_num_seqs {seqs}: vLLM "
+                         "requires max_num_batched_tokens >= max_num_seqs (give a budget "
+                         f">= {seqs} or max_num_seqs <= {tok})")
     bs = _check.scalar_int("block_size", block_size, lo=1)
     blocks = kv_blocks(st, bs) if num_gpu_blocks is None else _check.scalar_int(
         "num_gpu_blocks", num_gpu_blocks, lo=1)

@@ -68,6 +68,10 @@ def test_text_table_and_rate_mode_with_a_schedule_and_disable_by_batch_size(caps
     ([], "give --concurrency (closed loop) or --request-rate"),
     (["--concurrency", "2", "--max-num-batched-tokens", "3"],
      "--max-num-batched-tokens 3 is below one request's verify step"),
+    (["--concurrency", "2", "--max-num-batched-tokens", "10", "--max-num-seqs", "256"],
+     "--max-num-batched-tokens 10 is below --max-num-seqs 256"),
+    (["--concurrency", "2", "--max-num-seqs", "9000"],
+     "--max-num-batched-tokens 8192 (vLLM's default on H100-SXM) is below --max-num-seqs 9000"),
 ])
 def test_bad_input_exits_2_with_one_line(capsys, extra, match):
     code, out, err = run(capsys, *BASE, *extra)
@@ -182,3 +186,14 @@ def test_a_folder_given_as_the_request_log_is_named_a_folder(capsys, tmp_path):
                                          "--num-prompts", "24")]
     code, out, err = run(capsys, *argv, "--requests", str(tmp_path), "--concurrency", "2")
     assert code == 2 and "is a folder" in err and not out
+
+
+def test_a_small_budget_alone_caps_max_num_seqs_as_vllm_does(capsys):
+    """vLLM runs --max-num-batched-tokens 10 alone (its default max_num_seqs capped at 10,
+    EngineArgs._set_default_max_num_seqs_and_batched_tokens_args): so does simulate."""
+    short = {"500": "30", "40": "4", "24": "4"}  # --input-len, --output-len, --num-prompts
+    code, out, err = run(capsys, *[short.get(a, a) for a in BASE], "--concurrency", "2",
+                         "--max-num-batched-tokens", "10", "--no-schedule", "--json")
+    assert code == 0, err
+    r = json.loads(out)["setup"]
+    assert r["max_num_seqs"] == 10 and r["max_num_batched_tokens"] == 10

@@ -101,3 +101,14 @@ def test_profile_per_target_class_and_routing_skew():
     with pytest.raises(ValueError, match=r"routing_skew must be in \[0, 0.95\]"):
         P.with_routing_skew("vllm", 1.0)
     assert P.profile("sglang").trees and not P.profile("vllm").trees
+
+
+def test_v0_profile_caps_cuda_graphs_at_v0s_largest_captured_decode_batch():
+    """vLLM V0 (v0.6, worker/model_runner.py) captures decode batches of
+    ``[1, 2, 4] + [8 i for i in 1..32]`` sequences; its batch-expansion scorer makes a verify
+    step a decode batch of its scored tokens, so the cap is on tokens; the launch time per
+    layer is the same derivation (PR #1440, V0) as the V1 profile's."""
+    captured = [1, 2, 4] + [8 * i for i in range(1, 33)]
+    v0 = P.profile("vllm-v0").engine_step()
+    assert v0.graph_cap_tokens == max(captured)
+    assert v0.eager_layer_us == P.profile("vllm").engine_step().eager_layer_us

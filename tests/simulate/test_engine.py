@@ -163,3 +163,41 @@ def test_min_request_steps_is_every_draft_accepted_per_policy():
         M.min_request_steps([0], pols)
     with pytest.raises(ValueError, match="Policy"):
         M.min_request_steps([1], ["off"])
+
+
+def test_v0_verify_steps_beyond_the_graph_cap_pay_the_eager_launch_time():
+    """vLLM V0's batch expansion (spec_decode/batch_expansion.py) scores k + 1 one-token
+    sequences per proposing sequence: past 256 of them the step runs without a CUDA graph and
+    takes at least layers x eager_layer_us (the vllm-v0 profile); a plain step of the same
+    batch stays graphed."""
+    import dataclasses
+
+    from specnb.serving import engines as P
+
+    v0 = P.profile("vllm-v0")
+    st = S.setup("H100-SXM", "Llama-3.2-1B", "ngram", engine="vllm-v0")
+    bare = S.setup("H100-SXM", "Llama-3.2-1B", "ngram", engine=dataclasses.replace(v0, step={}))
+    cap, us = v0.engine_step().graph_cap_tokens, v0.engine_step().eager_layer_us
+    floor = st.target.n_layers * us * 1e-3
+    for b, q in ((60, 5), (50, 5), (60, 1)):
+        c, qq, k = np.full(b, 1000.0), np.full(b, float(q)), np.full(b, 4.0 * (q > 1))
+        got = S.MixedStep(st).ms(c, qq, k, qq)["target_ms"]
+        plain = S.MixedStep(bare).ms(c, qq, k, qq)["target_ms"]
+        want = max(plain, floor) if b * q > cap else plain
+        assert round(got, 3) == round(want, 3)
+    assert S.MixedStep(bare).ms(np.full(60, 1000.0), np.full(60, 5.0), np.full(60, 4.0),
+                                np.full(60, 5.0))["target_ms"] < floor  # the floor binds
+
+
+def test_engine_config_caps_the_default_max_num_seqs_at_the_budget_as_vllm():
+    """EngineArgs._set_default_max_num_seqs_and_batched_tokens_args: without max_num_seqs it
+    is min(default, max_num_batched_tokens); given both, SchedulerConfig refuses a budget
+    below max_num_seqs."""
+    tok, seqs = M.default_batch_limits(EAGLE3.gpu)
+    assert M.engine_config(EAGLE3).max_num_seqs == min(seqs, tok)
+    assert M.engine_config(EAGLE3, max_num_batched_tokens=10).max_num_seqs == min(seqs, 10)
+    assert M.engine_config(EAGLE3, max_num_batched_tokens=10, max_num_seqs=10).max_num_seqs == 10
+    with pytest.raises(ValueError, match="max_num_batched_tokens 10 is below max_num_seqs 11"):
+        M.engine_config(EAGLE3, max_num_batched_tokens=10, max_num_seqs=11)
+    with pytest.raises(ValueError, match=f"max_num_batched_tokens {tok} is below max_num_seqs"):
+        M.engine_config(EAGLE3, max_num_seqs=tok + 1)
