@@ -216,8 +216,10 @@ ADDED = (
     + [dict(id=f"sglang-pr5318-eagle3-B1-s{s}k{k}n{n}", engine="SGLang (April 2025, the PR's "
             "branch; FA3 attention backend, CUDA graphs and torch.compile, --cuda-graph-max-bs 2)",
             concurrency_kind="one request (python -m sglang.test.send_one)",
-            gpu="H100-SXM", gpu_published="not stated; a Hopper GPU (the FA3 backend runs only "
-            "on Hopper): H100-SXM ASSUMED", gpus=1, model="Llama-3.1-8B",
+            gpu="H100-SXM", gpu_published="not stated; the PR adds topk > 1 to the FA3 "
+            "backend, which SGLang ran on Hopper only then (SGLang issue #5938 tracks FA3 on "
+            "sm80 from 2025-05-01): H100-SXM ASSUMED (an H200 would give the class 8.1 %)",
+            gpus=1, model="Llama-3.1-8B",
             model_published="LLaMA 3.1 8B (Instruct)", draft="eagle3",
             method_published=(f"EAGLE3, --speculative-num-steps {s} --speculative-eagle-topk {k} "
                               f"--speculative-num-draft-tokens {n} (the table's '{s}{k}{n}')"),
