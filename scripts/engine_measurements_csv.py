@@ -1,8 +1,9 @@
 """Write data/engine_measurements.csv from the team's engine-measurements.jsonl and the points
 this script adds (:data:`ADDED`, issue 25: SGLang tree runs on a small MoE target, vLLM on an
 RTX 4090, SGLang's DeepSeek-V3 MTP figures, SGLang PR #4247's dense trees on one H100 with a
-borrowed baseline, and points kept unscored for want of a tau: SGLang PR #2150, SafeAILab/EAGLE
-issue #203), each with its URL.
+borrowed baseline, SGLang PR #5318's dense chain and small tree with their own baseline, SGLang
+PR #4716's send_one run, and points kept unscored for want of a tau: SGLang PR #2150,
+SafeAILab/EAGLE issue #203), each with its URL.
 
 One row per published point, tidy, with the project's provenance columns (``source``,
 ``arxiv_version``, ``table``, ``note``) plus ``source_key`` (one short name per source, the unit
@@ -30,6 +31,8 @@ SOURCES = {
                       "(with CUDA graphs)"),
     "sglang-pr2150": ("sglang-pr2150", "sglang", "", "PR #2150 description (also SafeAILab/EAGLE "
                       "PR #173)"),
+    "sglang-pr5318": ("sglang-pr5318", "sglang", "", "PR #5318 description, 'Final Send One Test "
+                      "for CUDA Graph + Torch Compile', LLaMA 3.1 8B table"),
     "eagle-i203": ("eagle-i203", "sglang", "", "SafeAILab/EAGLE issue #203 comment by jiahe7ay, "
                    "2025-07-02"),
     "e3t3-sglang": ("eagle3-t3-sglang", "sglang", "2503.01840v3", "Table 3"),
@@ -65,12 +68,21 @@ URLS = {
     "sglang-pr4716": "https://github.com/sgl-project/sglang/pull/4716",
     "sglang-pr4247": "https://github.com/sgl-project/sglang/pull/4247",
     "sglang-pr2150": "https://github.com/sgl-project/sglang/pull/2150",
+    "sglang-pr5318": "https://github.com/sgl-project/sglang/pull/5318",
     "eagle-i203": "https://github.com/SafeAILab/EAGLE/issues/203",
 }
 
 _SGL = "SGLang (SpecForge bench_eagle3.py; version not stated)"
 _TAU_SGL = ("published 'acc len' / 'accept_length': SGLang's mean tokens per verification per "
             "request, the bonus token included (= vLLM's mean acceptance length)")
+
+
+#: What SGLang PR #4716's two runs (the MT-bench one and send_one's) share: the server.
+_PR4716 = dict(engine="SGLang (March 2025)", gpu="H100-SXM",
+               gpu_published="H100, TP8 (SXM ASSUMED)", gpus=8, model="Llama-3.1-70B",
+               model_published="meta-llama/Llama-3.3-70B-Instruct (Llama-3.1-70B's shape)",
+               draft="eagle3", gamma=8, topk=8, num_draft_tokens=64, batch=1,
+               context_assumed=True, tau_note=_TAU_SGL, tau_borrowed=False)
 
 
 def _sglang_tree(prefix, gpus, when, base, rows, dataset, extra_note):
@@ -153,21 +165,33 @@ ADDED = (
             note="an early V1 EAGLE (the PR that loaded EAGLE heads in V1; its acceptance is "
                  "below later V1 runs of the same head); context 256 ASSUMED as for #20780")
        for k, al, tps in ((2, 1.89, 175.49), (4, 2.08, 165.65))]
-    + [dict(id="sglang-pr4716-eagle3-B1-s8k8n64", engine="SGLang (March 2025)",
-            concurrency_kind="batch size 1 (--cuda-graph-max-bs 1, MT-bench one request at a time)",
-            gpu="H100-SXM", gpu_published="H100, TP8 (SXM ASSUMED)", gpus=8,
-            model="Llama-3.1-70B", model_published="meta-llama/Llama-3.3-70B-Instruct "
-            "(Llama-3.1-70B's shape)", draft="eagle3",
-            method_published="EAGLE3 (yuhuili/EAGLE3-LLaMA3.3-Instruct-70B), "
-                             "--speculative-num-steps 8 --speculative-eagle-topk 8 "
-                             "--speculative-num-draft-tokens 64",
-            gamma=8, topk=8, num_draft_tokens=64, batch=1, context=512, context_assumed=True,
-            dataset="MT-bench (80 questions)", tau=5.88, tau_note=_TAU_SGL,
-            tau_borrowed=False, speedup=round(234.54 / 88.61, 4),
-            metric="output throughput ratio 234.54 / 88.61 tok/s",
-            note="fp16; context 512 ASSUMED (an MT-bench turn); the head's hidden size differs "
-                 "from the target's (the PR's fix), the model times it as one target-shaped "
-                 "layer with a 32,000-row LM head (ASSUMED)")]
+    + [{**_PR4716, **run} for run in (
+        dict(id="sglang-pr4716-eagle3-B1-s8k8n64",
+             concurrency_kind="batch size 1 (--cuda-graph-max-bs 1, MT-bench one request at a "
+                              "time)",
+             method_published="EAGLE3 (yuhuili/EAGLE3-LLaMA3.3-Instruct-70B), "
+                              "--speculative-num-steps 8 --speculative-eagle-topk 8 "
+                              "--speculative-num-draft-tokens 64",
+             context=512, dataset="MT-bench (80 questions)", tau=5.88,
+             speedup=round(234.54 / 88.61, 4),
+             metric="output throughput ratio 234.54 / 88.61 tok/s",
+             note="fp16; context 512 ASSUMED (an MT-bench turn); the head's hidden size differs "
+                  "from the target's (the PR's fix), the model times it as one target-shaped "
+                  "layer with a 32,000-row LM head (ASSUMED)"),
+        dict(id="sglang-pr4716-eagle3-B1-s8k8n64-send-one",
+             concurrency_kind="one request (python -m sglang.test.send_one)",
+             method_published="EAGLE3 (yuhuili/EAGLE3-LLaMA3.3-Instruct-70B), the same server "
+                              "as the MT-bench run: --speculative-num-steps 8 "
+                              "--speculative-eagle-topk 8 --speculative-num-draft-tokens 64",
+             context=256, dataset="one prompt (sglang.test.send_one's)", tau=2.42,
+             speedup=round(100.43 / 88.61, 4),
+             metric=("decoding speed ratio 100.43 / 88.61 token/s; the baseline is BORROWED: "
+                     "the comment prints no send_one run without speculation, 88.61 is the "
+                     "same PR's MT-bench throughput without speculation (same server flags)"),
+             note="context 256 ASSUMED (a short prompt and its answer, as for PR #2150); the "
+                  "same tree as the MT-bench row at a lower acceptance (the comment: 'the "
+                  "speedup is not significant'): a round takes 24.1 ms here and 25.1 ms there "
+                  "(tau / throughput), so the round's cost does not follow the acceptance"))]
     + [dict(id=f"sglang-pr4247-{m}-B1-s{s}k8n64", engine="SGLang (March 2025, the PR's branch)",
             concurrency_kind="batch size 1 (MT-bench bench_sglang_eagle.py, one request at a time)",
             gpu="H100-SXM", gpu_published="not stated in the comment; 1x H100 per hongyanz "
@@ -189,6 +213,24 @@ ADDED = (
        for m, d, s, tps, al in (("eagle3", "eagle3", 8, 378.57, 5.39),
                                 ("eagle3", "eagle3", 5, 361.70, 4.68),
                                 ("eagle", "eagle", 8, 230.08, 3.76))]
+    + [dict(id=f"sglang-pr5318-eagle3-B1-s{s}k{k}n{n}", engine="SGLang (April 2025, the PR's "
+            "branch; FA3 attention backend, CUDA graphs and torch.compile, --cuda-graph-max-bs 2)",
+            concurrency_kind="one request (python -m sglang.test.send_one)",
+            gpu="H100-SXM", gpu_published="not stated; the PR adds topk > 1 to the FA3 "
+            "backend, which SGLang ran on Hopper only then (SGLang issue #5938 tracks FA3 on "
+            "sm80 from 2025-05-01): H100-SXM ASSUMED (an H200 would give the class 8.1 %)",
+            gpus=1, model="Llama-3.1-8B",
+            model_published="LLaMA 3.1 8B (Instruct)", draft="eagle3",
+            method_published=(f"EAGLE3, --speculative-num-steps {s} --speculative-eagle-topk {k} "
+                              f"--speculative-num-draft-tokens {n} (the table's '{s}{k}{n}')"),
+            gamma=s, topk=k, num_draft_tokens=n, batch=1, context=256, context_assumed=True,
+            dataset="one prompt (sglang.test.send_one's)", tau=al, tau_note=_TAU_SGL,
+            tau_borrowed=False, speedup=round(tps / 148.66, 4),
+            metric=f"decoding speed ratio {tps} / 148.66 token/s ('No Spec', same flags)",
+            note="context 256 ASSUMED (a short prompt and its answer, as for PR #2150); the "
+                 "PR's DeepSeek-V3 rows of the same table are not recorded (MoE, GPUs not "
+                 "stated)")
+       for s, k, n, al, tps in ((3, 1, 4, 2.12, 214.14), (5, 4, 8, 2.56, 204.46))]
     + [dict(id="sglang-pr2150-eagle-B1-s5k8n64", engine="SGLang (Nov 2024, the PR's branch)",
             concurrency_kind="one request (the PR's script: one /generate call, 256 new tokens)",
             gpu="H100-SXM", gpu_published="a single H100 (SXM ASSUMED)", gpus=1,

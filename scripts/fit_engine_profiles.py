@@ -80,8 +80,9 @@ DESCRIPTION = {
             "1x H100)",
     "vllm-v0": "vLLM V0 (2024 - early 2025): fitted on EAGLE-3 Table 5 (batch 2-56, RTX 3090)",
     "sglang": "SGLang on dense targets: fitted on EAGLE-3 Table 3 (v0.4.4, batch 2-64, 1x H100), "
-              "SGLang PR #4716 (8-step tree, 8x H100) and SGLang PR #4247 (5- and 8-step trees, "
-              "1x H100, baseline borrowed)",
+              "SGLang PR #4716 (8-step tree, 8x H100, MT-bench and send_one), SGLang PR #4247 "
+              "(5- and 8-step trees, 1x H100, baseline borrowed) and SGLang PR #5318 (a 3-step "
+              "chain and a 5-step tree of 8 nodes, 1x H100 ASSUMED, its own baseline)",
     "sglang-moe": "SGLang on mixture-of-experts targets: fitted on SpecForge issue #339 and "
                   "AngelSlim issue #163 (Qwen3-30B-A3B, 2-4x H100, chains and trees)",
     "ideal": "roofline only: datasheet peaks, no fixed or engine costs (an upper bound)",

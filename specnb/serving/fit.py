@@ -104,7 +104,8 @@ FREE = {
                "and per-verified-token costs; the per-verification overhead stays the model's "
                "default (EAGLE-3 Table 3 has one draft length, 3, so a per-verification and a "
                "per-draft-step cost cannot be told apart on it; the per-step reading is the one "
-               "that carries to SGLang PR #4716's 8-step tree: held out 32 % against 35 %)"),
+               "that carries to SGLang PR #4716's 8-step tree: held out 29 % against 32 % "
+               "since SGLang PR #5318 joined, 32 % against 35 % before)"),
     "sglang-moe": (["sd_overhead_ms", "draft_step_ms:*", "verify_token_us", "expert_us"],
                    "SGLang on mixture-of-experts targets (issue 25): per-verification, "
                    "per-draft-step and per-verified-token costs (the dense SGLang fit's kinds) "
