@@ -200,14 +200,14 @@ def reference_generate(target, draft, input_ids, *, gamma: int, max_new_tokens: 
     # One token buffer for the whole run: drafts are written where they would be appended, the
     # target reads its input as a view, and an accepted prefix needs no copy (no torch.cat of
     # the sequence per round). ``cols`` are its generated positions as (1, 1) views, made once
-    # (one split): a greedy draft is written by its argmax (``out=``) and is the next draft
+    # (one unbind): a greedy draft is written by its argmax (``out=``) and is the next draft
     # input as it stands; the new token is written by one ``fill_``. At T = 0 one host
     # transfer of the target's argmax and one of the fed tokens per round; cache lengths are
     # kept on the host (no get_seq_length).
     start = prompt.numel()
     buf = prompt.new_zeros((1, start + mnt + g))
     buf[0, :start] = prompt
-    cols = buf[:, start:].split(1, 1)
+    cols = buf.view(-1, 1, 1)[start:].unbind(0)  # (1, 1) views of buf, a fifth cheaper than split
     cur = start  # tokens in the sequence so far
     drafter = draft if hasattr(draft, "propose") else None  # the drafter seam (heads)
     if drafter is not None:
@@ -270,7 +270,9 @@ def reference_generate(target, draft, input_ids, *, gamma: int, max_new_tokens: 
                 n, tok = rule(torch.softmax(logits[0, -(k + 1):].float() / t, -1),
                               torch.stack(qs) if qs else None, buf[0, cur:cur + k], gen)
             else:
-                n, tok = _greedy_prefix(logits.argmax(-1).tolist()[0][-(k + 1):], cand)
+                if not tkeep and logits.shape[1] != k + 1:  # argmax the rows read only
+                    logits = logits[:, -(k + 1):]
+                n, tok = _greedy_prefix(logits.argmax(-1).tolist()[0], cand)
             new = cand[:n]
             new.append(tok)
             if len(new) > mnt - len(out):

@@ -62,17 +62,47 @@ def test_a_small_run_prints_its_figures_fit_quality_and_goal_lines(capsys):
     for loop in ("transformers", "reference"):
         assert {int(g) for g in re.findall(rf"^{loop}\s+\S+\s+(\d+)\s", speed, re.M)} == \
             set(gammas)
-    # the fit-quality line, and t_round quoted only when both fits are good enough
+    # the fit-quality lines (r2, and the residual in ms per run), and t_round quoted only when both fits are good enough
     m = re.search(r"fit quality: r2 transformers (-?[\d.]+|nan), reference (-?[\d.]+|nan) "
                   rf"\(below {bench.R2_MIN:g} the fitted t_round is not quoted\)", out)
     assert m, out
     r2 = [float(v) for v in m.groups()]
+    assert re.search(r"^fit residual \(rms per run\): transformers [\d.]+ ms, reference [\d.]+ ms",
+                     out, re.M)
     quoted = re.search(r"^t_round: transformers [\d.]+ ms, reference [\d.]+ ms", out, re.M)
     assert bool(quoted) == (min(r2) >= bench.R2_MIN)
     assert ("the fit is too poor to quote" in out) == (not quoted)
-    # the measured host time per round for every gamma, then the goal lines
+    # the machine's load, the measured host time per round for every gamma beside the minimal
+    # loop's and their ratio, then the goal lines
+    assert re.search(r"^machine: load average \(1 min\) [\d.]+ before and [\d.]+ after .*: "
+                     r"(loaded|quiet)", out, re.M)
     for g in gammas:
-        assert re.search(rf"gamma {g}: [\d.]+ ms per round over \d+ rounds \(forwards \d+ %", out)
+        h = re.search(rf"gamma {g}: ([\d.]+) ms per round over \d+ rounds \(forwards \d+ % of "
+                      r"the CPU time\); minimal loop ([\d.]+) ms, reference / minimal ([\d.]+)",
+                      out)
+        assert h, out
+        ms, mm, ratio = map(float, h.groups())
+        assert ratio == pytest.approx(ms / mm, abs=0.01)
     goals = [ln for ln in out.splitlines() if ln.startswith(("goal:", "reference loop host"))]
     assert len(goals) >= 2 and all(ln.rstrip().endswith("met") or "MISSED" in ln
                                    for ln in goals)
+
+
+@pytest.mark.slow
+def test_the_minimal_loop_decodes_greedily():
+    """The yardstick loop is a speculative loop: at T = 0 its tokens are plain greedy
+    decoding's, at several gammas, and it counts one round per target forward."""
+    pytest.importorskip("torch")
+    from specnb import measure as M
+
+    bench = _bench()
+    tgt, tok = M.load_model(M.BUNDLED_TARGET, device="cpu")
+    dm = M.load_model(M.BUNDLED_DRAFTS[1], device="cpu", need_tokenizer=False)[0]
+    items = M.load_prompts(per_task=1)[:4]
+    for x in M.encode_prompts(tok, items, max_new_tokens=16, context=256):
+        plain = M.run_generate(tgt, x, max_new_tokens=16).tokens
+        for g in (1, 3, 5):
+            toks, rounds = bench.minimal_loop(tgt, dm, x, gamma=g, max_new_tokens=16)
+            n = len(plain)  # plain greedy stops at the end-of-sequence token; this loop does not
+            assert toks[:n] == plain and len(toks) == 16
+            assert 16 / (g + 1) <= rounds <= 16
