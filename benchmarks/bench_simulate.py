@@ -242,17 +242,26 @@ def summary(rows):
     return out
 
 
-def long_prompt_ngram(concurrencies=(1, 8, 32, 64), input_lens=(2000, 8000)):
+def long_prompt_ngram(concurrencies=(1, 8, 32, 64), input_lens=(2000, 8000),
+                      sync_us=None):
     """The physics check for the held-back finding (engines.md section 4): n-gram on an
     A40-class GPU, Llama-3.1-8B, prompts of thousands of tokens, 256 output tokens, proposal
     rate 0.17 (the measured 0.13-0.21), tau 2.0 per draft at k = 4 (ASSUMED): per prompt
-    length and concurrency (output throughput ratio, mean requests per step off, on)."""
+    length and concurrency (output throughput ratio, mean requests per step off, on).
+    ``sync_us``: host us per scheduled request per step that the n-gram run pays in series
+    (async scheduling off for it; None: the default, ``host_cost``'s
+    ``SYNC_HOST_US_PER_REQUEST``; 0: a 2025 release, both runs synchronous)."""
+    from dataclasses import replace
+
     st = S.setup("A40", "Llama-3.1-8B", "ngram", proposal_rate=0.17)
+    hc = M.host_cost(st)
+    cfg = M.engine_config(st, host=hc if sync_us is None else
+                          replace(hc, sync_us_per_request=float(sync_us)))
     out = {}
     for n in input_lens:
         for c in concurrencies:
             w = M.synthetic(max(4 * c, 16), n, 256, concurrency=c)
-            sim = M.simulate(st, w, [M.policy("off"), M.policy("static", k=4)],
+            sim = M.simulate(st, w, [M.policy("off"), M.policy("static", k=4)], config=cfg,
                              acceptance=M.acceptance(tau=2.0, gamma=4, proposal_rate=0.17))
             off, on = sim.results["off"], sim.results["k=4"]
             out[(n, c)] = (on["output_throughput"] / off["output_throughput"],
@@ -321,14 +330,25 @@ def main() -> int:
         f"{n} mean E2EL {e:.1f} s, {b:.0f} requests per decode step" for n, (e, b) in load.items())
         + "; at V0's batch-expansion cost per verified token across vLLM PR #5691's rows "
         "(tau held): " + ", ".join(f"{us:.0f} us {r:.2f}" for us, r in sens.items()))
+    from specnb.simulate import host as H
+
     lp = long_prompt_ngram()
     print("\n3. physics check (held-back finding, no source scored): n-gram on A40, "
           "Llama-3.1-8B, M 0.17, tau 2.0 at k = 4; output throughput ratio by concurrency "
-          "(mean requests per step off / on)")
+          "(mean requests per step off / on); the n-gram run pays "
+          f"{H.SYNC_HOST_US_PER_REQUEST} us per scheduled request per step in series (vLLM "
+          "0.33 turns async scheduling off for the CPU n-gram, on for the plain run; vLLM PR "
+          "#23914, DERIVED)")
     for n in sorted({k[0] for k in lp}):
         print(f"   prompt {n:5d}: " + "  ".join(
             f"c={c}: {lp[(n, c)][0]:.3f} ({lp[(n, c)][1]:.0f}/{lp[(n, c)][2]:.0f})"
             for (m, c) in sorted(lp) if m == n))
+    for label, us in (("a 2025 release (async scheduling off in both runs)", 0.0),
+                      ("sensitivity, 20 us a request (this VM's vLLM 0.33 scheduler alone, "
+                       "data/measured/vllm_scheduler_host.csv, MEASURED under load)", 20.0)):
+        alt = long_prompt_ngram(concurrencies=(32, 64), sync_us=us)
+        print(f"   {label}: " + "  ".join(f"{n}/c={c}: {v[0]:.3f}"
+                                          for (n, c), v in sorted(alt.items())))
     cross = any(v[0] < 1 for v in lp.values())
     cfg = M.engine_config(S.setup("A40", "Llama-3.1-8B", "ngram"))
     print(f"   crossing below 1.0: {'reproduced' if cross else 'not reproduced'} (the KV cache "

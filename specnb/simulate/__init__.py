@@ -16,7 +16,8 @@ engine
     :func:`run` -> :class:`Trace`.
 host
     :func:`host_cost` -> :class:`HostCost`, :func:`ngram_host_ms` (vLLM's CPU n-gram
-    proposer's time between two forwards, V1 and V0).
+    proposer's time between two forwards, V1 and V0), :func:`sync_host_ms` (the host time a
+    step pays in series when the method turns vLLM V1's async scheduling off).
 result
     :func:`bench_result` (the bench-format dict).
 
@@ -32,14 +33,14 @@ from dataclasses import dataclass
 from .acceptance import Acceptance, acceptance
 from .engine import (EngineConfig, Policy, Trace, default_batch_limits, engine_config,
                      kv_blocks, min_request_steps, policy, run)
-from .host import HostCost, host_cost, ngram_host_ms
+from .host import HostCost, host_cost, ngram_host_ms, sync_host_ms
 from .result import bench_result
 from .workload import Workload, from_log, synthetic
 
 __all__ = ["Workload", "synthetic", "from_log", "Acceptance", "acceptance", "EngineConfig",
            "engine_config", "default_batch_limits", "kv_blocks", "Policy", "policy",
            "min_request_steps", "Trace", "run", "HostCost", "host_cost", "ngram_host_ms",
-           "bench_result", "Simulation", "simulate", "best_policy", "GOALS"]
+           "sync_host_ms", "bench_result", "Simulation", "simulate", "best_policy", "GOALS"]
 
 #: What a goal compares: latency by mean TPOT (on / off < 1 pays), throughput by output
 #: tokens per second (on / off > 1 pays).

@@ -35,11 +35,14 @@ profile's CUDA-graph cap (256 sequences, ``worker/model_runner.py``) applies to 
 rule (:class:`specnb.serving.moe.EngineStep`).
 
 The host drafter (vLLM's CPU n-gram proposer, :mod:`specnb.simulate.host`) adds its time to
-each speculating step: it runs between two forwards, outside async scheduling.
+each speculating step: it runs between two forwards, outside async scheduling. A method that
+turns vLLM V1's async scheduling off (``ngram``, ``suffix``: ``vllm/config/vllm.py``; the
+plain run keeps it on by default) also pays, on every step of a policy that configures
+speculation (drafting or not at that step's batch), the host time async scheduling would
+hide: ``HostCost.sync_us_per_request`` per scheduled request (vLLM PR #23914, DERIVED).
 
-Not modelled: async scheduling (the step order is the same; its overlap is in the fixed
-cost; vLLM 0.33 keeps it off for the CPU n-gram proposer, PR #31998, and the per-step host
-work it would hide is not counted apart), priorities, LoRA, encoders, KV connectors, the padding of a new request's first decode
+Not modelled: async scheduling's step order (the same; the plain run's hidden host time is
+taken as fully hidden, i.e. shorter than the forward), priorities, LoRA, encoders, KV connectors, the padding of a new request's first decode
 step to 1 + k tokens (a request whose prompt is all cached but one token), the watermark
 (0 by default).
 """
@@ -54,7 +57,7 @@ import numpy as np
 
 from .. import _check
 from .. import serving as S
-from .host import HostCost, _host_ms, host_cost
+from .host import HostCost, _host_ms, _sync_ms, host_cost
 
 __all__ = ["EngineConfig", "engine_config", "default_batch_limits", "kv_blocks", "Policy",
            "policy", "min_request_steps", "Trace", "run", "BLOCK_SIZE"]
@@ -514,6 +517,11 @@ def run(st, workload, pol: Policy, acc=None, *, config: EngineConfig | None = No
             if cs.size:
                 m = acc.proposal_rate(k_next, float(cs.mean())) if acc is not None else 1.0
                 dt += _host_ms(host, cs, m)
+        if k_top and host.sync_us_per_request:
+            # speculation configured with a method that turns async scheduling off: every
+            # step's host time (scheduler, input prep, output processing) runs in series
+            # (host.py), drafting or not; the plain run hides it
+            dt += _sync_ms(host, len(sched))
         dt /= 1e3
         t += dt
         step_ms.append(dt * 1e3)

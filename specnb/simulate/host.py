@@ -19,12 +19,28 @@ proposer runs on the host between two forwards, and the engine waits for it:
   over the whole sequence and reads the result with ``.item()``, stopping at the first match.
   Time: :data:`V0_NGRAM_CONVERT` once and :data:`V0_NGRAM_PASS` per size tried, per sequence.
 
-:class:`HostCost`, :func:`host_cost`, :func:`ngram_host_ms`. Not modelled: the scheduler's and
-output processing's own host time (the same with and without speculation, in the step's fixed
-cost; V0 also disables async output processing under speculation, vllm/config.py
-``verify_async_output_proc``, which the ``vllm-v0`` profile's fit on EAGLE-3 Table 5 already
-carries), suffix decoding's tree updates, the GPU-side ops of a V0 proposal (one-hot of the
-vocabulary per proposed sequence).
+* **Async scheduling turned off (vLLM V1).** vLLM 0.33 runs a plain engine with async
+  scheduling by default (PR #27614; with EAGLE / MTP since PR #31998, 2026-01-08): the
+  scheduler, input preparation and output processing of the next step overlap the forward
+  of this one. A method the V1 model runner cannot overlap turns it off for the whole engine
+  (``vllm/config/vllm.py`` ``VllmConfig.__post_init__``, ``v1_async_sched_incompat``: any
+  ``speculative_config.method`` outside :data:`ASYNC_COMPATIBLE_METHODS`; here ``ngram`` and
+  ``suffix``), so every step of such a run, whether it proposes or not, pays that host time
+  in series while the plain run hides it. Time: :data:`SYNC_HOST_US_PER_REQUEST` per
+  scheduled request per step (:func:`sync_host_us_per_request`, DERIVED from vLLM PR
+  #23914's sync / async runs). In vLLM's 2025 releases async scheduling was opt-in
+  (``--async-scheduling``, PR #19970, 2025-06) and refused speculative decoding (EAGLE
+  allowed from PR #24799, 2025-09; the CPU n-gram never): there both runs paid the host time
+  and the term is 0 (``host_cost(..., async_plain=False)``).
+
+:class:`HostCost`, :func:`host_cost`, :func:`ngram_host_ms`, :func:`sync_host_ms`. Not
+modelled: growth of that host time with the scheduled tokens or the context (input
+preparation is numpy over the scheduled tokens; PR #23914 measured decode batches only), the
+rejection sampler (GPU, part of the verify step), suffix decoding's tree updates, the
+GPU-side ops of a V0 proposal (one-hot of the vocabulary per proposed sequence). V0 also
+disables async output processing under speculation (vllm/config.py
+``verify_async_output_proc``), which the ``vllm-v0`` profile's fit on EAGLE-3 Table 5 already
+carries.
 """
 
 from __future__ import annotations
@@ -36,7 +52,8 @@ import numpy as np
 from .. import _check
 
 __all__ = ["NGRAM_SCAN_NS_PER_TOKEN", "NGRAM_MAX_THREADS", "V0_NGRAM_CONVERT", "V0_NGRAM_PASS",
-           "HostCost", "host_cost", "ngram_host_ms"]
+           "ASYNC_COMPATIBLE_METHODS", "SYNC_HOST_US_PER_REQUEST", "sync_host_us_per_request",
+           "HostCost", "host_cost", "ngram_host_ms", "sync_host_ms"]
 
 #: vLLM V1's n-gram KMP scan, ns per token scanned per thread: vLLM PR #56732's
 #: microbenchmark (batch 512 x 129,536-token contexts = 66.3M tokens per step in 70.28 ms on
@@ -58,23 +75,65 @@ V0_NGRAM_CONVERT = (5.5, 88.9)
 #: :data:`V0_NGRAM_CONVERT`.
 V0_NGRAM_PASS = (25.3, 23.8)
 
+#: Draft methods vLLM 0.33's V1 model runner runs under async scheduling
+#: (``vllm/config/vllm.py``: ``EagleModelTypes`` (eagle, eagle3, extract_hidden_states, the
+#: MTP types, dflash), ``NgramGPUTypes`` (ngram_gpu), ``draft_model``, ``dspark``); any other
+#: method (``ngram``, ``suffix``, ``medusa``) turns async scheduling off.
+ASYNC_COMPATIBLE_METHODS = ("eagle", "eagle3", "extract_hidden_states", "mtp", "dflash",
+                            "ngram_gpu", "draft_model", "dspark")
+
+#: specnb's draft methods that turn vLLM V1's async scheduling off (the CPU proposers).
+ASYNC_OFF_METHODS = ("ngram", "suffix")
+
+
+def sync_host_us_per_request() -> float:
+    """Host time per scheduled request per step that vLLM V1's async scheduling hides, us: the
+    least-squares slope through the origin of the per-step time saved, batch x (1 / sync tps -
+    1 / async tps) (one decode token per request per step), against the batch, over the
+    ``pr23914`` rows of ``data/vllm_async_scheduling.csv`` (vLLM PR #23914: A100, TP 2, batch
+    32-256, 1-5 % faster async; per row 10.6-13.3 us). DERIVED from a published measurement;
+    fitted on no speculative run. UNVERIFIED for other hosts (the PR names neither the model
+    nor the CPU)."""
+    from .. import data
+
+    d = data.load("vllm_async_scheduling")
+    d = d[d["series"] == "pr23914"]
+    b = d["batch_size"].to_numpy(float)
+    saved_ms = b * (1.0 / d["sync_tps"].to_numpy(float)
+                    - 1.0 / d["async_tps"].to_numpy(float)) * 1e3
+    return float(np.sum(b * saved_ms) / np.sum(b * b) * 1e3)
+
+
+#: :func:`sync_host_us_per_request` at its printed precision, us (pinned against the CSV by
+#: tests/simulate/test_host.py).
+SYNC_HOST_US_PER_REQUEST = 12.8
+
 
 @dataclass(frozen=True)
 class HostCost:
     """The host drafter of a setup: ``kind`` ``"none"`` (no host drafter), ``"v1-ngram"`` or
     ``"v0-ngram"``; ``threads`` (V1: numba threads); ``sizes`` (V0: n-gram sizes from
-    ``prompt_lookup_max`` down to ``prompt_lookup_min``)."""
+    ``prompt_lookup_max`` down to ``prompt_lookup_min``); ``sync_us_per_request`` (us >= 0:
+    host time per scheduled request that every step of a speculating run pays in series
+    because its method turns vLLM V1's async scheduling off while the plain run keeps it,
+    :func:`sync_host_ms`; 0: none)."""
 
     kind: str = "none"
     threads: int = NGRAM_MAX_THREADS
     sizes: int = 4
+    sync_us_per_request: float = 0.0
 
 
 def host_cost(st, *, prompt_lookup_min: int = 1, prompt_lookup_max: int = 4,
-              cpus: int | None = None) -> HostCost:
+              cpus: int | None = None, async_plain: bool = True) -> HostCost:
     """The :class:`HostCost` of setup ``st``: vLLM's CPU n-gram proposer for ``ngram`` drafts
     (V0's worker under the ``vllm-v0`` engine profile, V1's batched scan otherwise), nothing
-    for other drafts (their proposers run on the GPU, timed by the serving model).
+    for other drafts (their proposers run on the GPU, timed by the serving model). Under the
+    ``vllm`` (V1) profile a method of :data:`ASYNC_OFF_METHODS` (``ngram``, ``suffix``) also
+    carries :data:`SYNC_HOST_US_PER_REQUEST` (async scheduling off for it, on for the plain
+    run) when ``async_plain`` (default True: vLLM 0.33's default since PR #27614);
+    ``async_plain=False`` reads a 2025 release, where async scheduling was opt-in and both
+    runs scheduled synchronously.
 
     ``prompt_lookup_min`` / ``prompt_lookup_max``: the n-gram sizes (V0's
     ``ngram_prompt_lookup_min`` / ``_max``; default 1 and 4, the vLLM blog's example). ``cpus``:
@@ -84,21 +143,25 @@ def host_cost(st, *, prompt_lookup_min: int = 1, prompt_lookup_max: int = 4,
     Raises
     ------
     ValueError
-        a size < 1, max below min, cpus < 1.
+        a size < 1, max below min, cpus < 1, ``async_plain`` not a bool.
     """
     lo = _check.scalar_int("prompt_lookup_min", prompt_lookup_min, lo=1)
     hi = _check.scalar_int("prompt_lookup_max", prompt_lookup_max, lo=1)
     if hi < lo:
         raise ValueError(f"prompt_lookup_max {hi} is below prompt_lookup_min {lo}")
+    if not isinstance(async_plain, bool):
+        raise ValueError(f"async_plain must be True or False, got {async_plain!r}")
+    sync_us = SYNC_HOST_US_PER_REQUEST if (async_plain and st.engine.name == "vllm"
+                                           and st.draft.method in ASYNC_OFF_METHODS) else 0.0
     if st.draft.method != "ngram":
-        return HostCost()
+        return HostCost(sync_us_per_request=sync_us)
     if st.engine.name == "vllm-v0":
         return HostCost("v0-ngram", 1, hi - lo + 1)
     threads = NGRAM_MAX_THREADS
     if cpus is not None:
         n = _check.scalar_int("cpus", cpus, lo=1)
         threads = max(1, min(NGRAM_MAX_THREADS, n // 2 // st.gpus))
-    return HostCost("v1-ngram", threads, hi - lo + 1)
+    return HostCost("v1-ngram", threads, hi - lo + 1, sync_us)
 
 
 def ngram_host_ms(hc: HostCost, contexts, proposal_rate: float = 1.0) -> float:
@@ -125,6 +188,24 @@ def ngram_host_ms(hc: HostCost, contexts, proposal_rate: float = 1.0) -> float:
     c = np.atleast_1d(_check.integer("contexts", contexts, lo=0)).astype(float)
     m = _check.scalar_real("proposal_rate", proposal_rate, lo=0.0, hi=1.0)
     return _host_ms(hc, c, m)
+
+
+def sync_host_ms(hc: HostCost, batch: int) -> float:
+    """Host time, ms, that a step of ``batch`` scheduled requests (int >= 0) pays in series
+    when speculation turns vLLM V1's async scheduling off: ``hc.sync_us_per_request x batch /
+    1000`` (0 when the method keeps async scheduling or the engine has none).
+
+    Raises
+    ------
+    ValueError
+        batch < 0.
+    """
+    return _sync_ms(hc, _check.scalar_int("batch", batch, lo=0))
+
+
+def _sync_ms(hc: HostCost, batch: int) -> float:
+    """Unchecked :func:`sync_host_ms` (the simulator's inner loop)."""
+    return hc.sync_us_per_request * batch * 1e-3
 
 
 def _host_ms(hc: HostCost, c: np.ndarray, m: float) -> float:

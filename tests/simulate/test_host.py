@@ -68,3 +68,51 @@ def test_bad_input(kw, match):
         M.ngram_host_ms(M.host_cost(A40_NGRAM), [1], 1.5)
     with pytest.raises(TypeError, match="HostCost"):
         M.engine_config(A40_NGRAM, host="v1")
+
+
+def test_async_scheduling_host_time_is_derived_from_pr23914():
+    # the constant is the CSV's slope at its printed precision; each row lies near it
+    assert H.SYNC_HOST_US_PER_REQUEST == round(H.sync_host_us_per_request(), 1)
+    from specnb import data
+    d = data.load("vllm_async_scheduling")
+    d = d[d["series"] == "pr23914"]
+    per_row = (1 / d["sync_tps"] - 1 / d["async_tps"]) * 1e6
+    assert per_row.min() > 10 and per_row.max() < 14
+
+
+def test_async_scheduling_off_only_for_cpu_proposers_on_v1():
+    sync = H.SYNC_HOST_US_PER_REQUEST
+    assert M.host_cost(A40_NGRAM).sync_us_per_request == sync
+    assert M.host_cost(S.setup("A40", "Llama-3.1-8B", "suffix")).sync_us_per_request == sync
+    # EAGLE / MTP keep async scheduling (vllm/config/vllm.py), V0 has none, 2025 releases
+    # ran the plain engine synchronously too
+    assert M.host_cost(S.setup("H100-SXM", "Llama-3.1-8B", "eagle3")).sync_us_per_request == 0
+    assert M.host_cost(BLOG).sync_us_per_request == 0
+    assert M.host_cost(A40_NGRAM, async_plain=False).sync_us_per_request == 0
+    assert "ngram" not in H.ASYNC_COMPATIBLE_METHODS and "ngram_gpu" in H.ASYNC_COMPATIBLE_METHODS
+    hc = M.host_cost(A40_NGRAM)
+    assert M.sync_host_ms(hc, 64) == pytest.approx(sync * 64 / 1e3)
+    assert M.sync_host_ms(M.HostCost(), 64) == 0.0
+    with pytest.raises(ValueError, match="batch"):
+        M.sync_host_ms(hc, -1)
+    with pytest.raises(ValueError, match="async_plain"):
+        M.host_cost(A40_NGRAM, async_plain="yes")
+
+
+def test_every_step_of_a_speculating_run_pays_the_exposed_host_time():
+    w = M.synthetic(16, 1000, 32, concurrency=8)
+    acc = M.acceptance(tau=2.0, gamma=4, proposal_rate=0.17)
+    hc = M.host_cost(A40_NGRAM)
+    cfg = M.engine_config(A40_NGRAM, host=hc)
+    base = M.engine_config(A40_NGRAM, host=H.HostCost("v1-ngram", hc.threads, hc.sizes))
+    on, on0 = (M.run(A40_NGRAM, w, M.policy("static", k=4), acc, config=c) for c in (cfg, base))
+    assert on.batch == on0.batch
+    extra = np.array(on.step_ms) - np.array(on0.step_ms)
+    assert extra == pytest.approx(np.array(on.batch) * hc.sync_us_per_request / 1e3)
+    # a policy that configures speculation but drafts nothing at this batch still pays it
+    # (async scheduling is off for the whole engine); the plain run does not
+    never = M.policy("disable_by_batch_size", k=4, max_batch=1)
+    d, d0 = (M.run(A40_NGRAM, w, never, acc, config=c) for c in (cfg, base))
+    assert d.batch == d0.batch and min(np.array(d.step_ms) - np.array(d0.step_ms)) > 0
+    off, off0 = (M.run(A40_NGRAM, w, M.policy("off"), config=c) for c in (cfg, base))
+    assert off.step_ms == off0.step_ms
