@@ -133,8 +133,10 @@ def read_metrics(text: str, model_name: str | None = None) -> SpecDecodeCounts:
         ``text`` is not a string.
     ValueError
         empty or not Prometheus text; no ``vllm:spec_decode_*_total`` counters (speculation
-        off, a V0 server, or not vLLM); a counter that is negative, NaN or infinite;
-        ``model_name`` matches no series (the message lists the names).
+        off, a V0 server, or not vLLM); a counter that is negative, NaN or infinite; a series
+        (name and labels) that appears twice, which one exposition never holds (two scrapes
+        in one file: summing them would double the counts); ``model_name`` matches no series
+        (the message lists the names).
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be a str (the /metrics body), got {type(text).__name__}")
@@ -156,7 +158,7 @@ def read_metrics(text: str, model_name: str | None = None) -> SpecDecodeCounts:
                          f"scrape has {sorted(map(str, names_seen)) or 'no model_name labels'}")
     totals = {"drafts": 0.0, "draft_tokens": 0.0, "accepted_tokens": 0.0}
     per_pos: dict[int, float] = {}
-    found, label_sets = set(), set()
+    found, label_sets, series = set(), set(), set()
     by_name = {v: k for k, v in COUNTERS.items()}
     for s in samples:
         what = by_name.get(s.name)
@@ -166,6 +168,13 @@ def read_metrics(text: str, model_name: str | None = None) -> SpecDecodeCounts:
             shown = ",".join(f'{k}="{v}"' for k, v in s.labels.items())
             raise ValueError(f"{s.name}{{{shown}}} is {s.value!r}: a counter is a finite count "
                              ">= 0; the scrape is damaged or was edited by hand")
+        key = (s.name, tuple(sorted(s.labels.items())))
+        if key in series:
+            shown = ",".join(f'{k}="{v}"' for k, v in s.labels.items())
+            raise ValueError(f"{s.name}{{{shown}}} appears twice: one /metrics scrape holds each "
+                             "series once, so this file holds two scrapes (pasted or appended); "
+                             "give each scrape its own file (before, after)")
+        series.add(key)
         found.add(what)
         labels = {k: v for k, v in s.labels.items() if k != "position"}
         label_sets.add(tuple(sorted(labels.items())))

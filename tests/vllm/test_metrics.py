@@ -96,6 +96,19 @@ def test_counters_are_summed_across_data_parallel_engines():
     assert counts.accepted_per_position == (sum(drafts),)
 
 
+def test_a_series_twice_is_two_scrapes_in_one_file_not_a_sum():
+    # trial4 W1: an appended second scrape doubled drafts (tau 4.50 -> 2.75) silently
+    after = sample_path("metrics_after.prom").read_text()
+    drafts = [line for line in after.splitlines()
+              if line.startswith("vllm:spec_decode_num_drafts_total")]
+    per_pos = [line for line in after.splitlines() if 'position="3"' in line
+               and line.startswith("vllm:spec_decode_num_accepted_tokens_per_pos_total")]
+    for extra in (drafts, per_pos, after.splitlines()):
+        with pytest.raises(ValueError, match="appears twice"):
+            read_metrics(after + "\n".join(extra) + "\n")
+    assert read_metrics(after).drafts == 11043  # distinct engines are still summed (above)
+
+
 def test_before_after_pair_gives_the_window():
     before, after = (sample_path(n).read_text() for n in
                      ("metrics_before.prom", "metrics_after.prom"))
