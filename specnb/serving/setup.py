@@ -24,7 +24,8 @@ from .step import DEFAULT_EFFICIENCY, DEFAULT_HEAD_EFFICIENCY, Efficiency
 
 __all__ = ["DRAFT_METHODS", "SD_OVERHEAD_MS", "PARTIAL_PROPOSAL_METHODS",
            "DEFAULT_GPU_MEMORY_UTILIZATION", "Draft", "draft", "Setup", "setup",
-           "max_batch_in_memory", "memory_cap", "context_limit_notes", "cannot_serve"]
+           "max_batch_in_memory", "memory_cap", "context_limit_notes", "cannot_serve",
+           "check_tensor_parallel"]
 
 #: Drafts that propose only where the recent tokens match earlier text, so a proposal rate
 #: M < 1 applies (vLLM's n-gram and suffix proposers; engines.md section 2 item 1).
@@ -559,6 +560,21 @@ def context_limit_notes(st, contexts) -> list[Note]:
             f"that context (vLLM refuses a max_model_len above {limit}); the step times are "
             f"modelled regardless. {fix[0].upper() + fix[1:]} or a context within {limit}"))
     return notes
+
+
+def check_tensor_parallel(model, gpus) -> None:
+    """vLLM's tensor-parallel rule for one model on ``gpus`` GPUs, with no GPU named (the rule
+    is the model's): ``model`` a catalogue name, Hugging Face id, config.json path or
+    :class:`Architecture`; ``gpus`` an int >= 1 (``--tensor-parallel-size``).
+
+    Raises
+    ------
+    ValueError
+        ``gpus`` not an int >= 1; the attention heads, the MLP width or the KV heads do not
+        split over ``gpus`` (the message names the allowed counts); an unknown model.
+    """
+    arch = model if isinstance(model, Architecture) else architecture(model)
+    _check_tensor_parallel(arch, _check.scalar_int("gpus", gpus, lo=1), "target")
 
 
 def _check_tensor_parallel(arch: Architecture, n: int, role: str) -> None:

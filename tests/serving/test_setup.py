@@ -115,7 +115,12 @@ def test_setup_is_a_plain_dataclass():
 def test_tensor_parallel_sizes_vllm_refuses(model, gpus, match):
     with pytest.raises(ValueError, match=match):
         S.setup("H100", model, "eagle3", gpus=gpus)
+    with pytest.raises(ValueError, match=match):  # the same rule with no GPU named
+        S.check_tensor_parallel(model, gpus)
     assert S.setup("H100", "Llama-3.1-8B", "eagle3", gpus=16).gpus == 16  # KV heads x 2
+    assert S.check_tensor_parallel("meta-llama/Llama-3.1-8B", 16) is None
+    with pytest.raises(ValueError, match="gpus must be an integer >= 1"):
+        S.check_tensor_parallel("Llama-3.1-8B", 0)
 
 
 def test_tensor_parallel_checks_the_draft_model_too():
