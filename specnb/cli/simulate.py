@@ -71,10 +71,14 @@ def estimate_seconds(a) -> tuple[float, float, int]:
 
 def _schedule_flag(a):
     try:
-        return json.loads(a.schedule)
+        value = json.loads(a.schedule)
     except json.JSONDecodeError as exc:
         raise ValueError(f"--schedule is not JSON ({exc.msg}): give ranges as "
                          "[[lo, hi, k], ...]") from None
+    if value is None:
+        raise ValueError("--schedule null: give ranges as [[lo, hi, k], ...], or --no-schedule "
+                         "to simulate none")
+    return value
 
 
 def _policies(a, M, max_num_seqs: int, sched) -> list:
@@ -189,6 +193,9 @@ def register(subparsers) -> argparse.ArgumentParser:
 
 
 def _check_flags(a) -> str | None:
+    if a.schedule is not None and a.no_schedule:
+        return ("--schedule and --no-schedule contradict each other: give the schedule to "
+                "simulate, or --no-schedule for none")
     if a.save_result and os.path.exists(a.save_result) and not os.path.isdir(a.save_result):
         return (f"--save-result {a.save_result!r} is a file; give a directory (one "
                 "vllm bench serve result file per policy goes in it)")
