@@ -20,6 +20,7 @@ import argparse
 import json
 import sys
 
+from ..limits import DEFAULT_GPU_MEMORY_UTILIZATION as S_DEFAULT_GMU
 from ..memory import DTYPE_BYTES
 from . import error, refuse
 
@@ -108,8 +109,9 @@ def register(subparsers) -> argparse.ArgumentParser:
                         "speedup_end_to_end (the prefill counted, as vllm bench serve times it)")
     p.add_argument("--output-len", type=int, default=None, metavar="N",
                    help="generated tokens per sequence (with --input-len)")
-    p.add_argument("--gpu-memory-utilization", type=float, default=0.9, metavar="U",
-                   help="vLLM's share of each GPU's memory (default 0.9): batches whose KV "
+    p.add_argument("--gpu-memory-utilization", type=float,
+                   default=S_DEFAULT_GMU, metavar="U",
+                   help="vLLM's share of each GPU's memory (default 0.92, vLLM 0.20+'s): batches whose KV "
                         "cache does not fit beside the weights never pay")
     _add_tree_flags(p)
     p.add_argument("--calibrate", metavar="MEASURED.csv",

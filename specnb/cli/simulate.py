@@ -18,6 +18,7 @@ import math
 import os
 import sys
 
+from ..limits import DEFAULT_GPU_MEMORY_UTILIZATION as S_DEFAULT_GMU
 from . import error, message, positive_int, refuse
 from .plan import DTYPE_CHOICES
 
@@ -166,8 +167,9 @@ def register(subparsers) -> argparse.ArgumentParser:
     eng.add_argument("--max-num-batched-tokens", type=int, default=None, metavar="N",
                      help="token budget per step (default: vLLM 0.33's for vllm serve on "
                           "the GPU: 8192 on H100 / H200, 16384 at >= 160 GiB, else 2048)")
-    eng.add_argument("--gpu-memory-utilization", type=float, default=0.9, metavar="U",
-                     help="vLLM's share of GPU memory: the KV blocks (default 0.9)")
+    eng.add_argument("--gpu-memory-utilization", type=float, default=S_DEFAULT_GMU, metavar="U",
+                     help="vLLM's share of GPU memory: the KV blocks (default 0.92, vLLM "
+                          "0.20+'s)")
     eng.add_argument("--prefix-cache-hit-rate", type=float, default=0.0, metavar="H",
                      help="share of each prompt found in the prefix cache (default 0: off)")
     pol = p.add_argument_group("policies")

@@ -187,7 +187,7 @@ def _with_memory(args, parsed, result):
     result = _with_target_rules(args, parsed, result)
     if args.gpu is None or not result.accepted:  # a refused line: no memory advice on top
         return result
-    from ..serving import max_batch_in_memory, setup
+    from ..serving import DEFAULT_GPU_MEMORY_UTILIZATION, max_batch_in_memory, setup
     from ..simulate.engine import default_batch_limits
     from ..vllm import ConfigCheck, Finding
 
@@ -204,7 +204,7 @@ def _with_memory(args, parsed, result):
 
     try:
         st = setup(args.gpu, target, spec, gpu_memory_utilization=s.get(
-            "gpu_memory_utilization", 0.9), kv_dtype=kv)
+            "gpu_memory_utilization", DEFAULT_GPU_MEMORY_UTILIZATION), kv_dtype=kv)
     except (OSError, ValueError, KeyError) as exc:
         return add(Finding("note", None, f"memory at --max-num-seqs not checked: the target "
                            f"{target!r} or --kv-cache-dtype {kv} is not one specnb models "
