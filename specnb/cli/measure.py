@@ -7,6 +7,7 @@ torch and transformers are imported inside the command, so ``specnb --help`` wor
 from __future__ import annotations
 
 import argparse
+import math
 import importlib.util
 import json
 import sys
@@ -265,6 +266,9 @@ def _check_flags(args) -> str | None:
         for v in values:
             if not v >= lo:
                 return f"{flag} must be >= {lo} {note}".rstrip() + f", got {v:g}"
+    for t in args.temperature or []:  # inf passed >= 0 and was refused after the imports
+        if not math.isfinite(t):
+            return f"--temperature must be finite (0 = greedy), got {t:g}"
     return _check_files(args)
 
 

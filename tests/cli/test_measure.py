@@ -113,6 +113,7 @@ def _without_torch(tmp_path):
 @pytest.mark.parametrize("argv, match", [
     (["--repeats", "0"], "--repeats must be >= 1"),
     (["--temperature", "-1"], "--temperature must be >= 0"),
+    (["--temperature", "0", "inf"], "--temperature must be finite"),  # trial4 C9: after torch
     (["--gamma", "10000"], "--gamma 10000 is more than any round can draft: with "
                            "max_new_tokens 48 a round drafts at most 47"),
     (["--gamma", "9", "--max-new-tokens", "8"], "a round drafts at most 7 tokens"),
