@@ -237,6 +237,10 @@ def _check_flags(args) -> str | None:
         for v in values:
             if v < lo:
                 return f"{flag} must be >= {lo}, got {v}"
+    from ..theory import MAX_GAMMA
+
+    if max(args.gamma) > MAX_GAMMA:  # a huge one met the 2**53 bound first, not this one
+        return f"--gamma must be in [1, {MAX_GAMMA}], got {max(args.gamma)}"
     if max(args.batch) > MAX_BATCH:
         return (f"--batch must be <= {MAX_BATCH}, got {max(args.batch)} (the schedule and "
                 "the crossover evaluate every batch size from 1 to the largest)")
