@@ -33,6 +33,7 @@ import numpy as np
 
 from .. import serving as S
 from .. import theory
+from .._check import MAX_EXACT_INT
 from .._json import records
 from ..notes import Note
 
@@ -546,8 +547,11 @@ def serving_plan(st: S.Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=
         notes.append(Note("max-num-seqs-is-batch",
                           f"--max-num-seqs {limit} is your largest --batch: the plan covers "
                           f"batch sizes 1..{top} and the server admits no more; "
-                          f"{fit_any} sequences fit at the shortest context "
-                          f"(give --batch up to {fit_any} to plan for them)"))
+                          + (f"{fit_any} sequences fit at the shortest context "
+                             f"(give --batch up to {fit_any} to plan for them)"
+                             if fit_any < MAX_EXACT_INT else "at context 0 the KV cache "
+                             "limits no batch (give --batch up to the most sequences the "
+                             "server should admit)")))
     kv_store = S.kv_storage_dtype(st.kv_dtype, st.dtype)
     if nothing is None and st.kv_dtype == "auto" and st.dtype == "fp8":
         fp8 = dataclasses.replace(st, kv_dtype="fp8")

@@ -258,6 +258,10 @@ def test_a_max_num_seqs_below_what_fits_is_said_to_be_the_largest_batch():
     assert len(note) == 1 and f"{fit} sequences fit" in note[0].message
     full = A.serving_plan(su, [1, fit + 10], [4000], [3], alpha=0.7)
     assert "max-num-seqs-is-batch" not in [n.code for n in full.notes]
+    # trial4 C8: context 0 reads no KV, so no count (it printed 2**53 sequences)
+    zero = A.serving_plan(su, [1, 16], [0], [3], alpha=0.7)
+    (note,) = [n for n in zero.notes if n.code == "max-num-seqs-is-batch"]
+    assert str(2 ** 53) not in note.message and "limits no batch" in note.message
 
 
 @pytest.mark.parametrize("draft", ["Llama-3.2-1B", "eagle3"])
