@@ -37,9 +37,10 @@ COMPARABLE = ("model_id", "num_prompts", "max_concurrency", "request_rate", "bur
 _SPACE = re.compile(r"\s*")
 _PCT = re.compile(r"^p(\d+(?:\.\d+)?)_(ttft|tpot|itl|e2el)_ms$")
 #: Keys whose values must be finite numbers > 0: a TPOT or throughput of 0 is no measurement
-#: (vLLM writes one when no request produced 2 tokens, or none completed).
+#: (vLLM writes one when no request produced 2 tokens, or none completed), nor is a run whose
+#: ``completed`` count is 0 (its figures cannot come from any request).
 _POSITIVE = re.compile(r"^(?:(?:mean|median|p\d+(?:\.\d+)?)_tpot_ms|output_throughput"
-                       r"|total_token_throughput|request_throughput)$")
+                       r"|total_token_throughput|request_throughput|completed)$")
 #: Keys whose values must be finite numbers >= 0 (latencies, throughputs, counts).
 _NUMERIC = re.compile(r"^(?:(?:mean|median|std|p\d+(?:\.\d+)?)_(?:ttft|tpot|itl|e2el)_ms"
                       r"|output_throughput|total_token_throughput|request_throughput|duration"
@@ -59,8 +60,8 @@ def _check_values(data: dict, where: str) -> None:
             why = ("no request produced 2 or more output tokens (vLLM writes TPOT 0 then), or "
                    "the file was edited" if "tpot" in k else
                    "no request completed, or the file was edited")
-            raise ValueError(f"{where}: {k} is 0, which is no measurement ({why}); a TPOT or "
-                             "throughput must be a finite number > 0")
+            raise ValueError(f"{where}: {k} is 0, which is no measurement ({why}); a TPOT, a "
+                             "throughput and a completed count must be finite numbers > 0")
     rates = data.get("spec_decode_per_position_acceptance_rates")
     if rates is not None and (not isinstance(rates, list) or not all(
             not isinstance(r, bool) and isinstance(r, (int, float)) and 0 <= r <= 1

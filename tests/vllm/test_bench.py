@@ -146,7 +146,8 @@ def test_server_rejection_method_from_vllm_start_up_line(name, method):
 
 
 @pytest.mark.parametrize("key", ["mean_tpot_ms", "median_tpot_ms", "p99_tpot_ms",
-                                 "output_throughput", "request_throughput"])
+                                 "output_throughput", "request_throughput",
+                                 "completed"])  # trial4 C6: completed 0 said "turn it on"
 @pytest.mark.parametrize("value", [0, 0.0, -1.0, float("nan"), float("inf")])
 def test_zero_negative_or_non_finite_tpot_or_throughput_is_refused(key, value):
     # R2: a TPOT of 0 in the ON file said "turn it on"
