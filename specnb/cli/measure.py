@@ -269,6 +269,8 @@ def _check_flags(args) -> str | None:
     for t in args.temperature or []:  # inf passed >= 0 and was refused after the imports
         if not math.isfinite(t):
             return f"--temperature must be finite (0 = greedy), got {t:g}"
+    if args.temperature is not None:  # -0.0 is greedy: printed "T = -0" otherwise
+        args.temperature = [t + 0.0 for t in args.temperature]
     return _check_files(args)
 
 

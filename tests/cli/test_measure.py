@@ -176,6 +176,21 @@ def test_tables_show_temperatures_as_given():
     assert [row[1] for row in lines] == ["0.500", "0.250", "0.125"]
 
 
+def test_negative_zero_temperature_is_greedy_zero():
+    # trial4 K3: --temperature -0.0 printed "T = -0" in the verdict
+    import argparse
+    import math
+
+    from specnb.cli import measure as CM
+
+    sub = argparse.ArgumentParser().add_subparsers()
+    args = CM.register(sub).parse_args(["--temperature", "-0.0", "0.7", "--no-pld"])
+    bad = CM._check_flags(args)
+    assert bad is None or "temperature" not in bad
+    assert [math.copysign(1, t) for t in args.temperature] == [1.0, 1.0]
+    assert [f"{t:g}" for t in args.temperature] == ["0", "0.7"]
+
+
 @pytest.mark.slow
 def test_cli_head_of_another_target_exits_2(capsys, tmp_path):
     """A head whose hidden size is not the target's: one line naming its config.json."""
