@@ -389,6 +389,11 @@ def acceptance_stats(counts: SpecDecodeCounts, num_speculative_tokens: int | Non
     per_pos = tuple(x / counts.drafts for x in counts.accepted_per_position)
     if counts.drafts_estimated and not derived:
         notes.append("drafts estimated from log lines (they print no draft count)")
+    if counts.drafts_estimated and counts.accepted_per_position and abs(
+            sum(counts.accepted_per_position) - counts.accepted_tokens) >= 0.5:
+        notes.append(f"per-position accepted counts are estimates, the printed rates x the "
+                     f"drafts: they sum to {sum(counts.accepted_per_position):,.0f}, not the "
+                     f"{counts.accepted_tokens:,.0f} accepted tokens")
     if "V0" in counts.source:
         notes.append("V0 log: accepted = emitted - steps (prefix-accepted drafts); V0's own "
                      "printed acceptance rate also counts tokens after a rejection")

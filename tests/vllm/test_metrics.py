@@ -109,6 +109,17 @@ def test_a_series_twice_is_two_scrapes_in_one_file_not_a_sum():
     assert read_metrics(after).drafts == 11043  # distinct engines are still summed (above)
 
 
+def test_per_position_counts_from_log_rates_are_said_to_be_estimates():
+    # trial4 K1: 8,415 ... 2,617 (sum 38,606) beside accepted 38,611, with no word
+    log = log_counts(sample_path("spec_decode_current.log").read_text())
+    stats = acceptance_stats(log)
+    total = sum(log.accepted_per_position)
+    assert round(total) != log.accepted_tokens
+    assert any("estimates" in n and f"{total:,.0f}" in n for n in stats.notes)
+    scrape = acceptance_stats(read_metrics(sample_path("metrics_after.prom").read_text()))
+    assert not any("estimates" in n for n in scrape.notes)  # exact counters: no such note
+
+
 def test_before_after_pair_gives_the_window():
     before, after = (sample_path(n).read_text() for n in
                      ("metrics_before.prom", "metrics_after.prom"))
