@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from ..memory import TORCH_DTYPES
-from . import error
+from . import error, listed_twice
 
 __all__ = ["register", "run", "format_report", "format_logged_report"]
 
@@ -244,10 +244,10 @@ def _check_flags(args) -> str | None:
             if not (Path(h).expanduser() / "config.json").is_file():
                 return (f"--draft-head {h}: not a head folder (config.json + *.safetensors; "
                         "an MTP head's is the target's own folder)")
-    for flag, values in (("--gamma", args.gamma), ("--draft", args.draft or []),
-                         ("--draft-head", args.draft_head or [])):
-        if len(set(values)) != len(values):
-            return f"{flag} lists a value twice: {' '.join(map(str, values))}"
+    twice = listed_twice(("--gamma", args.gamma), ("--draft", args.draft),
+                         ("--draft-head", args.draft_head))
+    if twice:
+        return twice
     if args.max_new_tokens is None:
         args.max_new_tokens = 48
     if args.repeats is None:

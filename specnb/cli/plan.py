@@ -22,7 +22,7 @@ import sys
 
 from ..limits import DEFAULT_GPU_MEMORY_UTILIZATION as S_DEFAULT_GMU
 from ..memory import DTYPE_BYTES
-from . import error, refuse
+from . import error, listed_twice, refuse
 
 __all__ = ["register", "run", "plan", "format_plan"]
 
@@ -250,10 +250,10 @@ def _check_flags(args) -> str | None:
                 f"values x {len(args.gamma)} --gamma values = {cells:,} model cells, above "
                 f"{MAX_GRID_CELLS:,} (about 1 GB of memory: the schedule and the crossover "
                 "evaluate every batch size from 1 to the largest); give fewer values")
-    for flag, values in (("--context", args.context), ("--batch", args.batch),
-                         ("--gamma", args.gamma)):
-        if len(set(values)) != len(values):
-            return f"{flag} lists a value twice: {' '.join(map(str, values))}"
+    twice = listed_twice(("--context", args.context), ("--batch", args.batch),
+                         ("--gamma", args.gamma))
+    if twice:
+        return twice
     bad = _check_bench_flags(args)
     if bad:
         return bad

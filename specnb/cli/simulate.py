@@ -19,7 +19,7 @@ import os
 import sys
 
 from ..limits import DEFAULT_GPU_MEMORY_UTILIZATION as S_DEFAULT_GMU
-from . import error, message, positive_int, refuse
+from . import error, listed_twice, message, positive_int, refuse
 from .plan import DTYPE_CHOICES
 
 __all__ = ["register", "run", "simulate", "format_simulation", "estimate_seconds"]
@@ -246,9 +246,7 @@ def _check_flags(a) -> str | None:
     if a.max_num_batched_tokens is not None and a.max_num_batched_tokens < 1 + max(a.gamma):
         return (f"--max-num-batched-tokens {a.max_num_batched_tokens} is below one request's "
                 f"verify step (1 + {max(a.gamma)} tokens)")
-    if len(set(a.gamma)) != len(a.gamma):
-        return f"--gamma lists a value twice: {' '.join(map(str, a.gamma))}"
-    return None
+    return listed_twice(("--gamma", a.gamma))
 
 
 #: Library parameter names that errors without ``param`` may spell (named as flags by
