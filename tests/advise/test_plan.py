@@ -299,3 +299,22 @@ def test_no_placeholder_note_without_a_serve_line():
     none = A.serving_plan(su, [1], [4000], [3], alpha=0.01)
     assert pays.serve and "checkpoint-placeholder" in [n.code for n in pays.notes]
     assert none.serve is None and "checkpoint-placeholder" not in [n.code for n in none.notes]
+
+
+@pytest.mark.parametrize("draft, flagged", [("Llama-3.1-70B", True), ("Llama-3.2-1B", False)])
+def test_a_draft_model_not_smaller_than_the_target_is_flagged(draft, flagged):
+    """T4-K6: a draft as large as the target, or larger, is said (swapped flags?)."""
+    su = S.setup("H100-SXM", "Llama-3.1-8B", draft)
+    p = A.serving_plan(su, [1], [4000], [3], alpha=0.7)
+    assert ("draft-not-smaller" in [n.code for n in p.notes]) is flagged
+
+
+def test_no_note_prints_context_0s_unbounded_room():
+    """T4-C8's rest: at context 0 the KV room is 2**53 (no limit); the draft-displaces note
+    names only the contexts with a bound."""
+    from specnb._check import MAX_EXACT_INT
+
+    su = S.setup("H100-SXM", "Llama-3.1-8B", "eagle3")
+    p = A.serving_plan(su, [1], [0, 4000], [3], alpha=0.7)
+    assert "draft-displaces-sequences" in [n.code for n in p.notes]
+    assert not any(str(MAX_EXACT_INT) in n.message for n in p.notes)

@@ -158,3 +158,17 @@ def test_zero_negative_or_non_finite_tpot_or_throughput_is_refused(key, value):
     with pytest.raises(ValueError, match=key):
         compare_bench(run, {**run, key: 5.0})
     assert read_bench({**run, key: 5.0, "std_tpot_ms": 0.0})["std_tpot_ms"] == 0.0
+
+
+@pytest.mark.parametrize("key, value", [("mean_tpot_ms", 1e300), ("output_throughput", 1e16),
+                                        ("completed", 1e300)])
+def test_an_implausible_value_is_refused_not_printed_in_300_digits(key, value):
+    """T4-K2: a 1e300 ms TPOT printed 300 digits; above MAX_VALUE (1e15) no run measures it."""
+    from specnb.vllm.bench import MAX_VALUE
+
+    run = {"output_throughput": 100.0, "mean_tpot_ms": 10.0, "completed": 8, key: value}
+    with pytest.raises(ValueError, match=key):
+        read_bench(run)
+    with pytest.raises(ValueError, match=key):
+        compare_bench(run, {**run, key: 5.0})
+    assert read_bench({**run, key: MAX_VALUE})[key] == MAX_VALUE
