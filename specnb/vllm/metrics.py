@@ -122,6 +122,32 @@ FORMATS = ("a Prometheus /metrics scrape of a vLLM V1 server (vllm:spec_decode_*
            "examples/offline_inference/spec_decode.py (num_drafts: ..., num_draft_tokens: ...)")
 
 
+#: Characters of a scrape parsed at a time by :func:`_samples` (cut at a line end).
+_PARSE_BLOCK = 1 << 20
+
+
+def _samples(text: str):
+    """The samples of the Prometheus text ``text``, parsed a block of lines at a time and
+    yielded as parsed, so that a reader that sums them holds one block, not every sample (a
+    family cut between two blocks parses as two: the samples, names and labels are the same).
+    Raises ValueError (not a format specnb reads) for text the parser refuses."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    start = 0
+    while start < len(text):
+        end = text.find("\n", start + _PARSE_BLOCK)
+        end = len(text) if end < 0 else end + 1
+        try:
+            families = list(text_string_to_metric_families(text[start:end]))
+        except Exception:  # the parser raises ValueError/IndexError/... on bad lines
+            hint = (" (this looks like a Prometheus UI table with '|'; save the raw text of "
+                    "GET /metrics instead)" if "|" in text else "")
+            raise ValueError(f"not a format specnb reads{hint}; it reads {FORMATS}") from None
+        for fam in families:
+            yield from fam.samples
+        start = end
+
+
 def read_metrics(text: str, model_name: str | None = None) -> SpecDecodeCounts:
     """Read one ``/metrics`` scrape (``text``: the body of ``GET /metrics``) into spec-decode
     counts, summed across label sets (engines under data parallelism); ``model_name``: keep only
@@ -143,25 +169,17 @@ def read_metrics(text: str, model_name: str | None = None) -> SpecDecodeCounts:
     if not text.strip():
         raise ValueError("text is empty: no /metrics scrape to read (save the body of GET "
                          "/metrics from the vLLM server)")
-    from prometheus_client.parser import text_string_to_metric_families
-
-    try:
-        samples = [s for fam in text_string_to_metric_families(text) for s in fam.samples]
-    except Exception:  # the parser raises ValueError/IndexError/... on bad lines
-        hint = (" (this looks like a Prometheus UI table with '|'; save the raw text of "
-                "GET /metrics instead)" if "|" in text else "")
-        raise ValueError(f"not a format specnb reads{hint}; it reads {FORMATS}") from None
-    names_seen = {s.labels.get("model_name") for s in samples
-                  if s.name in COUNTERS.values() and "model_name" in s.labels}
-    if model_name is not None and model_name not in names_seen:
-        raise ValueError(f"model_name {model_name!r} matches no spec-decode series; the "
-                         f"scrape has {sorted(map(str, names_seen)) or 'no model_name labels'}")
+    samples = _samples(text)  # streamed: memory O(series), not O(lines)
+    names_seen, v0 = set(), False
     totals = {"drafts": 0.0, "draft_tokens": 0.0, "accepted_tokens": 0.0}
     per_pos: dict[int, float] = {}
     found, label_sets, series = set(), set(), set()
     by_name = {v: k for k, v in COUNTERS.items()}
     for s in samples:
         what = by_name.get(s.name)
+        v0 = v0 or s.name in _V0_GAUGES
+        if what is not None and "model_name" in s.labels:
+            names_seen.add(s.labels["model_name"])
         if what is None or (model_name is not None and s.labels.get("model_name") != model_name):
             continue
         if not math.isfinite(s.value) or s.value < 0:
@@ -187,9 +205,11 @@ def read_metrics(text: str, model_name: str | None = None) -> SpecDecodeCounts:
             per_pos[pos] = per_pos.get(pos, 0.0) + s.value
         else:
             totals[what] += s.value
+    if model_name is not None and model_name not in names_seen:
+        raise ValueError(f"model_name {model_name!r} matches no spec-decode series; the "
+                         f"scrape has {sorted(map(str, names_seen)) or 'no model_name labels'}")
     missing = [COUNTERS[k] for k in totals if k not in found]
     if missing:
-        v0 = any(s.name in _V0_GAUGES for s in samples)
         raise ValueError(
             f"no {', '.join(missing)} in this scrape: "
             + ("it is a V0 server (it exposes vllm:spec_decode_draft_acceptance_rate); V0 "
