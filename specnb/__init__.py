@@ -32,7 +32,9 @@ def __getattr__(name):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__version__ = "0.1.0"
+#: The package version, its one home (pyproject.toml reads it): 0.2 is unreleased
+#: (docs/changelog.md's "0.2 (unreleased)" heading), so a development release of it (PEP 440).
+__version__ = "0.2.dev0"
 
 __all__ = [
     "theory", "cost", "memory", "data",

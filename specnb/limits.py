@@ -13,8 +13,14 @@ from __future__ import annotations
 
 from . import _check
 
-__all__ = ["ROUTING_SKEW_RANGE", "routing_skew", "proposal_rate", "gpu_memory_utilization",
-           "request_rate"]
+__all__ = ["ROUTING_SKEW_RANGE", "DEFAULT_GPU_MEMORY_UTILIZATION", "routing_skew",
+           "proposal_rate", "gpu_memory_utilization", "request_rate"]
+
+#: vLLM's default ``gpu_memory_utilization`` (the share of each GPU's memory vLLM takes): 0.92
+#: since vLLM 0.20.0 (``CacheConfig.gpu_memory_utilization = Field(default=0.92, gt=0, le=1)``,
+#: ``vllm/config/cache.py:215`` at 0.33.0); 0.9 before, as the flag tables
+#: ``specnb/vllm/flags/<v>.json`` record.
+DEFAULT_GPU_MEMORY_UTILIZATION = 0.92
 
 #: Range of the mixture-of-experts ``routing_skew`` (:class:`specnb.serving.EngineStep`): 0 is
 #: uniform routing (the upper bound on the experts a step touches), values towards 1

@@ -51,7 +51,7 @@ from .data import DATA_DIR
 
 __all__ = ["BUNDLED_PROMPTS", "BUNDLED_LOGGED", "BUNDLED_TOKENIZER", "Request", "RequestLog",
            "Tokenizer", "read", "load_tokenizer", "encode_prompt", "load_prompts",
-           "check_file"]
+           "check_file", "jsonl_lines"]
 
 #: Bundled prompts: held-out standard-library text (``python -m specnb.measure.train --prompts``).
 BUNDLED_PROMPTS = DATA_DIR / "prompts" / "stdlib_heldout.jsonl"
@@ -83,8 +83,17 @@ def check_file(path, what: str = "prompts file") -> Path:
     return p
 
 
-def _lines(path: Path):
-    """``(line number, text)`` of each non-blank line of a UTF-8 file (a BOM dropped)."""
+def jsonl_lines(path: Path):
+    """``(line number from 1, text)`` of each non-blank line of a JSON-lines file in UTF-8 (a
+    BOM dropped): the one reader of request logs (``replay``, ``simulate --requests``).
+
+    Raises
+    ------
+    ValueError
+        the file is not UTF-8 (:func:`specnb._check.utf8_error`: the byte and its offset).
+    OSError
+        the file cannot be read.
+    """
     try:
         text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -125,7 +134,7 @@ def _check_logged(path, n, obj) -> None:
 def _read_records(path: Path, logged: bool) -> list[dict]:
     """Every record of a prompts file, validated line by line (see :func:`load_prompts`)."""
     items = []
-    for n, line in _lines(path):
+    for n, line in jsonl_lines(path):
         obj = _json_line(path, n, line)
         if not isinstance(obj, dict) or not isinstance(obj.get("task"), str) \
                 or not isinstance(obj.get("prompt"), str) or not obj["prompt"]:
@@ -534,7 +543,7 @@ def read(path=None, *, tokenizer=None, skip_bad: bool = False) -> RequestLog:
         tok = (tokenizer if isinstance(tokenizer, Tokenizer) or tokenizer is False
                else load_tokenizer(tokenizer)) or None
     counts, reqs, skipped = {}, [], []
-    for n, line in _lines(p):
+    for n, line in jsonl_lines(p):
         where = f"{p}:{n}"
         try:
             reqs.append(_request(where, n, _json_line(p, n, line), tok, counts))

@@ -220,7 +220,9 @@ def load_parameters(path) -> dict:
     except OSError as exc:
         raise ValueError(f"parameters file {path}: cannot be read: {exc.strerror}") from None
     try:
-        data = yaml.safe_load(text) or {}
+        data = yaml.safe_load(text)
+        if data is None:  # an empty file: no parameters ([] or 0 are refused below)
+            data = {}
     except (yaml.YAMLError, RecursionError) as exc:
         raise ValueError(f"parameters file {path}: not valid YAML/JSON{_yaml_where(exc)}") from None
     if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):

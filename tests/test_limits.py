@@ -40,3 +40,21 @@ def test_importing_it_loads_neither_the_serving_model_nor_pandas():
     code = ("import sys, specnb.limits, specnb.theory; "
             "sys.exit(bool({'pandas', 'specnb.serving', 'specnb.simulate'} & set(sys.modules)))")
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+def test_default_gpu_memory_utilization_is_the_newest_vllms():
+    # trial4 M1: 0.9 was called vLLM's default; vLLM 0.20.0 and later default to 0.92
+    import json
+    from pathlib import Path
+
+    import specnb
+    from specnb import serving
+
+    flags = sorted(Path(specnb.__file__).parent.glob("vllm/flags/*.json"),
+                   key=lambda p: tuple(int(x) for x in p.stem.split(".")[:3]))[-1]
+    table = json.loads(flags.read_text())
+    table = table.get("flags", table)
+    assert table["--gpu-memory-utilization"]["default"] == limits.DEFAULT_GPU_MEMORY_UTILIZATION
+    assert serving.DEFAULT_GPU_MEMORY_UTILIZATION == limits.DEFAULT_GPU_MEMORY_UTILIZATION
+    assert serving.setup("H100-SXM", "Llama-3.1-8B", "ngram").memory_fraction == \
+        limits.DEFAULT_GPU_MEMORY_UTILIZATION

@@ -73,7 +73,8 @@ class BenchComparison:
         import pandas as pd
 
         with pd.option_context("display.width", 120, "display.max_columns", 20):
-            lines = [self.table.to_string(index=False, float_format=lambda x: f"{x:.2f}")]
+            lines = [self.table.to_string(index=False, na_rep="-",  # no figure: "-", not NaN
+                                          float_format=lambda x: f"{x:.2f}")]
         if self.acceptance:
             a = self.acceptance
             lines.append("")

@@ -16,7 +16,8 @@ Note codes (stable; messages may be reworded): from :func:`setup_config`
 config, no serve line and no on/off advice), ``schedule-serves-every-context``,
 ``kv-does-not-fit``, ``no-schedule-for-every-context``, ``kv-cache-dtype``,
 ``loses-end-to-end``, ``draft-kv-budget-not-in-vllm``, ``max-num-seqs-is-batch`` (the serve line's ``--max-num-seqs`` is
-the largest batch size asked, below the most sequences that fit), ``moe-fixed-cost`` (a mixture-of-experts target at the default fixed
+the largest batch size asked, below the most sequences that fit), ``draft-not-smaller`` (a
+draft model with as many parameters as the target, or more: swapped flags?), ``moe-fixed-cost`` (a mixture-of-experts target at the default fixed
 cost), and :func:`specnb.serving.context_limit_notes`' codes; with an
 acceptance profile (:func:`profile_acceptance`) ``profile-context-extrapolated``,
 ``profile-bucket-empty`` and
@@ -33,6 +34,7 @@ import numpy as np
 
 from .. import serving as S
 from .. import theory
+from .._check import MAX_EXACT_INT
 from .._json import records
 from ..notes import Note
 
@@ -546,8 +548,11 @@ def serving_plan(st: S.Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=
         notes.append(Note("max-num-seqs-is-batch",
                           f"--max-num-seqs {limit} is your largest --batch: the plan covers "
                           f"batch sizes 1..{top} and the server admits no more; "
-                          f"{fit_any} sequences fit at the shortest context "
-                          f"(give --batch up to {fit_any} to plan for them)"))
+                          + (f"{fit_any} sequences fit at the shortest context "
+                             f"(give --batch up to {fit_any} to plan for them)"
+                             if fit_any < MAX_EXACT_INT else "at context 0 the KV cache "
+                             "limits no batch (give --batch up to the most sequences the "
+                             "server should admit)")))
     kv_store = S.kv_storage_dtype(st.kv_dtype, st.dtype)
     if nothing is None and st.kv_dtype == "auto" and st.dtype == "fp8":
         fp8 = dataclasses.replace(st, kv_dtype="fp8")
@@ -557,14 +562,22 @@ def serving_plan(st: S.Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=
                           "halves it: " + ", ".join(
                               f"{int(S.max_batch_in_memory(fp8, c))} sequences at context {c} "
                               f"instead of {room[c]}" for c in room)))
+    if st.draft.kind == "model" and st.draft.arch.params >= st.target.params:
+        notes.append(Note("draft-not-smaller",
+                          f"the draft {st.draft.name} ({st.draft.arch.params / 1e9:.1f} B "
+                          f"parameters) is not smaller than the target {st.target.name} "
+                          f"({st.target.params / 1e9:.1f} B): a draft model pays only when it "
+                          "is much cheaper than the target (a small model of its family); "
+                          "are --model and --draft swapped?"))
     displaced = {c: int(m["displaced"]) for c, m in caps.items()}
-    if st.draft.kind != "none" and any(displaced.values()):
+    shown = {c: d for c, d in displaced.items() if room[c] < MAX_EXACT_INT}  # not context 0's
+    if st.draft.kind != "none" and any(shown.values()):
         notes.append(Note("draft-displaces-sequences",
                           "the draft's weights and KV cache take the room of "
                           + ", ".join(f"{d} sequence{'s' * (d != 1)} at context {c} "
                                       f"({room[c] + d} fit "
                                       f"without it, {room[c]} with it)"
-                                      for c, d in displaced.items())))
+                                      for c, d in shown.items())))
     moe = _moe_fixed_cost_note(st)
     if moe is not None and nothing is None:
         notes.append(moe)

@@ -49,6 +49,17 @@ def positive_int(text: str) -> int:
     return value
 
 
+def listed_twice(*flags) -> str | None:
+    """The one rule for a multi-value flag that lists a value twice (``plan``, ``simulate``,
+    ``replay``, ``measure``): ``flags`` are ``(flag, values)`` pairs; returns the message for
+    the first flag with a repeated value, else None."""
+    for flag, values in flags:
+        values = list(values or [])
+        if len(set(values)) != len(values):
+            return f"{flag} lists a value twice: {' '.join(map(str, values))}"
+    return None
+
+
 #: The exit status of every command, one rule (``specnb --help`` ends with :data:`EXIT_STATUS`;
 #: each command's description says which apply to it). 0: answered.
 EXIT_OK = 0

@@ -7,13 +7,14 @@ torch and transformers are imported inside the command, so ``specnb --help`` wor
 from __future__ import annotations
 
 import argparse
+import math
 import importlib.util
 import json
 import sys
 from pathlib import Path
 
 from ..memory import TORCH_DTYPES
-from . import error
+from . import error, listed_twice
 
 __all__ = ["register", "run", "format_report", "format_logged_report"]
 
@@ -243,10 +244,10 @@ def _check_flags(args) -> str | None:
             if not (Path(h).expanduser() / "config.json").is_file():
                 return (f"--draft-head {h}: not a head folder (config.json + *.safetensors; "
                         "an MTP head's is the target's own folder)")
-    for flag, values in (("--gamma", args.gamma), ("--draft", args.draft or []),
-                         ("--draft-head", args.draft_head or [])):
-        if len(set(values)) != len(values):
-            return f"{flag} lists a value twice: {' '.join(map(str, values))}"
+    twice = listed_twice(("--gamma", args.gamma), ("--draft", args.draft),
+                         ("--draft-head", args.draft_head))
+    if twice:
+        return twice
     if args.max_new_tokens is None:
         args.max_new_tokens = 48
     if args.repeats is None:
@@ -265,6 +266,11 @@ def _check_flags(args) -> str | None:
         for v in values:
             if not v >= lo:
                 return f"{flag} must be >= {lo} {note}".rstrip() + f", got {v:g}"
+    for t in args.temperature or []:  # inf passed >= 0 and was refused after the imports
+        if not math.isfinite(t):
+            return f"--temperature must be finite (0 = greedy), got {t:g}"
+    if args.temperature is not None:  # -0.0 is greedy: printed "T = -0" otherwise
+        args.temperature = [t + 0.0 for t in args.temperature]
     return _check_files(args)
 
 

@@ -20,8 +20,9 @@ import argparse
 import json
 import sys
 
+from ..limits import DEFAULT_GPU_MEMORY_UTILIZATION as S_DEFAULT_GMU
 from ..memory import DTYPE_BYTES
-from . import error, refuse
+from . import error, listed_twice, refuse
 
 __all__ = ["register", "run", "plan", "format_plan"]
 
@@ -108,8 +109,9 @@ def register(subparsers) -> argparse.ArgumentParser:
                         "speedup_end_to_end (the prefill counted, as vllm bench serve times it)")
     p.add_argument("--output-len", type=int, default=None, metavar="N",
                    help="generated tokens per sequence (with --input-len)")
-    p.add_argument("--gpu-memory-utilization", type=float, default=0.9, metavar="U",
-                   help="vLLM's share of each GPU's memory (default 0.9): batches whose KV "
+    p.add_argument("--gpu-memory-utilization", type=float,
+                   default=S_DEFAULT_GMU, metavar="U",
+                   help="vLLM's share of each GPU's memory (default 0.92, vLLM 0.20+'s): batches whose KV "
                         "cache does not fit beside the weights never pay")
     _add_tree_flags(p)
     p.add_argument("--calibrate", metavar="MEASURED.csv",
@@ -235,6 +237,10 @@ def _check_flags(args) -> str | None:
         for v in values:
             if v < lo:
                 return f"{flag} must be >= {lo}, got {v}"
+    from ..theory import MAX_GAMMA
+
+    if max(args.gamma) > MAX_GAMMA:  # a huge one met the 2**53 bound first, not this one
+        return f"--gamma must be in [1, {MAX_GAMMA}], got {max(args.gamma)}"
     if max(args.batch) > MAX_BATCH:
         return (f"--batch must be <= {MAX_BATCH}, got {max(args.batch)} (the schedule and "
                 "the crossover evaluate every batch size from 1 to the largest)")
@@ -244,10 +250,10 @@ def _check_flags(args) -> str | None:
                 f"values x {len(args.gamma)} --gamma values = {cells:,} model cells, above "
                 f"{MAX_GRID_CELLS:,} (about 1 GB of memory: the schedule and the crossover "
                 "evaluate every batch size from 1 to the largest); give fewer values")
-    for flag, values in (("--context", args.context), ("--batch", args.batch),
-                         ("--gamma", args.gamma)):
-        if len(set(values)) != len(values):
-            return f"{flag} lists a value twice: {' '.join(map(str, values))}"
+    twice = listed_twice(("--context", args.context), ("--batch", args.batch),
+                         ("--gamma", args.gamma))
+    if twice:
+        return twice
     bad = _check_bench_flags(args)
     if bad:
         return bad

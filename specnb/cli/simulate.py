@@ -18,7 +18,8 @@ import math
 import os
 import sys
 
-from . import error, message, positive_int, refuse
+from ..limits import DEFAULT_GPU_MEMORY_UTILIZATION as S_DEFAULT_GMU
+from . import error, listed_twice, message, positive_int, refuse
 from .plan import DTYPE_CHOICES
 
 __all__ = ["register", "run", "simulate", "format_simulation", "estimate_seconds"]
@@ -71,10 +72,14 @@ def estimate_seconds(a) -> tuple[float, float, int]:
 
 def _schedule_flag(a):
     try:
-        return json.loads(a.schedule)
+        value = json.loads(a.schedule)
     except json.JSONDecodeError as exc:
         raise ValueError(f"--schedule is not JSON ({exc.msg}): give ranges as "
                          "[[lo, hi, k], ...]") from None
+    if value is None:
+        raise ValueError("--schedule null: give ranges as [[lo, hi, k], ...], or --no-schedule "
+                         "to simulate none")
+    return value
 
 
 def _policies(a, M, max_num_seqs: int, sched) -> list:
@@ -162,8 +167,9 @@ def register(subparsers) -> argparse.ArgumentParser:
     eng.add_argument("--max-num-batched-tokens", type=int, default=None, metavar="N",
                      help="token budget per step (default: vLLM 0.33's for vllm serve on "
                           "the GPU: 8192 on H100 / H200, 16384 at >= 160 GiB, else 2048)")
-    eng.add_argument("--gpu-memory-utilization", type=float, default=0.9, metavar="U",
-                     help="vLLM's share of GPU memory: the KV blocks (default 0.9)")
+    eng.add_argument("--gpu-memory-utilization", type=float, default=S_DEFAULT_GMU, metavar="U",
+                     help="vLLM's share of GPU memory: the KV blocks (default 0.92, vLLM "
+                          "0.20+'s)")
     eng.add_argument("--prefix-cache-hit-rate", type=float, default=0.0, metavar="H",
                      help="share of each prompt found in the prefix cache (default 0: off)")
     pol = p.add_argument_group("policies")
@@ -189,6 +195,9 @@ def register(subparsers) -> argparse.ArgumentParser:
 
 
 def _check_flags(a) -> str | None:
+    if a.schedule is not None and a.no_schedule:
+        return ("--schedule and --no-schedule contradict each other: give the schedule to "
+                "simulate, or --no-schedule for none")
     if a.save_result and os.path.exists(a.save_result) and not os.path.isdir(a.save_result):
         return (f"--save-result {a.save_result!r} is a file; give a directory (one "
                 "vllm bench serve result file per policy goes in it)")
@@ -237,9 +246,7 @@ def _check_flags(a) -> str | None:
     if a.max_num_batched_tokens is not None and a.max_num_batched_tokens < 1 + max(a.gamma):
         return (f"--max-num-batched-tokens {a.max_num_batched_tokens} is below one request's "
                 f"verify step (1 + {max(a.gamma)} tokens)")
-    if len(set(a.gamma)) != len(a.gamma):
-        return f"--gamma lists a value twice: {' '.join(map(str, a.gamma))}"
-    return None
+    return listed_twice(("--gamma", a.gamma))
 
 
 #: Library parameter names that errors without ``param`` may spell (named as flags by

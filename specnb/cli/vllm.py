@@ -132,14 +132,62 @@ def _cmd_check(args) -> int:
     return 0 if result.accepted else 1
 
 
+def _with_target_rules(args, parsed, result):
+    """vLLM's refusals that depend on the served model alone, GPU or not, when specnb knows the
+    target (catalogue name or Hugging Face id, or its config.json): ``-tp`` that does not
+    split the model (:func:`specnb.serving.check_tensor_parallel`, code
+    ``serve-tensor-parallel``) and a ``--max-model-len`` above the target's
+    max_position_embeddings (:func:`specnb.serving.context_limit_notes`'s
+    ``context-over-max-positions``: vLLM's ``_get_and_verify_max_len`` refuses it unless
+    VLLM_ALLOW_LONG_MAX_MODEL_LEN=1; code ``serve-max-model-len-above-target``), as errors."""
+    from ..serving import check_tensor_parallel, context_limit_notes, resolve_architecture
+    from ..vllm import ConfigCheck, Finding
+
+    s, target = parsed.settings, args.target_config or parsed.model
+    try:
+        arch, cfg = resolve_architecture(target)
+    except (OSError, ValueError, KeyError, TypeError):
+        return result  # not a model specnb knows: nothing more to check
+    text = (cfg or {}).get("text_config") if isinstance((cfg or {}).get("text_config"), dict) \
+        else cfg or {}
+    scaled = bool(text.get("rope_scaling") or text.get("rope_parameters"))  # vLLM scales the
+    # derived maximum by some RoPE types' factor, which specnb does not model: no verdict then
+    found = []
+    tp = s.get("tensor_parallel_size", 1)
+    if isinstance(tp, int) and tp > 1:
+        try:
+            check_tensor_parallel(arch, tp)
+        except ValueError as exc:
+            found.append(Finding("error", None, f"-tp {tp}: {str(exc).splitlines()[0]}",
+                                 "give an allowed --tensor-parallel-size",
+                                 code="serve-tensor-parallel"))
+    mml = s.get("max_model_len")
+    if isinstance(mml, int) and mml > 0 and not scaled:
+        for note in context_limit_notes(arch, [mml]):
+            if note.code == "context-over-max-positions":
+                found.append(Finding(
+                    "error", None, f"--max-model-len {mml} is above the target {arch.name}'s "
+                    f"max_position_embeddings {arch.max_position_embeddings}: vLLM refuses it at "
+                    "start ('User-specified max_model_len ... is greater than the derived "
+                    "max_model_len') unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 is set",
+                    f"give --max-model-len {arch.max_position_embeddings} or less, or a "
+                    "long-context variant of the model", code="serve-max-model-len-above-target"))
+    return ConfigCheck(result.findings + tuple(found), result.config, result.vllm_version) \
+        if found else result
+
+
 def _with_memory(args, parsed, result):
     """The verify step's memory at --max-num-seqs, when --gpu names the GPU and the target is
     known (:func:`specnb.serving.max_batch_in_memory`, the one memory rule ``plan`` uses: the
     KV cache of target and draft at --kv-cache-dtype beside the weights), and vLLM's
-    tensor-parallel refusal (:func:`specnb.serving.setup`'s check) as an error."""
-    if args.gpu is None or result.config is None:
+    tensor-parallel refusal (:func:`specnb.serving.setup`'s check) as an error. The rules of the
+    target alone run without --gpu too (:func:`_with_target_rules`)."""
+    if result.config is None:
         return result
-    from ..serving import max_batch_in_memory, setup
+    result = _with_target_rules(args, parsed, result)
+    if args.gpu is None or not result.accepted:  # a refused line: no memory advice on top
+        return result
+    from ..serving import DEFAULT_GPU_MEMORY_UTILIZATION, max_batch_in_memory, setup
     from ..simulate.engine import default_batch_limits
     from ..vllm import ConfigCheck, Finding
 
@@ -156,7 +204,7 @@ def _with_memory(args, parsed, result):
 
     try:
         st = setup(args.gpu, target, spec, gpu_memory_utilization=s.get(
-            "gpu_memory_utilization", 0.9), kv_dtype=kv)
+            "gpu_memory_utilization", DEFAULT_GPU_MEMORY_UTILIZATION), kv_dtype=kv)
     except (OSError, ValueError, KeyError) as exc:
         return add(Finding("note", None, f"memory at --max-num-seqs not checked: the target "
                            f"{target!r} or --kv-cache-dtype {kv} is not one specnb models "

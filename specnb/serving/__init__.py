@@ -113,8 +113,8 @@ from .reference import (EAGLE3_BATCH_TABLES, MAGICDEC_SNAPKV_BUDGET, MAGICDEC_TA
                         plain_step_comparison, predict_table,
                         routing_skew_from_plain_steps, table_measurements)
 from .setup import (DEFAULT_GPU_MEMORY_UTILIZATION, DRAFT_METHODS, PARTIAL_PROPOSAL_METHODS,
-                    SD_OVERHEAD_MS, Draft, Setup, cannot_serve, context_limit_notes, draft,
-                    max_batch_in_memory, memory_cap, setup)
+                    SD_OVERHEAD_MS, Draft, Setup, cannot_serve, check_tensor_parallel,
+                    context_limit_notes, draft, max_batch_in_memory, memory_cap, setup)
 from .speedup import (MAX_BATCH_SEARCH, MAX_GRID_CELLS, NGRAM_DRAFT_FRACTION, Grid,
                       batch_range_grid, best_gamma, check_axis, check_tree, crossover_batch,
                       crossover_of, describe_paying, end_to_end_speedup, evaluate,
@@ -132,6 +132,7 @@ __all__ = [
     "ridge_point", "model_id", "KV_CACHE_DTYPES", "kv_storage_dtype", "gpu_alias_note",
     "step_breakdown", "step_time_ms",
     "draft", "setup", "max_batch_in_memory", "context_limit_notes", "cannot_serve",
+    "check_tensor_parallel",
     "t_plain_ms", "t_verify_ms", "t_draft_ms", "tokens_per_step", "speedup",
     "per_token_latency_ms", "verdict",
     "evaluate", "check_axis", "best_gamma", "batch_range_grid", "crossover_batch", "crossover_of",

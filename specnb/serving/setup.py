@@ -24,14 +24,15 @@ from .step import DEFAULT_EFFICIENCY, DEFAULT_HEAD_EFFICIENCY, Efficiency
 
 __all__ = ["DRAFT_METHODS", "SD_OVERHEAD_MS", "PARTIAL_PROPOSAL_METHODS",
            "DEFAULT_GPU_MEMORY_UTILIZATION", "Draft", "draft", "Setup", "setup",
-           "max_batch_in_memory", "memory_cap", "context_limit_notes", "cannot_serve"]
+           "max_batch_in_memory", "memory_cap", "context_limit_notes", "cannot_serve",
+           "check_tensor_parallel"]
 
 #: Drafts that propose only where the recent tokens match earlier text, so a proposal rate
 #: M < 1 applies (vLLM's n-gram and suffix proposers; engines.md section 2 item 1).
 PARTIAL_PROPOSAL_METHODS = ("ngram", "suffix")
 
-#: vLLM's default ``gpu_memory_utilization`` (the share of each GPU's memory vLLM takes).
-DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
+#: vLLM's default ``gpu_memory_utilization``: :data:`specnb.limits.DEFAULT_GPU_MEMORY_UTILIZATION`.
+DEFAULT_GPU_MEMORY_UTILIZATION = limits.DEFAULT_GPU_MEMORY_UTILIZATION
 
 #: Draft methods that are not a model name: no model (``ngram``, ``suffix``), one decoder layer
 #: of the target plus its LM head (``eagle``, ``eagle3``, ``mtp``), a block drafter of a few
@@ -254,7 +255,7 @@ def memory_cap(st: Setup, context, memory_fraction: float | None = None) -> dict
     """How many sequences of ``context`` tokens run at once, with and without the draft.
 
     vLLM allocates ``memory_fraction`` (its ``gpu_memory_utilization``; default the setup's,
-    0.9) of each GPU's memory; the target's weights, then the draft's (a draft model, or an
+    0.92) of each GPU's memory; the target's weights, then the draft's (a draft model, or an
     EAGLE / MTP head's own weights), take their share, and the rest holds KV blocks for the
     target and the draft (within the draft's KV budget; an MLA latent is replicated on every
     rank, a KV head beyond ``gpus = kv_heads`` too). A batch whose KV cache does not fit cannot
@@ -301,7 +302,7 @@ def max_batch_in_memory(st: Setup, context, memory_fraction: float | None = None
     """Most sequences of ``context`` tokens whose KV cache (target, plus the draft's for
     model, self and head drafts, within its KV budget) fits beside the weights in
     ``memory_fraction`` of the GPUs' memory (default the setup's ``memory_fraction``, vLLM's
-    ``gpu_memory_utilization`` 0.9): :func:`memory_cap`'s ``max_batch``. Activations and CUDA
+    ``gpu_memory_utilization`` 0.92): :func:`memory_cap`'s ``max_batch``. Activations and CUDA
     graphs are not counted, so the real limit is lower. 0 when the weights alone do not fit.
     Scalar context -> int, array -> int array.
 
@@ -336,7 +337,7 @@ def cannot_serve(st: Setup, contexts) -> Note | None:
     to change: the fewest ``--gpus`` that vLLM's tensor parallelism accepts and that hold one
     sequence of the shortest context (searched up to 64), a smaller ``--dtype`` at the same
     GPUs, ``--kv-cache-dtype fp8``, the longest context one sequence fits at (vLLM's
-    ``--max-model-len``), vLLM's default ``--gpu-memory-utilization`` 0.9 when it is lower.
+    ``--max-model-len``), vLLM's default ``--gpu-memory-utilization`` 0.92 when it is lower.
     Every speedup is then for a machine that could hold them: no on/off advice follows.
 
     Raises
@@ -420,7 +421,7 @@ def setup(gpu_name, model, draft_spec="eagle3", *, gpus=1, dtype="bf16", draft_d
         engine's ``-moe`` profile where one is fitted, :func:`~specnb.serving.engines.profile_for`)
     proposal_rate : float in (0, 1], M, for ``ngram`` / ``suffix`` only (default 1)
     draft_config : an EAGLE / EAGLE-3 head's config.json (see :func:`draft`)
-    gpu_memory_utilization : float in (0, 1], vLLM's share of GPU memory (default 0.9)
+    gpu_memory_utilization : float in (0, 1], vLLM's share of GPU memory (default 0.92, vLLM 0.20+'s)
 
     Raises
     ------
@@ -559,6 +560,21 @@ def context_limit_notes(st, contexts) -> list[Note]:
             f"that context (vLLM refuses a max_model_len above {limit}); the step times are "
             f"modelled regardless. {fix[0].upper() + fix[1:]} or a context within {limit}"))
     return notes
+
+
+def check_tensor_parallel(model, gpus) -> None:
+    """vLLM's tensor-parallel rule for one model on ``gpus`` GPUs, with no GPU named (the rule
+    is the model's): ``model`` a catalogue name, Hugging Face id, config.json path or
+    :class:`Architecture`; ``gpus`` an int >= 1 (``--tensor-parallel-size``).
+
+    Raises
+    ------
+    ValueError
+        ``gpus`` not an int >= 1; the attention heads, the MLP width or the KV heads do not
+        split over ``gpus`` (the message names the allowed counts); an unknown model.
+    """
+    arch = model if isinstance(model, Architecture) else architecture(model)
+    _check_tensor_parallel(arch, _check.scalar_int("gpus", gpus, lo=1), "target")
 
 
 def _check_tensor_parallel(arch: Architecture, n: int, role: str) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import _check, limits
+from .. import _check, limits, request_log
 
 __all__ = ["Workload", "synthetic", "from_log", "bench_lengths", "bench_arrivals",
            "LOG_INPUT_KEYS", "LOG_OUTPUT_KEYS", "LOG_TIME_KEYS"]
@@ -171,13 +171,7 @@ def from_log(path, *, request_rate=None, burstiness: float = 1.0, concurrency=No
     c = None if concurrency is None else _check.scalar_int("concurrency", concurrency, lo=1)
     b = _burst(burstiness)
     ins, outs, times = [], [], []
-    try:
-        text = p.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise _check.utf8_error(str(p), exc, "give a JSON-lines request log") from None
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
+    for n, line in request_log.jsonl_lines(p):
         try:
             row = json.loads(line)
         except json.JSONDecodeError as exc:

@@ -37,9 +37,13 @@ COMPARABLE = ("model_id", "num_prompts", "max_concurrency", "request_rate", "bur
 _SPACE = re.compile(r"\s*")
 _PCT = re.compile(r"^p(\d+(?:\.\d+)?)_(ttft|tpot|itl|e2el)_ms$")
 #: Keys whose values must be finite numbers > 0: a TPOT or throughput of 0 is no measurement
-#: (vLLM writes one when no request produced 2 tokens, or none completed).
+#: (vLLM writes one when no request produced 2 tokens, or none completed), nor is a run whose
+#: ``completed`` count is 0 (its figures cannot come from any request).
 _POSITIVE = re.compile(r"^(?:(?:mean|median|p\d+(?:\.\d+)?)_tpot_ms|output_throughput"
-                       r"|total_token_throughput|request_throughput)$")
+                       r"|total_token_throughput|request_throughput|completed)$")
+#: The largest value a numeric key may hold (1e15 ms is 31,700 years; 1e15 tokens/s): above it a
+#: file was edited or damaged, and a table would print hundreds of digits.
+MAX_VALUE = 1e15
 #: Keys whose values must be finite numbers >= 0 (latencies, throughputs, counts).
 _NUMERIC = re.compile(r"^(?:(?:mean|median|std|p\d+(?:\.\d+)?)_(?:ttft|tpot|itl|e2el)_ms"
                       r"|output_throughput|total_token_throughput|request_throughput|duration"
@@ -55,12 +59,15 @@ def _check_values(data: dict, where: str) -> None:
         if _NUMERIC.match(k) and (isinstance(v, bool) or not isinstance(v, (int, float))
                                   or not math.isfinite(v) or v < 0):
             raise ValueError(f"{where}: {k} must be a finite number >= 0, got {v!r}")
+        if _NUMERIC.match(k) and v > MAX_VALUE:
+            raise ValueError(f"{where}: {k} is {v:.3g}, above {MAX_VALUE:.0e}: no bench run "
+                             "measures that (the file was edited or damaged)")
         if _POSITIVE.match(k) and v == 0:
             why = ("no request produced 2 or more output tokens (vLLM writes TPOT 0 then), or "
                    "the file was edited" if "tpot" in k else
                    "no request completed, or the file was edited")
-            raise ValueError(f"{where}: {k} is 0, which is no measurement ({why}); a TPOT or "
-                             "throughput must be a finite number > 0")
+            raise ValueError(f"{where}: {k} is 0, which is no measurement ({why}); a TPOT, a "
+                             "throughput and a completed count must be finite numbers > 0")
     rates = data.get("spec_decode_per_position_acceptance_rates")
     if rates is not None and (not isinstance(rates, list) or not all(
             not isinstance(r, bool) and isinstance(r, (int, float)) and 0 <= r <= 1
@@ -118,7 +125,8 @@ def read_bench(path_or_dict) -> dict:
     ValueError
         not UTF-8 text, not JSON, not an object, neither ``output_throughput`` nor any ``*_ms``
         latency key (not a bench result), or a latency, throughput, count or acceptance value
-        that is not a finite number >= 0 (the message names the key).
+        that is not a finite number >= 0, or is above :data:`MAX_VALUE` (the message names
+        the key).
     """
     if isinstance(path_or_dict, (str, Path)):
         return read_bench_results(path_or_dict)[-1]

@@ -122,6 +122,32 @@ FORMATS = ("a Prometheus /metrics scrape of a vLLM V1 server (vllm:spec_decode_*
            "examples/offline_inference/spec_decode.py (num_drafts: ..., num_draft_tokens: ...)")
 
 
+#: Characters of a scrape parsed at a time by :func:`_samples` (cut at a line end).
+_PARSE_BLOCK = 1 << 20
+
+
+def _samples(text: str):
+    """The samples of the Prometheus text ``text``, parsed a block of lines at a time and
+    yielded as parsed, so that a reader that sums them holds one block, not every sample (a
+    family cut between two blocks parses as two: the samples, names and labels are the same).
+    Raises ValueError (not a format specnb reads) for text the parser refuses."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    start = 0
+    while start < len(text):
+        end = text.find("\n", start + _PARSE_BLOCK)
+        end = len(text) if end < 0 else end + 1
+        try:
+            families = list(text_string_to_metric_families(text[start:end]))
+        except Exception:  # the parser raises ValueError/IndexError/... on bad lines
+            hint = (" (this looks like a Prometheus UI table with '|'; save the raw text of "
+                    "GET /metrics instead)" if "|" in text else "")
+            raise ValueError(f"not a format specnb reads{hint}; it reads {FORMATS}") from None
+        for fam in families:
+            yield from fam.samples
+        start = end
+
+
 def read_metrics(text: str, model_name: str | None = None) -> SpecDecodeCounts:
     """Read one ``/metrics`` scrape (``text``: the body of ``GET /metrics``) into spec-decode
     counts, summed across label sets (engines under data parallelism); ``model_name``: keep only
@@ -133,39 +159,40 @@ def read_metrics(text: str, model_name: str | None = None) -> SpecDecodeCounts:
         ``text`` is not a string.
     ValueError
         empty or not Prometheus text; no ``vllm:spec_decode_*_total`` counters (speculation
-        off, a V0 server, or not vLLM); a counter that is negative, NaN or infinite;
-        ``model_name`` matches no series (the message lists the names).
+        off, a V0 server, or not vLLM); a counter that is negative, NaN or infinite; a series
+        (name and labels) that appears twice, which one exposition never holds (two scrapes
+        in one file: summing them would double the counts); ``model_name`` matches no series
+        (the message lists the names).
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be a str (the /metrics body), got {type(text).__name__}")
     if not text.strip():
         raise ValueError("text is empty: no /metrics scrape to read (save the body of GET "
                          "/metrics from the vLLM server)")
-    from prometheus_client.parser import text_string_to_metric_families
-
-    try:
-        samples = [s for fam in text_string_to_metric_families(text) for s in fam.samples]
-    except Exception:  # the parser raises ValueError/IndexError/... on bad lines
-        hint = (" (this looks like a Prometheus UI table with '|'; save the raw text of "
-                "GET /metrics instead)" if "|" in text else "")
-        raise ValueError(f"not a format specnb reads{hint}; it reads {FORMATS}") from None
-    names_seen = {s.labels.get("model_name") for s in samples
-                  if s.name in COUNTERS.values() and "model_name" in s.labels}
-    if model_name is not None and model_name not in names_seen:
-        raise ValueError(f"model_name {model_name!r} matches no spec-decode series; the "
-                         f"scrape has {sorted(map(str, names_seen)) or 'no model_name labels'}")
+    samples = _samples(text)  # streamed: memory O(series), not O(lines)
+    names_seen, v0 = set(), False
     totals = {"drafts": 0.0, "draft_tokens": 0.0, "accepted_tokens": 0.0}
     per_pos: dict[int, float] = {}
-    found, label_sets = set(), set()
+    found, label_sets, series = set(), set(), set()
     by_name = {v: k for k, v in COUNTERS.items()}
     for s in samples:
         what = by_name.get(s.name)
+        v0 = v0 or s.name in _V0_GAUGES
+        if what is not None and "model_name" in s.labels:
+            names_seen.add(s.labels["model_name"])
         if what is None or (model_name is not None and s.labels.get("model_name") != model_name):
             continue
         if not math.isfinite(s.value) or s.value < 0:
             shown = ",".join(f'{k}="{v}"' for k, v in s.labels.items())
             raise ValueError(f"{s.name}{{{shown}}} is {s.value!r}: a counter is a finite count "
                              ">= 0; the scrape is damaged or was edited by hand")
+        key = (s.name, tuple(sorted(s.labels.items())))
+        if key in series:
+            shown = ",".join(f'{k}="{v}"' for k, v in s.labels.items())
+            raise ValueError(f"{s.name}{{{shown}}} appears twice: one /metrics scrape holds each "
+                             "series once, so this file holds two scrapes (pasted or appended); "
+                             "give each scrape its own file (before, after)")
+        series.add(key)
         found.add(what)
         labels = {k: v for k, v in s.labels.items() if k != "position"}
         label_sets.add(tuple(sorted(labels.items())))
@@ -178,9 +205,11 @@ def read_metrics(text: str, model_name: str | None = None) -> SpecDecodeCounts:
             per_pos[pos] = per_pos.get(pos, 0.0) + s.value
         else:
             totals[what] += s.value
+    if model_name is not None and model_name not in names_seen:
+        raise ValueError(f"model_name {model_name!r} matches no spec-decode series; the "
+                         f"scrape has {sorted(map(str, names_seen)) or 'no model_name labels'}")
     missing = [COUNTERS[k] for k in totals if k not in found]
     if missing:
-        v0 = any(s.name in _V0_GAUGES for s in samples)
         raise ValueError(
             f"no {', '.join(missing)} in this scrape: "
             + ("it is a V0 server (it exposes vllm:spec_decode_draft_acceptance_rate); V0 "
@@ -380,6 +409,11 @@ def acceptance_stats(counts: SpecDecodeCounts, num_speculative_tokens: int | Non
     per_pos = tuple(x / counts.drafts for x in counts.accepted_per_position)
     if counts.drafts_estimated and not derived:
         notes.append("drafts estimated from log lines (they print no draft count)")
+    if counts.drafts_estimated and counts.accepted_per_position and abs(
+            sum(counts.accepted_per_position) - counts.accepted_tokens) >= 0.5:
+        notes.append(f"per-position accepted counts are estimates, the printed rates x the "
+                     f"drafts: they sum to {sum(counts.accepted_per_position):,.0f}, not the "
+                     f"{counts.accepted_tokens:,.0f} accepted tokens")
     if "V0" in counts.source:
         notes.append("V0 log: accepted = emitted - steps (prefix-accepted drafts); V0's own "
                      "printed acceptance rate also counts tokens after a rejection")

@@ -264,7 +264,8 @@ def check_serve_line(line, vllm_version=None, draft_config=None, target_config=N
     settings = {"served_model": parsed.model, **parsed.settings}  # the target rules run
     tp, mml = settings.pop("tensor_parallel_size", None), settings.pop("max_model_len", None)
     check = check_speculative_config(parsed.speculative_config, vllm_version, draft_config,
-                                     target_config, tp, mml if mml and mml > 0 else None,
+                                     target_config, tp if isinstance(tp, int) and tp >= 1 else
+                                     None, mml if mml and mml > 0 else None,
                                      serve=settings)
     found = check.findings
     if parsed.dotted:  # no line and column in a JSON text the user never wrote
@@ -293,11 +294,17 @@ def _line_findings(parsed: ServeLine, release: str, flags: dict):
                       f"serves --model's default ({default}), not your model", "give the model "
                       "first: vllm serve MODEL ...", code="no-model")
     s = parsed.settings  # bounds: vllm/config/model.py:249 (ge=-1), config/scheduler.py:48,62
-    for dest, low in (("max_model_len", -1), ("max_num_seqs", 1), ("max_num_batched_tokens", 1)):
+    for dest, low in (("max_model_len", -1), ("max_num_seqs", 1), ("max_num_batched_tokens", 1),
+                      ("tensor_parallel_size", 1)):  # config/parallel.py:142 (ge=1)
         if isinstance(s.get(dest), int) and s[dest] < low:  # (ge=1), scheduler.py:331
             yield Finding("error", None, f"--{dest.replace('_', '-')} {s[dest]}: vLLM's "
                           f"config needs {dest} >= {low}", f"give {low} or more",
                           code=f"serve-{dest.replace('_', '-')}-range")
+    gmu = s.get("gpu_memory_utilization")  # config/cache.py:215: Field(gt=0, le=1)
+    if isinstance(gmu, (int, float)) and not 0 < gmu <= 1:
+        yield Finding("error", None, f"--gpu-memory-utilization {gmu:g}: vLLM's CacheConfig "
+                      "needs gpu_memory_utilization in (0, 1] (a share of each GPU's memory)",
+                      "give a share such as 0.9", code="serve-gpu-memory-utilization-range")
     if 1 <= s.get("max_num_batched_tokens", 1 << 62) < s.get("max_num_seqs", 0):
         yield Finding("error", None, f"--max-num-batched-tokens {s['max_num_batched_tokens']} "
                       f"< --max-num-seqs {s['max_num_seqs']}: vLLM's SchedulerConfig refuses it",

@@ -246,3 +246,9 @@ def test_no_ratio_against_a_base_that_prints_as_zero():
 
     assert all(math.isnan(x) for x in _change(0.004, 14.45) + _change(1e-13, 0.5))
     assert _change(2.0, 3.0) == (1.5, 50.0)
+    # trial4 K5: the text table shows "-" where no ratio (or no OFF figure) exists, not NaN
+    on, off = ({"median_itl_ms": itl, "median_tpot_ms": t, "output_throughput": 100.0}
+               for itl, t in ((14.45, 5.0), (0.0, 6.0)))
+    text = str(compare_bench(on, off))
+    itl = next(line for line in text.splitlines() if line.strip().startswith("ITL"))
+    assert "NaN" not in text and itl.split()[-2:] == ["-", "-"], text

@@ -190,3 +190,41 @@ def test_every_name_a_command_replaces_has_a_flag():
 
     for module in (plan, replay, simulate):
         assert set(module._NAMES) <= set(FLAGS), module.__name__
+
+
+def test_a_value_listed_twice_is_one_rule_in_every_command(capsys):
+    """T4-C5: plan, simulate, replay and measure refuse `--gamma 3 3` with the one message of
+    :func:`specnb.cli.listed_twice`."""
+    from specnb.cli import listed_twice
+
+    want = listed_twice(("--gamma", [3, 3]))
+    base = ["--gpu", "H100-SXM", "--model", "Llama-3.1-8B", "--draft", "eagle3"]
+    for argv in (["plan", *base, "--context", "4000", "--batch", "1", "--alpha", "0.7"],
+                 ["simulate", *base, "--tau", "2.6", "--input-len", "100", "--output-len", "8",
+                  "--concurrency", "2"],
+                 ["replay"], ["measure"]):
+        code = main([*argv, "--gamma", "3", "3"])
+        err = capsys.readouterr().err
+        assert code == 2 and err.strip().endswith(want), (argv[0], err)
+
+
+def test_the_version_has_one_home_and_matches_the_changelog(capsys):
+    """T4-K4: `specnb --version` is specnb.__version__, which pyproject.toml reads (no second
+    copy); an "(unreleased)" top changelog heading means a .dev release of that version."""
+    import re
+    import tomllib
+    from pathlib import Path
+
+    import specnb
+
+    root = Path(__file__).resolve().parents[2]
+    project = tomllib.loads((root / "pyproject.toml").read_text())
+    assert "version" not in project["project"] and "version" in project["project"]["dynamic"]
+    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "specnb.__version__"}
+    with pytest.raises(SystemExit):
+        main(["--version"])
+    assert capsys.readouterr().out.strip() == f"specnb {specnb.__version__}"
+    top = re.search(r"^## (\d+(?:\.\d+)*) ?(\(unreleased\))?", (root / "docs" / "changelog.md")
+                    .read_text(), re.M)
+    want = top.group(1) + (".dev" if top.group(2) else "")
+    assert specnb.__version__.startswith(want), (specnb.__version__, top.group(0))

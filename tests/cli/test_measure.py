@@ -113,6 +113,7 @@ def _without_torch(tmp_path):
 @pytest.mark.parametrize("argv, match", [
     (["--repeats", "0"], "--repeats must be >= 1"),
     (["--temperature", "-1"], "--temperature must be >= 0"),
+    (["--temperature", "0", "inf"], "--temperature must be finite"),  # trial4 C9: after torch
     (["--gamma", "10000"], "--gamma 10000 is more than any round can draft: with "
                            "max_new_tokens 48 a round drafts at most 47"),
     (["--gamma", "9", "--max-new-tokens", "8"], "a round drafts at most 7 tokens"),
@@ -173,6 +174,21 @@ def test_tables_show_temperatures_as_given():
     lines = [line.split() for line in text.splitlines()[1:]]
     assert [row[0] for row in lines] == ["0", "0.7", "1e+09"]
     assert [row[1] for row in lines] == ["0.500", "0.250", "0.125"]
+
+
+def test_negative_zero_temperature_is_greedy_zero():
+    # trial4 K3: --temperature -0.0 printed "T = -0" in the verdict
+    import argparse
+    import math
+
+    from specnb.cli import measure as CM
+
+    sub = argparse.ArgumentParser().add_subparsers()
+    args = CM.register(sub).parse_args(["--temperature", "-0.0", "0.7", "--no-pld"])
+    bad = CM._check_flags(args)
+    assert bad is None or "temperature" not in bad
+    assert [math.copysign(1, t) for t in args.temperature] == [1.0, 1.0]
+    assert [f"{t:g}" for t in args.temperature] == ["0", "0.7"]
 
 
 @pytest.mark.slow

@@ -68,6 +68,7 @@ def test_token_id_rows_and_skip_bad(capsys, tmp_path):
     (None, ["--gamma", "3", "100000"], r"--gamma must be in \[1, 64\], got 100000"),  # hung
     (None, ["--suffix-backend", "python"], "--suffix-backend is a setting of --method suffix"),
     (None, ["--workers", "0"], "--workers must be >= 1, got 0"),
+    (None, ["--gamma", "3", "3"], "--gamma lists a value twice: 3 3"),  # trial4 C5: rows twice
     (None, ["--method", "draft_model", "--workers", "2"],
      "--workers is a setting of --method ngram / ngram_gpu / suffix"),
 ])

@@ -37,6 +37,7 @@ def one_nb(tmp_path_factory):
 
 @pytest.mark.parametrize("yaml_text,words", [
     ("- 1\n- 2\n", "must map notebook names"),
+    ("[]\n", "must map notebook names"),  # trial4 C4: an empty list ran with the defaults
     ("true: {alpha: 1}\n", "True is not a notebook name"),
     ("04: {alpha: 2020-01-01}\n", "04.alpha is of type date"),
     ("04: {alpha: !!set {a, b}}\n", "04.alpha is of type set"),

@@ -155,6 +155,15 @@ def test_estimate_counts_the_policies_the_run_compares(capsys):
     assert code == 2 and "--schedule is not JSON" in err and len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize("extra, match", [
+    (["--schedule", "[[1,8,3]]", "--no-schedule"], "contradict"),  # trial4 M2: was silent
+    (["--schedule", "null"], "--schedule null"),  # trial4 C3: was read as no schedule
+])
+def test_a_schedule_the_run_would_drop_is_refused(capsys, extra, match):
+    code, out, err = run(capsys, *BASE, "--num-prompts", "4", "--concurrency", "2", *extra)
+    assert code == 2 and match in err and not out and len(err.strip().splitlines()) == 1
+
+
 @pytest.mark.parametrize("schedule,match", [
     ('[[2,8,3]]', "first range must start at batch size 1"),  # config check's own rule
     ('[[1,8,9]]', "every K must be <= num_speculative_tokens = 3"),  # K above --gamma

@@ -485,6 +485,23 @@ def test_serve_line_refusals_vllm_gives_are_errors_exit_1(capsys, extra, code):
     assert rc == 1 and found.get(code) == "error", found
 
 
+@pytest.mark.parametrize("gpu", [(), ("--gpu", "H100-SXM")])
+@pytest.mark.parametrize("extra, code", [
+    ("-tp 3", "serve-tensor-parallel"),  # trial4 W2: a rule of the model, not of the GPU
+    ("--max-model-len 99999999", "serve-max-model-len-above-target"),  # W4: model.py 2657
+    ("--gpu-memory-utilization 1.5", "serve-gpu-memory-utilization-range"),  # W3
+])
+def test_target_refusals_need_no_gpu(capsys, gpu, extra, code):
+    rc, out, _ = run(capsys, "config", "check", "--serve", _EAGLE3 + extra, *gpu, "--json")
+    found = {f["code"]: f["severity"] for f in json.loads(out)["findings"]}
+    assert rc == 1 and found.get(code) == "error" and "memory-not-checked" not in found, found
+    from specnb.serving import architecture
+    limit = architecture("Qwen3-8B").max_position_embeddings
+    rc, out, _ = run(capsys, "config", "check", "--serve",
+                     _EAGLE3 + f"-tp 2 --max-model-len {limit}", *gpu, "--json")
+    assert rc == 0, out
+
+
 def test_serve_memory_check_reads_kv_dtype_vllm_default_seqs_and_states_its_assumption(capsys):
     def found(extra):
         rc, out, _ = run(capsys, "config", "check", "--serve", _EAGLE3 + extra, "--gpu",
@@ -514,6 +531,11 @@ def test_serve_bounds_are_vllm_033s_own():
     if not root.is_dir():
         pytest.skip("no vLLM 0.33.0 oracle venv")
     model, sched = (root / "model.py").read_text(), (root / "scheduler.py").read_text()
+    assert "gpu_memory_utilization: float = Field(default=0.92, gt=0, le=1)" in \
+        (root / "cache.py").read_text()
+    assert "tensor_parallel_size: int = Field(default=1, ge=1)" in \
+        (root / "parallel.py").read_text()
+    assert "User-specified max_model_len" in model and "VLLM_ALLOW_LONG_MAX_MODEL_LEN" in model
     assert "max_model_len: int = Field(default=None, ge=-1)" in model
     assert "max_num_seqs: int = Field(default=DEFAULT_MAX_NUM_SEQS, ge=1)" in sched
     assert "max_num_batched_tokens: int = Field(default=DEFAULT_MAX_NUM_BATCHED_TOKENS, ge=1)" \

@@ -95,7 +95,7 @@ def test_draft_times_follow_the_draft():
 
 def test_max_batch_in_memory():
     st_ = S.setup("H100", "Llama-3.1-8B", "ngram")
-    room = 0.9 * 80e9 - S.architecture("Llama-3.1-8B").weight_bytes()
+    room = S.DEFAULT_GPU_MEMORY_UTILIZATION * 80e9 - S.architecture("Llama-3.1-8B").weight_bytes()
     assert S.max_batch_in_memory(st_, 8000) == int(room // (8000 * 131072))
     assert S.max_batch_in_memory(S.setup("RTX-4090", "Llama-3.1-70B", "ngram"), 100) == 0
 
@@ -115,7 +115,12 @@ def test_setup_is_a_plain_dataclass():
 def test_tensor_parallel_sizes_vllm_refuses(model, gpus, match):
     with pytest.raises(ValueError, match=match):
         S.setup("H100", model, "eagle3", gpus=gpus)
+    with pytest.raises(ValueError, match=match):  # the same rule with no GPU named
+        S.check_tensor_parallel(model, gpus)
     assert S.setup("H100", "Llama-3.1-8B", "eagle3", gpus=16).gpus == 16  # KV heads x 2
+    assert S.check_tensor_parallel("meta-llama/Llama-3.1-8B", 16) is None
+    with pytest.raises(ValueError, match="gpus must be an integer >= 1"):
+        S.check_tensor_parallel("Llama-3.1-8B", 0)
 
 
 def test_tensor_parallel_checks_the_draft_model_too():
@@ -158,7 +163,7 @@ def test_memory_cap_issue_example():
     # Llama-3.1-8B, EAGLE-3, one H100, context 2000: "pays at every batch size up to 512"
     # was printed while 205 sequences fit; the EAGLE-3 head's own weights (its fc, wider
     # q/k/v and 32,000-row LM head: 0.42 B) now count, so 203 fit with it, 213 without
-    st = S.setup("H100", "Llama-3.1-8B", "eagle3")
+    st = S.setup("H100", "Llama-3.1-8B", "eagle3", gpu_memory_utilization=0.9)  # the issue's
     cap = S.memory_cap(st, 2000)
     assert cap == {"max_batch": 203, "max_batch_without_draft": 213, "displaced": 10}
     assert S.max_batch_in_memory(st, 2000) == 203
@@ -175,7 +180,8 @@ def test_memory_cap_mla_and_replicated_kv_heads():
     cap = S.memory_cap(ds, 8192)
     # the MLA latent is cached whole on every rank: 8 copies of 35,136 B (fp8 KV cache asked
     # for) per token
-    room = 0.9 * 8 * 141e9 - ds.target.weight_bytes("fp8") - ds.draft.weight_params
+    room = S.DEFAULT_GPU_MEMORY_UTILIZATION * 8 * 141e9 - ds.target.weight_bytes("fp8") - \
+        ds.draft.weight_params
     per_token = 8 * 35136 * (1 + 1 / 61)  # + the MTP block's own layer
     assert cap["max_batch"] == int(room // (8192 * per_token))
     assert cap["displaced"] > 0

@@ -67,3 +67,18 @@ def test_bad_synthetic_loads(kwargs, match):
         M.synthetic(10, 100, 10, **kwargs)
     with pytest.raises(ValueError, match="input_len"):
         M.synthetic(10, 0, 10, concurrency=1)
+
+
+def test_a_binary_log_gets_the_request_log_readers_message_and_a_bom_is_skipped(tmp_path):
+    """T4-C1: one reader of request logs (request_log.jsonl_lines) for simulate and replay."""
+    from specnb import request_log
+
+    p = tmp_path / "bin.dat"
+    p.write_bytes(b"\x91\x00garbage")
+    with pytest.raises(ValueError) as got:
+        M.from_log(p, concurrency=1)
+    with pytest.raises(ValueError) as replay:
+        list(request_log.jsonl_lines(p))
+    assert str(got.value) == str(replay.value) and "byte 0x91 at offset 0" in str(got.value)
+    p.write_bytes(b'\xef\xbb\xbf{"prompt_len": 3, "output_len": 2}\n')
+    assert M.from_log(p, concurrency=1).input_len.tolist() == [3]

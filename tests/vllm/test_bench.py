@@ -146,7 +146,8 @@ def test_server_rejection_method_from_vllm_start_up_line(name, method):
 
 
 @pytest.mark.parametrize("key", ["mean_tpot_ms", "median_tpot_ms", "p99_tpot_ms",
-                                 "output_throughput", "request_throughput"])
+                                 "output_throughput", "request_throughput",
+                                 "completed"])  # trial4 C6: completed 0 said "turn it on"
 @pytest.mark.parametrize("value", [0, 0.0, -1.0, float("nan"), float("inf")])
 def test_zero_negative_or_non_finite_tpot_or_throughput_is_refused(key, value):
     # R2: a TPOT of 0 in the ON file said "turn it on"
@@ -157,3 +158,17 @@ def test_zero_negative_or_non_finite_tpot_or_throughput_is_refused(key, value):
     with pytest.raises(ValueError, match=key):
         compare_bench(run, {**run, key: 5.0})
     assert read_bench({**run, key: 5.0, "std_tpot_ms": 0.0})["std_tpot_ms"] == 0.0
+
+
+@pytest.mark.parametrize("key, value", [("mean_tpot_ms", 1e300), ("output_throughput", 1e16),
+                                        ("completed", 1e300)])
+def test_an_implausible_value_is_refused_not_printed_in_300_digits(key, value):
+    """T4-K2: a 1e300 ms TPOT printed 300 digits; above MAX_VALUE (1e15) no run measures it."""
+    from specnb.vllm.bench import MAX_VALUE
+
+    run = {"output_throughput": 100.0, "mean_tpot_ms": 10.0, "completed": 8, key: value}
+    with pytest.raises(ValueError, match=key):
+        read_bench(run)
+    with pytest.raises(ValueError, match=key):
+        compare_bench(run, {**run, key: 5.0})
+    assert read_bench({**run, key: MAX_VALUE})[key] == MAX_VALUE

@@ -96,6 +96,30 @@ def test_counters_are_summed_across_data_parallel_engines():
     assert counts.accepted_per_position == (sum(drafts),)
 
 
+def test_a_series_twice_is_two_scrapes_in_one_file_not_a_sum():
+    # trial4 W1: an appended second scrape doubled drafts (tau 4.50 -> 2.75) silently
+    after = sample_path("metrics_after.prom").read_text()
+    drafts = [line for line in after.splitlines()
+              if line.startswith("vllm:spec_decode_num_drafts_total")]
+    per_pos = [line for line in after.splitlines() if 'position="3"' in line
+               and line.startswith("vllm:spec_decode_num_accepted_tokens_per_pos_total")]
+    for extra in (drafts, per_pos, after.splitlines()):
+        with pytest.raises(ValueError, match="appears twice"):
+            read_metrics(after + "\n".join(extra) + "\n")
+    assert read_metrics(after).drafts == 11043  # distinct engines are still summed (above)
+
+
+def test_per_position_counts_from_log_rates_are_said_to_be_estimates():
+    # trial4 K1: 8,415 ... 2,617 (sum 38,606) beside accepted 38,611, with no word
+    log = log_counts(sample_path("spec_decode_current.log").read_text())
+    stats = acceptance_stats(log)
+    total = sum(log.accepted_per_position)
+    assert round(total) != log.accepted_tokens
+    assert any("estimates" in n and f"{total:,.0f}" in n for n in stats.notes)
+    scrape = acceptance_stats(read_metrics(sample_path("metrics_after.prom").read_text()))
+    assert not any("estimates" in n for n in scrape.notes)  # exact counters: no such note
+
+
 def test_before_after_pair_gives_the_window():
     before, after = (sample_path(n).read_text() for n in
                      ("metrics_before.prom", "metrics_after.prom"))

@@ -94,6 +94,21 @@ def test_a_kv_cache_dtype_the_parser_takes_and_the_engine_refuses():
     assert "serve-unknown-kv-cache-dtype" not in _codes("MODEL --kv-cache-dtype fp8")
 
 
+@pytest.mark.parametrize("extra, code", [
+    ("--gpu-memory-utilization 1.5", "serve-gpu-memory-utilization-range"),  # cache.py gt=0,
+    ("--gpu-memory-utilization 0", "serve-gpu-memory-utilization-range"),  # le=1 (trial4 W3)
+    ("--gpu-memory-utilization nan", "serve-gpu-memory-utilization-range"),
+    ("-tp 0", "serve-tensor-parallel-size-range"),  # parallel.py ge=1 (trial4 C2): not exit 2
+])
+def test_engine_config_bounds_are_errors_not_acceptance(extra, code):
+    spec = " --speculative-config '{\"method\": \"ngram\", \"num_speculative_tokens\": 3}' "
+    _, check = check_serve_line("vllm serve MODEL" + spec + extra, vllm_version="0.33.0")
+    assert not check.accepted and code in [f.code for f in check.errors], check.codes()
+    _, ok = check_serve_line("vllm serve MODEL" + spec + "--gpu-memory-utilization 1 -tp 1",
+                             vllm_version="0.33.0")
+    assert not [f for f in ok.errors if f.code.endswith("-range")]
+
+
 def test_dotted_flag_findings_name_the_flag_not_a_position():
     _, check = check_serve_line("MODEL --speculative-config.method ngram "
                                 "--speculative-config.num_speculative_tokens '{3'")
