@@ -60,6 +60,19 @@ def listed_twice(*flags) -> str | None:
     return None
 
 
+def light_checks(args) -> None:
+    """The library's own checks (:mod:`specnb.limits`: no serving model, no pandas) of the
+    load and memory flags a command has (``--routing-skew``, ``--request-rate``,
+    ``--proposal-rate``, ``--gpu-memory-utilization``), run before the heavy imports by
+    ``plan`` and ``simulate``. Raises their ValueError / TypeError."""
+    from .. import limits
+
+    for name in ("routing_skew", "request_rate", "proposal_rate"):
+        if getattr(args, name, None) is not None:
+            getattr(limits, name)(getattr(args, name))
+    limits.gpu_memory_utilization(args.gpu_memory_utilization)
+
+
 #: The exit status of every command, one rule (``specnb --help`` ends with :data:`EXIT_STATUS`;
 #: each command's description says which apply to it). 0: answered.
 EXIT_OK = 0

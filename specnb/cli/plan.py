@@ -22,7 +22,7 @@ import sys
 
 from ..limits import DEFAULT_GPU_MEMORY_UTILIZATION as S_DEFAULT_GMU
 from ..memory import DTYPE_BYTES
-from . import error, listed_twice, refuse
+from . import error, light_checks, listed_twice, refuse
 
 __all__ = ["register", "run", "plan", "format_plan"]
 
@@ -292,13 +292,9 @@ def _light_checks(args) -> None:
     (:mod:`specnb.limits`, :mod:`specnb.theory`: numpy, no serving model, no pandas), run
     before the serving model is imported: a bad value is refused at once, in the library's
     words (named as flags by :func:`specnb.cli.refuse`). Raises their ValueError / TypeError."""
-    from .. import limits, theory
+    from .. import theory
 
-    if args.routing_skew is not None:
-        limits.routing_skew(args.routing_skew)
-    if args.proposal_rate is not None:
-        limits.proposal_rate(args.proposal_rate)
-    limits.gpu_memory_utilization(args.gpu_memory_utilization)
+    light_checks(args)
     acceptance = _acceptance_flags(args)
     if acceptance:
         theory.tokens_per_step(args.gamma, **acceptance)

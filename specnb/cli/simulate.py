@@ -19,7 +19,7 @@ import os
 import sys
 
 from ..limits import DEFAULT_GPU_MEMORY_UTILIZATION as S_DEFAULT_GMU
-from . import error, listed_twice, message, positive_int, refuse
+from . import error, light_checks, listed_twice, message, positive_int, refuse
 from .plan import DTYPE_CHOICES
 
 __all__ = ["register", "run", "simulate", "format_simulation", "estimate_seconds"]
@@ -396,13 +396,9 @@ def _light_checks(a) -> None:
     """The library's own checks of flag values that live in light modules
     (:mod:`specnb.limits`, :mod:`specnb.theory`), run before the simulator and the serving
     model are imported (as ``specnb plan`` does). Raises their ValueError / TypeError."""
-    from .. import limits, theory
+    from .. import theory
 
-    if a.request_rate is not None:
-        limits.request_rate(a.request_rate)
-    if a.proposal_rate is not None:
-        limits.proposal_rate(a.proposal_rate)
-    limits.gpu_memory_utilization(a.gpu_memory_utilization)
+    light_checks(a)
     if a.alpha is not None:
         theory.tokens_per_step(a.gamma, alpha=a.alpha)
     if a.tau is not None:
