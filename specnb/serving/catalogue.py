@@ -72,7 +72,9 @@ class GPU:
     tensor cores); ``link`` (GPU-to-GPU bytes/s: NVLink where present, else PCIe);
     ``layer_fixed_us`` (a fixed cost per layer per forward beyond the fitted defaults' fixed
     cost, microseconds: launches and small kernels on GPUs where it is published, 0 where
-    not; ``data/gpus.csv`` says where each comes from); ``source``.
+    not; ``data/gpus.csv`` says where each comes from); ``compute_capability`` (CUDA's
+    ``"major.minor"``, https://developer.nvidia.com/cuda-gpus; ``""`` for a GPU that is not
+    CUDA's, e.g. AMD's); ``source``.
     """
 
     name: str
@@ -83,6 +85,7 @@ class GPU:
     link: float
     source: str = ""
     layer_fixed_us: float = 0.0
+    compute_capability: str = ""
 
     def flops(self, dtype: str = "bf16") -> float:
         """Peak dense FLOP/s for a weight dtype: FP8 tensor cores for ``fp8`` where the GPU
@@ -114,6 +117,11 @@ def gpu_names() -> list[str]:
     return list(dict.fromkeys(r["gpu"] for r in _catalogue("gpus", "gpu").values()))
 
 
+def _blank(value) -> bool:
+    """A CSV cell left empty (pandas reads it as NaN)."""
+    return value is None or value == "" or (isinstance(value, float) and math.isnan(value))
+
+
 def gpu(name) -> GPU:
     """A GPU from ``data/gpus.csv`` by name or alias, case-insensitive (``"h100-sxm"``,
     ``"H100"``, ``"A100"``). A :class:`GPU` is returned unchanged.
@@ -132,14 +140,13 @@ def gpu(name) -> GPU:
         raise ValueError(f"unknown GPU {name!r}; known GPUs: {', '.join(gpu_names())} "
                          "(case-insensitive)")
     fp8 = rec["fp8_tflops"]
-    fp8 = None if fp8 == "" or fp8 is None or (isinstance(fp8, float) and math.isnan(fp8)) \
-        else float(fp8) * 1e12
+    fp8 = None if _blank(fp8) else float(fp8) * 1e12
     fixed = rec.get("layer_fixed_us", "")
-    fixed = 0.0 if fixed == "" or fixed is None or (isinstance(fixed, float) and math.isnan(fixed)) \
-        else float(fixed)
+    fixed = 0.0 if _blank(fixed) else float(fixed)
+    cc = rec.get("compute_capability", "")
     return GPU(rec["gpu"], float(rec["memory_gb"]) * 1e9, float(rec["bandwidth_gb_s"]) * 1e9,
                float(rec["bf16_tflops"]) * 1e12, fp8, float(rec["link_gb_s"]) * 1e9,
-               rec["source"], fixed)
+               rec["source"], fixed, "" if _blank(cc) else f"{float(cc):.1f}")
 
 
 def gpu_alias_note(name) -> str | None:

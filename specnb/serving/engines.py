@@ -60,6 +60,7 @@ STEP_FIELDS = {"expert_us": "us per touched expert per MoE layer",
               "a2a_us": "us per all-to-all (EP)",
               "graph_cap_tokens": "most query tokens a CUDA graph covers",
               "eager_layer_us": "us of host launch time per layer for a step without a CUDA graph",
+              "fa2_walk_ns": "ns per cached token per layer of FlashAttention-2's unsplit walk",
               "routing_skew": "fraction in [0, 0.95]"}
 
 #: Engines whose speculation drafts trees (SGLang's ``--speculative-eagle-topk`` > 1 and

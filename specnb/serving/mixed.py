@@ -17,6 +17,11 @@ them (``vllm/v1/spec_decode/eagle.py`` / ``draft_model.py`` / ``dflash.py`` @ v0
 * n-gram / suffix: :data:`specnb.serving.NGRAM_DRAFT_FRACTION` of the target's time when some
   sequence speculates.
 
+On an engine that runs FlashAttention-2 (vLLM V1 on compute capability 8.x / 12.x), a step in
+which any query has more than one token (a verify or a prefill chunk) runs the target's
+attention off the decode path for every sequence in it: :func:`specnb.serving.step.
+multi_token_attention` (the draft's forwards are left on the decode path: not modelled).
+
 With the step's logit rows given (``logit_tokens``; the simulator gives them), the LM head
 runs only where vLLM computes logits: each request's last scheduled token and its verified
 drafts for the target, one row per request in the draft's first forward; a prefill chunk's
@@ -83,12 +88,13 @@ class MixedStep:
         self.kv_budget = d.kv_budget
         self.first_extra, self.rest_extra = d.extra_params
         self.engine_step = self.times.moe  # the engine's MoE / CUDA-graph step costs
+        self.multi = self.times.multi  # FlashAttention-2's multi-token-query attention
 
     def _att(self, c, q):
         # query x context pairs of a causal chunk of q tokens after c cached tokens
         return float(np.dot(q, c + (q - 1.0) / 2.0))
 
-    def _forward_ms(self, prep, tokens, kv, att, rows=None):
+    def _forward_ms(self, prep, tokens, kv, att, rows=None, multi=None):
         """``_step_totals``'s time of one forward over ``tokens`` query tokens whose LM head
         runs on ``rows`` of them only (None: all). vLLM V1 computes logits only at
         ``logits_indices`` (``gpu_model_runner._prepare_inputs``: the last scheduled token of
@@ -97,12 +103,15 @@ class MixedStep:
         request), so a prefill chunk's other tokens skip the head's
         ``2 x vocab x hidden`` FLOPs each. The step's time less those FLOPs' matmul time, as
         ``_step_totals`` combines it (``max + (1 - overlap) min`` of weight and matmul time),
-        and at least the eager launch floor it applies beyond the CUDA-graph cap."""
+        and at least the eager launch floor it applies beyond the CUDA-graph cap. ``multi``:
+        ``(kv_read_factor, kv_floor_ms)`` of a step with multi-token queries on
+        FlashAttention-2 (:func:`~specnb.serving.step.multi_token_attention`), or None."""
         es = self.engine_step
+        kw = {} if multi is None else {"kv_read_factor": multi[0], "kv_floor_ms": multi[1]}
         if rows is None or rows >= tokens:
-            return float(_step_totals(*prep, tokens, kv, att, engine_step=es)[0])
+            return float(_step_totals(*prep, tokens, kv, att, engine_step=es, **kw)[0])
         arch, g, eff, dtype, n = prep[0], prep[1], prep[2], prep[3], prep[5]
-        p = _step_totals(*prep, tokens, kv, att, parts=True, engine_step=es)
+        p = _step_totals(*prep, tokens, kv, att, parts=True, engine_step=es, **kw)
         fl = eff.compute * g.flops(dtype)
         t_w = float(p["w"]) / (eff.bandwidth * g.bandwidth) * 1e3
         t_lin = float(p["f_lin"]) * 1e3 / fl
@@ -177,8 +186,11 @@ class MixedStep:
         q = np.asarray(query_tokens, dtype=float)
         k = np.asarray(draft_tokens, dtype=float)
         rows = None if logit_tokens is None else float(np.sum(logit_tokens))
+        multi = None
+        if self.multi[1] and q.max() > 1.0:  # FlashAttention-2 off its decode path
+            multi = (self.multi[0], self.multi[1] * float(c.max()))
         t_target = self._forward_ms(self.times.tgt, float(q.sum()), float(c.sum()),
-                                    self._att(c, q), rows)
+                                    self._att(c, q), rows, multi)
         t_draft = float(self._draft_ms(c, q, k, t_target, rows))
         t_engine = float(self._engine_ms(q, k))
         return {"target_ms": t_target, "draft_ms": t_draft, "engine_ms": t_engine,

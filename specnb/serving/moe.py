@@ -431,6 +431,12 @@ class EngineStep:
         Host time per layer to launch a step's kernels without a CUDA graph, microseconds:
         beyond the cap a step takes at least ``layers x eager_layer_us`` (the GPU hides the
         launches when its own work is longer).
+    fa2_walk_ns : float >= 0
+        The engine runs FlashAttention-2's varlen kernel on GPUs without FA3 / FA4 (vLLM V1 on
+        compute capability 8.x and 12.x), whose decode path (split-KV and the GQA swap) needs
+        every query of the step to be one token: time per cached token per layer of one
+        block's unsplit walk at head dim 128, nanoseconds
+        (:func:`~specnb.serving.step.multi_token_attention`); 0: not such an engine.
     """
 
     routing_skew: float = DEFAULT_ROUTING_SKEW
@@ -440,10 +446,11 @@ class EngineStep:
     a2a_us: float = 0.0
     graph_cap_tokens: int = 0
     eager_layer_us: float = 0.0
+    fa2_walk_ns: float = 0.0
 
     def __post_init__(self):
         limits.routing_skew(self.routing_skew)
-        for name in ("expert_us", "a2a_us", "eager_layer_us"):
+        for name in ("expert_us", "a2a_us", "eager_layer_us", "fa2_walk_ns"):
             _check.scalar_real(name, getattr(self, name), lo=0.0)
         for name in ("tile_tokens", "graph_cap_tokens"):
             _check.scalar_int(name, getattr(self, name), lo=0)

@@ -21,7 +21,7 @@ from .setup import Setup
 from .catalogue import DTYPES
 from . import workload
 from .setup import memory_cap
-from .step import _prep, _step
+from .step import _prep, _step, multi_token_attention
 
 __all__ = ["NGRAM_DRAFT_FRACTION", "MAX_BATCH_SEARCH", "MAX_GRID_CELLS", "t_plain_ms",
            "t_verify_ms", "t_draft_ms", "tokens_per_step", "speedup", "per_token_latency_ms",
@@ -89,6 +89,8 @@ class _Times:
         # the engine's step costs (EngineStep; None: the uniform-routing weight read alone)
         self.moe = st.engine.engine_step() if st.engine.step else None
         self.tree = tree  # (topk, num_draft_tokens) of an SGLang tree, or None (a chain)
+        # FlashAttention-2's cost of a step with multi-token queries ((1, 0): not this engine)
+        self.multi = multi_token_attention(self.tgt[0], self.tgt[1], self.tgt[5], self.moe)
 
     def _q(self, g):
         """Query tokens per sequence of a verification: 1 + M gamma, or a tree's N."""
@@ -101,8 +103,18 @@ class _Times:
 
     def verify(self, b, s, g):
         """T_V at ``1 + M gamma`` query tokens per sequence (M = the proposal rate), or at a
-        tree's ``num_draft_tokens`` (tree attention: every node reads the context)."""
-        return _step(*self.tgt, b, s, self._q(g), engine_step=self.moe)
+        tree's ``num_draft_tokens`` (tree attention: every node reads the context). On an
+        engine that runs FlashAttention-2 (:func:`~specnb.serving.step.multi_token_attention`)
+        a step where some sequence verifies drafts loses the decode path: with proposal rate
+        M, that is a share ``1 - (1 - M)^B`` of the steps, which take the multi-token
+        attention time; the rest the decode path's."""
+        q = self._q(g)
+        t, cb = _step(*self.tgt, b, s, q, engine_step=self.moe)
+        if self.multi == (1.0, 0.0):
+            return t, cb
+        t_multi, cb_multi = _step(*self.tgt, b, s, q, engine_step=self.moe, multi=self.multi)
+        share = 1.0 - (1.0 - self.m) ** b
+        return share * t_multi + (1.0 - share) * t, np.where(share >= 0.5, cb_multi, cb)
 
     def _extra_ms(self, params, b):
         """Time of ``params`` more weights read and multiplied by b tokens (a head's fc

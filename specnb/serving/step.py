@@ -16,7 +16,8 @@ from . import moe as _moe
 from .catalogue import DTYPES, architecture, gpu, kv_storage_dtype
 
 __all__ = ["Efficiency", "DEFAULT_EFFICIENCY", "DEFAULT_HEAD_EFFICIENCY",
-           "default_efficiency_sources", "step_breakdown", "step_time_ms"]
+           "default_efficiency_sources", "step_breakdown", "step_time_ms",
+           "multi_token_attention"]
 
 @dataclass(frozen=True)
 class Efficiency:
@@ -117,17 +118,65 @@ def _prep(arch, gpu_name, dtype, kv_dtype, gpus, efficiency):
 
 
 def _step(arch, g, eff, dtype, kv_dtype, n, b, s, q, kv_budget=None, parts=False, *,
-          engine_step=None):
+          engine_step=None, multi=None):
     """Unchecked core of :func:`step_breakdown` on float arrays that broadcast (q may be a
     fractional mean, e.g. 1 + M gamma with partial proposals): B sequences alike, each with
     context s and q query tokens (:func:`_step_totals` with tokens B q, KV tokens B s and
-    attention token-contexts B q s)."""
+    attention token-contexts B q s). ``multi``: :func:`multi_token_attention`'s pair for a
+    step with multi-token queries (None: the decode path)."""
     if kv_budget is not None:
         s = np.minimum(s, kv_budget)
     tokens = b * q
     floor = s * (arch.n_layers * eff.kv_token_ns * 1e-6) if eff.kv_token_ns else 0.0
+    factor = 1.0
+    if multi is not None:
+        factor, walk = multi
+        floor = np.maximum(floor, s * walk)
     return _step_totals(arch, g, eff, dtype, kv_dtype, n, tokens, b * s, tokens * s, parts,
-                        engine_step=engine_step, kv_floor_ms=floor)
+                        engine_step=engine_step, kv_floor_ms=floor, kv_read_factor=factor)
+
+
+#: CUDA compute capability majors on which vLLM 0.33 does not run FlashAttention-2 for a
+#: dense attention layer: 9 (FA3, ``fa_utils.get_flash_attn_version``) and 10 (FlashInfer first,
+#: ``platforms/cuda.py`` ``_get_backend_priorities``; FA4 behind it).
+_NOT_FA2_MAJORS = ("9", "10")
+
+
+def multi_token_attention(arch, g, gpus: int = 1, engine_step=None) -> tuple[float, float]:
+    """What a step whose longest query has more than one token costs in attention on an
+    engine that runs FlashAttention-2's varlen kernel (issue 22): ``(kv_read_factor,
+    walk_ms)``, where the step's KV read takes ``kv_read_factor`` times its bytes and at least
+    ``walk_ms`` x the longest context among its sequences; ``(1.0, 0.0)`` where the rule does
+    not apply.
+
+    vLLM V1 attends a whole step in one ``flash_attn_varlen_func`` call with ``max_seqlen_q``
+    the step's longest query (``v1/attention/backends/flash_attn.py``). FlashAttention-2
+    applies its decode path, the GQA swap (one block per KV head serving its query heads) and
+    split-KV, only when ``max_seqlen_q == 1`` (``csrc/flash_attn/flash_api.cpp``
+    ``mha_varlen_fwd``, vllm-project/flash-attention; since FlashAttention PR #754, 2024-01);
+    otherwise every (sequence, query head) is one block that walks the sequence's whole KV
+    cache, and a paged KV cache refuses ``num_splits > 1``. So in a step with a verify or
+    prefill query, each query head reads its KV head's cache (``n_heads / n_kv_heads`` times
+    the bytes: vllm-project/flash-attention PR #193's split-but-unswapped reads run at 87-98 %
+    of an RTX 3090's bandwidth on that many bytes, ``data/fa2_verify_attention.csv``), and the
+    longest sequence's block takes ``context x layers x fa2_walk_ns`` (the unsplit walk, PR
+    #193: 40.8 ns per token at head dim 128, scaled by ``head_dim / 128``). A plain decode
+    step (every query one token) keeps the split, swapped path.
+
+    Applies when ``engine_step.fa2_walk_ns`` > 0 (the ``vllm`` V1 profile), the GPU is CUDA
+    with a compute capability major other than 9 and 10 (A100, A40, A10G, L4, L40(S), RTX
+    3090 / 4090), and the target has per-head K and V (not MLA). Unchecked: the caller's
+    setup was checked. ``gpus``: tensor parallelism (heads split ``gpus`` ways, KV heads
+    ``min(gpus, n_kv_heads)`` ways).
+    """
+    walk = 0.0 if engine_step is None else float(engine_step.fa2_walk_ns)
+    cc = getattr(g, "compute_capability", "")
+    if not walk or not cc or cc.split(".")[0] in _NOT_FA2_MAJORS or arch.mla is not None:
+        return 1.0, 0.0
+    q_heads = arch.n_heads / gpus
+    kv_heads = arch.n_kv_heads / _moe._kv_split_ways(arch, gpus)
+    factor = max(q_heads / kv_heads, 1.0)
+    return factor, arch.n_layers * walk * (arch.head_dim / 128.0) * 1e-6
 
 
 def _moe_terms(arch, g, n, tokens, moe):
@@ -158,7 +207,7 @@ def _moe_terms(arch, g, n, tokens, moe):
 
 
 def _step_totals(arch, g, eff, dtype, kv_dtype, n, tokens, kv_tokens, att_tokens,
-                 parts=False, *, engine_step=None, kv_floor_ms=0.0):
+                 parts=False, *, engine_step=None, kv_floor_ms=0.0, kv_read_factor=1.0):
     """The physics of one forward from its totals (the one home of the step rule; a mixed
     step of prefill chunks, decode and verify tokens calls it directly): ``tokens`` query
     tokens in all, ``kv_tokens`` context tokens read from the KV cache (sum of each
@@ -167,8 +216,10 @@ def _step_totals(arch, g, eff, dtype, kv_dtype, n, tokens, kv_tokens, att_tokens
     :class:`~specnb.serving.moe.EngineStep` (routing skew, per-expert tile floor and fixed
     cost, expert-parallel all-to-alls, CUDA-graph cap); None keeps the uniform-routing
     weight read alone (the behaviour before issue 25). ``kv_floor_ms``: the least time of the
-    KV read (:attr:`Efficiency.kv_token_ns` x context x layers, set by :func:`_step`; 0: no
-    floor, as for a mixed step)."""
+    KV read (:attr:`Efficiency.kv_token_ns` x context x layers, set by :func:`_step`, or
+    FlashAttention-2's unsplit walk, :func:`multi_token_attention`; 0: no floor).
+    ``kv_read_factor``: the KV bytes read per byte cached (1; FlashAttention-2 without its GQA
+    swap: ``n_heads / n_kv_heads``)."""
     moe = engine_step
     extra = 0.0
     f_moe = 0.0
@@ -178,7 +229,8 @@ def _step_totals(arch, g, eff, dtype, kv_dtype, n, tokens, kv_tokens, att_tokens
         w_params, f_moe, extra = _moe_terms(arch, g, n, tokens, moe)
         w = w_params * DTYPES[dtype] / n
     # n was checked once by _prep (or the Setup): the unchecked split, as every step calls it
-    kv = kv_tokens * (arch.kv_bytes_per_token(kv_dtype) / _moe._kv_split_ways(arch, n))
+    kv = kv_tokens * (arch.kv_bytes_per_token(kv_dtype) / _moe._kv_split_ways(arch, n)
+                      * kv_read_factor)
     f_lin = (2.0 * arch.matmul_params_per_token / n) * tokens + f_moe / n
     f_att = (_moe.attention_flops_per_token_per_context(arch) / n) * att_tokens
     bw = eff.bandwidth * g.bandwidth

@@ -197,3 +197,25 @@ def test_sglang_tree_costs_topk_draft_steps_and_the_verified_nodes():
         S.check_tree(S.setup("H100", "Llama-3.1-8B", "eagle3"), 3, 2, 8)
     with pytest.raises(ValueError, match="topk must be an integer >= 1"):
         S.check_tree(st, 3, 0, 8)
+
+
+def test_flash_attention_2_verify_steps_share_the_multi_token_cost_by_proposal_rate():
+    # on an A40 (FA2) a step where some sequence verifies leaves the decode path; with
+    # proposal rate M that is 1 - (1 - M)^B of the steps (speedup._Times.verify)
+    from specnb.serving import step as ST
+    from specnb.serving.speedup import _Times
+
+    st = S.setup("A40", "Llama-3.1-8B", "ngram", proposal_rate=0.17)
+    tm = _Times(st)
+    for b in (1, 8, 32):
+        plain = ST._step(*tm.tgt, b, 2000.0, tm._q(4.0), engine_step=tm.moe)[0]
+        multi = ST._step(*tm.tgt, b, 2000.0, tm._q(4.0), engine_step=tm.moe, multi=tm.multi)[0]
+        share = 1 - 0.83 ** b
+        assert tm.verify(b, 2000.0, 4.0)[0] == pytest.approx(
+            share * multi + (1 - share) * plain, rel=1e-12)
+    # the steady plan: n-gram pays alone and loses at batch 32 on the A40, not on the H100
+    a40 = S.speedup(st, np.array([1, 32]), 2000, 4, tau=2.0)
+    h100 = S.speedup(S.setup("H100-SXM", "Llama-3.1-8B", "ngram", proposal_rate=0.17),
+                     np.array([1, 32]), 2000, 4, tau=2.0)
+    assert a40[0] > 1.0 > a40[1]
+    assert (h100 > 1.0).all()

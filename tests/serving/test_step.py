@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from specnb import data
 from specnb import serving as S
+from specnb.serving import step as ST
 from tests.tier import examples
 
 
@@ -190,3 +191,75 @@ def test_kv_latency_floor_of_a_kernel_without_split_kv():
     big = S.step_time_ms("Llama-3.1-8B", "H200", 256, 512, 1, efficiency=floor)
     assert big == pytest.approx(S.step_time_ms("Llama-3.1-8B", "H200", 256, 512, 1,
                                                efficiency=S.Efficiency(overlap=1.0)))
+
+
+def _kernel_rows():
+    d = data.load("fa2_verify_attention")
+    return d[d["series"] == "pr193"].astype({"head_dim": int, "q_heads": int, "kv_heads": int})
+
+
+def test_fa2_walk_is_derived_from_the_published_unsplit_verify_call():
+    # engine_profiles' vllm fa2_walk_ns = vllm-project/flash-attention PR #193's unsplit
+    # verify call (hd128, 32 / 8 heads, q=8, 32,768 KV tokens, RTX 3090) per KV token
+    d = _kernel_rows()
+    row = d[(d["kernel"] == "unsplit") & (d["head_dim"] == 128)].iloc[0]
+    walk = S.engine_profile("vllm").engine_step().fa2_walk_ns
+    assert walk == round(row["ms"] * 1e6 / row["kv_len"], 1) == 40.8
+    # the hd256 calls walk twice the key blocks per token: 79-92 ns, about 2 x 40.8
+    hd256 = d[(d["kernel"] == "unsplit") & (d["head_dim"] == 256)]
+    per_token = hd256["ms"] * 1e6 / hd256["kv_len"]
+    assert per_token.between(0.95 * 2 * walk, 1.15 * 2 * walk).all(), per_token.tolist()
+
+
+def test_unswapped_reads_cost_every_query_heads_bytes():
+    # split but without the GQA swap (max_seqlen_q > 1), each query head reads its KV head's
+    # cache: PR #193's patched calls move q_heads x KV bytes at 83-98 % of the 3090's
+    # bandwidth, the swapped q=1 decode calls kv_heads x KV bytes
+    d = _kernel_rows()
+    bw = S.gpu("RTX-3090").bandwidth
+    per_head = d["kv_len"] * d["head_dim"] * 2 * 2  # K and V, 2 bytes each
+    unpacked = d[d["kernel"] == "split_unpacked"]
+    share = (unpacked["q_heads"] * per_head[unpacked.index] / (unpacked["ms"] * 1e-3) / bw)
+    big = unpacked["kv_len"] >= 32768
+    assert share[big].between(0.80, 1.0).all(), share.round(2).tolist()
+    packed = d[(d["kernel"] == "split_packed") & (d["kv_len"] == 200000)].iloc[0]
+    assert packed["kv_heads"] * per_head[packed.name] / (packed["ms"] * 1e-3) / bw \
+        == pytest.approx(0.755, abs=0.005)
+
+
+@pytest.mark.parametrize("gpu, engine, model, gpus, expected", [
+    ("A40", "vllm", "Llama-3.1-8B", 1, (4.0, 32 * 40.8e-6)),       # FA2 (8.6)
+    ("A100", "vllm", "Llama-3.1-8B", 2, (4.0, 32 * 40.8e-6)),      # FA2 (8.0), TP 2
+    ("L40S", "vllm", "Llama-3.1-8B", 16, (2.0, 32 * 40.8e-6)),     # 2 q heads, 1 KV head a GPU
+    ("H100-SXM", "vllm", "Llama-3.1-8B", 1, (1.0, 0.0)),           # FA3
+    ("B200", "vllm", "Llama-3.1-8B", 1, (1.0, 0.0)),               # FlashInfer
+    ("MI300X", "vllm", "Llama-3.1-8B", 1, (1.0, 0.0)),             # ROCm
+    ("A40", "vllm-v0", "Llama-3.1-8B", 1, (1.0, 0.0)),             # V0: batch expansion
+    ("A40", "sglang", "Llama-3.1-8B", 1, (1.0, 0.0)),              # not FA2 varlen
+    ("A40", "vllm", "MiniCPM3-4B", 1, (1.0, 0.0)),                 # MLA: another backend
+])
+def test_multi_token_attention_applies_where_vllm_runs_flash_attention_2(gpu, engine, model,
+                                                                         gpus, expected):
+    arch = S.architecture(model)
+    es = S.engine_profile(engine).engine_step() if S.engine_profile(engine).step else None
+    got = ST.multi_token_attention(arch, S.gpu(gpu), gpus, es)
+    assert got == pytest.approx(expected, rel=1e-12)
+
+
+def test_a_multi_token_step_reads_the_kv_group_times_and_walks_the_longest_context():
+    arch, g = S.architecture("Llama-3.1-8B"), S.gpu("A40")
+    eff = S.Efficiency(overlap=0.0)
+    prep = ST._prep(arch, g, "bf16", None, 1, eff)
+    factor, walk = ST.multi_token_attention(arch, g, 1, S.engine_profile("vllm").engine_step())
+    base = ST._step_totals(*prep, 40.0, 8 * 2000.0, 40.0 * 2000.0, parts=True)
+    multi = ST._step_totals(*prep, 40.0, 8 * 2000.0, 40.0 * 2000.0, parts=True,
+                            kv_read_factor=factor, kv_floor_ms=walk * 2000)
+    assert multi["kv"] == pytest.approx(4.0 * base["kv"], rel=1e-12)
+    t_kv = base["kv"] / (eff.bandwidth * g.bandwidth) * 1e3
+    assert multi["total"] - base["total"] == pytest.approx(3.0 * t_kv, rel=1e-9)
+    # one sequence: the walk (2000 x 32 x 40.8 ns = 2.6 ms) is above 4 x its KV read
+    one = ST._step_totals(*prep, 5.0, 2000.0, 5.0 * 2000.0, parts=True,
+                          kv_read_factor=factor, kv_floor_ms=walk * 2000)
+    solo = ST._step_totals(*prep, 5.0, 2000.0, 5.0 * 2000.0, parts=True)
+    assert one["total"] - solo["total"] == pytest.approx(
+        2000 * 32 * 40.8e-6 - solo["kv"] / (eff.bandwidth * g.bandwidth) * 1e3, rel=1e-9)

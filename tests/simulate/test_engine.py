@@ -201,3 +201,27 @@ def test_engine_config_caps_the_default_max_num_seqs_at_the_budget_as_vllm():
         M.engine_config(EAGLE3, max_num_batched_tokens=10, max_num_seqs=11)
     with pytest.raises(ValueError, match=f"max_num_batched_tokens {tok} is below max_num_seqs"):
         M.engine_config(EAGLE3, max_num_seqs=tok + 1)
+
+
+def _ngram_ratio(gpu, prompt, conc):
+    # engines.md section 4's shape: Llama-3.1-8B, prompts of thousands of tokens, 256 output
+    # tokens, n-gram with proposal rate 0.17 (measured 0.13-0.21), tau 2.0 per draft at k = 4
+    st = S.setup(gpu, "Llama-3.1-8B", "ngram", proposal_rate=0.17)
+    w = M.synthetic(max(2 * conc, 8), prompt, 256, concurrency=conc)
+    sim = M.simulate(st, w, [M.policy("off"), M.policy("static", k=4)],
+                     config=M.engine_config(st, host=M.host_cost(st)),
+                     acceptance=M.acceptance(tau=2.0, gamma=4, proposal_rate=0.17))
+    return sim.results["k=4"]["output_throughput"] / sim.results["off"]["output_throughput"]
+
+
+def test_ngram_pays_alone_and_loses_under_load_with_long_prompts_on_flash_attention_2():
+    # issue 22's held-back finding: on an A40 (FlashAttention-2, whose decode path needs every
+    # query to be one token) n-gram pays at concurrency 1 and loses at tens of requests, the
+    # more the longer the prompt; on an H100 (FA3: split-KV and packed GQA at any query
+    # length) the same load is about even
+    a40 = {(n, c): _ngram_ratio("A40", n, c) for n in (2000, 8000) for c in (1, 32)}
+    assert a40[(2000, 1)] > 1.0 and a40[(8000, 1)] > 1.0
+    assert a40[(2000, 32)] < 1.0 and a40[(8000, 32)] < 1.0
+    assert a40[(8000, 1)] < a40[(2000, 1)]
+    assert _ngram_ratio("H100-SXM", 2000, 32) == pytest.approx(1.0, abs=0.02)
+    assert a40[(2000, 32)] < 0.9
