@@ -95,14 +95,27 @@ def decode_throughput(trace, batch: int) -> float:
     return float(np.asarray(trace.generated)[use].sum() / ms[use].sum() * 1e3)
 
 
+def _runs(st, w, k, tau, cfg=None, seed=0):
+    """(results off, results on, trace off, trace on); ``cfg`` one EngineConfig for both
+    runs or a pair (off, on), as vLLM V0's defaults schedule a plain and a speculative run of
+    a long-context model differently (:func:`specnb.simulate.v0_engine_config`)."""
+    pols = [M.policy("off"), M.policy("static", k=k)]
+    acc = M.acceptance(tau=tau, gamma=k)
+    if not isinstance(cfg, tuple):
+        sim = M.simulate(st, w, pols, acceptance=acc, config=cfg, seed=seed)
+        return (sim.results["off"], sim.results[f"k={k}"], sim.traces["off"],
+                sim.traces[f"k={k}"])
+    off = M.simulate(st, w, pols[:1], acceptance=acc, config=cfg[0], seed=seed)
+    on = M.simulate(st, w, pols[1:], acceptance=acc, config=cfg[1], seed=seed)
+    return (off.results["off"], on.results[f"k={k}"], off.traces["off"],
+            on.traces[f"k={k}"])
+
+
 def _ratio(st, w, k, tau, metric, cfg=None, seed=0):
-    sim = M.simulate(st, w, [M.policy("off"), M.policy("static", k=k)],
-                     acceptance=M.acceptance(tau=tau, gamma=k), config=cfg, seed=seed)
-    off, on = sim.results["off"], sim.results[f"k={k}"]
+    off, on, tr_off, tr_on = _runs(st, w, k, tau, cfg, seed)
     if metric == "decode":
         b = int(w.max_concurrency)
-        return (decode_throughput(sim.traces[f"k={k}"], b)
-                / decode_throughput(sim.traces["off"], b))
+        return decode_throughput(tr_on, b) / decode_throughput(tr_off, b)
     if metric == "tpot":
         return off["mean_tpot_ms"] / on["mean_tpot_ms"]
     if metric == "e2el":
@@ -161,12 +174,16 @@ def _blog_setup():
     return S.setup("H100-SXM", "Llama-3.1-70B", "ngram", gpus=4, engine="vllm-v0")
 
 
-def _blog_config(st):
-    """vLLM V0 (the blog, October 2024): no chunked prefill (V0 turned it on by default only
-    for contexts over 32K; Llama-3-70B has 8K: ASSUMED, the blog gives no flags), so its
-    ``_schedule_default`` runs prompts in steps of their own; ``max_num_seqs`` 256 (V0's
-    default)."""
-    return M.engine_config(st, chunked_prefill=False, max_num_seqs=256)
+def _blog_config(st, max_model_len=None):
+    """vLLM V0's defaults (the blog, October 2024, gives no flags), per run
+    (:func:`specnb.simulate.v0_engine_config`): the plain run of a model with a context above
+    32K (the data's Llama-3.1-70B, 131,072; the blog's captions say "Llama3-70B", whose 8,192
+    would give both runs the prefill-first scheduler: ``max_model_len=8192``) gets chunked
+    prefill with a 512-token budget, the speculative run V0's prefill-first scheduler
+    (``_schedule_default``), as ``EngineArgs.create_engine_config`` @ v0.6.3 decides;
+    ``max_num_seqs`` 256. Returns (off, on)."""
+    return (M.v0_engine_config(st, speculative=False, max_model_len=max_model_len),
+            M.v0_engine_config(st, speculative=True, max_model_len=max_model_len))
 
 
 def blog_ngram_points(num_prompts: int = 300, iters: int = 7):
@@ -209,13 +226,11 @@ def blog_at_capacity(tau, qps: float = 8.0, num_prompts: int = 300):
     w = M.synthetic(num_prompts, 837, 323, request_rate=qps, seed=1)
     st = _blog_setup()
     cfg = _blog_config(st)
-    sim = M.simulate(st, w, [M.policy("off"), M.policy("static", k=4)],
-                     acceptance=M.acceptance(tau=tau, gamma=4), config=cfg)
+    off, on, tr_off, tr_on = _runs(st, w, 4, tau, cfg)
     load = {}
-    for name, tr in sim.traces.items():
+    for name, res, tr in (("off", off, tr_off), ("k=4", on, tr_on)):
         dec = np.asarray(tr.prefill) == 0
-        load[name] = (sim.results[name]["mean_e2el_ms"] / 1e3,
-                      float(np.asarray(tr.batch)[dec].mean()))
+        load[name] = (res["mean_e2el_ms"] / 1e3, float(np.asarray(tr.batch)[dec].mean()))
     d = data.load("vllm_pr5691_scoring")
     per_row = ((d["batch_expansion_ms"] - d["mqa_scorer_ms"])
                / (d["batch_size"] * (d["num_speculative_tokens"] + 1)) * 1e3)
@@ -333,6 +348,12 @@ def main() -> int:
         f"{n} mean E2EL {e:.1f} s, {b:.0f} requests per decode step" for n, (e, b) in load.items())
         + "; at V0's batch-expansion cost per verified token across vLLM PR #5691's rows "
         "(tau held): " + ", ".join(f"{us:.0f} us {r:.2f}" for us, r in sens.items()))
+    short = {q: _ratio(_blog_setup(), M.synthetic(300, 837, 323, request_rate=q, seed=1), 4,
+                       tau, "e2el", _blog_config(_blog_setup(), max_model_len=8192))
+             for q in (1.0, 2.0, 4.0, 8.0)}
+    print("   (not scored) read as Llama3-70B (max_model_len 8,192: V0 leaves chunked prefill "
+          "off in both runs), tau held: " + ", ".join(f"QPS {q:g} {r:.2f}"
+                                                      for q, r in short.items()))
     from specnb.simulate import host as H
 
     lp = long_prompt_ngram()

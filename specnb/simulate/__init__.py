@@ -32,13 +32,13 @@ from dataclasses import dataclass
 
 from .acceptance import Acceptance, acceptance
 from .engine import (EngineConfig, Policy, Trace, default_batch_limits, engine_config,
-                     kv_blocks, min_request_steps, policy, run)
+                     kv_blocks, min_request_steps, policy, run, v0_engine_config)
 from .host import HostCost, host_cost, ngram_host_ms, sync_host_ms
 from .result import bench_result
 from .workload import Workload, from_log, synthetic
 
 __all__ = ["Workload", "synthetic", "from_log", "Acceptance", "acceptance", "EngineConfig",
-           "engine_config", "default_batch_limits", "kv_blocks", "Policy", "policy",
+           "engine_config", "v0_engine_config", "default_batch_limits", "kv_blocks", "Policy", "policy",
            "min_request_steps", "Trace", "run", "HostCost", "host_cost", "ngram_host_ms",
            "sync_host_ms", "bench_result", "Simulation", "simulate", "best_policy", "GOALS"]
 

@@ -59,8 +59,8 @@ from .. import _check
 from .. import serving as S
 from .host import HostCost, _host_ms, _sync_ms, host_cost
 
-__all__ = ["EngineConfig", "engine_config", "default_batch_limits", "kv_blocks", "Policy",
-           "policy", "min_request_steps", "Trace", "run", "BLOCK_SIZE"]
+__all__ = ["EngineConfig", "engine_config", "v0_engine_config", "default_batch_limits",
+           "kv_blocks", "Policy", "policy", "min_request_steps", "Trace", "run", "BLOCK_SIZE"]
 
 #: vLLM's default KV-cache block size on CUDA (tokens per block).
 BLOCK_SIZE = 16
@@ -158,6 +158,42 @@ def engine_config(st, *, max_num_seqs=None, max_num_batched_tokens=None,
     if not isinstance(hc, HostCost):
         raise TypeError(f"host must be a HostCost, got {type(hc).__name__}")
     return EngineConfig(seqs, tok, blocks, mml, bs, float(hit), bool(chunked_prefill), hc)
+
+
+#: vLLM V0 (v0.6.x, ``vllm/engine/arg_utils.py`` ``EngineArgs.create_engine_config`` @ v0.6.3):
+#: chunked prefill not set turns on for a model whose ``max_model_len`` is above this on a
+#: GPU, unless a speculative model (or a sliding window, LoRA, prompt adapters, a multimodal
+#: model) is configured; its token budget is then :data:`V0_CHUNKED_BUDGET`.
+V0_LONG_CONTEXT = 32768
+#: V0's ``max_num_batched_tokens`` with chunked prefill (``config.py`` ``SchedulerConfig``,
+#: single-step scheduling @ v0.6.3); without it the budget is ``max(max_model_len, 2048)``.
+V0_CHUNKED_BUDGET = 512
+#: V0's default ``max_num_seqs`` (``EngineArgs.max_num_seqs`` @ v0.6.3).
+V0_MAX_NUM_SEQS = 256
+
+
+def v0_engine_config(st, *, speculative: bool, max_model_len=None, **kw) -> EngineConfig:
+    """vLLM V0's scheduler defaults (v0.6.x) for one run of ``st``: chunked prefill on, with
+    a 512-token budget, when the model's ``max_model_len`` is above 32K and the run does not
+    speculate (``speculative`` False); else V0's prefill-first scheduler
+    (``chunked_prefill=False``, budget ``max(max_model_len, 2048)``); ``max_num_seqs`` 256.
+    So a plain run of a long-context model (Llama-3.1-70B: 131,072) and its speculative twin
+    schedule differently under V0's defaults (:data:`V0_LONG_CONTEXT`). ``max_model_len``
+    None: the target's ``max_position_embeddings``. Other keywords go to
+    :func:`engine_config`.
+
+    Raises
+    ------
+    ValueError
+        as :func:`engine_config`.
+    """
+    mml = (st.target.max_position_embeddings or 131072) if max_model_len is None else \
+        _check.scalar_int("max_model_len", max_model_len, lo=2)
+    chunked = mml > V0_LONG_CONTEXT and not speculative
+    kw.setdefault("max_num_seqs", V0_MAX_NUM_SEQS)
+    budget = V0_CHUNKED_BUDGET if chunked else max(mml, 2048)
+    kw.setdefault("max_num_batched_tokens", budget)
+    return engine_config(st, max_model_len=mml, chunked_prefill=chunked, **kw)
 
 
 @dataclass(frozen=True)

@@ -225,3 +225,39 @@ def test_ngram_pays_alone_and_loses_under_load_with_long_prompts_on_flash_attent
     assert a40[(8000, 1)] < a40[(2000, 1)]
     assert _ngram_ratio("H100-SXM", 2000, 32) == pytest.approx(1.0, abs=0.02)
     assert a40[(2000, 32)] < 0.9
+
+
+@pytest.mark.parametrize("model, mml, off, on", [
+    # vLLM v0.6.3 arg_utils.create_engine_config: chunked prefill on by default above 32K,
+    # unless a speculative model is set; its budget 512, else max(max_model_len, 2048)
+    ("Llama-3.1-70B", None, (True, 512), (False, 131072)),
+    ("Llama-3.1-70B", 8192, (False, 8192), (False, 8192)),
+    ("Llama-3.1-70B", 32768, (False, 32768), (False, 32768)),   # "> 32K": not at 32,768
+    ("Llama-2-7B", None, (False, 4096), (False, 4096)),
+])
+def test_v0_defaults_chunk_the_plain_run_of_a_long_context_model_only(model, mml, off, on):
+    st = S.setup("H100-SXM", model, "ngram", gpus=4 if "70B" in model else 1)
+    for speculative, (chunked, budget) in ((False, off), (True, on)):
+        cfg = M.v0_engine_config(st, speculative=speculative, max_model_len=mml)
+        assert (cfg.chunked_prefill, cfg.max_num_batched_tokens, cfg.max_num_seqs) \
+            == (chunked, budget, 256)
+        assert cfg.max_model_len == (mml or st.target.max_position_embeddings)
+
+
+def test_v0_defaults_make_ngram_lose_at_the_blogs_high_load():
+    # the vLLM blog's n-gram series (V0, Llama-3.1-70B on 4x H100, 837 + 323 tokens): under
+    # V0's defaults the plain run chunks its prefills and the n-gram run does not, so at QPS 8
+    # the n-gram run's E2EL is the longer; read with both runs prefill-first it still pays
+    st = S.setup("H100-SXM", "Llama-3.1-70B", "ngram", gpus=4, engine="vllm-v0")
+    w = M.synthetic(200, 837, 323, request_rate=8.0, seed=1)
+    acc = M.acceptance(tau=3.39, gamma=4)
+
+    def e2el(policy, cfg):
+        res = M.simulate(st, w, [policy], acceptance=acc, config=cfg).results
+        return next(iter(res.values()))["mean_e2el_ms"]
+
+    off, on = M.policy("off"), M.policy("static", k=4)
+    v0 = [M.v0_engine_config(st, speculative=s) for s in (False, True)]
+    assert e2el(off, v0[0]) / e2el(on, v0[1]) < 1.0
+    short = [M.v0_engine_config(st, speculative=s, max_model_len=8192) for s in (False, True)]
+    assert e2el(off, short[0]) / e2el(on, short[1]) > 1.0
