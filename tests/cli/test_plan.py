@@ -608,7 +608,8 @@ def test_sglang_tree_flags_cost_the_tree_and_name_sglangs_keys(capsys):
 @pytest.mark.parametrize("extra, words", [
     (["--topk", "0"], "--topk must be >= 1"),
     (["--topk", "2", "--engine", "vllm"], "verifies chains only"),
-    (["--topk", "2", "--num-draft-tokens", "3"], "--num-draft-tokens must be >= steps"),
+    (["--topk", "2", "--num-draft-tokens", "16"], "--num-draft-tokens must be <= 15"),
+    (["--topk", "2", "--num-draft-tokens", "1"], "--num-draft-tokens must be >= 2"),
     (["--routing-skew", "0.99"], "--routing-skew must be in [0, 0.95]"),
     (["--routing-skew", "-0.1"], "--routing-skew must be in [0, 0.95]"),
 ])
@@ -616,6 +617,38 @@ def test_tree_and_skew_bad_input_is_one_line_and_exit_2(capsys, extra, words):
     code, out, err = run(capsys, *TREE, *extra)
     assert code == 2 and out == ""
     assert words in err and len(err.strip().splitlines()) == 1
+
+
+def test_sglang_tree_beyond_its_candidates_is_refused_and_a_topk1_count_is_run_as_sglang_does(
+        capsys):
+    """T5-W3: steps 3 x topk 4 score 4 + 2 x 16 = 36 candidates (SGLang's
+    organize_draft_results), so 200 draft tokens fail at SGLang's start: exit 2 naming the
+    flag and the bound; with topk 1 SGLang runs steps + 1 (server_args.py): the plan costs and
+    launches 4, with a coded note."""
+    base = ["plan", "--gpu", "H100-SXM", "--model", "Llama-3.1-8B", "--draft", "eagle3",
+            "--engine", "sglang", "--context", "2000", "--batch", "1", "8", "--gamma", "3",
+            "--tau", "3.2"]
+    code, out, err = run(capsys, *base, "--topk", "4", "--num-draft-tokens", "200")
+    assert code == 2 and out == "" and "--num-draft-tokens must be <= 37" in err
+    assert "organize_draft_results" in err and len(err.strip().splitlines()) == 1
+    code, out, err = run(capsys, *base, "--topk", "4", "--num-draft-tokens", "37", "--json")
+    assert code == 0, err
+    code, out, err = run(capsys, *base, "--topk", "1", "--num-draft-tokens", "8", "--json")
+    assert code == 0, err
+    res = json.loads(out)
+    tree = res["tree"]
+    assert (tree["num_draft_tokens"], tree["num_draft_tokens_given"]) == (4, 8)
+    assert "sglang-num-draft-tokens-adjusted" in res["note_codes"]
+    assert "--speculative-num-draft-tokens 4" in res["serve"]
+    st = S.setup("H100-SXM", "Llama-3.1-8B", "eagle3", engine="sglang")
+    for r in tree["rows"]:  # costed as the chain SGLang runs, 4 tokens verified
+        want = S.tree_speedup(st, r["batch_size"], 2000, 3, topk=1, num_draft_tokens=4, tau=3.2)
+        assert round(r["speedup"], 2) == round(float(want), 2)
+    code, text, _ = run(capsys, *base, "--topk", "1", "--num-draft-tokens", "8")
+    launch = [ln for ln in text.splitlines() if ln.startswith("python -m sglang.launch_server")]
+    assert code == 0 and len(launch) == 1
+    assert launch[0].endswith("--speculative-eagle-topk 1 --speculative-num-draft-tokens 4")
+    assert "note: SGLang runs --speculative-num-draft-tokens 4, not 8" in text
 
 
 def test_routing_skew_reaches_the_step_model(capsys):
