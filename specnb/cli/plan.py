@@ -86,7 +86,9 @@ def register(subparsers) -> argparse.ArgumentParser:
     acc.add_argument("--alpha", type=float, metavar="A",
                      help="acceptance rate; tau by Leviathan Eq. 1")
     acc.add_argument("--tau", type=float, nargs="+", metavar="T",
-                     help="mean acceptance length: one value, or one per --gamma")
+                     help="mean acceptance length: one per --gamma, or one value measured "
+                          "at the first --gamma (the others by Eq. 1's alpha, with a note; "
+                          "specnb.theory.tau_by_gamma, as simulate reads it)")
     acc.add_argument("--acceptance-profile", metavar="PROFILE.json",
                      help="tau per context bucket and gamma (and the proposal rate for "
                           "ngram / suffix) from `specnb replay LOG --out PROFILE.json`")
@@ -288,12 +290,23 @@ def _acceptance_flags(args) -> dict:
     if args.alpha is not None:
         return {"alpha": args.alpha}
     if args.tau is not None:
-        import numpy as np
+        from ..theory import tau_by_gamma
 
-        return {"tau": args.tau[0] if len(args.tau) == 1 else np.asarray(args.tau)}
+        if len(args.tau) == 1 and len(args.gamma) == 1:
+            return {"tau": args.tau[0]}
+        return {"tau": tau_by_gamma(args.tau, args.gamma)[0]}  # one tau: at the first gamma
     if args.acceptance_rates is not None:
         return {"acceptance_rates": args.acceptance_rates}
     return {}
+
+
+def _tau_notes(args) -> list:
+    """The note of :func:`specnb.theory.tau_by_gamma` when one --tau meets several --gamma."""
+    if args.tau is None or len(args.tau) != 1 or len(args.gamma) == 1:
+        return []
+    from ..theory import tau_by_gamma
+
+    return [tau_by_gamma(args.tau, args.gamma)[2]]
 
 
 def _light_checks(args) -> None:
@@ -409,8 +422,10 @@ def plan(args) -> dict:
         "cannot_serve": None if p.cannot_serve is None else p.cannot_serve.message,
         "cannot_serve_code": None if p.cannot_serve is None else p.cannot_serve.code,
         "end_to_end": args.input_len is not None,
-        "notes": messages(p.notes) + ([] if tree is None else tree["notes"]),
-        "note_codes": codes(p.notes) + ([] if tree is None else tree["note_codes"]),
+        "notes": messages(p.notes) + ([] if tree is None else tree["notes"])
+        + messages(_tau_notes(args)),
+        "note_codes": codes(p.notes) + ([] if tree is None else tree["note_codes"])
+        + codes(_tau_notes(args)),
     }
 
 

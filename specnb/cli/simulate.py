@@ -134,7 +134,8 @@ def register(subparsers) -> argparse.ArgumentParser:
     acc = p.add_mutually_exclusive_group(required=True)
     acc.add_argument("--tau", type=float, metavar="T",
                      help="mean acceptance length measured at the first --gamma (alpha by "
-                          "Eq. 1 for the other draft lengths)")
+                          "Eq. 1 for the other draft lengths, with a note; "
+                          "specnb.theory.tau_by_gamma, the rule plan follows too)")
     acc.add_argument("--alpha", type=float, metavar="A", help="acceptance rate (i.i.d.)")
     acc.add_argument("--acceptance-rates", type=float, nargs="+", metavar="R",
                      help="vLLM's per-position acceptance rates r1 r2 ...")
@@ -316,6 +317,11 @@ def simulate(a) -> dict:
             with open(path, "w") as f:
                 json.dump(r, f)
             saved.append(path)
+    notes = []
+    if a.tau is not None and len(a.gamma) > 1:  # one tau, several gammas: say how it is read
+        from ..theory import tau_by_gamma
+
+        notes.append(tau_by_gamma(a.tau, a.gamma)[2])
     strip = lambda r: {k: v for k, v in r.items() if k not in _LISTS}  # noqa: E731
     on = cmp["on"]
     serve = _serve_line(st, sim.config, pols, on) if cmp["verdict"] == "pays" else None
@@ -330,7 +336,8 @@ def simulate(a) -> dict:
             "output_throughput_ratio": cmp["output_throughput_ratio"],
             "tpot_ratio": cmp["tpot_ratio"], "ttft_ratio": cmp["ttft_ratio"],
             "verdict": cmp["verdict"], "goal": a.goal, "ratios": cmp["policies"],
-            "schedule": sched, "serve": serve, "saved": saved}
+            "schedule": sched, "serve": serve, "saved": saved,
+            "notes": [n.message for n in notes], "note_codes": [n.code for n in notes]}
 
 
 def _serve_line(st, cfg, pols, on):
@@ -387,6 +394,7 @@ def format_simulation(r: dict) -> str:
     elif r["schedule"] is not None:
         lines.append(f"schedule {json.dumps(r['schedule'])}: one K at every batch size, the "
                      "static policy of that K above (no row of its own)")
+    lines += [f"note: {n}" for n in r.get("notes", [])]
     lines.append(r["serve"] if r["serve"] else "serve: leave speculative decoding off")
     lines += [f"saved {p}" for p in r["saved"]]
     return "\n".join(lines)

@@ -827,3 +827,25 @@ def test_calibrate_bench_reads_each_file_once(capsys, tmp_path, monkeypatch):
                        "--draft", "eagle3", "--context", "256", "--batch", "1", "--gamma", "2",
                        "--calibrate-bench", files[0], files[0])
     assert code == 2 and "--calibrate-bench lists a file twice" in err
+
+
+def test_one_tau_with_several_gammas_is_read_at_the_first_gamma_as_simulate_does(capsys):
+    """T5-W6: --gamma 1 3 --tau 1.8 is the draft whose Eq. 1 alpha is 0.8 at gamma 1, so the
+    table is --alpha 0.8's (gamma 3 wins, 1.88 vs 1.46), with the note that says so; before,
+    1.8 was used at gamma 3 too and gamma 1 always won."""
+    base = ["plan", "--gpu", "H100-SXM", "--model", "Llama-3.1-8B", "--draft", "eagle3",
+            "--context", "2000", "--batch", "1", "16", "--gamma", "1", "3"]
+    code, out, err = run(capsys, *base, "--tau", "1.8", "--json")
+    assert code == 0, err
+    one = json.loads(out)
+    _, out, _ = run(capsys, *base, "--alpha", "0.8", "--json")
+    eq1 = json.loads(out)
+    assert [round(r["speedup"], 2) for r in one["rows"]] == \
+        [round(r["speedup"], 2) for r in eq1["rows"]]
+    assert [b["gamma"] for b in one["best"]] == [3, 3]
+    assert "tau-read-at-first-gamma" in one["note_codes"]
+    assert one["setup"]["acceptance"]["tau"] == pytest.approx([1.8, 2.952])
+    # the first listed gamma: 2.95 at gamma 3 (was refused as a tau for gamma 1)
+    code, out, err = run(capsys, *base[:-2], "3", "1", "--tau", "2.95")
+    assert code == 0, err
+    assert "note: tau 2.95 is read as measured at the first gamma listed (3)" in out

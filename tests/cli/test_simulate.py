@@ -206,3 +206,17 @@ def test_a_small_budget_alone_caps_max_num_seqs_as_vllm_does(capsys):
     assert code == 0, err
     r = json.loads(out)["setup"]
     assert r["max_num_seqs"] == 10 and r["max_num_batched_tokens"] == 10
+
+
+def test_one_tau_with_several_gammas_is_read_at_the_first_gamma_as_plan_does(capsys):
+    """T5-W6: simulate and plan share specnb.theory.tau_by_gamma; simulate says so too."""
+    from specnb.theory import tau_by_gamma
+
+    code, out, err = run(capsys, *BASE[:7], "--gamma", "1", "3", "--tau", "1.8",
+                         "--input-len", "200", "--output-len", "16", "--num-prompts", "4",
+                         "--concurrency", "1", "--json")
+    assert code == 0, err
+    res = json.loads(out)
+    assert res["note_codes"] == ["tau-read-at-first-gamma"]
+    assert res["notes"] == [tau_by_gamma(1.8, [1, 3])[2].message]
+    assert "alpha 0.800" in res["setup"]["acceptance"]
