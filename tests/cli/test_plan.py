@@ -849,3 +849,19 @@ def test_one_tau_with_several_gammas_is_read_at_the_first_gamma_as_simulate_does
     code, out, err = run(capsys, *base[:-2], "3", "1", "--tau", "2.95")
     assert code == 0, err
     assert "note: tau 2.95 is read as measured at the first gamma listed (3)" in out
+
+
+def test_a_one_row_calibration_the_defaults_match_leaves_the_plan_as_it_was(capsys, tmp_path):
+    """T5-M7: the trial's one-row file (6.0 ms where the model says 5.99) cut batch 16 from
+    1.58x to 1.03x while the note said unfitted directions keep their defaults."""
+    p = tmp_path / "c1.csv"
+    p.write_text("role,batch_size,context,query_tokens,ms\ntarget,1,2000,1,6.0\n")
+    argv = ["plan", "--gpu", "H100-SXM", "--model", "Llama-3.1-8B", "--draft", "eagle3",
+            "--context", "2000", "--batch", "1", "16", "--gamma", "3", "--alpha", "0.7"]
+    _, out, _ = run(capsys, *argv, "--json")
+    plain = [round(r["speedup"], 2) for r in json.loads(out)["rows"]]
+    code, out, err = run(capsys, *argv, "--calibrate", str(p), "--json")
+    assert code == 0, err
+    res = json.loads(out)
+    assert [round(r["speedup"], 2) for r in res["rows"]] == plain == [1.62, 1.58]
+    assert "fit-underdetermined" in res["calibration"]["note_codes"]
