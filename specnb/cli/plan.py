@@ -403,7 +403,11 @@ def plan(args) -> dict:
                   "acceptance_profile": None if profile is None else {
                       "file": args.acceptance_profile, "method": profile.method,
                       "tau_by_context": {str(c): [float(x) for x in row] for c, row in
-                                         zip(sorted(args.context), p.acceptance["tau"])}}},
+                                         zip(sorted(args.context), p.acceptance["tau"])},
+                      "mean_draft_len_by_context": (
+                          None if "mean_draft_len" not in p.acceptance else
+                          {str(c): [float(x) for x in row] for c, row in
+                           zip(sorted(args.context), p.acceptance["mean_draft_len"])})}},
         "rows": p.rows(),
         "best": best,
         "tree": tree,

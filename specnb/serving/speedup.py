@@ -93,10 +93,11 @@ class _Times:
         self.multi = multi_token_attention(self.tgt[0], self.tgt[1], self.tgt[5], self.moe)
 
     def _q(self, g):
-        """Query tokens per sequence of a verification: 1 + M gamma, or a tree's N."""
+        """Query tokens per sequence of a verification: 1 + M gamma (1 + M min(L, gamma)
+        with the setup's mean draft length L), or a tree's N."""
         if self.tree is not None:
             return float(self.tree[1]) + 0.0 * g
-        return workload.query_tokens(g, self.m)
+        return workload.query_tokens(g, self.m, self.st.mean_draft_len)
 
     def plain(self, b, s):
         return _step(*self.tgt, b, s, 1.0, engine_step=self.moe)[0]

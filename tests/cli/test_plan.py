@@ -865,3 +865,32 @@ def test_a_one_row_calibration_the_defaults_match_leaves_the_plan_as_it_was(caps
     res = json.loads(out)
     assert [round(r["speedup"], 2) for r in res["rows"]] == plain == [1.62, 1.58]
     assert "fit-underdetermined" in res["calibration"]["note_codes"]
+
+
+def test_a_suffix_profile_charges_each_draft_its_mean_length_of_verification(capsys, tmp_path):
+    """T5-M8: the default log's suffix replay at gamma 5 drafts 1.73 tokens a draft; the plan
+    verifies 1 + M x 1.73 tokens per sequence, not 1 + M x 5."""
+    prof = tmp_path / "s.json"
+    assert main(["replay", "--method", "suffix", "--gamma", "5", "--out", str(prof),
+                 "--json"]) == 0
+    capsys.readouterr()
+    saved = json.loads(prof.read_text())
+    (whole,) = [e for e in saved["entries"] if e["task"] is None and e["context"] is None]
+    mean_len = whole["num_draft_tokens"] / whole["num_drafts"]
+    assert round(mean_len, 2) == 1.73
+    code, out, err = run(capsys, "plan", "--gpu", "H100-SXM", "--model", "Llama-3.1-8B",
+                         "--draft", "suffix", "--context", "200", "--batch", "1", "64",
+                         "--gamma", "5", "--acceptance-profile", str(prof), "--json")
+    assert code == 0, err
+    res = json.loads(out)
+    assert "profile-mean-draft-length" in res["note_codes"]
+    (lens,) = res["setup"]["acceptance_profile"]["mean_draft_len_by_context"].values()
+    e = next(x for x in saved["entries"] if x["task"] is None and x["context"]
+             and x["context"][0] <= 200 and (x["context"][1] is None or 200 < x["context"][1]))
+    assert lens == [pytest.approx(e["num_draft_tokens"] / e["num_drafts"])]
+    st = S.setup("H100-SXM", "Llama-3.1-8B", "suffix",
+                 proposal_rate=e["num_drafts"] / e["num_steps"], mean_draft_len=lens[0])
+    tau = 1 + e["num_accepted_tokens"] / e["num_drafts"]
+    for r in res["rows"]:
+        want = float(S.speedup(st, r["batch_size"], 200, 5, tau=tau))
+        assert round(r["speedup"], 2) == round(want, 2)
