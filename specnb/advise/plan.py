@@ -21,7 +21,8 @@ draft model with as many parameters as the target, or more: swapped flags?), ``m
 cost), and :func:`specnb.serving.context_limit_notes`' codes; with an
 acceptance profile (:func:`profile_acceptance`) ``profile-context-extrapolated``,
 ``profile-bucket-empty``,
-``profile-no-drafts`` and ``profile-mean-draft-length`` (n-gram / suffix: verification charged
+``profile-no-drafts``, ``mtp-reruns-layer`` (an mtp schedule longer than the target's MTP
+layers) and ``profile-mean-draft-length`` (n-gram / suffix: verification charged
 at the profile's tokens per draft, :func:`profile_draft_lengths`).
 """
 
@@ -231,6 +232,17 @@ def setup_config(st: S.Setup, sched, *, checkpoint: str | None = None):
                           "(MagicDec, StreamingLLM), not this line's; plan without "
                           "--draft-kv-budget for what vLLM will do"))
     cfg = schedule_config(sched, d.method, model=model, **opts)
+    layers = max(1, int(st.target.mtp_layers or 0))
+    top_k = max((int(r[2]) for r in sched), default=0) if sched else 0
+    if d.method == "mtp" and cfg is not None and top_k > layers:
+        notes.append(Note("mtp-reruns-layer",
+                          f"num_speculative_tokens {top_k} with {st.target.name}'s "
+                          f"{layers} MTP layer{'s' * (layers != 1)}: vLLM warns 'Enabling "
+                          "num_speculative_tokens > 1 will run multiple times of forward on "
+                          "same MTP layer, which may result in lower acceptance rate'; the "
+                          "plan applies one acceptance to every position, so its figures for "
+                          f"gamma > {layers} hold only if the rerun layer keeps that "
+                          "acceptance: measure it (specnb metrics) before serving them"))
     for a in (st.target, d.arch if d.kind == "model" and checkpoint is None else None):
         if a is not None and a.source.endswith(".json") \
                 and os.path.basename(a.source) != "config.json":

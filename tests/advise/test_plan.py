@@ -349,3 +349,16 @@ def test_profile_verification_is_charged_at_the_mean_draft_length():
     # without a profile a suffix plan says it charges the whole gamma
     q = A.serving_plan(full, [1, 64], [1000], [4], tau=1.75)
     assert "suffix-full-draft-assumed" in [n.code for n in q.notes]
+
+
+def test_an_mtp_schedule_longer_than_the_targets_mtp_layers_is_noted():
+    """T5-C4: DeepSeek-V3 ships one MTP layer; a schedule of 3 reruns it (vLLM's warning),
+    which the plan's one acceptance for every position does not see."""
+    st_ = S.setup("H200", "DeepSeek-V3", "mtp", gpus=8, dtype="fp8")
+    assert st_.target.mtp_layers == 1
+    p = A.serving_plan(st_, [1, 8], [4000], [1, 2, 3], alpha=0.8)
+    assert max(r[2] for r in p.schedule) == 3
+    (note,) = [n.message for n in p.notes if n.code == "mtp-reruns-layer"]
+    assert "num_speculative_tokens 3" in note and "same MTP layer" in note
+    one = A.serving_plan(st_, [1, 8], [4000], [1], alpha=0.8)
+    assert "mtp-reruns-layer" not in [n.code for n in one.notes]
