@@ -160,6 +160,13 @@ def test_the_serve_context_rules(tmp_path):
     parsed, check = check_serve_line(both)
     assert json.loads(parsed.speculative_config) == {"num_speculative_tokens": 3}
     assert check.codes()[0] == "dotted-flags-replace-json"
+    # T5-C5: two JSONs and no dotted flag: argparse keeps the last; no word of dotted flags
+    twice = ("MODEL --speculative-config '{\"method\": \"ngram\", \"num_speculative_tokens\": 3}' "
+             "--speculative-config '{\"method\": \"ngram\", \"num_speculative_tokens\": 5}'")
+    parsed, check = check_serve_line(twice)
+    assert json.loads(parsed.speculative_config)["num_speculative_tokens"] == 5
+    assert check.codes()[0] == "speculative-config-twice"
+    assert "dotted" not in check.findings[0].message
     for f in check_serve_line(line + " --max-model-len 8192 --quantization fp8")[1]:
         assert f.code and f.fix
     # the target's config.json from a local model folder in the line; a draft path that is not
