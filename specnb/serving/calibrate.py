@@ -408,8 +408,10 @@ def calibrate(st: Setup, measurements, *, fit=("bandwidth", "compute", "fixed_ms
                               f"{role}: only {points} distinct (batch_size, context, "
                               f"query_tokens) point{'s' * (points != 1)} ({len(rows)} "
                               f"row{'s' * (len(rows) != 1)}) for up to 5 "
-                              "parameters: the fit is underdetermined; unfitted directions "
-                              "keep their defaults"))
+                              "parameters: the fit is underdetermined; the directions the "
+                              "rows cannot determine keep their defaults (the smallest change "
+                              "that fits the rows); measure at least 5 distinct points to fit "
+                              "them all"))
     return Calibration(out_setup, predict_measurements(out_setup, df), fitted, notes)
 
 
