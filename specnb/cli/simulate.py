@@ -254,12 +254,9 @@ def _check_flags(a) -> str | None:
 _NAMES = ("range_ratio", "max_batch")
 
 
-def _acceptance(a, M):
+def _acceptance(a, M, profile=None):
     if a.acceptance_profile:
-        from .. import acceptance_profile
-
-        return M.acceptance(profile=acceptance_profile.load(a.acceptance_profile),
-                            proposal_rate=a.proposal_rate)
+        return M.acceptance(profile=profile, proposal_rate=a.proposal_rate)
     if a.tau is not None:
         return M.acceptance(tau=a.tau, gamma=a.gamma[0], proposal_rate=a.proposal_rate)
     if a.alpha is not None:
@@ -290,7 +287,12 @@ def simulate(a) -> dict:
     st = S.setup(a.gpu, a.model, a.draft, gpus=a.gpus, dtype=a.dtype, engine=a.engine,
                  draft_config=a.draft_config,
                  gpu_memory_utilization=a.gpu_memory_utilization)
-    acc = _acceptance(a, M)
+    profile = None
+    if a.acceptance_profile:
+        from .. import acceptance_profile
+
+        profile = acceptance_profile.load(a.acceptance_profile)
+    acc = _acceptance(a, M, profile)
     if a.requests:
         w = M.from_log(a.requests, request_rate=a.request_rate, burstiness=a.burstiness,
                        concurrency=a.concurrency, seed=a.seed)
@@ -318,6 +320,7 @@ def simulate(a) -> dict:
             saved.append(path)
     strip = lambda r: {k: v for k, v in r.items() if k not in _LISTS}  # noqa: E731
     on = cmp["on"]
+    notes = _notes(a, w, profile, cmp)
     serve = _serve_line(st, sim.config, pols, on) if cmp["verdict"] == "pays" else None
     return {"setup": {"gpu": st.gpu.name, "gpus": st.gpus, "model": st.target.name,
                       "draft": st.draft.name, "engine": st.engine.name,
@@ -330,7 +333,37 @@ def simulate(a) -> dict:
             "output_throughput_ratio": cmp["output_throughput_ratio"],
             "tpot_ratio": cmp["tpot_ratio"], "ttft_ratio": cmp["ttft_ratio"],
             "verdict": cmp["verdict"], "goal": a.goal, "ratios": cmp["policies"],
-            "schedule": sched, "serve": serve, "saved": saved}
+            "schedule": sched, "serve": serve, "saved": saved,
+            "notes": [n.message for n in notes], "note_codes": [n.code for n in notes]}
+
+
+#: How far the TTFT ratio may move from 1 on a fixed-length closed loop before the lockstep
+#: note is printed (notebook 10, section "Where speculation stops paying").
+LOCKSTEP_TTFT_TOLERANCE = 0.1
+
+
+def _notes(a, w, profile, cmp) -> list:
+    """The run's coded notes: ``profile-context-extrapolated`` (the load's contexts beyond
+    the acceptance profile's log, as ``plan`` says it), ``ttft-closed-loop-lockstep`` (a
+    fixed-length closed loop moves TTFT for a reason of its own: notebook 10)."""
+    import numpy as np
+
+    from ..advise.plan import profile_context_notes
+    from ..notes import Note
+
+    out = []
+    if profile is not None:
+        top = int(np.max(np.asarray(w.input_len) + np.asarray(w.output_len)))
+        out += profile_context_notes(profile, [top])
+    fixed = not a.requests and not a.range_ratio and a.concurrency is not None
+    if fixed and abs(cmp["ttft_ratio"] - 1.0) > LOCKSTEP_TTFT_TOLERANCE:
+        out.append(Note("ttft-closed-loop-lockstep",
+                        f"TTFT x {cmp['ttft_ratio']:.3f} on a closed loop of fixed lengths: "
+                        "without speculation a wave of requests finishes in one step, so the "
+                        "next wave arrives together and waits for the whole wave's prefill; "
+                        "speculation's varying accepted lengths break that lockstep. That is "
+                        "not a faster prefill: give --range-ratio (e.g. 0.5) to see it go"))
+    return out
 
 
 def _serve_line(st, cfg, pols, on):
@@ -387,6 +420,7 @@ def format_simulation(r: dict) -> str:
     elif r["schedule"] is not None:
         lines.append(f"schedule {json.dumps(r['schedule'])}: one K at every batch size, the "
                      "static policy of that K above (no row of its own)")
+    lines += [f"note: {n}" for n in r.get("notes", [])]
     lines.append(r["serve"] if r["serve"] else "serve: leave speculative decoding off")
     lines += [f"saved {p}" for p in r["saved"]]
     return "\n".join(lines)
