@@ -229,3 +229,19 @@ def test_notes_for_a_profile_beyond_its_log_and_a_lockstep_ttft(capsys, tmp_path
     assert lock == (abs(r["ttft_ratio"] - 1) > 0.1)
     code, out, _ = run(capsys, *BASE, "--request-rate", "4", "--json")  # open loop: never
     assert "ttft-closed-loop-lockstep" not in json.loads(out)["note_codes"]
+
+
+def test_engine_vllm_v0_schedules_each_run_with_v0s_defaults(capsys):
+    # V0 turned chunked prefill on by default above 32K positions only without speculation
+    # (simulate.v0_engine_config): the off run chunks, the speculating run prefills first
+    argv = ["simulate", "--gpu", "H100-SXM", "--gpus", "4", "--model", "Llama-3.1-70B",
+            "--draft", "ngram", "--gamma", "4", "--tau", "3.3", "--input-len", "800",
+            "--output-len", "30", "--num-prompts", "12", "--request-rate", "4",
+            "--no-schedule", "--json"]
+    code, out, err = run(capsys, *argv, "--engine", "vllm-v0")
+    assert code == 0, err
+    r = json.loads(out)
+    assert "v0-defaults-per-run" in r["note_codes"]
+    assert r["setup"]["max_num_batched_tokens"] == 131072  # the speculating run's budget
+    code, out, _ = run(capsys, *argv)  # V1: one scheduler for both runs, no such note
+    assert "v0-defaults-per-run" not in json.loads(out)["note_codes"]
