@@ -570,6 +570,9 @@ def serving_plan(st: S.Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=
                           "halves it: " + ", ".join(
                               f"{int(S.max_batch_in_memory(fp8, c))} sequences at context {c} "
                               f"instead of {room[c]}" for c in room)))
+    fa2 = S.multi_token_note(st, contexts) if nothing is None else None
+    if fa2 is not None:
+        notes.append(fa2)
     if st.draft.kind == "model" and st.draft.arch.params >= st.target.params:
         notes.append(Note("draft-not-smaller",
                           f"the draft {st.draft.name} ({st.draft.arch.params / 1e9:.1f} B "

@@ -329,7 +329,7 @@ def simulate(a) -> dict:
             saved.append(path)
     strip = lambda r: {k: v for k, v in r.items() if k not in _LISTS}  # noqa: E731
     on = cmp["on"]
-    notes = _notes(a, w, profile, cmp, sim.config, off_cfg)
+    notes = _notes(a, w, profile, cmp, sim.config, off_cfg, st)
     serve = _serve_line(st, sim.config, pols, on) if cmp["verdict"] == "pays" else None
     return {"setup": {"gpu": st.gpu.name, "gpus": st.gpus, "model": st.target.name,
                       "draft": st.draft.name, "engine": st.engine.name,
@@ -351,18 +351,24 @@ def simulate(a) -> dict:
 LOCKSTEP_TTFT_TOLERANCE = 0.1
 
 
-def _notes(a, w, profile, cmp, cfg=None, off_cfg=None) -> list:
+def _notes(a, w, profile, cmp, cfg=None, off_cfg=None, st=None) -> list:
     """The run's coded notes: ``v0-defaults-per-run`` (``--engine vllm-v0``: the off run
     scheduled otherwise than the speculating ones), ``profile-context-extrapolated`` (the
     load's contexts beyond the acceptance profile's log, as ``plan`` says it),
     ``ttft-closed-loop-lockstep`` (a fixed-length closed loop moves TTFT for a reason of its
-    own: notebook 10)."""
+    own: notebook 10), ``fa2-multi-token-attention`` (:func:`specnb.serving.multi_token_note`
+    at the load's longest context)."""
     import numpy as np
 
     from ..advise.plan import profile_context_notes
     from ..notes import Note
+    from ..serving import multi_token_note
 
     out = []
+    top = int(np.max(np.asarray(w.input_len) + np.asarray(w.output_len)))
+    fa2 = None if st is None else multi_token_note(st, [top])
+    if fa2 is not None:
+        out.append(fa2)
     if off_cfg is not None and cfg is not None and off_cfg != cfg:
         how = lambda c: ("chunked prefill, budget" if c.chunked_prefill  # noqa: E731
                          else "prompts first, budget") + f" {c.max_num_batched_tokens}"
@@ -371,7 +377,6 @@ def _notes(a, w, profile, cmp, cfg=None, off_cfg=None) -> list:
                         f"{how(off_cfg)}, speculating with {how(cfg)} (V0 turns chunked "
                         "prefill on by default above 32K positions only without speculation)"))
     if profile is not None:
-        top = int(np.max(np.asarray(w.input_len) + np.asarray(w.output_len)))
         out += profile_context_notes(profile, [top])
     fixed = not a.requests and not a.range_ratio and a.concurrency is not None
     if fixed and abs(cmp["ttft_ratio"] - 1.0) > LOCKSTEP_TTFT_TOLERANCE:

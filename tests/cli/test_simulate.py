@@ -245,3 +245,15 @@ def test_engine_vllm_v0_schedules_each_run_with_v0s_defaults(capsys):
     assert r["setup"]["max_num_batched_tokens"] == 131072  # the speculating run's budget
     code, out, _ = run(capsys, *argv)  # V1: one scheduler for both runs, no such note
     assert "v0-defaults-per-run" not in json.loads(out)["note_codes"]
+
+
+def test_plan_and_simulate_say_when_flash_attention_2_costs_the_verify_steps(capsys):
+    code, out, _ = run(capsys, "plan", "--gpu", "L40S", "--model", "Llama-3.1-8B", "--draft",
+                       "eagle3", "--context", "2000", "--batch", "1", "4", "--gamma", "3",
+                       "--alpha", "0.7", "--json")
+    assert code == 0 and "fa2-multi-token-attention" in json.loads(out)["note_codes"]
+    argv = [a if a != "H100-SXM" else "L40S" for a in BASE]
+    code, out, _ = run(capsys, *argv, "--concurrency", "4", "--json")
+    assert code == 0 and "fa2-multi-token-attention" in json.loads(out)["note_codes"]
+    code, out, _ = run(capsys, *BASE, "--concurrency", "4", "--json")
+    assert "fa2-multi-token-attention" not in json.loads(out)["note_codes"]
