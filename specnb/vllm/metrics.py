@@ -8,13 +8,14 @@ so ``_created`` and ``_per_pos`` series never mix in; label sets are summed.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass, field
 from itertools import zip_longest
 from statistics import NormalDist
 
 __all__ = ["COUNTERS", "PROMQL", "FORMATS", "SpecDecodeCounts", "AcceptanceStats", "UsageError",
-           "read_metrics", "metrics_delta", "acceptance_stats", "acceptance_rate_ci"]
+           "read_metrics", "read_metrics_lines", "metrics_delta", "acceptance_stats", "acceptance_rate_ci"]
 
 
 class UsageError(ValueError):
@@ -126,26 +127,49 @@ FORMATS = ("a Prometheus /metrics scrape of a vLLM V1 server (vllm:spec_decode_*
 _PARSE_BLOCK = 1 << 20
 
 
-def _samples(text: str):
-    """The samples of the Prometheus text ``text``, parsed a block of lines at a time and
-    yielded as parsed, so that a reader that sums them holds one block, not every sample (a
-    family cut between two blocks parses as two: the samples, names and labels are the same).
-    Raises ValueError (not a format specnb reads) for text the parser refuses."""
-    from prometheus_client.parser import text_string_to_metric_families
-
+def _text_blocks(text: str):
+    """``text`` in pieces of a little over :data:`_PARSE_BLOCK` characters, each cut after a
+    line end (the last as it ends)."""
     start = 0
     while start < len(text):
         end = text.find("\n", start + _PARSE_BLOCK)
         end = len(text) if end < 0 else end + 1
+        yield text[start:end]
+        start = end
+
+
+def _line_blocks(numbered):
+    """The text of the lines of ``(line number, line)`` pairs, newline-ended, in the pieces
+    :func:`_text_blocks` cuts their joined text into (so either reads the same samples)."""
+    buf, size = [], 0
+    for _, line in numbered:
+        buf.append(line)
+        size += len(line) + 1
+        if size > _PARSE_BLOCK:
+            yield "\n".join(buf) + "\n"
+            buf, size = [], 0
+    if buf:
+        yield "\n".join(buf) + "\n"
+
+
+def _samples(blocks):
+    """The samples of Prometheus text given in ``blocks`` (pieces cut at line ends), parsed a
+    block at a time and yielded as parsed, so that a reader that sums them holds one block, not
+    every sample (a family cut between two blocks parses as two: the samples, names and labels
+    are the same). Raises ValueError (not a format specnb reads) for text the parser refuses."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    blocks = iter(blocks)
+    for block in blocks:
         try:
-            families = list(text_string_to_metric_families(text[start:end]))
+            families = list(text_string_to_metric_families(block))
         except Exception:  # the parser raises ValueError/IndexError/... on bad lines
+            table = "|" in block or any("|" in b for b in blocks)
             hint = (" (this looks like a Prometheus UI table with '|'; save the raw text of "
-                    "GET /metrics instead)" if "|" in text else "")
+                    "GET /metrics instead)" if table else "")
             raise ValueError(f"not a format specnb reads{hint}; it reads {FORMATS}") from None
         for fam in families:
             yield from fam.samples
-        start = end
 
 
 def read_metrics(text: str, model_name: str | None = None) -> SpecDecodeCounts:
@@ -169,7 +193,27 @@ def read_metrics(text: str, model_name: str | None = None) -> SpecDecodeCounts:
     if not text.strip():
         raise ValueError("text is empty: no /metrics scrape to read (save the body of GET "
                          "/metrics from the vLLM server)")
-    samples = _samples(text)  # streamed: memory O(series), not O(lines)
+    return _read_samples(_samples(_text_blocks(text)), model_name)
+
+
+def read_metrics_lines(numbered, model_name: str | None = None) -> SpecDecodeCounts:
+    """:func:`read_metrics` of a scrape given as ``(line number, line)`` pairs (a streamed
+    file's kept lines, :meth:`specnb._stream.Scan.kept`), folded as they come: memory one parse
+    block plus O(series). Raises ValueError as :func:`read_metrics` (no line: "not a vLLM
+    scrape")."""
+    return _read_samples(_samples(_line_blocks(numbered)), model_name)
+
+
+def _digest(key: tuple) -> bytes:
+    """A 16-byte digest (BLAKE2b) of a series or label-set key, held in its place: a scrape of
+    millions of series is then remembered in ~80 B a series, not ~500 B (two keys share a digest
+    with probability ~n^2 / 2^129: never, at any size a file has)."""
+    return hashlib.blake2b(repr(key).encode("utf-8", "surrogatepass"),
+                           digest_size=16).digest()
+
+
+def _read_samples(samples, model_name):
+    """The counts of :func:`read_metrics` from its parsed ``samples`` (an iterator)."""
     names_seen, v0 = set(), False
     totals = {"drafts": 0.0, "draft_tokens": 0.0, "accepted_tokens": 0.0}
     per_pos: dict[int, float] = {}
@@ -186,7 +230,7 @@ def read_metrics(text: str, model_name: str | None = None) -> SpecDecodeCounts:
             shown = ",".join(f'{k}="{v}"' for k, v in s.labels.items())
             raise ValueError(f"{s.name}{{{shown}}} is {s.value!r}: a counter is a finite count "
                              ">= 0; the scrape is damaged or was edited by hand")
-        key = (s.name, tuple(sorted(s.labels.items())))
+        key = _digest((s.name, tuple(sorted(s.labels.items()))))
         if key in series:
             shown = ",".join(f'{k}="{v}"' for k, v in s.labels.items())
             raise ValueError(f"{s.name}{{{shown}}} appears twice: one /metrics scrape holds each "
@@ -195,7 +239,7 @@ def read_metrics(text: str, model_name: str | None = None) -> SpecDecodeCounts:
         series.add(key)
         found.add(what)
         labels = {k: v for k, v in s.labels.items() if k != "position"}
-        label_sets.add(tuple(sorted(labels.items())))
+        label_sets.add(_digest(tuple(sorted(labels.items()))))
         if what == "accepted_per_position":
             try:
                 pos = int(s.labels["position"])
@@ -225,7 +269,12 @@ def metrics_delta(before: str, after: str, model_name: str | None = None) -> Spe
     ``vllm bench serve`` takes them (traffic from other clients included). Raises ValueError as
     :func:`read_metrics`, or for a counter that decreased (restart between scrapes, or swapped).
     """
-    return read_metrics(after, model_name) - read_metrics(before, model_name)
+    return _delta(before, after, model_name, read_metrics)
+
+
+def _delta(before, after, model_name, read) -> SpecDecodeCounts:
+    """:func:`metrics_delta` with ``read(scrape, model_name)`` reading each (after first)."""
+    return read(after, model_name) - read(before, model_name)
 
 
 # --------------------------------------------------------------------------- statistics
