@@ -4,7 +4,7 @@ A ``/metrics`` scrape or a server log can be hundreds of MB, of which the spec-d
 are usually a few kB. :func:`scan` reads the file in 8 MB blocks and finds the lines that
 contain one of the given byte markers (found by ``bytes.find``, so the search runs in C), with
 their line numbers, plus the first 64 kB (to name the format when nothing matched). It holds the
-first :data:`KEEP` bytes of those lines; a file with more (one made only of spec-decode lines)
+first :data:`KEEP` characters of those lines; a file with more (one of only spec-decode lines)
 is read again from where holding stopped when a reader asks for its lines
 (:meth:`Scan.kept`), so that a reader that folds them as they come holds one block, whatever
 the share of the file's lines that match. Standard input cannot be read twice: its part past
@@ -39,7 +39,6 @@ class Scan:
     Attributes
     ----------
     where : the file's name ("<stdin>" for -).
-    n_kept : how many lines hold a marker.
     n_lines, n_bytes : the whole file's size.
     head : the first :data:`HEAD` bytes, decoded (cut at a line end when there is one).
     markers : the markers that matched at least one line.
@@ -51,7 +50,6 @@ class Scan:
     """
 
     where: str
-    n_kept: int = 0
     n_lines: int = 0
     n_bytes: int = 0
     head: str = ""
@@ -61,6 +59,21 @@ class Scan:
     marks: tuple = field(default=(), repr=False)
     hint: str = field(default="", repr=False)
     block: int = field(default=BLOCK, repr=False)
+    count: int | None = field(default=None, repr=False)  # kept lines, once known
+
+    @property
+    def has_kept(self) -> bool:
+        """Whether any line holds a marker."""
+        return bool(self.held) or self.rest is not None
+
+    @property
+    def n_kept(self) -> int:
+        """How many lines hold a marker: counted as :meth:`kept` reads them past the held
+        ones (so known once a reader has read them all; else counted here, reading them)."""
+        if self.count is None:
+            for _ in self.kept():
+                pass
+        return self.count
 
     def kept(self):
         """The kept lines in file order, (line number, text), as an iterator: the held ones,
@@ -72,12 +85,16 @@ class Scan:
             return
         source, seek, offset, lineno = self.rest
         fh = source if not isinstance(source, str) else open(source, "rb")
+        n = len(self.held)
         try:
             fh.seek(seek)
             for part, at in _parts(fh, self.block, self.n_bytes - offset):
-                yield from _lines_of(part, self.marks, self.where, offset + at, self.hint,
-                                     lineno)
+                for line in _lines_of(part, self.marks, self.where, offset + at, self.hint,
+                                      lineno):
+                    n += 1
+                    yield line
                 lineno += _count_lines(part)
+            self.count = n
         finally:
             if isinstance(source, str):
                 fh.close()
@@ -207,7 +224,12 @@ def scan(path, markers, hint: str = "", *, block: int = BLOCK, keep: int | None 
                     out.rest = (spool or str(path), 0 if stdin else offset, offset, lineno)
             if spool is not None:
                 spool.write(part)
-            out.n_kept += sum(1 for _ in lines)
+            if not isinstance(lines, list):  # past the held lines: check they are UTF-8
+                try:  # all of the part is (its lines then are: a line end is one byte)
+                    part.decode("utf-8")
+                except UnicodeDecodeError:
+                    for _ in lines:  # raises at the first kept line that is not
+                        pass
             lineno += _count_lines(part)
             offset += len(part)
     finally:
@@ -216,6 +238,8 @@ def scan(path, markers, hint: str = "", *, block: int = BLOCK, keep: int | None 
     if spool is not None:
         spool.flush()
     out.n_lines, out.n_bytes = lineno, offset
+    if out.rest is None:
+        out.count = len(out.held)
     cut = head.rfind(b"\n") + 1 if len(head) >= HEAD else len(head)
     out.head = _decode(bytes(head[:cut or len(head)]), where, 0, hint)
     return out

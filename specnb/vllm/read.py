@@ -155,11 +155,11 @@ def read_acceptance_scans(scans, num_speculative_tokens: int | None = None,
     _kinds_ok(kinds)
     if len(scans) == 1 and kinds[0] == "log":
         reading = _log_scan(scans[0], num_speculative_tokens)
-    elif kinds == ["prometheus"] * len(scans) and any(sc.n_kept for sc in scans):
-        reading = _prometheus_reading([sc.kept() if sc.n_kept else sc.head for sc in scans],
+    elif kinds == ["prometheus"] * len(scans) and any(sc.has_kept for sc in scans):
+        reading = _prometheus_reading([sc.kept() if sc.has_kept else sc.head for sc in scans],
                                       num_speculative_tokens, model_name, _read_scrape)
     else:  # a printout (small), or files with no kept line (their heads)
-        reading = read_acceptance([sc.text if sc.n_kept else sc.head for sc in scans],
+        reading = read_acceptance([sc.text if sc.has_kept else sc.head for sc in scans],
                                   num_speculative_tokens, model_name)
     warn = [f"warning: {sc.where} is {sc.n_bytes / 1e6:,.1f} MB ({sc.n_lines:,} lines); a vLLM "
             f"/metrics scrape is usually under 1 MB: several scrapes pasted together, or a "
@@ -179,7 +179,7 @@ def _read_scrape(source, model_name):
 def _kind(sc) -> str:
     """:func:`detect_format` of a scan's kept lines (its head when it kept none), from the
     markers it found and, for a printout, the lines holding its two markers."""
-    if not sc.n_kept:
+    if not sc.has_kept:
         return detect_format(sc.head)
     if {logs.V1_MARK, logs.V0_MARK} & sc.markers:
         return "log"
