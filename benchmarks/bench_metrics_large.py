@@ -94,8 +94,9 @@ def write_series(path: Path, mb: float) -> dict:
             if i < 4:
                 fh.write(f"# TYPE {name[:-len('_total')]} counter\n")
             for start in range(0, n_sets, 10000):
-                fh.write("".join(f'{name}{{engine="{j:07d}",model_name="model-{j % 16:02d}"{extra}}} '
-                                 f"{value}.0\n" for j in range(start, min(n_sets, start + 10000))))
+                fh.write("".join(f'{name}{{engine="{j:07d}",model_name="model-{j % 16:02d}"'
+                                 f'{extra}}} {value}.0\n'
+                                 for j in range(start, min(n_sets, start + 10000))))
     return {"drafts": 10 * n_sets, "accepted": 18 * n_sets, "tau": 2.80}
 
 

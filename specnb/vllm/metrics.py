@@ -16,7 +16,8 @@ from itertools import zip_longest
 from statistics import NormalDist
 
 __all__ = ["COUNTERS", "PROMQL", "FORMATS", "SpecDecodeCounts", "AcceptanceStats", "UsageError",
-           "read_metrics", "read_metrics_lines", "metrics_delta", "acceptance_stats", "acceptance_rate_ci"]
+           "read_metrics", "read_metrics_lines", "metrics_delta", "acceptance_stats",
+           "acceptance_rate_ci"]
 
 
 class UsageError(ValueError):
