@@ -76,3 +76,25 @@ def test_a_bad_byte_past_the_held_lines_is_found_by_the_scan_itself(tmp_path):
     path.write_bytes(b"MARK ok\n" * 50 + b"MARK \xff\n")
     with pytest.raises(ValueError, match="byte 0xff at offset 405"):
         scan(path, ["MARK"], block=64, keep=10)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_dense_and_sparse_parts_keep_the_same_lines(tmp_path, seed):
+    # a part where many lines hold a marker is decoded at once and split; one where few do is
+    # searched line by line: either way, the lines of the plain definition, with their numbers
+    import random
+
+    rng = random.Random(seed)
+    vocab = [b"MARK a", b"x MARK \xc3\xa9 b\r", b"OTHER c", b"plain", b"", b"p \xc3\xa9\r",
+             b"MARKOTHER", b"no \xff here"]  # the bad byte in a line no marker keeps
+    weights = [rng.random() for _ in vocab]
+    head = [b"plain head line"] * 5000  # the head (64 kB, decoded whole) is clean
+    raw = b"\n".join(head + rng.choices(vocab, weights, k=rng.randint(1, 300)))
+    path = tmp_path / "f.txt"
+    path.write_bytes(raw)
+    want = [(i + 1, line.decode().rstrip("\r")) for i, line in enumerate(raw.split(b"\n"))
+            if b"MARK" in line or b"OTHER" in line]
+    for block in (8, 50, 100_000, 1 << 20):
+        for keep in (0, 1 << 30):
+            got = scan(path, ["MARK", "OTHER"], block=block, keep=keep)
+            assert got.lines == want and got.n_kept == len(want)

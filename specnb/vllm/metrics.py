@@ -266,11 +266,16 @@ def read_metrics_lines(numbered, model_name: str | None = None) -> SpecDecodeCou
 
 
 def _digest(key: str) -> bytes:
-    """A 16-byte digest (BLAKE2b) of a series' or label set's key (the repr of its name and
-    labels), held in its place: a scrape of millions of series is then remembered in ~80 B a
-    series, not ~500 B (two keys share a digest with probability ~n^2 / 2^129: never, at any
-    size a file has)."""
+    """A 16-byte digest (BLAKE2b) of a label set's key (the repr of its sorted labels), held
+    in its place: a scrape of millions of series is then remembered in ~80 B a series, not
+    ~500 B (two label sets share a digest with probability ~n^2 / 2^129: never, at any size a
+    file has). A series' key is its label set's digest, a byte for its counter and its
+    position label (``=`` and the value; nothing when it has none)."""
     return hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+#: One byte a counter, in the series keys of :func:`_read_samples`.
+_WHAT = {k: bytes([i]) for i, k in enumerate(COUNTERS)}
 
 
 def _read_samples(samples, model_name):
@@ -291,8 +296,10 @@ def _read_samples(samples, model_name):
             shown = ",".join(f'{k}="{v}"' for k, v in s.labels.items())
             raise ValueError(f"{s.name}{{{shown}}} is {s.value!r}: a counter is a finite count "
                              ">= 0; the scrape is damaged or was edited by hand")
-        rest = repr(sorted(kv for kv in s.labels.items() if kv[0] != "position"))
-        key = _digest(repr((s.name, s.labels.get("position"), rest)))  # name and labels
+        label_set = _digest(repr(sorted(kv for kv in s.labels.items() if kv[0] != "position")))
+        position = s.labels.get("position")  # the series: counter, labels but position, position
+        key = label_set + _WHAT[what] + (b"" if position is None else b"=" + position.encode(
+            "utf-8", "surrogatepass"))
         if key in series:
             shown = ",".join(f'{k}="{v}"' for k, v in s.labels.items())
             raise ValueError(f"{s.name}{{{shown}}} appears twice: one /metrics scrape holds each "
@@ -300,7 +307,7 @@ def _read_samples(samples, model_name):
                              "give each scrape its own file (before, after)")
         series.add(key)
         found.add(what)
-        label_sets.add(_digest(rest))  # the labels but position
+        label_sets.add(label_set)
         if what == "accepted_per_position":
             try:
                 pos = int(s.labels["position"])
