@@ -407,7 +407,7 @@ def _responses(sc):
     if not sc.head.lstrip().startswith(("{", "[")):
         return None
     try:
-        objs = [json.loads(t) for _, t in sc.lines if t.strip()]
+        objs = [json.loads(t) for _, t in sc.kept() if t.strip()]
         if not objs:
             raise ValueError
     except ValueError:
@@ -435,9 +435,9 @@ def _engine_of(scans, engine: str) -> str:
             return "vllm-requests"
         if engine in ("auto", "sglang") and "spec_verify_ct" in sc.markers:
             return "sglang-meta"
-    text = sc.text
     vllm_marks = {"vllm:spec_decode_", "SpecDecoding metrics:", "Speculative metrics:"}
     if engine == "auto" and len(scans) == 1 and not (vllm_marks & sc.markers):
+        text = sc.text  # no vLLM line: another engine's (O(kept lines))
         if is_sglang_log(text):
             return "sglang"
         if is_llamacpp_log(text):
@@ -463,9 +463,9 @@ def _other_engine(engine, scans, k):
     if engine == "sglang-meta":
         got = read_sglang_meta_info(_responses(sc), k)
     elif engine == "sglang":
-        got = read_sglang_log(sc.lines, k)
+        got = read_sglang_log(sc.kept(), k)
     else:
-        got = read_llamacpp_log(sc.lines, k)
+        got = read_llamacpp_log(sc.kept(), k)
     header = [f"source: {got.engine} {got.source}, {got.items:,} item(s) ({sc.n_lines:,} lines "
               "read)"] + [f"definition: {d}" for d in got.definition]
     c = got.counts

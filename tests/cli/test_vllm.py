@@ -558,3 +558,26 @@ def test_config_check_files_that_are_empty_or_not_utf8_are_bad_input(capsys, tmp
         assert "codec" not in err  # named as every reader names it, not Python's message
     code, out, _ = run(capsys, "config", "check", "")
     assert code == 0 and "would accept" in out
+
+
+# ------------------------- metrics on a file of nothing but spec-decode lines (issue 26, bigscan)
+@pytest.mark.parametrize("kind", ["log", "scrape", "stdin"])
+def test_metrics_prints_the_same_when_the_kept_lines_are_read_again(tmp_path, capsys,
+                                                                    monkeypatch, kind):
+    from specnb import _stream
+    from tests.vllm.test_read import _series, _spec_line
+
+    text = ("\n".join(_spec_line(i) for i in range(1500)) + "\n" if kind != "scrape"
+            else _series(1500))
+    path = tmp_path / "in.txt"
+    path.write_text(text)
+    arg = str(path)
+    if kind == "stdin":
+        arg = "-"
+    outs = []
+    for keep in (_stream.KEEP, 1000):  # all held; held up to 1,000 characters, the rest re-read
+        monkeypatch.setattr(_stream, "KEEP", keep)
+        if kind == "stdin":
+            monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(text.encode())))
+        outs.append(run(capsys, "metrics", arg))
+    assert outs[0] == outs[1] and outs[0][0] == 0, outs
