@@ -15,6 +15,9 @@ from dataclasses import dataclass, field
 from itertools import zip_longest
 from statistics import NormalDist
 
+
+from .. import _check
+
 __all__ = ["COUNTERS", "PROMQL", "FORMATS", "SpecDecodeCounts", "AcceptanceStats", "UsageError",
            "read_metrics", "read_metrics_lines", "metrics_delta", "acceptance_stats",
            "acceptance_rate_ci"]
@@ -292,10 +295,10 @@ def _read_samples(samples, model_name):
             names_seen.add(s.labels["model_name"])
         if what is None or (model_name is not None and s.labels.get("model_name") != model_name):
             continue
-        if not math.isfinite(s.value) or s.value < 0:
+        if not _check.finite(s.value) or s.value < 0:
             shown = ",".join(f'{k}="{v}"' for k, v in s.labels.items())
-            raise ValueError(f"{s.name}{{{shown}}} is {s.value!r}: a counter is a finite count "
-                             ">= 0; the scrape is damaged or was edited by hand")
+            raise ValueError(f"{s.name}{{{shown}}} is {str(s.value)[:40]}: a counter is a "
+                             "finite count >= 0; the scrape is damaged or was edited by hand")
         label_set = _digest(repr(sorted(kv for kv in s.labels.items() if kv[0] != "position")))
         position = s.labels.get("position")  # the series: counter, labels but position, position
         key = label_set + _WHAT[what] + (b"" if position is None else b"=" + position.encode(
