@@ -318,8 +318,10 @@ def simulate(a) -> dict:
             saved.append(path)
     strip = lambda r: {k: v for k, v in r.items() if k not in _LISTS}  # noqa: E731
     on = cmp["on"]
-    serve = _serve_line(st, sim.config, pols, on) if cmp["verdict"] == "pays" else None
+    serve, serve_notes = (_serve_line(st, sim.config, pols, on, w) if cmp["verdict"] == "pays"
+                          else (None, []))
     return {"setup": {"gpu": st.gpu.name, "gpus": st.gpus, "model": st.target.name,
+                      "dtype": st.dtype,
                       "draft": st.draft.name, "engine": st.engine.name,
                       "acceptance": sim.acceptance, "workload": w.source,
                       "max_num_seqs": sim.config.max_num_seqs,
@@ -330,22 +332,27 @@ def simulate(a) -> dict:
             "output_throughput_ratio": cmp["output_throughput_ratio"],
             "tpot_ratio": cmp["tpot_ratio"], "ttft_ratio": cmp["ttft_ratio"],
             "verdict": cmp["verdict"], "goal": a.goal, "ratios": cmp["policies"],
-            "schedule": sched, "serve": serve, "saved": saved}
+            "schedule": sched, "serve": serve, "serve_notes": [n.message for n in serve_notes],
+            "serve_note_codes": [n.code for n in serve_notes], "saved": saved}
 
 
-def _serve_line(st, cfg, pols, on):
-    from .. import serving as S
-    from ..advise.plan import setup_config
-    from ..vllm import serve_command
+def _serve_line(st, cfg, pols, on, workload):
+    """The serve line of the winning policy (:func:`specnb.advise.plan.setup_serve_line`: the
+    plan's flags, the weight dtype, --max-model-len of the longest request when the model's
+    full length does not fit) and its notes."""
+    import numpy as np
+
+    from ..advise.plan import setup_config, setup_serve_line
 
     pol = next(p for p in pols if p.name == on)
     sched = [list(r) for r in pol.schedule] if pol.schedule else [[1, cfg.max_num_seqs, pol.k]]
     conf, _ = setup_config(st, sched)
     if conf is None:
-        return None
-    return serve_command(conf, S.model_id(st.target),
-                         extra_args=["--max-num-seqs", str(cfg.max_num_seqs),
-                                     "--max-num-batched-tokens", str(cfg.max_num_batched_tokens)])
+        return None, []
+    longest = int(np.max(np.asarray(workload.input_len) + np.asarray(workload.output_len)))
+    return setup_serve_line(st, conf, max_num_seqs=cfg.max_num_seqs, contexts=[longest],
+                            extra_args=["--max-num-batched-tokens",
+                                        str(cfg.max_num_batched_tokens)])
 
 
 def format_simulation(r: dict) -> str:
@@ -354,7 +361,8 @@ def format_simulation(r: dict) -> str:
     import pandas as pd
 
     su = r["setup"]
-    lines = [f"{su['model']} on {su['gpus']} x {su['gpu']}, draft {su['draft']}, "
+    dt = "" if su.get("dtype", "bf16") == "bf16" else f" ({su['dtype']} weights)"
+    lines = [f"{su['model']}{dt} on {su['gpus']} x {su['gpu']}, draft {su['draft']}, "
              f"{su['acceptance']}; engine {su['engine']}; {su['workload']}; max_num_seqs "
              f"{su['max_num_seqs']}, max_num_batched_tokens {su['max_num_batched_tokens']}, "
              f"{su['num_gpu_blocks']} KV blocks"]
@@ -388,6 +396,7 @@ def format_simulation(r: dict) -> str:
         lines.append(f"schedule {json.dumps(r['schedule'])}: one K at every batch size, the "
                      "static policy of that K above (no row of its own)")
     lines.append(r["serve"] if r["serve"] else "serve: leave speculative decoding off")
+    lines += [f"note: {n}" for n in r.get("serve_notes", [])]
     lines += [f"saved {p}" for p in r["saved"]]
     return "\n".join(lines)
 

@@ -1,0 +1,133 @@
+"""The memory of a whole ``vllm serve`` line on a named GPU: the one memory rule ``plan`` uses
+(:func:`specnb.serving.max_batch_in_memory`) read with the line's own settings, the weight
+dtype included, and vLLM V1's refusal to start when one sequence at ``--max-model-len`` does
+not fit. ``specnb config check --serve LINE --gpu G`` prints these findings.
+
+L3: reads :mod:`specnb.serving` (the memory model) and :mod:`specnb.vllm` (the parsed line,
+:class:`~specnb.vllm.Finding`), which never import each other.
+
+Finding codes (stable): ``memory-not-checked`` (note: the target, its weight dtype or the
+``--kv-cache-dtype`` is not one specnb models), ``serve-tensor-parallel`` (error: vLLM's
+tensor-parallel refusal), ``kv-cache-below-max-model-len`` (error: vLLM refuses to start),
+``verify-memory-cap`` (note: fewer than ``--max-num-seqs`` sequences at ``--max-model-len``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+__all__ = ["serve_memory_findings"]
+
+#: The draft method a ``speculative_config``'s ``method`` is modelled as (a draft model's
+#: weights are not known from the line: an EAGLE-3 head stands in).
+_SPEC = {"eagle": "eagle", "eagle3": "eagle3", "mtp": "mtp", "ngram": "ngram",
+         "suffix": "suffix"}
+
+
+def serve_memory_findings(settings: dict, model: str, config: dict, gpu: str, *,
+                          target_config=None) -> tuple:
+    """Findings on the memory of a serve line's target on ``gpu``.
+
+    Parameters
+    ----------
+    settings : the line's settings ({dest: value}, :func:`specnb.vllm.parse_serve_line`):
+        ``quantization``, ``dtype``, ``kv_cache_dtype``, ``tensor_parallel_size``,
+        ``gpu_memory_utilization``, ``max_model_len``, ``max_num_seqs`` are read
+    model : the served model (a catalogue name or Hugging Face id); ``target_config`` (a
+        config.json path) wins over it
+    config : the ``speculative_config`` (its ``method`` picks the draft modelled)
+    gpu : a catalogue GPU name
+
+    The weights are in the dtype vLLM loads (:func:`specnb.serving.serve_weight_dtype`: the
+    checkpoint's own, e.g. DeepSeek-V3's fp8, else ``--quantization`` fp8 -> fp8, else
+    ``--dtype``). At ``--max-model-len`` (else the target's ``max_position_embeddings``):
+    when not even one sequence's KV cache fits beside the weights, vLLM V1 refuses to start
+    (``check_enough_kv_cache_memory``, ``vllm/v1/core/kv_cache_planning.py`` v0.33.0: "To
+    serve at least one request with the model's max seq len ...  Try increasing
+    `gpu_memory_utilization` ... or decreasing `max_model_len`"): an error whose fix is the
+    longest ``--max-model-len`` that fits (vLLM's own estimate) or a higher
+    ``--gpu-memory-utilization``. When one fits but fewer than ``--max-num-seqs`` (vLLM's
+    default on the GPU when not given), a note: vLLM starts and preempts when the cache fills.
+
+    Returns
+    -------
+    tuple of :class:`specnb.vllm.Finding` (empty when every sequence fits).
+    """
+    from .. import serving as S
+    from ..simulate.engine import default_batch_limits
+    from ..vllm import Finding
+
+    s = settings
+    target = target_config or model
+    spec = _SPEC.get((config or {}).get("method") or "draft_model", "eagle3")
+    kv = s.get("kv_cache_dtype") or "auto"
+    tp = s.get("tensor_parallel_size", 1)
+    util = s.get("gpu_memory_utilization", S.DEFAULT_GPU_MEMORY_UTILIZATION)
+
+    def not_checked(why):
+        return (Finding("note", None, f"memory at --max-num-seqs not checked: {why}",
+                        "give --target-config PATH (the served model's config.json)",
+                        code="memory-not-checked"),)
+
+    try:
+        arch = S.architecture(target)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return not_checked(f"the target {target!r} is not one specnb models "
+                           f"({str(exc).splitlines()[0]})")
+    dtype, why = S.serve_weight_dtype(arch, s.get("quantization"), s.get("dtype"))
+    if dtype is None:
+        return not_checked(why)
+    try:
+        st = S.setup(gpu, arch, spec, dtype=dtype, gpu_memory_utilization=util, kv_dtype=kv)
+    except (OSError, ValueError, KeyError) as exc:
+        return not_checked(f"--kv-cache-dtype {kv} or the target is not one specnb models "
+                           f"({str(exc).splitlines()[0]})")
+    if tp != 1:
+        try:
+            st = S.setup(gpu, arch, spec, gpus=tp, dtype=dtype, gpu_memory_utilization=util,
+                         kv_dtype=kv)
+        except ValueError as exc:
+            return (Finding("error", None, f"-tp {tp}: {str(exc).splitlines()[0]}",
+                            "give an allowed --tensor-parallel-size",
+                            code="serve-tensor-parallel"),)
+    mml = s.get("max_model_len")
+    ctx = mml if isinstance(mml, int) and mml > 0 else st.target.max_position_embeddings
+    if ctx is None:
+        return not_checked(f"the target {arch.name}'s max_position_embeddings is unknown and "
+                           "the line gives no --max-model-len")
+    where = f"{gpu} x{st.gpus}"
+    weights = f"{dtype} weights ({why})"
+    cap = int(S.max_batch_in_memory(st, ctx))
+    if cap < 1:
+        left = (st.memory_fraction * st.gpus * st.gpu.memory_bytes
+                - st.target.weight_bytes(st.dtype) - st._draft_weight_bytes())
+        fits = S.max_model_len_that_fits(st, ctx)
+        higher = next((u for u in (0.92, 0.95) if u > st.memory_fraction
+                       and S.max_batch_in_memory(
+                           dataclasses.replace(st, memory_fraction=u), ctx) >= 1), None)
+        todo = ([f"--max-model-len {fits} or less"] if fits >= 1 else []) + (
+            [f"--gpu-memory-utilization {higher:g}"] if higher is not None else [])
+        return (Finding(
+            "error", None, f"vLLM refuses to start: one sequence at --max-model-len {ctx} "
+            f"({'given' if ctx == mml else 'the target ' + arch.name + chr(39) + 's maximum'}) "
+            f"needs its KV cache of target and draft ({kv}) beside the {weights}, and on "
+            f"{where} at gpu_memory_utilization {st.memory_fraction:g} "
+            + (f"only {left / 1e9:,.1f} GB is left" if left > 0
+               else "nothing is left beside the weights")
+            + " (vLLM V1's check_enough_kv_cache_memory: 'To serve at least one request with "
+            "the model's max seq len ... Try increasing `gpu_memory_utilization` ... or "
+            "decreasing `max_model_len`')",
+            ("give " + " or ".join(todo)) if todo else "a larger GPU, more GPUs (-tp) or a "
+            "smaller weight dtype: the weights alone leave no room",
+            code="kv-cache-below-max-model-len"),)
+    seqs = s.get("max_num_seqs") or default_batch_limits(gpu)[1]
+    if cap >= seqs:
+        return ()
+    given = "" if "max_num_seqs" in s else f" (vLLM's default on {gpu})"
+    return (Finding("note", None, f"--max-num-seqs {seqs}{given}: if every sequence reached "
+                    f"--max-model-len {ctx}, the KV cache of the target and the draft ({kv}) "
+                    f"would hold {cap} of them on {where} beside the {weights} "
+                    "(specnb.serving's memory cap, activations not counted); shorter "
+                    "sequences fit more, and vLLM preempts when the cache is full",
+                    f"serve with --max-num-seqs {cap} or a shorter --max-model-len, if "
+                    "sequences are that long", code="verify-memory-cap"),)
