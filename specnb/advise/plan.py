@@ -16,7 +16,8 @@ Note codes (stable; messages may be reworded): from :func:`setup_config`
 (:func:`specnb.serving.cannot_serve`: then no config, no serve line and no on/off advice),
 ``no-advice-over-max-positions`` (some contexts above the target's positions: no verdict
 there), :func:`setup_serve_line`'s ``fp8-online-quantization``,
-``quantized-checkpoint-placeholder`` and ``max-model-len-set``, ``schedule-serves-every-context``,
+``quantized-checkpoint-placeholder``, ``max-model-len-set`` and ``max-num-batched-tokens-set``,
+``schedule-serves-every-context``,
 ``kv-does-not-fit``, ``no-schedule-for-every-context``, ``kv-cache-dtype``,
 ``loses-end-to-end``, ``draft-kv-budget-not-in-vllm``, ``max-num-seqs-is-batch`` (the serve line's ``--max-num-seqs`` is
 the largest batch size asked, below the most sequences that fit), ``draft-not-smaller`` (a
@@ -351,13 +352,16 @@ def setup_serve_line(st: S.Setup, config: dict, *, max_num_seqs: int, contexts=N
     max(contexts)`` when one sequence of the target's ``max_position_embeddings`` does not fit
     in the KV room (vLLM V1 then refuses to start: ``check_enough_kv_cache_memory``,
     ``vllm/v1/core/kv_cache_planning.py`` v0.33.0), note ``max-model-len-set``;
-    ``extra_args`` last.
+    ``--max-num-batched-tokens max_num_seqs`` when ``max_num_seqs`` is above vLLM's default
+    budget on the GPU (:func:`specnb.simulate.engine.default_batch_limits`; vLLM refuses a
+    budget below max_num_seqs), unless ``extra_args`` names the flag, note
+    ``max-num-batched-tokens-set``; ``extra_args`` last.
 
     Returns
     -------
     (line, notes): the shell-quoted line (:func:`specnb.vllm.serve_command`) and a list of
     :class:`specnb.notes.Note` (``fp8-online-quantization``,
-    ``quantized-checkpoint-placeholder``, ``max-model-len-set``).
+    ``quantized-checkpoint-placeholder``, ``max-model-len-set``, ``max-num-batched-tokens-set``).
     """
     from ..vllm import serve_command
 
@@ -368,6 +372,19 @@ def setup_serve_line(st: S.Setup, config: dict, *, max_num_seqs: int, contexts=N
             + ([] if st.memory_fraction == S.DEFAULT_GPU_MEMORY_UTILIZATION else
                ["--gpu-memory-utilization", f"{st.memory_fraction:g}"])
             + weight_args)
+    from ..simulate.engine import default_batch_limits
+
+    given = {str(a) for a in extra_args}
+    budget = default_batch_limits(st.gpu.name)[0]
+    if "--max-num-batched-tokens" not in given and max_num_seqs > budget:
+        # vLLM never raises its default budget to max_num_seqs and then refuses to start
+        args += ["--max-num-batched-tokens", str(int(max_num_seqs))]
+        notes.append(Note("max-num-batched-tokens-set",
+                          f"--max-num-batched-tokens {int(max_num_seqs)}: vLLM's default budget "
+                          f"on {st.gpu.name} is {budget} tokens, below --max-num-seqs "
+                          f"{int(max_num_seqs)}, which vLLM's SchedulerConfig refuses at start "
+                          "('max_num_batched_tokens ... must be greater than or equal to "
+                          "max_num_seqs')"))
     mp = st.target.max_position_embeddings
     top = None if contexts is None or not np.size(contexts) else int(np.max(contexts))
     if mp is not None and top is not None and 1 <= top < mp \

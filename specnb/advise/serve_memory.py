@@ -9,14 +9,15 @@ L3: reads :mod:`specnb.serving` (the memory model) and :mod:`specnb.vllm` (the p
 Finding codes (stable): ``memory-not-checked`` (note: the target, its weight dtype or the
 ``--kv-cache-dtype`` is not one specnb models), ``serve-tensor-parallel`` (error: vLLM's
 tensor-parallel refusal), ``kv-cache-below-max-model-len`` (error: vLLM refuses to start),
-``verify-memory-cap`` (note: fewer than ``--max-num-seqs`` sequences at ``--max-model-len``).
+``verify-memory-cap`` (note: fewer than ``--max-num-seqs`` sequences at ``--max-model-len``);
+from :func:`serve_batch_findings` ``serve-default-batched-tokens-below-seqs`` (error).
 """
 
 from __future__ import annotations
 
 import dataclasses
 
-__all__ = ["serve_memory_findings"]
+__all__ = ["serve_memory_findings", "serve_batch_findings"]
 
 #: The draft method a ``speculative_config``'s ``method`` is modelled as (a draft model's
 #: weights are not known from the line: an EAGLE-3 head stands in).
@@ -131,3 +132,45 @@ def serve_memory_findings(settings: dict, model: str, config: dict, gpu: str, *,
                     "sequences fit more, and vLLM preempts when the cache is full",
                     f"serve with --max-num-seqs {cap} or a shorter --max-model-len, if "
                     "sequences are that long", code="verify-memory-cap"),)
+
+
+def serve_batch_findings(settings: dict, gpu: str) -> tuple:
+    """vLLM's refusal of a ``--max-num-seqs`` above the token budget it defaults to on
+    ``gpu`` when the line gives no ``--max-num-batched-tokens``.
+
+    vLLM 0.33 ``EngineArgs._set_default_max_num_seqs_and_batched_tokens_args``: an unset
+    ``max_num_batched_tokens`` becomes the usage default for ``vllm serve``
+    (:func:`specnb.simulate.engine.default_batch_limits`: 8192 on H100 / H200, 2048 on smaller
+    GPUs and A100, 16384 from 160 GiB; doubled with ``--performance-mode throughput``), capped at
+    ``max_num_seqs x max_model_len`` and never raised to ``max_num_seqs`` (with chunked prefill,
+    V1's default); then ``SchedulerConfig._verify_args`` raises "max_num_batched_tokens (8192)
+    must be greater than or equal to max_num_seqs (8600)". An explicit
+    ``--max-num-batched-tokens`` is the line rule's (``serve-batched-tokens-below-seqs``).
+    ``--no-enable-chunked-prefill`` raises the default to max_model_len, which is not read
+    here: no finding then.
+
+    Returns
+    -------
+    tuple of :class:`specnb.vllm.Finding`: one ``serve-default-batched-tokens-below-seqs``
+    error, or empty.
+    """
+    from ..simulate.engine import default_batch_limits
+    from ..vllm import Finding
+
+    s = settings
+    seqs = s.get("max_num_seqs")
+    if s.get("max_num_batched_tokens") is not None or not isinstance(seqs, int) \
+            or s.get("enable_chunked_prefill") is False:
+        return ()
+    tokens = default_batch_limits(gpu)[0] * (2 if s.get("performance_mode") == "throughput"
+                                             else 1)
+    if seqs <= tokens:
+        return ()
+    return (Finding("error", None, f"--max-num-seqs {seqs} without --max-num-batched-tokens: "
+                    f"vLLM's default budget on {gpu} is {tokens} tokens "
+                    "(EngineArgs._set_default_max_num_seqs_and_batched_tokens_args), never "
+                    "raised to max_num_seqs, and SchedulerConfig refuses it at start: "
+                    f"'max_num_batched_tokens ({tokens}) must be greater than or equal to "
+                    f"max_num_seqs ({seqs})'",
+                    f"add --max-num-batched-tokens {seqs} (or more), or lower --max-num-seqs "
+                    f"to {tokens}", code="serve-default-batched-tokens-below-seqs"),)
