@@ -15,7 +15,7 @@ Note codes (stable; messages may be reworded): from :func:`setup_config`
 ``weights-do-not-fit`` / ``no-sequence-fits`` / ``no-context-within-max-positions``
 (:func:`specnb.serving.cannot_serve`: then no config, no serve line and no on/off advice),
 ``no-advice-over-max-positions`` (some contexts above the target's positions: no verdict
-there), :func:`setup_serve_line`'s ``fp8-online-quantization``,
+there), ``v0-no-serve-line`` (engine vllm-v0: no V1 schedule or serve line), :func:`setup_serve_line`'s ``fp8-online-quantization``,
 ``quantized-checkpoint-placeholder``, ``max-model-len-set`` and ``max-num-batched-tokens-set``,
 ``schedule-serves-every-context``,
 ``kv-does-not-fit``, ``no-schedule-for-every-context``, ``kv-cache-dtype``,
@@ -588,6 +588,18 @@ def serving_plan(st: S.Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=
         sched, cfg = None, None
         notes = [n for n in notes if n.code in ("mtp-needs-target-layers",)]
     serve = None
+    v0 = st.engine.name == "vllm-v0"
+    if v0 and cfg is not None and nothing is None:
+        # V0's costs, V1's flags: no line that runs neither (T5-M3)
+        cfg = None
+        notes = [n for n in notes if n.code not in ("checkpoint-placeholder", "schedule-tax")]
+        notes.append(Note("v0-no-serve-line",
+                          "the figures are vLLM V0's (engine vllm-v0: batch-expansion scorer, "
+                          "CUDA graphs up to batch 256, its own draft cost); "
+                          "num_speculative_tokens_per_batch_size and a --speculative-config "
+                          "line are V1's (the key from vLLM 0.24.0 on) and would run V1's "
+                          "costs, not these: no schedule or serve line; plan with --engine vllm "
+                          "for the line to serve on current vLLM"))
     if cfg is not None:
         serve, serve_notes = setup_serve_line(st, cfg, max_num_seqs=limit,
                                               contexts=servable)
@@ -672,7 +684,7 @@ def serving_plan(st: S.Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=
     context_notes = S.context_limit_notes(st, contexts)
     notes = context_notes + prof_notes + notes
     paying = S.paying_of(full)
-    if cfg is None and any(paying) and nothing is None:
+    if cfg is None and any(paying) and nothing is None and not v0:
         # setup_config's no-gamma-pays is about the worst context only
         notes = [n for n in notes if n.code != "no-gamma-pays"]
         notes.append(Note("no-schedule-for-every-context",

@@ -482,6 +482,9 @@ def format_plan(result: dict) -> str:
     lines.append("")
     if nothing:
         lines.append("schedule: none (nothing can be served: see the first line)")
+    elif "v0-no-serve-line" in result["note_codes"]:
+        lines.append("schedule: none (the figures are vLLM V0's; the schedule key and the "
+                     "vllm serve line are V1's: see the note)")
     elif result["config"] is None:
         lines.append("schedule: none (no gamma pays"
                      + (" at every context at once)" if len(result["paying_batches"]) > 1

@@ -232,3 +232,19 @@ def test_plan_raises_the_token_budget_to_max_num_seqs_and_config_check_applies_t
     res = plan_json(capsys, "--gpu", "H200", "--model", "Llama-3.1-8B", "--draft", "ngram",
                     "--context", "100", "--batch", "1", "64", "--gamma", "1", "--alpha", "0.9")
     assert "--max-num-batched-tokens" not in words(res["serve"])
+
+
+# ------------------------------------------------ T5-M3: V0's figures, no V1 serve line
+def test_plan_vllm_v0_gives_no_v1_schedule_or_serve_line(capsys):
+    argv = ["--gpu", "H100-SXM", "--model", "Llama-3.1-8B", "--draft", "eagle3", "--context",
+            "512", "--batch", "1", "64", "256", "--gamma", "1", "2", "3", "--alpha", "0.7"]
+    v0 = plan_json(capsys, *argv, "--engine", "vllm-v0")
+    assert v0["serve"] is None and v0["schedule"] is None and v0["config"] is None
+    assert "v0-no-serve-line" in v0["note_codes"]
+    assert "no-schedule-for-every-context" not in v0["note_codes"]
+    assert v0["paying_batches"]["512"]  # the verdicts stay: they are the V0 model's
+    v1 = plan_json(capsys, *argv)
+    assert v1["serve"].startswith("vllm serve ") and "v0-no-serve-line" not in v1["note_codes"]
+    code, out, _ = run(capsys, "plan", *argv, "--engine", "vllm-v0")
+    assert not any(r.startswith("vllm serve") for r in out.splitlines())
+    assert "schedule: none (the figures are vLLM V0's" in out
