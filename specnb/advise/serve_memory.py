@@ -113,11 +113,12 @@ def serve_memory_findings(settings: dict, model: str, config: dict, gpu: str, *,
             f"({'given' if ctx == mml else 'the target ' + arch.name + chr(39) + 's maximum'}) "
             f"needs its KV cache of target and draft ({kv}) beside the {weights}, and on "
             f"{where} at gpu_memory_utilization {st.memory_fraction:g} "
-            + (f"only {left / 1e9:,.1f} GB is left" if left > 0
-               else "nothing is left beside the weights")
-            + " (vLLM V1's check_enough_kv_cache_memory: 'To serve at least one request with "
-            "the model's max seq len ... Try increasing `gpu_memory_utilization` ... or "
-            "decreasing `max_model_len`')",
+            + (f"only {left / 1e9:,.1f} GB is left (vLLM V1's check_enough_kv_cache_memory: "
+               "'To serve at least one request with the model's max seq len ... Try "
+               "increasing `gpu_memory_utilization` ... or decreasing `max_model_len`')"
+               if left > 0 else "nothing is left beside the weights (vLLM V1's "
+               "check_enough_kv_cache_memory: 'No available memory for the cache blocks. "
+               "Try increasing `gpu_memory_utilization`')"),
             ("give " + " or ".join(todo)) if todo else "a larger GPU, more GPUs (-tp) or a "
             "smaller weight dtype: the weights alone leave no room",
             code="kv-cache-below-max-model-len"),)
