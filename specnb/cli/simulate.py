@@ -20,7 +20,7 @@ import sys
 
 from ..limits import DEFAULT_GPU_MEMORY_UTILIZATION as S_DEFAULT_GMU
 from . import error, light_checks, listed_twice, message, positive_int, refuse
-from .plan import DTYPE_CHOICES
+from .plan import DTYPE_CHOICES, KV_CACHE_CHOICES
 
 __all__ = ["register", "run", "simulate", "format_simulation", "estimate_seconds"]
 
@@ -170,6 +170,10 @@ def register(subparsers) -> argparse.ArgumentParser:
     eng.add_argument("--gpu-memory-utilization", type=float, default=S_DEFAULT_GMU, metavar="U",
                      help="vLLM's share of GPU memory: the KV blocks (default 0.92, vLLM "
                           "0.20+'s)")
+    eng.add_argument("--kv-cache-dtype", choices=KV_CACHE_CHOICES, default="auto",
+                     help="vLLM's --kv-cache-dtype (default auto: the activation dtype, bf16 "
+                          "also for fp8 weights; fp8 halves the KV bytes: twice the blocks, "
+                          "and it goes into the serve line)")
     eng.add_argument("--prefix-cache-hit-rate", type=float, default=0.0, metavar="H",
                      help="share of each prompt found in the prefix cache (default 0: off)")
     pol = p.add_argument_group("policies")
@@ -288,6 +292,7 @@ def simulate(a) -> dict:
     from .. import simulate as M
 
     st = S.setup(a.gpu, a.model, a.draft, gpus=a.gpus, dtype=a.dtype, engine=a.engine,
+                 kv_dtype=a.kv_cache_dtype,
                  draft_config=a.draft_config,
                  gpu_memory_utilization=a.gpu_memory_utilization)
     acc = _acceptance(a, M)
@@ -321,7 +326,7 @@ def simulate(a) -> dict:
     serve, serve_notes = (_serve_line(st, sim.config, pols, on, w) if cmp["verdict"] == "pays"
                           else (None, []))
     return {"setup": {"gpu": st.gpu.name, "gpus": st.gpus, "model": st.target.name,
-                      "dtype": st.dtype,
+                      "dtype": st.dtype, "kv_cache_dtype": st.kv_dtype,
                       "draft": st.draft.name, "engine": st.engine.name,
                       "acceptance": sim.acceptance, "workload": w.source,
                       "max_num_seqs": sim.config.max_num_seqs,
@@ -361,7 +366,10 @@ def format_simulation(r: dict) -> str:
     import pandas as pd
 
     su = r["setup"]
-    dt = "" if su.get("dtype", "bf16") == "bf16" else f" ({su['dtype']} weights)"
+    dt = ", ".join(([] if su.get("dtype", "bf16") == "bf16" else [f"{su['dtype']} weights"])
+                   + ([] if su.get("kv_cache_dtype", "auto") == "auto"
+                      else [f"KV cache {su['kv_cache_dtype']}"]))
+    dt = f" ({dt})" if dt else ""
     lines = [f"{su['model']}{dt} on {su['gpus']} x {su['gpu']}, draft {su['draft']}, "
              f"{su['acceptance']}; engine {su['engine']}; {su['workload']}; max_num_seqs "
              f"{su['max_num_seqs']}, max_num_batched_tokens {su['max_num_batched_tokens']}, "

@@ -248,3 +248,23 @@ def test_plan_vllm_v0_gives_no_v1_schedule_or_serve_line(capsys):
     code, out, _ = run(capsys, "plan", *argv, "--engine", "vllm-v0")
     assert not any(r.startswith("vllm serve") for r in out.splitlines())
     assert "schedule: none (the figures are vLLM V0's" in out
+
+
+def test_simulate_takes_kv_cache_dtype_as_plan_does(capsys):
+    from specnb.simulate.engine import kv_blocks
+
+    argv = ["simulate", "--gpu", "H100-SXM", "--model", "Llama-3.1-70B", "--dtype", "fp8",
+            "--draft", "eagle3", "--gamma", "3", "--tau", "2.6", "--input-len", "1000",
+            "--output-len", "64", "--num-prompts", "8", "--concurrency", "4", "--json"]
+    runs = {}
+    for kv in ("auto", "fp8"):
+        code, out, err = run(capsys, *argv, "--kv-cache-dtype", kv)
+        assert code == 0, err
+        runs[kv] = json.loads(out)
+    for kv, res in runs.items():
+        st = S.setup("H100-SXM", "Llama-3.1-70B", "eagle3", dtype="fp8", kv_dtype=kv)
+        assert res["setup"]["num_gpu_blocks"] == kv_blocks(st)
+    assert runs["fp8"]["setup"]["num_gpu_blocks"] > 1.9 * runs["auto"]["setup"]["num_gpu_blocks"]
+    w = words(runs["fp8"]["serve"])
+    assert w[w.index("--kv-cache-dtype") + 1] == "fp8"
+    assert "--kv-cache-dtype" not in words(runs["auto"]["serve"])
