@@ -10,19 +10,66 @@ Finding codes (stable): ``memory-not-checked`` (note: the target, its weight dty
 ``--kv-cache-dtype`` is not one specnb models), ``serve-tensor-parallel`` (error: vLLM's
 tensor-parallel refusal), ``kv-cache-below-max-model-len`` (error: vLLM refuses to start),
 ``verify-memory-cap`` (note: fewer than ``--max-num-seqs`` sequences at ``--max-model-len``);
-from :func:`serve_batch_findings` ``serve-default-batched-tokens-below-seqs`` (error).
+from :func:`serve_batch_findings` ``serve-default-batched-tokens-below-seqs`` (error); from
+:func:`serve_target_findings` ``serve-tensor-parallel`` and ``serve-max-model-len-above-target``
+(errors).
 """
 
 from __future__ import annotations
 
 import dataclasses
 
-__all__ = ["serve_memory_findings", "serve_batch_findings"]
+__all__ = ["serve_target_findings", "serve_memory_findings", "serve_batch_findings"]
 
 #: The draft method a ``speculative_config``'s ``method`` is modelled as (a draft model's
 #: weights are not known from the line: an EAGLE-3 head stands in).
 _SPEC = {"eagle": "eagle", "eagle3": "eagle3", "mtp": "mtp", "ngram": "ngram",
          "suffix": "suffix"}
+
+
+def serve_target_findings(settings: dict, model: str, *, target_config=None) -> tuple:
+    """vLLM's refusals that depend on the served model alone, GPU or not, when specnb knows
+    the target (catalogue name or Hugging Face id, or its config.json, ``target_config``
+    first): ``-tp`` that does not split the model (:func:`specnb.serving.check_tensor_parallel`,
+    code ``serve-tensor-parallel``) and a ``--max-model-len`` above the target's
+    max_position_embeddings (:func:`specnb.serving.context_limit_notes`'s
+    ``context-over-max-positions``: vLLM's ``_get_and_verify_max_len`` refuses it unless
+    VLLM_ALLOW_LONG_MAX_MODEL_LEN=1; code ``serve-max-model-len-above-target``), as errors.
+    A config with RoPE scaling is not judged on ``--max-model-len`` (vLLM scales its derived
+    maximum by some RoPE types' factor, which specnb does not model). Empty for a model
+    specnb does not know."""
+    from .. import serving as S
+    from ..vllm import Finding
+
+    s = settings
+    try:
+        arch, cfg = S.resolve_architecture(target_config or model)
+    except (OSError, ValueError, KeyError, TypeError):
+        return ()  # not a model specnb knows: nothing more to check
+    text = (cfg or {}).get("text_config") if isinstance((cfg or {}).get("text_config"), dict) \
+        else cfg or {}
+    scaled = bool(text.get("rope_scaling") or text.get("rope_parameters"))
+    found = []
+    tp = s.get("tensor_parallel_size", 1)
+    if isinstance(tp, int) and tp > 1:
+        try:
+            S.check_tensor_parallel(arch, tp)
+        except ValueError as exc:
+            found.append(Finding("error", None, f"-tp {tp}: {str(exc).splitlines()[0]}",
+                                 "give an allowed --tensor-parallel-size",
+                                 code="serve-tensor-parallel"))
+    mml = s.get("max_model_len")
+    if isinstance(mml, int) and mml > 0 and not scaled:
+        for note in S.context_limit_notes(arch, [mml]):
+            if note.code == "context-over-max-positions":
+                found.append(Finding(
+                    "error", None, f"--max-model-len {mml} is above the target {arch.name}'s "
+                    f"max_position_embeddings {arch.max_position_embeddings}: vLLM refuses it at "
+                    "start ('User-specified max_model_len ... is greater than the derived "
+                    "max_model_len') unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 is set",
+                    f"give --max-model-len {arch.max_position_embeddings} or less, or a "
+                    "long-context variant of the model", code="serve-max-model-len-above-target"))
+    return tuple(found)
 
 
 def serve_memory_findings(settings: dict, model: str, config: dict, gpu: str, *,

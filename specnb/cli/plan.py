@@ -204,9 +204,12 @@ def _sglang_launch(st, p, tree) -> str | None:
     ndt = tree["num_draft_tokens"] if tree else steps + 1
     draft = ([] if algo == "NGRAM" or st.draft.method == "mtp" else
              ["--speculative-draft-model-path", p.config.get("model") or "<draft>"])
-    parts = ["python", "-m", "sglang.launch_server", "--model-path", S.model_id(st.target),
+    # the weight dtype as for vLLM (SGLang takes --quantization fp8 online, --dtype too)
+    model, weight_args, _ = S.serve_weight_args(st.target, st.dtype)
+    parts = ["python", "-m", "sglang.launch_server", "--model-path", model,
              "--speculative-algorithm", algo, *draft, "--speculative-num-steps", str(steps),
-             "--speculative-eagle-topk", str(topk), "--speculative-num-draft-tokens", str(ndt)]
+             "--speculative-eagle-topk", str(topk), "--speculative-num-draft-tokens", str(ndt),
+             *weight_args]
     if st.gpus > 1:
         parts += ["--tp-size", str(st.gpus)]
     if p.max_num_seqs and p.max_num_seqs > SGLANG_SPEC_MAX_RUNNING_REQUESTS:

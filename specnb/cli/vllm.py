@@ -133,46 +133,14 @@ def _cmd_check(args) -> int:
 
 
 def _with_target_rules(args, parsed, result):
-    """vLLM's refusals that depend on the served model alone, GPU or not, when specnb knows the
-    target (catalogue name or Hugging Face id, or its config.json): ``-tp`` that does not
-    split the model (:func:`specnb.serving.check_tensor_parallel`, code
-    ``serve-tensor-parallel``) and a ``--max-model-len`` above the target's
-    max_position_embeddings (:func:`specnb.serving.context_limit_notes`'s
-    ``context-over-max-positions``: vLLM's ``_get_and_verify_max_len`` refuses it unless
-    VLLM_ALLOW_LONG_MAX_MODEL_LEN=1; code ``serve-max-model-len-above-target``), as errors."""
-    from ..serving import check_tensor_parallel, context_limit_notes, resolve_architecture
-    from ..vllm import ConfigCheck, Finding
+    """vLLM's refusals that depend on the served model alone, GPU or not
+    (:func:`specnb.advise.serve_memory.serve_target_findings`), added to ``result``."""
+    from ..advise.serve_memory import serve_target_findings
+    from ..vllm import ConfigCheck
 
-    s, target = parsed.settings, args.target_config or parsed.model
-    try:
-        arch, cfg = resolve_architecture(target)
-    except (OSError, ValueError, KeyError, TypeError):
-        return result  # not a model specnb knows: nothing more to check
-    text = (cfg or {}).get("text_config") if isinstance((cfg or {}).get("text_config"), dict) \
-        else cfg or {}
-    scaled = bool(text.get("rope_scaling") or text.get("rope_parameters"))  # vLLM scales the
-    # derived maximum by some RoPE types' factor, which specnb does not model: no verdict then
-    found = []
-    tp = s.get("tensor_parallel_size", 1)
-    if isinstance(tp, int) and tp > 1:
-        try:
-            check_tensor_parallel(arch, tp)
-        except ValueError as exc:
-            found.append(Finding("error", None, f"-tp {tp}: {str(exc).splitlines()[0]}",
-                                 "give an allowed --tensor-parallel-size",
-                                 code="serve-tensor-parallel"))
-    mml = s.get("max_model_len")
-    if isinstance(mml, int) and mml > 0 and not scaled:
-        for note in context_limit_notes(arch, [mml]):
-            if note.code == "context-over-max-positions":
-                found.append(Finding(
-                    "error", None, f"--max-model-len {mml} is above the target {arch.name}'s "
-                    f"max_position_embeddings {arch.max_position_embeddings}: vLLM refuses it at "
-                    "start ('User-specified max_model_len ... is greater than the derived "
-                    "max_model_len') unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 is set",
-                    f"give --max-model-len {arch.max_position_embeddings} or less, or a "
-                    "long-context variant of the model", code="serve-max-model-len-above-target"))
-    return ConfigCheck(result.findings + tuple(found), result.config, result.vllm_version) \
+    found = serve_target_findings(parsed.settings, parsed.model,
+                                  target_config=args.target_config)
+    return ConfigCheck(result.findings + found, result.config, result.vllm_version) \
         if found else result
 
 

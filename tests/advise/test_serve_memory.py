@@ -61,3 +61,14 @@ def test_the_default_budget_below_max_num_seqs_is_an_error_only_without_the_flag
     assert serve_batch_findings({"max_num_seqs": tokens + 1, "performance_mode": "throughput"},
                                 "H100-SXM") == ()
     assert serve_batch_findings({"max_num_seqs": 2049}, "RTX-4090")  # 2048 on a 24 GB GPU
+
+
+def test_the_target_rules_need_no_gpu():
+    from specnb.advise.serve_memory import serve_target_findings
+
+    found = codes(serve_target_findings({"max_model_len": 131073, "tensor_parallel_size": 3},
+                                        "meta-llama/Llama-3.1-8B"))
+    assert found["serve-max-model-len-above-target"].severity == "error"
+    assert found["serve-tensor-parallel"].severity == "error"  # 32 heads do not split by 3
+    assert serve_target_findings({"max_model_len": 131072}, "meta-llama/Llama-3.1-8B") == ()
+    assert serve_target_findings({"max_model_len": 10 ** 9}, "some/unknown-model") == ()

@@ -268,3 +268,13 @@ def test_simulate_takes_kv_cache_dtype_as_plan_does(capsys):
     w = words(runs["fp8"]["serve"])
     assert w[w.index("--kv-cache-dtype") + 1] == "fp8"
     assert "--kv-cache-dtype" not in words(runs["auto"]["serve"])
+
+
+def test_the_sglang_launch_line_loads_the_planned_weight_dtype_too(capsys):
+    argv = ["--gpu", "H100-SXM", "--model", "Llama-3.1-70B", "--draft", "eagle3", "--engine",
+            "sglang", "--context", "4096", "--batch", "1", "2", "--gamma", "3", "--alpha", "0.7"]
+    fp8 = words(plan_json(capsys, *argv, "--dtype", "fp8")["serve"])
+    assert fp8[fp8.index("--model-path") + 1] == "meta-llama/Llama-3.1-70B"
+    assert fp8[fp8.index("--quantization") + 1] == "fp8"
+    int4 = words(plan_json(capsys, *argv, "--dtype", "int4")["serve"])
+    assert int4[int4.index("--model-path") + 1] == "<Llama-3.1-70B-int4-checkpoint>"
