@@ -16,7 +16,8 @@ Note codes (stable; messages may be reworded): from :func:`setup_config`
 (:func:`specnb.serving.cannot_serve`: then no config, no serve line and no on/off advice),
 ``no-advice-over-max-positions`` (some contexts above the target's positions: no verdict
 there), ``v0-no-serve-line`` (engine vllm-v0: no V1 schedule or serve line), :func:`setup_serve_line`'s ``fp8-online-quantization``,
-``quantized-checkpoint-placeholder``, ``max-model-len-set`` and ``max-num-batched-tokens-set``,
+``quantized-checkpoint-placeholder``, ``max-model-len-set``, ``max-num-batched-tokens-set`` and
+``draft-dtype-not-in-line``,
 ``schedule-serves-every-context``,
 ``kv-does-not-fit``, ``no-schedule-for-every-context``, ``kv-cache-dtype``,
 ``loses-end-to-end``, ``draft-kv-budget-not-in-vllm``, ``max-num-seqs-is-batch`` (the serve line's ``--max-num-seqs`` is
@@ -361,11 +362,25 @@ def setup_serve_line(st: S.Setup, config: dict, *, max_num_seqs: int, contexts=N
     -------
     (line, notes): the shell-quoted line (:func:`specnb.vllm.serve_command`) and a list of
     :class:`specnb.notes.Note` (``fp8-online-quantization``,
-    ``quantized-checkpoint-placeholder``, ``max-model-len-set``, ``max-num-batched-tokens-set``).
+    ``quantized-checkpoint-placeholder``, ``max-model-len-set``, ``max-num-batched-tokens-set``,
+    ``draft-dtype-not-in-line``: a draft model or head counted in fp8 / int8 / int4, which vLLM
+    loads unquantized unless its checkpoint is).
     """
     from ..vllm import serve_command
 
     model, weight_args, notes = S.serve_weight_args(st.target, st.dtype)
+    d = st.draft
+    d_dtype = d.dtype or st.draft_dtype or st.dtype
+    if d.kind in ("model", "head") and d.method != "mtp" and d_dtype not in ("bf16", "fp16"):
+        # vLLM's SpeculativeConfig.quantization: None = an unquantized draft; only mtp
+        # (the target's own layers) takes the target's --quantization (config/speculative.py)
+        notes.append(Note("draft-dtype-not-in-line",
+                          f"the plan counts the draft {d.name}'s weights in {d_dtype} "
+                          "(--draft-dtype, default --dtype), but vLLM loads a draft model or "
+                          "head as its checkpoint stores it (speculative_config quantization "
+                          "None: unquantized) and does not apply the target's --quantization "
+                          "to it; plan with --draft-dtype bf16 for what this line runs, or "
+                          "serve a quantized draft checkpoint"))
     args = (["--max-num-seqs", str(int(max_num_seqs))]
             + (["--tensor-parallel-size", str(st.gpus)] if st.gpus > 1 else [])
             + ([] if st.kv_dtype == "auto" else ["--kv-cache-dtype", st.kv_dtype])

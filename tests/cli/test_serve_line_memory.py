@@ -278,3 +278,16 @@ def test_the_sglang_launch_line_loads_the_planned_weight_dtype_too(capsys):
     assert fp8[fp8.index("--quantization") + 1] == "fp8"
     int4 = words(plan_json(capsys, *argv, "--dtype", "int4")["serve"])
     assert int4[int4.index("--model-path") + 1] == "<Llama-3.1-70B-int4-checkpoint>"
+
+
+def test_a_draft_counted_in_fp8_is_noted_vllm_loads_it_unquantized(capsys):
+    argv = ["--gpu", "H100-SXM", "--model", "Llama-3.1-70B", "--dtype", "fp8", "--draft",
+            "eagle3", "--context", "4096", "--batch", "1", "2", "--gamma", "3", "--alpha", "0.7"]
+    assert "draft-dtype-not-in-line" in plan_json(capsys, *argv)["note_codes"]
+    bf16 = plan_json(capsys, *argv, "--draft-dtype", "bf16")
+    assert "draft-dtype-not-in-line" not in bf16["note_codes"]
+    # mtp runs the target's own layers: vLLM gives it the target's --quantization
+    mtp = plan_json(capsys, "--gpu", "H200", "--gpus", "8", "--model", "DeepSeek-V3", "--dtype",
+                    "fp8", "--draft", "mtp", "--context", "4000", "--batch", "1", "8",
+                    "--gamma", "1", "--alpha", "0.8")
+    assert "draft-dtype-not-in-line" not in mtp["note_codes"]
