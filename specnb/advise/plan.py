@@ -43,7 +43,8 @@ from .._check import MAX_EXACT_INT
 from .._json import records
 from ..notes import Note
 
-__all__ = ["memory_limit", "Plan", "serving_plan", "profile_acceptance", "schedule", "schedule_gammas", "schedule_of", "plan_schedule",
+__all__ = ["memory_limit", "Plan", "serving_plan", "profile_acceptance",
+           "profile_context_notes", "schedule", "schedule_gammas", "schedule_of", "plan_schedule",
            "schedule_config", "setup_config", "setup_serve_line"]
 
 
@@ -415,6 +416,21 @@ def setup_serve_line(st: S.Setup, config: dict, *, max_num_seqs: int, contexts=N
     return serve_command(config, model, extra_args=args + [str(a) for a in extra_args]), notes
 
 
+def profile_context_notes(profile, contexts) -> list:
+    """``[Note("profile-context-extrapolated", ...)]`` when some of ``contexts`` (tokens) lie
+    beyond every step of the profile's log (its ``source.context_range``), else ``[]``: the
+    acceptance there is carried over, not measured. ``plan`` and ``simulate`` both say it."""
+    seen = (profile.source or {}).get("context_range")
+    beyond = sorted({int(c) for c in contexts if seen and c > seen[1]})
+    if not beyond:
+        return []
+    return [Note("profile-context-extrapolated",
+                 f"context {beyond} is beyond every step of the profile's log "
+                 f"(contexts {seen[0]}-{seen[1]} tokens): its acceptance there is "
+                 "carried over, not measured, and acceptance often falls with context "
+                 "(vllm-project/speculators#684); replay a log with such contexts")]
+
+
 def profile_acceptance(profile, contexts, gammas, *, proposal_rate: bool):
     """tau and the proposal rate M per (context, gamma) from an acceptance profile
     (:mod:`specnb.acceptance_profile`, ``specnb replay --out``): the entry of the context
@@ -455,15 +471,7 @@ def profile_acceptance(profile, contexts, gammas, *, proposal_rate: bool):
             tau[i, j] = min(e.tau, g + 1.0)
             if proposal_rate:
                 m[i, j] = e.proposal_rate
-    notes = []
-    seen = (profile.source or {}).get("context_range")
-    beyond = sorted(int(c) for c in contexts if seen and c > seen[1])
-    if beyond:
-        notes.append(Note("profile-context-extrapolated",
-                          f"context {beyond} is beyond every step of the profile's log "
-                          f"(contexts {seen[0]}-{seen[1]} tokens): its acceptance there is "
-                          "carried over, not measured, and acceptance often falls with context "
-                          "(vllm-project/speculators#684); replay a log with such contexts"))
+    notes = profile_context_notes(profile, contexts)
     if empty:
         notes.append(Note("profile-bucket-empty",
                           f"the acceptance profile has no step at context {sorted(empty)} "
@@ -677,6 +685,9 @@ def serving_plan(st: S.Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=
                           "halves it: " + ", ".join(
                               f"{int(S.max_batch_in_memory(fp8, c))} sequences at context {c} "
                               f"instead of {room[c]}" for c in room)))
+    fa2 = S.multi_token_note(st, contexts) if nothing is None else None
+    if fa2 is not None:
+        notes.append(fa2)
     if st.draft.kind == "model" and st.draft.arch.params >= st.target.params:
         notes.append(Note("draft-not-smaller",
                           f"the draft {st.draft.name} ({st.draft.arch.params / 1e9:.1f} B "

@@ -109,7 +109,9 @@ def register(subparsers) -> argparse.ArgumentParser:
         "simulate", help="simulate my load: continuous batching with and without speculation",
         description=(
             "Simulate vLLM V1's scheduler (chunked prefill, decode and verify tokens before "
-            "new prefill chunks, KV blocks, preemption) on a vllm bench serve-like load or a "
+            "new prefill chunks, KV blocks, preemption; with --engine vllm-v0, V0's defaults "
+            "per run: chunked prefill only for a plain run of a model above 32K positions, "
+            "else prompts first) on a vllm bench serve-like load or a "
             "request log, with speculation off, at static draft lengths, with vLLM's "
             "per-batch-size schedule and disable_by_batch_size; each step timed by the "
             "serving model. Prints TTFT / TPOT / throughput per policy and the verdict; "
@@ -258,12 +260,9 @@ def _check_flags(a) -> str | None:
 _NAMES = ("range_ratio", "max_batch")
 
 
-def _acceptance(a, M):
+def _acceptance(a, M, profile=None):
     if a.acceptance_profile:
-        from .. import acceptance_profile
-
-        return M.acceptance(profile=acceptance_profile.load(a.acceptance_profile),
-                            proposal_rate=a.proposal_rate)
+        return M.acceptance(profile=profile, proposal_rate=a.proposal_rate)
     if a.tau is not None:
         return M.acceptance(tau=a.tau, gamma=a.gamma[0], proposal_rate=a.proposal_rate)
     if a.alpha is not None:
@@ -295,7 +294,12 @@ def simulate(a) -> dict:
                  kv_dtype=a.kv_cache_dtype,
                  draft_config=a.draft_config,
                  gpu_memory_utilization=a.gpu_memory_utilization)
-    acc = _acceptance(a, M)
+    profile = None
+    if a.acceptance_profile:
+        from .. import acceptance_profile
+
+        profile = acceptance_profile.load(a.acceptance_profile)
+    acc = _acceptance(a, M, profile)
     if a.requests:
         w = M.from_log(a.requests, request_rate=a.request_rate, burstiness=a.burstiness,
                        concurrency=a.concurrency, seed=a.seed)
@@ -303,15 +307,22 @@ def simulate(a) -> dict:
         w = M.synthetic(a.num_prompts, a.input_len, a.output_len, range_ratio=a.range_ratio,
                         concurrency=a.concurrency, request_rate=a.request_rate,
                         burstiness=a.burstiness, seed=a.seed)
-    cfg = M.engine_config(st, max_num_seqs=a.max_num_seqs,
-                          max_num_batched_tokens=a.max_num_batched_tokens,
-                          prefix_cache_hit_rate=a.prefix_cache_hit_rate)
+    kw = dict(max_num_seqs=a.max_num_seqs, max_num_batched_tokens=a.max_num_batched_tokens,
+              prefix_cache_hit_rate=a.prefix_cache_hit_rate)
+    off_cfg = None
+    if st.engine.name == "vllm-v0":  # V0's scheduler defaults, per run (v0_engine_config)
+        given = {k: v for k, v in kw.items() if v is not None}
+        cfg = M.v0_engine_config(st, speculative=True, **given)
+        off_cfg = M.v0_engine_config(st, speculative=False, **given)
+    else:
+        cfg = M.engine_config(st, **kw)
     sched = None
     if not a.no_schedule:
         sched = _schedule_flag(a) if a.schedule else _plan_schedule(
             st, acc, w, a.gamma, cfg.max_num_seqs)
     pols = _policies(a, M, cfg.max_num_seqs, sched)
-    sim = M.simulate(st, w, pols, acceptance=acc, config=cfg, seed=a.seed)
+    sim = M.simulate(st, w, pols, acceptance=acc, config=cfg, seed=a.seed,
+                     off_config=off_cfg)
     cmp = sim.compare(goal=a.goal)
     saved = []
     if a.save_result:
@@ -323,6 +334,7 @@ def simulate(a) -> dict:
             saved.append(path)
     strip = lambda r: {k: v for k, v in r.items() if k not in _LISTS}  # noqa: E731
     on = cmp["on"]
+    notes = _notes(a, w, profile, cmp, sim.config, off_cfg, st)
     serve, serve_notes = (_serve_line(st, sim.config, pols, on, w) if cmp["verdict"] == "pays"
                           else (None, []))
     return {"setup": {"gpu": st.gpu.name, "gpus": st.gpus, "model": st.target.name,
@@ -338,7 +350,51 @@ def simulate(a) -> dict:
             "tpot_ratio": cmp["tpot_ratio"], "ttft_ratio": cmp["ttft_ratio"],
             "verdict": cmp["verdict"], "goal": a.goal, "ratios": cmp["policies"],
             "schedule": sched, "serve": serve, "serve_notes": [n.message for n in serve_notes],
-            "serve_note_codes": [n.code for n in serve_notes], "saved": saved}
+            "serve_note_codes": [n.code for n in serve_notes], "saved": saved,
+            "notes": [n.message for n in notes], "note_codes": [n.code for n in notes]}
+
+
+#: How far the TTFT ratio may move from 1 on a fixed-length closed loop before the lockstep
+#: note is printed (notebook 10, section "Where speculation stops paying").
+LOCKSTEP_TTFT_TOLERANCE = 0.1
+
+
+def _notes(a, w, profile, cmp, cfg=None, off_cfg=None, st=None) -> list:
+    """The run's coded notes: ``v0-defaults-per-run`` (``--engine vllm-v0``: the off run
+    scheduled otherwise than the speculating ones), ``profile-context-extrapolated`` (the
+    load's contexts beyond the acceptance profile's log, as ``plan`` says it),
+    ``ttft-closed-loop-lockstep`` (a fixed-length closed loop moves TTFT for a reason of its
+    own: notebook 10), ``fa2-multi-token-attention`` (:func:`specnb.serving.multi_token_note`
+    at the load's longest context)."""
+    import numpy as np
+
+    from ..advise.plan import profile_context_notes
+    from ..notes import Note
+    from ..serving import multi_token_note
+
+    out = []
+    top = int(np.max(np.asarray(w.input_len) + np.asarray(w.output_len)))
+    fa2 = None if st is None else multi_token_note(st, [top])
+    if fa2 is not None:
+        out.append(fa2)
+    if off_cfg is not None and cfg is not None and off_cfg != cfg:
+        how = lambda c: ("chunked prefill, budget" if c.chunked_prefill  # noqa: E731
+                         else "prompts first, budget") + f" {c.max_num_batched_tokens}"
+        out.append(Note("v0-defaults-per-run",
+                        f"vLLM V0's defaults per run (v0.6.3 create_engine_config): off with "
+                        f"{how(off_cfg)}, speculating with {how(cfg)} (V0 turns chunked "
+                        "prefill on by default above 32K positions only without speculation)"))
+    if profile is not None:
+        out += profile_context_notes(profile, [top])
+    fixed = not a.requests and not a.range_ratio and a.concurrency is not None
+    if fixed and abs(cmp["ttft_ratio"] - 1.0) > LOCKSTEP_TTFT_TOLERANCE:
+        out.append(Note("ttft-closed-loop-lockstep",
+                        f"TTFT x {cmp['ttft_ratio']:.3f} on a closed loop of fixed lengths: "
+                        "without speculation a wave of requests finishes in one step, so the "
+                        "next wave arrives together and waits for the whole wave's prefill; "
+                        "speculation's varying accepted lengths break that lockstep. That is "
+                        "not a faster prefill: give --range-ratio (e.g. 0.5) to see it go"))
+    return out
 
 
 def _serve_line(st, cfg, pols, on, workload):
@@ -403,6 +459,7 @@ def format_simulation(r: dict) -> str:
     elif r["schedule"] is not None:
         lines.append(f"schedule {json.dumps(r['schedule'])}: one K at every batch size, the "
                      "static policy of that K above (no row of its own)")
+    lines += [f"note: {n}" for n in r.get("notes", [])]
     lines.append(r["serve"] if r["serve"] else "serve: leave speculative decoding off")
     lines += [f"note: {n}" for n in r.get("serve_notes", [])]
     lines += [f"saved {p}" for p in r["saved"]]

@@ -122,8 +122,8 @@ from .speedup import (MAX_BATCH_SEARCH, MAX_GRID_CELLS, NGRAM_DRAFT_FRACTION, Gr
                       batch_range_grid, best_gamma, check_axis, check_tree, crossover_batch,
                       crossover_of, describe_paying, end_to_end_speedup, evaluate,
                       paying_batches, paying_of, per_token_latency_ms, prefill_ms, speedup,
-                      t_draft_ms, t_engine_ms, t_plain_ms, t_verify_ms, tokens_per_step,
-                      tree_parts, tree_speedup, verdict)
+                      multi_token_note, t_draft_ms, t_engine_ms, t_plain_ms, t_verify_ms,
+                      tokens_per_step, tree_parts, tree_speedup, verdict)
 from .step import (DEFAULT_EFFICIENCY, DEFAULT_HEAD_EFFICIENCY, Efficiency,
                    default_efficiency_sources, step_breakdown, step_time_ms)
 
@@ -137,6 +137,7 @@ __all__ = [
     "ridge_point", "model_id", "KV_CACHE_DTYPES", "kv_storage_dtype", "gpu_alias_note",
     "step_breakdown", "step_time_ms",
     "draft", "setup", "max_batch_in_memory", "context_limit_notes", "cannot_serve",
+    "multi_token_note",
     "check_tensor_parallel",
     "t_plain_ms", "t_verify_ms", "t_draft_ms", "tokens_per_step", "speedup",
     "per_token_latency_ms", "verdict",

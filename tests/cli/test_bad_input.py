@@ -44,9 +44,11 @@ def test_cli_check_edge_values(capsys):
 
 
 def test_cli_check_non_utf8_stdin(capsys, monkeypatch):
+    # stdin is a file specnb reads, not a command-line value vLLM decodes: bad input, exit 2
+    # (README; trial 5 C8), naming stdin and the byte
     bytes_stdin(monkeypatch, b'\xff\xfe{"a": 1}')
-    code, out, _ = run(capsys, "config", "check", "-")
-    assert code == 1 and "0xff" in out
+    code, out, err = run(capsys, "config", "check", "-")
+    assert code == 2 and out == "" and "stdin" in err and "0xff" in err
 
 
 def test_cli_check_big_stdin(capsys, monkeypatch):

@@ -206,3 +206,54 @@ def test_a_small_budget_alone_caps_max_num_seqs_as_vllm_does(capsys):
     assert code == 0, err
     r = json.loads(out)["setup"]
     assert r["max_num_seqs"] == 10 and r["max_num_batched_tokens"] == 10
+
+
+def test_notes_for_a_profile_beyond_its_log_and_a_lockstep_ttft(capsys, tmp_path):
+    # trial 5 C9: a load whose contexts pass the profile's log says so, as plan does;
+    # C10: a fixed-length closed loop's TTFT ratio far from 1 carries notebook 10's caveat
+    from specnb import acceptance_profile as AP
+
+    c = AP.Counters(10, 5, 10, 5, (3, 2, 1), (5, 5, 5))
+    AP.save(AP.build("eagle3", {3: [(None, {None: c})]}, source={"context_range": [20, 200]}),
+            tmp_path / "p.json")
+    args = [a for a in BASE if a not in ("--tau", "2.6")]
+    code, out, err = run(capsys, *args, "--acceptance-profile", str(tmp_path / "p.json"),
+                         "--concurrency", "8", "--json")
+    assert code == 0, err
+    r = json.loads(out)
+    assert "profile-context-extrapolated" in r["note_codes"]
+    assert "[540]" in r["notes"][r["note_codes"].index("profile-context-extrapolated")]
+    code, out, _ = run(capsys, *BASE, "--concurrency", "8", "--json")
+    r = json.loads(out)
+    lock = "ttft-closed-loop-lockstep" in r["note_codes"]
+    assert lock == (abs(r["ttft_ratio"] - 1) > 0.1)
+    code, out, _ = run(capsys, *BASE, "--request-rate", "4", "--json")  # open loop: never
+    assert "ttft-closed-loop-lockstep" not in json.loads(out)["note_codes"]
+
+
+def test_engine_vllm_v0_schedules_each_run_with_v0s_defaults(capsys):
+    # V0 turned chunked prefill on by default above 32K positions only without speculation
+    # (simulate.v0_engine_config): the off run chunks, the speculating run prefills first
+    argv = ["simulate", "--gpu", "H100-SXM", "--gpus", "4", "--model", "Llama-3.1-70B",
+            "--draft", "ngram", "--gamma", "4", "--tau", "3.3", "--input-len", "800",
+            "--output-len", "30", "--num-prompts", "12", "--request-rate", "4",
+            "--no-schedule", "--json"]
+    code, out, err = run(capsys, *argv, "--engine", "vllm-v0")
+    assert code == 0, err
+    r = json.loads(out)
+    assert "v0-defaults-per-run" in r["note_codes"]
+    assert r["setup"]["max_num_batched_tokens"] == 131072  # the speculating run's budget
+    code, out, _ = run(capsys, *argv)  # V1: one scheduler for both runs, no such note
+    assert "v0-defaults-per-run" not in json.loads(out)["note_codes"]
+
+
+def test_plan_and_simulate_say_when_flash_attention_2_costs_the_verify_steps(capsys):
+    code, out, _ = run(capsys, "plan", "--gpu", "L40S", "--model", "Llama-3.1-8B", "--draft",
+                       "eagle3", "--context", "2000", "--batch", "1", "4", "--gamma", "3",
+                       "--alpha", "0.7", "--json")
+    assert code == 0 and "fa2-multi-token-attention" in json.loads(out)["note_codes"]
+    argv = [a if a != "H100-SXM" else "L40S" for a in BASE]
+    code, out, _ = run(capsys, *argv, "--concurrency", "4", "--json")
+    assert code == 0 and "fa2-multi-token-attention" in json.loads(out)["note_codes"]
+    code, out, _ = run(capsys, *BASE, "--concurrency", "4", "--json")
+    assert "fa2-multi-token-attention" not in json.loads(out)["note_codes"]
