@@ -20,7 +20,7 @@ import sys
 
 from ..limits import DEFAULT_GPU_MEMORY_UTILIZATION as S_DEFAULT_GMU
 from . import error, light_checks, listed_twice, message, positive_int, refuse
-from .plan import DTYPE_CHOICES
+from .plan import DTYPE_CHOICES, KV_CACHE_CHOICES
 
 __all__ = ["register", "run", "simulate", "format_simulation", "estimate_seconds"]
 
@@ -172,6 +172,10 @@ def register(subparsers) -> argparse.ArgumentParser:
     eng.add_argument("--gpu-memory-utilization", type=float, default=S_DEFAULT_GMU, metavar="U",
                      help="vLLM's share of GPU memory: the KV blocks (default 0.92, vLLM "
                           "0.20+'s)")
+    eng.add_argument("--kv-cache-dtype", choices=KV_CACHE_CHOICES, default="auto",
+                     help="vLLM's --kv-cache-dtype (default auto: the activation dtype, bf16 "
+                          "also for fp8 weights; fp8 halves the KV bytes: twice the blocks, "
+                          "and it goes into the serve line)")
     eng.add_argument("--prefix-cache-hit-rate", type=float, default=0.0, metavar="H",
                      help="share of each prompt found in the prefix cache (default 0: off)")
     pol = p.add_argument_group("policies")
@@ -287,6 +291,7 @@ def simulate(a) -> dict:
     from .. import simulate as M
 
     st = S.setup(a.gpu, a.model, a.draft, gpus=a.gpus, dtype=a.dtype, engine=a.engine,
+                 kv_dtype=a.kv_cache_dtype,
                  draft_config=a.draft_config,
                  gpu_memory_utilization=a.gpu_memory_utilization)
     profile = None
@@ -330,8 +335,10 @@ def simulate(a) -> dict:
     strip = lambda r: {k: v for k, v in r.items() if k not in _LISTS}  # noqa: E731
     on = cmp["on"]
     notes = _notes(a, w, profile, cmp, sim.config, off_cfg, st)
-    serve = _serve_line(st, sim.config, pols, on) if cmp["verdict"] == "pays" else None
+    serve, serve_notes = (_serve_line(st, sim.config, pols, on, w) if cmp["verdict"] == "pays"
+                          else (None, []))
     return {"setup": {"gpu": st.gpu.name, "gpus": st.gpus, "model": st.target.name,
+                      "dtype": st.dtype, "kv_cache_dtype": st.kv_dtype,
                       "draft": st.draft.name, "engine": st.engine.name,
                       "acceptance": sim.acceptance, "workload": w.source,
                       "max_num_seqs": sim.config.max_num_seqs,
@@ -342,7 +349,8 @@ def simulate(a) -> dict:
             "output_throughput_ratio": cmp["output_throughput_ratio"],
             "tpot_ratio": cmp["tpot_ratio"], "ttft_ratio": cmp["ttft_ratio"],
             "verdict": cmp["verdict"], "goal": a.goal, "ratios": cmp["policies"],
-            "schedule": sched, "serve": serve, "saved": saved,
+            "schedule": sched, "serve": serve, "serve_notes": [n.message for n in serve_notes],
+            "serve_note_codes": [n.code for n in serve_notes], "saved": saved,
             "notes": [n.message for n in notes], "note_codes": [n.code for n in notes]}
 
 
@@ -389,19 +397,23 @@ def _notes(a, w, profile, cmp, cfg=None, off_cfg=None, st=None) -> list:
     return out
 
 
-def _serve_line(st, cfg, pols, on):
-    from .. import serving as S
-    from ..advise.plan import setup_config
-    from ..vllm import serve_command
+def _serve_line(st, cfg, pols, on, workload):
+    """The serve line of the winning policy (:func:`specnb.advise.plan.setup_serve_line`: the
+    plan's flags, the weight dtype, --max-model-len of the longest request when the model's
+    full length does not fit) and its notes."""
+    import numpy as np
+
+    from ..advise.plan import setup_config, setup_serve_line
 
     pol = next(p for p in pols if p.name == on)
     sched = [list(r) for r in pol.schedule] if pol.schedule else [[1, cfg.max_num_seqs, pol.k]]
     conf, _ = setup_config(st, sched)
     if conf is None:
-        return None
-    return serve_command(conf, S.model_id(st.target),
-                         extra_args=["--max-num-seqs", str(cfg.max_num_seqs),
-                                     "--max-num-batched-tokens", str(cfg.max_num_batched_tokens)])
+        return None, []
+    longest = int(np.max(np.asarray(workload.input_len) + np.asarray(workload.output_len)))
+    return setup_serve_line(st, conf, max_num_seqs=cfg.max_num_seqs, contexts=[longest],
+                            extra_args=["--max-num-batched-tokens",
+                                        str(cfg.max_num_batched_tokens)])
 
 
 def format_simulation(r: dict) -> str:
@@ -410,7 +422,11 @@ def format_simulation(r: dict) -> str:
     import pandas as pd
 
     su = r["setup"]
-    lines = [f"{su['model']} on {su['gpus']} x {su['gpu']}, draft {su['draft']}, "
+    dt = ", ".join(([] if su.get("dtype", "bf16") == "bf16" else [f"{su['dtype']} weights"])
+                   + ([] if su.get("kv_cache_dtype", "auto") == "auto"
+                      else [f"KV cache {su['kv_cache_dtype']}"]))
+    dt = f" ({dt})" if dt else ""
+    lines = [f"{su['model']}{dt} on {su['gpus']} x {su['gpu']}, draft {su['draft']}, "
              f"{su['acceptance']}; engine {su['engine']}; {su['workload']}; max_num_seqs "
              f"{su['max_num_seqs']}, max_num_batched_tokens {su['max_num_batched_tokens']}, "
              f"{su['num_gpu_blocks']} KV blocks"]
@@ -445,6 +461,7 @@ def format_simulation(r: dict) -> str:
                      "static policy of that K above (no row of its own)")
     lines += [f"note: {n}" for n in r.get("notes", [])]
     lines.append(r["serve"] if r["serve"] else "serve: leave speculative decoding off")
+    lines += [f"note: {n}" for n in r.get("serve_notes", [])]
     lines += [f"saved {p}" for p in r["saved"]]
     return "\n".join(lines)
 

@@ -148,106 +148,36 @@ def _cmd_check(args) -> int:
 
 
 def _with_target_rules(args, parsed, result):
-    """vLLM's refusals that depend on the served model alone, GPU or not, when specnb knows the
-    target (catalogue name or Hugging Face id, or its config.json): ``-tp`` that does not
-    split the model (:func:`specnb.serving.check_tensor_parallel`, code
-    ``serve-tensor-parallel``) and a ``--max-model-len`` above the target's
-    max_position_embeddings (:func:`specnb.serving.context_limit_notes`'s
-    ``context-over-max-positions``: vLLM's ``_get_and_verify_max_len`` refuses it unless
-    VLLM_ALLOW_LONG_MAX_MODEL_LEN=1; code ``serve-max-model-len-above-target``), as errors."""
-    from ..serving import check_tensor_parallel, context_limit_notes, resolve_architecture
-    from ..vllm import ConfigCheck, Finding
+    """vLLM's refusals that depend on the served model alone, GPU or not
+    (:func:`specnb.advise.serve_memory.serve_target_findings`), added to ``result``."""
+    from ..advise.serve_memory import serve_target_findings
+    from ..vllm import ConfigCheck
 
-    s, target = parsed.settings, args.target_config or parsed.model
-    try:
-        arch, cfg = resolve_architecture(target)
-    except (OSError, ValueError, KeyError, TypeError):
-        return result  # not a model specnb knows: nothing more to check
-    text = (cfg or {}).get("text_config") if isinstance((cfg or {}).get("text_config"), dict) \
-        else cfg or {}
-    scaled = bool(text.get("rope_scaling") or text.get("rope_parameters"))  # vLLM scales the
-    # derived maximum by some RoPE types' factor, which specnb does not model: no verdict then
-    found = []
-    tp = s.get("tensor_parallel_size", 1)
-    if isinstance(tp, int) and tp > 1:
-        try:
-            check_tensor_parallel(arch, tp)
-        except ValueError as exc:
-            found.append(Finding("error", None, f"-tp {tp}: {str(exc).splitlines()[0]}",
-                                 "give an allowed --tensor-parallel-size",
-                                 code="serve-tensor-parallel"))
-    mml = s.get("max_model_len")
-    if isinstance(mml, int) and mml > 0 and not scaled:
-        for note in context_limit_notes(arch, [mml]):
-            if note.code == "context-over-max-positions":
-                found.append(Finding(
-                    "error", None, f"--max-model-len {mml} is above the target {arch.name}'s "
-                    f"max_position_embeddings {arch.max_position_embeddings}: vLLM refuses it at "
-                    "start ('User-specified max_model_len ... is greater than the derived "
-                    "max_model_len') unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 is set",
-                    f"give --max-model-len {arch.max_position_embeddings} or less, or a "
-                    "long-context variant of the model", code="serve-max-model-len-above-target"))
-    return ConfigCheck(result.findings + tuple(found), result.config, result.vllm_version) \
+    found = serve_target_findings(parsed.settings, parsed.model,
+                                  target_config=args.target_config)
+    return ConfigCheck(result.findings + found, result.config, result.vllm_version) \
         if found else result
 
 
 def _with_memory(args, parsed, result):
-    """The verify step's memory at --max-num-seqs, when --gpu names the GPU and the target is
-    known (:func:`specnb.serving.max_batch_in_memory`, the one memory rule ``plan`` uses: the
-    KV cache of target and draft at --kv-cache-dtype beside the weights), and vLLM's
-    tensor-parallel refusal (:func:`specnb.serving.setup`'s check) as an error. The rules of the
-    target alone run without --gpu too (:func:`_with_target_rules`)."""
-    if result.config is None:
-        return result
-    result = _with_target_rules(args, parsed, result)
+    """The rules of the target alone (:func:`_with_target_rules`), then, with --gpu, vLLM's
+    default token budget against --max-num-seqs (:func:`specnb.advise.serve_memory.serve_batch_findings`,
+    also for a line without --speculative-config) and the line's memory on that GPU (:func:`specnb.advise.serve_memory.serve_memory_findings`: the weight
+    dtype the line loads, vLLM V1's refusal when one sequence at --max-model-len does not fit,
+    the cap at --max-num-seqs)."""
+    if result.config is not None:
+        result = _with_target_rules(args, parsed, result)
     if args.gpu is None or not result.accepted:  # a refused line: no memory advice on top
         return result
-    from ..serving import DEFAULT_GPU_MEMORY_UTILIZATION, max_batch_in_memory, setup
-    from ..simulate.engine import default_batch_limits
-    from ..vllm import ConfigCheck, Finding
+    from ..advise.serve_memory import serve_batch_findings, serve_memory_findings
+    from ..vllm import ConfigCheck
 
-    s = parsed.settings
-    method = result.config.get("method") or "draft_model"
-    target = args.target_config or parsed.model
-    spec = {"eagle": "eagle", "eagle3": "eagle3", "mtp": "mtp", "ngram": "ngram",
-            "suffix": "suffix"}.get(method, "eagle3")
-    kv = s.get("kv_cache_dtype") or "auto"
-    tp = s.get("tensor_parallel_size", 1)
-
-    def add(*found):
-        return ConfigCheck(result.findings + found, result.config, result.vllm_version)
-
-    try:
-        st = setup(args.gpu, target, spec, gpu_memory_utilization=s.get(
-            "gpu_memory_utilization", DEFAULT_GPU_MEMORY_UTILIZATION), kv_dtype=kv)
-    except (OSError, ValueError, KeyError) as exc:
-        return add(Finding("note", None, f"memory at --max-num-seqs not checked: the target "
-                           f"{target!r} or --kv-cache-dtype {kv} is not one specnb models "
-                           f"({str(exc).splitlines()[0]})", "give --target-config PATH (the "
-                           "served model's config.json)", code="memory-not-checked"))
-    if tp != 1:
-        try:
-            st = setup(args.gpu, target, spec, gpus=tp, gpu_memory_utilization=st.memory_fraction,
-                       kv_dtype=kv)
-        except ValueError as exc:
-            return add(Finding("error", None, f"-tp {tp}: {str(exc).splitlines()[0]}",
-                               "give an allowed --tensor-parallel-size",
-                               code="serve-tensor-parallel"))
-    ctx = s.get("max_model_len") if s.get("max_model_len", -1) > 0 else \
-        st.target.max_position_embeddings
-    seqs = s.get("max_num_seqs") or default_batch_limits(args.gpu)[1]
-    cap = int(max_batch_in_memory(st, ctx))
-    if cap >= seqs:
-        return result
-    given = "" if "max_num_seqs" in s else f" (vLLM's default on {args.gpu})"
-    return add(Finding("warning" if cap < 1 else "note", None, f"--max-num-seqs {seqs}{given}: "
-                       f"if every sequence reached --max-model-len {ctx}, the KV cache of the "
-                       f"target and the draft ({kv}) would hold {cap} of them on {args.gpu} "
-                       f"x{st.gpus} beside the weights (specnb.serving's memory cap, "
-                       "activations not counted); shorter sequences fit more, and vLLM "
-                       "preempts when the cache is full", f"serve with --max-num-seqs "
-                       f"{max(cap, 1)} or a shorter --max-model-len, if sequences are that long",
-                       code="verify-memory-cap"))
+    found = serve_batch_findings(parsed.settings, args.gpu)
+    if result.config is not None:
+        found += serve_memory_findings(parsed.settings, parsed.model, result.config, args.gpu,
+                                       target_config=args.target_config)
+    return ConfigCheck(result.findings + found, result.config, result.vllm_version) \
+        if found else result
 
 
 #: Keys with their own options in ``specnb config build``.

@@ -149,8 +149,11 @@ def test_serving_plan_notes_carry_codes():
     assert p.notes[:2] == p.context_notes
     assert "schedule-serves-every-context" in [n.code for n in p.notes]
     # tensor parallelism reaches the serve line
-    # it pays only from a batch on at both contexts: K 0 below it, 2 from it
-    first = max(ranges[0][0] for ranges in p.paying_batches.values())
+    # 16000 is above Llama-2-7B's 4096 positions: no verdict there (T5-C2), the schedule is
+    # for 2000; it pays there only from a batch on: K 0 below it, 2 from it
+    assert p.over_max_positions == [16000] and p.paying_batches[16000] == []
+    assert "no-advice-over-max-positions" in [n.code for n in p.notes]
+    first = p.paying_batches[2000][0][0]
     assert first > 1 and p.schedule == [[1, first - 1, 0], [first, 64, 2]]
     assert p.serve.endswith("--max-num-seqs 64 --tensor-parallel-size 8")
     # nothing pays at every context, but something pays at one: that note, not no-gamma-pays
