@@ -365,13 +365,15 @@ def cannot_serve(st: Setup, contexts) -> Note | None:
     over = contexts_over_max_positions(st, cs)
     if over and len(over) == len(set(cs)):
         mp = st.target.max_position_embeddings
+        also = cannot_serve(st, [mp])  # what the longest context it can serve still lacks
+        also = "" if also is None else "; and even there " + also.message.split(": ", 1)[1]
         return Note("no-context-within-max-positions",
                     "nothing can be served: every --context ("
                     + ", ".join(f"{c:,}" for c in sorted(set(cs))) + f") is above the target "
                     f"{st.target.name}'s maximum of {mp:,} positions (max_position_embeddings), "
                     "and vLLM refuses a --max-model-len above it unless "
                     f"VLLM_ALLOW_LONG_MAX_MODEL_LEN=1; change --context to at most {mp:,}, or "
-                    "plan a long-context variant of the model")
+                    "plan a long-context variant of the model" + also)
     cs = [c for c in cs if c not in over]
     if any(_fits_one(st, c) for c in cs):
         return None

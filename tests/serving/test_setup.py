@@ -248,3 +248,15 @@ def test_proposal_rate_only_for_partial_proposers():
     assert S.setup("H100", "Llama-3.1-8B", "suffix", proposal_rate=0.3).proposal_rate == 0.3
     with pytest.raises(ValueError, match="proposal_rate 0.5 applies to ngram / suffix"):
         S.setup("H100", "Llama-3.1-8B", "eagle3", proposal_rate=0.5)
+
+
+def test_a_context_over_the_positions_also_says_what_the_longest_servable_one_lacks():
+    # trial 5 K4: the advice must not stop at the positions when even the model's own
+    # maximum cannot be served (weights, or one sequence)
+    st = S.setup("RTX-4090", "Llama-3.1-70B", "eagle3")
+    note = S.cannot_serve(st, [200000])
+    assert note.code == "no-context-within-max-positions"
+    assert "at most 131,072" in note.message and "even there the weights alone do not fit" \
+        in note.message
+    ok = S.cannot_serve(S.setup("H100-SXM", "Llama-3.1-8B", "eagle3"), [200000])
+    assert ok.code == "no-context-within-max-positions" and "even there" not in ok.message
