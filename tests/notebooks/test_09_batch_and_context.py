@@ -130,6 +130,36 @@ def test_crossover_ratio_lines_follow_the_table(rec, p, nb_out):
     assert "B200: ridge" not in prose and "281" not in prose
 
 
+def test_the_ridge_order_claim_is_computed_from_the_run(rec, p, nb_out, executed_notebooks):
+    """T5-M2: the prose said the crossover "follows the order of the GPU's FLOP/byte ratio"
+    while the cell above listed GPUs that break it. The claim is now the rank correlation of
+    this run's crossovers with the ridge points, and the sentence chosen from it."""
+    cross = rec["serving.crossover"]
+    col = f"crossover, gamma {p['gamma']}"
+    short = cross[cross["context"] == min(p["contexts"])].sort_values("ridge (FLOP/byte)")
+    ridge, x = short["ridge (FLOP/byte)"].to_numpy(), short[col].to_numpy()
+    # Spearman by hand: Pearson of average ranks (ties share their mean rank)
+    def ranks(v):
+        return np.array([np.mean(np.flatnonzero(np.sort(v) == e)) + 1 for e in v])
+    rx, rr = ranks(x), ranks(ridge)
+    rho = float(np.corrcoef(rr, rx)[0, 1])
+    assert rec["serving.crossover_ridge_spearman"] == pytest.approx(rho, abs=1e-12)
+    breaks = sum((x[:i] > x[i]).any() for i in range(len(x)))
+    line = (f"Spearman rank correlation of the crossover with the ridge point at context "
+            f"{min(p['contexts'])}: {rho:.2f}; the crossover ")
+    assert line in nb_out["text"]
+    if breaks:
+        assert "follows the order of the ridge point exactly" not in nb_out["text"]
+        assert f"{breaks} of {len(x)} GPUs fall below a GPU with a lower ridge" in nb_out["text"] \
+            or rho <= 0.3
+    answer = executed_notebooks[NB].answer
+    assert f"(Spearman rank correlation {rho:.2f})" in answer
+    for text in nb_out["markdown"]:  # no static claim of the order
+        text = " ".join(text.split())
+        assert "follows the order of the GPU's FLOP/byte" not in text
+        assert "read the ridge point as the order" not in text
+
+
 def test_speedup_by_method(rec, p):
     """Fault 2: each point is the best speedup over gammas, also where it loses (no 1.00 for
     "off"); fault 3: a batch whose KV cache does not fit never pays."""
