@@ -536,3 +536,24 @@ def test_moe_points_beside_the_model(rec):
     skewed = S.tree_speedup(st_s, b, 512, 3, topk=1, num_draft_tokens=4, tau=2.4)
     np.testing.assert_allclose(curve["tau 2.4, calibrated fixed cost and skew"], skewed)
     assert skewed[b == 128][0] < skewed[b == 32][0] and cal[b == 128][0] > cal[b == 32][0]
+
+
+@pytest.mark.slow  # starts a kernel: notebook 09 alone, about 12 s
+def test_the_answer_names_every_context_also_those_that_do_not_pay_everywhere(tmp_path):
+    """T5-C6: with H20 / ngram / alpha 0.3 (the trial's rerun) the longer context pays only up
+    to a batch; the Answer dropped it. Each context now has its clause."""
+    from specnb import runner
+
+    params = {"gpu": "H20", "method": "ngram", "gamma": 5, "alpha": 0.3,
+              "contexts": [1024, 4096]}
+    (res,) = runner.run_notebooks(["09"], tmp_path, parameters={"09": params}, progress=False)
+    assert res.status == "ok", res.error
+    st = S.setup("H20", "Llama-3.1-8B", "ngram", gpus=1)
+    fits = S.max_batch_in_memory(st, np.array([1024, 4096]))
+    pays = _own_crossover(st, [1024, 4096], [5], 0.3)
+    for ctx, x, room in zip((1024, 4096), pays, fits):
+        if x >= min(room, 1024):
+            assert f"at every batch that fits in memory at {ctx:,} tokens" in res.answer
+        else:
+            assert (f"up to batch {int(x)} at {ctx:,}-token contexts" if x > 0 else
+                    f"at no batch size at {ctx:,}-token contexts") in res.answer
