@@ -110,7 +110,10 @@ def register(subparsers) -> argparse.ArgumentParser:
             "specnb.request_log) with a speculative method exactly as vLLM proposes and "
             "counts it: vLLM's counters (num_drafts, num_draft_tokens, num_accepted_tokens, "
             "per position), tau, the proposal rate, per gamma, overall, by task and by context "
-            "bucket, with 95%% bootstrap intervals over requests. --out writes an acceptance "
+            "bucket, with 95 % bootstrap intervals over requests. The table's acc.rate is "
+            "vLLM's acceptance rate (accepted / draft tokens), not Leviathan's alpha; Eq.1 alpha "
+            "beside it is the alpha for which Eq. 1 gives that tau (what plan --alpha means). "
+            "--out writes an acceptance "
             "profile for specnb plan --acceptance-profile. Exit status: 0 printed, 2 bad "
             "input, 3 the measure extra missing (draft_model)."))
     p.add_argument("log", nargs="?", default=None, metavar="LOG",
