@@ -12,7 +12,7 @@ from specnb.vllm import bench_point
 
 BASE = ["simulate", "--gpu", "H100-SXM", "--model", "Llama-3.1-8B", "--draft", "eagle3",
         "--gamma", "3", "--tau", "2.6", "--input-len", "500", "--output-len", "40",
-        "--num-prompts", "24"]
+        "--num-prompts", "24"]  # BASE[:-2]: without --num-prompts (given twice is refused)
 
 
 def run(capsys, *argv):
@@ -110,14 +110,14 @@ def test_save_result_on_a_file_exits_2_before_simulating(capsys, tmp_path):
 def test_a_huge_num_prompts_is_refused_with_an_estimate_before_simulating(capsys):
     from specnb.cli import simulate as C
 
-    code, out, err = run(capsys, *BASE, "--concurrency", "8", "--num-prompts", "100000000")
+    code, out, err = run(capsys, *BASE[:-2], "--concurrency", "8", "--num-prompts", "100000000")
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
     assert "--num-prompts 100000000" in err and "to simulate" in err
     assert "16.7 h to simulate" in err  # 1e8 x (40 + 10 + 10) / 100,000 a second
     # the largest count it names is accepted by the same rule
     most = int(err.split("give --num-prompts <= ")[1].split(" ")[0].replace(",", ""))
     args = C.register(__import__("argparse").ArgumentParser().add_subparsers()).parse_args(
-        BASE[1:] + ["--concurrency", "8", "--num-prompts", str(most)])
+        BASE[1:-2] + ["--concurrency", "8", "--num-prompts", str(most)])
     assert C.estimate_seconds(args)[1] <= C.MAX_SIM_S
     args.num_prompts = most + 2
     assert C.estimate_seconds(args)[1] > C.MAX_SIM_S
@@ -160,7 +160,7 @@ def test_estimate_counts_the_policies_the_run_compares(capsys):
     (["--schedule", "null"], "--schedule null"),  # trial4 C3: was read as no schedule
 ])
 def test_a_schedule_the_run_would_drop_is_refused(capsys, extra, match):
-    code, out, err = run(capsys, *BASE, "--num-prompts", "4", "--concurrency", "2", *extra)
+    code, out, err = run(capsys, *BASE[:-2], "--num-prompts", "4", "--concurrency", "2", *extra)
     assert code == 2 and match in err and not out and len(err.strip().splitlines()) == 1
 
 
@@ -170,13 +170,13 @@ def test_a_schedule_the_run_would_drop_is_refused(capsys, extra, match):
 ])
 def test_a_schedule_is_checked_by_the_one_schedule_rule_even_when_it_is_one_k(
         capsys, schedule, match):
-    code, out, err = run(capsys, *BASE, "--num-prompts", "4", "--concurrency", "2",
+    code, out, err = run(capsys, *BASE[:-2], "--num-prompts", "4", "--concurrency", "2",
                          "--schedule", schedule)
     assert code == 2 and match in err and "--schedule" in err and not out
 
 
 def test_a_one_k_schedule_says_it_is_the_static_row_and_disable_says_it_was_removed(capsys):
-    code, out, err = run(capsys, *BASE, "--num-prompts", "4", "--concurrency", "2",
+    code, out, err = run(capsys, *BASE[:-2], "--num-prompts", "4", "--concurrency", "2",
                          "--schedule", "[[1,8,3]]", "--disable-by-batch-size", "2")
     assert code == 0, err
     assert "the static policy of that K above" in out and "schedule simulated" not in out
@@ -184,7 +184,7 @@ def test_a_one_k_schedule_says_it_is_the_static_row_and_disable_says_it_was_remo
 
 
 def test_a_load_whose_requests_cannot_fit_is_refused_with_the_reason(capsys):
-    argv = [*BASE, "--num-prompts", "4", "--concurrency", "2"]
+    argv = [*BASE[:-2], "--num-prompts", "4", "--concurrency", "2"]
     argv[argv.index("--input-len") + 1] = "1000000"
     code, out, err = run(capsys, *argv)
     assert code == 2 and "nothing can be served" in err and "NoneType" not in err and not out
