@@ -99,16 +99,12 @@ def _runs(st, w, k, tau, cfg=None, seed=0):
     """(results off, results on, trace off, trace on); ``cfg`` one EngineConfig for both
     runs or a pair (off, on), as vLLM V0's defaults schedule a plain and a speculative run of
     a long-context model differently (:func:`specnb.simulate.v0_engine_config`)."""
-    pols = [M.policy("off"), M.policy("static", k=k)]
-    acc = M.acceptance(tau=tau, gamma=k)
-    if not isinstance(cfg, tuple):
-        sim = M.simulate(st, w, pols, acceptance=acc, config=cfg, seed=seed)
-        return (sim.results["off"], sim.results[f"k={k}"], sim.traces["off"],
-                sim.traces[f"k={k}"])
-    off = M.simulate(st, w, pols[:1], acceptance=acc, config=cfg[0], seed=seed)
-    on = M.simulate(st, w, pols[1:], acceptance=acc, config=cfg[1], seed=seed)
-    return (off.results["off"], on.results[f"k={k}"], off.traces["off"],
-            on.traces[f"k={k}"])
+    off_cfg, cfg = cfg if isinstance(cfg, tuple) else (None, cfg)
+    sim = M.simulate(st, w, [M.policy("off"), M.policy("static", k=k)],
+                     acceptance=M.acceptance(tau=tau, gamma=k), config=cfg, seed=seed,
+                     off_config=off_cfg)
+    return (sim.results["off"], sim.results[f"k={k}"], sim.traces["off"],
+            sim.traces[f"k={k}"])
 
 
 def _ratio(st, w, k, tau, metric, cfg=None, seed=0):

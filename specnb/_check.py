@@ -225,6 +225,15 @@ def choice(name: str, value, allowed) -> str:
     return value
 
 
+def finite(value) -> bool:
+    """True for a finite float or an int that converts to one: a JSON or Prometheus integer
+    of more than 308 digits is not (``math.isfinite`` raises OverflowError on it)."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
 def utf8_error(where: str, exc: UnicodeDecodeError, hint: str) -> ValueError:
     """The ValueError for input ``where`` that is not UTF-8: the first bad byte, its offset,
     and ``hint`` (what the input should be)."""

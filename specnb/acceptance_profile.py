@@ -24,7 +24,14 @@ plus specnb's own:
 Derived: ``tau = 1 + num_accepted_tokens / num_drafts`` (vLLM's mean acceptance length, per
 draft); ``acceptance_rates[i] = accepted_per_pos[i] / accepted_per_pos[i-1]`` restricted to
 drafts with a token at i (``accepted_per_pos[-1]`` means ``num_drafts``), i.e. the probability
-that position i is accepted given that position i-1 was; ``alpha = accepted / draft tokens``.
+that position i is accepted given that position i-1 was (not vLLM's unconditional per-position
+rate, accepted at i / drafts, which ``specnb metrics`` prints and ``plan --acceptance-rates``
+reads); ``acceptance_rate = accepted / draft tokens`` (vLLM's acceptance rate, as ``specnb
+metrics`` names it: not Leviathan's alpha, and lower than it at gamma > 1 and when drafts are
+shorter than gamma); ``implied_alpha`` = the alpha for which Eq. 1 at gamma gives tau
+(:func:`specnb.theory.alpha_from_acceptance_length`: what ``plan --alpha`` means). Profiles
+written before trial 5 carry ``alpha`` for the acceptance rate; :func:`load` ignores derived
+fields, so they read unchanged.
 
 The file (JSON, ``format: specnb-acceptance-profile``, ``version: 1``)::
 
@@ -40,7 +47,8 @@ The file (JSON, ``format: specnb-acceptance-profile``, ``version: 1``)::
      "entries": [{"gamma": 3, "task": null, "context": null,   # null = all
                   "num_requests": 500, "num_steps": ..., "num_drafts": ..., ...counters...,
                   "tau": 2.41, "tau_ci": [2.30, 2.52], "proposal_rate": 0.62,
-                  "acceptance_rates": [...], "alpha": 0.47}, ...]}
+                  "acceptance_rates": [...], "acceptance_rate": 0.47,
+                  "implied_alpha": 0.61}, ...]}
 
 Every (gamma, task or null, context bucket index or null) has one entry; ``context`` is the
 bucket's ``[lo, hi]`` (``hi`` null for the last). A step's context is the tokens before it
@@ -107,10 +115,23 @@ class Counters:
         return self.num_drafts / self.num_steps if self.num_steps else math.nan
 
     @property
-    def alpha(self) -> float:
-        """accepted / draft tokens; NaN with no draft token."""
+    def acceptance_rate(self) -> float:
+        """accepted / draft tokens: vLLM's acceptance rate (``specnb metrics``' "acceptance
+        rate"), not Leviathan's alpha (:attr:`implied_alpha`); NaN with no draft token."""
         return (self.num_accepted_tokens / self.num_draft_tokens if self.num_draft_tokens
                 else math.nan)
+
+    @property
+    def implied_alpha(self) -> float:
+        """The per-token alpha for which Leviathan's Eq. 1 at this gamma gives :attr:`tau`
+        (:func:`specnb.theory.alpha_from_acceptance_length`): the alpha ``plan --alpha`` and
+        the theorems mean. Drafts shorter than gamma (n-gram, suffix) count as full ones, so
+        it is the alpha of an i.i.d. draft with the same tau. NaN with no draft."""
+        if not self.num_drafts:
+            return math.nan
+        from .theory import alpha_from_acceptance_length
+
+        return float(alpha_from_acceptance_length(self.tau, self.gamma))
 
     @property
     def acceptance_rates(self) -> list:
@@ -165,7 +186,8 @@ class Entry:
                 "tau": _num(c.tau), "tau_ci": [_num(x) for x in self.tau_ci],
                 "proposal_rate": _num(c.proposal_rate),
                 "acceptance_rates": [_num(x) for x in c.acceptance_rates],
-                "alpha": _num(c.alpha)}
+                "acceptance_rate": _num(c.acceptance_rate),
+                "implied_alpha": _num(c.implied_alpha)}
 
 
 def _num(x):

@@ -26,7 +26,7 @@ from .controls import (NOTE_CODES, align, choice, fmt_plain, label_widget, label
                        number, slider)
 
 __all__ = ["RECORD_MIME", "ANSWER_MIME", "show_versions", "record", "reproduce", "read_records",
-           "answer", "read_answer", "strip_outputs", "strip_outputs_hook", "is_headless",
+           "answer", "answer_markdown", "read_answer", "strip_outputs", "strip_outputs_hook", "is_headless",
            "interact", "slider", "log_slider", "choice", "number", "labelled", "align",
            "NOTE_CODES", "left_aligned", "heatmap"]
 
@@ -168,17 +168,11 @@ def read_records(path) -> dict:
     return found
 
 
-def answer(text: str) -> str:
-    """Show the notebook's Answer and return it as Markdown: ``"**Answer.** " + text``.
+def answer_markdown(text: str) -> str:
+    """The Answer paragraph :func:`answer` shows: ``"**Answer.** " + text`` as one paragraph.
 
-    ``text`` is the answer to the notebook's **Question.**, written by the notebook from values
-    this run computed (an f-string over the recorded numbers, never a copy of a default run's
-    figures), so the answer follows ``specnb run --parameters``. Runs of whitespace, newlines
-    included, become one space: the answer is one Markdown paragraph.
-
-    The output carries Markdown (what the notebook shows), plain text, and the answer under
-    :data:`ANSWER_MIME`, which :func:`read_answer` and the report's ``index.html`` read back
-    from the executed notebook. Outside IPython it only returns the Markdown.
+    Runs of whitespace, newlines included, become one space: the answer is one Markdown
+    paragraph.
 
     Raises
     ------
@@ -194,15 +188,38 @@ def answer(text: str) -> str:
         raise ValueError("text must not be empty")
     if body.startswith(ANSWER_LEAD):
         raise ValueError(f"text must not start with {ANSWER_LEAD!r}; answer() adds it")
-    md = f"{ANSWER_LEAD} {body}"
+    return f"{ANSWER_LEAD} {body}"
+
+
+def answer(text: str) -> None:
+    """Show the notebook's Answer, :func:`answer_markdown` of ``text``, once.
+
+    ``text`` is the answer to the notebook's **Question.**, written by the notebook from values
+    this run computed (an f-string over the recorded numbers, never a copy of a default run's
+    figures), so the answer follows ``specnb run --parameters``.
+
+    The output carries Markdown (what the notebook shows), plain text, and the answer under
+    :data:`ANSWER_MIME`, which :func:`read_answer` and the report's ``index.html`` read back
+    from the executed notebook. It returns None, so a cell that ends in ``nb.answer(...)``
+    has no execute_result beside the display (the Answer shows once on the HTML page); the
+    Markdown itself is :func:`answer_markdown`. Outside IPython it shows nothing.
+
+    Raises
+    ------
+    TypeError
+        ``text`` is not a string.
+    ValueError
+        ``text`` is empty or already starts with the ``**Answer.**`` lead.
+    """
+    md = answer_markdown(text)
     try:
         from IPython import get_ipython
         from IPython.display import display
     except ImportError:  # pragma: no cover
-        return md
+        return None
     if get_ipython() is not None:
         display({"text/markdown": md, "text/plain": md, ANSWER_MIME: {"answer": md}}, raw=True)
-    return md
+    return None
 
 
 def read_answer(notebook) -> str:

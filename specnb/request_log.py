@@ -122,7 +122,7 @@ def _check_logged(path, n, obj) -> None:
     if "temperature" not in obj:
         raise ValueError(f"{path}:{n}: a record with a 'response' must give the 'temperature' "
                          "it was served at (0 = greedy), got none")
-    if isinstance(t, bool) or not isinstance(t, (int, float)) or not (t >= 0 and math.isfinite(t)):
+    if isinstance(t, bool) or not isinstance(t, (int, float)) or not (t >= 0 and _check.finite(t)):
         raise ValueError(f"{path}:{n}: 'temperature' must be a number >= 0 (0 = greedy), got {t!r}")
     ids = obj.get("response_ids")
     if ids is not None and (not isinstance(ids, list) or not ids or not all(
@@ -418,7 +418,7 @@ def _arrival(where: str, obj: dict):
                 if t.tzinfo is None:
                     t = t.replace(tzinfo=_dt.timezone.utc)
                 return t.timestamp()
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not _check.finite(v):
                 raise ValueError(f"{where}: {key!r} must be seconds (a finite number) or an "
                                  f"ISO-8601 string, got {v!r}")
             return float(v)
@@ -466,7 +466,7 @@ def _request(where: str, n: int, obj, tok, counts: dict) -> Request:
         raise ValueError(f"{where}: 'task' must be a string, got {task!r}")
     temp = obj.get("temperature")
     if temp is not None and (isinstance(temp, bool) or not isinstance(temp, (int, float))
-                             or not (temp >= 0 and math.isfinite(temp))):
+                             or not (temp >= 0 and _check.finite(temp))):
         raise ValueError(f"{where}: 'temperature' must be a number >= 0 (0 = greedy), "
                          f"got {temp!r}")
     vocab = None if tok is None else tok.vocab_size

@@ -180,9 +180,12 @@ def resolve(names, available: dict[str, Path], source: str = "--only") -> list[s
     Raises
     ------
     ValueError
-        a name that matches no notebook, or more than one; the message lists the valid names.
+        a name that matches no notebook, or more than one (the message lists the valid
+        names); two names of one notebook (``--only 02 2``: the rule of a value listed twice,
+        :func:`specnb.cli.listed_twice`).
     """
     out = []
+    given: dict[str, str] = {}
     for name in names:
         name = str(name).removesuffix(".ipynb")
         hits = [s for s in available if s == name or _number_matches(s, name)
@@ -191,8 +194,11 @@ def resolve(names, available: dict[str, Path], source: str = "--only") -> list[s
             what = "no notebook" if not hits else f"several notebooks ({', '.join(hits)})"
             raise ValueError(f"{source} {name!r} matches {what}; valid names: "
                              f"{', '.join(available) or '(none)'}")
-        if hits[0] not in out:
-            out.append(hits[0])
+        if hits[0] in given:
+            raise ValueError(f"{source} lists a notebook twice: {given[hits[0]]!r} and {name!r} "
+                             f"are both {hits[0]}")
+        given[hits[0]] = name
+        out.append(hits[0])
     return out
 
 

@@ -8,6 +8,7 @@ import math
 import pytest
 
 from specnb import acceptance_profile as ap
+from specnb import theory
 
 
 def _c(steps, drafts, tokens, acc, acc_pos, has_pos):
@@ -19,7 +20,11 @@ def test_counters_derived_values_as_vllm_counts_them():
     c = _c(10, 8, 22, 11, [6, 4, 1], [8, 8, 6])
     assert c.tau == pytest.approx(1 + 11 / 8)
     assert c.proposal_rate == pytest.approx(8 / 10)
-    assert c.alpha == pytest.approx(11 / 22)
+    assert c.acceptance_rate == pytest.approx(11 / 22)  # vLLM's acceptance rate
+    # Eq. 1's alpha: the i.i.d. alpha whose expected tokens per step at gamma 3 is this tau
+    assert theory.expected_tokens_per_step(c.implied_alpha, 3) == pytest.approx(c.tau)
+    assert c.implied_alpha > c.acceptance_rate
+    assert math.isnan(ap.Counters.zero(3).implied_alpha)
     # position 0: 6/8; position 1: 4/6; position 2: 1 / min(4 accepted through 1, 6 with a token)
     assert c.acceptance_rates == pytest.approx([6 / 8, 4 / 6, 1 / 4])
 
@@ -69,6 +74,25 @@ def test_round_trip_through_json(tmp_path):
     q = ap.load(f)
     assert q.gammas == (2,) and q.context_edges == (100,) and q.tasks == ("chat", "code")
     assert [e.to_dict() for e in q.entries] == [e.to_dict() for e in p.entries]
+
+
+def test_the_profile_names_the_acceptance_rate_and_reads_old_alpha_fields(tmp_path):
+    """T5-M1: the derived ratio accepted / draft tokens is `acceptance_rate` (vLLM's name),
+    beside Eq. 1's `implied_alpha`; a profile written before carries it as `alpha`, and reads
+    unchanged (derived fields are recomputed from the counters)."""
+    p = _profile()
+    d = json.loads(ap.dumps(p))
+    e = d["entries"][0]
+    assert "alpha" not in e
+    assert e["acceptance_rate"] == round(e["num_accepted_tokens"] / e["num_draft_tokens"], 6)
+    assert theory.expected_tokens_per_step(e["implied_alpha"], e["gamma"]) == \
+        pytest.approx(e["tau"], abs=1e-5)
+    for entry in d["entries"]:  # the old file: `alpha`, no acceptance_rate / implied_alpha
+        entry["alpha"] = entry.pop("acceptance_rate")
+        del entry["implied_alpha"]
+    f = tmp_path / "old.json"
+    f.write_text(json.dumps(d))
+    assert [x.to_dict() for x in ap.load(f).entries] == [x.to_dict() for x in p.entries]
 
 
 def test_lookup_errors_name_what_is_allowed():

@@ -46,6 +46,9 @@ NO_TEST_FILE = {
 #: Test files that follow no single module: {path under tests/: what they test}.
 NOT_A_MODULE = {
     "test_layout.py": "this layout",
+    "cli/test_serve_line_memory.py": "the serve line plan / simulate print read back by "
+                                     "config check --serve --gpu (specnb.cli.plan, "
+                                     "specnb.cli.simulate, specnb.cli.vllm together)",
     "test_makefile.py": "the Makefile's bench target (every script runs, misses listed)",
     "test_tier.py": "the fast tier's rules (tests/tier.py, tests/conftest.py)",
     "vllm/test_oracle_fixtures.py": "vLLM's own verdicts, log lines, metrics and bench files "

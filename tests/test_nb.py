@@ -19,16 +19,43 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # ------------------------------------------------------------------------------------ answer
 
-def test_answer_outside_ipython_returns_one_markdown_paragraph():
-    md = nb.answer(f"At alpha {0.7} the speedup is\n   {2.5:.2f}x.")
+def test_answer_markdown_is_one_markdown_paragraph():
+    md = nb.answer_markdown(f"At alpha {0.7} the speedup is\n   {2.5:.2f}x.")
     assert md == "**Answer.** At alpha 0.7 the speedup is 2.50x."
+    assert nb.answer("outside IPython") is None  # shows nothing, returns nothing
 
 
+@pytest.mark.parametrize("fn", [nb.answer, nb.answer_markdown])
 @pytest.mark.parametrize("bad, exc", [("", ValueError), ("  \n ", ValueError),
                                       ("**Answer.** twice", ValueError), (3, TypeError)])
-def test_answer_refuses_empty_or_doubled_text(bad, exc):
+def test_answer_refuses_empty_or_doubled_text(fn, bad, exc):
     with pytest.raises(exc):
-        nb.answer(bad)
+        fn(bad)
+
+
+def test_a_cell_ending_in_answer_shows_it_once():
+    """Trial 5 K1: the Answer cell ends in ``nb.answer(...)`` with no ``;``. In an IPython shell
+    (what the notebook kernel runs) the cell shows one display output and has no
+    execute_result (the returned value used to become a second, quoted copy)."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    shown = []
+    publish = shell.display_pub.publish
+    shell.display_pub.publish = lambda data, *a, **k: shown.append(data)
+    results = []
+    shell.displayhook.write_format_data = lambda data, *a, **k: results.append(data)
+    try:
+        run = shell.run_cell("from specnb import nb\nx = 2\nnb.answer(f'Pays up to batch {24 * x}.')",
+                             store_history=True)
+    finally:
+        shell.display_pub.publish = publish
+        del shell.displayhook.write_format_data
+        InteractiveShell.clear_instance()
+    assert run.success and run.result is None and results == []
+    assert len(shown) == 1
+    assert shown[0]["text/markdown"] == "**Answer.** Pays up to batch 48."
+    assert shown[0][nb.ANSWER_MIME] == {"answer": "**Answer.** Pays up to batch 48."}
 
 
 def test_read_answer_takes_the_last_answer_output(tmp_path):

@@ -37,7 +37,16 @@ def test_resolve_names(nbdir):
 
 def test_a_plain_number_names_a_notebook(tmp_path):
     _nb(tmp_path / "04_one.ipynb", "alpha = 0.5", "pass")
-    assert runner.resolve(["4", "04", "one"], runner.find_notebooks(tmp_path)) == ["04_one"]
+    for name in ("4", "04", "one", "04_one.ipynb"):
+        assert runner.resolve([name], runner.find_notebooks(tmp_path)) == ["04_one"]
+
+
+def test_a_notebook_named_twice_is_refused(tmp_path):
+    """T5-C1 addendum: `run --only 02 02` (or 02 2) is refused as `plan --gamma 3 3` is."""
+    _nb(tmp_path / "04_one.ipynb", "alpha = 0.5", "pass")
+    for names in (["04", "04"], ["4", "one"]):
+        with pytest.raises(ValueError, match="--only lists a notebook twice: .* are both 04_one"):
+            runner.resolve(names, runner.find_notebooks(tmp_path))
 
 
 def test_unknown_parameter_is_an_error(nbdir, tmp_path):

@@ -37,7 +37,7 @@ from .evidence import (MEASURE_BATCH, MIN_DRAFTS, SAMPLING_GAMMA_CAP, WORKLOADS,
                        sampling_gamma_evidence, theorem_vs_measured, thin_window,
                        workload_acceptance, workload_evidence)
 from .plan import (Plan, memory_limit, plan_schedule, schedule, schedule_config,
-                   schedule_gammas, serving_plan, setup_config)
+                   schedule_gammas, serving_plan, setup_config, setup_serve_line)
 from .recommend import RULES, Recommendation, recommend
 from .threshold import measure_threshold
 from .watch import (acceptance_advice, acceptance_length_advice, best_draft_length,
@@ -53,5 +53,5 @@ __all__ = [
     "best_draft_length", "watch_table",
     "compare_bench", "BenchComparison", "comparability",
     "Plan", "serving_plan", "plan_schedule", "schedule", "schedule_gammas",
-    "schedule_config", "setup_config", "memory_limit",
+    "schedule_config", "setup_config", "setup_serve_line", "memory_limit",
 ]

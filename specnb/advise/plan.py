@@ -12,8 +12,13 @@ one schedule validator, the config builder, the serve line). Used by ``specnb pl
 Note codes (stable; messages may be reworded): from :func:`setup_config`
 ``checkpoint-placeholder``, ``mtp-needs-target-layers``, ``self-draft-full-kv``,
 ``config-file-name``, ``schedule-tax``, ``no-gamma-pays``; from :func:`serving_plan` also
-``weights-do-not-fit`` / ``no-sequence-fits`` (:func:`specnb.serving.cannot_serve`: then no
-config, no serve line and no on/off advice), ``schedule-serves-every-context``,
+``weights-do-not-fit`` / ``no-sequence-fits`` / ``no-context-within-max-positions``
+(:func:`specnb.serving.cannot_serve`: then no config, no serve line and no on/off advice),
+``no-advice-over-max-positions`` (some contexts above the target's positions: no verdict
+there), ``v0-no-serve-line`` (engine vllm-v0: no V1 schedule or serve line), :func:`setup_serve_line`'s ``fp8-online-quantization``,
+``quantized-checkpoint-placeholder``, ``max-model-len-set``, ``max-num-batched-tokens-set`` and
+``draft-dtype-not-in-line``,
+``schedule-serves-every-context``,
 ``kv-does-not-fit``, ``no-schedule-for-every-context``, ``kv-cache-dtype``,
 ``loses-end-to-end``, ``draft-kv-budget-not-in-vllm``, ``max-num-seqs-is-batch`` (the serve line's ``--max-num-seqs`` is
 the largest batch size asked, below the most sequences that fit), ``draft-not-smaller`` (a
@@ -41,8 +46,8 @@ from .._json import records
 from ..notes import Note
 
 __all__ = ["memory_limit", "Plan", "serving_plan", "profile_acceptance",
-           "profile_draft_lengths", "schedule", "schedule_gammas", "schedule_of", "plan_schedule",
-           "schedule_config", "setup_config"]
+           "profile_draft_lengths", "profile_context_notes", "schedule", "schedule_gammas",
+           "schedule_of", "plan_schedule", "schedule_config", "setup_config", "setup_serve_line"]
 
 
 # --------------------------------------------------------------------------- schedule
@@ -302,7 +307,11 @@ class Plan:
     context_notes : :func:`specnb.serving.context_limit_notes` (also first in ``notes``)
     notes : every :class:`specnb.notes.Note`, the context notes first
     cannot_serve : :func:`specnb.serving.cannot_serve`'s note when nothing fits in memory
-        (then ``schedule``, ``config`` and ``serve`` are None: no on/off advice), else None
+        or every context is above the target's positions (then ``schedule``, ``config`` and
+        ``serve`` are None: no on/off advice), else None
+    over_max_positions : the contexts above the target's ``max_position_embeddings``
+        (:func:`specnb.serving.contexts_over_max_positions`): no verdict there (their
+        batches count as not fitting), and the schedule and serve line are for the others
 
     Every verdict (``best``, the paying ranges, the crossover, the schedule) reads one figure,
     :attr:`specnb.serving.Grid.deciding`: the end-to-end speedup when input and output
@@ -324,6 +333,7 @@ class Plan:
     displaced: dict = field(default_factory=dict)
     max_num_seqs: int | None = None
     cannot_serve: Note | None = None
+    over_max_positions: list = field(default_factory=list)
 
     def rows(self, columns=("batch_size", "context", "gamma", "tau", "speedup", "t_plain_ms",
                             "t_verify_ms", "t_draft_ms", "bound", "fits", "t_engine_ms",
@@ -333,6 +343,105 @@ class Plan:
         frame = self.grid.frame()
         columns = [c for c in columns if c in frame.columns]
         return records(frame[columns], nan_to_none=False)
+
+
+def _without_contexts(grid: S.Grid, contexts) -> S.Grid:
+    """``grid`` with every batch at ``contexts`` marked as not fitting: no verdict there
+    (:func:`specnb.serving.best_gamma` and the paying ranges skip a batch that does not
+    fit), the figures kept."""
+    fits = np.ones(grid.speedup.shape, bool) if grid.fits is None else np.array(grid.fits)
+    fits[:, np.isin(grid.contexts, list(contexts)), :] = False
+    return dataclasses.replace(grid, fits=fits)
+
+
+def setup_serve_line(st: S.Setup, config: dict, *, max_num_seqs: int, contexts=None,
+                     extra_args=()):
+    """The ``vllm serve`` line for a setup and its ``speculative_config``: the one home of
+    the setup's flags, which ``specnb plan``, ``specnb simulate`` and the notebooks print.
+
+    ``--max-num-seqs max_num_seqs``; ``--tensor-parallel-size`` with gpus > 1;
+    ``--kv-cache-dtype`` when the setup's is not ``auto``; ``--gpu-memory-utilization`` when
+    not vLLM's default; the weight dtype (:func:`specnb.serving.serve_weight_args`:
+    ``--quantization fp8`` for fp8 on an unquantized checkpoint, a placeholder checkpoint for
+    int8 / int4, nothing for a checkpoint already in the dtype); ``--max-model-len
+    max(contexts)`` when one sequence of the target's ``max_position_embeddings`` does not fit
+    in the KV room (vLLM V1 then refuses to start: ``check_enough_kv_cache_memory``,
+    ``vllm/v1/core/kv_cache_planning.py`` v0.33.0), note ``max-model-len-set``;
+    ``--max-num-batched-tokens max_num_seqs`` when ``max_num_seqs`` is above vLLM's default
+    budget on the GPU (:func:`specnb.simulate.engine.default_batch_limits`; vLLM refuses a
+    budget below max_num_seqs), unless ``extra_args`` names the flag, note
+    ``max-num-batched-tokens-set``; ``extra_args`` last.
+
+    Returns
+    -------
+    (line, notes): the shell-quoted line (:func:`specnb.vllm.serve_command`) and a list of
+    :class:`specnb.notes.Note` (``fp8-online-quantization``,
+    ``quantized-checkpoint-placeholder``, ``max-model-len-set``, ``max-num-batched-tokens-set``,
+    ``draft-dtype-not-in-line``: a draft model or head counted in fp8 / int8 / int4, which vLLM
+    loads unquantized unless its checkpoint is).
+    """
+    from ..vllm import serve_command
+
+    model, weight_args, notes = S.serve_weight_args(st.target, st.dtype)
+    d = st.draft
+    d_dtype = d.dtype or st.draft_dtype or st.dtype
+    if d.kind in ("model", "head") and d.method != "mtp" and d_dtype not in ("bf16", "fp16"):
+        # vLLM's SpeculativeConfig.quantization: None = an unquantized draft; only mtp
+        # (the target's own layers) takes the target's --quantization (config/speculative.py)
+        notes.append(Note("draft-dtype-not-in-line",
+                          f"the plan counts the draft {d.name}'s weights in {d_dtype} "
+                          "(--draft-dtype, default --dtype), but vLLM loads a draft model or "
+                          "head as its checkpoint stores it (speculative_config quantization "
+                          "None: unquantized) and does not apply the target's --quantization "
+                          "to it; plan with --draft-dtype bf16 for what this line runs, or "
+                          "serve a quantized draft checkpoint"))
+    args = (["--max-num-seqs", str(int(max_num_seqs))]
+            + (["--tensor-parallel-size", str(st.gpus)] if st.gpus > 1 else [])
+            + ([] if st.kv_dtype == "auto" else ["--kv-cache-dtype", st.kv_dtype])
+            + ([] if st.memory_fraction == S.DEFAULT_GPU_MEMORY_UTILIZATION else
+               ["--gpu-memory-utilization", f"{st.memory_fraction:g}"])
+            + weight_args)
+    from ..simulate.engine import default_batch_limits
+
+    given = {str(a) for a in extra_args}
+    budget = default_batch_limits(st.gpu.name)[0]
+    if "--max-num-batched-tokens" not in given and max_num_seqs > budget:
+        # vLLM never raises its default budget to max_num_seqs and then refuses to start
+        args += ["--max-num-batched-tokens", str(int(max_num_seqs))]
+        notes.append(Note("max-num-batched-tokens-set",
+                          f"--max-num-batched-tokens {int(max_num_seqs)}: vLLM's default budget "
+                          f"on {st.gpu.name} is {budget} tokens, below --max-num-seqs "
+                          f"{int(max_num_seqs)}, which vLLM's SchedulerConfig refuses at start "
+                          "('max_num_batched_tokens ... must be greater than or equal to "
+                          "max_num_seqs')"))
+    mp = st.target.max_position_embeddings
+    top = None if contexts is None or not np.size(contexts) else int(np.max(contexts))
+    if mp is not None and top is not None and 1 <= top < mp \
+            and S.max_batch_in_memory(st, mp) < 1:
+        fits = S.max_model_len_that_fits(st, mp)
+        args += ["--max-model-len", str(top)]
+        notes.append(Note("max-model-len-set",
+                          f"--max-model-len {top} (the longest context planned for): one sequence of "
+                          f"{st.target.name}'s {mp:,} positions does not fit in the KV cache "
+                          f"room, and vLLM refuses to start without a shorter max_model_len "
+                          f"('To serve at least one request with the model's max seq len'); "
+                          f"up to {fits:,} would fit; the server refuses longer requests"))
+    return serve_command(config, model, extra_args=args + [str(a) for a in extra_args]), notes
+
+
+def profile_context_notes(profile, contexts) -> list:
+    """``[Note("profile-context-extrapolated", ...)]`` when some of ``contexts`` (tokens) lie
+    beyond every step of the profile's log (its ``source.context_range``), else ``[]``: the
+    acceptance there is carried over, not measured. ``plan`` and ``simulate`` both say it."""
+    seen = (profile.source or {}).get("context_range")
+    beyond = sorted({int(c) for c in contexts if seen and c > seen[1]})
+    if not beyond:
+        return []
+    return [Note("profile-context-extrapolated",
+                 f"context {beyond} is beyond every step of the profile's log "
+                 f"(contexts {seen[0]}-{seen[1]} tokens): its acceptance there is "
+                 "carried over, not measured, and acceptance often falls with context "
+                 "(vllm-project/speculators#684); replay a log with such contexts")]
 
 
 def profile_acceptance(profile, contexts, gammas, *, proposal_rate: bool):
@@ -364,9 +473,9 @@ def profile_acceptance(profile, contexts, gammas, *, proposal_rate: bool):
     empty, none = set(), set()
     for i, c in enumerate(contexts):
         for j, g in enumerate(gammas):
+            if profile.entry(g, context=c).counters.num_steps == 0:
+                empty.add(int(c))  # the whole log's entry stands in (_profile_entry)
             e = _profile_entry(profile, g, c)
-            if e.counters.num_steps == 0:
-                empty.add(int(c))
             if e.counters.num_drafts == 0:
                 none.add(int(c))
                 tau[i, j], m[i, j] = 1.0, 1e-9
@@ -374,15 +483,7 @@ def profile_acceptance(profile, contexts, gammas, *, proposal_rate: bool):
             tau[i, j] = min(e.tau, g + 1.0)
             if proposal_rate:
                 m[i, j] = e.proposal_rate
-    notes = []
-    seen = (profile.source or {}).get("context_range")
-    beyond = sorted(int(c) for c in contexts if seen and c > seen[1])
-    if beyond:
-        notes.append(Note("profile-context-extrapolated",
-                          f"context {beyond} is beyond every step of the profile's log "
-                          f"(contexts {seen[0]}-{seen[1]} tokens): its acceptance there is "
-                          "carried over, not measured, and acceptance often falls with context "
-                          "(vllm-project/speculators#684); replay a log with such contexts"))
+    notes = profile_context_notes(profile, contexts)
     if empty:
         notes.append(Note("profile-bucket-empty",
                           f"the acceptance profile has no step at context {sorted(empty)} "
@@ -492,8 +593,6 @@ def serving_plan(st: S.Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=
     ValueError
         as :func:`specnb.serving.evaluate` and :func:`setup_config`.
     """
-    from ..vllm import serve_command
-
     acc = {k: v for k, v in (("alpha", alpha), ("tau", tau),
                               ("acceptance_rates", acceptance_rates)) if v is not None}
     batches, contexts, gammas = sorted(batch_sizes), sorted(contexts), list(gammas)
@@ -536,8 +635,10 @@ def serving_plan(st: S.Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=
     top = max(batches)
     caps = {int(c): S.memory_cap(st, int(c)) for c in contexts}
     room = {c: int(m["max_batch"]) for c, m in caps.items()}
-    fit_any = max(room.values())
-    limit = memory_limit(st, contexts, top)
+    over = S.contexts_over_max_positions(st, contexts)  # vLLM cannot serve these at all
+    servable = [c for c in contexts if int(c) not in over] or contexts
+    fit_any = max(room[int(c)] for c in servable)
+    limit = memory_limit(st, servable, top)
     # one grid over every batch size 1..limit for the schedule, crossover and paying ranges
     if acceptance_profile is not None:  # with the lengths: the verdict rule of the scalar path
         full = _profile_grid(st, np.arange(1, limit + 1), contexts, gammas, p_tau, p_m,
@@ -547,6 +648,8 @@ def serving_plan(st: S.Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=
         full = S.batch_range_grid(st, contexts, gammas, limit, alpha=alpha, tau=tau,
                                   acceptance_rates=acceptance_rates, input_len=input_len,
                                   output_len=output_len)
+    if over:  # beyond the model's positions: no verdict, no schedule for those contexts
+        grid, full = _without_contexts(grid, over), _without_contexts(full, over)
     nothing = S.cannot_serve(st, contexts)
     sched = schedule_of(full)
     cfg, notes = setup_config(st, sched)
@@ -560,12 +663,23 @@ def serving_plan(st: S.Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=
     if nothing is not None:  # no on/off advice: nothing runs at all
         sched, cfg = None, None
         notes = [n for n in notes if n.code in ("mtp-needs-target-layers",)]
-    serve = None if cfg is None else serve_command(
-        cfg, S.model_id(st.target), extra_args=["--max-num-seqs", str(limit)]
-        + (["--tensor-parallel-size", str(st.gpus)] if st.gpus > 1 else [])
-        + ([] if st.kv_dtype == "auto" else ["--kv-cache-dtype", st.kv_dtype])
-        + ([] if st.memory_fraction == S.DEFAULT_GPU_MEMORY_UTILIZATION else
-           ["--gpu-memory-utilization", f"{st.memory_fraction:g}"]))
+    serve = None
+    v0 = st.engine.name == "vllm-v0"
+    if v0 and cfg is not None and nothing is None:
+        # V0's costs, V1's flags: no line that runs neither (T5-M3)
+        cfg = None
+        notes = [n for n in notes if n.code not in ("checkpoint-placeholder", "schedule-tax")]
+        notes.append(Note("v0-no-serve-line",
+                          "the figures are vLLM V0's (engine vllm-v0: batch-expansion scorer, "
+                          "CUDA graphs up to batch 256, its own draft cost); "
+                          "num_speculative_tokens_per_batch_size and a --speculative-config "
+                          "line are V1's (the key from vLLM 0.24.0 on) and would run V1's "
+                          "costs, not these: no schedule or serve line; plan with --engine vllm "
+                          "for the line to serve on current vLLM"))
+    if cfg is not None:
+        serve, serve_notes = setup_serve_line(st, cfg, max_num_seqs=limit,
+                                              contexts=servable)
+        notes += serve_notes
     if nothing is not None:
         notes.append(nothing)
     if input_len is not None and nothing is None:
@@ -581,12 +695,20 @@ def serving_plan(st: S.Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=
                               "sequence it loses end to end (e2e columns): the best gamma, "
                               "the paying ranges, the schedule and the serve line follow the "
                               "end-to-end figure"))
+    if over and nothing is None:
+        notes.append(Note("no-advice-over-max-positions",
+                          "no verdict, schedule or serve line for context "
+                          + ", ".join(f"{c:,}" for c in over) + f": above the target "
+                          f"{st.target.name}'s maximum of "
+                          f"{st.target.max_position_embeddings:,} positions, vLLM does not "
+                          "serve them (the table shows the model's figures only); the "
+                          "schedule and the serve line are for the other contexts"))
     if len(contexts) > 1:
         notes.append(Note("schedule-serves-every-context",
                           "the schedule serves every --context: per batch size, the gamma "
                           "whose worst speedup over the contexts is highest (0 if that is not "
                           "above 1)"))
-    tight = {c: m for c, m in room.items() if m < top}
+    tight = {c: m for c, m in room.items() if m < top and c not in over}
     if tight and nothing is None:
         notes.append(Note("kv-does-not-fit",
                           f"KV cache room ({100 * st.memory_fraction:g} % of GPU memory, "
@@ -616,6 +738,9 @@ def serving_plan(st: S.Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=
                           "halves it: " + ", ".join(
                               f"{int(S.max_batch_in_memory(fp8, c))} sequences at context {c} "
                               f"instead of {room[c]}" for c in room)))
+    fa2 = S.multi_token_note(st, contexts) if nothing is None else None
+    if fa2 is not None:
+        notes.append(fa2)
     if st.draft.kind == "model" and st.draft.arch.params >= st.target.params:
         notes.append(Note("draft-not-smaller",
                           f"the draft {st.draft.name} ({st.draft.arch.params / 1e9:.1f} B "
@@ -645,7 +770,7 @@ def serving_plan(st: S.Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=
     context_notes = S.context_limit_notes(st, contexts)
     notes = context_notes + prof_notes + notes
     paying = S.paying_of(full)
-    if cfg is None and any(paying) and nothing is None:
+    if cfg is None and any(paying) and nothing is None and not v0:
         # setup_config's no-gamma-pays is about the worst context only
         notes = [n for n in notes if n.code != "no-gamma-pays"]
         notes.append(Note("no-schedule-for-every-context",
@@ -656,4 +781,4 @@ def serving_plan(st: S.Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=
     return Plan(st, acc, grid, grid.best(), sched, cfg, serve,
                 {int(s): int(c) for s, c in zip(contexts, S.crossover_of(full))},
                 {int(s): r for s, r in zip(contexts, paying)}, room, context_notes, notes,
-                displaced, None if nothing is not None else limit, nothing)
+                displaced, None if nothing is not None else limit, nothing, over)

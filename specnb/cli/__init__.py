@@ -52,7 +52,8 @@ def positive_int(text: str) -> int:
 def listed_twice(*flags) -> str | None:
     """The one rule for a multi-value flag that lists a value twice (``plan``, ``simulate``,
     ``replay``, ``measure``): ``flags`` are ``(flag, values)`` pairs; returns the message for
-    the first flag with a repeated value, else None."""
+    the first flag with a repeated value, else None. Its sibling for a flag given twice
+    (``--gamma 3 --gamma 4``) is in the one parser class, :class:`Parser`."""
     for flag, values in flags:
         values = list(values or [])
         if len(set(values)) != len(values):
@@ -164,10 +165,54 @@ ALONE = {"config": "specnb.cli.vllm", "metrics": "specnb.cli.vllm", "bench": "sp
          "run": "specnb.cli.run"}
 
 
+#: Namespace attribute holding the options an ongoing parse has seen (removed when it ends).
+_SEEN = "_specnb_options_seen"
+#: argparse actions that are meant to be given more than once (``config build --set``) or
+#: that end the parse (``--help``, ``--version``): not refused when repeated.
+_REPEATABLE = (argparse._AppendAction, argparse._AppendConstAction, argparse._CountAction,
+               argparse._HelpAction, argparse._VersionAction, argparse._SubParsersAction)
+
+
+@functools.lru_cache(maxsize=None)
+def _once(action_class: type) -> type:
+    """``action_class`` that refuses to be called twice in one parse: the one rule for an
+    option given twice (``--gamma 3 --gamma 4``), as :func:`listed_twice` is for a value
+    listed twice (``--gamma 3 3``). Without it argparse keeps the last value without a word."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        seen = namespace.__dict__.setdefault(_SEEN, {})
+        if self.dest in seen:
+            first = seen[self.dest]
+            also = "" if first == option_string else f" (first as {first})"
+            several = self.nargs not in (None, 0, "?")
+            raise argparse.ArgumentError(
+                self, f"given twice{also}; give it once" +
+                      (f" (its values all go after one {option_string})" if several else ""))
+        seen[self.dest] = option_string
+        return action_class.__call__(self, parser, namespace, values, option_string)
+
+    return type(f"Once{action_class.__name__}", (action_class,),
+                {"__call__": __call__, "_once": True})
+
+
 class Parser(argparse.ArgumentParser):
     """Every subcommand's parser (argparse's subparsers take the class of their parent): a
     usage error (a type, a choice, a missing or unknown flag) is one line naming the flag,
-    ``specnb PROG: error: argument --FLAG: ...``, exit 2; no usage dump."""
+    ``specnb PROG: error: argument --FLAG: ...``, exit 2; no usage dump.
+
+    An option given twice (``--gamma 3 --gamma 4``, or ``-k 3 --num-speculative-tokens 4``
+    where both set one value) is such an error too: argparse would keep the last one without
+    a word (trial 5 C1). Options meant to repeat (``action="append"``, as ``config build
+    --set``) are not refused."""
+
+    def parse_known_args(self, args=None, namespace=None):
+        for action in self._actions:  # argument groups' too: they share the parser's list
+            if action.option_strings and not isinstance(action, _REPEATABLE) and \
+                    not getattr(type(action), "_once", False):
+                action.__class__ = _once(type(action))
+        namespace, rest = super().parse_known_args(args, namespace)
+        namespace.__dict__.pop(_SEEN, None)
+        return namespace, rest
 
     def error(self, message):
         print(f"{self.prog}: error: {printable(message)} (see {self.prog} --help)",

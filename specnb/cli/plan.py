@@ -215,9 +215,12 @@ def _sglang_launch(st, p, tree) -> str | None:
     ndt = tree["num_draft_tokens"] if tree else steps + 1
     draft = ([] if algo == "NGRAM" or st.draft.method == "mtp" else
              ["--speculative-draft-model-path", p.config.get("model") or "<draft>"])
-    parts = ["python", "-m", "sglang.launch_server", "--model-path", S.model_id(st.target),
+    # the weight dtype as for vLLM (SGLang takes --quantization fp8 online, --dtype too)
+    model, weight_args, _ = S.serve_weight_args(st.target, st.dtype)
+    parts = ["python", "-m", "sglang.launch_server", "--model-path", model,
              "--speculative-algorithm", algo, *draft, "--speculative-num-steps", str(steps),
-             "--speculative-eagle-topk", str(topk), "--speculative-num-draft-tokens", str(ndt)]
+             "--speculative-eagle-topk", str(topk), "--speculative-num-draft-tokens", str(ndt),
+             *weight_args]
     if st.gpus > 1:
         parts += ["--tp-size", str(st.gpus)]
     if p.max_num_seqs and p.max_num_seqs > SGLANG_SPEC_MAX_RUNNING_REQUESTS:
@@ -425,6 +428,7 @@ def plan(args) -> dict:
         "context_limit_note_codes": codes(p.context_notes),
         "cannot_serve": None if p.cannot_serve is None else p.cannot_serve.message,
         "cannot_serve_code": None if p.cannot_serve is None else p.cannot_serve.code,
+        "over_max_positions": list(p.over_max_positions),
         "end_to_end": args.input_len is not None,
         "notes": messages(p.notes) + ([] if tree is None else tree["notes"])
         + messages(_tau_notes(args)),
@@ -495,16 +499,23 @@ def format_plan(result: dict) -> str:
         out["best"] = [best[(b, s)]["gamma"] or "-" for b in table.index]
         out["verify bound"] = bound.reindex(table.index).to_numpy()
         room = result["max_batch_in_memory"][str(s)]
+        over = s in result.get("over_max_positions", [])
         out["KV fits"] = ["yes" if b <= room else "no" for b in table.index]
         lines.append(out.to_string())
         top = int(rows["batch_size"].max())
-        if not nothing:  # no on/off advice when nothing runs
+        if over and not nothing:  # vLLM does not serve it: no on/off advice there
+            lines.append(f"no advice: context {s} is above the target's maximum positions "
+                         "(see the NOTE above); vLLM would not serve it")
+        elif not nothing:  # no on/off advice when nothing runs
             lines.append(("end to end: " if e2e_on else "")
                          + S.describe_paying(result["paying_batches"][str(s)], top,
                                              fits_up_to=min(room, top)))
     lines.append("")
     if nothing:
-        lines.append("schedule: none (nothing fits in memory: see the first line)")
+        lines.append("schedule: none (nothing can be served: see the first line)")
+    elif "v0-no-serve-line" in result["note_codes"]:
+        lines.append("schedule: none (the figures are vLLM V0's; the schedule key and the "
+                     "vllm serve line are V1's: see the note)")
     elif result["config"] is None:
         lines.append("schedule: none (no gamma pays"
                      + (" at every context at once)" if len(result["paying_batches"]) > 1

@@ -110,7 +110,10 @@ def register(subparsers) -> argparse.ArgumentParser:
             "specnb.request_log) with a speculative method exactly as vLLM proposes and "
             "counts it: vLLM's counters (num_drafts, num_draft_tokens, num_accepted_tokens, "
             "per position), tau, the proposal rate, per gamma, overall, by task and by context "
-            "bucket, with 95%% bootstrap intervals over requests. --out writes an acceptance "
+            "bucket, with 95 % bootstrap intervals over requests. The table's acc.rate is "
+            "vLLM's acceptance rate (accepted / draft tokens), not Leviathan's alpha; Eq.1 alpha "
+            "beside it is the alpha for which Eq. 1 gives that tau (what plan --alpha means). "
+            "--out writes an acceptance "
             "profile for specnb plan --acceptance-profile. Exit status: 0 printed, 2 bad "
             "input, 3 the measure extra missing (draft_model)."))
     p.add_argument("log", nargs="?", default=None, metavar="LOG",
@@ -268,7 +271,8 @@ def format_profile(prof) -> str:
                                      if v is not None)
             + (f"; backend: {src['backend']}" if src.get("backend") else "")]
     cols = f"{'gamma':>5} {'':>16} {'requests':>8} {'steps':>7} {'drafts':>7} " \
-           f"{'prop.rate':>9} {'alpha':>6} {'tau':>6} {'tau 95% CI':>15}  per-position rates"
+           f"{'prop.rate':>9} {'acc.rate':>8} {'tau':>6} {'tau 95% CI':>15} " \
+           f"{'Eq.1 alpha':>10}  conditional rate by position"
     lines = head + ["", cols]
 
     def row(e, label):
@@ -276,8 +280,8 @@ def format_profile(prof) -> str:
         ci = f"[{_f(e.tau_ci[0], 2)}, {_f(e.tau_ci[1], 2)}]"
         rates = " ".join(_f(r, 2) for r in c.acceptance_rates)
         return (f"{e.gamma:>5} {label:>16} {e.num_requests:>8} {c.num_steps:>7} "
-                f"{c.num_drafts:>7} {_f(c.proposal_rate):>9} {_f(c.alpha):>6} "
-                f"{_f(c.tau):>6} {ci:>15}  {rates}")
+                f"{c.num_drafts:>7} {_f(c.proposal_rate):>9} {_f(c.acceptance_rate):>8} "
+                f"{_f(c.tau):>6} {ci:>15} {_f(c.implied_alpha):>10}  {rates}")
 
     for g in prof.gammas:
         lines.append(row(prof.entry(g), "all"))
@@ -290,4 +294,12 @@ def format_profile(prof) -> str:
     lines.append("")
     lines.append("tau = 1 + accepted / drafts (vLLM's mean acceptance length); prop.rate = "
                  "drafts / decode steps")
+    lines.append("acc.rate = accepted / draft tokens (vLLM's acceptance rate, as specnb metrics "
+                 "prints it): not Leviathan's alpha, and lower than it at gamma > 1 and with "
+                 "drafts shorter than gamma")
+    lines.append("Eq.1 alpha = the alpha for which Eq. 1 at this gamma gives this tau: the "
+                 "alpha plan --alpha and the theorems mean")
+    lines.append("conditional rate by position: P(position i accepted | i-1 accepted); vLLM's "
+                 "per-position rates (specnb metrics, plan --acceptance-rates) are accepted at "
+                 "i / drafts, not these")
     return "\n".join(lines)

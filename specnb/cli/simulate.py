@@ -20,7 +20,7 @@ import sys
 
 from ..limits import DEFAULT_GPU_MEMORY_UTILIZATION as S_DEFAULT_GMU
 from . import error, light_checks, listed_twice, message, positive_int, refuse
-from .plan import DTYPE_CHOICES
+from .plan import DTYPE_CHOICES, KV_CACHE_CHOICES
 
 __all__ = ["register", "run", "simulate", "format_simulation", "estimate_seconds"]
 
@@ -109,7 +109,9 @@ def register(subparsers) -> argparse.ArgumentParser:
         "simulate", help="simulate my load: continuous batching with and without speculation",
         description=(
             "Simulate vLLM V1's scheduler (chunked prefill, decode and verify tokens before "
-            "new prefill chunks, KV blocks, preemption) on a vllm bench serve-like load or a "
+            "new prefill chunks, KV blocks, preemption; with --engine vllm-v0, V0's defaults "
+            "per run: chunked prefill only for a plain run of a model above 32K positions, "
+            "else prompts first) on a vllm bench serve-like load or a "
             "request log, with speculation off, at static draft lengths, with vLLM's "
             "per-batch-size schedule and disable_by_batch_size; each step timed by the "
             "serving model. Prints TTFT / TPOT / throughput per policy and the verdict; "
@@ -171,6 +173,10 @@ def register(subparsers) -> argparse.ArgumentParser:
     eng.add_argument("--gpu-memory-utilization", type=float, default=S_DEFAULT_GMU, metavar="U",
                      help="vLLM's share of GPU memory: the KV blocks (default 0.92, vLLM "
                           "0.20+'s)")
+    eng.add_argument("--kv-cache-dtype", choices=KV_CACHE_CHOICES, default="auto",
+                     help="vLLM's --kv-cache-dtype (default auto: the activation dtype, bf16 "
+                          "also for fp8 weights; fp8 halves the KV bytes: twice the blocks, "
+                          "and it goes into the serve line)")
     eng.add_argument("--prefix-cache-hit-rate", type=float, default=0.0, metavar="H",
                      help="share of each prompt found in the prefix cache (default 0: off)")
     pol = p.add_argument_group("policies")
@@ -255,12 +261,9 @@ def _check_flags(a) -> str | None:
 _NAMES = ("range_ratio", "max_batch")
 
 
-def _acceptance(a, M):
+def _acceptance(a, M, profile=None):
     if a.acceptance_profile:
-        from .. import acceptance_profile
-
-        return M.acceptance(profile=acceptance_profile.load(a.acceptance_profile),
-                            proposal_rate=a.proposal_rate)
+        return M.acceptance(profile=profile, proposal_rate=a.proposal_rate)
     if a.tau is not None:
         return M.acceptance(tau=a.tau, gamma=a.gamma[0], proposal_rate=a.proposal_rate)
     if a.alpha is not None:
@@ -289,9 +292,15 @@ def simulate(a) -> dict:
     from .. import simulate as M
 
     st = S.setup(a.gpu, a.model, a.draft, gpus=a.gpus, dtype=a.dtype, engine=a.engine,
+                 kv_dtype=a.kv_cache_dtype,
                  draft_config=a.draft_config,
                  gpu_memory_utilization=a.gpu_memory_utilization)
-    acc = _acceptance(a, M)
+    profile = None
+    if a.acceptance_profile:
+        from .. import acceptance_profile
+
+        profile = acceptance_profile.load(a.acceptance_profile)
+    acc = _acceptance(a, M, profile)
     if a.requests:
         w = M.from_log(a.requests, request_rate=a.request_rate, burstiness=a.burstiness,
                        concurrency=a.concurrency, seed=a.seed)
@@ -299,15 +308,22 @@ def simulate(a) -> dict:
         w = M.synthetic(a.num_prompts, a.input_len, a.output_len, range_ratio=a.range_ratio,
                         concurrency=a.concurrency, request_rate=a.request_rate,
                         burstiness=a.burstiness, seed=a.seed)
-    cfg = M.engine_config(st, max_num_seqs=a.max_num_seqs,
-                          max_num_batched_tokens=a.max_num_batched_tokens,
-                          prefix_cache_hit_rate=a.prefix_cache_hit_rate)
+    kw = dict(max_num_seqs=a.max_num_seqs, max_num_batched_tokens=a.max_num_batched_tokens,
+              prefix_cache_hit_rate=a.prefix_cache_hit_rate)
+    off_cfg = None
+    if st.engine.name == "vllm-v0":  # V0's scheduler defaults, per run (v0_engine_config)
+        given = {k: v for k, v in kw.items() if v is not None}
+        cfg = M.v0_engine_config(st, speculative=True, **given)
+        off_cfg = M.v0_engine_config(st, speculative=False, **given)
+    else:
+        cfg = M.engine_config(st, **kw)
     sched = None
     if not a.no_schedule:
         sched = _schedule_flag(a) if a.schedule else _plan_schedule(
             st, acc, w, a.gamma, cfg.max_num_seqs)
     pols = _policies(a, M, cfg.max_num_seqs, sched)
-    sim = M.simulate(st, w, pols, acceptance=acc, config=cfg, seed=a.seed)
+    sim = M.simulate(st, w, pols, acceptance=acc, config=cfg, seed=a.seed,
+                     off_config=off_cfg)
     cmp = sim.compare(goal=a.goal)
     saved = []
     if a.save_result:
@@ -317,15 +333,13 @@ def simulate(a) -> dict:
             with open(path, "w") as f:
                 json.dump(r, f)
             saved.append(path)
-    notes = []
-    if a.tau is not None and len(a.gamma) > 1:  # one tau, several gammas: say how it is read
-        from ..theory import tau_by_gamma
-
-        notes.append(tau_by_gamma(a.tau, a.gamma)[2])
     strip = lambda r: {k: v for k, v in r.items() if k not in _LISTS}  # noqa: E731
     on = cmp["on"]
-    serve = _serve_line(st, sim.config, pols, on) if cmp["verdict"] == "pays" else None
+    notes = _notes(a, w, profile, cmp, sim.config, off_cfg, st)
+    serve, serve_notes = (_serve_line(st, sim.config, pols, on, w) if cmp["verdict"] == "pays"
+                          else (None, []))
     return {"setup": {"gpu": st.gpu.name, "gpus": st.gpus, "model": st.target.name,
+                      "dtype": st.dtype, "kv_cache_dtype": st.kv_dtype,
                       "draft": st.draft.name, "engine": st.engine.name,
                       "acceptance": sim.acceptance, "workload": w.source,
                       "max_num_seqs": sim.config.max_num_seqs,
@@ -336,23 +350,76 @@ def simulate(a) -> dict:
             "output_throughput_ratio": cmp["output_throughput_ratio"],
             "tpot_ratio": cmp["tpot_ratio"], "ttft_ratio": cmp["ttft_ratio"],
             "verdict": cmp["verdict"], "goal": a.goal, "ratios": cmp["policies"],
-            "schedule": sched, "serve": serve, "saved": saved,
+            "schedule": sched, "serve": serve, "serve_notes": [n.message for n in serve_notes],
+            "serve_note_codes": [n.code for n in serve_notes], "saved": saved,
             "notes": [n.message for n in notes], "note_codes": [n.code for n in notes]}
 
 
-def _serve_line(st, cfg, pols, on):
-    from .. import serving as S
-    from ..advise.plan import setup_config
-    from ..vllm import serve_command
+#: How far the TTFT ratio may move from 1 on a fixed-length closed loop before the lockstep
+#: note is printed (notebook 10, section "Where speculation stops paying").
+LOCKSTEP_TTFT_TOLERANCE = 0.1
+
+
+def _notes(a, w, profile, cmp, cfg=None, off_cfg=None, st=None) -> list:
+    """The run's coded notes: ``v0-defaults-per-run`` (``--engine vllm-v0``: the off run
+    scheduled otherwise than the speculating ones), ``profile-context-extrapolated`` (the
+    load's contexts beyond the acceptance profile's log, as ``plan`` says it),
+    ``ttft-closed-loop-lockstep`` (a fixed-length closed loop moves TTFT for a reason of its
+    own: notebook 10), ``fa2-multi-token-attention`` (:func:`specnb.serving.multi_token_note`
+    at the load's longest context), ``tau-read-at-first-gamma`` (one --tau with several
+    --gamma: :func:`specnb.theory.tau_by_gamma`, the rule plan follows too)."""
+    import numpy as np
+
+    from ..advise.plan import profile_context_notes
+    from ..notes import Note
+    from ..serving import multi_token_note
+
+    out = []
+    if a.tau is not None and len(a.gamma) > 1:  # one tau, several gammas: say how it is read
+        from ..theory import tau_by_gamma
+
+        out.append(tau_by_gamma(a.tau, a.gamma)[2])
+    top = int(np.max(np.asarray(w.input_len) + np.asarray(w.output_len)))
+    fa2 = None if st is None else multi_token_note(st, [top])
+    if fa2 is not None:
+        out.append(fa2)
+    if off_cfg is not None and cfg is not None and off_cfg != cfg:
+        how = lambda c: ("chunked prefill, budget" if c.chunked_prefill  # noqa: E731
+                         else "prompts first, budget") + f" {c.max_num_batched_tokens}"
+        out.append(Note("v0-defaults-per-run",
+                        f"vLLM V0's defaults per run (v0.6.3 create_engine_config): off with "
+                        f"{how(off_cfg)}, speculating with {how(cfg)} (V0 turns chunked "
+                        "prefill on by default above 32K positions only without speculation)"))
+    if profile is not None:
+        out += profile_context_notes(profile, [top])
+    fixed = not a.requests and not a.range_ratio and a.concurrency is not None
+    if fixed and abs(cmp["ttft_ratio"] - 1.0) > LOCKSTEP_TTFT_TOLERANCE:
+        out.append(Note("ttft-closed-loop-lockstep",
+                        f"TTFT x {cmp['ttft_ratio']:.3f} on a closed loop of fixed lengths: "
+                        "without speculation a wave of requests finishes in one step, so the "
+                        "next wave arrives together and waits for the whole wave's prefill; "
+                        "speculation's varying accepted lengths break that lockstep. That is "
+                        "not a faster prefill: give --range-ratio (e.g. 0.5) to see it go"))
+    return out
+
+
+def _serve_line(st, cfg, pols, on, workload):
+    """The serve line of the winning policy (:func:`specnb.advise.plan.setup_serve_line`: the
+    plan's flags, the weight dtype, --max-model-len of the longest request when the model's
+    full length does not fit) and its notes."""
+    import numpy as np
+
+    from ..advise.plan import setup_config, setup_serve_line
 
     pol = next(p for p in pols if p.name == on)
     sched = [list(r) for r in pol.schedule] if pol.schedule else [[1, cfg.max_num_seqs, pol.k]]
     conf, _ = setup_config(st, sched)
     if conf is None:
-        return None
-    return serve_command(conf, S.model_id(st.target),
-                         extra_args=["--max-num-seqs", str(cfg.max_num_seqs),
-                                     "--max-num-batched-tokens", str(cfg.max_num_batched_tokens)])
+        return None, []
+    longest = int(np.max(np.asarray(workload.input_len) + np.asarray(workload.output_len)))
+    return setup_serve_line(st, conf, max_num_seqs=cfg.max_num_seqs, contexts=[longest],
+                            extra_args=["--max-num-batched-tokens",
+                                        str(cfg.max_num_batched_tokens)])
 
 
 def format_simulation(r: dict) -> str:
@@ -361,7 +428,11 @@ def format_simulation(r: dict) -> str:
     import pandas as pd
 
     su = r["setup"]
-    lines = [f"{su['model']} on {su['gpus']} x {su['gpu']}, draft {su['draft']}, "
+    dt = ", ".join(([] if su.get("dtype", "bf16") == "bf16" else [f"{su['dtype']} weights"])
+                   + ([] if su.get("kv_cache_dtype", "auto") == "auto"
+                      else [f"KV cache {su['kv_cache_dtype']}"]))
+    dt = f" ({dt})" if dt else ""
+    lines = [f"{su['model']}{dt} on {su['gpus']} x {su['gpu']}, draft {su['draft']}, "
              f"{su['acceptance']}; engine {su['engine']}; {su['workload']}; max_num_seqs "
              f"{su['max_num_seqs']}, max_num_batched_tokens {su['max_num_batched_tokens']}, "
              f"{su['num_gpu_blocks']} KV blocks"]
@@ -396,6 +467,7 @@ def format_simulation(r: dict) -> str:
                      "static policy of that K above (no row of its own)")
     lines += [f"note: {n}" for n in r.get("notes", [])]
     lines.append(r["serve"] if r["serve"] else "serve: leave speculative decoding off")
+    lines += [f"note: {n}" for n in r.get("serve_notes", [])]
     lines += [f"saved {p}" for p in r["saved"]]
     return "\n".join(lines)
 

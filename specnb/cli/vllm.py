@@ -44,6 +44,21 @@ def _read_text(arg: str) -> str:
     return _stdin("surrogateescape") if arg == "-" else arg
 
 
+_CONFIG_HINT = "give the speculative config as JSON or YAML"
+
+
+def _file_text(path: str, hint: str) -> str:
+    """The text of a file or of stdin (``-``) that ``config check`` reads: strict UTF-8 and
+    not empty, as every reader's files (README: exit 2 naming the file). A literal argument
+    is not read here: vLLM decodes command-line values itself (``_read_text``). Raises
+    OSError, or ValueError naming the file."""
+    text = _read_file(path, hint)
+    if not text.strip():
+        where = "stdin" if path == "-" else path
+        raise ValueError(f"{where}: empty; {hint}")
+    return text
+
+
 def _looks_like_json(arg: str) -> bool:
     if arg in ("", "None") or arg.strip()[:1] in ("{", "[", '"'):
         return True
@@ -61,14 +76,13 @@ def _config_text(arg: str) -> tuple[str, str]:
     import os
 
     if arg == "-":
-        return _read_text(arg), "<stdin>"
+        return _file_text(arg, _CONFIG_HINT), "<stdin>"
     if not _looks_like_json(arg):
         if os.path.isdir(arg):
             raise ValueError(f"{arg!r} is a folder; give the config file in it, the JSON "
                              "text, or - with < FILE")
         if os.path.exists(arg):
-            with open(arg, "rb") as fh:
-                return fh.read().decode("utf-8", "surrogateescape"), arg
+            return _file_text(arg, _CONFIG_HINT), arg
         if arg.lower().endswith((".json", ".yaml", ".yml")) or "/" in arg or os.sep in arg:
             raise ValueError(f"{arg!r} looks like a file name, but there is no such file; "
                              "pass the file's text, or use - with < FILE")
@@ -108,7 +122,8 @@ def _cmd_check(args) -> int:
         if args.serve is not None:
             from ..vllm import check_serve_line
 
-            line = _stdin("strict") if args.serve == "-" else args.serve
+            line = _file_text("-", "give a vllm serve line") if args.serve == "-" \
+                else args.serve
             source = "<serve line>"
             parsed, result = check_serve_line(line, args.vllm_version, args.draft_config,
                                               args.target_config)
@@ -133,106 +148,36 @@ def _cmd_check(args) -> int:
 
 
 def _with_target_rules(args, parsed, result):
-    """vLLM's refusals that depend on the served model alone, GPU or not, when specnb knows the
-    target (catalogue name or Hugging Face id, or its config.json): ``-tp`` that does not
-    split the model (:func:`specnb.serving.check_tensor_parallel`, code
-    ``serve-tensor-parallel``) and a ``--max-model-len`` above the target's
-    max_position_embeddings (:func:`specnb.serving.context_limit_notes`'s
-    ``context-over-max-positions``: vLLM's ``_get_and_verify_max_len`` refuses it unless
-    VLLM_ALLOW_LONG_MAX_MODEL_LEN=1; code ``serve-max-model-len-above-target``), as errors."""
-    from ..serving import check_tensor_parallel, context_limit_notes, resolve_architecture
-    from ..vllm import ConfigCheck, Finding
+    """vLLM's refusals that depend on the served model alone, GPU or not
+    (:func:`specnb.advise.serve_memory.serve_target_findings`), added to ``result``."""
+    from ..advise.serve_memory import serve_target_findings
+    from ..vllm import ConfigCheck
 
-    s, target = parsed.settings, args.target_config or parsed.model
-    try:
-        arch, cfg = resolve_architecture(target)
-    except (OSError, ValueError, KeyError, TypeError):
-        return result  # not a model specnb knows: nothing more to check
-    text = (cfg or {}).get("text_config") if isinstance((cfg or {}).get("text_config"), dict) \
-        else cfg or {}
-    scaled = bool(text.get("rope_scaling") or text.get("rope_parameters"))  # vLLM scales the
-    # derived maximum by some RoPE types' factor, which specnb does not model: no verdict then
-    found = []
-    tp = s.get("tensor_parallel_size", 1)
-    if isinstance(tp, int) and tp > 1:
-        try:
-            check_tensor_parallel(arch, tp)
-        except ValueError as exc:
-            found.append(Finding("error", None, f"-tp {tp}: {str(exc).splitlines()[0]}",
-                                 "give an allowed --tensor-parallel-size",
-                                 code="serve-tensor-parallel"))
-    mml = s.get("max_model_len")
-    if isinstance(mml, int) and mml > 0 and not scaled:
-        for note in context_limit_notes(arch, [mml]):
-            if note.code == "context-over-max-positions":
-                found.append(Finding(
-                    "error", None, f"--max-model-len {mml} is above the target {arch.name}'s "
-                    f"max_position_embeddings {arch.max_position_embeddings}: vLLM refuses it at "
-                    "start ('User-specified max_model_len ... is greater than the derived "
-                    "max_model_len') unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 is set",
-                    f"give --max-model-len {arch.max_position_embeddings} or less, or a "
-                    "long-context variant of the model", code="serve-max-model-len-above-target"))
-    return ConfigCheck(result.findings + tuple(found), result.config, result.vllm_version) \
+    found = serve_target_findings(parsed.settings, parsed.model,
+                                  target_config=args.target_config)
+    return ConfigCheck(result.findings + found, result.config, result.vllm_version) \
         if found else result
 
 
 def _with_memory(args, parsed, result):
-    """The verify step's memory at --max-num-seqs, when --gpu names the GPU and the target is
-    known (:func:`specnb.serving.max_batch_in_memory`, the one memory rule ``plan`` uses: the
-    KV cache of target and draft at --kv-cache-dtype beside the weights), and vLLM's
-    tensor-parallel refusal (:func:`specnb.serving.setup`'s check) as an error. The rules of the
-    target alone run without --gpu too (:func:`_with_target_rules`)."""
-    if result.config is None:
-        return result
-    result = _with_target_rules(args, parsed, result)
+    """The rules of the target alone (:func:`_with_target_rules`), then, with --gpu, vLLM's
+    default token budget against --max-num-seqs (:func:`specnb.advise.serve_memory.serve_batch_findings`,
+    also for a line without --speculative-config) and the line's memory on that GPU (:func:`specnb.advise.serve_memory.serve_memory_findings`: the weight
+    dtype the line loads, vLLM V1's refusal when one sequence at --max-model-len does not fit,
+    the cap at --max-num-seqs)."""
+    if result.config is not None:
+        result = _with_target_rules(args, parsed, result)
     if args.gpu is None or not result.accepted:  # a refused line: no memory advice on top
         return result
-    from ..serving import DEFAULT_GPU_MEMORY_UTILIZATION, max_batch_in_memory, setup
-    from ..simulate.engine import default_batch_limits
-    from ..vllm import ConfigCheck, Finding
+    from ..advise.serve_memory import serve_batch_findings, serve_memory_findings
+    from ..vllm import ConfigCheck
 
-    s = parsed.settings
-    method = result.config.get("method") or "draft_model"
-    target = args.target_config or parsed.model
-    spec = {"eagle": "eagle", "eagle3": "eagle3", "mtp": "mtp", "ngram": "ngram",
-            "suffix": "suffix"}.get(method, "eagle3")
-    kv = s.get("kv_cache_dtype") or "auto"
-    tp = s.get("tensor_parallel_size", 1)
-
-    def add(*found):
-        return ConfigCheck(result.findings + found, result.config, result.vllm_version)
-
-    try:
-        st = setup(args.gpu, target, spec, gpu_memory_utilization=s.get(
-            "gpu_memory_utilization", DEFAULT_GPU_MEMORY_UTILIZATION), kv_dtype=kv)
-    except (OSError, ValueError, KeyError) as exc:
-        return add(Finding("note", None, f"memory at --max-num-seqs not checked: the target "
-                           f"{target!r} or --kv-cache-dtype {kv} is not one specnb models "
-                           f"({str(exc).splitlines()[0]})", "give --target-config PATH (the "
-                           "served model's config.json)", code="memory-not-checked"))
-    if tp != 1:
-        try:
-            st = setup(args.gpu, target, spec, gpus=tp, gpu_memory_utilization=st.memory_fraction,
-                       kv_dtype=kv)
-        except ValueError as exc:
-            return add(Finding("error", None, f"-tp {tp}: {str(exc).splitlines()[0]}",
-                               "give an allowed --tensor-parallel-size",
-                               code="serve-tensor-parallel"))
-    ctx = s.get("max_model_len") if s.get("max_model_len", -1) > 0 else \
-        st.target.max_position_embeddings
-    seqs = s.get("max_num_seqs") or default_batch_limits(args.gpu)[1]
-    cap = int(max_batch_in_memory(st, ctx))
-    if cap >= seqs:
-        return result
-    given = "" if "max_num_seqs" in s else f" (vLLM's default on {args.gpu})"
-    return add(Finding("warning" if cap < 1 else "note", None, f"--max-num-seqs {seqs}{given}: "
-                       f"if every sequence reached --max-model-len {ctx}, the KV cache of the "
-                       f"target and the draft ({kv}) would hold {cap} of them on {args.gpu} "
-                       f"x{st.gpus} beside the weights (specnb.serving's memory cap, "
-                       "activations not counted); shorter sequences fit more, and vLLM "
-                       "preempts when the cache is full", f"serve with --max-num-seqs "
-                       f"{max(cap, 1)} or a shorter --max-model-len, if sequences are that long",
-                       code="verify-memory-cap"))
+    found = serve_batch_findings(parsed.settings, args.gpu)
+    if result.config is not None:
+        found += serve_memory_findings(parsed.settings, parsed.model, result.config, args.gpu,
+                                       target_config=args.target_config)
+    return ConfigCheck(result.findings + found, result.config, result.vllm_version) \
+        if found else result
 
 
 #: Keys with their own options in ``specnb config build``.
@@ -295,7 +240,7 @@ def _cmd_build(args) -> int:
     return 0
 
 
-def _read_file(path: str) -> str:
+def _read_file(path: str, hint: str = "give a /metrics scrape or a vLLM log") -> str:
     """The text of ``path`` (``-`` for stdin). Raises OSError, or ValueError for non-UTF-8."""
     try:
         if path == "-":
@@ -305,8 +250,7 @@ def _read_file(path: str) -> str:
     except UnicodeDecodeError as exc:
         from .._check import utf8_error
 
-        raise utf8_error("stdin" if path == "-" else path, exc,
-                         "give a /metrics scrape or a vLLM log") from None
+        raise utf8_error("stdin" if path == "-" else path, exc, hint) from None
 
 
 def _cmd_metrics(args) -> int:
@@ -393,7 +337,7 @@ def _responses(sc):
     if not sc.head.lstrip().startswith(("{", "[")):
         return None
     try:
-        objs = [json.loads(t) for _, t in sc.lines if t.strip()]
+        objs = [json.loads(t) for _, t in sc.kept() if t.strip()]
         if not objs:
             raise ValueError
     except ValueError:
@@ -421,9 +365,9 @@ def _engine_of(scans, engine: str) -> str:
             return "vllm-requests"
         if engine in ("auto", "sglang") and "spec_verify_ct" in sc.markers:
             return "sglang-meta"
-    text = sc.text
     vllm_marks = {"vllm:spec_decode_", "SpecDecoding metrics:", "Speculative metrics:"}
     if engine == "auto" and len(scans) == 1 and not (vllm_marks & sc.markers):
+        text = sc.text  # no vLLM line: another engine's (O(kept lines))
         if is_sglang_log(text):
             return "sglang"
         if is_llamacpp_log(text):
@@ -449,9 +393,9 @@ def _other_engine(engine, scans, k):
     if engine == "sglang-meta":
         got = read_sglang_meta_info(_responses(sc), k)
     elif engine == "sglang":
-        got = read_sglang_log(sc.lines, k)
+        got = read_sglang_log(sc.kept(), k)
     else:
-        got = read_llamacpp_log(sc.lines, k)
+        got = read_llamacpp_log(sc.kept(), k)
     header = [f"source: {got.engine} {got.source}, {got.items:,} item(s) ({sc.n_lines:,} lines "
               "read)"] + [f"definition: {d}" for d in got.definition]
     c = got.counts
@@ -601,7 +545,8 @@ def register(sub) -> None:
                    help="draft/target cost per forward c, for the per-position advice and the "
                         "gamma-1 verdict (Corollary 3.9: gamma 1 pays while the acceptance rate "
                         "is above c), both assuming 0.05 without it (Leviathan et al. "
-                        "Definition 3.7: c was always below 0.05 there); with it, also "
+                        "Definition 3.7 says c was below 0.05 in its runs; its Table 4 has "
+                        "0.11 for T5-large); with it, also "
                         "Theorem 3.8 at the implied alpha")
     m.set_defaults(func=_cmd_metrics)
 

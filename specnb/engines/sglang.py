@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 import re
 
+from .. import _check
 from . import EngineAcceptance
 
 __all__ = ["LOG_MARK", "read_sglang_log", "read_sglang_meta_info", "is_sglang_log"]
@@ -91,6 +92,11 @@ def read_sglang_log(numbered, num_speculative_tokens: int | None = None) -> Engi
         if not m:
             continue
         bs, length = int(m.group(1)), float(m.group(2))
+        if not math.isfinite(length) or bs > _check.MAX_EXACT_INT:
+            where = f"line {item[0]}: " if isinstance(item, tuple) else ""
+            raise ValueError(f"{where}#running-req {m.group(1)[:40]}, accept len "
+                             f"{m.group(2)[:40]}: not a count SGLang prints (the log is "
+                             "damaged or was edited)")
         if length < 1 or bs < 1:
             skipped_off += 1
             continue

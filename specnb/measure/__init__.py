@@ -103,7 +103,8 @@ _WHERE = {
     **dict.fromkeys(["Measurement", "measure", "LOOPS"], "run"),
     **dict.fromkeys(["reference_generate", "accept_resample", "accept_greedy"], "reference"),
     **dict.fromkeys(["speedup_interval", "format_speedup"], "spread"),
-    **dict.fromkeys(["verdicts", "verdict_text", "engine_like_loop", "loo_warning"], "verdict"),
+    **dict.fromkeys(["verdicts", "verdict_text", "engine_like_loop", "loo_warning", "MIN_PROMPTS"],
+                    "verdict"),
     **dict.fromkeys(["BUNDLED_EAGLE3_HEAD"], "args"),
     **dict.fromkeys(["load_head", "head_config"], "heads"),
     **dict.fromkeys(["replay_head"], "head_replay"),
@@ -124,7 +125,7 @@ __all__ = [
     "forward_time", "GenRun", "run_generate", "Measurement", "measure", "LOOPS",
     "alpha_by_teacher_forcing", "short_names", "reference_generate", "accept_resample",
     "accept_greedy", "speedup_interval", "format_speedup", "verdicts", "verdict_text",
-    "engine_like_loop", "loo_warning", "BUNDLED_EAGLE3_HEAD", "load_head",
+    "engine_like_loop", "loo_warning", "MIN_PROMPTS", "BUNDLED_EAGLE3_HEAD", "load_head",
     "head_config", "replay_head", "HeadDrafter",
 ]
 

@@ -65,7 +65,7 @@ class Measurement:
       overhead from its timing model, s), speedup_with_overhead (Theorem 3.8 with that
       overhead: tau by Eq. 1 from alpha, a round costing t_target + t_round + gamma t_draft as
       fitted; NaN where the fit did not identify t_target), c, lossless.
-    * ``pld``: (gamma, temperature, task incl. ``"all"``): tau, speedup, its 95 % interval
+    * ``pld``: (gamma, temperature, task incl. ``"all"``): prompts, tau, speedup, its 95 % interval
       (speedup_ci_low / high, bootstrap over prompts), lossless.
     * ``timing``: (loop, draft): per loop, the timing model fitted jointly to all drafts' runs
       of that loop and the plain runs
@@ -552,8 +552,8 @@ def _interval(fm, med, t, task=None):
 
 
 def _pld_table(runs, med, gammas, temps) -> pd.DataFrame:
-    """Prompt lookup decoding per (gamma, temperature, task incl. ``"all"``): tau, speedup
-    over plain decoding on the same prompts, lossless."""
+    """Prompt lookup decoding per (gamma, temperature, task incl. ``"all"``): the prompts
+    behind the row, tau, speedup over plain decoding on the same prompts, lossless."""
     pld_rows = []
     for t in temps:
         for g in gammas:
@@ -566,7 +566,7 @@ def _pld_table(runs, med, gammas, temps) -> pd.DataFrame:
                 selm = fm if task == "all" else fm[fm["task"] == task]
                 _, lo, hi = _interval(selm, med, t, None if task == "all" else task)
                 pld_rows.append(dict(
-                    gamma=g, temperature=t, task=task,
+                    gamma=g, temperature=t, task=task, prompts=int(selm["prompt"].nunique()),
                     tau=float(sel["new_tokens"].sum() / sel["rounds"].sum()),
                     speedup=_tok_per_s(selm) / _base_rate(med, t, None if task == "all"
                                                           else task),

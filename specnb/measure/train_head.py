@@ -205,7 +205,8 @@ def write_card(folder=None) -> Path:
         prof, _ = replay_head(sub, method="eagle3", head=out, gammas=(1, 3, 5))
         for g in prof.gammas:
             e = prof.entry(g)
-            rows.append(f"| {t:g} | {g} | {e.counters.alpha:.3f} | {e.tau:.2f} "
+            rows.append(f"| {t:g} | {g} | {e.counters.acceptance_rate:.3f} | "
+                        f"{e.counters.implied_alpha:.3f} | {e.tau:.2f} "
                         f"({e.tau_ci[0]:.2f} to {e.tau_ci[1]:.2f}) | {e.num_requests} |")
     r = info["recipe"]
     agree = ", ".join(f"{a:.3f}" for a in info["validation_agreement_by_step"])
@@ -237,10 +238,12 @@ Agreement with the target's greedy token on {info['validation_windows']} held-ou
 the head's own): {agree}.
 
 Replay of the bundled logged responses (`{Path(log.path).name}`: the target's own responses to
-the held-out prompts), stepped and counted as vLLM counts (`specnb replay --method eagle3`):
+the held-out prompts), stepped and counted as vLLM counts (`specnb replay --method eagle3`).
+The acceptance rate is vLLM's, accepted / draft tokens; Eq. 1 alpha is the per-token alpha for
+which Leviathan's Eq. 1 at that gamma gives the tau (what `specnb plan --alpha` means):
 
-| temperature | gamma | alpha | tau (95% CI) | requests |
-|---:|---:|---:|---|---:|
+| temperature | gamma | acceptance rate | Eq. 1 alpha | tau (95% CI) | requests |
+|---:|---:|---:|---:|---|---:|
 """ + "\n".join(rows) + """
 
 ## Reproduce

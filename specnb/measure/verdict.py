@@ -5,7 +5,11 @@ two never disagree with the numbers printed beside them.
 A method pays when the 95 % interval of its best measured speedup (bootstrap over prompts,
 :func:`specnb.measure.spread.speedup_interval`) lies above 1, does not pay when it lies below
 1, and is "within noise" when it straddles 1; with one prompt (no interval) the speedup itself
-decides and the line says so. Speedups print with :func:`~specnb.measure.spread.format_speedup`
+decides and the line says so. Prompt lookup is judged on one task only when that task has at
+least :data:`MIN_PROMPTS` prompts: a bootstrap over fewer (the default 2 per task) spans about
+the prompts' own values, a range rather than a 95 % interval, and the best of every task and
+gamma picked from such ranges would pass by chance; below it the verdict is the all-tasks row's
+(every prompt), with the best task printed beside it as a range (trial 5 M4). Speedups print with :func:`~specnb.measure.spread.format_speedup`
 (the decimals the interval supports), the one format of notebook 08's tables.
 
 :func:`verdicts` -> list of :class:`Verdict`; :func:`verdict_text` (them in one paragraph,
@@ -21,10 +25,14 @@ from dataclasses import dataclass
 
 from .spread import format_speedup
 
-__all__ = ["Verdict", "verdicts", "verdict_text", "engine_like_loop", "loo_warning", "PAYS", "LOSES", "NOISE"]
+__all__ = ["Verdict", "verdicts", "verdict_text", "engine_like_loop", "loo_warning", "PAYS", "LOSES",
+           "NOISE", "MIN_PROMPTS"]
 
 #: The three verdict words.
 PAYS, LOSES, NOISE = "pays", "does not pay", "within noise"
+
+#: Fewest prompts whose bootstrap interval is read as a 95 % interval for a per-task verdict.
+MIN_PROMPTS = 5
 
 
 @dataclass(frozen=True)
@@ -33,12 +41,14 @@ class Verdict:
 
     Attributes: ``method`` (``"draft model"`` or ``"prompt lookup"``), ``loop``
     (``"transformers"`` or ``"reference"``; prompt lookup runs through transformers'
-    ``generate``), ``name`` (the best draft, or prompt lookup's best task), ``gamma`` (its
-    best gamma), ``where`` (the best setting: ``"draft-2x128 at gamma 3"``, or for prompt
-    lookup ``"copy-edit prompts at gamma 5"``), ``temperature``, ``speedup``, ``ci_low``,
-    ``ci_high`` (NaN with one prompt), ``verdict`` (:data:`PAYS`, :data:`LOSES` or
-    :data:`NOISE`), ``overall`` (prompt lookup: the same over all tasks, as text; else
-    None) and ``line`` (the one printed line).
+    ``generate``), ``name`` (the best draft; for prompt lookup the task judged, or ``"all"``
+    when the verdict is over every prompt), ``gamma`` (its best gamma), ``where`` (the best
+    setting: ``"draft-2x128 at gamma 3"``, ``"copy-edit prompts at gamma 5"``, or ``"all
+    tasks (6 prompts) at gamma 3"``), ``temperature``, ``speedup``, ``ci_low``, ``ci_high``
+    (NaN with one prompt), ``verdict`` (:data:`PAYS`, :data:`LOSES` or :data:`NOISE`),
+    ``overall`` (prompt lookup: the other figure as text: over all tasks beside a task's
+    verdict, or the best task's range beside the all-tasks verdict; else None) and ``line``
+    (the one printed line).
     """
 
     method: str
@@ -116,24 +126,49 @@ def verdicts(summary, pld=None, *, temperature=None) -> list[Verdict]:
     if pld is not None and len(pld):
         p = pld[pld["temperature"] == t]
         tasks = p[p["task"] != "all"]
+        allr = p[p["task"] == "all"]
         if len(tasks):
-            r = _best(tasks, "speedup")
-            sp, lo, hi = float(r["speedup"]), float(r["speedup_ci_low"]), float(r["speedup_ci_high"])
-            word = _word(sp, lo, hi)
-            where = f"{r['task']} prompts at gamma {int(r['gamma'])}"
-            allr = p[p["task"] == "all"]
-            overall = None
-            if len(allr):
-                a = _best(allr, "speedup")
-                overall = (f"{format_speedup(a['speedup'], a['speedup_ci_low'], a['speedup_ci_high'])}"
-                           f" over all tasks at gamma {int(a['gamma'])}")
-            out.append(Verdict("prompt lookup", "transformers", str(r["task"]), int(r["gamma"]),
-                               where, t, sp, lo, hi, word,
-                               overall,
-                               f"verdict, prompt lookup (vLLM's ngram; T = {t:g}): {word} on "
-                               f"{where}: {format_speedup(sp, lo, hi)}"
-                               + (f"; {overall}" if overall else "")))
+            out.append(_pld_verdict(tasks, allr, t))
     return out
+
+
+def _count(row) -> int | None:
+    """The prompts behind a prompt-lookup row (None: a table without the ``prompts`` column)."""
+    n = row.get("prompts")
+    return None if n is None or n != n else int(n)
+
+
+def _pld_verdict(tasks, allr, t) -> Verdict:
+    """Prompt lookup's verdict: on its best task when that task has :data:`MIN_PROMPTS`
+    prompts or more (or the table does not count them), else on the all-tasks row."""
+    r = _best(tasks, "speedup")
+    n_task = _count(r)
+    fig = lambda x: format_speedup(x["speedup"], x["speedup_ci_low"], x["speedup_ci_high"])  # noqa: E731
+    head = f"verdict, prompt lookup (vLLM's ngram; T = {t:g}): "
+    if len(allr) and n_task is not None and n_task < MIN_PROMPTS:
+        a = _best(allr, "speedup")
+        n_all = _count(a)
+        sp, lo, hi = float(a["speedup"]), float(a["speedup_ci_low"]), float(a["speedup_ci_high"])
+        word = _word(sp, lo, hi)
+        small = "" if n_all is None or n_all >= MIN_PROMPTS else ", a range, not a 95% interval"
+        where = (f"all tasks ({n_all} prompts{small}) at gamma {int(a['gamma'])}"
+                 if n_all is not None else f"all tasks at gamma {int(a['gamma'])}")
+        other = (f"best task {r['task']} at gamma {int(r['gamma'])}: {fig(r)} on {n_task} "
+                 f"prompt{'s' if n_task != 1 else ''}, a range, not a 95% interval (a task "
+                 f"is judged alone from {MIN_PROMPTS} prompts)")
+        return Verdict("prompt lookup", "transformers", "all", int(a["gamma"]), where, t, sp,
+                       lo, hi, word, other, f"{head}{word} over {where}: {fig(a)}; {other}")
+    sp, lo, hi = float(r["speedup"]), float(r["speedup_ci_low"]), float(r["speedup_ci_high"])
+    word = _word(sp, lo, hi)
+    where = f"{r['task']} prompts at gamma {int(r['gamma'])}"
+    overall = None
+    if len(allr):
+        a = _best(allr, "speedup")
+        overall = f"{fig(a)} over all tasks at gamma {int(a['gamma'])}"
+    return Verdict("prompt lookup", "transformers", str(r["task"]), int(r["gamma"]), where, t,
+                   sp, lo, hi, word, overall,
+                   f"{head}{word} on {where}: {format_speedup(sp, lo, hi)}"
+                   + (f"; {overall}" if overall else ""))
 
 
 def engine_like_loop(timing, engine_ratio: float | None = None):
@@ -208,7 +243,9 @@ def verdict_text(found, trusted_loop: str | None = None) -> str:
              f"{v.where})" for v in drafts]
     pld = next((v for v in found if v.method == "prompt lookup"), None)
     if pld is not None:
-        parts.append(f"prompt lookup {verb[pld.verdict]} on {pld.name} prompts ({fig(pld)} at gamma "
+        on = (f"over {pld.where.rsplit(' at gamma', 1)[0]}" if pld.name == "all"
+              else f"on {pld.name} prompts")
+        parts.append(f"prompt lookup {verb[pld.verdict]} {on} ({fig(pld)} at gamma "
                      f"{pld.gamma}" + (f"; {pld.overall}" if pld.overall else "") + ")")
     text = f"At T = {t:g}: " + "; ".join(parts) + "."
     trusted = next((v for v in drafts if v.loop == trusted_loop), None) if trusted_loop else (
@@ -221,8 +258,8 @@ def verdict_text(found, trusted_loop: str | None = None) -> str:
     if trusted is not None and trusted.verdict == PAYS:
         todo.append(f"the draft model {trusted.name} at gamma {trusted.gamma}")
     if pld is not None and pld.verdict == PAYS:
-        todo.append(f"vLLM's ngram (prompt lookup) at gamma {pld.gamma} for traffic like the "
-                    f"{pld.name} prompts")
+        todo.append(f"vLLM's ngram (prompt lookup) at gamma {pld.gamma}" +
+                    ("" if pld.name == "all" else f" for traffic like the {pld.name} prompts"))
     if todo:
         text += " Turn on " + ", or ".join(todo) + "; measure on your own hardware first."
     else:

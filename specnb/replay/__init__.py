@@ -318,7 +318,9 @@ def draft_profile(betas, log, *, gammas=(1, 3, 5), context_edges=(), model: str 
 def table(profiles: dict):
     """Profiles side by side: a pandas DataFrame, one row per (label, gamma, task, context)
     entry (``task`` "all" and ``context`` "all" for the pooled ones), with ``requests``,
-    ``steps``, ``drafts``, ``proposal_rate``, ``alpha``, ``tau`` and its interval."""
+    ``steps``, ``drafts``, ``proposal_rate``, ``acceptance_rate`` (accepted / draft tokens,
+    vLLM's), ``implied_alpha`` (Eq. 1's alpha at that gamma and tau), ``tau`` and its
+    interval."""
     import pandas as pd
 
     out = []
@@ -331,6 +333,7 @@ def table(profiles: dict):
                         "task": "all" if e.task is None else e.task, "context": ctx,
                         "requests": e.num_requests, "steps": c.num_steps,
                         "drafts": c.num_drafts, "proposal_rate": c.proposal_rate,
-                        "alpha": c.alpha, "tau": c.tau, "tau_ci_low": e.tau_ci[0],
+                        "acceptance_rate": c.acceptance_rate,
+                        "implied_alpha": c.implied_alpha, "tau": c.tau, "tau_ci_low": e.tau_ci[0],
                         "tau_ci_high": e.tau_ci[1]})
     return pd.DataFrame(out)

@@ -96,6 +96,7 @@ from .bench_calibrate import (BENCH_COLUMNS, BENCH_FIT, PUBLISHED_SWEEPS, BenchC
 from .calibrate import (FIT_EFFICIENCY_RANGE, MEASURED_COLUMNS, OVERLAP_GRID, Calibration,
                         calibrate, predict_measurements, read_measurements)
 from .catalogue import (DTYPES, GPU, KV_CACHE_DTYPES, Architecture, architecture,
+                        checkpoint_dtype_of,
                         architecture_names, gpu, gpu_alias_note, gpu_names, kv_storage_dtype,
                         model_id, published_active_params, resolve_architecture,
                         ridge_point)
@@ -115,25 +116,30 @@ from .reference import (EAGLE3_BATCH_TABLES, MAGICDEC_SNAPKV_BUDGET, MAGICDEC_TA
                         routing_skew_from_plain_steps, table_measurements)
 from .setup import (DEFAULT_GPU_MEMORY_UTILIZATION, DRAFT_METHODS, PARTIAL_PROPOSAL_METHODS,
                     SD_OVERHEAD_MS, Draft, Setup, cannot_serve, check_tensor_parallel,
-                    context_limit_notes, draft, max_batch_in_memory, memory_cap, setup)
+                    contexts_over_max_positions,
+                    context_limit_notes, draft, max_batch_in_memory, max_model_len_that_fits,
+                    memory_cap, serve_weight_args, serve_weight_dtype, setup)
 from .speedup import (MAX_BATCH_SEARCH, MAX_GRID_CELLS, NGRAM_DRAFT_FRACTION, Grid,
                       batch_range_grid, best_gamma, check_axis, check_tree, crossover_batch,
                       crossover_of, describe_paying, end_to_end_speedup, evaluate,
                       paying_batches, paying_of, per_token_latency_ms, prefill_ms, speedup,
-                      t_draft_ms, t_engine_ms, t_plain_ms, t_verify_ms, tokens_per_step,
-                      tree_parts, tree_speedup, verdict, max_tree_tokens,
+                      multi_token_note, t_draft_ms, t_engine_ms, t_plain_ms, t_verify_ms,
+                      tokens_per_step, tree_parts, tree_speedup, verdict, max_tree_tokens,
                       sglang_tree_shape, SGLANG_TREE_SOURCE)
 from .step import (DEFAULT_EFFICIENCY, DEFAULT_HEAD_EFFICIENCY, Efficiency,
                    default_efficiency_sources, step_breakdown, step_time_ms)
 
 __all__ = [
     "GPU", "Architecture", "Efficiency", "Draft", "Setup", "Grid", "Calibration",
+    "checkpoint_dtype_of", "serve_weight_args", "serve_weight_dtype", "max_model_len_that_fits",
+    "contexts_over_max_positions",
     "DEFAULT_EFFICIENCY", "DEFAULT_HEAD_EFFICIENCY", "DTYPES", "DRAFT_METHODS",
     "SD_OVERHEAD_MS", "NGRAM_DRAFT_FRACTION", "MAX_BATCH_SEARCH", "MAX_GRID_CELLS",
     "gpu", "gpu_names", "architecture", "resolve_architecture", "architecture_names",
     "ridge_point", "model_id", "KV_CACHE_DTYPES", "kv_storage_dtype", "gpu_alias_note",
     "step_breakdown", "step_time_ms",
     "draft", "setup", "max_batch_in_memory", "context_limit_notes", "cannot_serve",
+    "multi_token_note",
     "check_tensor_parallel",
     "t_plain_ms", "t_verify_ms", "t_draft_ms", "tokens_per_step", "speedup",
     "per_token_latency_ms", "verdict",

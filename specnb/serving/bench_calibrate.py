@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import _check
 from ..notes import Note
-from .calibrate import _fit_role, _terms_at
+from .calibrate import _fit_role, _numbers, _terms_at
 from .setup import Setup
 from .step import Efficiency
 
@@ -119,7 +119,7 @@ def _bench_runs(runs, tau=None, gamma=None, both=True):
     for col, lo, what in (("concurrency", 1, "max_concurrency"), ("output_len", 2,
                           "output tokens per request (TPOT needs 2)"), ("input_len", 0,
                           "input tokens per request")):
-        v = pd.to_numeric(df[col], errors="coerce")
+        v = _numbers(df[col])
         bad = df.index[v.isna() | (v < lo)]
         if len(bad):
             i = bad[0]
@@ -127,7 +127,7 @@ def _bench_runs(runs, tau=None, gamma=None, both=True):
                              f"{df.loc[i, col]!r}")
         df[col] = v.astype(float)
     for col in ("tpot_ms", "ttft_ms", "output_throughput"):
-        v = pd.to_numeric(df[col], errors="coerce")
+        v = _numbers(df[col])
         bad = df.index[v.isna() | ~(v > 0) | ~np.isfinite(v)]
         if len(bad):
             i = bad[0]
@@ -141,7 +141,7 @@ def _bench_runs(runs, tau=None, gamma=None, both=True):
                          "speculation on and off (give each file's state with --label on|off "
                          "where its keys do not say)")
     for col, given, lo in (("tau", tau, 1.0), ("gamma", gamma, 1)):
-        v = pd.to_numeric(df[col], errors="coerce").astype(float)
+        v = _numbers(df[col]).astype(float)
         if given is not None:
             given = (_check.scalar_int(col, given, lo=1) if col == "gamma"
                      else _check.scalar_real(col, given, lo=1.0))

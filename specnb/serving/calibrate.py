@@ -29,6 +29,27 @@ __all__ = ["MEASURED_COLUMNS", "read_measurements", "Calibration", "calibrate",
 MEASURED_COLUMNS = ("role", "batch_size", "context", "query_tokens", "ms")
 
 
+def _as_float(x) -> float:
+    try:
+        return float(x)
+    except OverflowError:  # an integer too large for a float
+        return float("inf")
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def _numbers(values):
+    """``pd.to_numeric(values, errors="coerce")``, and a number too large for a float (on
+    which pandas raises OverflowError even when coercing) read as inf, so the range checks
+    refuse it with the row."""
+    import pandas as pd
+
+    try:
+        return pd.to_numeric(values, errors="coerce")
+    except OverflowError:
+        return pd.to_numeric(values.map(_as_float), errors="coerce")
+
+
 def read_measurements(source):
     """Read measured step times: a CSV path, a file object or a DataFrame with columns
     ``role`` (``target`` or ``draft``), ``batch_size`` (>= 1), ``context`` (>= 0, tokens in
@@ -100,7 +121,7 @@ def read_measurements(source):
         raise ValueError(f"{where}: row {i + 2}: role must be 'target' or 'draft', got "
                          f"{shown(i, 'role')}")
     for col, lo in (("batch_size", 1), ("context", 0), ("query_tokens", 1)):
-        vals = pd.to_numeric(df[col], errors="coerce")
+        vals = _numbers(df[col])
         bad = df.index[vals.isna() | (vals < lo) | (vals > _check.MAX_EXACT_INT)
                        | (vals != vals.round())]
         if len(bad):
@@ -108,7 +129,7 @@ def read_measurements(source):
             raise ValueError(f"{where}: row {i + 2}: {col} must be an integer >= {lo} "
                              f"(at most 2**53), got {shown(i, col)}")
         df[col] = vals.astype(np.int64)
-    ms = pd.to_numeric(df["ms"], errors="coerce")
+    ms = _numbers(df["ms"])
     bad = df.index[ms.isna() | ~(ms > 0) | ~np.isfinite(ms)]
     if len(bad):
         i = bad[0]

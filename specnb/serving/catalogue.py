@@ -25,7 +25,7 @@ from ..memory import DTYPE_BYTES, kv_cache_bytes_per_token
 from . import moe as _moe
 from .moe import MLA, MoE
 
-__all__ = ["DTYPES", "KV_CACHE_DTYPES", "kv_storage_dtype", "gpu_alias_note", "GPU", "gpu", "gpu_names", "ridge_point", "Architecture", "architecture",
+__all__ = ["DTYPES", "KV_CACHE_DTYPES", "kv_storage_dtype", "gpu_alias_note", "GPU", "gpu", "gpu_names", "ridge_point", "Architecture", "architecture", "checkpoint_dtype_of",
            "architecture_names", "resolve_architecture", "model_id", "published_active_params"]
 
 #: Bytes per stored weight for each weight dtype the serving model takes: the one dtype table,
@@ -207,7 +207,10 @@ class Architecture:
     :func:`context_limit_notes`. ``moe`` (:class:`~specnb.serving.moe.MoE`: routed experts,
     experts per token, shared experts, expert width, leading dense layers; None = dense),
     ``mla`` (:class:`~specnb.serving.moe.MLA`: latent and rope dims; None = per-head K and V),
-    ``mtp_layers`` (multi-token-prediction modules shipped with the model, DeepSeek-V3: 1).
+    ``mtp_layers`` (multi-token-prediction modules shipped with the model, DeepSeek-V3: 1),
+    ``checkpoint_dtype`` (the :data:`DTYPES` key the published checkpoint stores its weights
+    in when it is quantized, DeepSeek-V3: ``fp8``; a config.json's ``quantization_config``:
+    :func:`checkpoint_dtype_of`; None = unquantized, the config's bf16 / fp16).
     Parameter counts, weights read per step, FLOPs and KV bytes come from
     :mod:`specnb.serving.moe` (dense shapes give the dense formulas).
     """
@@ -230,6 +233,7 @@ class Architecture:
     moe: MoE | None = None
     mla: MLA | None = None
     mtp_layers: int = 0
+    checkpoint_dtype: str | None = None
 
     @property
     def layer_params(self) -> int:
@@ -417,7 +421,8 @@ def resolve_architecture(name_or_config) -> tuple[Architecture, dict | None]:
             int(rec["vocab_size"]), _as_bool(rec["tie_word_embeddings"]),
             _as_bool(rec["attention_bias"]), _as_bool(rec["qk_norm"]),
             float(rec["params_published"]), rec["source"], max_positions, None, moe, mla,
-            _optional_int(rec.get("mtp_layers")) or 0), None
+            _optional_int(rec.get("mtp_layers")) or 0,
+            str(rec.get("checkpoint_dtype") or "").strip() or None), None
     path = Path(text)
     looks_like_path = path.suffix == ".json" or os.sep in text or path.exists()
     if not looks_like_path:
@@ -431,6 +436,7 @@ def resolve_architecture(name_or_config) -> tuple[Architecture, dict | None]:
 
 
 def _from_config(cfg: dict, where: str) -> Architecture:
+    ckpt_dtype = checkpoint_dtype_of(cfg)  # a multimodal config keeps it at the top level
     if isinstance(cfg.get("text_config"), dict):
         cfg = {**cfg["text_config"], "model_type": cfg["text_config"].get(
             "model_type", cfg.get("model_type"))}
@@ -487,7 +493,28 @@ def _from_config(cfg: dict, where: str) -> Architecture:
               else pos_int("sliding_window", window))
     return Architecture(str(name), layers, hidden, heads, kv, hd, inter, vocab,
                         flag("tie_word_embeddings", False), bias,
-                        mtype.startswith("qwen3"), None, where, max_pos, window, moe, mla, mtp)
+                        mtype.startswith("qwen3"), None, where, max_pos, window, moe, mla, mtp,
+                        ckpt_dtype)
+
+
+#: ``quantization_config.quant_method`` values whose stored weight width specnb knows
+#: without reading the tensors: FP8 checkpoints (DeepSeek-V3's block FP8, fbgemm) and AWQ
+#: (always 4-bit); GPTQ by its ``bits``.
+_QUANT_METHOD_DTYPE = {"fp8": "fp8", "fbgemm_fp8": "fp8", "awq": "int4", "awq_marlin": "int4"}
+
+
+def checkpoint_dtype_of(cfg: dict) -> str | None:
+    """The :data:`DTYPES` key a Hugging Face config's checkpoint stores its weights in, from
+    its ``quantization_config`` (``quant_method`` fp8 -> ``fp8``, awq -> ``int4``, gptq with
+    ``bits`` 4 / 8 -> ``int4`` / ``int8``); None without one (unquantized) or for a method
+    whose width specnb does not read (compressed-tensors, modelopt, mxfp4, ...)."""
+    q = cfg.get("quantization_config")
+    if not isinstance(q, dict):
+        return None
+    method = str(q.get("quant_method", "")).lower()
+    if method in ("gptq", "gptq_marlin"):
+        return {4: "int4", 8: "int8"}.get(q.get("bits"))
+    return _QUANT_METHOD_DTYPE.get(method)
 
 
 

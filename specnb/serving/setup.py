@@ -22,7 +22,8 @@ from . import engines, heads, workload
 from . import moe as _moe
 from .step import DEFAULT_EFFICIENCY, DEFAULT_HEAD_EFFICIENCY, Efficiency
 
-__all__ = ["DRAFT_METHODS", "SD_OVERHEAD_MS", "PARTIAL_PROPOSAL_METHODS",
+__all__ = ["contexts_over_max_positions", "serve_weight_args", "serve_weight_dtype", "FP8_QUANTIZATIONS", "FOUR_BIT_QUANTIZATIONS",
+           "max_model_len_that_fits", "DRAFT_METHODS", "SD_OVERHEAD_MS", "PARTIAL_PROPOSAL_METHODS",
            "DEFAULT_GPU_MEMORY_UTILIZATION", "Draft", "draft", "Setup", "setup",
            "max_batch_in_memory", "memory_cap", "context_limit_notes", "cannot_serve",
            "check_tensor_parallel"]
@@ -329,8 +330,23 @@ def _tp_ok(st: Setup, n: int) -> bool:
     return True
 
 
+def contexts_over_max_positions(st: Setup, contexts) -> list[int]:
+    """The contexts (sorted, distinct) above the target's ``max_position_embeddings``: vLLM
+    refuses a ``--max-model-len`` above it at start (unless
+    ``VLLM_ALLOW_LONG_MAX_MODEL_LEN=1``), so no serve line can serve them
+    (:func:`context_limit_notes` says why; :func:`cannot_serve` when every context is).
+    Empty when the maximum is unknown."""
+    mp = st.target.max_position_embeddings
+    cs = np.atleast_1d(_check.integer("contexts", contexts, lo=0))
+    return [] if mp is None else sorted({int(c) for c in cs if c > mp})
+
+
 def cannot_serve(st: Setup, contexts) -> Note | None:
     """Why nothing can be served, or None when at least one sequence fits at some context.
+
+    ``no-context-within-max-positions``: every context is above the target's
+    ``max_position_embeddings`` (:func:`contexts_over_max_positions`: vLLM refuses such a
+    ``--max-model-len``); otherwise the memory codes below read the contexts within it.
 
     ``weights-do-not-fit``: the target's and draft's weights alone exceed vLLM's share
     (``gpu_memory_utilization``) of the GPUs' memory; ``no-sequence-fits``: they fit, but not
@@ -347,6 +363,19 @@ def cannot_serve(st: Setup, contexts) -> Note | None:
         a context < 0 or fractional.
     """
     cs = [int(c) for c in np.atleast_1d(_check.integer("contexts", contexts, lo=0))]
+    over = contexts_over_max_positions(st, cs)
+    if over and len(over) == len(set(cs)):
+        mp = st.target.max_position_embeddings
+        also = cannot_serve(st, [mp])  # what the longest context it can serve still lacks
+        also = "" if also is None else "; and even there " + also.message.split(": ", 1)[1]
+        return Note("no-context-within-max-positions",
+                    "nothing can be served: every --context ("
+                    + ", ".join(f"{c:,}" for c in sorted(set(cs))) + f") is above the target "
+                    f"{st.target.name}'s maximum of {mp:,} positions (max_position_embeddings), "
+                    "and vLLM refuses a --max-model-len above it unless "
+                    f"VLLM_ALLOW_LONG_MAX_MODEL_LEN=1; change --context to at most {mp:,}, or "
+                    "plan a long-context variant of the model" + also)
+    cs = [c for c in cs if c not in over]
     if any(_fits_one(st, c) for c in cs):
         return None
     gb = lambda x: f"{x / 1e9:,.1f} GB"  # noqa: E731
@@ -375,10 +404,7 @@ def cannot_serve(st: Setup, contexts) -> Note | None:
                     + (f" + {gb(w_d)} draft" if w_d else "") + f" in {where}){todo_txt}")
     room = share - w_t - w_d
     kv = st.target.kv_bytes_per_token(kv_storage_dtype(st.kv_dtype, st.dtype))
-    lo, hi = 0, shortest  # the longest context one sequence fits at
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        lo, hi = (mid, hi) if _fits_one(st, mid) else (lo, mid - 1)
+    lo = max_model_len_that_fits(st, shortest)  # the longest context one sequence fits at
     if lo >= 1:
         todo.insert(0, f"--context (vLLM's --max-model-len) at most {lo:,}")
     if kv_storage_dtype(st.kv_dtype, st.dtype) != "fp8" and _fits_one(
@@ -611,3 +637,118 @@ def _check_tensor_parallel(arch: Architecture, n: int, role: str) -> None:
         raise ValueError(f"gpus = {n} does not divide the {role} {arch.name}'s {bad}: vLLM "
                          f"refuses tensor_parallel_size {n} for it; allowed GPU counts: "
                          f"{', '.join(map(str, ok))}")
+
+
+#: vLLM 0.33 ``--quantization`` values that store the weights in 8-bit floats
+#: (``QuantizationMethods`` in ``vllm/model_executor/layers/quantization/__init__.py`` and the
+#: online shorthands of ``vllm/config/quantization.py``): ``fp8`` (a checkpoint's own FP8, or
+#: online on an unquantized one), the online ``fp8_per_tensor`` / ``fp8_per_block`` /
+#: ``fp8_per_channel`` / ``mxfp8``, and FP8 checkpoints' methods.
+FP8_QUANTIZATIONS = frozenset({"fp8", "fp8_per_tensor", "fp8_per_block", "fp8_per_channel",
+                               "fbgemm_fp8", "mxfp8", "modelopt_mxfp8", "deepseek_v4_fp8"})
+#: ``--quantization`` values whose weights are 4-bit (AWQ is always 4-bit; MXFP4 / NVFP4
+#: checkpoints): counted as ``int4`` bytes (scales not counted).
+FOUR_BIT_QUANTIZATIONS = frozenset({"awq", "auto_awq", "awq_marlin", "mxfp4", "gpt_oss_mxfp4",
+                                    "modelopt_fp4"})
+
+
+def serve_weight_args(arch: Architecture, dtype: str = "bf16"):
+    """What a ``vllm serve`` line needs so that vLLM loads ``arch``'s weights in ``dtype``
+    (the one home of the rule: the plan's and the simulation's serve lines use it).
+
+    The catalogue knows the published checkpoint's own dtype (``arch.checkpoint_dtype``:
+    DeepSeek-V3's is ``fp8``; None = unquantized bf16 / fp16):
+
+    * ``dtype`` is the checkpoint's (fp8 on DeepSeek-V3; bf16 on an unquantized one): nothing;
+      fp16 on an unquantized checkpoint: ``--dtype float16``.
+    * ``fp8`` on an unquantized checkpoint: ``--quantization fp8``, vLLM's online FP8 (the
+      weights are quantized as they load; vLLM 0.33 maps the name to ``fp8_per_tensor`` with
+      a deprecation warning, ``vllm/model_executor/model_loader/weight_utils.py``;
+      older releases know only ``fp8``), note ``fp8-online-quantization``.
+    * anything else (int8 / int4, which vLLM cannot quantize a dense model to as it loads,
+      or bf16 of an fp8 checkpoint): the model becomes the placeholder
+      ``<NAME-DTYPE-checkpoint>`` (vLLM reads the quantization of an AWQ / GPTQ checkpoint
+      from its config, so no flag), note ``quantized-checkpoint-placeholder``.
+
+    Returns
+    -------
+    (model, extra_args, notes): the Hugging Face id (:func:`specnb.serving.model_id`) or the
+    placeholder, a list of words, a list of :class:`specnb.notes.Note`.
+
+    Raises
+    ------
+    ValueError
+        an unknown dtype.
+    """
+    from .catalogue import model_id
+
+    _check.choice("dtype", dtype, DTYPES)
+    ck = arch.checkpoint_dtype
+    model = model_id(arch)
+    if dtype == ck or (ck is None and dtype == "bf16"):
+        return model, [], []
+    if ck is None and dtype == "fp16":
+        return model, ["--dtype", "float16"], []
+    if ck is None and dtype == "fp8":
+        return model, ["--quantization", "fp8"], [Note(
+            "fp8-online-quantization",
+            f"--quantization fp8: vLLM quantizes the unquantized {arch.name} checkpoint's "
+            "weights to fp8 as it loads them (online; vLLM 0.33 runs it as fp8_per_tensor and "
+            "warns that the name is deprecated), which the plan's fp8 weights assume; or serve "
+            f"an fp8 checkpoint of {arch.name} without the flag")]
+    held = ck or "bf16"
+    placeholder = f"<{arch.name}-{dtype}-checkpoint>"
+    how = ("an AWQ or GPTQ checkpoint (vLLM reads its quantization from the checkpoint's "
+           "config, so the line needs no --quantization)" if dtype in ("int8", "int4")
+           else "a conversion of it")
+    return placeholder, [], [Note(
+        "quantized-checkpoint-placeholder",
+        f"replace {placeholder} with a checkpoint of {arch.name} in {dtype}: {how}; the published "
+        f"{model} holds {held} weights, which vLLM cannot turn into {dtype} as it loads them, "
+        f"and the plan's memory and step times assume {dtype} weights")]
+
+
+def serve_weight_dtype(arch: Architecture, quantization=None, dtype=None):
+    """The :data:`DTYPES` key of the weights vLLM loads for ``arch`` with ``--quantization``
+    ``quantization`` and ``--dtype`` ``dtype`` (the reverse of :func:`serve_weight_args`):
+    a quantized checkpoint's own dtype (``arch.checkpoint_dtype``) first (vLLM loads what the
+    checkpoint stores), then a ``--quantization`` in :data:`FP8_QUANTIZATIONS` -> ``fp8``, in
+    :data:`FOUR_BIT_QUANTIZATIONS` -> ``int4``, then ``--dtype`` half / float16 -> ``fp16``,
+    else ``bf16`` (auto, bfloat16, unset).
+
+    Returns
+    -------
+    (dtype or None, why): None with a reason when the width is not known from the line
+    (a GPTQ / compressed-tensors / ... method without the checkpoint's config; fp32 weights).
+    """
+    ck = arch.checkpoint_dtype
+    if ck is not None:
+        return ck, f"the {arch.name} checkpoint stores {ck} weights"
+    q = None if quantization is None else str(quantization).lower()
+    if q in FP8_QUANTIZATIONS:
+        return "fp8", f"--quantization {quantization}"
+    if q in FOUR_BIT_QUANTIZATIONS:
+        return "int4", f"--quantization {quantization} (4-bit weights)"
+    if q is not None:
+        return None, (f"--quantization {quantization}: the weight width comes from the "
+                      "checkpoint's quantization_config, which specnb has not read (give "
+                      "--target-config PATH, the checkpoint's config.json)")
+    d = None if dtype is None else str(dtype).lower()
+    if d in ("half", "float16"):
+        return "fp16", f"--dtype {dtype}"
+    if d in ("float", "float32"):
+        return None, f"--dtype {dtype}: fp32 weights are not a serving dtype specnb models"
+    return "bf16", "the unquantized checkpoint" + ("" if d in (None, "auto")
+                                                   else f", --dtype {dtype}")
+
+
+def max_model_len_that_fits(st: Setup, upper: int) -> int:
+    """The longest context (tokens, at most ``upper``) one sequence's KV cache (target and
+    draft) fits at beside the weights: vLLM V1's ``estimate_max_model_len`` on specnb's
+    memory model (``vllm/v1/core/kv_cache_planning.py``, v0.33.0); 0 when not even one
+    token fits."""
+    lo, hi = 0, int(upper)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if _fits_one(st, mid) else (lo, mid - 1)
+    return lo

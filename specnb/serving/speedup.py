@@ -28,7 +28,8 @@ __all__ = ["NGRAM_DRAFT_FRACTION", "MAX_BATCH_SEARCH", "MAX_GRID_CELLS", "t_plai
            "verdict", "Grid", "check_axis", "evaluate", "best_gamma", "batch_range_grid",
            "crossover_batch", "crossover_of", "paying_batches", "paying_of", "describe_paying",
            "t_engine_ms", "prefill_ms", "end_to_end_speedup", "check_tree", "tree_parts",
-           "tree_speedup", "max_tree_tokens", "sglang_tree_shape", "SGLANG_TREE_SOURCE"]
+           "tree_speedup", "multi_token_note", "max_tree_tokens", "sglang_tree_shape",
+           "SGLANG_TREE_SOURCE"]
 
 #: n-gram / suffix drafting time as a fraction of the verification time: SpecDecode-Bench's
 #: ``ngram_draft_percentage`` (0.005875; same source).
@@ -239,6 +240,31 @@ def sglang_tree_shape(steps, topk, num_draft_tokens):
             f"{top - 1} scored candidates (eagle_utils.organize_draft_results) and fails at "
             "start above that", "num_draft_tokens")
     return n, None
+
+
+def multi_token_note(st: Setup, contexts):
+    """The coded note ``fa2-multi-token-attention`` when the setup's engine runs
+    FlashAttention-2 on its GPU (:func:`~specnb.serving.step.multi_token_attention`: vLLM V1
+    on compute capability 8.x / 12.x, a target with per-head K and V), else None: a verify
+    step there reads ``n_heads / n_kv_heads`` times its KV and walks the longest context
+    unsplit; the message gives the walk at the longest of ``contexts`` (tokens) and the
+    upstream fixes, so a user sees why the same plan differs from an H100's.
+    """
+    from ..notes import Note
+
+    arch, g = st.target, st.gpu
+    es = st.engine.engine_step() if st.engine.step else None
+    factor, walk = multi_token_attention(arch, g, st.gpus, es)
+    if not walk:
+        return None
+    top = int(max(np.atleast_1d(contexts)))
+    return Note("fa2-multi-token-attention",
+                f"on {g.name} (compute capability {g.compute_capability}) vLLM runs "
+                "FlashAttention-2, which splits the KV and packs a KV head's query heads only "
+                f"when every query is one token: a step that verifies drafts reads {factor:g}x "
+                f"its KV bytes and walks the longest context unsplit, at least "
+                f"{walk * top:.2f} ms a step at context {top:,} (vllm-project/flash-attention "
+                "PR #193's timings; its PRs #176 / #190 would lift it); the model includes it")
 
 
 def check_tree(st: Setup, steps, topk, num_draft_tokens) -> tuple[int, int, int]:

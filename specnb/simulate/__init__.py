@@ -127,7 +127,8 @@ def best_policy(rows: dict, goal: str = "latency") -> str:
 
 
 def simulate(st, workload: Workload, policies, *, acceptance: Acceptance | None = None,
-             config: EngineConfig | None = None, seed: int = 0) -> Simulation:
+             config: EngineConfig | None = None, seed: int = 0,
+             off_config: EngineConfig | None = None) -> Simulation:
     """Serve ``workload`` on setup ``st`` once per policy (each with the same seed, so that
     the loads are identical and the draws comparable) and return the bench-format results.
 
@@ -140,6 +141,10 @@ def simulate(st, workload: Workload, policies, *, acceptance: Acceptance | None 
     acceptance : :class:`Acceptance` for the speculating policies
     config : :class:`EngineConfig` (default :func:`engine_config` of the setup)
     seed : int >= 0, the draws' seed
+    off_config : :class:`EngineConfig` for the ``off`` policy where it differs from
+        ``config`` (vLLM V0's defaults schedule a plain run of a long-context model with
+        chunked prefill and its speculative twin without: :func:`v0_engine_config`); None:
+        ``config`` for every policy
 
     Raises
     ------
@@ -157,7 +162,8 @@ def simulate(st, workload: Workload, policies, *, acceptance: Acceptance | None 
     from .. import serving as S
 
     for p in pols:
-        tr = run(st, workload, p, acceptance, config=cfg, seed=seed)
+        use = off_config if (off_config is not None and p.name == "off") else cfg
+        tr = run(st, workload, p, acceptance, config=use, seed=seed)
         traces[p.name] = tr
         results[p.name] = bench_result(tr, workload, label=p.name,
                                        model_id=S.model_id(st.target), gamma=p.k)

@@ -188,14 +188,16 @@ def from_log(path, *, request_rate=None, burstiness: float = 1.0, concurrency=No
                 raise ValueError(f"{p.name} row {n}: no {what} length (one of "
                                  f"{', '.join(keys)}, or usage.{alt}); the simulator needs "
                                  "token counts")
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or v != int(v) or v < 1:
-                raise ValueError(f"{p.name} row {n}: {what} length must be an integer >= 1, "
-                                 f"got {v!r}")
+            if (isinstance(v, bool) or not isinstance(v, (int, float)) or not _check.finite(v)
+                    or v != int(v) or not 1 <= v <= _check.MAX_EXACT_INT):
+                raise ValueError(f"{p.name} row {n}: {what} length must be an integer in "
+                                 f"[1, 2**53], got {str(v)[:40]}")
             got.append(int(v))
         t = _first(row, LOG_TIME_KEYS)
         if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float))
-                              or not math.isfinite(t)):
-            raise ValueError(f"{p.name} row {n}: time must be a number of seconds, got {t!r}")
+                              or not _check.finite(t)):
+            raise ValueError(f"{p.name} row {n}: time must be a number of seconds, got "
+                             f"{str(t)[:40]}")
         ins.append(got[0])
         outs.append(got[1])
         times.append(None if t is None else float(t))

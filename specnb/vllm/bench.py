@@ -57,8 +57,8 @@ def _check_values(data: dict, where: str) -> None:
         if not isinstance(k, str):
             raise ValueError(f"{where}: keys must be strings, got {k!r}")
         if _NUMERIC.match(k) and (isinstance(v, bool) or not isinstance(v, (int, float))
-                                  or not math.isfinite(v) or v < 0):
-            raise ValueError(f"{where}: {k} must be a finite number >= 0, got {v!r}")
+                                  or not _check.finite(v) or v < 0):
+            raise ValueError(f"{where}: {k} must be a finite number >= 0, got {str(v)[:40]}")
         if _NUMERIC.match(k) and v > MAX_VALUE:
             raise ValueError(f"{where}: {k} is {v:.3g}, above {MAX_VALUE:.0e}: no bench run "
                              "measures that (the file was edited or damaged)")

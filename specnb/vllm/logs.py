@@ -22,7 +22,8 @@ from itertools import zip_longest
 from .metrics import AcceptanceStats, SpecDecodeCounts, acceptance_stats
 
 __all__ = ["read_spec_decode_log", "read_spec_decode_lines", "log_counts", "log_stats",
-           "read_offline_printout", "is_spec_decode_log", "is_offline_printout"]
+           "read_offline_printout", "is_spec_decode_log", "is_offline_printout",
+           "printout_keys"]
 
 V1_MARK, V0_MARK = "SpecDecoding metrics:", "Speculative metrics:"
 
@@ -58,7 +59,18 @@ def is_spec_decode_log(text: str) -> bool:
 
 def is_offline_printout(text: str) -> bool:
     """True when ``text`` looks like the printout of ``spec_decode.py`` (``num_drafts: N``)."""
-    return bool(_OFFLINE["drafts"].search(text) and _OFFLINE["draft_tokens"].search(text))
+    return printout_keys(text) == set(_PRINTOUT_KEYS)
+
+
+#: The printout's lines :func:`is_offline_printout` needs, both.
+_PRINTOUT_KEYS = ("drafts", "draft_tokens")
+
+
+def printout_keys(line: str) -> set:
+    """Which of the lines :func:`is_offline_printout` needs (``num_drafts: N``, ``"drafts"``;
+    ``num_draft_tokens: N``, ``"draft_tokens"``) ``line`` holds: text is a printout when its lines
+    hold both between them (a streamed file is checked a line at a time)."""
+    return {k for k in _PRINTOUT_KEYS if _OFFLINE[k].search(line)}
 
 
 def _parse_v1(line: str, lineno: int):

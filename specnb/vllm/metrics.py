@@ -8,13 +8,19 @@ so ``_created`` and ``_per_pos`` series never mix in; label sets are summed.
 
 from __future__ import annotations
 
+import hashlib
 import math
+import re
 from dataclasses import dataclass, field
 from itertools import zip_longest
 from statistics import NormalDist
 
+
+from .. import _check
+
 __all__ = ["COUNTERS", "PROMQL", "FORMATS", "SpecDecodeCounts", "AcceptanceStats", "UsageError",
-           "read_metrics", "metrics_delta", "acceptance_stats", "acceptance_rate_ci"]
+           "read_metrics", "read_metrics_lines", "metrics_delta", "acceptance_stats",
+           "acceptance_rate_ci"]
 
 
 class UsageError(ValueError):
@@ -126,26 +132,108 @@ FORMATS = ("a Prometheus /metrics scrape of a vLLM V1 server (vllm:spec_decode_*
 _PARSE_BLOCK = 1 << 20
 
 
-def _samples(text: str):
-    """The samples of the Prometheus text ``text``, parsed a block of lines at a time and
-    yielded as parsed, so that a reader that sums them holds one block, not every sample (a
-    family cut between two blocks parses as two: the samples, names and labels are the same).
-    Raises ValueError (not a format specnb reads) for text the parser refuses."""
-    from prometheus_client.parser import text_string_to_metric_families
-
+def _text_blocks(text: str):
+    """``text`` in pieces of a little over :data:`_PARSE_BLOCK` characters, each cut after a
+    line end (the last as it ends)."""
     start = 0
     while start < len(text):
         end = text.find("\n", start + _PARSE_BLOCK)
         end = len(text) if end < 0 else end + 1
-        try:
-            families = list(text_string_to_metric_families(text[start:end]))
-        except Exception:  # the parser raises ValueError/IndexError/... on bad lines
-            hint = (" (this looks like a Prometheus UI table with '|'; save the raw text of "
-                    "GET /metrics instead)" if "|" in text else "")
-            raise ValueError(f"not a format specnb reads{hint}; it reads {FORMATS}") from None
-        for fam in families:
-            yield from fam.samples
+        yield text[start:end]
         start = end
+
+
+def _line_blocks(numbered):
+    """The text of the lines of ``(line number, line)`` pairs, newline-ended, in the pieces
+    :func:`_text_blocks` cuts their joined text into (so either reads the same samples)."""
+    buf, size = [], 0
+    for _, line in numbered:
+        buf.append(line)
+        size += len(line) + 1
+        if size > _PARSE_BLOCK:
+            yield "\n".join(buf) + "\n"
+            buf, size = [], 0
+    if buf:
+        yield "\n".join(buf) + "\n"
+
+
+def _samples(blocks):
+    """The samples of Prometheus text given in ``blocks`` (pieces cut at line ends), parsed a
+    block at a time and yielded as parsed, so that a reader that sums them holds one block, not
+    every sample (a family cut between two blocks parses as two: the samples, names and labels
+    are the same). prometheus_client's parser reads each block, with the plain sample lines
+    read by :func:`_plain_lines` first. Raises ValueError (not a format specnb reads) for text
+    the parser refuses."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    blocks = iter(blocks)
+    for block in blocks:
+        text, runs = _plain_lines(block)
+        try:
+            got = [s for fam in text_string_to_metric_families(text) for s in fam.samples]
+        except Exception:  # the parser raises ValueError/IndexError/... on bad lines
+            table = "|" in block or any("|" in b for b in blocks)
+            hint = (" (this looks like a Prometheus UI table with '|'; save the raw text of "
+                    "GET /metrics instead)" if table else "")
+            raise ValueError(f"not a format specnb reads{hint}; it reads {FORMATS}") from None
+        if len(got) != len(runs):  # cannot happen (one sample a sample line); parse it all
+            yield from (s for fam in text_string_to_metric_families(block) for s in fam.samples)
+            continue
+        for sample, run in zip(got, runs):
+            yield from (sample,) if run is None else run
+
+
+#: A plain sample line: a name ending in ``_total``, labels of ``name="value"`` (the name not
+#: reserved, ``__``; no escape or quote in the value), one space, a decimal value, no timestamp.
+_LABEL = r'(?:[a-zA-Z][a-zA-Z0-9_]*|_[a-zA-Z0-9][a-zA-Z0-9_]*)="[^"\\]*"'
+_PLAIN = re.compile(rf'([a-zA-Z_:][a-zA-Z0-9_:]*_total)\{{((?:{_LABEL},)*{_LABEL})\}} '
+                    r'([0-9]+(?:\.[0-9]+)?)')
+_PAIR = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="([^"\\]*)"')
+
+
+def _plain_lines(block: str):
+    """``block`` for prometheus_client's parser with its plain sample lines (:data:`_PLAIN`)
+    read here, ~10 times faster than the parser reads them (a scrape of millions of series).
+
+    Returns (text, runs): ``text`` is ``block`` with each run of consecutive plain lines of
+    one name (blank lines between dropped) put as one line ``NAME 0``, and ``runs`` has one
+    entry a sample line of ``text``: None (the parser's sample stands) or the run's samples.
+    The parser's samples of ``text`` are then those of ``block``, in order, with each
+    placeholder's standing for its run: a sample line changes the parser's state (which family
+    the next lines join) only through its name, the same for every line of a run and for its
+    placeholder; a name ending in ``_total`` is never renamed (the parser appends ``_total``
+    to a counter's samples only when its family's name lacks it, and a sample joins the
+    family only under that name); and a plain line is one the parser reads without error, to
+    the labels and value given here (an int when the text is one, as the parser gives it).
+    Label sets with a repeated name are left to the parser (which refuses them).
+    """
+    from prometheus_client.samples import Sample
+
+    out, runs, name = [], [], None
+    for line in block.split("\n"):
+        m = _PLAIN.fullmatch(line)
+        if m:
+            pairs = _PAIR.findall(m.group(2))
+            labels = dict(pairs)
+            if len(labels) == len(pairs):
+                value = m.group(3)  # the parser's _parse_value: int() when it reads, else float()
+                value = float(value) if "." in value else int(value)
+                sample = Sample(m.group(1), labels, value, None)
+                if sample.name == name:
+                    runs[-1].append(sample)
+                else:
+                    name = sample.name
+                    out.append(f"{name} 0")
+                    runs.append([sample])
+                continue
+        stripped = line.strip()
+        if not stripped:
+            continue  # the parser skips blank lines
+        out.append(line)
+        name = None
+        if not stripped.startswith("#"):
+            runs.append(None)
+    return "\n".join(out) + "\n", runs
 
 
 def read_metrics(text: str, model_name: str | None = None) -> SpecDecodeCounts:
@@ -169,7 +257,32 @@ def read_metrics(text: str, model_name: str | None = None) -> SpecDecodeCounts:
     if not text.strip():
         raise ValueError("text is empty: no /metrics scrape to read (save the body of GET "
                          "/metrics from the vLLM server)")
-    samples = _samples(text)  # streamed: memory O(series), not O(lines)
+    return _read_samples(_samples(_text_blocks(text)), model_name)
+
+
+def read_metrics_lines(numbered, model_name: str | None = None) -> SpecDecodeCounts:
+    """:func:`read_metrics` of a scrape given as ``(line number, line)`` pairs (a streamed
+    file's kept lines, :meth:`specnb._stream.Scan.kept`), folded as they come: memory one parse
+    block plus O(series). Raises ValueError as :func:`read_metrics` (no line: "not a vLLM
+    scrape")."""
+    return _read_samples(_samples(_line_blocks(numbered)), model_name)
+
+
+def _digest(key: str) -> bytes:
+    """A 16-byte digest (BLAKE2b) of a label set's key (the repr of its sorted labels), held
+    in its place: a scrape of millions of series is then remembered in ~80 B a series, not
+    ~500 B (two label sets share a digest with probability ~n^2 / 2^129: never, at any size a
+    file has). A series' key is its label set's digest, a byte for its counter and its
+    position label (``=`` and the value; nothing when it has none)."""
+    return hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+#: One byte a counter, in the series keys of :func:`_read_samples`.
+_WHAT = {k: bytes([i]) for i, k in enumerate(COUNTERS)}
+
+
+def _read_samples(samples, model_name):
+    """The counts of :func:`read_metrics` from its parsed ``samples`` (an iterator)."""
     names_seen, v0 = set(), False
     totals = {"drafts": 0.0, "draft_tokens": 0.0, "accepted_tokens": 0.0}
     per_pos: dict[int, float] = {}
@@ -182,11 +295,14 @@ def read_metrics(text: str, model_name: str | None = None) -> SpecDecodeCounts:
             names_seen.add(s.labels["model_name"])
         if what is None or (model_name is not None and s.labels.get("model_name") != model_name):
             continue
-        if not math.isfinite(s.value) or s.value < 0:
+        if not _check.finite(s.value) or s.value < 0:
             shown = ",".join(f'{k}="{v}"' for k, v in s.labels.items())
-            raise ValueError(f"{s.name}{{{shown}}} is {s.value!r}: a counter is a finite count "
-                             ">= 0; the scrape is damaged or was edited by hand")
-        key = (s.name, tuple(sorted(s.labels.items())))
+            raise ValueError(f"{s.name}{{{shown}}} is {str(s.value)[:40]}: a counter is a "
+                             "finite count >= 0; the scrape is damaged or was edited by hand")
+        label_set = _digest(repr(sorted(kv for kv in s.labels.items() if kv[0] != "position")))
+        position = s.labels.get("position")  # the series: counter, labels but position, position
+        key = label_set + _WHAT[what] + (b"" if position is None else b"=" + position.encode(
+            "utf-8", "surrogatepass"))
         if key in series:
             shown = ",".join(f'{k}="{v}"' for k, v in s.labels.items())
             raise ValueError(f"{s.name}{{{shown}}} appears twice: one /metrics scrape holds each "
@@ -194,8 +310,7 @@ def read_metrics(text: str, model_name: str | None = None) -> SpecDecodeCounts:
                              "give each scrape its own file (before, after)")
         series.add(key)
         found.add(what)
-        labels = {k: v for k, v in s.labels.items() if k != "position"}
-        label_sets.add(tuple(sorted(labels.items())))
+        label_sets.add(label_set)
         if what == "accepted_per_position":
             try:
                 pos = int(s.labels["position"])
@@ -225,7 +340,12 @@ def metrics_delta(before: str, after: str, model_name: str | None = None) -> Spe
     ``vllm bench serve`` takes them (traffic from other clients included). Raises ValueError as
     :func:`read_metrics`, or for a counter that decreased (restart between scrapes, or swapped).
     """
-    return read_metrics(after, model_name) - read_metrics(before, model_name)
+    return _delta(before, after, model_name, read_metrics)
+
+
+def _delta(before, after, model_name, read) -> SpecDecodeCounts:
+    """:func:`metrics_delta` with ``read(scrape, model_name)`` reading each (after first)."""
+    return read(after, model_name) - read(before, model_name)
 
 
 # --------------------------------------------------------------------------- statistics

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import logs
-from .metrics import (FORMATS, AcceptanceStats, UsageError, acceptance_stats, metrics_delta,
-                      read_metrics)
+from . import logs, metrics
+from .metrics import FORMATS, AcceptanceStats, UsageError, acceptance_stats, read_metrics
 
 __all__ = ["Reading", "UsageError", "detect_format", "read_acceptance",
            "read_acceptance_scans", "MARKERS", "LARGE_SCRAPE"]
@@ -52,23 +51,14 @@ def read_acceptance(texts, num_speculative_tokens: int | None = None,
     if isinstance(texts, str):
         texts = [texts]
     texts = list(texts)
-    if not 1 <= len(texts) <= 2:
-        raise UsageError(f"usage: give one input or a before/after pair of scrapes, got "
-                          f"{len(texts)}")
+    _count_ok(len(texts))
     kinds = [detect_format(t) for t in texts]
-    if len(texts) == 2 and kinds != ["prometheus", "prometheus"]:
-        raise UsageError("usage: two inputs must be a before/after pair of /metrics scrapes; "
-                          "give a log or a printout alone (a log's lines are combined)")
+    _kinds_ok(kinds)
     kind = kinds[0]
     if kind == "prometheus":
         if not any(t.strip() for t in texts):
             raise ValueError(f"the input is empty; specnb reads {FORMATS}")
-        pair = len(texts) == 2
-        counts = metrics_delta(*texts, model_name) if pair else read_metrics(texts[0], model_name)
-        what = "window between the two scrapes" if pair else "one scrape"
-        header = (f"source: {what}, {counts.label_sets} label set(s) summed",)
-        return Reading(acceptance_stats(counts, num_speculative_tokens),
-                       "prometheus pair" if pair else "prometheus", header)
+        return _prometheus_reading(texts, num_speculative_tokens, model_name, read_metrics)
     if kind == "offline printout":
         counts = logs.read_offline_printout(texts[0])
         header = ("source: printout of vLLM's examples/offline_inference/spec_decode.py (counts "
@@ -80,6 +70,28 @@ def read_acceptance(texts, num_speculative_tokens: int | None = None,
     frame = logs.read_spec_decode_lines(enumerate(text.splitlines(), 1))
     also = {"scrape": "vllm:spec_decode_" in text, "printout": logs.is_offline_printout(text)}
     return _log_reading(frame, len(text.splitlines()), also, num_speculative_tokens)
+
+
+def _count_ok(n: int) -> None:
+    if not 1 <= n <= 2:
+        raise UsageError(f"usage: give one input or a before/after pair of scrapes, got {n}")
+
+
+def _kinds_ok(kinds) -> None:
+    if len(kinds) == 2 and kinds != ["prometheus", "prometheus"]:
+        raise UsageError("usage: two inputs must be a before/after pair of /metrics scrapes; "
+                          "give a log or a printout alone (a log's lines are combined)")
+
+
+def _prometheus_reading(sources, num_speculative_tokens, model_name, read) -> Reading:
+    """The Reading of one scrape or a before/after pair, ``read(source, model_name)`` giving
+    each one's counts (:func:`read_metrics` of a text, or of a scan's lines)."""
+    pair = len(sources) == 2
+    counts = metrics._delta(*sources, model_name, read) if pair else read(sources[0], model_name)
+    what = "window between the two scrapes" if pair else "one scrape"
+    header = (f"source: {what}, {counts.label_sets} label set(s) summed",)
+    return Reading(acceptance_stats(counts, num_speculative_tokens),
+                   "prometheus pair" if pair else "prometheus", header)
 
 
 def _log_reading(frame, n_lines, also, num_speculative_tokens):
@@ -130,28 +142,71 @@ LARGE_SCRAPE = 16 << 20
 def read_acceptance_scans(scans, num_speculative_tokens: int | None = None,
                           model_name: str | None = None) -> Reading:
     """:func:`read_acceptance` of files streamed by :func:`specnb._stream.scan` with
-    :data:`MARKERS` (only the spec-decode lines kept: a 200 MB scrape or log in constant memory;
-    a log's V1 lines summed as read). The header warns with the size of a scrape larger than
+    :data:`MARKERS`: their kept lines are folded as :meth:`~specnb._stream.Scan.kept` hands
+    them over (a log's V1 lines summed, a scrape's samples summed), so a 200 MB scrape or log
+    is read in constant memory (plus O(series) for a scrape), whatever the share of its lines
+    that are spec-decode lines. The header warns with the size of a scrape larger than
     :data:`LARGE_SCRAPE`. Raises ValueError, UsageError as :func:`read_acceptance` (a file with
     no kept line is read from its head, so the message names what it is instead).
     """
     scans = list(scans)
-    texts = [sc.text if sc.lines else sc.head for sc in scans]
-    kinds = ["log" if any(logs.is_spec_decode_log(line) for _, line in sc.lines)
-             else detect_format(t) for sc, t in zip(scans, texts)]
-    if not (len(scans) == 1 and kinds[0] == "log"):
-        reading = read_acceptance(texts, num_speculative_tokens, model_name)
-    else:
-        sc = scans[0]
-        frame = logs.read_spec_decode_lines(sc.lines, strict=False)  # unmarked lines skipped
-        also = {"scrape": any(t.lstrip().startswith(("vllm:spec_decode_", "# HELP vllm:spec_",
-                                                     "# TYPE vllm:spec_"))
-                              for _, t in sc.lines),
-                "printout": logs.is_offline_printout(sc.text)}
-        reading = _log_reading(frame, sc.n_lines, also, num_speculative_tokens)
+    _count_ok(len(scans))
+    kinds = [_kind(sc) for sc in scans]
+    _kinds_ok(kinds)
+    if len(scans) == 1 and kinds[0] == "log":
+        reading = _log_scan(scans[0], num_speculative_tokens)
+    elif kinds == ["prometheus"] * len(scans) and any(sc.has_kept for sc in scans):
+        reading = _prometheus_reading([sc.kept() if sc.has_kept else sc.head for sc in scans],
+                                      num_speculative_tokens, model_name, _read_scrape)
+    else:  # a printout (small), or files with no kept line (their heads)
+        reading = read_acceptance([sc.text if sc.has_kept else sc.head for sc in scans],
+                                  num_speculative_tokens, model_name)
     warn = [f"warning: {sc.where} is {sc.n_bytes / 1e6:,.1f} MB ({sc.n_lines:,} lines); a vLLM "
             f"/metrics scrape is usually under 1 MB: several scrapes pasted together, or a "
-            f"dump of more than one server? (only its {len(sc.lines):,} spec-decode lines "
+            f"dump of more than one server? (only its {sc.n_kept:,} spec-decode lines "
             "were read)" for sc, kind in zip(scans, kinds)
             if kind == "prometheus" and sc.n_bytes > LARGE_SCRAPE]
     return Reading(reading.stats, reading.format, tuple(warn) + reading.header)
+
+
+def _read_scrape(source, model_name):
+    """:func:`read_metrics` of a text (a head), or of a scan's kept lines."""
+    if isinstance(source, str):
+        return read_metrics(source, model_name)
+    return metrics.read_metrics_lines(source, model_name)
+
+
+def _kind(sc) -> str:
+    """:func:`detect_format` of a scan's kept lines (its head when it kept none), from the
+    markers it found and, for a printout, the lines holding its two markers."""
+    if not sc.has_kept:
+        return detect_format(sc.head)
+    if {logs.V1_MARK, logs.V0_MARK} & sc.markers:
+        return "log"
+    if {"num_drafts:", "num_draft_tokens:"} <= sc.markers:
+        keys = set()
+        for _, line in sc.kept():
+            if "num_draft" in line:
+                keys |= logs.printout_keys(line)
+                if len(keys) == 2:
+                    return "offline printout"
+    return "prometheus"
+
+
+def _log_scan(sc, num_speculative_tokens) -> Reading:
+    """The Reading of a scanned log: its lines folded by :func:`logs.read_spec_decode_lines`
+    as they are read, noting on the way whether it also holds a scrape or a printout."""
+    scrape, printout = False, set()
+
+    def watched():
+        nonlocal scrape, printout
+        for n, t in sc.kept():
+            scrape = scrape or t.lstrip().startswith(("vllm:spec_decode_", "# HELP vllm:spec_",
+                                                      "# TYPE vllm:spec_"))
+            if "num_draft" in t:
+                printout |= logs.printout_keys(t)
+            yield n, t
+
+    frame = logs.read_spec_decode_lines(watched(), strict=False)  # unmarked lines skipped
+    also = {"scrape": scrape, "printout": len(printout) == 2}
+    return _log_reading(frame, sc.n_lines, also, num_speculative_tokens)

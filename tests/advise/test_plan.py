@@ -149,8 +149,11 @@ def test_serving_plan_notes_carry_codes():
     assert p.notes[:2] == p.context_notes
     assert "schedule-serves-every-context" in [n.code for n in p.notes]
     # tensor parallelism reaches the serve line
-    # it pays only from a batch on at both contexts: K 0 below it, 2 from it
-    first = max(ranges[0][0] for ranges in p.paying_batches.values())
+    # 16000 is above Llama-2-7B's 4096 positions: no verdict there (T5-C2), the schedule is
+    # for 2000; it pays there only from a batch on: K 0 below it, 2 from it
+    assert p.over_max_positions == [16000] and p.paying_batches[16000] == []
+    assert "no-advice-over-max-positions" in [n.code for n in p.notes]
+    first = p.paying_batches[2000][0][0]
     assert first > 1 and p.schedule == [[1, first - 1, 0], [first, 64, 2]]
     assert p.serve.endswith("--max-num-seqs 64 --tensor-parallel-size 8")
     # nothing pays at every context, but something pays at one: that note, not no-gamma-pays
@@ -362,3 +365,16 @@ def test_an_mtp_schedule_longer_than_the_targets_mtp_layers_is_noted():
     assert "num_speculative_tokens 3" in note and "same MTP layer" in note
     one = A.serving_plan(st_, [1, 8], [4000], [1], alpha=0.8)
     assert "mtp-reruns-layer" not in [n.code for n in one.notes]
+
+
+def test_a_profile_bucket_the_log_never_reached_is_noted_and_the_whole_log_stands_in():
+    from specnb import acceptance_profile as AP
+    from specnb.advise import plan as P
+
+    lo = AP.Counters(100, 50, 100, 100, (50, 50), (50, 50))
+    prof = AP.build("ngram", {2: [(None, {0: lo})]}, context_edges=[2000])
+    assert prof.entry(2, context=4000).counters.num_steps == 0
+    tau, m, notes = P.profile_acceptance(prof, [1000, 4000], [2], proposal_rate=True)
+    assert tau.tolist() == [[3.0], [3.0]] and m.tolist() == [[0.5], [0.5]]
+    assert "profile-bucket-empty" in [n.code for n in notes]
+    assert P.profile_draft_lengths(prof, [1000, 4000], [2]).tolist() == [[2.0], [2.0]]

@@ -44,9 +44,11 @@ def test_cli_check_edge_values(capsys):
 
 
 def test_cli_check_non_utf8_stdin(capsys, monkeypatch):
+    # stdin is a file specnb reads, not a command-line value vLLM decodes: bad input, exit 2
+    # (README; trial 5 C8), naming stdin and the byte
     bytes_stdin(monkeypatch, b'\xff\xfe{"a": 1}')
-    code, out, _ = run(capsys, "config", "check", "-")
-    assert code == 1 and "0xff" in out
+    code, out, err = run(capsys, "config", "check", "-")
+    assert code == 2 and out == "" and "stdin" in err and "0xff" in err
 
 
 def test_cli_check_big_stdin(capsys, monkeypatch):
@@ -133,3 +135,40 @@ def test_cli_output_into_a_closed_pipe_is_quiet(tmp_path):
         err = proc.stderr.read().decode()
         assert proc.wait(timeout=60) == 141
     assert "Traceback" not in err and "BrokenPipeError" not in err
+
+
+HUGE = "1" + "0" * 400  # an integer no float holds: math.isfinite and pandas raise on it
+
+
+@pytest.mark.parametrize("name, text, argv", [
+    ("m.prom", "# TYPE vllm:spec_decode_num_drafts_total counter\n"
+               f'vllm:spec_decode_num_drafts_total{{engine="0"}} {HUGE}\n', ["metrics"]),
+    ("s.log", f"Decode batch. #running-req: 1, #token: 9, token usage: 0.01, accept len: {HUGE}, "
+              "gen throughput (token/s): 10\n", ["metrics"]),
+    ("s2.log", f"Decode batch. #running-req: {HUGE}, #token: 9, token usage: 0.01, accept len: "
+               "2.5, gen throughput (token/s): 10\n", ["metrics"]),
+    ("b.json", f'{{"completed": {HUGE}, "output_throughput": 5}}', ["bench", "@", "@"]),
+    ("r.jsonl", f'{{"prompt_len": {HUGE}, "output_len": 3}}\n',
+     ["simulate", "--gpu", "H100", "--model", "Llama-3.1-8B", "--draft", "eagle3", "--gamma", "3",
+      "--tau", "2.5", "--concurrency", "2", "--requests"]),
+    ("t.jsonl", f'{{"timestamp": {HUGE}, "prompt_len": 10, "output_len": 3}}\n',
+     ["simulate", "--gpu", "H100", "--model", "Llama-3.1-8B", "--draft", "eagle3", "--gamma", "3",
+      "--tau", "2.5", "--requests"]),
+    ("c.csv", f"role,batch_size,context,query_tokens,ms\ntarget,1,100,1,{HUGE}\n",
+     ["plan", "--gpu", "H100", "--model", "Llama-3.1-8B", "--draft", "eagle3", "--context", "100",
+      "--batch", "1", "--gamma", "3", "--alpha", "0.7", "--calibrate"]),
+    ("c2.csv", f"role,batch_size,context,query_tokens,ms\ntarget,{HUGE},100,1,5\n",
+     ["plan", "--gpu", "H100", "--model", "Llama-3.1-8B", "--draft", "eagle3", "--context", "100",
+      "--batch", "1", "--gamma", "3", "--alpha", "0.7", "--calibrate"]),
+])
+def test_numbers_too_large_for_a_float_are_bad_input_not_a_traceback(capsys, tmp_path, name,
+                                                                    text, argv):
+    # bigscan's finding: a counter of 400 digits made `metrics` raise OverflowError
+    path = tmp_path / name
+    path.write_text(text)
+    args = [str(path) if a == "@" else a for a in argv]
+    if "@" not in argv:
+        args.append(str(path))
+    code, out, err = run(capsys, *args)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and name in err, (code, err)
+    assert "Traceback" not in err and "OverflowError" not in err

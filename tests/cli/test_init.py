@@ -63,19 +63,26 @@ _PLAN = ["plan", "--gpu", "H100-SXM", "--model", "Llama-3.1-8B", "--draft", "eag
 _SIM = ["simulate", "--gpu", "H100-SXM", "--model", "Llama-3.1-8B", "--draft", "eagle3",
         "--gamma", "3", "--input-len", "100", "--output-len", "10", "--num-prompts", "4",
         "--concurrency", "2"]
+
+
+def _ngram(argv):
+    """``argv`` with --draft ngram for eagle3 (a second --draft is refused: T5-C1)."""
+    return [("ngram" if a == "eagle3" else a) for a in argv]
+
+
 FAST_REFUSALS = [
     (_PLAN + ["--alpha", "1.5"], r"--alpha must be in \[0, 1\]"),
     (_PLAN + ["--tau", "4.5"], r"--tau must be in \[1, gamma \+ 1\] = \[1, 2\] for gamma = 1"),
     (_PLAN + ["--acceptance-rates", "0.8", "1.2", "0.5"], r"--acceptance-rates must be in \[0, 1\]"),
     (_PLAN + ["--alpha", "0.7", "--routing-skew", "0.99"], r"--routing-skew must be in \[0, 0.95\]"),
-    (_PLAN + ["--alpha", "0.7", "--draft", "ngram", "--proposal-rate", "2"],
+    (_ngram(_PLAN) + ["--alpha", "0.7", "--proposal-rate", "2"],
      r"--proposal-rate must be in \(0, 1\]"),
     (_PLAN + ["--alpha", "0.7", "--gpu-memory-utilization", "1.5"],
      r"--gpu-memory-utilization must be in \(0, 1\]"),
     (_SIM + ["--alpha", "2"], r"--alpha must be in \[0, 1\]"),
     (_SIM + ["--tau", "9"], r"--tau must be in \[1, gamma \+ 1\] = \[1, 4\]"),
     (_SIM + ["--tau", "2.5", "--request-rate", "inf"], r"--request-rate must be in \(0, inf\)"),
-    (_SIM + ["--tau", "2.5", "--draft", "ngram", "--proposal-rate", "0"],
+    (_ngram(_SIM) + ["--tau", "2.5", "--proposal-rate", "0"],
      r"--proposal-rate must be in \(0, 1\]"),
 ]
 _FAST_SCRIPT = """
@@ -228,3 +235,80 @@ def test_the_version_has_one_home_and_matches_the_changelog(capsys):
                     .read_text(), re.M)
     want = top.group(1) + (".dev" if top.group(2) else "")
     assert specnb.__version__.startswith(want), (specnb.__version__, top.group(0))
+
+
+# T5-C1's kind: an option given twice is refused by the one parser class (exit 2 naming it),
+# for every option of every subcommand; options meant to repeat (action="append") are not.
+
+_CANDIDATES = ("1", "0.5", "2", "x", "a=1", "H100-SXM", "0.33.0", "-")
+
+
+def _one_value(action):
+    """A value the option's own type and choices accept (the refusal must come from the
+    repetition, not from a bad value)."""
+    if action.choices:
+        return str(next(iter(action.choices)))
+    for text in _CANDIDATES:
+        try:
+            (action.type or str)(text)
+        except (argparse.ArgumentTypeError, TypeError, ValueError):
+            continue
+        return text
+    raise AssertionError(f"no sample value for {action.option_strings}")
+
+
+def _options():
+    for path, sub in _subparsers(build_parser()):
+        if any(isinstance(a, argparse._SubParsersAction) for a in sub._actions):
+            continue  # `config`: its options are under check / build
+        for action in sub._actions:
+            if action.option_strings and not isinstance(
+                    action, (argparse._HelpAction, argparse._VersionAction)):
+                given = [action.option_strings[-1]]
+                if action.nargs != 0:
+                    given.append(_one_value(action))
+                yield pytest.param(path, action, given, id=" ".join((*path, given[0])))
+
+
+_ALL_OPTIONS = list(_options())
+
+
+def test_the_option_walk_covers_every_command():
+    commands = {p.values[0] for p in _ALL_OPTIONS}
+    assert {("run",), ("measure",), ("config", "check"), ("config", "build"), ("metrics",),
+            ("bench",), ("plan",), ("replay",), ("simulate",)} <= commands
+    assert len(_ALL_OPTIONS) > 100
+
+
+@pytest.mark.parametrize("path, action, given", _ALL_OPTIONS)
+def test_an_option_given_twice_is_refused_naming_it(capsys, path, action, given):
+    parser = build_parser()
+    if isinstance(action, (argparse._AppendAction, argparse._CountAction)):
+        ns = parser.parse_args([*path, *given, *given] + (["eagle3"] if path == ("config", "build")
+                                                         else []))
+        assert len(getattr(ns, action.dest)) == 2  # meant to repeat: both kept
+        return
+    with pytest.raises(SystemExit) as exc:
+        parser.parse_args([*path, *given, *given])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2
+    assert f"argument {'/'.join(action.option_strings)}: given twice" in err, err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_given_once_is_not_refused_and_an_alias_counts_as_the_same_option(capsys):
+    argv = ["plan", "--gpu", "H100-SXM", "--model", "Llama-3.1-8B", "--draft", "eagle3",
+            "--context", "4000", "--batch", "1", "--gamma", "3", "4", "--alpha", "0.7"]
+    args = build_parser().parse_args(argv)
+    assert args.gamma == [3, 4] and args.alpha == 0.7
+    assert not any(k.startswith("_specnb") for k in vars(args))  # no parse state left behind
+    for extra in (["--gamma", "5"], ["--alpha", "0.8"]):
+        with pytest.raises(SystemExit) as exc:
+            main([*argv, *extra])
+        assert exc.value.code == 2
+        assert f"argument {extra[0]}: given twice" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        main(["config", "build", "ngram", "-k", "3", "--num-speculative-tokens", "4"])
+    assert exc.value.code == 2
+    assert ("argument -k/--num-speculative-tokens: given twice (first as -k)"
+            in capsys.readouterr().err)

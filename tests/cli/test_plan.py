@@ -279,12 +279,13 @@ def test_hugging_face_id_of_a_catalogue_model(capsys):
 def test_text_output_shows_calibration_notes_and_a_context_no_sequence_fits(capsys, tmp_path):
     p = tmp_path / "one.csv"
     p.write_text("role,batch_size,context,query_tokens,ms\ntarget,1,1024,1,7.1\n")
-    code, out, err = run(capsys, "plan", "--gpu", "H200", "--model", "Llama-3.1-8B", "--draft",
-                         "ngram", "--context", "1024", "100000000", "--batch", "1", "8",
+    # 131072 tokens (the model's maximum) of Llama-3.1-8B KV: 17.2 GB, 6.0 GB left on a 4090
+    code, out, err = run(capsys, "plan", "--gpu", "RTX-4090", "--model", "Llama-3.1-8B",
+                         "--draft", "ngram", "--context", "1024", "131072", "--batch", "1", "8",
                          "--gamma", "2", "--alpha", "0.7", "--calibrate", str(p))
     assert code == 0, err
     assert "calibration note: target: only 1 distinct" in out  # the fit is underdetermined
-    assert "context 100000000: not even one sequence" in out
+    assert "context 131072: not even one sequence" in out
 
 
 def test_the_cli_batch_cap_is_the_serving_models():
@@ -614,7 +615,10 @@ def test_sglang_tree_flags_cost_the_tree_and_name_sglangs_keys(capsys):
     (["--routing-skew", "-0.1"], "--routing-skew must be in [0, 0.95]"),
 ])
 def test_tree_and_skew_bad_input_is_one_line_and_exit_2(capsys, extra, words):
-    code, out, err = run(capsys, *TREE, *extra)
+    argv = list(TREE)
+    for flag in set(extra) & {"--engine"}:  # a flag given twice is refused (T5-C1)
+        del argv[argv.index(flag):argv.index(flag) + 2]
+    code, out, err = run(capsys, *argv, *extra)
     assert code == 2 and out == ""
     assert words in err and len(err.strip().splitlines()) == 1
 
@@ -692,15 +696,22 @@ def test_kv_cache_dtype_is_an_input_in_the_header_and_serve_line(capsys):
       "--batch", "1", "8", "--gamma", "3", "--alpha", "0.7", "--gpu-memory-utilization", "0.1"],
      "weights-do-not-fit"),
     (["--gpu", "H100-SXM", "--model", "Llama-3.1-8B", "--draft", "eagle3", "--context",
-      "99999999999", "--batch", "1", "8", "--gamma", "3", "--alpha", "0.7"], "no-sequence-fits"),
+      "99999999999", "--batch", "1", "8", "--gamma", "3", "--alpha", "0.7"],
+     "no-context-within-max-positions"),  # T5-C2: beyond 131072 positions vLLM serves nothing
+    (["--gpu", "H100-SXM", "--model", "Llama-3.1-8B", "--draft", "eagle3", "--context",
+      "200000", "--batch", "1", "--gamma", "3", "--alpha", "0.7"],
+     "no-context-within-max-positions"),  # the trial's command
+    (["--gpu", "RTX-4090", "--model", "Llama-3.1-8B", "--draft", "eagle3", "--context",
+      "131072", "--batch", "1", "8", "--gamma", "3", "--alpha", "0.7"], "no-sequence-fits"),
 ])
 def test_nothing_fits_is_said_first_with_no_on_off_advice(capsys, argv, code_):
-    # fault N3
+    # fault N3; T5-C2: contexts above max_position_embeddings follow the same rule
     code, out, _ = run(capsys, "plan", *argv)
     assert code == 0
     first = out.splitlines()[0]
     assert first.startswith("NOTE: nothing can be served") and "change --" in first
-    assert " GB" in first
+    assert (" GB" in first) == (code_ != "no-context-within-max-positions")
+    assert "schedule: none (nothing can be served: see the first line)" in out
     for advice in ("leave speculative decoding off", "does not pay", "pays at", "vllm serve"):
         assert advice not in out
     code, js, _ = run(capsys, "plan", *argv, "--json")

@@ -42,6 +42,31 @@ def test_table_json_and_profile(capsys, tmp_path):
     assert d["params"]["suffix_decoding_max_tree_depth"] == 24
 
 
+def test_the_table_names_the_acceptance_rate_and_prints_eq1_alpha(capsys):
+    """T5-M1: the column that was "alpha" is vLLM's acceptance rate (accepted / draft tokens);
+    Eq. 1's alpha is beside it, and it is the one that gives the printed tau at that gamma
+    (what `plan --alpha` plans with)."""
+    from specnb import replay as R
+    from specnb import theory
+
+    code, out, err = run(capsys, "--gamma", "3", "5")
+    assert code == 0, err
+    head = next(line for line in out.splitlines() if line.startswith("gamma"))
+    assert "acc.rate" in head and "Eq.1 alpha" in head and " alpha " not in head.replace("Eq.1 alpha", "")
+    assert "acc.rate = accepted / draft tokens" in out and "not Leviathan's alpha" in out
+    prof = R.replay(gammas=[3, 5])
+    for g in (3, 5):
+        row = next(line.split() for line in out.splitlines()
+                   if line.split()[:2] == [str(g), "all"])
+        rate, tau, eq1 = float(row[6]), float(row[7]), float(row[10])
+        c = prof.entry(g).counters
+        assert rate == round(c.num_accepted_tokens / c.num_draft_tokens, 3)
+        assert tau == round(1 + c.num_accepted_tokens / c.num_drafts, 3)
+        assert round(theory.expected_tokens_per_step(eq1, g), 2) == pytest.approx(tau, abs=0.01)
+        # the acceptance rate read as alpha plans a tau well below the one replayed
+        assert theory.expected_tokens_per_step(rate, g) < tau - 0.3
+
+
 def test_token_id_rows_and_skip_bad(capsys, tmp_path):
     log = _log(tmp_path, [{"prompt_ids": [1, 2, 3, 1, 2], "response_ids": [3, 1, 2, 9],
                            "task": "t"}, {"prompt_ids": [1]}])

@@ -540,3 +540,44 @@ def test_serve_bounds_are_vllm_033s_own():
     assert "max_num_seqs: int = Field(default=DEFAULT_MAX_NUM_SEQS, ge=1)" in sched
     assert "max_num_batched_tokens: int = Field(default=DEFAULT_MAX_NUM_BATCHED_TOKENS, ge=1)" \
         in sched and "if self.max_num_batched_tokens < self.max_num_seqs:" in sched
+
+
+@pytest.mark.parametrize("content", [b"", b"  \n\t\n", b"\x7fELF\x02\x01\xd0\xff\x00"])
+def test_config_check_files_that_are_empty_or_not_utf8_are_bad_input(capsys, tmp_path,
+                                                                      monkeypatch, content):
+    # trial 5 C8 / K5: a FILE or stdin that is empty or not UTF-8 is bad input (exit 2, one
+    # line naming it), as for every reader; '' on the command line stays vLLM's "no config"
+    path = tmp_path / "spec.json"
+    path.write_bytes(content)
+    code, out, err = run(capsys, "config", "check", str(path))
+    assert code == 2 and out == "" and len(err.splitlines()) == 1 and str(path) in err
+    for argv in (("config", "check", "-"), ("config", "check", "--serve", "-")):
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(content)))
+        code, out, err = run(capsys, *argv)
+        assert code == 2 and out == "" and len(err.splitlines()) == 1 and "stdin" in err
+        assert "codec" not in err  # named as every reader names it, not Python's message
+    code, out, _ = run(capsys, "config", "check", "")
+    assert code == 0 and "would accept" in out
+
+
+# ------------------------- metrics on a file of nothing but spec-decode lines (issue 26, bigscan)
+@pytest.mark.parametrize("kind", ["log", "scrape", "stdin"])
+def test_metrics_prints_the_same_when_the_kept_lines_are_read_again(tmp_path, capsys,
+                                                                    monkeypatch, kind):
+    from specnb import _stream
+    from tests.vllm.test_read import _series, _spec_line
+
+    text = ("\n".join(_spec_line(i) for i in range(1500)) + "\n" if kind != "scrape"
+            else _series(1500))
+    path = tmp_path / "in.txt"
+    path.write_text(text)
+    arg = str(path)
+    if kind == "stdin":
+        arg = "-"
+    outs = []
+    for keep in (_stream.KEEP, 1000):  # all held; held up to 1,000 characters, the rest re-read
+        monkeypatch.setattr(_stream, "KEEP", keep)
+        if kind == "stdin":
+            monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(text.encode())))
+        outs.append(run(capsys, "metrics", arg))
+    assert outs[0] == outs[1] and outs[0][0] == 0, outs

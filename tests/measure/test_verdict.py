@@ -95,3 +95,41 @@ def test_verdict_text_names_every_method_and_the_loop_to_trust():
     assert "do not turn it on on this machine" in V.verdict_text(lose)
     with pytest.raises(ValueError, match="trusted_loop must be one of the loops run"):
         V.verdict_text(found, "vllm")
+
+
+def _pld_counted(per_task):
+    """_pld with the prompts behind each row: per_task per task, 2 tasks in "all"."""
+    p = _pld()
+    p["prompts"] = [2 * per_task if t == "all" else per_task for t in p["task"]]
+    return p
+
+
+def test_a_task_of_two_prompts_is_not_judged_alone():
+    """T5-M4: with 2 prompts per task the per-task "interval" is a two-point range; the best of
+    every task and gamma picked from such ranges was called "pays". Below MIN_PROMPTS the
+    verdict is the all-tasks row's, with the best task beside it as a range."""
+    (pld,) = [v for v in V.verdicts(_summary(), _pld_counted(2)) if v.method == "prompt lookup"]
+    # all tasks at gamma 5: 1.21 (0.97-1.47), across 1: within noise
+    assert pld.name == "all" and pld.gamma == 5 and pld.speedup == pytest.approx(1.21)
+    assert pld.verdict == V.NOISE
+    assert pld.where == "all tasks (4 prompts, a range, not a 95% interval) at gamma 5"
+    assert ("best task copy-edit at gamma 5: 1.7x (1.5-2.0) on 2 prompts, a range, not a 95% "
+            "interval") in pld.line and pld.line.startswith(
+        "verdict, prompt lookup (vLLM's ngram; T = 0): within noise over all tasks (4 prompts")
+    text = V.verdict_text(V.verdicts(_summary(), _pld_counted(2)), "reference")
+    assert "prompt lookup is within noise of plain decoding over all tasks (4 prompts" in text
+    assert "vLLM's ngram" not in text.split("Turn on")[-1]  # not recommended
+    # enough prompts per task: the task is judged alone, as before
+    (pld,) = [v for v in V.verdicts(_summary(), _pld_counted(V.MIN_PROMPTS))
+              if v.method == "prompt lookup"]
+    assert pld.name == "copy-edit" and pld.verdict == V.PAYS
+    assert "for traffic like the copy-edit prompts" in V.verdict_text(
+        V.verdicts(_summary(), _pld_counted(V.MIN_PROMPTS)), "reference")
+
+
+def test_an_all_tasks_verdict_that_pays_recommends_ngram_for_the_whole_traffic():
+    p = _pld_counted(3)
+    p.loc[p["task"] == "all", "speedup_ci_low"] = 1.05
+    found = V.verdicts(_summary(), p)
+    assert found[-1].verdict == V.PAYS and found[-1].where.startswith("all tasks (6 prompts)")
+    assert "vLLM's ngram (prompt lookup) at gamma 5;" in V.verdict_text(found, "reference")

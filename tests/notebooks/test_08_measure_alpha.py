@@ -122,6 +122,38 @@ def test_answer_names_every_method_and_the_loop_to_trust(executed_notebooks, rec
     assert ("do not turn it on" in answer) == (not pays)
 
 
+def test_one_recommendation_the_answer_says_why_the_replay_estimate_does_not_win(
+        executed_notebooks, rec):
+    """T5-C3: the measured verdict and the log replay's estimate printed two "serve this" lines;
+    the Answer kept one without a word. Now the replay's top candidate is named in the Answer
+    with the note the notebook computed from both, which says whose recommendation it is."""
+    from specnb import measure as M
+
+    answer = executed_notebooks[NB].answer
+    top = rec["replay.rank"].iloc[0]
+    assert (f"ranks {top['method']} at gamma {int(top['gamma'])} first with an estimate of "
+            f"{top['speedup estimate']:.2f}x per target forward") in answer
+    note = rec["replay.versus_measured"]
+    assert note in answer
+    found = M.verdicts(rec["measure.loops"], rec["measure.pld"])
+    pays = [v for v in found if v.verdict == M.verdict.PAYS]
+    if not pays:
+        assert "a candidate to measure on your own hardware" in note
+    elif not any((v.method == "prompt lookup" and top["method"] == "ngram")
+                 or v.name == top["method"] for v in pays):
+        assert "so the measured one is the recommendation" in note
+
+
+def test_a_task_of_two_prompts_is_not_judged_alone(rec):
+    """T5-M4: with 2 prompts per task the verdict on prompt lookup is the all-tasks row's."""
+    from specnb import measure as M
+
+    pld = rec["measure.pld"]
+    (v,) = [v for v in M.verdicts(rec["measure.loops"], pld) if v.method == "prompt lookup"]
+    if pld[pld["task"] != "all"]["prompts"].max() < M.MIN_PROMPTS:
+        assert v.name == "all" and "a range, not a 95% interval" in v.line
+
+
 def test_notebook_runs_the_bundled_head_live_and_from_the_log(rec):
     """The head section: the bundled EAGLE-3 head drafts in the reference loop (lossless at
     T = 0, tau counted from its rounds within [1, gamma + 1]) and its replay of the bundled log

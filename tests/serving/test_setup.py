@@ -212,12 +212,20 @@ def test_cannot_serve_names_the_sizes_and_what_to_change():
     assert S.cannot_serve(S.setup("RTX-3090", "Llama-3.1-70B", "eagle3", gpus=8), [4000]) is None
     low = S.setup("H100-SXM", "Llama-3.1-8B", "eagle3", gpu_memory_utilization=0.1)
     assert "--gpu-memory-utilization 0.9" in S.cannot_serve(low, [4000]).message
-    st = S.setup("H100-SXM", "Llama-3.1-8B", "eagle3")
-    n = S.cannot_serve(st, [10 ** 11])
-    longest = int(n.message.rsplit("at most ", 1)[1].replace(",", ""))
+    st = S.setup("RTX-4090", "Llama-3.1-8B", "eagle3")  # 131072 positions: 17.2 GB of KV
+    n = S.cannot_serve(st, [131072])
+    longest = int(n.message.rsplit("at most ", 1)[1].split()[0].replace(",", ""))
     assert n.code == "no-sequence-fits"
     assert S.max_batch_in_memory(st, longest) == 1 and S.max_batch_in_memory(st, longest + 1) == 0
-    assert S.cannot_serve(st, [10 ** 11, 4000]) is None  # one context fits: per-context lines
+    assert longest == S.max_model_len_that_fits(st, 131072)
+    assert S.cannot_serve(st, [131072, 4000]) is None  # one context fits: per-context lines
+    # T5-C2: every context above the target's max_position_embeddings: nothing can be served,
+    # whatever the memory; one within it: the memory rule reads that one
+    st = S.setup("H100-SXM", "Llama-3.1-8B", "eagle3")
+    n = S.cannot_serve(st, [10 ** 11])
+    assert n.code == "no-context-within-max-positions" and "at most 131,072" in n.message
+    assert S.contexts_over_max_positions(st, [10 ** 11, 131072, 4000]) == [10 ** 11]
+    assert S.cannot_serve(st, [10 ** 11, 4000]) is None
 
 
 def test_gpu_alias_note_names_the_other_variants():
@@ -240,3 +248,15 @@ def test_proposal_rate_only_for_partial_proposers():
     assert S.setup("H100", "Llama-3.1-8B", "suffix", proposal_rate=0.3).proposal_rate == 0.3
     with pytest.raises(ValueError, match="proposal_rate 0.5 applies to ngram / suffix"):
         S.setup("H100", "Llama-3.1-8B", "eagle3", proposal_rate=0.5)
+
+
+def test_a_context_over_the_positions_also_says_what_the_longest_servable_one_lacks():
+    # trial 5 K4: the advice must not stop at the positions when even the model's own
+    # maximum cannot be served (weights, or one sequence)
+    st = S.setup("RTX-4090", "Llama-3.1-70B", "eagle3")
+    note = S.cannot_serve(st, [200000])
+    assert note.code == "no-context-within-max-positions"
+    assert "at most 131,072" in note.message and "even there the weights alone do not fit" \
+        in note.message
+    ok = S.cannot_serve(S.setup("H100-SXM", "Llama-3.1-8B", "eagle3"), [200000])
+    assert ok.code == "no-context-within-max-positions" and "even there" not in ok.message

@@ -256,3 +256,14 @@ def test_flash_attention_2_verify_steps_share_the_multi_token_cost_by_proposal_r
                      np.array([1, 32]), 2000, 4, tau=2.0)
     assert a40[0] > 1.0 > a40[1]
     assert (h100 > 1.0).all()
+
+
+def test_the_multi_token_note_names_the_gpu_and_the_walk_where_the_rule_applies():
+    a100 = S.setup("A100", "Llama-3.1-8B", "eagle3")
+    note = S.multi_token_note(a100, [1000, 4000])
+    assert note.code == "fa2-multi-token-attention"
+    assert "A100-SXM-80GB (compute capability 8.0)" in note.message and "4x" in note.message
+    assert f"{4000 * 32 * 40.8e-6:.2f} ms a step at context 4,000" in note.message
+    assert S.multi_token_note(S.setup("H100-SXM", "Llama-3.1-8B", "eagle3"), [4000]) is None
+    assert S.multi_token_note(S.setup("A100", "Llama-3.1-8B", "eagle3", engine="sglang"),
+                              [4000]) is None

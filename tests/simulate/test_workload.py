@@ -45,7 +45,8 @@ def test_log_rows_with_and_without_times(tmp_path):
 @pytest.mark.parametrize("rows, match", [
     ([{"prompt_len": 10}], "row 1: no output length"),
     ([{"prompt_len": 10, "output_len": 2}, {"output_len": 2}], "row 2: no prompt length"),
-    ([{"prompt_len": 0, "output_len": 2}], "row 1: prompt length must be an integer >= 1"),
+    ([{"prompt_len": 0, "output_len": 2}],
+     r"row 1: prompt length must be an integer in \[1, 2\*\*53\]"),
     ([{"prompt_len": 3, "output_len": 2}], "without a time: give a request rate"),
     ([{"t": 1}, 3], "row 1: no prompt length"),
 ])

@@ -250,3 +250,84 @@ def test_a_gamma_above_the_per_position_series_is_a_usage_error():
     # without per-position series the input cannot tell: fewer drafted tokens stay a note
     s = acceptance_stats(SpecDecodeCounts(100, 250, 60), num_speculative_tokens=9)
     assert s.num_speculative_tokens == 9 and any("fewer tokens" in x for x in s.notes)
+
+
+# ------------------------------- plain sample lines read before the parser (issue 26, bigscan)
+_LINES = [
+    'vllm:spec_decode_num_drafts_total{engine="0",model_name="m"} 10.0',
+    'vllm:spec_decode_num_drafts_total{engine="1",model_name="m"} 7',
+    'vllm:spec_decode_num_drafts_total{engine="1",model_name="a, b=c {x} # y é"} 12',
+    'vllm:spec_decode_num_drafts_total{engine="2",engine="3"} 1.0',  # repeated label: refused
+    'vllm:spec_decode_num_drafts_total{__name__="x"} 1.0',
+    'vllm:spec_decode_num_drafts_total{__x="y"} 1.0',
+    'vllm:spec_decode_num_drafts_total{_x="y",_="z"} 1.0',
+    'vllm:spec_decode_num_drafts_total{_x="y"} 1.0',
+    'vllm:spec_decode_num_drafts_total{engine="0"} 1.0 1700000000000',  # a timestamp
+    'vllm:spec_decode_num_drafts_total{engine="0"} 1e3',
+    'vllm:spec_decode_num_drafts_total{engine="0"} NaN',
+    'vllm:spec_decode_num_drafts_total{engine="0"} -1.0',
+    'vllm:spec_decode_num_drafts_total{engine="a\\"b"} 1.0',  # an escape
+    'vllm:spec_decode_num_drafts_total{engine="0",} 1.0',  # trailing comma
+    '  vllm:spec_decode_num_drafts_total{engine="0"} 1.0  ',
+    'vllm:spec_decode_num_drafts_total{} 4.0',
+    'vllm:spec_decode_num_drafts_total 4.0',
+    'vllm:spec_decode_num_drafts{engine="0"} 3.0',  # renamed to _total under its counter TYPE
+    'vllm:spec_decode_num_drafts 3.0',
+    'vllm:spec_decode_num_draft_tokens_total{engine="0"} 30.0',
+    'vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",position="1"} 5.0',
+    '# TYPE vllm:spec_decode_num_drafts counter',
+    '# TYPE vllm:spec_decode_num_drafts_total counter',
+    '# HELP vllm:spec_decode_num_drafts_total Number of drafts.',
+    '# TYPE vllm:spec_decode_num_drafts_total summary',
+    '# TYPE vllm:spec_decode_num_drafts histogram',
+    '# TYPE vllm:spec_decode_num_drafts_total bogus',
+    '# TYPE',
+    '# a comment',
+    '',
+    '   ',
+    'vllm:spec_decode_num_drafts_total{engine=0} 1.0',  # bad line
+    'not a line at all',
+]
+
+
+def _parsed(block):
+    from specnb.vllm import metrics as M
+
+    try:
+        return list(M._samples([block]))
+    except ValueError as exc:
+        return str(exc)
+
+
+def _parser_alone(block):
+    from prometheus_client.parser import text_string_to_metric_families
+
+    try:
+        return [s for fam in text_string_to_metric_families(block) for s in fam.samples]
+    except Exception:
+        return "refused"
+
+
+def test_plain_sample_lines_read_as_prometheus_clients_parser_reads_them():
+    import random
+
+    rng = random.Random(26)
+    for _ in range(3000):
+        block = "\n".join(rng.choice(_LINES) for _ in range(rng.randint(1, 10))) + "\n"
+        want, got = _parser_alone(block), _parsed(block)
+        if want == "refused":
+            assert isinstance(got, str) and got.startswith("not a format"), block
+        else:
+            assert repr(got) == repr(want), block  # repr: NaN equal, 7 (int) not 7.0
+
+
+def test_plain_lines_are_read_before_the_parser_and_runs_of_one_name_go_as_one_line():
+    from specnb.vllm import metrics as M
+
+    block = ("# TYPE vllm:spec_decode_num_drafts_total counter\n"
+             + "".join(f'vllm:spec_decode_num_drafts_total{{engine="{i}"}} {i}.0\n'
+                       for i in range(1000))
+             + 'vllm:spec_decode_num_drafts_total{engine="a\\"b"} 1.0\n')
+    text, runs = M._plain_lines(block)
+    assert text.count("\n") == 3 and [len(r) for r in runs[:1]] == [1000] and runs[1] is None
+    assert _parsed(block) == _parser_alone(block)

@@ -1,0 +1,224 @@
+"""The memory of a whole ``vllm serve`` line on a named GPU: the one memory rule ``plan`` uses
+(:func:`specnb.serving.max_batch_in_memory`) read with the line's own settings, the weight
+dtype included, and vLLM V1's refusal to start when one sequence at ``--max-model-len`` does
+not fit. ``specnb config check --serve LINE --gpu G`` prints these findings.
+
+L3: reads :mod:`specnb.serving` (the memory model) and :mod:`specnb.vllm` (the parsed line,
+:class:`~specnb.vllm.Finding`), which never import each other.
+
+Finding codes (stable): ``memory-not-checked`` (note: the target, its weight dtype or the
+``--kv-cache-dtype`` is not one specnb models), ``serve-tensor-parallel`` (error: vLLM's
+tensor-parallel refusal), ``kv-cache-below-max-model-len`` (error: vLLM refuses to start),
+``verify-memory-cap`` (note: fewer than ``--max-num-seqs`` sequences at ``--max-model-len``);
+from :func:`serve_batch_findings` ``serve-default-batched-tokens-below-seqs`` (error); from
+:func:`serve_target_findings` ``serve-tensor-parallel`` and ``serve-max-model-len-above-target``
+(errors).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+__all__ = ["serve_target_findings", "serve_memory_findings", "serve_batch_findings"]
+
+#: The draft method a ``speculative_config``'s ``method`` is modelled as (a draft model's
+#: weights are not known from the line: an EAGLE-3 head stands in).
+_SPEC = {"eagle": "eagle", "eagle3": "eagle3", "mtp": "mtp", "ngram": "ngram",
+         "suffix": "suffix"}
+
+
+def serve_target_findings(settings: dict, model: str, *, target_config=None) -> tuple:
+    """vLLM's refusals that depend on the served model alone, GPU or not, when specnb knows
+    the target (catalogue name or Hugging Face id, or its config.json, ``target_config``
+    first): ``-tp`` that does not split the model (:func:`specnb.serving.check_tensor_parallel`,
+    code ``serve-tensor-parallel``) and a ``--max-model-len`` above the target's
+    max_position_embeddings (:func:`specnb.serving.context_limit_notes`'s
+    ``context-over-max-positions``: vLLM's ``_get_and_verify_max_len`` refuses it unless
+    VLLM_ALLOW_LONG_MAX_MODEL_LEN=1; code ``serve-max-model-len-above-target``), as errors.
+    A config with RoPE scaling is not judged on ``--max-model-len`` (vLLM scales its derived
+    maximum by some RoPE types' factor, which specnb does not model). Empty for a model
+    specnb does not know."""
+    from .. import serving as S
+    from ..vllm import Finding
+
+    s = settings
+    try:
+        arch, cfg = S.resolve_architecture(target_config or model)
+    except (OSError, ValueError, KeyError, TypeError):
+        return ()  # not a model specnb knows: nothing more to check
+    text = (cfg or {}).get("text_config") if isinstance((cfg or {}).get("text_config"), dict) \
+        else cfg or {}
+    scaled = bool(text.get("rope_scaling") or text.get("rope_parameters"))
+    found = []
+    tp = s.get("tensor_parallel_size", 1)
+    if isinstance(tp, int) and tp > 1:
+        try:
+            S.check_tensor_parallel(arch, tp)
+        except ValueError as exc:
+            found.append(Finding("error", None, f"-tp {tp}: {str(exc).splitlines()[0]}",
+                                 "give an allowed --tensor-parallel-size",
+                                 code="serve-tensor-parallel"))
+    mml = s.get("max_model_len")
+    if isinstance(mml, int) and mml > 0 and not scaled:
+        for note in S.context_limit_notes(arch, [mml]):
+            if note.code == "context-over-max-positions":
+                found.append(Finding(
+                    "error", None, f"--max-model-len {mml} is above the target {arch.name}'s "
+                    f"max_position_embeddings {arch.max_position_embeddings}: vLLM refuses it at "
+                    "start ('User-specified max_model_len ... is greater than the derived "
+                    "max_model_len') unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 is set",
+                    f"give --max-model-len {arch.max_position_embeddings} or less, or a "
+                    "long-context variant of the model", code="serve-max-model-len-above-target"))
+    return tuple(found)
+
+
+def serve_memory_findings(settings: dict, model: str, config: dict, gpu: str, *,
+                          target_config=None) -> tuple:
+    """Findings on the memory of a serve line's target on ``gpu``.
+
+    Parameters
+    ----------
+    settings : the line's settings ({dest: value}, :func:`specnb.vllm.parse_serve_line`):
+        ``quantization``, ``dtype``, ``kv_cache_dtype``, ``tensor_parallel_size``,
+        ``gpu_memory_utilization``, ``max_model_len``, ``max_num_seqs`` are read
+    model : the served model (a catalogue name or Hugging Face id); ``target_config`` (a
+        config.json path) wins over it
+    config : the ``speculative_config`` (its ``method`` picks the draft modelled)
+    gpu : a catalogue GPU name
+
+    The weights are in the dtype vLLM loads (:func:`specnb.serving.serve_weight_dtype`: the
+    checkpoint's own, e.g. DeepSeek-V3's fp8, else ``--quantization`` fp8 -> fp8, else
+    ``--dtype``). At ``--max-model-len`` (else the target's ``max_position_embeddings``):
+    when not even one sequence's KV cache fits beside the weights, vLLM V1 refuses to start
+    (``check_enough_kv_cache_memory``, ``vllm/v1/core/kv_cache_planning.py`` v0.33.0: "To
+    serve at least one request with the model's max seq len ...  Try increasing
+    `gpu_memory_utilization` ... or decreasing `max_model_len`"): an error whose fix is the
+    longest ``--max-model-len`` that fits (vLLM's own estimate) or a higher
+    ``--gpu-memory-utilization``. When one fits but fewer than ``--max-num-seqs`` (vLLM's
+    default on the GPU when not given), a note: vLLM starts and preempts when the cache fills.
+
+    Returns
+    -------
+    tuple of :class:`specnb.vllm.Finding` (empty when every sequence fits).
+    """
+    from .. import serving as S
+    from ..simulate.engine import default_batch_limits
+    from ..vllm import Finding
+
+    s = settings
+    target = target_config or model
+    spec = _SPEC.get((config or {}).get("method") or "draft_model", "eagle3")
+    kv = s.get("kv_cache_dtype") or "auto"
+    tp = s.get("tensor_parallel_size", 1)
+    util = s.get("gpu_memory_utilization", S.DEFAULT_GPU_MEMORY_UTILIZATION)
+
+    def not_checked(why):
+        return (Finding("note", None, f"memory at --max-num-seqs not checked: {why}",
+                        "give --target-config PATH (the served model's config.json)",
+                        code="memory-not-checked"),)
+
+    try:
+        arch = S.architecture(target)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return not_checked(f"the target {target!r} is not one specnb models "
+                           f"({str(exc).splitlines()[0]})")
+    dtype, why = S.serve_weight_dtype(arch, s.get("quantization"), s.get("dtype"))
+    if dtype is None:
+        return not_checked(why)
+    try:
+        st = S.setup(gpu, arch, spec, dtype=dtype, gpu_memory_utilization=util, kv_dtype=kv)
+    except (OSError, ValueError, KeyError) as exc:
+        return not_checked(f"--kv-cache-dtype {kv} or the target is not one specnb models "
+                           f"({str(exc).splitlines()[0]})")
+    if tp != 1:
+        try:
+            st = S.setup(gpu, arch, spec, gpus=tp, dtype=dtype, gpu_memory_utilization=util,
+                         kv_dtype=kv)
+        except ValueError as exc:
+            return (Finding("error", None, f"-tp {tp}: {str(exc).splitlines()[0]}",
+                            "give an allowed --tensor-parallel-size",
+                            code="serve-tensor-parallel"),)
+    mml = s.get("max_model_len")
+    ctx = mml if isinstance(mml, int) and mml > 0 else st.target.max_position_embeddings
+    if ctx is None:
+        return not_checked(f"the target {arch.name}'s max_position_embeddings is unknown and "
+                           "the line gives no --max-model-len")
+    where = f"{gpu} x{st.gpus}"
+    weights = f"{dtype} weights ({why})"
+    cap = int(S.max_batch_in_memory(st, ctx))
+    if cap < 1:
+        left = (st.memory_fraction * st.gpus * st.gpu.memory_bytes
+                - st.target.weight_bytes(st.dtype) - st._draft_weight_bytes())
+        fits = S.max_model_len_that_fits(st, ctx)
+        higher = next((u for u in (0.92, 0.95) if u > st.memory_fraction
+                       and S.max_batch_in_memory(
+                           dataclasses.replace(st, memory_fraction=u), ctx) >= 1), None)
+        todo = ([f"--max-model-len {fits} or less"] if fits >= 1 else []) + (
+            [f"--gpu-memory-utilization {higher:g}"] if higher is not None else [])
+        return (Finding(
+            "error", None, f"vLLM refuses to start: one sequence at --max-model-len {ctx} "
+            f"({'given' if ctx == mml else 'the target ' + arch.name + chr(39) + 's maximum'}) "
+            f"needs its KV cache of target and draft ({kv}) beside the {weights}, and on "
+            f"{where} at gpu_memory_utilization {st.memory_fraction:g} "
+            + (f"only {left / 1e9:,.1f} GB is left (vLLM V1's check_enough_kv_cache_memory: "
+               "'To serve at least one request with the model's max seq len ... Try "
+               "increasing `gpu_memory_utilization` ... or decreasing `max_model_len`')"
+               if left > 0 else "nothing is left beside the weights (vLLM V1's "
+               "check_enough_kv_cache_memory: 'No available memory for the cache blocks. "
+               "Try increasing `gpu_memory_utilization`')"),
+            ("give " + " or ".join(todo)) if todo else "a larger GPU, more GPUs (-tp) or a "
+            "smaller weight dtype: the weights alone leave no room",
+            code="kv-cache-below-max-model-len"),)
+    seqs = s.get("max_num_seqs") or default_batch_limits(gpu)[1]
+    if cap >= seqs:
+        return ()
+    given = "" if "max_num_seqs" in s else f" (vLLM's default on {gpu})"
+    return (Finding("note", None, f"--max-num-seqs {seqs}{given}: if every sequence reached "
+                    f"--max-model-len {ctx}, the KV cache of the target and the draft ({kv}) "
+                    f"would hold {cap} of them on {where} beside the {weights} "
+                    "(specnb.serving's memory cap, activations not counted); shorter "
+                    "sequences fit more, and vLLM preempts when the cache is full",
+                    f"serve with --max-num-seqs {cap} or a shorter --max-model-len, if "
+                    "sequences are that long", code="verify-memory-cap"),)
+
+
+def serve_batch_findings(settings: dict, gpu: str) -> tuple:
+    """vLLM's refusal of a ``--max-num-seqs`` above the token budget it defaults to on
+    ``gpu`` when the line gives no ``--max-num-batched-tokens``.
+
+    vLLM 0.33 ``EngineArgs._set_default_max_num_seqs_and_batched_tokens_args``: an unset
+    ``max_num_batched_tokens`` becomes the usage default for ``vllm serve``
+    (:func:`specnb.simulate.engine.default_batch_limits`: 8192 on H100 / H200, 2048 on smaller
+    GPUs and A100, 16384 from 160 GiB; doubled with ``--performance-mode throughput``), capped at
+    ``max_num_seqs x max_model_len`` and never raised to ``max_num_seqs`` (with chunked prefill,
+    V1's default); then ``SchedulerConfig._verify_args`` raises "max_num_batched_tokens (8192)
+    must be greater than or equal to max_num_seqs (8600)". An explicit
+    ``--max-num-batched-tokens`` is the line rule's (``serve-batched-tokens-below-seqs``).
+    ``--no-enable-chunked-prefill`` raises the default to max_model_len, which is not read
+    here: no finding then.
+
+    Returns
+    -------
+    tuple of :class:`specnb.vllm.Finding`: one ``serve-default-batched-tokens-below-seqs``
+    error, or empty.
+    """
+    from ..simulate.engine import default_batch_limits
+    from ..vllm import Finding
+
+    s = settings
+    seqs = s.get("max_num_seqs")
+    if s.get("max_num_batched_tokens") is not None or not isinstance(seqs, int) \
+            or s.get("enable_chunked_prefill") is False:
+        return ()
+    tokens = default_batch_limits(gpu)[0] * (2 if s.get("performance_mode") == "throughput"
+                                             else 1)
+    if seqs <= tokens:
+        return ()
+    return (Finding("error", None, f"--max-num-seqs {seqs} without --max-num-batched-tokens: "
+                    f"vLLM's default budget on {gpu} is {tokens} tokens "
+                    "(EngineArgs._set_default_max_num_seqs_and_batched_tokens_args), never "
+                    "raised to max_num_seqs, and SchedulerConfig refuses it at start: "
+                    f"'max_num_batched_tokens ({tokens}) must be greater than or equal to "
+                    f"max_num_seqs ({seqs})'",
+                    f"add --max-num-batched-tokens {seqs} (or more), or lower --max-num-seqs "
+                    f"to {tokens}", code="serve-default-batched-tokens-below-seqs"),)

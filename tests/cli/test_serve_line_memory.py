@@ -1,0 +1,293 @@
+"""Fifth trial T5-W1, T5-W2, T5-W5, T5-C2: the serve line ``plan`` / ``simulate`` print loads
+the weights the plan assumed and starts on the GPU planned for, and ``config check --serve
+--gpu`` reads that line as vLLM would (weight dtype, vLLM V1's start-up KV check)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+
+import pytest
+
+from specnb import serving as S
+from specnb.cli import main
+
+NGRAM = ('{"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 2, '
+         '"prompt_lookup_max": 5}')
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def plan_json(capsys, *argv):
+    code, out, err = run(capsys, "plan", *argv, "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def check(capsys, line, gpu):
+    code, out, err = run(capsys, "config", "check", "--serve", line, "--gpu", gpu, "--json")
+    assert code in (0, 1), err
+    return code, {f["code"]: f for f in json.loads(out)["findings"]}
+
+
+def words(line):
+    return shlex.split(line)
+
+
+# ------------------------------------------------------------------ T5-W1: weight dtype
+def test_plan_fp8_on_a_bf16_checkpoint_serves_with_quantization_fp8(capsys):
+    res = plan_json(capsys, "--gpu", "H100-SXM", "--model", "Llama-3.1-70B", "--dtype", "fp8",
+                    "--draft", "ngram", "--context", "4096", "--batch", "1", "4", "--gamma",
+                    "3", "--alpha", "0.5")
+    w = words(res["serve"])
+    assert w[2] == "meta-llama/Llama-3.1-70B"
+    assert w[w.index("--quantization") + 1] == "fp8"  # vLLM 0.33 QuantizationMethods
+    assert "fp8-online-quantization" in res["note_codes"]
+    # the plan's 2 sequences: (0.92 x 80 GB - 70.55 GB fp8 weights) / (4096 x 327,680 B)
+    st = S.setup("H100-SXM", "Llama-3.1-70B", "ngram", dtype="fp8")
+    assert res["max_num_seqs"] == int(S.max_batch_in_memory(st, 4096)) == 2
+
+
+def test_plan_int4_names_a_checkpoint_placeholder_not_the_bf16_one(capsys):
+    res = plan_json(capsys, "--gpu", "H100-SXM", "--model", "Llama-3.1-70B", "--dtype", "int4",
+                    "--draft", "ngram", "--context", "4096", "--batch", "1", "4", "--gamma",
+                    "3", "--alpha", "0.5")
+    w = words(res["serve"])
+    assert w[2] == "<Llama-3.1-70B-int4-checkpoint>" and "--quantization" not in w
+    i = res["note_codes"].index("quantized-checkpoint-placeholder")
+    assert "<Llama-3.1-70B-int4-checkpoint>" in res["notes"][i]
+
+
+def test_plan_fp8_on_deepseek_v3_needs_no_flag_its_checkpoint_is_fp8(capsys):
+    assert S.architecture("DeepSeek-V3").checkpoint_dtype == "fp8"
+    res = plan_json(capsys, "--gpu", "H200", "--gpus", "8", "--model", "DeepSeek-V3", "--dtype",
+                    "fp8", "--draft", "mtp", "--context", "4000", "--batch", "1", "8",
+                    "--gamma", "1", "--alpha", "0.8")
+    w = words(res["serve"])
+    assert w[2] == "deepseek-ai/DeepSeek-V3" and "--quantization" not in w
+    assert not {"fp8-online-quantization", "quantized-checkpoint-placeholder"} \
+        & set(res["note_codes"])
+
+
+def test_simulate_fp8_serve_line_quantizes_too(capsys):
+    code, out, err = run(capsys, "simulate", "--gpu", "H100-SXM", "--model", "Llama-3.1-70B",
+                         "--dtype", "fp8", "--draft", "eagle3", "--gamma", "3", "--tau", "2.6",
+                         "--input-len", "1000", "--output-len", "64", "--num-prompts", "8",
+                         "--concurrency", "4", "--json")
+    assert code == 0, err
+    res = json.loads(out)
+    w = words(res["serve"])
+    assert w[w.index("--quantization") + 1] == "fp8" and res["setup"]["dtype"] == "fp8"
+    assert "fp8-online-quantization" in res["serve_note_codes"]
+    # 70.55 GB of fp8 weights on 80 GB: one 131,072-token sequence does not fit, the longest
+    # request (1064 tokens) is the line's --max-model-len (T5-W5)
+    assert w[w.index("--max-model-len") + 1] == "1064"
+
+
+# ------------------------------------------------- T5-W2: config check reads the dtype
+def test_config_check_reads_deepseek_v3s_fp8_checkpoint(capsys):
+    line = ("vllm serve deepseek-ai/DeepSeek-V3 --speculative-config '{\"method\": \"mtp\", "
+            "\"num_speculative_tokens\": 1}' --max-num-seqs 155 --tensor-parallel-size 8")
+    code, found = check(capsys, line, "H200")
+    st = S.setup("H200", "DeepSeek-V3", "mtp", gpus=8, dtype="fp8")
+    cap = int(S.max_batch_in_memory(st, 163840))
+    assert cap == 3  # the trial's hand figure: 45.9 GB per GPU / 11.5 GB per 163,840 tokens
+    assert code == 0 and found["verify-memory-cap"]["severity"] == "note"
+    held = int(re.search(r"would hold (\d+)", found["verify-memory-cap"]["message"])[1])
+    assert held == cap and "fp8 weights" in found["verify-memory-cap"]["message"]
+
+
+def test_config_check_reads_quantization_fp8_as_plan_does(capsys):
+    # plan --dtype fp8 -> 2 sequences at 4096; the line it prints, read back, says the same
+    res = plan_json(capsys, "--gpu", "H100-SXM", "--model", "Llama-3.1-70B", "--dtype", "fp8",
+                    "--draft", "ngram", "--context", "4096", "--batch", "1", "2", "--gamma",
+                    "3", "--alpha", "0.5")
+    code, found = check(capsys, res["serve"], "H100-SXM")
+    assert code == 0 and "kv-cache-below-max-model-len" not in found
+    assert "verify-memory-cap" not in found  # --max-num-seqs 2 fits at --max-model-len 4096
+    code, found = check(capsys, res["serve"].replace("--max-num-seqs 2", "--max-num-seqs 4"),
+                        "H100-SXM")
+    held = int(re.search(r"would hold (\d+)", found["verify-memory-cap"]["message"])[1])
+    assert code == 0 and held == res["max_num_seqs"] == 2
+
+
+def test_config_check_rejects_a_max_model_len_one_sequence_cannot_hold(capsys):
+    # T5-W2 addendum: Llama-3.1-8B bf16 on a 4090, no --max-model-len: 131,072 positions need
+    # 17.2 GB of KV, 6.0 GB is left; vLLM V1's check_enough_kv_cache_memory refuses to start
+    line = f"vllm serve meta-llama/Llama-3.1-8B --speculative-config '{NGRAM}'"
+    code, found = check(capsys, line, "RTX-4090")
+    f = found["kv-cache-below-max-model-len"]
+    assert code == 1 and f["severity"] == "error"
+    st = S.setup("RTX-4090", "Llama-3.1-8B", "ngram")
+    longest = S.max_model_len_that_fits(st, 131072)
+    assert S.max_batch_in_memory(st, longest) == 1 and S.max_batch_in_memory(st, longest + 1) == 0
+    assert f"--max-model-len {longest} or less" in f["fix"]
+    assert "--max-num-seqs" not in f["fix"] and "verify-memory-cap" not in found
+    # the fix it names starts: accepted, no error
+    code, found = check(capsys, line + f" --max-model-len {longest}", "RTX-4090")
+    assert code == 0 and "kv-cache-below-max-model-len" not in found
+    code, _, _ = run(capsys, "config", "check", "--serve", line, "--gpu", "RTX-4090")
+    assert code == 1
+
+
+def test_config_check_a_quantization_it_cannot_size_is_not_checked(capsys):
+    line = f"vllm serve meta-llama/Llama-3.1-8B --quantization gptq --speculative-config '{NGRAM}'"
+    code, found = check(capsys, line, "RTX-4090")
+    assert code == 0 and "memory-not-checked" in found
+    assert "kv-cache-below-max-model-len" not in found
+
+
+# -------------------------------------------------- T5-W5: --max-model-len in the line
+def test_plan_line_on_a_small_gpu_sets_max_model_len_and_passes_config_check(capsys):
+    res = plan_json(capsys, "--gpu", "RTX-4090", "--model", "Llama-3.1-8B", "--draft", "ngram",
+                    "--context", "4000", "--batch", "1", "8", "--gamma", "3", "--alpha", "0.7")
+    w = words(res["serve"])
+    assert w[w.index("--max-model-len") + 1] == "4000"
+    assert "max-model-len-set" in res["note_codes"]
+    code, found = check(capsys, res["serve"], "RTX-4090")
+    assert code == 0 and "kv-cache-below-max-model-len" not in found
+    # on an H100 one 131,072-token sequence fits: no --max-model-len
+    res = plan_json(capsys, "--gpu", "H100-SXM", "--model", "Llama-3.1-8B", "--draft", "ngram",
+                    "--context", "4000", "--batch", "1", "8", "--gamma", "3", "--alpha", "0.7")
+    assert "--max-model-len" not in words(res["serve"])
+
+
+# ------------------------------------------- T5-C2: contexts above the model's positions
+def test_a_context_above_max_positions_gets_no_verdict_but_the_others_do(capsys):
+    res = plan_json(capsys, "--gpu", "H100-SXM", "--model", "Llama-3.1-8B", "--draft",
+                    "eagle3", "--context", "4000", "200000", "--batch", "1", "8", "--gamma", "3",
+                    "--alpha", "0.7")
+    assert res["over_max_positions"] == [200000] and res["cannot_serve"] is None
+    assert res["paying_batches"]["200000"] == [] and res["paying_batches"]["4000"] == [[1, 8]]
+    assert "no-advice-over-max-positions" in res["note_codes"]
+    assert {b["gamma"] for b in res["best"] if b["context"] == 200000} == {0}
+    assert res["schedule"] == [[1, 8, 3]]
+    code, out, _ = run(capsys, "plan", "--gpu", "H100-SXM", "--model", "Llama-3.1-8B",
+                       "--draft", "eagle3", "--context", "4000", "200000", "--batch", "1", "8",
+                       "--gamma", "3", "--alpha", "0.7")
+    block = out.split("context 200000 tokens")[1].split("\n\n")[0].splitlines()
+    assert block[-1].startswith("no advice: context 200000")
+    assert not any(r.startswith(("pays", "does not pay")) for r in block)
+
+
+@pytest.mark.parametrize("dtype, ck, args", [
+    ("bf16", None, []), ("fp16", None, ["--dtype", "float16"]),
+    ("fp8", None, ["--quantization", "fp8"]), ("fp8", "fp8", []), ("int4", "int4", [])])
+def test_serve_weight_args_round_trip_through_serve_weight_dtype(dtype, ck, args):
+    import dataclasses
+
+    arch = dataclasses.replace(S.architecture("Llama-3.1-8B"), checkpoint_dtype=ck)
+    model, got, _ = S.serve_weight_args(arch, dtype)
+    assert got == args and model == "meta-llama/Llama-3.1-8B"
+    flags = dict(zip(args[::2], args[1::2]))
+    assert S.serve_weight_dtype(arch, flags.get("--quantization"),
+                                flags.get("--dtype"))[0] == dtype
+
+
+def test_checkpoint_dtype_is_read_from_a_config_quantization_config():
+    assert S.checkpoint_dtype_of({"quantization_config": {"quant_method": "fp8",
+                                                          "weight_block_size": [128, 128]}}) \
+        == "fp8"
+    assert S.checkpoint_dtype_of({"quantization_config": {"quant_method": "gptq", "bits": 8}}) \
+        == "int8"
+    assert S.checkpoint_dtype_of({"quantization_config": {"quant_method": "awq"}}) == "int4"
+    assert S.checkpoint_dtype_of({}) is None
+    assert S.checkpoint_dtype_of({"quantization_config": {"quant_method": "compressed-tensors"}}) \
+        is None
+
+
+# ----------------------------------- T5-W4: --max-num-seqs above vLLM's default budget
+def test_plan_raises_the_token_budget_to_max_num_seqs_and_config_check_applies_the_default(
+        capsys):
+    from specnb.simulate.engine import default_batch_limits
+
+    res = plan_json(capsys, "--gpu", "H200", "--model", "Llama-3.1-8B", "--draft", "ngram",
+                    "--context", "100", "--batch", "1", "8600", "--gamma", "1", "--alpha", "0.9",
+                    "--proposal-rate", "0.5")
+    w = words(res["serve"])
+    budget = default_batch_limits("H200")[0]
+    assert budget == 8192 and res["max_num_seqs"] == 8600
+    assert int(w[w.index("--max-num-batched-tokens") + 1]) >= res["max_num_seqs"]
+    assert "max-num-batched-tokens-set" in res["note_codes"]
+    code, found = check(capsys, res["serve"], "H200")  # the printed line starts
+    assert code == 0 and "serve-default-batched-tokens-below-seqs" not in found
+    # without the flag vLLM keeps 8192 < 8600 and SchedulerConfig refuses: an error
+    bare = res["serve"].replace(" --max-num-batched-tokens 8600", "")
+    code, found = check(capsys, bare, "H200")
+    assert code == 1 and found["serve-default-batched-tokens-below-seqs"]["severity"] == "error"
+    assert "--max-num-batched-tokens 8600" in found["serve-default-batched-tokens-below-seqs"]["fix"]
+    # also for a line with no speculative config (the trial's second command)
+    code, found = check(capsys, "vllm serve meta-llama/Llama-3.1-8B --max-num-seqs 9000",
+                        "H100-SXM")
+    assert code == 1 and "serve-default-batched-tokens-below-seqs" in found
+    code, found = check(capsys, "vllm serve meta-llama/Llama-3.1-8B --max-num-seqs 8192",
+                        "H100-SXM")
+    assert "serve-default-batched-tokens-below-seqs" not in found
+    # below the default the plan leaves the flag out
+    res = plan_json(capsys, "--gpu", "H200", "--model", "Llama-3.1-8B", "--draft", "ngram",
+                    "--context", "100", "--batch", "1", "64", "--gamma", "1", "--alpha", "0.9")
+    assert "--max-num-batched-tokens" not in words(res["serve"])
+
+
+# ------------------------------------------------ T5-M3: V0's figures, no V1 serve line
+def test_plan_vllm_v0_gives_no_v1_schedule_or_serve_line(capsys):
+    argv = ["--gpu", "H100-SXM", "--model", "Llama-3.1-8B", "--draft", "eagle3", "--context",
+            "512", "--batch", "1", "64", "256", "--gamma", "1", "2", "3", "--alpha", "0.7"]
+    v0 = plan_json(capsys, *argv, "--engine", "vllm-v0")
+    assert v0["serve"] is None and v0["schedule"] is None and v0["config"] is None
+    assert "v0-no-serve-line" in v0["note_codes"]
+    assert "no-schedule-for-every-context" not in v0["note_codes"]
+    assert v0["paying_batches"]["512"]  # the verdicts stay: they are the V0 model's
+    v1 = plan_json(capsys, *argv)
+    assert v1["serve"].startswith("vllm serve ") and "v0-no-serve-line" not in v1["note_codes"]
+    code, out, _ = run(capsys, "plan", *argv, "--engine", "vllm-v0")
+    assert not any(r.startswith("vllm serve") for r in out.splitlines())
+    assert "schedule: none (the figures are vLLM V0's" in out
+
+
+def test_simulate_takes_kv_cache_dtype_as_plan_does(capsys):
+    from specnb.simulate.engine import kv_blocks
+
+    argv = ["simulate", "--gpu", "H100-SXM", "--model", "Llama-3.1-70B", "--dtype", "fp8",
+            "--draft", "eagle3", "--gamma", "3", "--tau", "2.6", "--input-len", "1000",
+            "--output-len", "64", "--num-prompts", "8", "--concurrency", "4", "--json"]
+    runs = {}
+    for kv in ("auto", "fp8"):
+        code, out, err = run(capsys, *argv, "--kv-cache-dtype", kv)
+        assert code == 0, err
+        runs[kv] = json.loads(out)
+    for kv, res in runs.items():
+        st = S.setup("H100-SXM", "Llama-3.1-70B", "eagle3", dtype="fp8", kv_dtype=kv)
+        assert res["setup"]["num_gpu_blocks"] == kv_blocks(st)
+    assert runs["fp8"]["setup"]["num_gpu_blocks"] > 1.9 * runs["auto"]["setup"]["num_gpu_blocks"]
+    w = words(runs["fp8"]["serve"])
+    assert w[w.index("--kv-cache-dtype") + 1] == "fp8"
+    assert "--kv-cache-dtype" not in words(runs["auto"]["serve"])
+
+
+def test_the_sglang_launch_line_loads_the_planned_weight_dtype_too(capsys):
+    argv = ["--gpu", "H100-SXM", "--model", "Llama-3.1-70B", "--draft", "eagle3", "--engine",
+            "sglang", "--context", "4096", "--batch", "1", "2", "--gamma", "3", "--alpha", "0.7"]
+    fp8 = words(plan_json(capsys, *argv, "--dtype", "fp8")["serve"])
+    assert fp8[fp8.index("--model-path") + 1] == "meta-llama/Llama-3.1-70B"
+    assert fp8[fp8.index("--quantization") + 1] == "fp8"
+    int4 = words(plan_json(capsys, *argv, "--dtype", "int4")["serve"])
+    assert int4[int4.index("--model-path") + 1] == "<Llama-3.1-70B-int4-checkpoint>"
+
+
+def test_a_draft_counted_in_fp8_is_noted_vllm_loads_it_unquantized(capsys):
+    argv = ["--gpu", "H100-SXM", "--model", "Llama-3.1-70B", "--dtype", "fp8", "--draft",
+            "eagle3", "--context", "4096", "--batch", "1", "2", "--gamma", "3", "--alpha", "0.7"]
+    assert "draft-dtype-not-in-line" in plan_json(capsys, *argv)["note_codes"]
+    bf16 = plan_json(capsys, *argv, "--draft-dtype", "bf16")
+    assert "draft-dtype-not-in-line" not in bf16["note_codes"]
+    # mtp runs the target's own layers: vLLM gives it the target's --quantization
+    mtp = plan_json(capsys, "--gpu", "H200", "--gpus", "8", "--model", "DeepSeek-V3", "--dtype",
+                    "fp8", "--draft", "mtp", "--context", "4000", "--batch", "1", "8",
+                    "--gamma", "1", "--alpha", "0.8")
+    assert "draft-dtype-not-in-line" not in mtp["note_codes"]
