@@ -38,6 +38,7 @@ __all__ = [
     "optimal_gamma",
     "optimum_beyond_limit",
     "alpha_from_acceptance_length",
+    "tau_by_gamma",
     "summary",
     "gamma_tradeoff",
     "latency_reduction",
@@ -416,6 +417,62 @@ def alpha_from_acceptance_length(tau, gamma):
             "tokens per verification + 1, so it cannot exceed gamma + 1"
         )
     return _check.out(_alpha_from_tau(t, g))
+
+
+#: The stable code of :func:`tau_by_gamma`'s note.
+TAU_AT_FIRST_GAMMA = "tau-read-at-first-gamma"
+
+
+def tau_by_gamma(tau, gammas):
+    """tau at each of ``gammas`` from what was measured: the one rule ``specnb plan --tau`` and
+    ``specnb simulate --tau`` follow.
+
+    * one tau per gamma (a sequence as long as ``gammas``): as given, each in [1, gamma + 1];
+    * one tau (a number, or a sequence of one) with one or more gammas: **measured at the
+      first gamma** ``gammas[0]``; alpha is Eq. 1 inverted there
+      (:func:`alpha_from_acceptance_length`; 1 at tau = gamma + 1) and tau at every gamma is
+      Eq. 1 at that alpha (:func:`expected_tokens_per_step`). The same tau at every gamma
+      would describe no draft (a draft's mean acceptance length grows with its length) and
+      make every longer gamma pay its draft cost for nothing.
+
+    Returns
+    -------
+    (taus, alpha, note): taus a float ndarray, one per gamma; alpha the Eq. 1 alpha (None
+    when one tau per gamma was given); note a :class:`specnb.notes.Note` (code
+    :data:`TAU_AT_FIRST_GAMMA`) when one tau was read at several gammas, else None.
+
+    Raises
+    ------
+    ValueError
+        gammas empty or < 1; a tau outside [1, gamma + 1] at the gamma it is read at; more
+        than one tau but not one per gamma.
+    """
+    from .notes import Note
+
+    g = np.atleast_1d(_check.integer("gammas", gammas, lo=1))
+    if g.ndim != 1 or g.size == 0:
+        raise _check.ParamValueError(f"gammas must be a non-empty list, got {gammas!r}",
+                                     "gammas")
+    t = np.atleast_1d(_check.real("tau", tau, lo=1.0)).astype(float)
+    if t.size == g.size and t.size > 1:
+        return np.asarray(tokens_per_step(g, tau=t), dtype=float), None, None
+    if t.size != 1:
+        raise _check.ParamValueError(
+            f"tau takes one value (measured at the first gamma) or one per gamma "
+            f"({g.size}), got {t.size}", "tau")
+    g0 = int(g[0])
+    t0 = float(tokens_per_step(g0, tau=float(t[0])))
+    a = 1.0 if t0 >= g0 + 1 else float(alpha_from_acceptance_length(t0, g0))
+    taus = np.asarray(expected_tokens_per_step(a, g), dtype=float).reshape(g.shape)
+    taus[0] = t0  # exactly as measured, not Eq. 1's round trip
+    note = None
+    if g.size > 1:
+        note = Note(TAU_AT_FIRST_GAMMA, (
+            f"tau {t0:g} is read as measured at the first gamma listed ({g0}): Eq. 1's alpha "
+            f"{a:.3f} gives tau " + ", ".join(f"{x:.2f} at gamma {int(k)}"
+                                               for k, x in zip(g, taus)) +
+            " (i.i.d. acceptance; give one tau per gamma to use measured values)"))
+    return taus, a, note
 
 
 def _alpha_from_tau(t: np.ndarray, g: np.ndarray) -> np.ndarray:

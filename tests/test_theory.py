@@ -425,3 +425,29 @@ def test_summary_takes_scalars_only():
         theory.summary([0.8, 0.7], 5, 0.05)
     with pytest.raises(TypeError, match="gamma must be an integer"):
         theory.summary(0.8, "5", 0.05)
+
+
+def test_tau_by_gamma_reads_one_tau_at_the_first_gamma_and_carries_it_by_eq1():
+    """T5-W6: one tau with several gammas is measured at the first gamma; the others follow
+    Eq. 1 at its alpha (plan and simulate share this rule)."""
+    from specnb.theory import TAU_AT_FIRST_GAMMA, tau_by_gamma
+
+    taus, alpha, note = tau_by_gamma(1.8, [1, 3])
+    assert round(alpha, 3) == 0.8  # 1 + alpha = 1.8 at gamma 1
+    assert [round(t, 3) for t in taus] == [1.8, round((1 - 0.8 ** 4) / 0.2, 3)]  # 2.952
+    assert note.code == TAU_AT_FIRST_GAMMA and "2.95 at gamma 3" in note.message
+    # the first listed gamma, not the smallest
+    taus, alpha, _ = tau_by_gamma([2.95], [3, 1])
+    assert round(taus[0], 2) == 2.95 and round(taus[1], 3) == round(1 + alpha, 3)
+    assert round(alpha, 3) == round(float(theory.alpha_from_acceptance_length(2.95, 3)), 3)
+    # one per gamma: as given, no note; one gamma: no note
+    taus, alpha, note = tau_by_gamma([2.0, 3.0], [1, 3])
+    assert list(taus) == [2.0, 3.0] and alpha is None and note is None
+    assert tau_by_gamma(2.5, [3])[2] is None
+    # tau = gamma + 1 at the first gamma: every draft accepted, alpha 1
+    taus, alpha, _ = tau_by_gamma(2.0, [1, 3])
+    assert alpha == 1.0 and list(taus) == [2.0, 4.0]
+    with pytest.raises(ValueError, match=r"tau must be in \[1, gamma \+ 1\] = \[1, 2\]"):
+        tau_by_gamma(2.5, [1, 3])
+    with pytest.raises(ValueError, match="one per gamma"):
+        tau_by_gamma([2.0, 2.0], [1, 2, 3])

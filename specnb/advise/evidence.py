@@ -19,7 +19,7 @@ __all__ = ["MEASURE_BATCH", "SAMPLING_GAMMA_CAP", "WORKLOADS", "TASK_NAMES", "ta
            "workload_evidence", "batch_evidence", "batch_sentence", "sampling_gamma_evidence",
            "theorem_vs_measured", "theorem_sentence", "ACCEPTANCE_DATASETS",
            "workload_acceptance", "EVIDENCE_HALF_WIDTH", "MIN_DRAFTS", "MAX_PLAUSIBLE_K",
-           "thin_window", "drafts_unknown_sentence"]
+           "thin_window", "drafts_unknown_sentence", "GAMMA_TOLERANCE", "vllm_gamma_limit"]
 
 #: Peak batch from which speculation has cost throughput: the smallest batch at which any
 #: method in the EAGLE-3 paper's batch tables fell below 1x (Table 3, SGLang: EAGLE 0.93x at
@@ -30,6 +30,12 @@ MEASURE_BATCH = 24
 #: al. Table 4 (alpha 0.53-0.71, c 0.02-0.11), Theorem 3.8 at gamma 3 reaches at least 93% of the
 #: best gamma's speedup, with fewer operations (Theorem 3.11) or, where 3 is itself the best, the same.
 SAMPLING_GAMMA_CAP = 3
+
+#: How close to Theorem 3.8's best speedup a measured alpha and c must bring gamma: the advice
+#: takes the smallest gamma within 1 % of it (the speedup flattens as gamma grows while the
+#: operations, Theorem 3.11, keep rising; at c = 0 it rises with every gamma toward
+#: 1 / (1 - alpha) and optimal_gamma's search limit is no optimum).
+GAMMA_TOLERANCE = 0.01
 
 #: Workload kinds: the EAGLE-3 Table 1 task that stands for each (None: no task measures it).
 WORKLOADS = {
@@ -139,6 +145,22 @@ def batch_sentence(method: str | None) -> tuple[str, bool | None]:
 
 
 @lru_cache(maxsize=1)
+@lru_cache(maxsize=1)
+def vllm_gamma_limit() -> tuple[int, str]:
+    """The longest ``num_speculative_tokens`` a bundled vLLM measurement ran
+    (``data/engine_measurements.csv``, rows whose engine is vLLM) and the sources of the rows
+    at it: ``(gamma, "source; source")``. :func:`specnb.advise.recommend` caps a measured-alpha
+    gamma there: nothing bundled shows vLLM gaining beyond it, and Theorem 3.8's i.i.d. alpha
+    overstates long drafts (acceptance falls with position: Leviathan Table 4, notebook 04)."""
+    from .. import data
+
+    df = data.load("engine_measurements")
+    v = df[df["engine"].str.startswith("vLLM")]
+    g = int(v["gamma"].max())
+    srcs = sorted(set(v[v["gamma"] == g]["source"]))
+    return g, "; ".join(srcs)
+
+
 def sampling_gamma_evidence():
     """Theorem 3.8 and 3.11 at the temperature-1 rows of Leviathan et al. Table 4.
 

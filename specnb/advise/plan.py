@@ -25,8 +25,10 @@ the largest batch size asked, below the most sequences that fit), ``draft-not-sm
 draft model with as many parameters as the target, or more: swapped flags?), ``moe-fixed-cost`` (a mixture-of-experts target at the default fixed
 cost), and :func:`specnb.serving.context_limit_notes`' codes; with an
 acceptance profile (:func:`profile_acceptance`) ``profile-context-extrapolated``,
-``profile-bucket-empty`` and
-``profile-no-drafts``.
+``profile-bucket-empty``,
+``profile-no-drafts``, ``mtp-reruns-layer`` (an mtp schedule longer than the target's MTP
+layers) and ``profile-mean-draft-length`` (n-gram / suffix: verification charged
+at the profile's tokens per draft, :func:`profile_draft_lengths`).
 """
 
 from __future__ import annotations
@@ -44,8 +46,8 @@ from .._json import records
 from ..notes import Note
 
 __all__ = ["memory_limit", "Plan", "serving_plan", "profile_acceptance",
-           "profile_context_notes", "schedule", "schedule_gammas", "schedule_of", "plan_schedule",
-           "schedule_config", "setup_config", "setup_serve_line"]
+           "profile_draft_lengths", "profile_context_notes", "schedule", "schedule_gammas",
+           "schedule_of", "plan_schedule", "schedule_config", "setup_config", "setup_serve_line"]
 
 
 # --------------------------------------------------------------------------- schedule
@@ -235,6 +237,17 @@ def setup_config(st: S.Setup, sched, *, checkpoint: str | None = None):
                           "(MagicDec, StreamingLLM), not this line's; plan without "
                           "--draft-kv-budget for what vLLM will do"))
     cfg = schedule_config(sched, d.method, model=model, **opts)
+    layers = max(1, int(st.target.mtp_layers or 0))
+    top_k = max((int(r[2]) for r in sched), default=0) if sched else 0
+    if d.method == "mtp" and cfg is not None and top_k > layers:
+        notes.append(Note("mtp-reruns-layer",
+                          f"num_speculative_tokens {top_k} with {st.target.name}'s "
+                          f"{layers} MTP layer{'s' * (layers != 1)}: vLLM warns 'Enabling "
+                          "num_speculative_tokens > 1 will run multiple times of forward on "
+                          "same MTP layer, which may result in lower acceptance rate'; the "
+                          "plan applies one acceptance to every position, so its figures for "
+                          f"gamma > {layers} hold only if the rerun layer keeps that "
+                          "acceptance: measure it (specnb metrics) before serving them"))
     for a in (st.target, d.arch if d.kind == "model" and checkpoint is None else None):
         if a is not None and a.source.endswith(".json") \
                 and os.path.basename(a.source) != "config.json":
@@ -460,10 +473,9 @@ def profile_acceptance(profile, contexts, gammas, *, proposal_rate: bool):
     empty, none = set(), set()
     for i, c in enumerate(contexts):
         for j, g in enumerate(gammas):
-            e = profile.entry(g, context=c)
-            if e.counters.num_steps == 0:
-                empty.add(int(c))
-                e = profile.entry(g)
+            if profile.entry(g, context=c).counters.num_steps == 0:
+                empty.add(int(c))  # the whole log's entry stands in (_profile_entry)
+            e = _profile_entry(profile, g, c)
             if e.counters.num_drafts == 0:
                 none.add(int(c))
                 tau[i, j], m[i, j] = 1.0, 1e-9
@@ -484,7 +496,31 @@ def profile_acceptance(profile, contexts, gammas, *, proposal_rate: bool):
     return tau, m, notes
 
 
-def _profile_grid(st, batches, contexts, gammas, tau, m, *, input_len=None, output_len=None):
+def _profile_entry(profile, g, c):
+    """The profile's entry for gamma ``g`` at context ``c``: its bucket's, or the whole log's
+    when no step of the log reached that bucket."""
+    e = profile.entry(g, context=c)
+    return profile.entry(g) if e.counters.num_steps == 0 else e
+
+
+def profile_draft_lengths(profile, contexts, gammas):
+    """The mean tokens per draft, vLLM's ``num_draft_tokens / num_drafts``, per (context,
+    gamma) of an acceptance profile (the entries :func:`profile_acceptance` reads), at most
+    gamma; gamma where the entry has no draft. n-gram and suffix drafts stop where the match
+    does (suffix at gamma 5 in the bundled log: 1.73 tokens), and vLLM verifies each request's
+    own draft, so this is the L of ``B (1 + M L)`` verified tokens
+    (:func:`specnb.serving.workload.query_tokens`). Returns a (contexts, gammas) array."""
+    out = np.empty((len(contexts), len(gammas)))
+    for i, c in enumerate(contexts):
+        for j, g in enumerate(gammas):
+            k = _profile_entry(profile, g, c).counters
+            out[i, j] = (min(k.num_draft_tokens / k.num_drafts, float(g)) if k.num_drafts
+                         else float(g))
+    return out
+
+
+def _profile_grid(st, batches, contexts, gammas, tau, m, *, input_len=None, output_len=None,
+                  lengths_per_draft=None):
     """:func:`specnb.serving.evaluate` cell by cell with the (context, gamma) tau and M of
     :func:`profile_acceptance`, stitched into one (B, S, G) grid; with ``input_len`` and
     ``output_len`` each cell holds evaluate's own ``speedup_end_to_end``, so the verdicts read
@@ -493,9 +529,11 @@ def _profile_grid(st, batches, contexts, gammas, tau, m, *, input_len=None, outp
     lengths = {"input_len": input_len, "output_len": output_len}
     cols = []
     for i, c in enumerate(contexts):
-        cells = [S.evaluate(dataclasses.replace(st, proposal_rate=float(m[i, j])), batches,
-                            [c], [g], tau=float(tau[i, j]), **lengths)
-                 for j, g in enumerate(gammas)]
+        cells = [S.evaluate(dataclasses.replace(
+            st, proposal_rate=float(m[i, j]),
+            mean_draft_len=(None if lengths_per_draft is None
+                            else float(lengths_per_draft[i, j]))), batches, [c], [g],
+            tau=float(tau[i, j]), **lengths) for j, g in enumerate(gammas)]
         cols.append(_stitch(cells, axis=2))
     return _stitch(cols, axis=1)
 
@@ -574,8 +612,22 @@ def serving_plan(st: S.Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=
             acceptance_profile, contexts, gammas,
             proposal_rate=st.draft.method in S.PARTIAL_PROPOSAL_METHODS)
         acc = {"acceptance_profile": acceptance_profile.method, "tau": p_tau.tolist()}
+        p_len = None
+        if st.draft.method in S.PARTIAL_PROPOSAL_METHODS:  # drafts that stop early: verify L
+            p_len = profile_draft_lengths(acceptance_profile, contexts, gammas)
+            acc["mean_draft_len"] = p_len.tolist()
+            short = [(int(g), float(p_len[i, j])) for i in range(len(contexts))
+                     for j, g in enumerate(gammas) if p_len[i, j] < g - 0.05]
+            if short:
+                g0, l0 = short[-1]
+                prof_notes.append(Note(
+                    "profile-mean-draft-length",
+                    f"verification is charged at the profile's mean draft length "
+                    f"(num_draft_tokens / num_drafts: e.g. {l0:.2f} tokens at gamma {g0}), not "
+                    "gamma tokens per draft: vLLM verifies each request's own draft, and "
+                    f"{st.draft.method} drafts stop where the match does"))
         grid = _profile_grid(st, batches, contexts, gammas, p_tau, p_m, input_len=input_len,
-                             output_len=output_len)
+                             output_len=output_len, lengths_per_draft=p_len)
     else:
         grid = S.evaluate(st, batches, contexts, gammas, alpha=alpha, tau=tau,
                           acceptance_rates=acceptance_rates, input_len=input_len,
@@ -590,7 +642,8 @@ def serving_plan(st: S.Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=
     # one grid over every batch size 1..limit for the schedule, crossover and paying ranges
     if acceptance_profile is not None:  # with the lengths: the verdict rule of the scalar path
         full = _profile_grid(st, np.arange(1, limit + 1), contexts, gammas, p_tau, p_m,
-                             input_len=input_len, output_len=output_len)
+                             input_len=input_len, output_len=output_len,
+                             lengths_per_draft=p_len)
     else:
         full = S.batch_range_grid(st, contexts, gammas, limit, alpha=alpha, tau=tau,
                                   acceptance_rates=acceptance_rates, input_len=input_len,
@@ -707,6 +760,13 @@ def serving_plan(st: S.Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=
     moe = _moe_fixed_cost_note(st)
     if moe is not None and nothing is None:
         notes.append(moe)
+    if (acceptance_profile is None and st.draft.method == "suffix"
+            and st.mean_draft_len is None and nothing is None):
+        notes.append(Note("suffix-full-draft-assumed",
+                          "every suffix draft is charged gamma tokens of verification, the "
+                          "most it can be: suffix drafts stop where the match does, and vLLM "
+                          "verifies each request's own draft; an acceptance profile (specnb replay "
+                          "--method suffix --out) gives the mean draft length"))
     context_notes = S.context_limit_notes(st, contexts)
     notes = context_notes + prof_notes + notes
     paying = S.paying_of(full)

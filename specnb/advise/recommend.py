@@ -26,7 +26,11 @@ Rules, in order (:data:`RULES` has each with its source):
    1.25x for 3.21x the operations); with a measured alpha and c, n-gram by the theory;
 7. otherwise ``ngram`` (the article's summary: "otherwise start with n-gram").
 
-Draft length: a measured alpha and c give :func:`specnb.theory.optimal_gamma`; otherwise the
+Draft length: a measured alpha and c give the smallest gamma within
+:data:`~specnb.advise.evidence.GAMMA_TOLERANCE` (1 %) of :func:`specnb.theory.optimal_gamma`'s
+speedup, at most :func:`~specnb.advise.evidence.vllm_gamma_limit` (the longest
+num_speculative_tokens a bundled vLLM measurement ran; with c = 0 the speedup rises with every
+gamma and the search limit is no optimum); otherwise the
 starting points of :data:`DEFAULT_GAMMA`, capped at :data:`SAMPLING_GAMMA_CAP` when sampling
 (temperature > 0). A peak batch >= :func:`measure_threshold` means: measure on and off at the
 peak first. Without a GPU, model and context that threshold is :data:`MEASURE_BATCH` (24) and
@@ -51,8 +55,9 @@ from dataclasses import dataclass, field
 
 from ..notes import Note
 from ..vllm import DEFAULT_GAMMA, NGRAM_OPTIONS, speculative_config
-from .evidence import (MEASURE_BATCH, SAMPLING_GAMMA_CAP, TASK_NAMES, WORKLOADS, batch_sentence,
-                       sampling_gamma_evidence, table1, theorem_sentence, workload_evidence)
+from .evidence import (GAMMA_TOLERANCE, MEASURE_BATCH, SAMPLING_GAMMA_CAP, TASK_NAMES, WORKLOADS,
+                       batch_sentence, sampling_gamma_evidence, table1, theorem_sentence,
+                       vllm_gamma_limit, workload_evidence)
 
 from .threshold import MODEL_MAX_BATCH, _serving_inputs, measure_threshold
 
@@ -97,8 +102,12 @@ RULES = (
          "operations"),
     Rule("ngram", "nothing else -> ngram, gamma 4", "the article's summary ('otherwise start "
          "with n-gram'); vLLM docs: light and easy to enable"),
-    Rule("measured", "a measured alpha and c -> gamma = optimal_gamma(alpha, c); off if alpha <= c",
-         "Leviathan et al. (arXiv 2211.17192) Theorem 3.8, section 3.5 and Corollary 3.9"),
+    Rule("measured", "a measured alpha and c -> the smallest gamma within 1 % of "
+         "optimal_gamma(alpha, c)'s speedup, at most the longest num_speculative_tokens a "
+         "bundled vLLM measurement ran; off if alpha <= c",
+         "Leviathan et al. (arXiv 2211.17192) Theorem 3.8, section 3.5 and Corollary 3.9 "
+         "(Theorem 3.11: operations rise with gamma); data/engine_measurements.csv (vLLM "
+         "rows: issue #20780's and PR #16937's K sweeps reach 7)"),
     Rule("sampling", f"temperature > 0 and no measured alpha -> gamma at most "
          f"{SAMPLING_GAMMA_CAP}", "sampling lowers acceptance (EAGLE-3 Table 1: LLaMA 3.1 8B "
          "EAGLE-3 4.44x at T=0, 3.45x at T=1); at Leviathan Table 4's T=1 alphas gamma 3 "
@@ -187,6 +196,8 @@ def _pick_method(workload, target_has_mtp, eagle3_drafter, small_draft_model, sp
         return ("eagle3", "eagle3", e3.split(" (")[0] + (f": {ev['eagle3']:.2f}x on {task}"
                                                          if ev["eagle3"] else ""),
                 [Note("eagle3-fastest", e3)], (), ("eagle3",))
+    if workload == "copy-heavy" and eagle3_drafter is None:  # EAGLE-3 beats PLD here too
+        return _unchecked_eagle3_pick(workload, e3, ev, task)
     if workload == "copy-heavy":
         return _copy_heavy_pick(ev, task)
     if small_draft_model and spare_memory:
@@ -237,9 +248,15 @@ def _draft_model_pick():
 
 def _unchecked_eagle3_pick(workload, e3, ev, task):
     """Rule ``eagle3_unchecked``: nobody checked for an EAGLE-3 drafter."""
-    alternatives = () if workload == "creative" else ("ngram",)
-    fallback = ("keep it off until n-gram's acceptance is measured (creative text gives "
-                "it little to copy)" if workload == "creative" else "start with ngram")
+    alternatives = {"creative": (), "copy-heavy": ("ngram", "suffix")}.get(workload, ("ngram",))
+    if workload == "creative":
+        fallback = ("keep it off until n-gram's acceptance is measured (creative text gives "
+                    "it little to copy)")
+    elif workload == "copy-heavy":
+        fallback = (f"start with ngram or suffix (prompt lookup {ev['pld']:.2f}x on {task}, "
+                    f"against EAGLE-3's {ev['eagle3']:.2f}x there)")
+    else:
+        fallback = "start with ngram"
     return ("eagle3", "eagle3 (if a drafter exists)", e3.split(" (")[0]
             + (f": {ev['eagle3']:.2f}x on {task}" if ev["eagle3"] else ""),
             [Note("eagle3-fastest", e3),
@@ -296,7 +313,9 @@ def recommend(*, workload: str = "general", target_has_mtp: bool = False,
         What speculation should buy (article checklist, step 1).
     alpha, c : float or None
         Measured acceptance rate (in [0, 1]) and draft/target cost ratio (>= 0); give both or
-        neither. With them gamma comes from :func:`specnb.theory.optimal_gamma`.
+        neither. With them gamma is the smallest within 1 % of
+        :func:`specnb.theory.optimal_gamma`'s speedup, capped at the longest draft a bundled
+        vLLM measurement ran (:func:`specnb.advise.evidence.vllm_gamma_limit`).
     draft_model, eagle3_model : str or None
         Checkpoint ids to put in the config (placeholders otherwise). With ``gpu``, a
         ``draft_model`` recommendation models ``draft_model``: a catalogue name, a catalogue
@@ -388,18 +407,39 @@ def recommend(*, workload: str = "general", target_has_mtp: bool = False,
 
 
 def _measured_gamma(method, alpha, c, reasons):
-    """Rule ``measured``: gamma = optimal_gamma(alpha, c), or (None, why off) when alpha <= c.
-    Appends the reason to ``reasons``."""
-    from ..theory import operations_factor, optimal_gamma
+    """Rule ``measured``: the smallest gamma within :data:`GAMMA_TOLERANCE` of Theorem 3.8's
+    best speedup (:func:`specnb.theory.optimal_gamma`), at most :func:`vllm_gamma_limit`; or
+    (None, why off) when alpha <= c. Appends the reason to ``reasons``."""
+    import numpy as np
+
+    from ..theory import (MAX_GAMMA, operations_factor, optimal_gamma, optimum_beyond_limit,
+                          walltime_speedup)
 
     g, speed = optimal_gamma(alpha, c)
     if g == 0:
         return None, Note("alpha-not-above-c", f"Corollary 3.9 of Leviathan et al.: "
                           f"speculation pays only when alpha > c (here alpha={alpha:g}, "
                           f"c={c:g})")
-    gamma = int(g)
-    reasons.append(Note("gamma-measured", f"gamma {gamma} = optimal_gamma(alpha={alpha:g}, "
-                        f"c={c:g}): Theorem 3.8 gives {speed:.2f}x at "
+    best, speed = int(g), float(speed)
+    beyond = bool(optimum_beyond_limit(alpha, c))
+    curve = np.array([float(walltime_speedup(alpha, k, c)) for k in range(1, best + 1)])
+    near = int(np.argmax(curve >= (1.0 - GAMMA_TOLERANCE) * speed)) + 1
+    limit, limit_src = vllm_gamma_limit()
+    gamma = min(near, limit)
+    at = float(walltime_speedup(alpha, gamma, c))
+    where = (f"Theorem 3.8 rises with every gamma up to optimal_gamma's search limit "
+             f"{MAX_GAMMA} ({speed:.2f}x there; with c = {c:g} the optimum lies beyond it)"
+             if beyond else f"Theorem 3.8's optimum is gamma {best} ({speed:.2f}x)")
+    why = []
+    if near < best or beyond:
+        why.append(f"gamma {near} is the smallest within {GAMMA_TOLERANCE:.0%} of it")
+    if limit < near:
+        why.append(f"capped at {limit}, the longest num_speculative_tokens of a vLLM "
+                   f"measurement bundled in data/engine_measurements.csv ({limit_src}): Eq. 1's "
+                   "i.i.d. alpha overstates longer drafts")
+    reasons.append(Note("gamma-measured", f"gamma {gamma} from alpha={alpha:g}, c={c:g}: "
+                        f"{where}" + ("; " + "; ".join(why) if why else "") +
+                        f"; gamma {gamma} gives {at:.2f}x at "
                         f"{operations_factor(alpha, gamma, c):.2f}x the operations (Theorem "
                         f"3.11); {theorem_sentence()}"))
     if method == "mtp" and gamma > 1:

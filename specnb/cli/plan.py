@@ -7,7 +7,8 @@ draft that proposes for every sequence, a negative --input-len or an --output-le
 --gpu-memory-utilization outside (0, 1], a calibration CSV with a missing column or a
 non-positive time, a draft whose vocabulary cannot match the target's, a --draft-config that
 is not the --draft method's head; --topk below 1 or on an engine without trees,
---num-draft-tokens below --gamma (SGLang's steps), --routing-skew outside [0, 0.95]; a bench file without the keys a bench calibration needs,
+--num-draft-tokens below 2 or above the 1 + topk + (gamma - 1) topk^2 nodes SGLang's tree
+builder can fill (with topk 1 SGLang runs gamma + 1 and the plan notes it), --routing-skew outside [0, 0.95]; a bench file without the keys a bench calibration needs,
 mixed models in one calibration set). Only argparse and :mod:`specnb.memory` are imported at
 registration; numpy and pandas inside the command. An --input-len above a --context is refused
 (exit 2); when nothing fits in memory (the weights, or one sequence at every context) the
@@ -85,7 +86,9 @@ def register(subparsers) -> argparse.ArgumentParser:
     acc.add_argument("--alpha", type=float, metavar="A",
                      help="acceptance rate; tau by Leviathan Eq. 1")
     acc.add_argument("--tau", type=float, nargs="+", metavar="T",
-                     help="mean acceptance length: one value, or one per --gamma")
+                     help="mean acceptance length: one per --gamma, or one value measured "
+                          "at the first --gamma (the others by Eq. 1's alpha, with a note; "
+                          "specnb.theory.tau_by_gamma, as simulate reads it)")
     acc.add_argument("--acceptance-profile", metavar="PROFILE.json",
                      help="tau per context bucket and gamma (and the proposal rate for "
                           "ngram / suffix) from `specnb replay LOG --out PROFILE.json`")
@@ -133,7 +136,11 @@ def _add_tree_flags(p) -> None:
                         "--tau its accept length, the bonus token included)")
     p.add_argument("--num-draft-tokens", type=int, default=None, metavar="N",
                    help="SGLang --speculative-num-draft-tokens: tokens verified per sequence "
-                        "(the tree's nodes, the root counted; default steps + 1, a chain)")
+                        "(the tree's nodes, the root counted; default steps + 1, a chain); at "
+                        "most 1 + topk + (steps - 1) x topk^2, the candidates SGLang's tree "
+                        "builder scores (eagle_utils.organize_draft_results); with topk 1 "
+                        "SGLang runs steps + 1 whatever is given (server_args.py), and so does "
+                        "the plan, with a note")
     p.add_argument("--routing-skew", type=float, default=None, metavar="S",
                    help="mixture-of-experts routing skew in [0, 0.95]: 0 (the default) is "
                         "uniform routing, the most experts a step can touch (no published "
@@ -155,7 +162,8 @@ def _tree(args, st, acceptance) -> dict | None:
                          f"--speculative-num-steps), got {len(args.gamma)}")
     steps = args.gamma[0]
     topk = 1 if args.topk is None else args.topk
-    ndt = steps + 1 if args.num_draft_tokens is None else args.num_draft_tokens
+    given = steps + 1 if args.num_draft_tokens is None else args.num_draft_tokens
+    ndt, note = S.sglang_tree_shape(steps, topk, given)  # what SGLang runs (topk 1: steps + 1)
     S.check_tree(st, steps, topk, ndt)
     if "tau" not in acceptance:
         raise ValueError("--topk / --num-draft-tokens need --tau: the acceptance length as "
@@ -169,7 +177,10 @@ def _tree(args, st, acceptance) -> dict | None:
              "verdict": S.verdict(float(sp[i, j])),
              **{k: float(v[i, j]) for k, v in parts.items()}}
             for i, bb in enumerate(args.batch) for j, cc in enumerate(args.context)]
-    return {"steps": steps, "topk": topk, "num_draft_tokens": ndt, "tau": tau, "rows": rows}
+    return {"steps": steps, "topk": topk, "num_draft_tokens": ndt,
+            "num_draft_tokens_given": given, "tau": tau, "rows": rows,
+            "notes": [] if note is None else [note.message],
+            "note_codes": [] if note is None else [note.code]}
 
 
 #: SGLang's --speculative-algorithm for specnb's draft methods (SGLang's docs: EAGLE-2/3,
@@ -282,12 +293,23 @@ def _acceptance_flags(args) -> dict:
     if args.alpha is not None:
         return {"alpha": args.alpha}
     if args.tau is not None:
-        import numpy as np
+        from ..theory import tau_by_gamma
 
-        return {"tau": args.tau[0] if len(args.tau) == 1 else np.asarray(args.tau)}
+        if len(args.tau) == 1 and len(args.gamma) == 1:
+            return {"tau": args.tau[0]}
+        return {"tau": tau_by_gamma(args.tau, args.gamma)[0]}  # one tau: at the first gamma
     if args.acceptance_rates is not None:
         return {"acceptance_rates": args.acceptance_rates}
     return {}
+
+
+def _tau_notes(args) -> list:
+    """The note of :func:`specnb.theory.tau_by_gamma` when one --tau meets several --gamma."""
+    if args.tau is None or len(args.tau) != 1 or len(args.gamma) == 1:
+        return []
+    from ..theory import tau_by_gamma
+
+    return [tau_by_gamma(args.tau, args.gamma)[2]]
 
 
 def _light_checks(args) -> None:
@@ -384,7 +406,11 @@ def plan(args) -> dict:
                   "acceptance_profile": None if profile is None else {
                       "file": args.acceptance_profile, "method": profile.method,
                       "tau_by_context": {str(c): [float(x) for x in row] for c, row in
-                                         zip(sorted(args.context), p.acceptance["tau"])}}},
+                                         zip(sorted(args.context), p.acceptance["tau"])},
+                      "mean_draft_len_by_context": (
+                          None if "mean_draft_len" not in p.acceptance else
+                          {str(c): [float(x) for x in row] for c, row in
+                           zip(sorted(args.context), p.acceptance["mean_draft_len"])})}},
         "rows": p.rows(),
         "best": best,
         "tree": tree,
@@ -404,8 +430,10 @@ def plan(args) -> dict:
         "cannot_serve_code": None if p.cannot_serve is None else p.cannot_serve.code,
         "over_max_positions": list(p.over_max_positions),
         "end_to_end": args.input_len is not None,
-        "notes": messages(p.notes),
-        "note_codes": codes(p.notes),
+        "notes": messages(p.notes) + ([] if tree is None else tree["notes"])
+        + messages(_tau_notes(args)),
+        "note_codes": codes(p.notes) + ([] if tree is None else tree["note_codes"])
+        + codes(_tau_notes(args)),
     }
 
 

@@ -136,7 +136,8 @@ def register(subparsers) -> argparse.ArgumentParser:
     acc = p.add_mutually_exclusive_group(required=True)
     acc.add_argument("--tau", type=float, metavar="T",
                      help="mean acceptance length measured at the first --gamma (alpha by "
-                          "Eq. 1 for the other draft lengths)")
+                          "Eq. 1 for the other draft lengths, with a note; "
+                          "specnb.theory.tau_by_gamma, the rule plan follows too)")
     acc.add_argument("--alpha", type=float, metavar="A", help="acceptance rate (i.i.d.)")
     acc.add_argument("--acceptance-rates", type=float, nargs="+", metavar="R",
                      help="vLLM's per-position acceptance rates r1 r2 ...")
@@ -365,7 +366,8 @@ def _notes(a, w, profile, cmp, cfg=None, off_cfg=None, st=None) -> list:
     load's contexts beyond the acceptance profile's log, as ``plan`` says it),
     ``ttft-closed-loop-lockstep`` (a fixed-length closed loop moves TTFT for a reason of its
     own: notebook 10), ``fa2-multi-token-attention`` (:func:`specnb.serving.multi_token_note`
-    at the load's longest context)."""
+    at the load's longest context), ``tau-read-at-first-gamma`` (one --tau with several
+    --gamma: :func:`specnb.theory.tau_by_gamma`, the rule plan follows too)."""
     import numpy as np
 
     from ..advise.plan import profile_context_notes
@@ -373,6 +375,10 @@ def _notes(a, w, profile, cmp, cfg=None, off_cfg=None, st=None) -> list:
     from ..serving import multi_token_note
 
     out = []
+    if a.tau is not None and len(a.gamma) > 1:  # one tau, several gammas: say how it is read
+        from ..theory import tau_by_gamma
+
+        out.append(tau_by_gamma(a.tau, a.gamma)[2])
     top = int(np.max(np.asarray(w.input_len) + np.asarray(w.output_len)))
     fa2 = None if st is None else multi_token_note(st, [top])
     if fa2 is not None:

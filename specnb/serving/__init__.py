@@ -58,7 +58,8 @@ moe, heads, engines (issue 16)
     :data:`PARTIAL_PROPOSAL_METHODS`, :data:`DEFAULT_GPU_MEMORY_UTILIZATION`; issue 25:
     :class:`EngineStep` (a profile's MoE step costs and CUDA-graph cap),
     :data:`ROUTING_SKEW_RANGE`, :func:`with_routing_skew`; SGLang trees :func:`check_tree`,
-    :func:`tree_parts`, :func:`tree_speedup`; the profile fits in :mod:`specnb.serving.fit`;
+    :func:`tree_parts`, :func:`tree_speedup`, :func:`max_tree_tokens`,
+    :func:`sglang_tree_shape`; the profile fits in :mod:`specnb.serving.fit`;
     :func:`proposal_rate_from_counters`, :data:`PROPOSAL_RATE_HELP` (M from vLLM's counters;
     :mod:`specnb.serving.workload`).
 mixed (continuous batching, for :mod:`specnb.simulate`)
@@ -123,7 +124,8 @@ from .speedup import (MAX_BATCH_SEARCH, MAX_GRID_CELLS, NGRAM_DRAFT_FRACTION, Gr
                       crossover_of, describe_paying, end_to_end_speedup, evaluate,
                       paying_batches, paying_of, per_token_latency_ms, prefill_ms, speedup,
                       multi_token_note, t_draft_ms, t_engine_ms, t_plain_ms, t_verify_ms,
-                      tokens_per_step, tree_parts, tree_speedup, verdict)
+                      tokens_per_step, tree_parts, tree_speedup, verdict, max_tree_tokens,
+                      sglang_tree_shape, SGLANG_TREE_SOURCE)
 from .step import (DEFAULT_EFFICIENCY, DEFAULT_HEAD_EFFICIENCY, Efficiency,
                    default_efficiency_sources, step_breakdown, step_time_ms)
 
@@ -159,5 +161,5 @@ __all__ = [
     "BENCH_COLUMNS", "BENCH_FIT", "BenchCalibration", "calibrate_bench", "predict_bench",
     "PUBLISHED_SWEEPS", "published_bench_results", "MixedStep", "mixed_step_ms",
     "EngineStep", "ROUTING_SKEW_RANGE", "with_routing_skew", "check_tree", "tree_parts",
-    "tree_speedup",
+    "tree_speedup", "max_tree_tokens", "sglang_tree_shape", "SGLANG_TREE_SOURCE",
 ]

@@ -247,7 +247,8 @@ def _fit_role(terms, y, start: Efficiency, free: set, extra: dict | None = None,
         while active:
             rhs = y - comm - sum(cols[k] * trial[k] for k in order if k not in active)
             A = np.column_stack([cols[k] for k in active])
-            coef, *_ = np.linalg.lstsq(A * wts[:, None], rhs * wts, rcond=None)
+            coef = _least_change(A * wts[:, None], rhs * wts,
+                                 np.array([known[k] for k in active]), y)
             bad = {}
             for k, c in zip(active, coef):
                 if k not in ("bandwidth", "compute") and c < 0:
@@ -270,6 +271,22 @@ def _fit_role(terms, y, start: Efficiency, free: set, extra: dict | None = None,
     if kv_floor is not None:
         out = (*out, max(known["kv_token"], 0.0))
     return (*out, {k: known[k] for k in extra}) if extra else out
+
+
+def _least_change(A, b, x0, y) -> np.ndarray:
+    """The least-squares solution of ``A x = b`` nearest the starting values ``x0``: the
+    change ``x - x0`` is the minimum-norm least-squares solution of ``A d = b - A x0`` in
+    units of each parameter's own size (its starting value; for one that starts at 0, a cost
+    held off by default, 1 % of the value that would explain the median measured time alone,
+    so that it is the last to take up what the others can explain). Where the rows determine x
+    (full column rank) this is plain least squares; where they do not (fewer distinct points
+    than parameters, collinear columns) the directions they cannot see keep their starting
+    values, so a row the defaults already match moves nothing (T5-M7)."""
+    col = np.max(np.abs(A), axis=0)
+    scale = np.where(x0 > 0, x0, np.where(col > 0, 0.01 * float(np.median(y)) / np.where(
+        col > 0, col, 1.0), 1.0))
+    d, *_ = np.linalg.lstsq(A * scale[None, :], b - A @ x0, rcond=None)
+    return x0 + scale * d
 
 
 #: Overlap values :func:`calibrate` tries when ``"overlap"`` is fitted.
@@ -377,7 +394,9 @@ def calibrate(st: Setup, measurements, *, fit=("bandwidth", "compute", "fixed_ms
         latency = 2 * layers * base.allreduce_us * 1e-3 if st.gpus > 1 else 0.0
         y = rows["ms"].to_numpy(float)
         best = None
-        for ov in (OVERLAP_GRID if "overlap" in fit else (base.overlap,)):
+        # the default first: where the rows cannot tell overlaps apart (ties) it stays
+        grid = (base.overlap,) + tuple(o for o in OVERLAP_GRID if o != base.overlap)
+        for ov in (grid if "overlap" in fit else (base.overlap,)):
             start = dataclasses.replace(base, fixed_ms=base.fixed_ms + latency, overlap=ov)
             bw, cp, fixed, tok, *kvt = _fit_role(terms, y, start, free, kv_floor=kv_floor)
             eff = Efficiency(bandwidth=bw, compute=cp, fixed_ms=max(fixed, 0.0),
@@ -410,8 +429,10 @@ def calibrate(st: Setup, measurements, *, fit=("bandwidth", "compute", "fixed_ms
                               f"{role}: only {points} distinct (batch_size, context, "
                               f"query_tokens) point{'s' * (points != 1)} ({len(rows)} "
                               f"row{'s' * (len(rows) != 1)}) for up to 5 "
-                              "parameters: the fit is underdetermined; unfitted directions "
-                              "keep their defaults"))
+                              "parameters: the fit is underdetermined; the directions the "
+                              "rows cannot determine keep their defaults (the smallest change "
+                              "that fits the rows); measure at least 5 distinct points to fit "
+                              "them all"))
     return Calibration(out_setup, predict_measurements(out_setup, df), fitted, notes)
 
 

@@ -18,7 +18,7 @@ from .. import _check, hf_config, limits
 from ..notes import Note
 from .catalogue import (DTYPES, GPU, Architecture, architecture, architecture_names, gpu,
                         kv_storage_dtype, resolve_architecture)
-from . import engines, heads
+from . import engines, heads, workload
 from . import moe as _moe
 from .step import DEFAULT_EFFICIENCY, DEFAULT_HEAD_EFFICIENCY, Efficiency
 
@@ -236,6 +236,7 @@ class Setup:
     engine: engines.EngineProfile = engines.EngineProfile("specdecode-bench")
     proposal_rate: float = 1.0
     memory_fraction: float = DEFAULT_GPU_MEMORY_UTILIZATION
+    mean_draft_len: float | None = None  # tokens per draft (n-gram / suffix); None: gamma
 
     def _draft_weight_bytes(self) -> float:
         d = self.draft
@@ -419,7 +420,7 @@ def cannot_serve(st: Setup, contexts) -> Note | None:
 def setup(gpu_name, model, draft_spec="eagle3", *, gpus=1, dtype="bf16", draft_dtype=None,
           kv_dtype=None, draft_kv_budget=None, target_efficiency=None, draft_efficiency=None,
           sd_overhead_ms=None, engine=None, proposal_rate=1.0, draft_config=None,
-          gpu_memory_utilization=DEFAULT_GPU_MEMORY_UTILIZATION) -> Setup:
+          gpu_memory_utilization=DEFAULT_GPU_MEMORY_UTILIZATION, mean_draft_len=None) -> Setup:
     """A :class:`Setup` from names: ``setup("H100-SXM", "Llama-3.1-8B", "eagle3")``.
 
     Parameters
@@ -448,6 +449,9 @@ def setup(gpu_name, model, draft_spec="eagle3", *, gpus=1, dtype="bf16", draft_d
     proposal_rate : float in (0, 1], M, for ``ngram`` / ``suffix`` only (default 1)
     draft_config : an EAGLE / EAGLE-3 head's config.json (see :func:`draft`)
     gpu_memory_utilization : float in (0, 1], vLLM's share of GPU memory (default 0.92, vLLM 0.20+'s)
+    mean_draft_len : float >= 1 or None, for ``ngram`` / ``suffix`` only: the mean tokens per
+        draft (vLLM's ``num_draft_tokens / num_drafts``), verified in place of gamma (at most
+        gamma; :func:`specnb.serving.workload.query_tokens`); None: every draft is gamma long
 
     Raises
     ------
@@ -473,6 +477,13 @@ def setup(gpu_name, model, draft_spec="eagle3", *, gpus=1, dtype="bf16", draft_d
         raise ValueError(f"proposal_rate {m:g} applies to {' / '.join(PARTIAL_PROPOSAL_METHODS)}"
                          f" drafting (vLLM proposes only where a match exists); {d.name} "
                          "drafts for every sequence: leave proposal_rate at 1")
+    if mean_draft_len is not None:
+        mean_draft_len = workload.check_mean_draft_len(mean_draft_len)
+        if d.method not in PARTIAL_PROPOSAL_METHODS:
+            raise _check.ParamValueError(
+                f"mean_draft_len applies to {' / '.join(PARTIAL_PROPOSAL_METHODS)} drafting "
+                f"(drafts that stop where the match does); {d.name} drafts gamma tokens",
+                "mean_draft_len")
     _check_tensor_parallel(tgt, n, "target")
     if d.kind == "model":
         _check_tensor_parallel(d.arch, n, "draft")
@@ -487,7 +498,7 @@ def setup(gpu_name, model, draft_spec="eagle3", *, gpus=1, dtype="bf16", draft_d
     if target_efficiency is None:
         target_efficiency = _ideal(DEFAULT_EFFICIENCY, ideal) if ideal else DEFAULT_EFFICIENCY
     return Setup(g, tgt, d, n, dtype, draft_dtype, kv_dtype, target_efficiency,
-                 draft_efficiency, over, prof, m, frac)
+                 draft_efficiency, over, prof, m, frac, mean_draft_len)
 
 
 def _ideal(eff: Efficiency, over: dict, head: bool = False) -> Efficiency:

@@ -28,7 +28,8 @@ __all__ = ["NGRAM_DRAFT_FRACTION", "MAX_BATCH_SEARCH", "MAX_GRID_CELLS", "t_plai
            "verdict", "Grid", "check_axis", "evaluate", "best_gamma", "batch_range_grid",
            "crossover_batch", "crossover_of", "paying_batches", "paying_of", "describe_paying",
            "t_engine_ms", "prefill_ms", "end_to_end_speedup", "check_tree", "tree_parts",
-           "tree_speedup", "multi_token_note"]
+           "tree_speedup", "multi_token_note", "max_tree_tokens", "sglang_tree_shape",
+           "SGLANG_TREE_SOURCE"]
 
 #: n-gram / suffix drafting time as a fraction of the verification time: SpecDecode-Bench's
 #: ``ngram_draft_percentage`` (0.005875; same source).
@@ -93,10 +94,11 @@ class _Times:
         self.multi = multi_token_attention(self.tgt[0], self.tgt[1], self.tgt[5], self.moe)
 
     def _q(self, g):
-        """Query tokens per sequence of a verification: 1 + M gamma, or a tree's N."""
+        """Query tokens per sequence of a verification: 1 + M gamma (1 + M min(L, gamma)
+        with the setup's mean draft length L), or a tree's N."""
         if self.tree is not None:
             return float(self.tree[1]) + 0.0 * g
-        return workload.query_tokens(g, self.m)
+        return workload.query_tokens(g, self.m, self.st.mean_draft_len)
 
     def plain(self, b, s):
         return _step(*self.tgt, b, s, 1.0, engine_step=self.moe)[0]
@@ -175,6 +177,71 @@ class _Times:
         return np.where(k > 0, k * t, 0.0)
 
 
+#: Where SGLang's tree rules are read (sgl-project/sglang, main of 2026): the EAGLE tree
+#: builder ``python/sglang/srt/speculative/eagle_utils.py`` ``organize_draft_results`` keeps
+#: ``torch.topk(score_list, num_draft_tokens - 1)`` of the candidates the draft steps scored:
+#: ``topk`` at the first step, ``topk**2`` at each later one (``select_top_k_tokens``), so
+#: ``topk + (steps - 1) topk**2`` in all (more raises "selected index k out of range" when the
+#: CUDA graphs are captured, at start); ``python/sglang/srt/server_args.py``
+#: ``_handle_speculative_decoding``: "speculative_num_draft_tokens is adjusted to
+#: speculative_num_steps + 1 when speculative_eagle_topk == 1".
+SGLANG_TREE_SOURCE = ("SGLang's eagle_utils.organize_draft_results (topk over "
+                      "topk + (steps - 1) topk^2 candidates) and server_args.py "
+                      "_handle_speculative_decoding (topk 1: steps + 1)")
+
+
+def max_tree_tokens(steps, topk) -> int:
+    """The most tokens SGLang can verify per sequence for ``steps`` draft steps of ``topk``
+    branches: the root plus every candidate the steps score, ``1 + topk + (steps - 1) topk**2``
+    (:data:`SGLANG_TREE_SOURCE`); steps + 1 for a chain (topk 1). Ints >= 1."""
+    g = _check.scalar_int("steps", steps, lo=1)
+    k = _check.scalar_int("topk", topk, lo=1)
+    return 1 + k + (g - 1) * k * k
+
+
+def sglang_tree_shape(steps, topk, num_draft_tokens):
+    """The tree SGLang runs for its three flags: ``(num_draft_tokens, note)``, where
+    num_draft_tokens is what SGLang verifies per sequence and ``note`` a
+    :class:`~specnb.notes.Note` (code ``sglang-num-draft-tokens-adjusted``) when SGLang
+    rewrites the value given, else None. With topk 1 SGLang sets num_draft_tokens to
+    steps + 1 whatever was given (server_args.py); with topk > 1 it keeps it.
+
+    Raises
+    ------
+    ValueError (``param`` num_draft_tokens)
+        num_draft_tokens above :func:`max_tree_tokens` (SGLang fails at start: its tree builder
+        takes the top num_draft_tokens - 1 of fewer candidates), or below 2 (a tree of the
+        root alone drafts nothing; with topk 1 SGLang would rewrite it, but 1 is no draft);
+        steps, topk below 1.
+    """
+    from ..notes import Note
+
+    g = _check.scalar_int("steps", steps, lo=1)
+    k = _check.scalar_int("topk", topk, lo=1)
+    n = _check.scalar_int("num_draft_tokens", num_draft_tokens, lo=1)
+    top = max_tree_tokens(g, k)
+    if n < 2:
+        raise _check.ParamValueError(
+            f"num_draft_tokens must be >= 2 (the root and at least one draft token), got {n}",
+            "num_draft_tokens")
+    if k == 1:
+        if n == g + 1:
+            return n, None
+        return g + 1, Note("sglang-num-draft-tokens-adjusted", (
+            f"SGLang runs --speculative-num-draft-tokens {g + 1}, not {n}: with "
+            f"--speculative-eagle-topk 1 it sets it to steps + 1 (server_args.py "
+            "_handle_speculative_decoding: 'speculative_num_draft_tokens is adjusted to "
+            "speculative_num_steps + 1 when speculative_eagle_topk == 1'); costed and "
+            f"launched as {g + 1}"))
+    if n > top:
+        raise _check.ParamValueError(
+            f"num_draft_tokens must be <= {top} for steps {g} and topk {k}, got {n}: SGLang's "
+            f"tree builder keeps the top num_draft_tokens - 1 of topk + (steps - 1) topk^2 = "
+            f"{top - 1} scored candidates (eagle_utils.organize_draft_results) and fails at "
+            "start above that", "num_draft_tokens")
+    return n, None
+
+
 def multi_token_note(st: Setup, contexts):
     """The coded note ``fa2-multi-token-attention`` when the setup's engine runs
     FlashAttention-2 on its GPU (:func:`~specnb.serving.step.multi_token_attention`: vLLM V1
@@ -203,23 +270,26 @@ def multi_token_note(st: Setup, contexts):
 def check_tree(st: Setup, steps, topk, num_draft_tokens) -> tuple[int, int, int]:
     """SGLang's tree flags checked against the setup: ``steps`` (``--speculative-num-steps``,
     int >= 1), ``topk`` (``--speculative-eagle-topk``, int >= 1), ``num_draft_tokens``
-    (``--speculative-num-draft-tokens``, int >= steps: the verified tree's nodes, the root
-    counted, so a chain has steps + 1). A tree (topk > 1) needs an engine that drafts trees
-    (:data:`specnb.serving.engines.TREE_ENGINES`) and a draft model or head.
+    (``--speculative-num-draft-tokens``: the verified tree's nodes, the root counted, in
+    [2, :func:`max_tree_tokens`]; a chain, topk 1, has exactly steps + 1: SGLang rewrites any
+    other value, :func:`sglang_tree_shape` says to what). A tree (topk > 1) needs an engine
+    that drafts trees (:data:`specnb.serving.engines.TREE_ENGINES`) and a draft model or head.
 
     Raises
     ------
     ValueError
-        a count below its minimum; num_draft_tokens < steps; topk > 1 on an engine without
-        trees or with n-gram / suffix drafting.
+        a count below its minimum; num_draft_tokens above the tree's candidates or, with
+        topk 1, other than steps + 1; topk > 1 on an engine without trees or with n-gram /
+        suffix drafting.
     """
     g = _check.scalar_int("steps", steps, lo=1)
     k = _check.scalar_int("topk", topk, lo=1)
-    n = _check.scalar_int("num_draft_tokens", num_draft_tokens, lo=1)
-    if n < g:
+    n, note = sglang_tree_shape(g, k, num_draft_tokens)
+    if note is not None:
         raise _check.ParamValueError(
-            f"num_draft_tokens must be >= steps ({g}), got {n} (SGLang verifies the tree's "
-            "nodes, the root counted: a chain has steps + 1)", "num_draft_tokens")
+            f"num_draft_tokens must be steps + 1 = {g + 1} with topk 1, got "
+            f"{num_draft_tokens}: SGLang rewrites it to {g + 1} (read what it runs with "
+            "sglang_tree_shape)", "num_draft_tokens")
     if k > 1 and not st.engine.trees:
         raise _check.ParamValueError(
             f"topk {k} drafts a tree: the engine {st.engine.name!r} verifies chains only; "
@@ -261,17 +331,19 @@ def tree_speedup(st: Setup, batch_size, context, steps, *, topk: int, num_draft_
     """Throughput ratio of SGLang tree speculation at a fixed batch: ``tau x T_plain / cost``
     (:func:`tree_parts`). ``tau`` is the acceptance length as SGLang reports it (``accept
     len``: tokens per verification per request, the bonus token included), the same count
-    as vLLM's mean acceptance length; in [1, steps + 1] (the accepted path is at most
-    ``steps`` deep).
+    as vLLM's mean acceptance length; in [1, d + 1], d = min(steps, num_draft_tokens - 1)
+    (the accepted path is at most ``steps`` deep and holds at most num_draft_tokens - 1
+    drafts).
 
     Raises
     ------
     ValueError
-        as :func:`tree_parts`; tau outside [1, steps + 1].
+        as :func:`tree_parts`; tau outside [1, d + 1].
     """
     p = tree_parts(st, batch_size, context, steps, topk=topk,
                    num_draft_tokens=num_draft_tokens)
-    t = tokens_per_step(int(steps), tau=tau)
+    depth = min(int(steps), int(num_draft_tokens) - 1)  # the deepest path the tree can hold
+    t = tokens_per_step(depth, tau=tau)
     return _check.out(np.asarray(t) * np.asarray(p["t_plain_ms"]) / np.asarray(p["cost_ms"]))
 
 

@@ -5,7 +5,9 @@
 Partial proposals (``shared/reference/engines.md`` section 2 item 1). vLLM's n-gram and suffix
 proposers draft only for a sequence whose recent tokens match earlier text. With proposal
 rate M (the share of sequence-steps that carry a draft, 0 < M <= 1), one verification step of
-B sequences verifies ``B (1 + M gamma)`` tokens, not ``B (gamma + 1)``, and a sequence gains
+B sequences verifies ``B (1 + M gamma)`` tokens, not ``B (gamma + 1)`` (``B (1 + M L)`` when the
+mean draft length L < gamma is known: suffix drafts stop early, vLLM verifies each request's
+own draft; an acceptance profile gives L), and a sequence gains
 ``1 + M (tau - 1)`` tokens per step on average, tau being vLLM's mean acceptance length, which
 counts per draft (accepted tokens per draft + 1). M = 1 gives today's numbers: B (gamma + 1)
 and tau. How to read M from vLLM's counters: :func:`proposal_rate_from_counters`.
@@ -24,7 +26,7 @@ import numpy as np
 
 from .. import _check, limits
 
-__all__ = ["check_proposal_rate", "verified_tokens", "tokens_per_sequence_step",
+__all__ = ["check_proposal_rate", "check_mean_draft_len", "verified_tokens", "tokens_per_sequence_step",
            "proposal_rate_from_counters", "PROPOSAL_RATE_HELP", "prefill_chunks",
            "decode_context", "DEFAULT_MAX_BATCHED_TOKENS", "gain", "query_tokens"]
 
@@ -57,19 +59,33 @@ def check_proposal_rate(proposal_rate) -> float:
     return limits.proposal_rate(proposal_rate)  # the rule's home, light
 
 
-def verified_tokens(batch_size, gamma, proposal_rate=1.0):
-    """Tokens one verification step scores: ``B (1 + M gamma)``. batch_size >= 1 and
-    gamma >= 0 (ints or arrays); M in (0, 1]."""
+def verified_tokens(batch_size, gamma, proposal_rate=1.0, mean_draft_len=None):
+    """Tokens one verification step scores: ``B (1 + M L)``, L the mean tokens per draft:
+    gamma (every draft full length, the default), or ``mean_draft_len`` (vLLM's
+    ``num_draft_tokens / num_drafts``: n-gram and suffix drafts stop where the match does,
+    and vLLM verifies each request's own draft), at most gamma. batch_size >= 1 and gamma >= 0
+    (ints or arrays); M in (0, 1]; mean_draft_len >= 1 or None."""
     b = _check.integer("batch_size", batch_size, lo=1).astype(float)
     g = _check.integer("gamma", gamma, lo=0).astype(float)
     m = check_proposal_rate(proposal_rate)
+    if mean_draft_len is not None:
+        mean_draft_len = check_mean_draft_len(mean_draft_len)
     b, g = _check.broadcast(batch_size=b, gamma=g)
-    return _check.out(b * query_tokens(g, m))
+    return _check.out(b * query_tokens(g, m, mean_draft_len))
 
 
-def query_tokens(gamma, proposal_rate):
-    """Unchecked mean query tokens per sequence of a verification step, ``1 + M gamma``."""
-    return 1.0 + proposal_rate * gamma
+def check_mean_draft_len(mean_draft_len) -> float:
+    """L as a float, checked: a draft has at least one token, L >= 1 (finite)."""
+    return _check.scalar_real("mean_draft_len", mean_draft_len, lo=1.0)
+
+
+def query_tokens(gamma, proposal_rate, mean_draft_len=None):
+    """Unchecked mean query tokens per sequence of a verification step, ``1 + M L`` with
+    L = min(mean_draft_len, gamma), or gamma without a mean draft length (the one home of the
+    verify-token rule)."""
+    if mean_draft_len is None:
+        return 1.0 + proposal_rate * gamma
+    return 1.0 + proposal_rate * np.minimum(mean_draft_len, gamma)
 
 
 def tokens_per_sequence_step(tau, proposal_rate=1.0):

@@ -130,8 +130,7 @@ def acceptance(*, tau=None, gamma=None, alpha=None, acceptance_rates=None, profi
         g = _check.scalar_int("gamma", gamma, lo=1)
         if np.ndim(tau) != 0:
             raise _check.ParamTypeError(f"tau must be a single number, got {tau!r}", "tau")
-        t = float(theory.tokens_per_step(g, tau=tau))  # the one tau rule: [1, gamma + 1]
-        a = 1.0 if t >= g + 1 else float(theory.alpha_from_acceptance_length(t, g))
+        _, a, _ = theory.tau_by_gamma(tau, [g])  # the one rule: measured at g, Eq. 1's alpha
         return Acceptance("alpha", a, m, g)
     r = np.atleast_1d(_check.real("acceptance_rates", acceptance_rates, lo=0.0, hi=1.0))
     if r.ndim != 1 or r.size == 0:

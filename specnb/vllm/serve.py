@@ -271,13 +271,19 @@ def check_serve_line(line, vllm_version=None, draft_config=None, target_config=N
     if parsed.dotted:  # no line and column in a JSON text the user never wrote
         found = tuple(replace(f, line=None, column=None, key=None if f.key is None else
                               f"--speculative-config.{f.key}") for f in found)
-    if parsed.replaced is not None:
+    if parsed.replaced is not None and parsed.dotted:
         first.append(Finding(
             "warning", None, f"the line gives --speculative-config {parsed.replaced} and dotted "
             "--speculative-config.KEY flags: vLLM merges the dotted ones into a second "
             "--speculative-config, which replaces the first, so vLLM runs "
             f"{parsed.speculative_config}", "give every key one way: all in the JSON, or all "
             "as dotted flags", code="dotted-flags-replace-json"))
+    elif parsed.replaced is not None:
+        first.append(Finding(
+            "warning", None, f"the line gives --speculative-config more than once: vLLM's "
+            f"parser keeps the last value, so {parsed.replaced} is dropped and vLLM runs "
+            f"{parsed.speculative_config}", "give --speculative-config once",
+            code="speculative-config-twice"))
     return parsed, ConfigCheck(tuple(first) + found, check.config, check.vllm_version)
 
 

@@ -321,3 +321,60 @@ def test_no_note_prints_context_0s_unbounded_room():
     p = A.serving_plan(su, [1], [0, 4000], [3], alpha=0.7)
     assert "draft-displaces-sequences" in [n.code for n in p.notes]
     assert not any(str(MAX_EXACT_INT) in n.message for n in p.notes)
+
+
+def test_profile_verification_is_charged_at_the_mean_draft_length():
+    """T5-M8: suffix / n-gram drafts stop where the match does and vLLM verifies each
+    request's own draft, so a profile's num_draft_tokens / num_drafts is the L of
+    B (1 + M L) verified tokens, not gamma."""
+    from specnb import acceptance_profile as AP
+    from specnb.advise import plan as P
+
+    # gamma 4, 40 drafts of 70 tokens in all: 1.75 tokens a draft; 40 of 100 steps drafted
+    c = AP.Counters(100, 40, 70, 30, (20, 6, 3, 1), (40, 20, 8, 2))
+    prof = AP.build("suffix", {4: [(None, {0: c})]})
+    assert P.profile_draft_lengths(prof, [1000], [4]).tolist() == [[1.75]]
+    st_ = S.setup("H100-SXM", "Llama-3.1-8B", "suffix")
+    p = A.serving_plan(st_, [1, 64], [1000], [4], acceptance_profile=prof)
+    assert "profile-mean-draft-length" in [n.code for n in p.notes]
+    want = S.evaluate(S.setup("H100-SXM", "Llama-3.1-8B", "suffix", proposal_rate=0.4,
+                              mean_draft_len=1.75), [1, 64], [1000], [4], tau=1.75)
+    assert p.grid.speedup[:, 0, 0].tolist() == want.speedup[:, 0, 0].tolist()
+    # the verification is the target step at 1 + 0.4 x 1.75 = 1.7 query tokens per sequence
+    st_l = S.setup("H100-SXM", "Llama-3.1-8B", "suffix", proposal_rate=0.4,
+                   mean_draft_len=1.75)
+    # (the same query tokens as M 0.7 at gamma 1: 1 + 0.7 x 1)
+    same = S.setup("H100-SXM", "Llama-3.1-8B", "suffix", proposal_rate=0.7)
+    assert float(S.t_verify_ms(st_l, 64, 1000, 4)) == pytest.approx(
+        float(S.t_verify_ms(same, 64, 1000, 1)))
+    full = S.setup("H100-SXM", "Llama-3.1-8B", "suffix", proposal_rate=0.4)
+    assert S.t_verify_ms(st_l, 64, 1000, 4) < S.t_verify_ms(full, 64, 1000, 4)
+    # without a profile a suffix plan says it charges the whole gamma
+    q = A.serving_plan(full, [1, 64], [1000], [4], tau=1.75)
+    assert "suffix-full-draft-assumed" in [n.code for n in q.notes]
+
+
+def test_an_mtp_schedule_longer_than_the_targets_mtp_layers_is_noted():
+    """T5-C4: DeepSeek-V3 ships one MTP layer; a schedule of 3 reruns it (vLLM's warning),
+    which the plan's one acceptance for every position does not see."""
+    st_ = S.setup("H200", "DeepSeek-V3", "mtp", gpus=8, dtype="fp8")
+    assert st_.target.mtp_layers == 1
+    p = A.serving_plan(st_, [1, 8], [4000], [1, 2, 3], alpha=0.8)
+    assert max(r[2] for r in p.schedule) == 3
+    (note,) = [n.message for n in p.notes if n.code == "mtp-reruns-layer"]
+    assert "num_speculative_tokens 3" in note and "same MTP layer" in note
+    one = A.serving_plan(st_, [1, 8], [4000], [1], alpha=0.8)
+    assert "mtp-reruns-layer" not in [n.code for n in one.notes]
+
+
+def test_a_profile_bucket_the_log_never_reached_is_noted_and_the_whole_log_stands_in():
+    from specnb import acceptance_profile as AP
+    from specnb.advise import plan as P
+
+    lo = AP.Counters(100, 50, 100, 100, (50, 50), (50, 50))
+    prof = AP.build("ngram", {2: [(None, {0: lo})]}, context_edges=[2000])
+    assert prof.entry(2, context=4000).counters.num_steps == 0
+    tau, m, notes = P.profile_acceptance(prof, [1000, 4000], [2], proposal_rate=True)
+    assert tau.tolist() == [[3.0], [3.0]] and m.tolist() == [[0.5], [0.5]]
+    assert "profile-bucket-empty" in [n.code for n in notes]
+    assert P.profile_draft_lengths(prof, [1000, 4000], [2]).tolist() == [[2.0], [2.0]]

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from specnb.advise import (MEASURE_BATCH, SAMPLING_GAMMA_CAP, WORKLOADS, measure_threshold,
                            recommend)
 from specnb.notes import codes, messages
-from specnb.theory import optimal_gamma
+from specnb.theory import optimal_gamma, walltime_speedup
 from specnb.vllm import check_speculative_config
 from tests.tier import examples
 
@@ -101,11 +101,14 @@ def test_copy_heavy_is_a_workload_not_a_flag():
 
 def test_measured_alpha_sets_gamma_through_the_theory():
     rec = recommend(eagle3_drafter=True, alpha=0.8, c=0.05)
-    assert rec.gamma == 8  # the article: at alpha 0.8 gamma 8 reaches only 3.09x
-    assert rec.gamma == optimal_gamma(0.8, 0.05)[0]
+    assert optimal_gamma(0.8, 0.05)[0] == 8  # the article: at alpha 0.8 gamma 8 reaches 3.09x
+    # the smallest gamma within 1 % of that: 7 gives 3.07x (T5-M6)
+    assert walltime_speedup(0.8, 7, 0.05) >= 0.99 * optimal_gamma(0.8, 0.05)[1]
+    assert walltime_speedup(0.8, 6, 0.05) < 0.99 * optimal_gamma(0.8, 0.05)[1]
+    assert rec.gamma == 7
     assert "gamma-measured" in codes(rec.reasons)
     text = " ".join(messages(rec.reasons))
-    assert "3.09x" in text and "upper bound" not in text
+    assert "optimum is gamma 8 (3.09x)" in text and "upper bound" not in text
     off = recommend(alpha=0.05, c=0.1)
     assert codes(off.reasons)[-1] == "alpha-not-above-c"
     assert off.method is None and off.config is None and off.label == "keep it off"
@@ -256,3 +259,44 @@ def test_measure_threshold_uses_the_memory_cap_and_the_moe_model():
     assert "MoE target" in text
     _, text = measure_threshold("RTX-3090", "Llama-3.1-70B", 2048, alpha=0.7)
     assert "does not run: the weights do not fit in 1x RTX-3090 memory" in text
+
+
+def test_measured_gamma_is_a_config_vllm_users_run_not_the_search_limit():
+    """T5-M6: with c = 0 Theorem 3.8 rises with every gamma toward 1 / (1 - alpha), so
+    optimal_gamma returns its search limit (64); the advice takes the smallest gamma within
+    1 % of the best, at most the longest num_speculative_tokens a bundled vLLM measurement ran
+    (data/engine_measurements.csv: 7)."""
+    from specnb import data
+    from specnb.advise.evidence import vllm_gamma_limit
+
+    d = data.load("engine_measurements")
+    longest = int(d[d["engine"].str.startswith("vLLM")]["gamma"].max())
+    assert vllm_gamma_limit()[0] == longest == 7
+    rec = recommend(workload="copy-heavy", alpha=0.6, c=0.0)
+    assert optimal_gamma(0.6, 0.0)[0] == 64  # the search limit, not an optimum
+    # gamma 9 is the smallest within 1 % of 2.50x; the vLLM bound caps it at 7 (2.46x)
+    assert round(float(walltime_speedup(0.6, 9, 0.0)), 3) >= 0.99 * 2.5 - 5e-4
+    assert rec.gamma == 7 and rec.config["num_speculative_tokens"] == 7
+    text = " ".join(messages(rec.reasons))
+    assert "search limit 64" in text and "capped at 7" in text and "2.46x" in text
+    mtp = recommend(target_has_mtp=True, alpha=0.95, c=0.01)
+    assert optimal_gamma(0.95, 0.01)[0] == 40 and mtp.gamma == 7
+    assert "mtp-single-layer" in codes(mtp.reasons)
+    # a real optimum below the cap and within tolerance: unchanged
+    assert recommend(alpha=0.7, c=0.1).gamma == optimal_gamma(0.7, 0.1)[0] == 4
+
+
+def test_unchecked_eagle3_drafter_is_eagle3_if_one_exists_for_copy_heavy_too():
+    """T5-M5: eagle3_drafter=None (not checked) reads as 'eagle3 (if a drafter exists)' for
+    copy-heavy output as for every other workload (EAGLE-3 Table 1: 5.01x on CNN/DM against
+    prompt lookup's 2.42x); False keeps n-gram."""
+    rec = recommend(workload="copy-heavy", eagle3_drafter=None)
+    assert rec.method == "eagle3" and rec.label == "eagle3 (if a drafter exists)"
+    assert rec.rules == ("eagle3_unchecked",) and rec.alternatives == ("ngram", "suffix")
+    (check,) = [n.message for n in rec.reasons if n.code == "eagle3-check-drafter"]
+    assert "start with ngram or suffix (prompt lookup 2.42x on CNN/DM, against EAGLE-3's " \
+           "5.01x there)" in check
+    for w in ("general", "code", "copy-heavy"):
+        assert recommend(workload=w, eagle3_drafter=None).label == \
+            "eagle3 (if a drafter exists)", w
+    assert recommend(workload="copy-heavy", eagle3_drafter=False).method == "ngram"

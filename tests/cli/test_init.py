@@ -116,7 +116,7 @@ def test_bad_values_name_the_flag_before_the_slow_imports():
     (_PLAN[:-4] + ["--gamma", "3", "--tau", "2.5", "--engine", "vllm", "--topk", "2"],
      "--topk 2 drafts a tree"),
     (_PLAN[:-4] + ["--gamma", "3", "--tau", "2.5", "--engine", "sglang", "--num-draft-tokens",
-                   "2"], "--num-draft-tokens must be >= steps"),
+                   "1"], "--num-draft-tokens must be >= 2"),
     (_PLAN + ["--alpha", "0.7", "--proposal-rate", "0.5"], "--proposal-rate 0.5 applies to"),
     (_SIM + ["--tau", "2.5", "--range-ratio", "1.5"], "--range-ratio must be in [0, 1)"),
 ])

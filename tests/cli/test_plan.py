@@ -609,7 +609,8 @@ def test_sglang_tree_flags_cost_the_tree_and_name_sglangs_keys(capsys):
 @pytest.mark.parametrize("extra, words", [
     (["--topk", "0"], "--topk must be >= 1"),
     (["--topk", "2", "--engine", "vllm"], "verifies chains only"),
-    (["--topk", "2", "--num-draft-tokens", "3"], "--num-draft-tokens must be >= steps"),
+    (["--topk", "2", "--num-draft-tokens", "16"], "--num-draft-tokens must be <= 15"),
+    (["--topk", "2", "--num-draft-tokens", "1"], "--num-draft-tokens must be >= 2"),
     (["--routing-skew", "0.99"], "--routing-skew must be in [0, 0.95]"),
     (["--routing-skew", "-0.1"], "--routing-skew must be in [0, 0.95]"),
 ])
@@ -620,6 +621,38 @@ def test_tree_and_skew_bad_input_is_one_line_and_exit_2(capsys, extra, words):
     code, out, err = run(capsys, *argv, *extra)
     assert code == 2 and out == ""
     assert words in err and len(err.strip().splitlines()) == 1
+
+
+def test_sglang_tree_beyond_its_candidates_is_refused_and_a_topk1_count_is_run_as_sglang_does(
+        capsys):
+    """T5-W3: steps 3 x topk 4 score 4 + 2 x 16 = 36 candidates (SGLang's
+    organize_draft_results), so 200 draft tokens fail at SGLang's start: exit 2 naming the
+    flag and the bound; with topk 1 SGLang runs steps + 1 (server_args.py): the plan costs and
+    launches 4, with a coded note."""
+    base = ["plan", "--gpu", "H100-SXM", "--model", "Llama-3.1-8B", "--draft", "eagle3",
+            "--engine", "sglang", "--context", "2000", "--batch", "1", "8", "--gamma", "3",
+            "--tau", "3.2"]
+    code, out, err = run(capsys, *base, "--topk", "4", "--num-draft-tokens", "200")
+    assert code == 2 and out == "" and "--num-draft-tokens must be <= 37" in err
+    assert "organize_draft_results" in err and len(err.strip().splitlines()) == 1
+    code, out, err = run(capsys, *base, "--topk", "4", "--num-draft-tokens", "37", "--json")
+    assert code == 0, err
+    code, out, err = run(capsys, *base, "--topk", "1", "--num-draft-tokens", "8", "--json")
+    assert code == 0, err
+    res = json.loads(out)
+    tree = res["tree"]
+    assert (tree["num_draft_tokens"], tree["num_draft_tokens_given"]) == (4, 8)
+    assert "sglang-num-draft-tokens-adjusted" in res["note_codes"]
+    assert "--speculative-num-draft-tokens 4" in res["serve"]
+    st = S.setup("H100-SXM", "Llama-3.1-8B", "eagle3", engine="sglang")
+    for r in tree["rows"]:  # costed as the chain SGLang runs, 4 tokens verified
+        want = S.tree_speedup(st, r["batch_size"], 2000, 3, topk=1, num_draft_tokens=4, tau=3.2)
+        assert round(r["speedup"], 2) == round(float(want), 2)
+    code, text, _ = run(capsys, *base, "--topk", "1", "--num-draft-tokens", "8")
+    launch = [ln for ln in text.splitlines() if ln.startswith("python -m sglang.launch_server")]
+    assert code == 0 and len(launch) == 1
+    assert launch[0].endswith("--speculative-eagle-topk 1 --speculative-num-draft-tokens 4")
+    assert "note: SGLang runs --speculative-num-draft-tokens 4, not 8" in text
 
 
 def test_routing_skew_reaches_the_step_model(capsys):
@@ -805,3 +838,70 @@ def test_calibrate_bench_reads_each_file_once(capsys, tmp_path, monkeypatch):
                        "--draft", "eagle3", "--context", "256", "--batch", "1", "--gamma", "2",
                        "--calibrate-bench", files[0], files[0])
     assert code == 2 and "--calibrate-bench lists a file twice" in err
+
+
+def test_one_tau_with_several_gammas_is_read_at_the_first_gamma_as_simulate_does(capsys):
+    """T5-W6: --gamma 1 3 --tau 1.8 is the draft whose Eq. 1 alpha is 0.8 at gamma 1, so the
+    table is --alpha 0.8's (gamma 3 wins, 1.88 vs 1.46), with the note that says so; before,
+    1.8 was used at gamma 3 too and gamma 1 always won."""
+    base = ["plan", "--gpu", "H100-SXM", "--model", "Llama-3.1-8B", "--draft", "eagle3",
+            "--context", "2000", "--batch", "1", "16", "--gamma", "1", "3"]
+    code, out, err = run(capsys, *base, "--tau", "1.8", "--json")
+    assert code == 0, err
+    one = json.loads(out)
+    _, out, _ = run(capsys, *base, "--alpha", "0.8", "--json")
+    eq1 = json.loads(out)
+    assert [round(r["speedup"], 2) for r in one["rows"]] == \
+        [round(r["speedup"], 2) for r in eq1["rows"]]
+    assert [b["gamma"] for b in one["best"]] == [3, 3]
+    assert "tau-read-at-first-gamma" in one["note_codes"]
+    assert one["setup"]["acceptance"]["tau"] == pytest.approx([1.8, 2.952])
+    # the first listed gamma: 2.95 at gamma 3 (was refused as a tau for gamma 1)
+    code, out, err = run(capsys, *base[:-2], "3", "1", "--tau", "2.95")
+    assert code == 0, err
+    assert "note: tau 2.95 is read as measured at the first gamma listed (3)" in out
+
+
+def test_a_one_row_calibration_the_defaults_match_leaves_the_plan_as_it_was(capsys, tmp_path):
+    """T5-M7: the trial's one-row file (6.0 ms where the model says 5.99) cut batch 16 from
+    1.58x to 1.03x while the note said unfitted directions keep their defaults."""
+    p = tmp_path / "c1.csv"
+    p.write_text("role,batch_size,context,query_tokens,ms\ntarget,1,2000,1,6.0\n")
+    argv = ["plan", "--gpu", "H100-SXM", "--model", "Llama-3.1-8B", "--draft", "eagle3",
+            "--context", "2000", "--batch", "1", "16", "--gamma", "3", "--alpha", "0.7"]
+    _, out, _ = run(capsys, *argv, "--json")
+    plain = [round(r["speedup"], 2) for r in json.loads(out)["rows"]]
+    code, out, err = run(capsys, *argv, "--calibrate", str(p), "--json")
+    assert code == 0, err
+    res = json.loads(out)
+    assert [round(r["speedup"], 2) for r in res["rows"]] == plain == [1.62, 1.58]
+    assert "fit-underdetermined" in res["calibration"]["note_codes"]
+
+
+def test_a_suffix_profile_charges_each_draft_its_mean_length_of_verification(capsys, tmp_path):
+    """T5-M8: the default log's suffix replay at gamma 5 drafts 1.73 tokens a draft; the plan
+    verifies 1 + M x 1.73 tokens per sequence, not 1 + M x 5."""
+    prof = tmp_path / "s.json"
+    assert main(["replay", "--method", "suffix", "--gamma", "5", "--out", str(prof),
+                 "--json"]) == 0
+    capsys.readouterr()
+    saved = json.loads(prof.read_text())
+    (whole,) = [e for e in saved["entries"] if e["task"] is None and e["context"] is None]
+    mean_len = whole["num_draft_tokens"] / whole["num_drafts"]
+    assert round(mean_len, 2) == 1.73
+    code, out, err = run(capsys, "plan", "--gpu", "H100-SXM", "--model", "Llama-3.1-8B",
+                         "--draft", "suffix", "--context", "200", "--batch", "1", "64",
+                         "--gamma", "5", "--acceptance-profile", str(prof), "--json")
+    assert code == 0, err
+    res = json.loads(out)
+    assert "profile-mean-draft-length" in res["note_codes"]
+    (lens,) = res["setup"]["acceptance_profile"]["mean_draft_len_by_context"].values()
+    e = next(x for x in saved["entries"] if x["task"] is None and x["context"]
+             and x["context"][0] <= 200 and (x["context"][1] is None or 200 < x["context"][1]))
+    assert lens == [pytest.approx(e["num_draft_tokens"] / e["num_drafts"])]
+    st = S.setup("H100-SXM", "Llama-3.1-8B", "suffix",
+                 proposal_rate=e["num_drafts"] / e["num_steps"], mean_draft_len=lens[0])
+    tau = 1 + e["num_accepted_tokens"] / e["num_drafts"]
+    for r in res["rows"]:
+        want = float(S.speedup(st, r["batch_size"], 200, 5, tau=tau))
+        assert round(r["speedup"], 2) == round(want, 2)

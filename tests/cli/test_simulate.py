@@ -257,3 +257,17 @@ def test_plan_and_simulate_say_when_flash_attention_2_costs_the_verify_steps(cap
     assert code == 0 and "fa2-multi-token-attention" in json.loads(out)["note_codes"]
     code, out, _ = run(capsys, *BASE, "--concurrency", "4", "--json")
     assert "fa2-multi-token-attention" not in json.loads(out)["note_codes"]
+
+
+def test_one_tau_with_several_gammas_is_read_at_the_first_gamma_as_plan_does(capsys):
+    """T5-W6: simulate and plan share specnb.theory.tau_by_gamma; simulate says so too."""
+    from specnb.theory import tau_by_gamma
+
+    code, out, err = run(capsys, *BASE[:7], "--gamma", "1", "3", "--tau", "1.8",
+                         "--input-len", "200", "--output-len", "16", "--num-prompts", "4",
+                         "--concurrency", "1", "--json")
+    assert code == 0, err
+    res = json.loads(out)
+    i = res["note_codes"].index("tau-read-at-first-gamma")
+    assert res["notes"][i] == tau_by_gamma(1.8, [1, 3])[2].message
+    assert "alpha 0.800" in res["setup"]["acceptance"]

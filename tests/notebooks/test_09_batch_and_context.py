@@ -391,7 +391,10 @@ def test_calibration_demo(rec):
     # what the notebook concludes from these numbers
     two, one = fits.loc["batch <= 48"], fits.loc["batch <= 32"]
     assert two["max |error|, calibrated"] < two["max |error|, defaults"]
-    assert one["median |error|, calibrated"] > one["median |error|, defaults"]
+    # one batch size cannot separate a fixed from a per-token cost: the fit leaves the
+    # directions it cannot see at the defaults (T5-M7), so it no longer loses to them
+    # (20.4 % against 5.7 % while it spread the change over every parameter)
+    assert one["median |error|, calibrated"] <= one["median |error|, defaults"]
 
 
 def test_widget_default_view(rec, p, st):

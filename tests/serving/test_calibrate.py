@@ -185,3 +185,33 @@ def test_calibration_recovers_a_kv_latency_floor_when_asked():
     assert S.calibrate(st_, df).setup.target_efficiency.kv_token_ns == 0.0
     with pytest.raises(ValueError, match="kv_token_ns"):
         S.Efficiency(kv_token_ns=-1.0)
+
+
+def test_an_underdetermined_fit_moves_only_what_the_rows_determine():
+    """T5-M7: one row the defaults already match (5.99 ms predicted, 6.0 measured) must leave
+    every parameter at its default (the note says unfitted directions keep their defaults):
+    the batch-16 plan stays 1.58x (it fell to 1.03x when the minimum-norm solve spread the
+    change over every parameter from zero)."""
+    import pandas as pd
+
+    st = S.setup("H100-SXM", "Llama-3.1-8B", "eagle3")
+    assert round(float(S.t_plain_ms(st, 1, 2000)), 2) == 5.99
+    one = pd.DataFrame({"role": ["target"], "batch_size": [1], "context": [2000],
+                        "query_tokens": [1], "ms": [6.0]})
+    cal = S.calibrate(st, one)
+    e0, e1 = st.target_efficiency, cal.setup.target_efficiency
+    # the row sits 0.2 % above the default: no parameter moves by more than that share
+    miss = 6.0 / float(S.t_plain_ms(st, 1, 2000)) - 1
+    assert 0 < miss < 0.005
+    assert abs(e1.bandwidth / e0.bandwidth - 1) <= 2 * miss
+    assert abs(e1.fixed_ms / e0.fixed_ms - 1) <= 2 * miss
+    assert e0.token_us == 0.0 and e1.token_us < 0.1  # was 262 us: a per-token cost from nothing
+    assert e1.overlap == e0.overlap  # ties in the overlap grid keep the default
+    assert "fit-underdetermined" in [n.code for n in cal.notes]
+    for b in (1, 16):
+        assert round(float(S.speedup(cal.setup, b, 2000, 3, alpha=0.7)), 2) == \
+            round(float(S.speedup(st, b, 2000, 3, alpha=0.7)), 2)
+    assert round(float(S.speedup(cal.setup, 16, 2000, 3, alpha=0.7)), 2) == 1.58
+    # the row is still fitted: a slower measurement moves the step time to it
+    slow = S.calibrate(st, one.assign(ms=[7.5]))
+    assert round(float(S.t_plain_ms(slow.setup, 1, 2000)), 2) == 7.5

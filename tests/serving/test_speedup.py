@@ -191,12 +191,49 @@ def test_sglang_tree_costs_topk_draft_steps_and_the_verified_nodes():
     assert sp == pytest.approx(2.9 * tree["t_plain_ms"] / tree["cost_ms"])
     with pytest.raises(ValueError, match=r"tau must be in \[1, gamma \+ 1\]"):
         S.tree_speedup(st, b, s, 3, topk=4, num_draft_tokens=16, tau=4.5)
-    with pytest.raises(ValueError, match="num_draft_tokens must be >= steps"):
-        S.check_tree(st, 3, 2, 2)
+    with pytest.raises(ValueError, match="num_draft_tokens must be >= 2"):
+        S.check_tree(st, 3, 2, 1)
     with pytest.raises(ValueError, match="verifies chains only"):
         S.check_tree(S.setup("H100", "Llama-3.1-8B", "eagle3"), 3, 2, 8)
     with pytest.raises(ValueError, match="topk must be an integer >= 1"):
         S.check_tree(st, 3, 0, 8)
+
+
+def test_sglang_tree_shape_follows_sglangs_tree_builder_and_server_args():
+    """SGLang's organize_draft_results keeps the top num_draft_tokens - 1 of the
+    topk + (steps - 1) topk^2 scored candidates; server_args.py sets num_draft_tokens to
+    steps + 1 when topk is 1 (T5-W3)."""
+    from specnb import _check
+
+    # steps 3, topk 4: 4 + 2 x 16 = 36 candidates, so at most 37 tokens verified
+    assert S.max_tree_tokens(3, 4) == 37 and S.max_tree_tokens(3, 1) == 4
+    assert S.max_tree_tokens(8, 8) == 1 + 8 + 7 * 64
+    assert S.sglang_tree_shape(3, 4, 37) == (37, None)
+    assert S.sglang_tree_shape(3, 4, 2) == (2, None)  # fewer than steps + 1: a shallow tree
+    with pytest.raises(_check.ParamValueError, match=r"num_draft_tokens must be <= 37") as e:
+        S.sglang_tree_shape(3, 4, 38)
+    assert e.value.param == "num_draft_tokens"
+    with pytest.raises(_check.ParamValueError, match=r"num_draft_tokens must be >= 2"):
+        S.sglang_tree_shape(3, 4, 1)
+    # topk 1: SGLang rewrites any value to steps + 1, and says so
+    n, note = S.sglang_tree_shape(3, 1, 8)
+    assert n == 4 and note.code == "sglang-num-draft-tokens-adjusted"
+    assert S.sglang_tree_shape(3, 1, 4) == (4, None)
+    st = S.setup("H100", "Llama-3.1-8B", "eagle3", engine="sglang")
+    with pytest.raises(_check.ParamValueError, match="must be steps \\+ 1 = 4 with topk 1"):
+        S.check_tree(st, 3, 1, 8)  # the library costs only what SGLang runs
+    # every published SGLang point in data/ is a shape SGLang runs
+    import pandas as pd
+    from specnb.data import path
+    d = pd.read_csv(path("engine_measurements"))
+    d = d[d["topk"].notna()]
+    for r in d.itertuples():
+        g, k, n = int(r.gamma), int(r.topk), int(r.num_draft_tokens)
+        assert S.sglang_tree_shape(g, k, n) == (n, None), r.id
+    # a tree of 2 tokens holds one draft: tau at most 2 whatever the steps
+    with pytest.raises(ValueError, match=r"tau must be in \[1, gamma \+ 1\]"):
+        S.tree_speedup(st, 1, 512, 3, topk=4, num_draft_tokens=2, tau=2.5)
+    assert S.tree_speedup(st, 1, 512, 3, topk=4, num_draft_tokens=2, tau=2.0) > 0
 
 
 def test_flash_attention_2_verify_steps_share_the_multi_token_cost_by_proposal_rate():

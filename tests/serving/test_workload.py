@@ -52,3 +52,17 @@ def test_decode_context():
 def test_prefill_chunks():
     assert X.prefill_chunks(4, 1000, 8192) == 1 and X.prefill_chunks(128, 1000, 8192) == 16
     assert X.prefill_chunks(3, 0) == 0
+
+
+def test_verified_tokens_use_the_mean_draft_length_when_known():
+    """T5-M8: B (1 + M L), L = min(mean draft length, gamma); the trial's suffix profile at
+    gamma 5 (M 0.786, L 1.73) verifies 64 x 2.36 = 151 tokens at batch 64, not 315."""
+    from specnb.serving import workload as W
+
+    assert round(float(W.verified_tokens(64, 5, 0.786)), 1) == 315.5
+    assert round(float(W.verified_tokens(64, 5, 0.786, mean_draft_len=1.73)), 1) == 151.0
+    assert float(W.verified_tokens(8, 3, 1.0, mean_draft_len=9.0)) == 8 * 4  # at most gamma
+    with pytest.raises(ValueError, match=r"mean_draft_len must be"):
+        W.verified_tokens(8, 3, 1.0, mean_draft_len=0.5)
+    with pytest.raises(ValueError, match="mean_draft_len applies to ngram / suffix"):
+        S.setup("H100-SXM", "Llama-3.1-8B", "eagle3", mean_draft_len=2.0)

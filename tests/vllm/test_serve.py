@@ -160,6 +160,13 @@ def test_the_serve_context_rules(tmp_path):
     parsed, check = check_serve_line(both)
     assert json.loads(parsed.speculative_config) == {"num_speculative_tokens": 3}
     assert check.codes()[0] == "dotted-flags-replace-json"
+    # T5-C5: two JSONs and no dotted flag: argparse keeps the last; no word of dotted flags
+    twice = ("MODEL --speculative-config '{\"method\": \"ngram\", \"num_speculative_tokens\": 3}' "
+             "--speculative-config '{\"method\": \"ngram\", \"num_speculative_tokens\": 5}'")
+    parsed, check = check_serve_line(twice)
+    assert json.loads(parsed.speculative_config)["num_speculative_tokens"] == 5
+    assert check.codes()[0] == "speculative-config-twice"
+    assert "dotted" not in check.findings[0].message
     for f in check_serve_line(line + " --max-model-len 8192 --quantization fp8")[1]:
         assert f.code and f.fix
     # the target's config.json from a local model folder in the line; a draft path that is not
@@ -211,3 +218,16 @@ def test_a_served_name_without_a_model_first():
         parse_serve_line(line, vllm_version="0.33.0")
     assert parse_serve_line(line.replace("4096", "4096 --model M"), "0.33.0").model == "M"
     assert _codes(line, vllm_version="0.15.1")[:1] == ["no-model"]
+
+
+def test_pipeline_parallelism_with_speculation_is_flagged_up_to_0_15_0():
+    """T5-C7: vLLM's docs: 'Pipeline parallelism is not composible with speculative decoding
+    as of vllm<=0.15.0' (notebook 05 says it too); the check now says so for those releases."""
+    line = ("MODEL -pp 2 --speculative-config '{\"method\": \"ngram\", "
+            "\"num_speculative_tokens\": 3, \"prompt_lookup_min\": 2, \"prompt_lookup_max\": 5}'")
+    for version, flagged in (("0.15.0", True), ("0.10.0", True), ("0.15.1", False),
+                             ("0.33.0", False)):
+        codes = check_serve_line(line, version)[1].codes()
+        assert ("pipeline-parallel-with-speculation" in codes) == flagged, version
+    assert "pipeline-parallel-with-speculation" not in check_serve_line(
+        line.replace("-pp 2", "-tp 2"), "0.15.0")[1].codes()

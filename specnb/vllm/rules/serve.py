@@ -4,9 +4,15 @@ from :func:`specnb.vllm.serve.parse_serve_line`) and the draft's and target's co
 from __future__ import annotations
 
 from ...hf_config import architectures
+from .._versions import version_key
 from .context import NO_DRAFT_BRANCH, Context, as_int
 
 _HEADS = ("eagle", "eagle3", "dflash", "draft_model", "medusa")  # drafts trained on their own
+
+#: The last release vLLM's speculative-decoding docs list pipeline parallelism as "not
+#: composible with speculative decoding" for (docs/features/spec_decode, "Known Feature
+#: Incompatibility", README @ 01ed47b4 and b86d012f: "as of `vllm<=0.15.0`").
+PP_SPECULATION_UNTIL = "0.15.0"
 
 def serve(ctx: Context) -> None:
     """Each serve-line check (nothing without a serve line or a target)."""
@@ -24,6 +30,14 @@ def serve(ctx: Context) -> None:
                 "crash or slow down past 2K, vllm#48894) and the draft's max_model_len is "
                 f"capped at {dpos}", f"serve with --max-model-len {dpos}, or use a head "
                 f"trained at {mml} positions or more")
+    pp = as_int(s.get("pipeline_parallel_size")) or 1
+    if pp > 1 and version_key(ctx.table.vllm) <= version_key(PP_SPECULATION_UNTIL):
+        ctx.add("pipeline-parallel-with-speculation", "warning", None, f"--pipeline-parallel-"
+                f"size {pp} with speculative decoding on {ctx.vname}: vLLM's docs ('Known "
+                "Feature Incompatibility'): 'Pipeline parallelism is not composible with "
+                f"speculative decoding as of vllm<={PP_SPECULATION_UNTIL}'", "serve with "
+                "--tensor-parallel-size instead of pipeline parallelism, or drop "
+                "--speculative-config (notebook 05)")
     dp = as_int(s.get("data_parallel_size")) or 1
     if dp > 1 and ctx.values.get("num_speculative_tokens_per_batch_size") is not None:
         ctx.add("schedule-with-data-parallel", "warning", "num_speculative_tokens_per_batch_"
