@@ -91,7 +91,8 @@ class _Times:
         self.moe = st.engine.engine_step() if st.engine.step else None
         self.tree = tree  # (topk, num_draft_tokens) of an SGLang tree, or None (a chain)
         # FlashAttention-2's cost of a step with multi-token queries ((1, 0): not this engine)
-        self.multi = multi_token_attention(self.tgt[0], self.tgt[1], self.tgt[5], self.moe)
+        self.multi = multi_token_attention(self.tgt[0], self.tgt[1], self.tgt[5], self.moe,
+                                           self.tgt[4])
 
     def _q(self, g):
         """Query tokens per sequence of a verification: 1 + M gamma (1 + M min(L, gamma)
@@ -254,7 +255,10 @@ def multi_token_note(st: Setup, contexts):
 
     arch, g = st.target, st.gpu
     es = st.engine.engine_step() if st.engine.step else None
-    factor, walk = multi_token_attention(arch, g, st.gpus, es)
+    from .catalogue import kv_storage_dtype
+
+    factor, walk = multi_token_attention(arch, g, st.gpus, es,
+                                         kv_storage_dtype(st.kv_dtype, st.dtype))
     if not walk:
         return None
     top = int(max(np.atleast_1d(contexts)))
@@ -262,9 +266,11 @@ def multi_token_note(st: Setup, contexts):
                 f"on {g.name} (compute capability {g.compute_capability}) vLLM runs "
                 "FlashAttention-2, which splits the KV and packs a KV head's query heads only "
                 f"when every query is one token: a step that verifies drafts reads {factor:g}x "
-                f"its KV bytes and walks the longest context unsplit, at least "
-                f"{walk * top:.2f} ms a step at context {top:,} (vllm-project/flash-attention "
-                "PR #193's timings; its PRs #176 / #190 would lift it); the model includes it")
+                f"its KV bytes and walks the longest context unsplit, about {walk * top:.2f} ms "
+                f"a step at context {top:,} at an RTX 3090's walk rate (vllm-project/"
+                "flash-attention PR #193's timing; UNVERIFIED on this GPU; its PRs #176 / #190 "
+                "would lift it); the model includes it; --kv-cache-dtype fp8 moves vLLM to "
+                "FlashInfer, which this rule does not cover")
 
 
 def check_tree(st: Setup, steps, topk, num_draft_tokens) -> tuple[int, int, int]:

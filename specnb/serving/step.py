@@ -142,7 +142,8 @@ def _step(arch, g, eff, dtype, kv_dtype, n, b, s, q, kv_budget=None, parts=False
 _NOT_FA2_MAJORS = ("9", "10")
 
 
-def multi_token_attention(arch, g, gpus: int = 1, engine_step=None) -> tuple[float, float]:
+def multi_token_attention(arch, g, gpus: int = 1, engine_step=None,
+                          kv_dtype: str = "bf16") -> tuple[float, float]:
     """What a step whose longest query has more than one token costs in attention on an
     engine that runs FlashAttention-2's varlen kernel (issue 22): ``(kv_read_factor,
     walk_ms)``, where the step's KV read takes ``kv_read_factor`` times its bytes and at least
@@ -165,14 +166,22 @@ def multi_token_attention(arch, g, gpus: int = 1, engine_step=None) -> tuple[flo
 
     Applies when ``engine_step.fa2_walk_ns`` > 0 (the ``vllm`` V1 profile), the GPU is CUDA
     with a compute capability major other than 9 and 10 (A100, A40, A10G, L4, L40(S), RTX
-    3090 / 4090), and the target has per-head K and V (not MLA). Unchecked: the caller's
-    setup was checked. ``gpus``: tensor parallelism (heads split ``gpus`` ways, KV heads
-    ``min(gpus, n_kv_heads)`` ways).
+    3090 / 4090), and vLLM would pick FlashAttention for the target: per-head K and V (not
+    MLA), a head size that is a multiple of 8 and at most 256
+    (``FlashAttentionBackend.supports_head_size``), and a KV cache that is not fp8
+    (``kv_dtype``, the storage dtype: ``supports_kv_cache_dtype`` needs FA3 on SM90 or FA4
+    on SM100 for fp8, so on these GPUs ``platforms/cuda.py`` falls to FlashInfer). A target
+    with attention sinks (gpt-oss) is not FlashAttention's on compute capability < 9 either
+    (``supports_combination``); the catalogue does not record sinks, so that case is not
+    excluded here. Unchecked: the caller's setup was checked. ``gpus``: tensor parallelism
+    (heads split ``gpus`` ways, KV heads ``min(gpus, n_kv_heads)`` ways).
     """
     walk = 0.0 if engine_step is None else float(engine_step.fa2_walk_ns)
     cc = getattr(g, "compute_capability", "")
     if not walk or not cc or cc.split(".")[0] in _NOT_FA2_MAJORS or arch.mla is not None:
         return 1.0, 0.0
+    if arch.head_dim % 8 or arch.head_dim > 256 or kv_dtype == "fp8":
+        return 1.0, 0.0  # vLLM picks another backend (FlashInfer, Triton)
     q_heads = arch.n_heads / gpus
     kv_heads = arch.n_kv_heads / _moe._kv_split_ways(arch, gpus)
     factor = max(q_heads / kv_heads, 1.0)
