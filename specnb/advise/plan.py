@@ -180,7 +180,8 @@ def _tax_note() -> Note:
                 "under data parallelism > 1")
 
 
-def setup_config(st: S.Setup, sched, *, checkpoint: str | None = None):
+def setup_config(st: S.Setup, sched, *, checkpoint: str | None = None,
+                 acceptance_profile=None):
     """The vLLM ``speculative_config`` for a setup and a schedule, with notes.
 
     Method and ``model`` follow the draft: ``ngram`` (with
@@ -190,6 +191,11 @@ def setup_config(st: S.Setup, sched, *, checkpoint: str | None = None):
     ``<eagle3-checkpoint>`` to replace), a draft model (its Hugging Face id or folder),
     ``self`` (``draft_model`` with the target itself; vLLM has no sparse-KV self-draft, so a
     KV budget cannot be expressed).
+
+    ``acceptance_profile`` (a :class:`specnb.acceptance_profile.AcceptanceProfile`): the
+    drafter settings it was replayed with (its ``params``: ``prompt_lookup_*``,
+    ``suffix_decoding_*``) replace the defaults, since the profile's tau and proposal rate
+    are that drafter's (the one home for ``specnb plan`` and ``specnb simulate``).
 
     Returns
     -------
@@ -236,6 +242,11 @@ def setup_config(st: S.Setup, sched, *, checkpoint: str | None = None):
                           f"modelled budget of {d.kv_budget} tokens are a sparse-KV engine's "
                           "(MagicDec, StreamingLLM), not this line's; plan without "
                           "--draft-kv-budget for what vLLM will do"))
+    if acceptance_profile is not None:
+        # the settings the profile was replayed with are the ones to serve
+        opts.update({k: v for k, v in acceptance_profile.params.items()
+                     if v is not None and (k.startswith("prompt_lookup_")
+                                           or k.startswith("suffix_decoding_"))})
     cfg = schedule_config(sched, d.method, model=model, **opts)
     layers = max(1, int(st.target.mtp_layers or 0))
     top_k = max((int(r[2]) for r in sched), default=0) if sched else 0
@@ -652,12 +663,7 @@ def serving_plan(st: S.Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=
         grid, full = _without_contexts(grid, over), _without_contexts(full, over)
     nothing = S.cannot_serve(st, contexts)
     sched = schedule_of(full)
-    cfg, notes = setup_config(st, sched)
-    if acceptance_profile is not None and cfg is not None:
-        # the settings the profile was replayed with are the ones to serve
-        cfg.update({k: v for k, v in acceptance_profile.params.items()
-                    if v is not None and (k.startswith("prompt_lookup_")
-                                          or k.startswith("suffix_decoding_"))})
+    cfg, notes = setup_config(st, sched, acceptance_profile=acceptance_profile)
     if cfg is None:  # no serve line: no placeholder in it to replace
         notes = [n for n in notes if n.code != "checkpoint-placeholder"]
     if nothing is not None:  # no on/off advice: nothing runs at all

@@ -336,8 +336,8 @@ def simulate(a) -> dict:
     strip = lambda r: {k: v for k, v in r.items() if k not in _LISTS}  # noqa: E731
     on = cmp["on"]
     notes = _notes(a, w, profile, cmp, sim.config, off_cfg, st)
-    serve, serve_notes = (_serve_line(st, sim.config, pols, on, w) if cmp["verdict"] == "pays"
-                          else (None, []))
+    serve, serve_notes = (_serve_line(st, sim.config, pols, on, w, profile)
+                          if cmp["verdict"] == "pays" else (None, []))
     return {"setup": {"gpu": st.gpu.name, "gpus": st.gpus, "model": st.target.name,
                       "dtype": st.dtype, "kv_cache_dtype": st.kv_dtype,
                       "draft": st.draft.name, "engine": st.engine.name,
@@ -404,17 +404,18 @@ def _notes(a, w, profile, cmp, cfg=None, off_cfg=None, st=None) -> list:
     return out
 
 
-def _serve_line(st, cfg, pols, on, workload):
+def _serve_line(st, cfg, pols, on, workload, profile=None):
     """The serve line of the winning policy (:func:`specnb.advise.plan.setup_serve_line`: the
     plan's flags, the weight dtype, --max-model-len of the longest request when the model's
-    full length does not fit) and its notes."""
+    full length does not fit; the acceptance profile's drafter settings, as plan serves them:
+    :func:`specnb.advise.plan.setup_config`) and its notes."""
     import numpy as np
 
     from ..advise.plan import setup_config, setup_serve_line
 
     pol = next(p for p in pols if p.name == on)
     sched = [list(r) for r in pol.schedule] if pol.schedule else [[1, cfg.max_num_seqs, pol.k]]
-    conf, _ = setup_config(st, sched)
+    conf, _ = setup_config(st, sched, acceptance_profile=profile)
     if conf is None:
         return None, []
     longest = int(np.max(np.asarray(workload.input_len) + np.asarray(workload.output_len)))

@@ -278,3 +278,30 @@ def test_one_tau_with_several_gammas_is_read_at_the_first_gamma_as_plan_does(cap
     i = res["note_codes"].index("tau-read-at-first-gamma")
     assert res["notes"][i] == tau_by_gamma(1.8, [1, 3])[2].message
     assert "alpha 0.800" in res["setup"]["acceptance"]
+
+
+def test_simulate_serves_the_acceptance_profiles_ngram_window_as_plan_does(capsys, tmp_path):
+    """T6-W8: the profile's tau is its (5, 5) window's; the serve line must run that window
+    (one home: advise.plan.setup_config), not NGRAM_OPTIONS' (2, 5)."""
+    from specnb import acceptance_profile as AP
+
+    c = AP.Counters(10, 8, 30, 20, (8, 7, 5), (8, 8, 8))
+    AP.save(AP.build("ngram", {3: [(None, {None: c})]}, source={"context_range": [20, 2000]},
+                     params={"prompt_lookup_min": 5, "prompt_lookup_max": 5}),
+            tmp_path / "p.json")
+    code, out, err = run(capsys, "simulate", "--gpu", "H100-SXM", "--model", "Llama-3.1-8B",
+                         "--draft", "ngram", "--gamma", "3", "--acceptance-profile",
+                         str(tmp_path / "p.json"), "--input-len", "500", "--output-len", "40",
+                         "--num-prompts", "16", "--concurrency", "4", "--json")
+    assert code == 0, err
+    r = json.loads(out)
+    assert r["verdict"] == "pays", r["verdict"]
+    cfg = json.loads(r["serve"].split("--speculative-config ")[1].split("'")[1])
+    assert (cfg["prompt_lookup_min"], cfg["prompt_lookup_max"]) == (5, 5)
+    code, out, _ = run(capsys, "plan", "--gpu", "H100-SXM", "--model", "Llama-3.1-8B",
+                       "--draft", "ngram", "--gamma", "3", "--acceptance-profile",
+                       str(tmp_path / "p.json"), "--context", "540", "--batch", "1", "4",
+                       "--json")
+    assert code == 0
+    p = json.loads(out)["config"]
+    assert (p["prompt_lookup_min"], p["prompt_lookup_max"]) == (5, 5)
