@@ -365,6 +365,56 @@ def _without_contexts(grid: S.Grid, contexts) -> S.Grid:
     return dataclasses.replace(grid, fits=fits)
 
 
+#: SGLang's --speculative-algorithm for specnb's draft methods (SGLang's docs: EAGLE-2/3,
+#: MTP through EAGLE, a small draft model as STANDALONE, NGRAM); others have no SGLang name.
+SGLANG_ALGORITHM = {"eagle3": "EAGLE3", "eagle": "EAGLE", "mtp": "EAGLE",
+                    "draft_model": "STANDALONE", "ngram": "NGRAM"}
+
+
+#: SGLang's default request cap with speculative decoding (EAGLE, EAGLE3, STANDALONE; MTP runs
+#: as EAGLE): ``server_args.py`` ``_handle_speculative_decoding`` sets
+#: ``max_running_requests = 48`` when unset ("Max running requests is reset to 48 for
+#: speculative decoding"; 32 in early-2025 versions), and its CUDA graphs for speculative
+#: decoding are captured up to that batch; SGLang's DeepSeek guide: "To enable DeepSeek MTP
+#: for large batch sizes (>48) ... Adjust --max-running-requests ... Set --cuda-graph-bs".
+SGLANG_SPEC_MAX_RUNNING_REQUESTS = 48
+
+
+def sglang_launch_line(st: S.Setup, config: dict | None, *, max_num_seqs: int | None = None,
+                       tree: dict | None = None) -> str | None:
+    """``python -m sglang.launch_server`` for a setup and its (vLLM-form) ``config`` (the
+    one home: ``specnb plan --engine sglang`` and ``specnb simulate --engine sglang``).
+
+    The speculative flags are the tree's when ``tree`` is given (``steps``, ``topk``,
+    ``num_draft_tokens``), else the chain of ``config["num_speculative_tokens"]``: topk 1,
+    steps + 1 draft tokens; the draft's checkpoint (``config["model"]``) for EAGLE /
+    STANDALONE; the weight dtype as for vLLM (:func:`specnb.serving.serve_weight_args`);
+    ``--tp-size`` with gpus > 1; ``--max-running-requests`` and ``--cuda-graph-max-bs`` at
+    ``max_num_seqs`` when it exceeds :data:`SGLANG_SPEC_MAX_RUNNING_REQUESTS` (else SGLang
+    admits at most 48 requests with speculation on). None when ``config`` is None (nothing
+    pays) or the draft method has no SGLang name (:data:`SGLANG_ALGORITHM`)."""
+    algo = SGLANG_ALGORITHM.get(st.draft.method)
+    if config is None or algo is None:
+        return None
+    steps = tree["steps"] if tree else int(config["num_speculative_tokens"])
+    topk = tree["topk"] if tree else 1
+    ndt = tree["num_draft_tokens"] if tree else steps + 1
+    draft = ([] if algo == "NGRAM" or st.draft.method == "mtp" else
+             ["--speculative-draft-model-path", config.get("model") or "<draft>"])
+    # the weight dtype as for vLLM (SGLang takes --quantization fp8 online, --dtype too)
+    model, weight_args, _ = S.serve_weight_args(st.target, st.dtype)
+    parts = ["python", "-m", "sglang.launch_server", "--model-path", model,
+             "--speculative-algorithm", algo, *draft, "--speculative-num-steps", str(steps),
+             "--speculative-eagle-topk", str(topk), "--speculative-num-draft-tokens", str(ndt),
+             *weight_args]
+    if st.gpus > 1:
+        parts += ["--tp-size", str(st.gpus)]
+    if max_num_seqs and max_num_seqs > SGLANG_SPEC_MAX_RUNNING_REQUESTS:
+        parts += ["--max-running-requests", str(max_num_seqs),
+                  "--cuda-graph-max-bs", str(max_num_seqs)]
+    return " ".join(parts)
+
+
 def setup_serve_line(st: S.Setup, config: dict, *, max_num_seqs: int, contexts=None,
                      extra_args=()):
     """The ``vllm serve`` line for a setup and its ``speculative_config``: the one home of

@@ -301,6 +301,12 @@ def simulate(a) -> dict:
 
         profile = acceptance_profile.load(a.acceptance_profile)
     acc = _acceptance(a, M, profile)
+    sglang = st.engine.name == "sglang"
+    if sglang and (a.schedule or a.disable_by_batch_size):  # vLLM's per-batch-size K
+        flag = "--schedule" if a.schedule else "--disable-by-batch-size"
+        raise ValueError(f"{flag} with --engine sglang: SGLang runs one "
+                         "--speculative-num-steps at every batch size (no "
+                         "num_speculative_tokens_per_batch_size); leave it out")
     if a.requests:
         w = M.from_log(a.requests, request_rate=a.request_rate, burstiness=a.burstiness,
                        concurrency=a.concurrency, seed=a.seed)
@@ -318,7 +324,7 @@ def simulate(a) -> dict:
     else:
         cfg = M.engine_config(st, **kw)
     sched = None
-    if not a.no_schedule:
+    if not a.no_schedule and not sglang:
         sched = _schedule_flag(a) if a.schedule else _plan_schedule(
             st, acc, w, a.gamma, cfg.max_num_seqs)
     pols = _policies(a, M, cfg.max_num_seqs, sched)
@@ -408,16 +414,31 @@ def _serve_line(st, cfg, pols, on, workload, profile=None):
     """The serve line of the winning policy (:func:`specnb.advise.plan.setup_serve_line`: the
     plan's flags, the weight dtype, --max-model-len of the longest request when the model's
     full length does not fit; the acceptance profile's drafter settings, as plan serves them:
-    :func:`specnb.advise.plan.setup_config`) and its notes."""
+    :func:`specnb.advise.plan.setup_config`) and its notes; with engine sglang SGLang's
+    launch line (:func:`specnb.advise.plan.sglang_launch_line`, as ``plan --engine sglang``),
+    note ``sglang-launch-line``, or none with note ``sglang-no-algorithm``."""
     import numpy as np
 
-    from ..advise.plan import setup_config, setup_serve_line
+    from ..advise.plan import setup_config, setup_serve_line, sglang_launch_line
+    from ..notes import Note
 
     pol = next(p for p in pols if p.name == on)
     sched = [list(r) for r in pol.schedule] if pol.schedule else [[1, cfg.max_num_seqs, pol.k]]
     conf, _ = setup_config(st, sched, acceptance_profile=profile)
     if conf is None:
         return None, []
+    if st.engine.name == "sglang":  # SGLang's own launch line (plan's: one home)
+        line = sglang_launch_line(st, conf, max_num_seqs=cfg.max_num_seqs)
+        if line is None:
+            return None, [Note("sglang-no-algorithm",
+                               f"no launch line: the draft method {st.draft.method} has no "
+                               "SGLang --speculative-algorithm (EAGLE, EAGLE3, STANDALONE, "
+                               "NGRAM)")]
+        return line, [Note("sglang-launch-line",
+                           "the figures are SGLang's (engine sglang): the line is SGLang's "
+                           "launch_server, one --speculative-num-steps at every batch size "
+                           "(no vLLM schedule simulated); --max-num-batched-tokens is vLLM's "
+                           "and is not in it")]
     longest = int(np.max(np.asarray(workload.input_len) + np.asarray(workload.output_len)))
     return setup_serve_line(st, conf, max_num_seqs=cfg.max_num_seqs, contexts=[longest],
                             extra_args=["--max-num-batched-tokens",
@@ -468,7 +489,12 @@ def format_simulation(r: dict) -> str:
         lines.append(f"schedule {json.dumps(r['schedule'])}: one K at every batch size, the "
                      "static policy of that K above (no row of its own)")
     lines += [f"note: {n}" for n in r.get("notes", [])]
-    lines.append(r["serve"] if r["serve"] else "serve: leave speculative decoding off")
+    if r["serve"]:
+        lines.append(r["serve"])
+    elif "sglang-no-algorithm" in r.get("serve_note_codes", []):
+        lines.append("launch: none (see the note)")
+    else:
+        lines.append("serve: leave speculative decoding off")
     lines += [f"note: {n}" for n in r.get("serve_notes", [])]
     lines += [f"saved {p}" for p in r["saved"]]
     return "\n".join(lines)

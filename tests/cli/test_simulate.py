@@ -305,3 +305,36 @@ def test_simulate_serves_the_acceptance_profiles_ngram_window_as_plan_does(capsy
     assert code == 0
     p = json.loads(out)["config"]
     assert (p["prompt_lookup_min"], p["prompt_lookup_max"]) == (5, 5)
+
+
+def test_engine_sglang_prints_sglangs_launch_line_as_plan_does(capsys):
+    """T6-W13: SGLang's figures get SGLang's launch line (advise.plan.sglang_launch_line, the
+    one plan prints), no vLLM schedule; a method without an SGLang name gets none, coded."""
+    from specnb import serving as S
+    from specnb.advise.plan import sglang_launch_line
+
+    argv = [*BASE[:-2], "--num-prompts", "16", "--concurrency", "4", "--engine", "sglang",
+            "--json"]
+    code, out, err = run(capsys, *argv)
+    assert code == 0, err
+    r = json.loads(out)
+    assert r["verdict"] == "pays" and r["schedule"] is None
+    assert set(r["policies"]) == {"off", "k=3"}
+    st = S.setup("H100-SXM", "Llama-3.1-8B", "eagle3", engine="sglang")
+    want = sglang_launch_line(st, {"num_speculative_tokens": 3, "model": "<eagle3-checkpoint>"},
+                              max_num_seqs=r["setup"]["max_num_seqs"])
+    assert r["serve"] == want and want.startswith("python -m sglang.launch_server")
+    assert "--speculative-num-draft-tokens 4" in want and "sglang-launch-line" in r[
+        "serve_note_codes"]
+    code, out, _ = run(capsys, "plan", "--engine", "sglang", "--gpu", "H100-SXM", "--model",
+                       "Llama-3.1-8B", "--draft", "eagle3", "--gamma", "3", "--tau", "2.6",
+                       "--context", "540", "--batch", "1", "4", "--json")
+    assert json.loads(out)["serve"] == sglang_launch_line(
+        st, {"num_speculative_tokens": 3, "model": "<eagle3-checkpoint>"}, max_num_seqs=4)
+    suffix = [a if a != "eagle3" else "suffix" for a in argv]
+    code, out, _ = run(capsys, *suffix)
+    r = json.loads(out)
+    assert r["verdict"] == "pays"  # suffix pays here, but SGLang has no such algorithm
+    assert r["serve"] is None and r["serve_note_codes"] == ["sglang-no-algorithm"]
+    code, out, err = run(capsys, *argv, "--schedule", "[[1, 4, 3]]")
+    assert code == 2 and "--schedule with --engine sglang" in err
