@@ -258,7 +258,7 @@ def _check_flags(a) -> str | None:
 
 #: Library parameter names that errors without ``param`` may spell (named as flags by
 #: :data:`specnb.cli.FLAGS`).
-_NAMES = ("range_ratio", "max_batch")
+_NAMES = ("range_ratio", "max_batch", "max_num_batched_tokens")
 
 
 def _acceptance(a, M, profile=None):

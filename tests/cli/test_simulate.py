@@ -338,3 +338,15 @@ def test_engine_sglang_prints_sglangs_launch_line_as_plan_does(capsys):
     assert r["serve"] is None and r["serve_note_codes"] == ["sglang-no-algorithm"]
     code, out, err = run(capsys, *argv, "--schedule", "[[1, 4, 3]]")
     assert code == 2 and "--schedule with --engine sglang" in err
+
+
+def test_engine_vllm_v0_refuses_a_budget_v0_cannot_build_naming_the_flag(capsys):
+    """T6-W11: the library's rule (simulate.v0_engine_config), the flag in the message."""
+    code, out, err = run(capsys, "simulate", "--engine", "vllm-v0", "--gpu", "H100-SXM",
+                         "--model", "Llama-3.1-8B", "--draft", "ngram", "--gamma", "3", "--tau",
+                         "1.6", "--input-len", "1000", "--output-len", "64", "--num-prompts",
+                         "16", "--concurrency", "4", "--max-num-batched-tokens", "4096")
+    assert code == 2 and out == ""
+    assert err.startswith("specnb simulate: error: --max-num-batched-tokens 4096 is below "
+                          "max_model_len 131072")
+    assert "give --max-num-batched-tokens >= 131072" in err
