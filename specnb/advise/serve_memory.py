@@ -96,6 +96,10 @@ def serve_memory_findings(settings: dict, model: str, config: dict, gpu: str, *,
     longest ``--max-model-len`` that fits (vLLM's own estimate) or a higher
     ``--gpu-memory-utilization``. When one fits but fewer than ``--max-num-seqs`` (vLLM's
     default on the GPU when not given), a note: vLLM starts and preempts when the cache fills.
+    ``--max-model-len auto`` / ``-1`` (vLLM 0.33 ``human_readable_int_or_auto``): vLLM fits
+    max_model_len to the KV cache (``_auto_fit_max_model_len``, same file), so the check runs
+    at the longest length that fits (at most the target's), note ``max-model-len-auto-fit``;
+    it fails only when not one token fits, error ``max-model-len-auto-fit-fails``.
 
     Returns
     -------
@@ -145,6 +149,28 @@ def serve_memory_findings(settings: dict, model: str, config: dict, gpu: str, *,
                            "the line gives no --max-model-len")
     where = f"{gpu} x{st.gpus}"
     weights = f"{dtype} weights ({why})"
+    auto = []
+    if mml == -1:  # 'auto' / -1: vLLM fits max_model_len to the KV cache (_auto_fit_...)
+        fits = S.max_model_len_that_fits(st, ctx)
+        if fits < 1:
+            return (Finding(
+                "error", None, f"vLLM refuses to start: --max-model-len auto needs room for "
+                f"one token's KV cache of target and draft ({kv}) beside the {weights}, and "
+                f"on {where} at gpu_memory_utilization {st.memory_fraction:g} none is left "
+                "(vLLM 0.33 _auto_fit_max_model_len: 'Cannot auto-fit max_model_len: not "
+                "enough GPU memory available to serve even a single token')",
+                "a larger GPU, more GPUs (-tp), a smaller weight dtype or a higher "
+                "--gpu-memory-utilization", code="max-model-len-auto-fit-fails"),)
+        auto = [Finding(
+            "note", None, f"--max-model-len auto (-1): vLLM fits max_model_len to the KV cache "
+            f"(v1/core/kv_cache_planning.py _auto_fit_max_model_len): "
+            + (f"about {fits} of the target {arch.name}'s {ctx} positions fit on {where}, "
+               "so vLLM serves sequences up to that length ('Auto-fit max_model_len: reduced "
+               f"from {ctx} ...')" if fits < ctx else
+               f"the target {arch.name}'s full {ctx} positions fit on {where}"),
+            "" if fits >= ctx else f"give --max-model-len {fits} or less to pin the length yourself",
+            code="max-model-len-auto-fit")]
+        ctx = min(fits, ctx)
     cap = int(S.max_batch_in_memory(st, ctx))
     if cap < 1:
         left = (st.memory_fraction * st.gpus * st.gpu.memory_bytes
@@ -171,9 +197,9 @@ def serve_memory_findings(settings: dict, model: str, config: dict, gpu: str, *,
             code="kv-cache-below-max-model-len"),)
     seqs = s.get("max_num_seqs") or default_batch_limits(gpu)[1]
     if cap >= seqs:
-        return ()
+        return tuple(auto)
     given = "" if "max_num_seqs" in s else f" (vLLM's default on {gpu})"
-    return (Finding("note", None, f"--max-num-seqs {seqs}{given}: if every sequence reached "
+    return (*auto, Finding("note", None, f"--max-num-seqs {seqs}{given}: if every sequence reached "
                     f"--max-model-len {ctx}, the KV cache of the target and the draft ({kv}) "
                     f"would hold {cap} of them on {where} beside the {weights} "
                     "(specnb.serving's memory cap, activations not counted); shorter "

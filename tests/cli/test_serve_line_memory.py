@@ -291,3 +291,15 @@ def test_a_draft_counted_in_fp8_is_noted_vllm_loads_it_unquantized(capsys):
                     "fp8", "--draft", "mtp", "--context", "4000", "--batch", "1", "8",
                     "--gamma", "1", "--alpha", "0.8")
     assert "draft-dtype-not-in-line" not in mtp["note_codes"]
+
+
+@pytest.mark.parametrize("value", ["auto", "-1"])
+def test_config_check_reads_max_model_len_auto_as_vllms_auto_fit(capsys, value):
+    """T6-W10: vLLM 0.33 fits max_model_len to the KV cache for 'auto' / -1, not the model's
+    full length; the 4090's fit is the refusal's own fix length."""
+    line = f"vllm serve meta-llama/Llama-3.1-8B --max-model-len {value} --speculative-config '{NGRAM}'"
+    code, found = check(capsys, line, "RTX-4090")
+    n = S.max_model_len_that_fits(S.setup("RTX-4090", "Llama-3.1-8B", "ngram"), 131072)
+    assert code == 0 and "kv-cache-below-max-model-len" not in found
+    assert f"about {n} of" in found["max-model-len-auto-fit"]["message"]
+    assert f"--max-model-len {n}," in found["verify-memory-cap"]["message"]
