@@ -11,7 +11,8 @@ Finding codes (stable): ``memory-not-checked`` (note: the target, its weight dty
 tensor-parallel refusal), ``kv-cache-below-max-model-len`` (error: vLLM refuses to start),
 ``verify-memory-cap`` (note: fewer than ``--max-num-seqs`` sequences at ``--max-model-len``);
 from :func:`serve_batch_findings` ``serve-default-batched-tokens-below-seqs`` (error); from
-:func:`serve_target_findings` ``serve-tensor-parallel`` and ``serve-max-model-len-above-target``
+:func:`serve_target_findings` ``serve-tensor-parallel``, ``serve-max-model-len-above-target``
+(a warning, ``serve-max-model-len-above-target-allowed``, with VLLM_ALLOW_LONG_MAX_MODEL_LEN=1)
 (errors).
 """
 
@@ -27,7 +28,8 @@ _SPEC = {"eagle": "eagle", "eagle3": "eagle3", "mtp": "mtp", "ngram": "ngram",
          "suffix": "suffix"}
 
 
-def serve_target_findings(settings: dict, model: str, *, target_config=None) -> tuple:
+def serve_target_findings(settings: dict, model: str, *, target_config=None,
+                          env=None) -> tuple:
     """vLLM's refusals that depend on the served model alone, GPU or not, when specnb knows
     the target (catalogue name or Hugging Face id, or its config.json, ``target_config``
     first): ``-tp`` that does not split the model (:func:`specnb.serving.check_tensor_parallel`,
@@ -36,8 +38,12 @@ def serve_target_findings(settings: dict, model: str, *, target_config=None) -> 
     ``context-over-max-positions``: vLLM's ``_get_and_verify_max_len`` refuses it unless
     VLLM_ALLOW_LONG_MAX_MODEL_LEN=1; code ``serve-max-model-len-above-target``), as errors.
     A config with RoPE scaling is not judged on ``--max-model-len`` (vLLM scales its derived
-    maximum by some RoPE types' factor, which specnb does not model). Empty for a model
-    specnb does not know."""
+    maximum by some RoPE types' factor, which specnb does not model). ``env``: the line's
+    environment (:attr:`specnb.vllm.ServeLine.env`); with ``VLLM_ALLOW_LONG_MAX_MODEL_LEN``
+    ``1`` / ``true`` (vLLM 0.33 ``envs.py``) the long ``--max-model-len`` is vLLM's warning,
+    not its refusal (``config/model.py``: "VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with
+    extreme caution"): a warning, code ``serve-max-model-len-above-target-allowed``. Empty
+    for a model specnb does not know."""
     from .. import serving as S
     from ..vllm import Finding
 
@@ -61,7 +67,19 @@ def serve_target_findings(settings: dict, model: str, *, target_config=None) -> 
     mml = s.get("max_model_len")
     if isinstance(mml, int) and mml > 0 and not scaled:
         for note in S.context_limit_notes(arch, [mml]):
-            if note.code == "context-over-max-positions":
+            allowed = str((env or {}).get("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "0")).strip() \
+                .lower() in ("1", "true")  # vLLM 0.33 envs.py's reading
+            if note.code == "context-over-max-positions" and allowed:
+                found.append(Finding(
+                    "warning", None, f"--max-model-len {mml} is above the target {arch.name}'s "
+                    f"max_position_embeddings {arch.max_position_embeddings}; with "
+                    "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 vLLM starts and warns 'must be used with "
+                    "extreme caution. If the model uses relative position encoding (RoPE), "
+                    "positions exceeding derived_max_model_len lead to nan'",
+                    f"keep requests within {arch.max_position_embeddings} tokens, or serve a "
+                    "long-context variant of the model",
+                    code="serve-max-model-len-above-target-allowed"))
+            elif note.code == "context-over-max-positions":
                 found.append(Finding(
                     "error", None, f"--max-model-len {mml} is above the target {arch.name}'s "
                     f"max_position_embeddings {arch.max_position_embeddings}: vLLM refuses it at "

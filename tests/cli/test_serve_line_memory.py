@@ -303,3 +303,18 @@ def test_config_check_reads_max_model_len_auto_as_vllms_auto_fit(capsys, value):
     assert code == 0 and "kv-cache-below-max-model-len" not in found
     assert f"about {n} of" in found["max-model-len-auto-fit"]["message"]
     assert f"--max-model-len {n}," in found["verify-memory-cap"]["message"]
+
+
+def test_config_check_reads_vllm_allow_long_max_model_len_before_the_command(capsys):
+    """T6-C7: the env var config check's own refusal names, set before the command, makes
+    vLLM warn instead of refusing (vLLM 0.33 config/model.py); a script's comments parse."""
+    line = (f"vllm serve meta-llama/Llama-3.1-8B \\\n --max-model-len 200000 "
+            f"--speculative-config '{NGRAM}'")
+    code, found = check(capsys, line, "H100-SXM")
+    assert code == 1 and found["serve-max-model-len-above-target"]["severity"] == "error"
+    code, found = check(capsys, "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 " + line, "H100-SXM")
+    assert code == 0 and "serve-max-model-len-above-target" not in found
+    assert found["serve-max-model-len-above-target-allowed"]["severity"] == "warning"
+    code, found = check(capsys, "# serve it\nexport VLLM_ALLOW_LONG_MAX_MODEL_LEN=0\n" + line,
+                        "H100-SXM")
+    assert code == 1 and "serve-max-model-len-above-target" in found
