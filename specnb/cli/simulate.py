@@ -126,8 +126,9 @@ def register(subparsers) -> argparse.ArgumentParser:
                         "or a draft config.json (as specnb plan)")
     p.add_argument("--draft-config", metavar="CONFIG",
                    help="an EAGLE / EAGLE-3 head's or a DFlash drafter's config.json")
-    p.add_argument("--dtype", choices=DTYPE_CHOICES, default="bf16",
-                   help="target weight dtype (default bf16)")
+    p.add_argument("--dtype", choices=DTYPE_CHOICES, default=None,
+                   help="target weight dtype (default: the published checkpoint's, as vLLM "
+                   "loads it: bf16, DeepSeek-V3 fp8, gpt-oss mxfp4 experts)")
     p.add_argument("--engine", default=None, metavar="NAME",
                    help="engine profile (data/engine_profiles.csv; default vllm)")
     p.add_argument("--gamma", type=positive_int, nargs="+", required=True, metavar="K",
@@ -340,6 +341,7 @@ def simulate(a) -> dict:
                           else (None, []))
     return {"setup": {"gpu": st.gpu.name, "gpus": st.gpus, "model": st.target.name,
                       "dtype": st.dtype, "kv_cache_dtype": st.kv_dtype,
+                      "dtype_from": "--dtype" if a.dtype else "checkpoint",
                       "draft": st.draft.name, "engine": st.engine.name,
                       "acceptance": sim.acceptance, "workload": w.source,
                       "max_num_seqs": sim.config.max_num_seqs,
@@ -428,7 +430,8 @@ def format_simulation(r: dict) -> str:
     import pandas as pd
 
     su = r["setup"]
-    dt = ", ".join(([] if su.get("dtype", "bf16") == "bf16" else [f"{su['dtype']} weights"])
+    ck = ", the checkpoint's" if su.get("dtype_from") == "checkpoint" else ""
+    dt = ", ".join(([] if su.get("dtype", "bf16") == "bf16" else [f"{su['dtype']} weights{ck}"])
                    + ([] if su.get("kv_cache_dtype", "auto") == "auto"
                       else [f"KV cache {su['kv_cache_dtype']}"]))
     dt = f" ({dt})" if dt else ""
