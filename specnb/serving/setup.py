@@ -341,7 +341,7 @@ def contexts_over_max_positions(st: Setup, contexts) -> list[int]:
     return [] if mp is None else sorted({int(c) for c in cs if c > mp})
 
 
-def cannot_serve(st: Setup, contexts) -> Note | None:
+def cannot_serve(st: Setup, contexts, *, context_flag: str = "--context") -> Note | None:
     """Why nothing can be served, or None when at least one sequence fits at some context.
 
     ``no-context-within-max-positions``: every context is above the target's
@@ -356,6 +356,10 @@ def cannot_serve(st: Setup, contexts) -> Note | None:
     GPUs, ``--kv-cache-dtype fp8``, the longest context one sequence fits at (vLLM's
     ``--max-model-len``), vLLM's default ``--gpu-memory-utilization`` 0.92 when it is lower.
     Every speedup is then for a machine that could hold them: no on/off advice follows.
+    ``context_flag``: the caller's flag for the context the message tells to change (plan's
+    ``--context``; simulate's ``--input-len + --output-len``). ``--dtype fp8`` on an
+    unquantized checkpoint is vLLM's online ``--quantization fp8``; int8 / int4 (and fp8 of a
+    checkpoint quantized otherwise) need a quantized checkpoint.
 
     Raises
     ------
@@ -366,14 +370,14 @@ def cannot_serve(st: Setup, contexts) -> Note | None:
     over = contexts_over_max_positions(st, cs)
     if over and len(over) == len(set(cs)):
         mp = st.target.max_position_embeddings
-        also = cannot_serve(st, [mp])  # what the longest context it can serve still lacks
+        also = cannot_serve(st, [mp], context_flag=context_flag)  # what mp still lacks
         also = "" if also is None else "; and even there " + also.message.split(": ", 1)[1]
         return Note("no-context-within-max-positions",
-                    "nothing can be served: every --context ("
+                    f"nothing can be served: every {context_flag} ("
                     + ", ".join(f"{c:,}" for c in sorted(set(cs))) + f") is above the target "
                     f"{st.target.name}'s maximum of {mp:,} positions (max_position_embeddings), "
                     "and vLLM refuses a --max-model-len above it unless "
-                    f"VLLM_ALLOW_LONG_MAX_MODEL_LEN=1; change --context to at most {mp:,}, or "
+                    f"VLLM_ALLOW_LONG_MAX_MODEL_LEN=1; change {context_flag} to at most {mp:,}, or "
                     "plan a long-context variant of the model" + also)
     cs = [c for c in cs if c not in over]
     if any(_fits_one(st, c) for c in cs):
@@ -392,7 +396,9 @@ def cannot_serve(st: Setup, contexts) -> Note | None:
     for dt in ("fp8", "int8", "int4"):
         if DTYPES[dt] < DTYPES[st.dtype] and _fits_one(dataclasses.replace(st, dtype=dt),
                                                        shortest):
-            todo.append(f"--dtype {dt} (a quantized checkpoint)")
+            online = dt == "fp8" and st.target.checkpoint_dtype is None
+            todo.append(f"--dtype {dt} (" + ("vLLM's online --quantization fp8 of the same "
+                        "checkpoint" if online else "a quantized checkpoint") + ")")
             break
     if st.memory_fraction < DEFAULT_GPU_MEMORY_UTILIZATION and _fits_one(
             dataclasses.replace(st, memory_fraction=DEFAULT_GPU_MEMORY_UTILIZATION), shortest):
@@ -406,7 +412,7 @@ def cannot_serve(st: Setup, contexts) -> Note | None:
     kv = st.target.kv_bytes_per_token(kv_storage_dtype(st.kv_dtype, st.dtype))
     lo = max_model_len_that_fits(st, shortest)  # the longest context one sequence fits at
     if lo >= 1:
-        todo.insert(0, f"--context (vLLM's --max-model-len) at most {lo:,}")
+        todo.insert(0, f"{context_flag} (vLLM's --max-model-len) at most {lo:,}")
     if kv_storage_dtype(st.kv_dtype, st.dtype) != "fp8" and _fits_one(
             dataclasses.replace(st, kv_dtype="fp8"), shortest):
         todo.append("--kv-cache-dtype fp8")

@@ -1,7 +1,8 @@
-"""Sixth trial T6-W2, T6-W7, T6-M1, T6-W5, T6-C1: the checkpoint's own quantization (gpt-oss's
-MXFP4 experts, DeepSeek-V3's fp8) is what plan assumes by default and what config check
-holds a ``--quantization`` against, as vLLM 0.33's ``ModelConfig._verify_quantization``;
-``config check --serve`` applies the target rules with or without ``--speculative-config``."""
+"""Sixth trial T6-W2, T6-W7, T6-M1, T6-W5, T6-C1, T6-W6, T6-W3, T6-C5, T6-C6: the checkpoint's own
+quantization (gpt-oss's MXFP4 experts, DeepSeek-V3's fp8) is what plan assumes by default and
+what config check holds a ``--quantization`` against (vLLM 0.33 ``_verify_quantization``);
+``config check --serve`` applies the target rules with or without ``--speculative-config``;
+the serve line never sets a --max-model-len vLLM refuses, and V0 runs print none."""
 
 from __future__ import annotations
 
@@ -125,3 +126,59 @@ def test_the_proposed_speculative_config_draws_no_warning_when_pasted(capsys):
     code, found = check(capsys, "vllm serve meta-llama/Llama-3.1-8B --max-model-len 4096 "
                         f"--speculative-config '{config}'")
     assert code == 0 and not [f for f in found.values() if f["severity"] != "note"], found
+
+
+# T6-W6: the serve line's --max-model-len is never one vLLM refuses
+def test_serve_line_caps_max_model_len_at_the_longest_that_fits(capsys):
+    argv = ["plan", "--gpu", "RTX-4090", "--model", "Llama-3.1-8B", "--draft", "ngram",
+            "--context", "4000", "60000", "--batch", "1", "4", "--gamma", "3", "--alpha", "0.5"]
+    code, js, err = run(capsys, *argv, "--json")
+    assert code == 0, err
+    res = json.loads(js)
+    st = S.setup("RTX-4090", "Llama-3.1-8B", "ngram")
+    fits = S.max_model_len_that_fits(st, 131072)
+    assert fits == 45924
+    words = shlex.split(res["serve"])
+    assert words[words.index("--max-model-len") + 1] == str(fits)
+    assert "max-model-len-capped" in res["note_codes"]
+    capped = res["notes"][res["note_codes"].index("max-model-len-capped")]
+    assert "60,000" in capped and "does not serve that context" in capped
+    code, found = check(capsys, res["serve"], "RTX-4090")  # pasted: vLLM starts
+    assert code == 0 and "kv-cache-below-max-model-len" not in found
+
+
+SIM = ["simulate", "--gpu", "L4", "--model", "Llama-3.1-8B", "--draft", "ngram", "--gamma",
+       "3", "--tau", "1.6", "--input-len", "1000", "--output-len", "64", "--num-prompts", "16",
+       "--concurrency", "4"]
+
+
+def test_simulate_v0_prints_no_v1_serve_line(capsys):
+    code, js, err = run(capsys, *SIM, "--engine", "vllm-v0", "--json")
+    assert code == 0, err
+    res = json.loads(js)
+    assert res["verdict"] == "pays"  # a V1 engine would print a line here
+    assert res["serve"] is None and res["serve_note_codes"] == ["v0-no-serve-line"]
+    code, out, _ = run(capsys, *SIM, "--engine", "vllm-v0")
+    assert not [ln for ln in out.splitlines() if ln.startswith("vllm serve")]
+    assert "serve: none (the run is vLLM V0's" in out
+    code, js, _ = run(capsys, *SIM, "--json")  # V1: the line
+    assert json.loads(js)["serve"].startswith("vllm serve ")
+
+
+def test_simulate_nothing_fits_names_its_own_flags(capsys):
+    code, _, err = run(capsys, "simulate", "--gpu", "RTX-4090", "--model", "Llama-3.1-8B",
+                       "--draft", "ngram", "--gamma", "3", "--tau", "1.6", "--input-len",
+                       "50000", "--output-len", "64", "--num-prompts", "4", "--concurrency", "1")
+    assert code == 2
+    assert "--input-len + --output-len (vLLM's --max-model-len) at most 45,924" in err
+    assert "--context" not in err
+    # fp8 of an unquantized checkpoint is vLLM's online quantization, not another checkpoint
+    assert "--dtype fp8 (vLLM's online --quantization fp8 of the same checkpoint)" in err
+
+
+def test_nothing_fits_hint_keeps_a_quantized_checkpoint_for_int4(capsys):
+    code, js, _ = run(capsys, "plan", "--gpu", "RTX-3090", "--gpus", "2", "--model",
+                      "Llama-3.1-70B", "--draft", "eagle3", "--context", "4000", "--batch", "1",
+                      "--gamma", "3", "--alpha", "0.7", "--json")
+    msg = json.loads(js)["cannot_serve"]
+    assert "--dtype int4 (a quantized checkpoint)" in msg and "change --gpus 8" in msg
