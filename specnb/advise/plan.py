@@ -16,7 +16,8 @@ Note codes (stable; messages may be reworded): from :func:`setup_config`
 (:func:`specnb.serving.cannot_serve`: then no config, no serve line and no on/off advice),
 ``no-advice-over-max-positions`` (some contexts above the target's positions: no verdict
 there), ``v0-no-serve-line`` (engine vllm-v0: no V1 schedule or serve line), :func:`setup_serve_line`'s ``fp8-online-quantization``,
-``quantized-checkpoint-placeholder``, ``max-model-len-set``, ``max-num-batched-tokens-set`` and
+``quantized-checkpoint-placeholder``, ``max-model-len-set``, ``max-model-len-capped``,
+``max-num-batched-tokens-set`` and
 ``draft-dtype-not-in-line``,
 ``schedule-serves-every-context``,
 ``kv-does-not-fit``, ``no-schedule-for-every-context``, ``kv-cache-dtype``,
