@@ -439,7 +439,9 @@ def setup(gpu_name, model, draft_spec="eagle3", *, gpus=1, dtype=None, draft_dty
     dtype, draft_dtype : weight dtypes, bf16 / fp16 / fp8 / int8 / int4 (mxfp4: a gpt-oss
         checkpoint's own); ``dtype`` None (the default): the published checkpoint's own
         (``Architecture.checkpoint_dtype``: DeepSeek-V3's fp8, gpt-oss's mxfp4), bf16 for an
-        unquantized one, the dtype vLLM loads without --quantization / --dtype
+        unquantized one, the dtype vLLM loads without --quantization / --dtype; then a
+        ``draft_dtype`` not given is the draft's own checkpoint's too (a head: bf16; mtp: the
+        target's), as vLLM loads it
     kv_dtype : vLLM's ``kv_cache_dtype``, one of :data:`specnb.serving.KV_CACHE_DTYPES`
         (default ``auto``, vLLM's: the activation dtype, bf16 also for fp8 weights; ``fp8``
         halves the KV bytes, and the serve line must then say ``--kv-cache-dtype fp8``;
@@ -472,7 +474,8 @@ def setup(gpu_name, model, draft_spec="eagle3", *, gpus=1, dtype=None, draft_dty
     """
     g = gpu(gpu_name)
     tgt = architecture(model)
-    dtype = (tgt.checkpoint_dtype or "bf16") if dtype is None else dtype
+    from_checkpoint = dtype is None
+    dtype = (tgt.checkpoint_dtype or "bf16") if from_checkpoint else dtype
     _check.choice("dtype", dtype, DTYPES)
     if draft_dtype is not None:
         _check.choice("draft_dtype", draft_dtype, DTYPES)
@@ -483,6 +486,11 @@ def setup(gpu_name, model, draft_spec="eagle3", *, gpus=1, dtype=None, draft_dty
     m = limits.proposal_rate(proposal_rate)
     frac = limits.gpu_memory_utilization(gpu_memory_utilization)
     d = draft(draft_spec, tgt, kv_budget=draft_kv_budget, dtype=draft_dtype, config=draft_config)
+    if from_checkpoint and draft_dtype is None and d.method != "mtp" \
+            and d.kind in ("model", "head"):
+        # as vLLM loads it: a draft model or head as its own checkpoint stores it (unquantized
+        # unless the catalogue says otherwise); only mtp takes the target's quantization
+        draft_dtype = (d.arch.checkpoint_dtype or "bf16") if d.kind == "model" else "bf16"
     if m < 1.0 and d.method not in PARTIAL_PROPOSAL_METHODS:
         raise ValueError(f"proposal_rate {m:g} applies to {' / '.join(PARTIAL_PROPOSAL_METHODS)}"
                          f" drafting (vLLM proposes only where a match exists); {d.name} "

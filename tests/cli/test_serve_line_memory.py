@@ -465,3 +465,19 @@ def test_nothing_fits_hint_keeps_a_quantized_checkpoint_for_int4(capsys):
                       "--gamma", "3", "--alpha", "0.7", "--json")
     msg = json.loads(js)["cannot_serve"]
     assert "--dtype int4 (a quantized checkpoint)" in msg and "change --gpus 8" in msg
+
+
+def test_a_head_drafts_in_bf16_beside_a_quantized_checkpoint_by_default(capsys):
+    # vLLM loads a head unquantized (SpeculativeConfig.quantization None); mtp is the target's
+    eagle = S.setup("H200", "DeepSeek-V3", "eagle3", gpus=8)
+    mtp = S.setup("H200", "DeepSeek-V3", "mtp", gpus=8)
+    assert (eagle.dtype, eagle.draft_dtype) == ("fp8", "bf16")
+    assert (mtp.dtype, mtp.draft_dtype) == ("fp8", None)  # None: the target's fp8
+    assert S.setup("H200", "DeepSeek-V3", "eagle3", gpus=8, dtype="fp8").draft_dtype is None
+    code, js, err = run(capsys, "plan", "--gpu", "H100", "--model", "gpt-oss-20b", "--draft",
+                        "eagle3", "--context", "4000", "--batch", "1", "--gamma", "3",
+                        "--alpha", "0.7", "--json")
+    assert code == 0, err
+    res = json.loads(js)
+    assert res["setup"]["draft_dtype"] == "bf16"
+    assert "draft-dtype-not-in-line" not in res["note_codes"]
