@@ -369,8 +369,9 @@ def v0_no_serve_line(st: S.Setup, tool: str = "plan") -> Note | None:
                 "graphs up to batch 256, its own draft cost); "
                 "num_speculative_tokens_per_batch_size and a --speculative-config line are "
                 "V1's (the key from vLLM 0.24.0 on) and would run V1's costs, not these: no "
-                f"schedule or serve line; {tool} with --engine vllm for the line to serve on "
-                "current vLLM")
+                + ("schedule or serve line" if tool == "plan" else "serve line (the schedule "
+                   "above is the one simulated)")
+                + f"; {tool} with --engine vllm for the line to serve on current vLLM")
 
 
 def setup_serve_line(st: S.Setup, config: dict, *, max_num_seqs: int, contexts=None,

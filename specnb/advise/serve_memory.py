@@ -169,7 +169,8 @@ def serve_memory_findings(settings: dict, model: str, config: dict, gpu: str, *,
         return (Finding(
             "error", None, f"vLLM refuses to start: one sequence at --max-model-len {ctx} "
             f"({'given' if ctx == mml else 'the target ' + arch.name + chr(39) + 's maximum'}) "
-            f"needs its KV cache of target and draft ({kv}) beside the {weights}, and on "
+            f"needs its KV cache of {'the target' if config is None else 'target and draft'} "
+            f"({kv}) beside the {weights}, and on "
             f"{where} at gpu_memory_utilization {st.memory_fraction:g} "
             + (f"only {left / 1e9:,.1f} GB is left (vLLM V1's check_enough_kv_cache_memory: "
                "'To serve at least one request with the model's max seq len ... Try "
@@ -185,7 +186,8 @@ def serve_memory_findings(settings: dict, model: str, config: dict, gpu: str, *,
         return ()
     given = "" if "max_num_seqs" in s else f" (vLLM's default on {gpu})"
     return (Finding("note", None, f"--max-num-seqs {seqs}{given}: if every sequence reached "
-                    f"--max-model-len {ctx}, the KV cache of the target and the draft ({kv}) "
+                    f"--max-model-len {ctx}, the KV cache of the target"
+                    f"{'' if config is None else ' and the draft'} ({kv}) "
                     f"would hold {cap} of them on {where} beside the {weights} "
                     "(specnb.serving's memory cap, activations not counted); shorter "
                     "sequences fit more, and vLLM preempts when the cache is full",
