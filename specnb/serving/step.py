@@ -17,7 +17,7 @@ from .catalogue import DTYPES, architecture, gpu, kv_storage_dtype
 
 __all__ = ["Efficiency", "DEFAULT_EFFICIENCY", "DEFAULT_HEAD_EFFICIENCY",
            "default_efficiency_sources", "step_breakdown", "step_time_ms",
-           "multi_token_attention"]
+           "multi_token_attention", "decode_walk"]
 
 @dataclass(frozen=True)
 class Efficiency:
@@ -186,6 +186,23 @@ def multi_token_attention(arch, g, gpus: int = 1, engine_step=None,
     kv_heads = arch.n_kv_heads / _moe._kv_split_ways(arch, gpus)
     factor = max(q_heads / kv_heads, 1.0)
     return factor, arch.n_layers * walk * (arch.head_dim / 128.0) * 1e-6
+
+
+def decode_walk(arch, g, gpus: int = 1, engine_step=None, kv_dtype: str = "bf16") -> float:
+    """ms per cached token of the longest sequence (all layers) that a PLAIN decode step
+    (every query one token) takes on FlashAttention-2 when its GQA swap cannot apply: a
+    target whose GPU holds as many KV heads as query heads (multi-head attention, e.g.
+    Llama-2-7B; ``mha_varlen_fwd`` swaps, and so splits the KV, only when ``num_heads >
+    num_heads_k``; a paged KV cache refuses splits otherwise), so every decode step walks
+    the longest context unsplit, as :func:`multi_token_attention`'s verify steps do. 0 where
+    the swap applies or the rule does not (same conditions as :func:`multi_token_attention`).
+    """
+    factor, walk = multi_token_attention(arch, g, gpus, engine_step, kv_dtype)
+    if not walk:
+        return 0.0
+    q_heads = arch.n_heads / gpus
+    kv_heads = arch.n_kv_heads / _moe._kv_split_ways(arch, gpus)
+    return walk if q_heads <= kv_heads else 0.0
 
 
 def _moe_terms(arch, g, n, tokens, moe):
