@@ -361,7 +361,7 @@ def simulate(a) -> dict:
             "notes": [n.message for n in notes], "note_codes": [n.code for n in notes]}
 
 
-#: How far the TTFT ratio may move from 1 on a fixed-length closed loop before the lockstep
+#: How far below 1 the TTFT ratio may fall on a fixed-length closed loop before the lockstep
 #: note is printed (notebook 10, section "Where speculation stops paying").
 LOCKSTEP_TTFT_TOLERANCE = 0.1
 
@@ -399,7 +399,8 @@ def _notes(a, w, profile, cmp, cfg=None, off_cfg=None, st=None) -> list:
     if profile is not None:
         out += profile_context_notes(profile, [top])
     fixed = not a.requests and not a.range_ratio and a.concurrency is not None
-    if fixed and abs(cmp["ttft_ratio"] - 1.0) > LOCKSTEP_TTFT_TOLERANCE:
+    if fixed and cmp["ttft_ratio"] < 1.0 - LOCKSTEP_TTFT_TOLERANCE:  # the lockstep lowers
+        # only the speculating run's TTFT: a ratio above 1 is a real cost (longer steps)
         out.append(Note("ttft-closed-loop-lockstep",
                         f"TTFT x {cmp['ttft_ratio']:.3f} on a closed loop of fixed lengths: "
                         "without speculation a wave of requests finishes in one step, so the "

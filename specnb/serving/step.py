@@ -17,7 +17,7 @@ from .catalogue import DTYPES, architecture, gpu, kv_storage_dtype, weight_bytes
 
 __all__ = ["Efficiency", "DEFAULT_EFFICIENCY", "DEFAULT_HEAD_EFFICIENCY",
            "default_efficiency_sources", "step_breakdown", "step_time_ms",
-           "multi_token_attention"]
+           "multi_token_attention", "decode_walk"]
 
 @dataclass(frozen=True)
 class Efficiency:
@@ -142,7 +142,8 @@ def _step(arch, g, eff, dtype, kv_dtype, n, b, s, q, kv_budget=None, parts=False
 _NOT_FA2_MAJORS = ("9", "10")
 
 
-def multi_token_attention(arch, g, gpus: int = 1, engine_step=None) -> tuple[float, float]:
+def multi_token_attention(arch, g, gpus: int = 1, engine_step=None,
+                          kv_dtype: str = "bf16") -> tuple[float, float]:
     """What a step whose longest query has more than one token costs in attention on an
     engine that runs FlashAttention-2's varlen kernel (issue 22): ``(kv_read_factor,
     walk_ms)``, where the step's KV read takes ``kv_read_factor`` times its bytes and at least
@@ -165,18 +166,43 @@ def multi_token_attention(arch, g, gpus: int = 1, engine_step=None) -> tuple[flo
 
     Applies when ``engine_step.fa2_walk_ns`` > 0 (the ``vllm`` V1 profile), the GPU is CUDA
     with a compute capability major other than 9 and 10 (A100, A40, A10G, L4, L40(S), RTX
-    3090 / 4090), and the target has per-head K and V (not MLA). Unchecked: the caller's
-    setup was checked. ``gpus``: tensor parallelism (heads split ``gpus`` ways, KV heads
-    ``min(gpus, n_kv_heads)`` ways).
+    3090 / 4090), and vLLM would pick FlashAttention for the target: per-head K and V (not
+    MLA), a head size that is a multiple of 8 and at most 256
+    (``FlashAttentionBackend.supports_head_size``), and a KV cache that is not fp8
+    (``kv_dtype``, the storage dtype: ``supports_kv_cache_dtype`` needs FA3 on SM90 or FA4
+    on SM100 for fp8, so on these GPUs ``platforms/cuda.py`` falls to FlashInfer). A target
+    with attention sinks (gpt-oss) is not FlashAttention's on compute capability < 9 either
+    (``supports_combination``); the catalogue does not record sinks, so that case is not
+    excluded here. Unchecked: the caller's setup was checked. ``gpus``: tensor parallelism
+    (heads split ``gpus`` ways, KV heads ``min(gpus, n_kv_heads)`` ways).
     """
     walk = 0.0 if engine_step is None else float(engine_step.fa2_walk_ns)
     cc = getattr(g, "compute_capability", "")
     if not walk or not cc or cc.split(".")[0] in _NOT_FA2_MAJORS or arch.mla is not None:
         return 1.0, 0.0
+    if arch.head_dim % 8 or arch.head_dim > 256 or kv_dtype == "fp8":
+        return 1.0, 0.0  # vLLM picks another backend (FlashInfer, Triton)
     q_heads = arch.n_heads / gpus
     kv_heads = arch.n_kv_heads / _moe._kv_split_ways(arch, gpus)
     factor = max(q_heads / kv_heads, 1.0)
     return factor, arch.n_layers * walk * (arch.head_dim / 128.0) * 1e-6
+
+
+def decode_walk(arch, g, gpus: int = 1, engine_step=None, kv_dtype: str = "bf16") -> float:
+    """ms per cached token of the longest sequence (all layers) that a PLAIN decode step
+    (every query one token) takes on FlashAttention-2 when its GQA swap cannot apply: a
+    target whose GPU holds as many KV heads as query heads (multi-head attention, e.g.
+    Llama-2-7B; ``mha_varlen_fwd`` swaps, and so splits the KV, only when ``num_heads >
+    num_heads_k``; a paged KV cache refuses splits otherwise), so every decode step walks
+    the longest context unsplit, as :func:`multi_token_attention`'s verify steps do. 0 where
+    the swap applies or the rule does not (same conditions as :func:`multi_token_attention`).
+    """
+    factor, walk = multi_token_attention(arch, g, gpus, engine_step, kv_dtype)
+    if not walk:
+        return 0.0
+    q_heads = arch.n_heads / gpus
+    kv_heads = arch.n_kv_heads / _moe._kv_split_ways(arch, gpus)
+    return walk if q_heads <= kv_heads else 0.0
 
 
 def _moe_terms(arch, g, n, tokens, moe):
