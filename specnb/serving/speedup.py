@@ -18,7 +18,7 @@ import numpy as np
 from .. import _check, theory
 from ..theory import tokens_per_step  # the one rule; a light module (plan checks before this import)
 from .setup import Setup
-from .catalogue import DTYPES
+from .catalogue import weight_bytes_of
 from . import workload
 from .setup import memory_cap
 from .step import _prep, _step, decode_walk, multi_token_attention
@@ -129,7 +129,8 @@ class _Times:
             return 0.0
         arch, g, eff, dtype, _, n = self.drf
         bw, fl = eff.bandwidth * g.bandwidth, eff.compute * g.flops(dtype)
-        return params * DTYPES[dtype] / n / bw * 1e3 + 2.0 * params * b / n / fl * 1e3
+        return (weight_bytes_of(params, dtype) / n / bw * 1e3
+                + 2.0 * params * b / n / fl * 1e3)
 
     def draft(self, b, s, g, t_v):
         """gamma x T_D (one-token draft forwards, plus what a head's shape adds), or the

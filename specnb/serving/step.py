@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import _check
 from . import moe as _moe
-from .catalogue import DTYPES, architecture, gpu, kv_storage_dtype
+from .catalogue import DTYPES, architecture, gpu, kv_storage_dtype, weight_bytes_of
 
 __all__ = ["Efficiency", "DEFAULT_EFFICIENCY", "DEFAULT_HEAD_EFFICIENCY",
            "default_efficiency_sources", "step_breakdown", "step_time_ms",
@@ -206,18 +206,20 @@ def decode_walk(arch, g, gpus: int = 1, engine_step=None, kv_dtype: str = "bf16"
 
 
 def _moe_terms(arch, g, n, tokens, moe):
-    """(weight params read, extra matmul FLOPs, extra ms) of the routed experts of one step
+    """(weight params read, extra matmul FLOPs, extra ms, routed-expert params of those read)
+    of the routed experts of one step
     over ``tokens`` query tokens under the engine's :class:`~specnb.serving.moe.EngineStep`
     (a mixture-of-experts target):
     experts touched under the routing skew, the grouped-GEMM tile floor, the fixed cost per
     touched expert, expert-parallel all-to-alls and the CUDA-graph cap. ``moe`` None: the
     uniform-routing weight read alone (no extra FLOPs or time)."""
     t = np.maximum(tokens, 1.0)
-    if moe is None:
-        return np.asarray(arch.step_params_for(t)), 0.0, 0.0
     m = arch.moe
     layers = _moe.moe_layers(arch)
     one = _moe.expert_params(arch.hidden_size, m.moe_intermediate_size)
+    if moe is None:
+        touched = _moe.experts_touched(m.n_routed_experts, m.experts_per_token, t)
+        return np.asarray(arch.step_params_for(t)), 0.0, 0.0, layers * one * touched
     touched = _moe.experts_touched_skewed(m.n_routed_experts, m.experts_per_token, t,
                                           moe.routing_skew)
     w = arch.step_params_for(1.0) + layers * one * (touched - m.experts_per_token)
@@ -229,7 +231,7 @@ def _moe_terms(arch, g, n, tokens, moe):
     if moe.expert_parallel and n > 1:
         extra = extra + 2 * layers * (moe.a2a_us * 1e-3 + (n - 1) / n * rows * arch.hidden_size
                                       * 2.0 / g.link * 1e3 / n)
-    return np.asarray(w), f_extra, extra
+    return np.asarray(w), f_extra, extra, layers * one * touched
 
 
 def _step_totals(arch, g, eff, dtype, kv_dtype, n, tokens, kv_tokens, att_tokens,
@@ -250,10 +252,10 @@ def _step_totals(arch, g, eff, dtype, kv_dtype, n, tokens, kv_tokens, att_tokens
     extra = 0.0
     f_moe = 0.0
     if arch.moe is None:
-        w = arch.step_params * DTYPES[dtype] / n
+        w = weight_bytes_of(arch.step_params, dtype) / n
     else:  # the routed experts the step's tokens touch (uniform routing: an upper bound)
-        w_params, f_moe, extra = _moe_terms(arch, g, n, tokens, moe)
-        w = w_params * DTYPES[dtype] / n
+        w_params, f_moe, extra, routed = _moe_terms(arch, g, n, tokens, moe)
+        w = weight_bytes_of(w_params, dtype, routed) / n
     # n was checked once by _prep (or the Setup): the unchecked split, as every step calls it
     kv = kv_tokens * (arch.kv_bytes_per_token(kv_dtype) / _moe._kv_split_ways(arch, n)
                       * kv_read_factor)
