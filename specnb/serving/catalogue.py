@@ -210,8 +210,9 @@ class Architecture:
     ``mtp_layers`` (multi-token-prediction modules shipped with the model, DeepSeek-V3: 1),
     ``checkpoint_dtype`` (the :data:`DTYPES` key the published checkpoint stores its weights
     in when it is quantized, DeepSeek-V3: ``fp8``; a config.json's ``quantization_config``:
-    :func:`checkpoint_dtype_of`; None = unquantized, the config's bf16 / fp16).
-    Parameter counts, weights read per step, FLOPs and KV bytes come from
+    :func:`checkpoint_dtype_of`; None = unquantized, the config's bf16 / fp16),
+    ``attention_sinks`` (learned per-head attention sinks, gpt-oss: vLLM's ``GptOssAttention``
+    ``make_attention_sink``; a config.json of ``model_type`` gpt_oss). Parameter counts, weights read per step, FLOPs and KV bytes come from
     :mod:`specnb.serving.moe` (dense shapes give the dense formulas).
     """
 
@@ -234,6 +235,7 @@ class Architecture:
     mla: MLA | None = None
     mtp_layers: int = 0
     checkpoint_dtype: str | None = None
+    attention_sinks: bool = False
 
     @property
     def layer_params(self) -> int:
@@ -447,7 +449,8 @@ def resolve_architecture(name_or_config) -> tuple[Architecture, dict | None]:
             _as_bool(rec["attention_bias"]), _as_bool(rec["qk_norm"]),
             float(rec["params_published"]), rec["source"], max_positions, None, moe, mla,
             _optional_int(rec.get("mtp_layers")) or 0,
-            str(rec.get("checkpoint_dtype") or "").strip() or None), None
+            str(rec.get("checkpoint_dtype") or "").strip() or None,
+            _as_bool(rec.get("attention_sinks") or False)), None
     path = Path(text)
     looks_like_path = path.suffix == ".json" or os.sep in text or path.exists()
     if not looks_like_path:
@@ -519,7 +522,7 @@ def _from_config(cfg: dict, where: str) -> Architecture:
     return Architecture(str(name), layers, hidden, heads, kv, hd, inter, vocab,
                         flag("tie_word_embeddings", False), bias,
                         mtype.startswith("qwen3"), None, where, max_pos, window, moe, mla, mtp,
-                        ckpt_dtype)
+                        ckpt_dtype, mtype == "gpt_oss")
 
 
 #: ``quantization_config.quant_method`` values whose stored weight width specnb knows

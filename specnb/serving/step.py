@@ -171,16 +171,16 @@ def multi_token_attention(arch, g, gpus: int = 1, engine_step=None,
     (``FlashAttentionBackend.supports_head_size``), and a KV cache that is not fp8
     (``kv_dtype``, the storage dtype: ``supports_kv_cache_dtype`` needs FA3 on SM90 or FA4
     on SM100 for fp8, so on these GPUs ``platforms/cuda.py`` falls to FlashInfer). A target
-    with attention sinks (gpt-oss) is not FlashAttention's on compute capability < 9 either
-    (``supports_combination``); the catalogue does not record sinks, so that case is not
-    excluded here. Unchecked: the caller's setup was checked. ``gpus``: tensor parallelism
+    with attention sinks (gpt-oss, ``Architecture.attention_sinks``) is not FlashAttention's on
+    compute capability < 9 either (``supports_combination``: "sink not supported on compute
+    capability < 9.0"). Unchecked: the caller's setup was checked. ``gpus``: tensor parallelism
     (heads split ``gpus`` ways, KV heads ``min(gpus, n_kv_heads)`` ways).
     """
     walk = 0.0 if engine_step is None else float(engine_step.fa2_walk_ns)
     cc = getattr(g, "compute_capability", "")
     if not walk or not cc or cc.split(".")[0] in _NOT_FA2_MAJORS or arch.mla is not None:
         return 1.0, 0.0
-    if arch.head_dim % 8 or arch.head_dim > 256 or kv_dtype == "fp8":
+    if arch.head_dim % 8 or arch.head_dim > 256 or kv_dtype == "fp8" or arch.attention_sinks:
         return 1.0, 0.0  # vLLM picks another backend (FlashInfer, Triton)
     q_heads = arch.n_heads / gpus
     kv_heads = arch.n_kv_heads / _moe._kv_split_ways(arch, gpus)

@@ -296,3 +296,13 @@ def test_a_multi_head_target_walks_unsplit_on_plain_decode_steps_too():
     r = S.mixed_step_ms(st, [4000, 10], [1, 1], [0, 0])
     assert r["target_ms"] == pytest.approx(S.t_plain_ms(st, 2, 2005), rel=0.3)
     assert r["target_ms"] >= 4000 * 32 * 40.8e-6
+
+
+def test_a_target_with_attention_sinks_is_not_flash_attention_2s():
+    # trial 6 W4: gpt-oss's sinks need FA3 / FA4, so on compute capability < 9 vLLM takes
+    # another backend: no multi-token cost, no note
+    es = S.engine_profile("vllm").engine_step()
+    oss = S.architecture("gpt-oss-20b")
+    assert oss.attention_sinks and not S.architecture("Llama-3.1-8B").attention_sinks
+    assert ST.multi_token_attention(oss, S.gpu("A100"), 1, es) == (1.0, 0.0)
+    assert S.multi_token_note(S.setup("A100", "gpt-oss-20b", "eagle3"), [4000]) is None
