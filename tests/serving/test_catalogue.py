@@ -177,3 +177,11 @@ def test_model_names_empty_and_hugging_face_ids():
         S.architecture("  ")
     assert S.architecture("meta-llama/Llama-3.1-8B").name == "Llama-3.1-8B"
     assert S.architecture("qwen/qwen3-8b").name == "Qwen3-8B"
+
+
+@pytest.mark.parametrize("model, dtype", [("DeepSeek-V3", "fp8"), ("DeepSeek-R1", "fp8"),
+                                          ("Kimi-K2", "fp8"), ("gpt-oss-20b", "mxfp4"),
+                                          ("Llama-3.1-8B", None)])
+def test_published_checkpoints_record_the_dtype_they_ship_in(model, dtype):
+    # trial 6 W9: R1 and Kimi-K2 ship block FP8 as V3 does (sources in the rows' notes)
+    assert S.architecture(model).checkpoint_dtype == dtype
