@@ -473,7 +473,8 @@ def profile_context_notes(profile, contexts) -> list:
     if not beyond:
         return []
     return [Note("profile-context-extrapolated",
-                 f"context {beyond} is beyond every step of the profile's log "
+                 f"context {', '.join(f'{c:,}' for c in beyond)} "
+                 f"{'is' if len(beyond) == 1 else 'are'} beyond every step of the profile's log "
                  f"(contexts {seen[0]}-{seen[1]} tokens): its acceptance there is "
                  "carried over, not measured, and acceptance often falls with context "
                  "(vllm-project/speculators#684); replay a log with such contexts")]

@@ -266,11 +266,14 @@ def multi_token_note(st: Setup, contexts):
     if not walk:
         return None
     top = int(max(np.atleast_1d(contexts)))
+    what = (f"a step that verifies drafts reads {factor:g}x its KV bytes and walks"
+            if factor > 1 else "with one KV head per query head there is nothing to pack, so "
+            "every step, plain decode too, walks")
     return Note("fa2-multi-token-attention",
                 f"on {g.name} (compute capability {g.compute_capability}) vLLM runs "
                 "FlashAttention-2, which splits the KV and packs a KV head's query heads only "
-                f"when every query is one token: a step that verifies drafts reads {factor:g}x "
-                f"its KV bytes and walks the longest context unsplit, about {walk * top:.2f} ms "
+                f"when every query is one token: {what} the longest context unsplit, about "
+                f"{walk * top:.2f} ms "
                 f"a step at context {top:,} at an RTX 3090's walk rate (vllm-project/"
                 "flash-attention PR #193's timing; UNVERIFIED on this GPU; its PRs #176 / #190 "
                 "would lift it); the model includes it; --kv-cache-dtype fp8 moves vLLM to "

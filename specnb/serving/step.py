@@ -158,8 +158,8 @@ def multi_token_attention(arch, g, gpus: int = 1, engine_step=None,
     otherwise every (sequence, query head) is one block that walks the sequence's whole KV
     cache, and a paged KV cache refuses ``num_splits > 1``. So in a step with a verify or
     prefill query, each query head reads its KV head's cache (``n_heads / n_kv_heads`` times
-    the bytes: vllm-project/flash-attention PR #193's split-but-unswapped reads run at 87-98 %
-    of an RTX 3090's bandwidth on that many bytes, ``data/fa2_verify_attention.csv``), and the
+    the bytes: vllm-project/flash-attention PR #193's split-but-unswapped reads run at 83-98 %
+    (at 32K tokens and more; 64 % at 4K) of an RTX 3090's bandwidth on that many bytes, ``data/fa2_verify_attention.csv``), and the
     longest sequence's block takes ``context x layers x fa2_walk_ns`` (the unsplit walk, PR
     #193: 40.8 ns per token at head dim 128, scaled by ``head_dim / 128``). A plain decode
     step (every query one token) keeps the split, swapped path.

@@ -295,7 +295,7 @@ def test_a_context_beyond_the_profiles_log_is_noted_as_extrapolated():
     _, _, beyond = profile_acceptance(prof, [hi, 100000], [3], proposal_rate=True)
     assert "profile-context-extrapolated" not in [n.code for n in inside]
     note = [n for n in beyond if n.code == "profile-context-extrapolated"]
-    assert len(note) == 1 and "[100000]" in note[0].message and f"{lo}-{hi}" in note[0].message
+    assert len(note) == 1 and "context 100,000 is beyond" in note[0].message and f"{lo}-{hi}" in note[0].message
     assert su.draft.method == "ngram"
 
 
