@@ -202,6 +202,13 @@ def register(subparsers) -> argparse.ArgumentParser:
 
 
 def _check_flags(a) -> str | None:
+    for flag in ("--input-len", "--output-len", "--num-prompts", "--concurrency",
+                 "--max-num-seqs", "--max-num-batched-tokens", "--seed"):
+        v = getattr(a, flag[2:].replace("-", "_"))
+        if v is not None and abs(v) > 2 ** 53:  # the estimate and the draws are float64
+            from .._check import number_text
+
+            return f"{flag} must be at most 2**53 = {2 ** 53}, got {number_text(v)}: too large"
     if a.schedule is not None and a.no_schedule:
         return ("--schedule and --no-schedule contradict each other: give the schedule to "
                 "simulate, or --no-schedule for none")
