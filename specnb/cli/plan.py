@@ -23,7 +23,7 @@ import sys
 
 from ..limits import DEFAULT_GPU_MEMORY_UTILIZATION as S_DEFAULT_GMU
 from ..memory import DTYPE_BYTES
-from . import error, light_checks, listed_twice, refuse
+from . import error, light_checks, listed_twice, refuse, too_large
 
 __all__ = ["register", "run", "plan", "format_plan"]
 
@@ -241,6 +241,11 @@ def _format_tree(tree: dict) -> list[str]:
 
 
 def _check_flags(args) -> str | None:
+    huge = too_large(*((flag, getattr(args, flag[2:].replace("-", "_"), None)) for flag in (
+        "--gpus", "--context", "--batch", "--gamma", "--draft-kv-budget", "--topk",
+        "--num-draft-tokens", "--input-len", "--output-len")))
+    if huge:
+        return huge
     checks = [("--gpus", [args.gpus], 1), ("--context", args.context, 0),
               ("--batch", args.batch, 1), ("--gamma", args.gamma, 1)]
     if args.draft_kv_budget is not None:
