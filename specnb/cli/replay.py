@@ -24,7 +24,7 @@ import sys
 from dataclasses import dataclass
 from typing import Callable
 
-from . import error, listed_twice, refuse
+from . import error, listed_twice, refuse, too_large
 
 __all__ = ["register", "run", "METHODS", "MethodEntry", "format_profile"]
 
@@ -198,6 +198,9 @@ def run(args) -> int:
         return error("replay", bad)
     from .. import replay as R
 
+    huge = too_large(("--gamma", args.gamma))
+    if huge:
+        return error("replay", huge)
     if any(not 1 <= g <= R.MAX_GAMMA for g in args.gamma):
         bad = next(g for g in args.gamma if not 1 <= g <= R.MAX_GAMMA)
         return error("replay", f"--gamma must be in [1, {R.MAX_GAMMA}], got {bad}")

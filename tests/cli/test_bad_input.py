@@ -253,6 +253,10 @@ def _config(**change):
     (PLAN + ["--draft-config", "@head.json"],
      {"head.json": json.dumps({**HEAD, "num_hidden_layers": int(BIG)})},
      ["head.json", "num_hidden_layers", "too large"]),
+    # replay's flags (found beside the trial's: --prompt-lookup-max was named as -min)
+    *[(["replay", "@r.jsonl", "--method", "ngram", flag, BIG],
+       {"r.jsonl": '{"prompt_ids": [1, 2, 3, 1, 2], "response_ids": [3], "temperature": 0}\n'},
+       [flag, "too large"]) for flag in ("--gamma", "--prompt-lookup-max", "--max-model-len")],
     # calibration CSV cells: the row and column, "too large", not "a missing value" (T6-C3)
     (PLAN + ["--calibrate", "@c.csv"], {"c.csv": CSV + f"target,1,100,1,{BIG}\n"},
      ["c.csv", "row 2", "ms", "too large"]),
