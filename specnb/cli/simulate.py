@@ -126,8 +126,9 @@ def register(subparsers) -> argparse.ArgumentParser:
                         "or a draft config.json (as specnb plan)")
     p.add_argument("--draft-config", metavar="CONFIG",
                    help="an EAGLE / EAGLE-3 head's or a DFlash drafter's config.json")
-    p.add_argument("--dtype", choices=DTYPE_CHOICES, default="bf16",
-                   help="target weight dtype (default bf16)")
+    p.add_argument("--dtype", choices=DTYPE_CHOICES, default=None,
+                   help="target weight dtype (default: the published checkpoint's, as vLLM "
+                   "loads it: bf16, DeepSeek-V3 fp8, gpt-oss mxfp4 experts)")
     p.add_argument("--engine", default=None, metavar="NAME",
                    help="engine profile (data/engine_profiles.csv; default vllm)")
     p.add_argument("--gamma", type=positive_int, nargs="+", required=True, metavar="K",
@@ -280,11 +281,15 @@ def _plan_schedule(st, acc, workload, gammas, max_num_seqs):
     """specnb plan's schedule for this setup at the load's mean decode context."""
     import numpy as np
 
+    from .. import serving as S
     from ..advise import serving_plan
 
     ctx = int(np.mean(workload.input_len) + np.mean(workload.output_len) / 2)
     top = max(1, min(max_num_seqs, workload.max_concurrency or max_num_seqs))
     taus = [acc.tau(g, ctx) for g in gammas]
+    nothing = S.cannot_serve(st, [ctx], context_flag="--input-len + --output-len")
+    if nothing is not None:  # simulate's flags named (T6-C5); the plan's check is the same
+        raise ValueError(f"at the load's mean context {ctx}: {nothing.message}")
     p = serving_plan(st, [1, top], [ctx], list(gammas), tau=taus)
     if p.cannot_serve is not None:  # nothing fits at the load's context: say so, do not run
         raise ValueError(f"at the load's mean context {ctx}: {p.cannot_serve.message}")
@@ -345,6 +350,7 @@ def simulate(a) -> dict:
                           else (None, []))
     return {"setup": {"gpu": st.gpu.name, "gpus": st.gpus, "model": st.target.name,
                       "dtype": st.dtype, "kv_cache_dtype": st.kv_dtype,
+                      "dtype_from": "--dtype" if a.dtype else "checkpoint",
                       "draft": st.draft.name, "engine": st.engine.name,
                       "acceptance": sim.acceptance, "workload": w.source,
                       "max_num_seqs": sim.config.max_num_seqs,
@@ -360,7 +366,7 @@ def simulate(a) -> dict:
             "notes": [n.message for n in notes], "note_codes": [n.code for n in notes]}
 
 
-#: How far the TTFT ratio may move from 1 on a fixed-length closed loop before the lockstep
+#: How far below 1 the TTFT ratio may fall on a fixed-length closed loop before the lockstep
 #: note is printed (notebook 10, section "Where speculation stops paying").
 LOCKSTEP_TTFT_TOLERANCE = 0.1
 
@@ -398,7 +404,8 @@ def _notes(a, w, profile, cmp, cfg=None, off_cfg=None, st=None) -> list:
     if profile is not None:
         out += profile_context_notes(profile, [top])
     fixed = not a.requests and not a.range_ratio and a.concurrency is not None
-    if fixed and abs(cmp["ttft_ratio"] - 1.0) > LOCKSTEP_TTFT_TOLERANCE:
+    if fixed and cmp["ttft_ratio"] < 1.0 - LOCKSTEP_TTFT_TOLERANCE:  # the lockstep lowers
+        # only the speculating run's TTFT: a ratio above 1 is a real cost (longer steps)
         out.append(Note("ttft-closed-loop-lockstep",
                         f"TTFT x {cmp['ttft_ratio']:.3f} on a closed loop of fixed lengths: "
                         "without speculation a wave of requests finishes in one step, so the "
@@ -414,8 +421,11 @@ def _serve_line(st, cfg, pols, on, workload):
     full length does not fit) and its notes."""
     import numpy as np
 
-    from ..advise.plan import setup_config, setup_serve_line
+    from ..advise.plan import setup_config, setup_serve_line, v0_no_serve_line
 
+    v0 = v0_no_serve_line(st, "simulate")
+    if v0 is not None:  # a V0 run: no V1 line (T6-W3)
+        return None, [v0]
     pol = next(p for p in pols if p.name == on)
     sched = [list(r) for r in pol.schedule] if pol.schedule else [[1, cfg.max_num_seqs, pol.k]]
     conf, _ = setup_config(st, sched)
@@ -433,7 +443,8 @@ def format_simulation(r: dict) -> str:
     import pandas as pd
 
     su = r["setup"]
-    dt = ", ".join(([] if su.get("dtype", "bf16") == "bf16" else [f"{su['dtype']} weights"])
+    ck = ", the checkpoint's" if su.get("dtype_from") == "checkpoint" else ""
+    dt = ", ".join(([] if su.get("dtype", "bf16") == "bf16" else [f"{su['dtype']} weights{ck}"])
                    + ([] if su.get("kv_cache_dtype", "auto") == "auto"
                       else [f"KV cache {su['kv_cache_dtype']}"]))
     dt = f" ({dt})" if dt else ""
@@ -471,7 +482,10 @@ def format_simulation(r: dict) -> str:
         lines.append(f"schedule {json.dumps(r['schedule'])}: one K at every batch size, the "
                      "static policy of that K above (no row of its own)")
     lines += [f"note: {n}" for n in r.get("notes", [])]
-    lines.append(r["serve"] if r["serve"] else "serve: leave speculative decoding off")
+    lines.append(r["serve"] if r["serve"] else "serve: none (the run is vLLM V0's; a vllm "
+                 "serve line is V1's: see the note)"
+                 if "v0-no-serve-line" in r.get("serve_note_codes", [])
+                 else "serve: leave speculative decoding off")
     lines += [f"note: {n}" for n in r.get("serve_notes", [])]
     lines += [f"saved {p}" for p in r["saved"]]
     return "\n".join(lines)

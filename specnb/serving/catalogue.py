@@ -26,7 +26,7 @@ from . import moe as _moe
 from .moe import MLA, MoE
 
 __all__ = ["DTYPES", "KV_CACHE_DTYPES", "kv_storage_dtype", "gpu_alias_note", "GPU", "gpu", "gpu_names", "ridge_point", "Architecture", "architecture", "checkpoint_dtype_of",
-           "architecture_names", "resolve_architecture", "model_id", "published_active_params"]
+           "architecture_names", "resolve_architecture", "weight_bytes_of", "model_id", "published_active_params"]
 
 #: Bytes per stored weight for each weight dtype the serving model takes: the one dtype table,
 #: :data:`specnb.memory.DTYPE_BYTES`, without fp32 (not a serving dtype); int4 packs two per byte.
@@ -292,10 +292,21 @@ class Architecture:
             return kv_cache_bytes_per_token(self.n_layers, self.n_kv_heads, self.head_dim, dtype)
         return _moe.kv_bytes_per_token(self, DTYPES[dtype])
 
+    @property
+    def routed_expert_params(self) -> int:
+        """Parameters of every routed expert (0 for a dense model): what an MXFP4 checkpoint
+        stores in 4.25 bits (:func:`weight_bytes_of`)."""
+        if self.moe is None:
+            return 0
+        m = self.moe
+        return (_moe.moe_layers(self) * m.n_routed_experts
+                * _moe.expert_params(self.hidden_size, m.moe_intermediate_size))
+
     def weight_bytes(self, dtype: str = "bf16") -> float:
-        """Bytes of all weights in ``dtype`` (scales of quantized formats not counted)."""
-        _check.choice("dtype", dtype, DTYPES)
-        return self.params * DTYPES[dtype]
+        """Bytes of all weights in ``dtype`` (:func:`weight_bytes_of`: mxfp4 stores the
+        routed experts in 4.25 bits, the rest bf16; scales of other quantized formats not
+        counted)."""
+        return weight_bytes_of(self.params, dtype, self.routed_expert_params)
 
     def one_layer(self, name: str | None = None) -> "Architecture":
         """One decoder layer of this model plus its LM head (an MoE model's: an MoE layer),
@@ -305,6 +316,20 @@ class Architecture:
         return dataclasses.replace(self, name=name or f"{self.name} (1 layer)", n_layers=1,
                                    tie_word_embeddings=True, params_published=None, moe=moe,
                                    mtp_layers=0)
+
+
+def weight_bytes_of(params, dtype: str, routed=0.0):
+    """Bytes of ``params`` weights in ``dtype``, ``routed`` of them routed-expert weights (the
+    one home of the mixed width): ``params x DTYPES[dtype]``, except ``mxfp4``, a checkpoint
+    layout (gpt-oss: "MoE weights ... quantized to 4.25 bits per parameter", the rest bf16;
+    vLLM's ``Mxfp4Config`` quantizes only the fused MoE layers, attention stays unquantized,
+    ``model_executor/layers/quantization/mxfp4.py`` v0.33.0): ``routed`` at 4.25 bits (OCP
+    MX: a shared 8-bit scale per 32 FP4 values), the rest at bf16's 2 bytes. A head or a
+    dense model (routed 0) in mxfp4 is then bf16."""
+    _check.choice("dtype", dtype, DTYPES)
+    if dtype == "mxfp4":
+        return (params - routed) * DTYPES["bf16"] + routed * DTYPES["mxfp4"]
+    return params * DTYPES[dtype]
 
 
 def architecture_names() -> list[str]:
@@ -503,12 +528,16 @@ _QUANT_METHOD_DTYPE = {"fp8": "fp8", "fbgemm_fp8": "fp8", "awq": "int4", "awq_ma
 def checkpoint_dtype_of(cfg: dict) -> str | None:
     """The :data:`DTYPES` key a Hugging Face config's checkpoint stores its weights in, from
     its ``quantization_config`` (``quant_method`` fp8 -> ``fp8``, awq -> ``int4``, gptq with
-    ``bits`` 4 / 8 -> ``int4`` / ``int8``); None without one (unquantized) or for a method
-    whose width specnb does not read (compressed-tensors, modelopt, mxfp4, ...)."""
+    ``bits`` 4 / 8 -> ``int4`` / ``int8``, mxfp4 of a gpt-oss config (``model_type``
+    gpt_oss: its experts; vLLM's ``GptOssMxfp4Config`` claims only those) -> ``mxfp4``);
+    None without one (unquantized) or for a method whose width specnb does not read
+    (compressed-tensors, modelopt, another model's mxfp4, ...)."""
     q = cfg.get("quantization_config")
     if not isinstance(q, dict):
         return None
     method = str(q.get("quant_method", "")).lower()
+    if method in ("mxfp4", "gpt_oss_mxfp4"):
+        return "mxfp4" if cfg.get("model_type") == "gpt_oss" else None
     if method in ("gptq", "gptq_marlin"):
         return {4: "int4", 8: "int8"}.get(q.get("bits"))
     return _QUANT_METHOD_DTYPE.get(method)

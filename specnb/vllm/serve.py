@@ -269,6 +269,15 @@ def parse_serve_line(line, vllm_version: str | None = None) -> ServeLine:
                      replaced, bool({"--speculative-config", "-sc"} & dotted))
 
 
+def _ngram_fix():
+    """The config a line without one is told to add: n-gram with the prompt_lookup_min / max
+    that plan's lines carry (:data:`specnb.vllm.NGRAM_OPTIONS`), so that pasting it draws no
+    prompt_lookup warning (T6-C1)."""
+    from .config import NGRAM_OPTIONS
+
+    return {"method": "ngram", "num_speculative_tokens": 4, **NGRAM_OPTIONS}
+
+
 def check_serve_line(line, vllm_version=None, draft_config=None, target_config=None):
     """(:func:`parse_serve_line`'s :class:`ServeLine`, :func:`~specnb.vllm.check_speculative_config`
     of its config with the line's settings: the target and serve-line rules too). The draft's
@@ -293,8 +302,8 @@ def check_serve_line(line, vllm_version=None, draft_config=None, target_config=N
                              "check the same settings as --speculative-config JSON (vLLM 0.8.2 "
                              "and newer)", code="v0-speculative-flags") if v0 else Finding(
             "warning", None, "the line has no --speculative-config: speculative decoding is "
-            "off", "add --speculative-config '{\"method\": \"ngram\", \"num_speculative_tokens\""
-            ": 4}' (or run specnb plan for the method)", code="no-speculative-config"))
+            "off", "add --speculative-config '" + json.dumps(_ngram_fix()) + "' (or run specnb "
+            "plan for the method)", code="no-speculative-config"))
         return parsed, ConfigCheck(tuple(first), None, vllm_version)
     settings = {"served_model": parsed.model, **parsed.settings}  # the target rules run
     tp, mml = settings.pop("tensor_parallel_size", None), settings.pop("max_model_len", None)

@@ -263,3 +263,36 @@ def test_a_multi_token_step_reads_the_kv_group_times_and_walks_the_longest_conte
     solo = ST._step_totals(*prep, 5.0, 2000.0, 5.0 * 2000.0, parts=True)
     assert one["total"] - solo["total"] == pytest.approx(
         2000 * 32 * 40.8e-6 - solo["kv"] / (eff.bandwidth * g.bandwidth) * 1e3, rel=1e-9)
+
+
+def test_no_multi_token_cost_where_vllm_would_not_pick_flash_attention():
+    # trial 6 W1: an fp8 KV cache needs FA3 (SM90) or FA4 (SM100), so on 8.x vLLM takes
+    # FlashInfer; a head size above 256 or not a multiple of 8 is not FlashAttention's either
+    import dataclasses
+
+    es = S.engine_profile("vllm").engine_step()
+    arch, a40 = S.architecture("Llama-3.1-8B"), S.gpu("A40")
+    assert ST.multi_token_attention(arch, a40, 1, es, "bf16")[1] > 0
+    assert ST.multi_token_attention(arch, a40, 1, es, "fp8") == (1.0, 0.0)
+    for hd in (512, 100):
+        assert ST.multi_token_attention(dataclasses.replace(arch, head_dim=hd), a40, 1,
+                                        es) == (1.0, 0.0)
+    fp8 = S.setup("A40", "Llama-3.1-8B", "eagle3", kv_dtype="fp8")
+    assert S.multi_token_note(fp8, [4000]) is None
+    assert "at an RTX 3090's walk rate" in S.multi_token_note(
+        S.setup("A40", "Llama-3.1-8B", "eagle3"), [4000]).message
+
+
+def test_a_multi_head_target_walks_unsplit_on_plain_decode_steps_too():
+    # trial 6 W12: FlashAttention-2 swaps (and so splits the KV) only when num_heads >
+    # num_heads_k; a multi-head target's plain decode steps walk the longest context too
+    es = S.engine_profile("vllm").engine_step()
+    mha, gqa = S.architecture("Llama-2-7B"), S.architecture("Llama-3.1-8B")
+    assert ST.decode_walk(mha, S.gpu("A100"), 1, es) == pytest.approx(32 * 40.8e-6)
+    assert ST.decode_walk(gqa, S.gpu("A100"), 1, es) == 0.0
+    assert ST.decode_walk(mha, S.gpu("H100-SXM"), 1, es) == 0.0
+    st = S.setup("A100", "Llama-2-7B", "eagle3")
+    assert S.t_plain_ms(st, 1, 4000) >= 4000 * 32 * 40.8e-6
+    r = S.mixed_step_ms(st, [4000, 10], [1, 1], [0, 0])
+    assert r["target_ms"] == pytest.approx(S.t_plain_ms(st, 2, 2005), rel=0.3)
+    assert r["target_ms"] >= 4000 * 32 * 40.8e-6
