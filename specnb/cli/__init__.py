@@ -71,10 +71,16 @@ def too_large(*flags) -> str | None:
     for flag, values in flags:
         for v in values if isinstance(values, (list, tuple)) else [values]:
             if isinstance(v, int) and abs(v) > 2 ** 53:
-                text = str(v)
-                shown = f"{text[:12]}...{text[-4:]} ({len(text.lstrip('-'))} digits)"
-                return f"{flag} must be at most 2**53 = {2 ** 53}, got {shown}: too large"
+                return f"{flag} must be at most 2**53 = {2 ** 53}, got {shown_int(v)}: too large"
     return None
+
+
+def shown_int(v: int) -> str:
+    """An integer flag's value for a message: a long one (a 400-digit ``--gamma``) by its first
+    and last digits and its length, ``999999999999...9999 (400 digits)``."""
+    text = str(v)
+    return text if len(text) <= 24 else \
+        f"{text[:12]}...{text[-4:]} ({len(text.lstrip('-'))} digits)"
 
 
 def light_checks(args) -> None:

@@ -229,8 +229,8 @@ def _config(**change):
         "--num-prompts", "--input-len", "--output-len", "--concurrency", "--max-num-seqs",
         "--max-num-batched-tokens")],
     # plan's flags, checked by the library (T6-C2: "too large", not "non-ragged shape")
-    *[(_with(PLAN, flag, BIG), {}, [flag, "too large"]) for flag in (
-        "--context", "--gpus", "--batch", "--gamma")],
+    *[(_with(PLAN, flag, BIG), {}, [flag, "too large"]) for flag in ("--context", "--gpus")],
+    *[(_with(PLAN, flag, BIG), {}, [flag, "(400 digits)"]) for flag in ("--batch", "--gamma")],
     (PLAN + ["--input-len", BIG, "--output-len", "64"], {}, ["--input-len", "too large"]),
     # vLLM log lines and the offline printout (T6-T5, T6-C4)
     (["metrics", "@log"], {"log": V1_LINE.replace("Drafted: 161", f"Drafted: {BIG}")},
@@ -256,7 +256,7 @@ def _config(**change):
     # replay's flags (found beside the trial's: --prompt-lookup-max was named as -min)
     *[(["replay", "@r.jsonl", "--method", "ngram", flag, BIG],
        {"r.jsonl": '{"prompt_ids": [1, 2, 3, 1, 2], "response_ids": [3], "temperature": 0}\n'},
-       [flag, "too large"]) for flag in ("--gamma", "--prompt-lookup-max", "--max-model-len")],
+       [flag, "(400 digits)"]) for flag in ("--gamma", "--prompt-lookup-max", "--max-model-len")],
     # calibration CSV cells: the row and column, "too large", not "a missing value" (T6-C3)
     (PLAN + ["--calibrate", "@c.csv"], {"c.csv": CSV + f"target,1,100,1,{BIG}\n"},
      ["c.csv", "row 2", "ms", "too large"]),
