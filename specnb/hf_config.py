@@ -33,11 +33,11 @@ __all__ = ["read_config", "config_int", "SIZE_LIMITS", "SIZE_LIMIT", "MODEL_TYPE
 MODEL_TYPE_METHOD = {"medusa": "medusa", "mlp_speculator": "mlp_speculator"}
 
 
-#: Upper bounds of config.json integer fields, each about 100x the largest published model's
+#: Upper bounds of config.json integer fields, each 60x or more the largest published model's
 #: (Llama-3.1-405B: 126 layers, hidden 16,384, FFN 53,248, 128 heads; Gemma 3: vocab 262,144;
 #: Llama 4 Scout: 10M positions; DeepSeek-V3 / Kimi-K2: 256 / 384 experts): a value above one
-#: is a typo or a damaged file, and it would overflow the formulas (a float64 of a product of
-#: sizes). Fields not listed: :data:`SIZE_LIMIT`.
+#: is a typo or a damaged file (a 400-digit one overflowed the float64 formulas: trial 6).
+#: Fields not listed: :data:`SIZE_LIMIT`.
 SIZE_LIMITS = {
     "num_hidden_layers": 10_000, "num_nextn_predict_layers": 10_000,
     "first_k_dense_replace": 10_000, "mtp_num_hidden_layers": 10_000,

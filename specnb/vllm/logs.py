@@ -73,7 +73,8 @@ def printout_keys(line: str) -> set:
     return {k for k in _PRINTOUT_KEYS if _OFFLINE[k].search(line)}
 
 
-#: The largest count a log line may print: 2**53, the float64 limit (:data:`specnb._check.MAX_EXACT_INT`).
+#: The largest count a log line may print: 2**53, the float64 limit
+#: (:data:`specnb._check.MAX_EXACT_INT`).
 MAX_COUNT = 2 ** 53
 
 
