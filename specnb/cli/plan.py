@@ -23,7 +23,7 @@ import sys
 
 from ..limits import DEFAULT_GPU_MEMORY_UTILIZATION as S_DEFAULT_GMU
 from ..memory import DTYPE_BYTES
-from . import error, light_checks, listed_twice, refuse
+from . import error, light_checks, listed_twice, refuse, shown_int, too_large
 
 __all__ = ["register", "run", "plan", "format_plan"]
 
@@ -243,6 +243,11 @@ def _format_tree(tree: dict) -> list[str]:
 
 
 def _check_flags(args) -> str | None:
+    huge = too_large(*((flag, getattr(args, flag[2:].replace("-", "_"), None)) for flag in (
+        "--gpus", "--context", "--draft-kv-budget", "--topk", "--num-draft-tokens",
+        "--input-len", "--output-len")))  # --gamma, --batch: their own bounds, below
+    if huge:
+        return huge
     checks = [("--gpus", [args.gpus], 1), ("--context", args.context, 0),
               ("--batch", args.batch, 1), ("--gamma", args.gamma, 1)]
     if args.draft_kv_budget is not None:
@@ -256,10 +261,10 @@ def _check_flags(args) -> str | None:
     from ..theory import MAX_GAMMA
 
     if max(args.gamma) > MAX_GAMMA:  # a huge one met the 2**53 bound first, not this one
-        return f"--gamma must be in [1, {MAX_GAMMA}], got {max(args.gamma)}"
+        return f"--gamma must be in [1, {MAX_GAMMA}], got {shown_int(max(args.gamma))}"
     if max(args.batch) > MAX_BATCH:
-        return (f"--batch must be <= {MAX_BATCH}, got {max(args.batch)} (the schedule and "
-                "the crossover evaluate every batch size from 1 to the largest)")
+        return (f"--batch must be <= {MAX_BATCH}, got {shown_int(max(args.batch))} (the "
+                "schedule and the crossover evaluate every batch size from 1 to the largest)")
     cells = max(args.batch) * len(args.context) * len(args.gamma)
     if cells > MAX_GRID_CELLS:
         return (f"the largest --batch ({max(args.batch)}) x {len(args.context)} --context "

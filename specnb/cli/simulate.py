@@ -19,7 +19,7 @@ import os
 import sys
 
 from ..limits import DEFAULT_GPU_MEMORY_UTILIZATION as S_DEFAULT_GMU
-from . import error, light_checks, listed_twice, message, positive_int, refuse
+from . import error, light_checks, listed_twice, message, positive_int, refuse, too_large
 from .plan import DTYPE_CHOICES, KV_CACHE_CHOICES
 
 __all__ = ["register", "run", "simulate", "format_simulation", "estimate_seconds"]
@@ -203,6 +203,11 @@ def register(subparsers) -> argparse.ArgumentParser:
 
 
 def _check_flags(a) -> str | None:
+    huge = too_large(*((flag, getattr(a, flag[2:].replace("-", "_"))) for flag in (
+        "--input-len", "--output-len", "--num-prompts", "--concurrency", "--max-num-seqs",
+        "--max-num-batched-tokens", "--seed")))  # the estimate and the draws are float64
+    if huge:
+        return huge
     if a.schedule is not None and a.no_schedule:
         return ("--schedule and --no-schedule contradict each other: give the schedule to "
                 "simulate, or --no-schedule for none")

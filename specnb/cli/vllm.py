@@ -139,6 +139,10 @@ def _cmd_check(args) -> int:
         return _err("config check", f"cannot read {exc.filename}: {exc.strerror}", 2)
     except (ValueError, UnicodeDecodeError) as exc:
         return _err("config check", str(exc).splitlines()[0], 2)
+    except TypeError as exc:  # a library check's ParamTypeError is bad input too (T6-T3)
+        if getattr(exc, "param", None) is None:
+            raise
+        return _err("config check", str(exc).splitlines()[0], 2)
     if args.json:
         print(json.dumps({"accepted": result.accepted, "source": source,
                           "findings": [f.__dict__ for f in result.findings]}, indent=2))

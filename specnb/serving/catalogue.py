@@ -481,11 +481,8 @@ def _from_config(cfg: dict, where: str) -> Architecture:
                                 "Qwen3)" if mt and key not in cfg else "") + ")")
         return cfg[key]
 
-    def pos_int(key, value):
-        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) \
-                or value < 1:
-            raise ValueError(f"{where}: {key} must be a positive integer, got {value!r}")
-        return int(value)
+    def pos_int(key, value):  # bounded: hf_config.SIZE_LIMITS
+        return hf_config.config_int(where, key, value)
 
     def flag(key, default):
         value = cfg.get(key)

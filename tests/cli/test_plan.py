@@ -344,7 +344,7 @@ def test_a_sliding_window_config_is_noted_above_its_window(tmp_path):
     assert S.architecture(tmp_path).sliding_window is None
     assert S.context_limit_notes(str(tmp_path), [8192]) == []
     (tmp_path / "config.json").write_text(json.dumps({**cfg, "sliding_window": "4k"}))
-    with pytest.raises(ValueError, match="sliding_window must be a positive integer"):
+    with pytest.raises(ValueError, match="sliding_window must be an integer >= 1"):
         S.architecture(tmp_path)
 
 

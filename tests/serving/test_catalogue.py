@@ -109,7 +109,7 @@ def test_bad_config_json(tmp_path):
     # an MoE config lacking its expert sizes (issue 16: MoE configs are read, not refused)
     with pytest.raises(ValueError, match="num_experts_per_tok must be an integer >= 1"):
         S.architecture({**llama8b_config(), "num_local_experts": 8})
-    with pytest.raises(ValueError, match="hidden_size must be a positive integer"):
+    with pytest.raises(ValueError, match="hidden_size must be an integer >= 1"):
         S.architecture({**llama8b_config(), "hidden_size": 0})
     with pytest.raises(FileNotFoundError):
         S.architecture(str(tmp_path / "nothing" / "config.json"))
@@ -146,8 +146,9 @@ def test_catalogue_max_position_embeddings_with_their_source():
 
 
 @pytest.mark.parametrize("change, match", [
-    ({"head_dim": 0}, "head_dim must be a positive integer, got 0"),
-    ({"num_key_value_heads": 0}, "num_key_value_heads must be a positive integer, got 0"),
+    ({"head_dim": 0}, r"head_dim must be an integer >= 1 \(at most [0-9,]+\), got 0"),
+    ({"num_key_value_heads": 0},
+     r"num_key_value_heads must be an integer >= 1 \(at most [0-9,]+\), got 0"),
     ({"num_key_value_heads": 3}, r"num_attention_heads \(4\) must be a multiple of "
                                  r"num_key_value_heads \(3\)"),
     ({"num_key_value_heads": 8}, "must be a multiple of num_key_value_heads"),
