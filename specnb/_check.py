@@ -81,6 +81,31 @@ def _non_number(value):
     return _OK
 
 
+def _too_large(value):
+    """The first integer in ``value`` (a number, a list, an object array) that no float holds
+    (more than 308 digits), or None."""
+    if isinstance(value, (list, tuple)) or (isinstance(value, np.ndarray)
+                                            and value.dtype.kind == "O"):
+        for v in (value.flat if isinstance(value, np.ndarray) else value):
+            found = _too_large(v)
+            if found is not None:
+                return found
+        return None
+    return value if isinstance(value, numbers.Integral) and not finite(value) else None
+
+
+def number_text(value, most: int = 24) -> str:
+    """``value`` for a message: as ``repr`` gives it, but a number (or text) longer than
+    ``most`` characters cut to its first and last digits and its length
+    (``999999999999...9999 (400 digits)``): a 400-digit integer must not fill the line."""
+    text = value if isinstance(value, str) else repr(value)
+    if len(text) <= most:
+        return text if not isinstance(value, str) else repr(value)
+    digits = sum(c.isdigit() for c in text)
+    return f"{text[:12]}...{text[-4:]} ({digits} digits)" if digits > most else \
+        repr(text[:most] + "...")
+
+
 def _as_floats(name: str, value, what: str) -> np.ndarray:
     bad = _non_number(value)
     if bad is not _OK:
@@ -91,7 +116,14 @@ def _as_floats(name: str, value, what: str) -> np.ndarray:
                              f"holding {kind}{bad!r}", name)
     try:
         return np.asarray(value, dtype=float)
-    except (TypeError, ValueError, OverflowError):
+    except OverflowError:
+        huge = _too_large(value)
+        if huge is None:
+            raise
+        top = "at most 2**53" if what == "an integer" else "at most about 1.8e308 (a float64)"
+        raise ParamValueError(f"{name} must be {what} {top}, got {number_text(huge)}: too "
+                              "large", name) from None
+    except (TypeError, ValueError):
         shown = repr(value)
         shown = shown if len(shown) <= 200 else shown[:200] + "..."
         raise ParamTypeError(f"{name} must be {what} or an array of them (a regular, "

@@ -7,6 +7,10 @@ a draft head given as a draft model: ``serving.draft``) and :mod:`specnb.vllm` (
 * :func:`read_config` reads a ``config.json`` (a file or a folder holding one) once: a UTF-8
   BOM is skipped (Windows editors), bytes that are not UTF-8, text that is not JSON (line and
   column) and JSON that is not an object are refused, naming the file.
+* :func:`config_int` checks one integer field (a size, a count, a length) against
+  :data:`SIZE_LIMITS`: every reader of a config's integers goes through it, so a 400-digit
+  ``num_hidden_layers`` is refused naming the field and the file, not met as an OverflowError
+  deep in a formula (trial 6, T6-T6 and C2).
 * :func:`checkpoint_method` says which speculative method a draft checkpoint needs, from its
   path and its config's ``architectures`` / ``model_type`` (the signs vLLM @ ``002e77c1``
   reads when it re-detects the method, and a few it misses); :func:`architectures`,
@@ -16,16 +20,54 @@ a draft head given as a draft model: ``serving.draft``) and :mod:`specnb.vllm` (
 from __future__ import annotations
 
 import json
+import numbers
 import os
 import re
 from pathlib import Path
 
 
-__all__ = ["read_config", "MODEL_TYPE_METHOD", "architectures", "model_type", "is_mtp_type",
-           "checkpoint_method"]
+__all__ = ["read_config", "config_int", "SIZE_LIMITS", "SIZE_LIMIT", "MODEL_TYPE_METHOD",
+           "architectures", "model_type", "is_mtp_type", "checkpoint_method"]
 
 #: config.json ``model_type`` values vLLM maps to a method (@ 002e77c1, method re-detection).
 MODEL_TYPE_METHOD = {"medusa": "medusa", "mlp_speculator": "mlp_speculator"}
+
+
+#: Upper bounds of config.json integer fields, each 60x or more the largest published model's
+#: (Llama-3.1-405B: 126 layers, hidden 16,384, FFN 53,248, 128 heads; Gemma 3: vocab 262,144;
+#: Llama 4 Scout: 10M positions; DeepSeek-V3 / Kimi-K2: 256 / 384 experts): a value above one
+#: is a typo or a damaged file (a 400-digit one overflowed the float64 formulas: trial 6).
+#: Fields not listed: :data:`SIZE_LIMIT`.
+SIZE_LIMITS = {
+    "num_hidden_layers": 10_000, "num_nextn_predict_layers": 10_000,
+    "first_k_dense_replace": 10_000, "mtp_num_hidden_layers": 10_000,
+    "num_attention_heads": 65_536, "num_key_value_heads": 65_536,
+    "hidden_size": 1 << 20, "intermediate_size": 1 << 24, "moe_intermediate_size": 1 << 24,
+    "shared_expert_intermediate_size": 1 << 24, "head_dim": 1 << 20,
+    "vocab_size": 1 << 28, "draft_vocab_size": 1 << 28,
+    "max_position_embeddings": 1 << 30, "sliding_window": 1 << 30,
+    "n_routed_experts": 65_536, "num_experts": 65_536, "num_local_experts": 65_536,
+    "num_experts_per_tok": 65_536, "experts_per_token": 65_536, "n_shared_experts": 65_536,
+}
+#: The bound of an integer field :data:`SIZE_LIMITS` does not list (2**30).
+SIZE_LIMIT = 1 << 30
+
+
+def config_int(where: str, key: str, value, lo: int = 1) -> int:
+    """``value``, config.json field ``key`` of the file ``where``, as an int after checking it is
+    a JSON integer (not a bool, not a float) in [``lo``, its bound in :data:`SIZE_LIMITS`].
+
+    Raises ValueError ``"<where>: <key> must be an integer >= lo (at most bound), got <value>"`` (a
+    400-digit value shown by its length)."""
+    hi = SIZE_LIMITS.get(key, SIZE_LIMIT)
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not lo <= value <= hi:
+        from ._check import number_text  # numpy: only on this error path
+
+        too = ": too large (a typo or a damaged file?)" if isinstance(value, numbers.Integral) and \
+            not isinstance(value, bool) and value > hi else ""
+        raise ValueError(f"{where}: {key} must be an integer >= {lo} (at most {hi:,}), got "
+                         f"{number_text(value)}{too}")
+    return int(value)
 
 
 def read_config(source, *, label: str = "config", hint: str = "") -> tuple[dict, Path]:

@@ -21,6 +21,10 @@ __all__ = [
 ]
 
 #: Bytes per element of each supported storage dtype. int4 packs two values per byte.
+#: ``mxfp4`` (OCP Microscaling v1.0: 32 FP4 e2m1 values share one 8-bit e8m0 scale, 4.25 bits
+#: each; the gpt-oss model card: "MoE weights ... quantized to 4.25 bits per parameter") is a
+#: checkpoint's layout, not a flat width: only the routed experts are MXFP4, every other
+#: weight bf16 (:func:`specnb.serving.weight_bytes_of`); here its bytes per MXFP4 element.
 DTYPE_BYTES: dict[str, float] = {
     "fp32": 4.0,
     "bf16": 2.0,
@@ -28,6 +32,7 @@ DTYPE_BYTES: dict[str, float] = {
     "fp8": 1.0,
     "int8": 1.0,
     "int4": 0.5,
+    "mxfp4": 4.25 / 8,
 }
 
 #: The torch / transformers names of the dtypes above that a model is loaded in (what
@@ -46,7 +51,7 @@ def bytes_per_element(dtype: str) -> float:
     Raises
     ------
     ValueError
-        ``dtype`` is not one of fp32, bf16, fp16, fp8, int8, int4.
+        ``dtype`` is not one of fp32, bf16, fp16, fp8, int8, int4, mxfp4.
     """
     return DTYPE_BYTES[_check.choice("dtype", dtype, DTYPE_BYTES)]
 

@@ -84,3 +84,18 @@ def test_finite_result_and_out():
         _check.finite_result("cost", np.array([1.0, np.inf]))
     assert type(_check.out(np.array(1.5))) is float
     assert _check.out(np.array([1.5, 2.0])).tolist() == [1.5, 2.0]
+
+
+def test_an_integer_no_float_holds_is_too_large_not_a_ragged_shape():
+    # trial 6 T6-C2: a 400-digit --context read "an array of them (a regular, non-ragged shape)"
+    big = 10 ** 400
+    for check, what in ((_check.integer, "an integer at most 2\\*\\*53"),
+                        (_check.real, "a number at most about 1.8e308")):
+        for value in (big, [1, big], np.array([1, big], dtype=object)):
+            with pytest.raises(ValueError, match=rf"^n must be {what}.*, got 100000000000\.\.\."
+                                                 r"0000 \(401 digits\): too large$") as info:
+                check("n", value)
+            assert isinstance(info.value, _check.ParamValueError) and info.value.param == "n"
+    with pytest.raises(TypeError, match="non-ragged shape"):  # a ragged list is still that
+        _check.integer("n", [1, [2, 3]])
+    assert _check.number_text(12345) == "12345" and _check.number_text("abc") == "'abc'"

@@ -90,3 +90,24 @@ def test_parts():
     assert hf_config.model_type({"model_type": "Qwen3"}) == "qwen3"
     assert hf_config.model_type({"model_type": 3}) == ""
     assert hf_config.is_mtp_type("glm4_moe_mtp") and not hf_config.is_mtp_type("llama")
+
+
+@pytest.mark.parametrize("key, value, shown", [
+    ("num_hidden_layers", 10 ** 400, r"100000000000\.\.\.0000 \(401 digits\): too large"),
+    ("num_hidden_layers", 10_001, "10001: too large"),
+    ("max_position_embeddings", 2 ** 31, "2147483648: too large"),
+    ("hidden_size", 0, "0$"),
+    ("vocab_size", True, "True$"),
+])
+def test_config_int_bounds_each_field_naming_it_and_the_file(tmp_path, key, value, shown):
+    # trial 6 T6-T6 / C2: a 400-digit num_hidden_layers was an OverflowError in a formula, a
+    # 400-digit max_position_embeddings read as a bad --context
+    limit = hf_config.SIZE_LIMITS[key]
+    assert hf_config.config_int("f.json", key, limit) == limit
+    with pytest.raises(ValueError, match=rf"^f\.json: {key} must be an integer >= 1 \(at most "
+                                         rf"{limit:,}\), got {shown}"):
+        hf_config.config_int("f.json", key, value)
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps({**LLAMA, key: value}))
+    with pytest.raises(ValueError, match=rf"config\.json'?: {key} must be an integer >= 1"):
+        S.architecture(str(p))

@@ -12,7 +12,8 @@ from specnb import memory
 def test_weight_bytes_per_dtype():
     n = 1e9
     got = {d: memory.weight_bytes(n, d) for d in memory.DTYPE_BYTES}
-    assert got == {"fp32": 4e9, "bf16": 2e9, "fp16": 2e9, "fp8": 1e9, "int8": 1e9, "int4": 0.5e9}
+    assert got == {"fp32": 4e9, "bf16": 2e9, "fp16": 2e9, "fp8": 1e9, "int8": 1e9, "int4": 0.5e9,
+                   "mxfp4": 0.53125e9}
 
 
 def test_kv_cache_llama31_8b():

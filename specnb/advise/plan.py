@@ -16,7 +16,8 @@ Note codes (stable; messages may be reworded): from :func:`setup_config`
 (:func:`specnb.serving.cannot_serve`: then no config, no serve line and no on/off advice),
 ``no-advice-over-max-positions`` (some contexts above the target's positions: no verdict
 there), ``v0-no-serve-line`` (engine vllm-v0: no V1 schedule or serve line), :func:`setup_serve_line`'s ``fp8-online-quantization``,
-``quantized-checkpoint-placeholder``, ``max-model-len-set``, ``max-num-batched-tokens-set`` and
+``quantized-checkpoint-placeholder``, ``max-model-len-set``, ``max-model-len-capped``,
+``max-num-batched-tokens-set`` and
 ``draft-dtype-not-in-line``,
 ``schedule-serves-every-context``,
 ``kv-does-not-fit``, ``no-schedule-for-every-context``, ``kv-cache-dtype``,
@@ -45,7 +46,7 @@ from .._check import MAX_EXACT_INT
 from .._json import records
 from ..notes import Note
 
-__all__ = ["memory_limit", "Plan", "serving_plan", "profile_acceptance",
+__all__ = ["memory_limit", "Plan", "serving_plan", "profile_acceptance", "v0_no_serve_line",
            "profile_draft_lengths", "profile_context_notes", "schedule", "schedule_gammas",
            "schedule_of", "plan_schedule", "schedule_config", "setup_config", "setup_serve_line"]
 
@@ -415,6 +416,25 @@ def sglang_launch_line(st: S.Setup, config: dict | None, *, max_num_seqs: int | 
     return " ".join(parts)
 
 
+def v0_no_serve_line(st: S.Setup, tool: str = "plan") -> Note | None:
+    """``Note("v0-no-serve-line")`` when the setup's engine is ``vllm-v0`` (the one home of
+    the rule, for ``plan`` and ``simulate``, T5-M3 / T6-W3), else None: the figures are V0's,
+    while a ``--speculative-config`` line and ``num_speculative_tokens_per_batch_size`` are
+    V1's (v0.6.3 takes ``--speculative-model [ngram] --num-speculative-tokens``, and its
+    scheduler budget follows the line's --max-model-len), so no line runs what was computed.
+    ``tool``: the command to rerun with ``--engine vllm``."""
+    if st.engine.name != "vllm-v0":
+        return None
+    return Note("v0-no-serve-line",
+                "the figures are vLLM V0's (engine vllm-v0: batch-expansion scorer, CUDA "
+                "graphs up to batch 256, its own draft cost); "
+                "num_speculative_tokens_per_batch_size and a --speculative-config line are "
+                "V1's (the key from vLLM 0.24.0 on) and would run V1's costs, not these: no "
+                + ("schedule or serve line" if tool == "plan" else "serve line (the schedule "
+                   "above is the one simulated)")
+                + f"; {tool} with --engine vllm for the line to serve on current vLLM")
+
+
 def setup_serve_line(st: S.Setup, config: dict, *, max_num_seqs: int, contexts=None,
                      extra_args=()):
     """The ``vllm serve`` line for a setup and its ``speculative_config``: the one home of
@@ -427,7 +447,10 @@ def setup_serve_line(st: S.Setup, config: dict, *, max_num_seqs: int, contexts=N
     int8 / int4, nothing for a checkpoint already in the dtype); ``--max-model-len
     max(contexts)`` when one sequence of the target's ``max_position_embeddings`` does not fit
     in the KV room (vLLM V1 then refuses to start: ``check_enough_kv_cache_memory``,
-    ``vllm/v1/core/kv_cache_planning.py`` v0.33.0), note ``max-model-len-set``;
+    ``vllm/v1/core/kv_cache_planning.py`` v0.33.0), note ``max-model-len-set``, or, when
+    not even that context fits, the longest that does
+    (:func:`specnb.serving.max_model_len_that_fits`), note ``max-model-len-capped`` (the
+    contexts above it are not served);
     ``--max-num-batched-tokens max_num_seqs`` when ``max_num_seqs`` is above vLLM's default
     budget on the GPU (:func:`specnb.simulate.engine.default_batch_limits`; vLLM refuses a
     budget below max_num_seqs), unless ``extra_args`` names the flag, note
@@ -437,7 +460,8 @@ def setup_serve_line(st: S.Setup, config: dict, *, max_num_seqs: int, contexts=N
     -------
     (line, notes): the shell-quoted line (:func:`specnb.vllm.serve_command`) and a list of
     :class:`specnb.notes.Note` (``fp8-online-quantization``,
-    ``quantized-checkpoint-placeholder``, ``max-model-len-set``, ``max-num-batched-tokens-set``,
+    ``quantized-checkpoint-placeholder``, ``max-model-len-set``, ``max-model-len-capped``,
+    ``max-num-batched-tokens-set``,
     ``draft-dtype-not-in-line``: a draft model or head counted in fp8 / int8 / int4, which vLLM
     loads unquantized unless its checkpoint is).
     """
@@ -477,9 +501,9 @@ def setup_serve_line(st: S.Setup, config: dict, *, max_num_seqs: int, contexts=N
                           "max_num_seqs')"))
     mp = st.target.max_position_embeddings
     top = None if contexts is None or not np.size(contexts) else int(np.max(contexts))
-    if mp is not None and top is not None and 1 <= top < mp \
-            and S.max_batch_in_memory(st, mp) < 1:
-        fits = S.max_model_len_that_fits(st, mp)
+    fits = 0 if mp is None or top is None or top < 1 or S.max_batch_in_memory(st, mp) >= 1 \
+        else S.max_model_len_that_fits(st, mp)
+    if fits >= 1 and top <= fits:
         args += ["--max-model-len", str(top)]
         notes.append(Note("max-model-len-set",
                           f"--max-model-len {top} (the longest context planned for): one sequence of "
@@ -487,6 +511,17 @@ def setup_serve_line(st: S.Setup, config: dict, *, max_num_seqs: int, contexts=N
                           f"room, and vLLM refuses to start without a shorter max_model_len "
                           f"('To serve at least one request with the model's max seq len'); "
                           f"up to {fits:,} would fit; the server refuses longer requests"))
+    elif fits >= 1:  # T6-W6: never a max_model_len vLLM refuses
+        unserved = sorted({int(c) for c in np.atleast_1d(contexts) if c > fits})
+        args += ["--max-model-len", str(fits)]
+        notes.append(Note("max-model-len-capped",
+                          f"--max-model-len {fits} (the longest context one sequence fits at, "
+                          "vLLM's own estimate_max_model_len): at the planned context "
+                          + ", ".join(f"{c:,}" for c in unserved) + " not even one sequence's "
+                          "KV cache fits, and vLLM refuses to start with that max_model_len "
+                          "(check_enough_kv_cache_memory); this line does not serve "
+                          + ("that context" if len(unserved) == 1 else "those contexts")
+                          + ": the server refuses longer requests"))
     return serve_command(config, model, extra_args=args + [str(a) for a in extra_args]), notes
 
 
@@ -499,7 +534,8 @@ def profile_context_notes(profile, contexts) -> list:
     if not beyond:
         return []
     return [Note("profile-context-extrapolated",
-                 f"context {beyond} is beyond every step of the profile's log "
+                 f"context {', '.join(f'{c:,}' for c in beyond)} "
+                 f"{'is' if len(beyond) == 1 else 'are'} beyond every step of the profile's log "
                  f"(contexts {seen[0]}-{seen[1]} tokens): its acceptance there is "
                  "carried over, not measured, and acceptance often falls with context "
                  "(vllm-project/speculators#684); replay a log with such contexts")]
@@ -720,18 +756,12 @@ def serving_plan(st: S.Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=
         sched, cfg = None, None
         notes = [n for n in notes if n.code in ("mtp-needs-target-layers",)]
     serve = None
-    v0 = st.engine.name == "vllm-v0"
-    if v0 and cfg is not None and nothing is None:
+    v0 = v0_no_serve_line(st)
+    if v0 is not None and cfg is not None and nothing is None:
         # V0's costs, V1's flags: no line that runs neither (T5-M3)
         cfg = None
         notes = [n for n in notes if n.code not in ("checkpoint-placeholder", "schedule-tax")]
-        notes.append(Note("v0-no-serve-line",
-                          "the figures are vLLM V0's (engine vllm-v0: batch-expansion scorer, "
-                          "CUDA graphs up to batch 256, its own draft cost); "
-                          "num_speculative_tokens_per_batch_size and a --speculative-config "
-                          "line are V1's (the key from vLLM 0.24.0 on) and would run V1's "
-                          "costs, not these: no schedule or serve line; plan with --engine vllm "
-                          "for the line to serve on current vLLM"))
+        notes.append(v0)
     if cfg is not None:
         serve, serve_notes = setup_serve_line(st, cfg, max_num_seqs=limit,
                                               contexts=servable)

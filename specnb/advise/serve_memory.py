@@ -36,7 +36,10 @@ def serve_target_findings(settings: dict, model: str, *, target_config=None,
     code ``serve-tensor-parallel``) and a ``--max-model-len`` above the target's
     max_position_embeddings (:func:`specnb.serving.context_limit_notes`'s
     ``context-over-max-positions``: vLLM's ``_get_and_verify_max_len`` refuses it unless
-    VLLM_ALLOW_LONG_MAX_MODEL_LEN=1; code ``serve-max-model-len-above-target``), as errors.
+    VLLM_ALLOW_LONG_MAX_MODEL_LEN=1; code ``serve-max-model-len-above-target``) and a
+    ``--quantization`` that contradicts the checkpoint's own
+    (:func:`specnb.serving.quantization_conflict`: ``quantization-mismatch``), as errors;
+    a ``--quantization`` vLLM overrides (``quantization-overridden``), a warning.
     A config with RoPE scaling is not judged on ``--max-model-len`` (vLLM scales its derived
     maximum by some RoPE types' factor, which specnb does not model). ``env``: the line's
     environment (:attr:`specnb.vllm.ServeLine.env`); with ``VLLM_ALLOW_LONG_MAX_MODEL_LEN``
@@ -56,6 +59,12 @@ def serve_target_findings(settings: dict, model: str, *, target_config=None,
         else cfg or {}
     scaled = bool(text.get("rope_scaling") or text.get("rope_parameters"))
     found = []
+    clash = S.quantization_conflict(arch, s.get("quantization"))
+    if clash is not None:
+        level, fix = (("error", "drop --quantization (vLLM reads the checkpoint's own)")
+                      if clash.code == "quantization-mismatch" else
+                      ("warning", "drop --quantization: it changes nothing"))
+        found.append(Finding(level, None, clash.message, fix, code=clash.code))
     tp = s.get("tensor_parallel_size", 1)
     if isinstance(tp, int) and tp > 1:
         try:
@@ -129,7 +138,9 @@ def serve_memory_findings(settings: dict, model: str, config: dict, gpu: str, *,
 
     s = settings
     target = target_config or model
-    spec = _SPEC.get((config or {}).get("method") or "draft_model", "eagle3")
+    # no --speculative-config: the target alone (ngram: a draft without weights or KV cache)
+    spec = "ngram" if config is None else _SPEC.get(config.get("method") or "draft_model",
+                                                    "eagle3")
     kv = s.get("kv_cache_dtype") or "auto"
     tp = s.get("tensor_parallel_size", 1)
     util = s.get("gpu_memory_utilization", S.DEFAULT_GPU_MEMORY_UTILIZATION)
@@ -202,7 +213,8 @@ def serve_memory_findings(settings: dict, model: str, config: dict, gpu: str, *,
         return (Finding(
             "error", None, f"vLLM refuses to start: one sequence at --max-model-len {ctx} "
             f"({'given' if ctx == mml else 'the target ' + arch.name + chr(39) + 's maximum'}) "
-            f"needs its KV cache of target and draft ({kv}) beside the {weights}, and on "
+            f"needs its KV cache of {'the target' if config is None else 'target and draft'} "
+            f"({kv}) beside the {weights}, and on "
             f"{where} at gpu_memory_utilization {st.memory_fraction:g} "
             + (f"only {left / 1e9:,.1f} GB is left (vLLM V1's check_enough_kv_cache_memory: "
                "'To serve at least one request with the model's max seq len ... Try "
@@ -218,7 +230,8 @@ def serve_memory_findings(settings: dict, model: str, config: dict, gpu: str, *,
         return tuple(auto)
     given = "" if "max_num_seqs" in s else f" (vLLM's default on {gpu})"
     return (*auto, Finding("note", None, f"--max-num-seqs {seqs}{given}: if every sequence reached "
-                    f"--max-model-len {ctx}, the KV cache of the target and the draft ({kv}) "
+                    f"--max-model-len {ctx}, the KV cache of the target"
+                    f"{'' if config is None else ' and the draft'} ({kv}) "
                     f"would hold {cap} of them on {where} beside the {weights} "
                     "(specnb.serving's memory cap, activations not counted); shorter "
                     "sequences fit more, and vLLM preempts when the cache is full",

@@ -61,6 +61,28 @@ def listed_twice(*flags) -> str | None:
     return None
 
 
+def too_large(*flags) -> str | None:
+    """The one rule for an integer flag's value above 2**53 in size (a 400-digit
+    ``--num-prompts``; trial 6): ``flags`` are ``(flag, value or values)`` pairs; returns the
+    message for the first such value (shown by its length), else None. float64 holds no larger
+    whole number exactly, and the formulas and draws are float64 (an OverflowError deep in
+    them otherwise). ``plan`` and ``simulate`` run it first; :func:`positive_int` has the
+    same bound."""
+    for flag, values in flags:
+        for v in values if isinstance(values, (list, tuple)) else [values]:
+            if isinstance(v, int) and abs(v) > 2 ** 53:
+                return f"{flag} must be at most 2**53 = {2 ** 53}, got {shown_int(v)}: too large"
+    return None
+
+
+def shown_int(v: int) -> str:
+    """An integer flag's value for a message: a long one (a 400-digit ``--gamma``) by its first
+    and last digits and its length, ``999999999999...9999 (400 digits)``."""
+    text = str(v)
+    return text if len(text) <= 24 else \
+        f"{text[:12]}...{text[-4:]} ({len(text.lstrip('-'))} digits)"
+
+
 def light_checks(args) -> None:
     """The library's own checks (:mod:`specnb.limits`: no serving model, no pandas) of the
     load and memory flags a command has (``--routing-skew``, ``--request-rate``,

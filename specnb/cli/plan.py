@@ -23,14 +23,15 @@ import sys
 
 from ..limits import DEFAULT_GPU_MEMORY_UTILIZATION as S_DEFAULT_GMU
 from ..memory import DTYPE_BYTES
-from . import error, light_checks, listed_twice, refuse
+from . import error, light_checks, listed_twice, refuse, shown_int, too_large
 
 __all__ = ["register", "run", "plan", "format_plan"]
 
-#: Weight dtypes the serving model takes: :data:`specnb.serving.DTYPES`, i.e. the one dtype
+#: Weight dtypes a --dtype flag takes: :data:`specnb.serving.DTYPES`, i.e. the one dtype
 #: table :data:`specnb.memory.DTYPE_BYTES` without fp32 (read from memory so that registration
-#: does not import the serving model and pandas).
-DTYPE_CHOICES = tuple(d for d in DTYPE_BYTES if d != "fp32")
+#: does not import the serving model and pandas) and without mxfp4, a checkpoint's own layout
+#: (gpt-oss), taken when --dtype is not given (:func:`specnb.serving.setup`).
+DTYPE_CHOICES = tuple(d for d in DTYPE_BYTES if d not in ("fp32", "mxfp4"))
 
 #: vLLM's --kv-cache-dtype values the model times: the vLLM names of
 #: :data:`specnb.serving.KV_CACHE_DTYPES` (kept here so that registration imports no pandas).
@@ -67,8 +68,9 @@ def register(subparsers) -> argparse.ArgumentParser:
                         "draft config.json")
     p.add_argument("--draft-kv-budget", type=int, default=None, metavar="K",
                    help="the draft reads at most K context tokens (sparse KV, StreamingLLM)")
-    p.add_argument("--dtype", choices=DTYPE_CHOICES, default="bf16",
-                   help="target weight dtype (default bf16)")
+    p.add_argument("--dtype", choices=DTYPE_CHOICES, default=None,
+                   help="target weight dtype (default: the published checkpoint's, as vLLM "
+                   "loads it: bf16, DeepSeek-V3 fp8, gpt-oss mxfp4 experts)")
     p.add_argument("--draft-dtype", choices=DTYPE_CHOICES, default=None,
                    help="draft weight dtype (default: the target's)")
     p.add_argument("--kv-cache-dtype", choices=KV_CACHE_CHOICES, default="auto",
@@ -195,6 +197,11 @@ def _format_tree(tree: dict) -> list[str]:
 
 
 def _check_flags(args) -> str | None:
+    huge = too_large(*((flag, getattr(args, flag[2:].replace("-", "_"), None)) for flag in (
+        "--gpus", "--context", "--draft-kv-budget", "--topk", "--num-draft-tokens",
+        "--input-len", "--output-len")))  # --gamma, --batch: their own bounds, below
+    if huge:
+        return huge
     checks = [("--gpus", [args.gpus], 1), ("--context", args.context, 0),
               ("--batch", args.batch, 1), ("--gamma", args.gamma, 1)]
     if args.draft_kv_budget is not None:
@@ -208,10 +215,10 @@ def _check_flags(args) -> str | None:
     from ..theory import MAX_GAMMA
 
     if max(args.gamma) > MAX_GAMMA:  # a huge one met the 2**53 bound first, not this one
-        return f"--gamma must be in [1, {MAX_GAMMA}], got {max(args.gamma)}"
+        return f"--gamma must be in [1, {MAX_GAMMA}], got {shown_int(max(args.gamma))}"
     if max(args.batch) > MAX_BATCH:
-        return (f"--batch must be <= {MAX_BATCH}, got {max(args.batch)} (the schedule and "
-                "the crossover evaluate every batch size from 1 to the largest)")
+        return (f"--batch must be <= {MAX_BATCH}, got {shown_int(max(args.batch))} (the "
+                "schedule and the crossover evaluate every batch size from 1 to the largest)")
     cells = max(args.batch) * len(args.context) * len(args.gamma)
     if cells > MAX_GRID_CELLS:
         return (f"the largest --batch ({max(args.batch)}) x {len(args.context)} --context "
@@ -339,6 +346,7 @@ def plan(args) -> dict:
         "setup": {"gpu": st.gpu.name, "gpus": st.gpus, "model": st.target.name,
                   "draft": st.draft.name, "draft_kv_budget": st.draft.kv_budget,
                   "dtype": st.dtype, "draft_dtype": st.draft_dtype or st.dtype,
+                  "dtype_from": "--dtype" if args.dtype else "checkpoint",
                   "kv_cache_dtype": st.kv_dtype,
                   "kv_cache_stored_as": S.kv_storage_dtype(st.kv_dtype, st.dtype),
                   "gpu_alias_note": S.gpu_alias_note(args.gpu),
@@ -412,7 +420,9 @@ def format_plan(result: dict) -> str:
     lines = [f"NOTE: {nothing}"] if nothing else []  # first, before any figure
     kv = su.get("kv_cache_dtype", "auto")
     kv_txt = (f"KV cache {kv}" + (f" ({su['kv_cache_stored_as']})" if kv == "auto" else ""))
-    lines += [f"{su['model']} on {su['gpus']} x {su['gpu']} ({su['dtype']}, {kv_txt}), draft "
+    ck = ", the checkpoint's" if su.get("dtype_from") == "checkpoint" and su["dtype"] != "bf16" \
+        else ""
+    lines += [f"{su['model']} on {su['gpus']} x {su['gpu']} ({su['dtype']}{ck}, {kv_txt}), draft "
               f"{su['draft']}" + (f" (KV budget {su['draft_kv_budget']})"
                                   if su["draft_kv_budget"] else "") + f"; {acc}; engine "
               f"{su['engine']}" + (f"; proposal rate {su['proposal_rate']:g}"

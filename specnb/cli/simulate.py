@@ -19,7 +19,7 @@ import os
 import sys
 
 from ..limits import DEFAULT_GPU_MEMORY_UTILIZATION as S_DEFAULT_GMU
-from . import error, light_checks, listed_twice, message, positive_int, refuse
+from . import error, light_checks, listed_twice, message, positive_int, refuse, too_large
 from .plan import DTYPE_CHOICES, KV_CACHE_CHOICES
 
 __all__ = ["register", "run", "simulate", "format_simulation", "estimate_seconds"]
@@ -126,8 +126,9 @@ def register(subparsers) -> argparse.ArgumentParser:
                         "or a draft config.json (as specnb plan)")
     p.add_argument("--draft-config", metavar="CONFIG",
                    help="an EAGLE / EAGLE-3 head's or a DFlash drafter's config.json")
-    p.add_argument("--dtype", choices=DTYPE_CHOICES, default="bf16",
-                   help="target weight dtype (default bf16)")
+    p.add_argument("--dtype", choices=DTYPE_CHOICES, default=None,
+                   help="target weight dtype (default: the published checkpoint's, as vLLM "
+                   "loads it: bf16, DeepSeek-V3 fp8, gpt-oss mxfp4 experts)")
     p.add_argument("--engine", default=None, metavar="NAME",
                    help="engine profile (data/engine_profiles.csv; default vllm)")
     p.add_argument("--gamma", type=positive_int, nargs="+", required=True, metavar="K",
@@ -202,6 +203,11 @@ def register(subparsers) -> argparse.ArgumentParser:
 
 
 def _check_flags(a) -> str | None:
+    huge = too_large(*((flag, getattr(a, flag[2:].replace("-", "_"))) for flag in (
+        "--input-len", "--output-len", "--num-prompts", "--concurrency", "--max-num-seqs",
+        "--max-num-batched-tokens", "--seed")))  # the estimate and the draws are float64
+    if huge:
+        return huge
     if a.schedule is not None and a.no_schedule:
         return ("--schedule and --no-schedule contradict each other: give the schedule to "
                 "simulate, or --no-schedule for none")
@@ -275,11 +281,15 @@ def _plan_schedule(st, acc, workload, gammas, max_num_seqs):
     """specnb plan's schedule for this setup at the load's mean decode context."""
     import numpy as np
 
+    from .. import serving as S
     from ..advise import serving_plan
 
     ctx = int(np.mean(workload.input_len) + np.mean(workload.output_len) / 2)
     top = max(1, min(max_num_seqs, workload.max_concurrency or max_num_seqs))
     taus = [acc.tau(g, ctx) for g in gammas]
+    nothing = S.cannot_serve(st, [ctx], context_flag="--input-len + --output-len")
+    if nothing is not None:  # simulate's flags named (T6-C5); the plan's check is the same
+        raise ValueError(f"at the load's mean context {ctx}: {nothing.message}")
     p = serving_plan(st, [1, top], [ctx], list(gammas), tau=taus)
     if p.cannot_serve is not None:  # nothing fits at the load's context: say so, do not run
         raise ValueError(f"at the load's mean context {ctx}: {p.cannot_serve.message}")
@@ -346,6 +356,7 @@ def simulate(a) -> dict:
                           if cmp["verdict"] == "pays" else (None, []))
     return {"setup": {"gpu": st.gpu.name, "gpus": st.gpus, "model": st.target.name,
                       "dtype": st.dtype, "kv_cache_dtype": st.kv_dtype,
+                      "dtype_from": "--dtype" if a.dtype else "checkpoint",
                       "draft": st.draft.name, "engine": st.engine.name,
                       "acceptance": sim.acceptance, "workload": w.source,
                       "max_num_seqs": sim.config.max_num_seqs,
@@ -419,9 +430,13 @@ def _serve_line(st, cfg, pols, on, workload, profile=None):
     note ``sglang-launch-line``, or none with note ``sglang-no-algorithm``."""
     import numpy as np
 
-    from ..advise.plan import setup_config, setup_serve_line, sglang_launch_line
+    from ..advise.plan import (setup_config, setup_serve_line, sglang_launch_line,
+                               v0_no_serve_line)
     from ..notes import Note
 
+    v0 = v0_no_serve_line(st, "simulate")
+    if v0 is not None:  # a V0 run: no V1 line (T6-W3)
+        return None, [v0]
     pol = next(p for p in pols if p.name == on)
     sched = [list(r) for r in pol.schedule] if pol.schedule else [[1, cfg.max_num_seqs, pol.k]]
     conf, _ = setup_config(st, sched, acceptance_profile=profile)
@@ -451,7 +466,8 @@ def format_simulation(r: dict) -> str:
     import pandas as pd
 
     su = r["setup"]
-    dt = ", ".join(([] if su.get("dtype", "bf16") == "bf16" else [f"{su['dtype']} weights"])
+    ck = ", the checkpoint's" if su.get("dtype_from") == "checkpoint" else ""
+    dt = ", ".join(([] if su.get("dtype", "bf16") == "bf16" else [f"{su['dtype']} weights{ck}"])
                    + ([] if su.get("kv_cache_dtype", "auto") == "auto"
                       else [f"KV cache {su['kv_cache_dtype']}"]))
     dt = f" ({dt})" if dt else ""
@@ -493,6 +509,9 @@ def format_simulation(r: dict) -> str:
         lines.append(r["serve"])
     elif "sglang-no-algorithm" in r.get("serve_note_codes", []):
         lines.append("launch: none (see the note)")
+    elif "v0-no-serve-line" in r.get("serve_note_codes", []):
+        lines.append("serve: none (the run is vLLM V0's; a vllm serve line is V1's: see the "
+                     "note)")
     else:
         lines.append("serve: leave speculative decoding off")
     lines += [f"note: {n}" for n in r.get("serve_notes", [])]

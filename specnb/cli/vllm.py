@@ -139,6 +139,10 @@ def _cmd_check(args) -> int:
         return _err("config check", f"cannot read {exc.filename}: {exc.strerror}", 2)
     except (ValueError, UnicodeDecodeError) as exc:
         return _err("config check", str(exc).splitlines()[0], 2)
+    except TypeError as exc:  # a library check's ParamTypeError is bad input too (T6-T3)
+        if getattr(exc, "param", None) is None:
+            raise
+        return _err("config check", str(exc).splitlines()[0], 2)
     if args.json:
         print(json.dumps({"accepted": result.accepted, "source": source,
                           "findings": [f.__dict__ for f in result.findings]}, indent=2))
@@ -165,17 +169,15 @@ def _with_memory(args, parsed, result):
     also for a line without --speculative-config) and the line's memory on that GPU (:func:`specnb.advise.serve_memory.serve_memory_findings`: the weight
     dtype the line loads, vLLM V1's refusal when one sequence at --max-model-len does not fit,
     the cap at --max-num-seqs)."""
-    if result.config is not None:
-        result = _with_target_rules(args, parsed, result)
+    result = _with_target_rules(args, parsed, result)  # speculation or not (T6-W5)
     if args.gpu is None or not result.accepted:  # a refused line: no memory advice on top
         return result
     from ..advise.serve_memory import serve_batch_findings, serve_memory_findings
     from ..vllm import ConfigCheck
 
     found = serve_batch_findings(parsed.settings, args.gpu)
-    if result.config is not None:
-        found += serve_memory_findings(parsed.settings, parsed.model, result.config, args.gpu,
-                                       target_config=args.target_config)
+    found += serve_memory_findings(parsed.settings, parsed.model, result.config, args.gpu,
+                                   target_config=args.target_config)
     return ConfigCheck(result.findings + found, result.config, result.vllm_version) \
         if found else result
 

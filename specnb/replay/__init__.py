@@ -78,13 +78,12 @@ def check_params(method: str, params: dict | None = None) -> dict:
         if v is not None:
             p[k] = v
     if method.startswith("ngram"):
-        lo, hi = p["prompt_lookup_min"], p["prompt_lookup_max"]
+        lo, hi = (None if p[k] is None else _check.scalar_int(k, p[k], lo=1)  # each under
+                  for k in ("prompt_lookup_min", "prompt_lookup_max"))  # its own name
         if lo is None and hi is None:
             lo = hi = 5
         lo = hi if lo is None else lo
         hi = lo if hi is None else hi
-        lo = _check.scalar_int("prompt_lookup_min", lo, lo=1)
-        hi = _check.scalar_int("prompt_lookup_max", hi, lo=1)
         if lo > hi:
             raise ValueError(f"prompt_lookup_min = {lo} must be <= prompt_lookup_max = {hi}")
         p["prompt_lookup_min"], p["prompt_lookup_max"] = lo, hi

@@ -99,7 +99,7 @@ from .catalogue import (DTYPES, GPU, KV_CACHE_DTYPES, Architecture, architecture
                         checkpoint_dtype_of,
                         architecture_names, gpu, gpu_alias_note, gpu_names, kv_storage_dtype,
                         model_id, published_active_params, resolve_architecture,
-                        ridge_point)
+                        ridge_point, weight_bytes_of)
 from .engines import DEFAULT_ENGINE, EngineProfile, with_routing_skew
 from .engines import profile as engine_profile
 from .engines import profile_names as engine_names
@@ -118,7 +118,8 @@ from .setup import (DEFAULT_GPU_MEMORY_UTILIZATION, DRAFT_METHODS, PARTIAL_PROPO
                     SD_OVERHEAD_MS, Draft, Setup, cannot_serve, check_tensor_parallel,
                     contexts_over_max_positions,
                     context_limit_notes, draft, max_batch_in_memory, max_model_len_that_fits,
-                    memory_cap, serve_weight_args, serve_weight_dtype, setup)
+                    memory_cap, quantization_conflict, serve_weight_args,
+                    serve_weight_dtype, setup)
 from .speedup import (MAX_BATCH_SEARCH, MAX_GRID_CELLS, NGRAM_DRAFT_FRACTION, Grid,
                       batch_range_grid, best_gamma, check_axis, check_tree, crossover_batch,
                       crossover_of, describe_paying, end_to_end_speedup, evaluate,
@@ -131,7 +132,7 @@ from .step import (DEFAULT_EFFICIENCY, DEFAULT_HEAD_EFFICIENCY, Efficiency,
 
 __all__ = [
     "GPU", "Architecture", "Efficiency", "Draft", "Setup", "Grid", "Calibration",
-    "checkpoint_dtype_of", "serve_weight_args", "serve_weight_dtype", "max_model_len_that_fits",
+    "checkpoint_dtype_of", "weight_bytes_of", "quantization_conflict", "serve_weight_args", "serve_weight_dtype", "max_model_len_that_fits",
     "contexts_over_max_positions",
     "DEFAULT_EFFICIENCY", "DEFAULT_HEAD_EFFICIENCY", "DTYPES", "DRAFT_METHODS",
     "SD_OVERHEAD_MS", "NGRAM_DRAFT_FRACTION", "MAX_BATCH_SEARCH", "MAX_GRID_CELLS",

@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import _check
 from ..notes import Note
-from .calibrate import _fit_role, _numbers, _terms_at
+from .calibrate import _fit_role, _numbers, _shown_cell, _terms_at
 from .setup import Setup
 from .step import Efficiency
 
@@ -124,7 +124,7 @@ def _bench_runs(runs, tau=None, gamma=None, both=True):
         if len(bad):
             i = bad[0]
             raise ValueError(f"{df.loc[i, 'file']}: {col} ({what}) must be >= {lo}, got "
-                             f"{df.loc[i, col]!r}")
+                             f"{_shown_cell(df.loc[i, col], v[i])}")
         df[col] = v.astype(float)
     for col in ("tpot_ms", "ttft_ms", "output_throughput"):
         v = _numbers(df[col])
@@ -132,7 +132,7 @@ def _bench_runs(runs, tau=None, gamma=None, both=True):
         if len(bad):
             i = bad[0]
             raise ValueError(f"{df.loc[i, 'file']}: {col} must be a positive number, got "
-                             f"{df.loc[i, col]!r}")
+                             f"{_shown_cell(df.loc[i, col], v[i])}")
         df[col] = v.astype(float)
     df["speculation"] = df["speculation"].astype(bool)
     if both and (df["speculation"].all() or not df["speculation"].any()):

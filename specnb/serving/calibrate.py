@@ -50,6 +50,18 @@ def _numbers(values):
         return pd.to_numeric(values.map(_as_float), errors="coerce")
 
 
+def _shown_cell(v, parsed=None) -> str:
+    """A CSV cell for a message (:func:`specnb._check.number_text`: a 400-digit cell by its
+    length), with ": too large" where :func:`_numbers` read it as inf but the cell is no
+    infinity (trial 6, T6-C3)."""
+    v = v.item() if isinstance(v, np.generic) else v
+    text = _check.number_text(v)
+    if parsed is not None and np.isinf(parsed) and not isinstance(v, float) and \
+            str(v).strip().lower().lstrip("+-") not in ("inf", "infinity"):
+        text += ": too large (no float holds it)"
+    return text
+
+
 def read_measurements(source):
     """Read measured step times: a CSV path, a file object or a DataFrame with columns
     ``role`` (``target`` or ``draft``), ``batch_size`` (>= 1), ``context`` (>= 0, tokens in
@@ -107,11 +119,11 @@ def read_measurements(source):
     df = df.reset_index(drop=True)
     raw = df.copy()
 
-    def shown(i, col):
+    def shown(i, col, parsed=None):
         v = raw.loc[i, col]
         if v is None or (isinstance(v, float) and math.isnan(v)):
             return "a missing value (an empty cell, NA or nan)"
-        return repr(v.item() if isinstance(v, np.generic) else v)
+        return _shown_cell(v, None if parsed is None else parsed[i])
 
     bad = df.index[df["role"].isna()]
     df["role"] = df["role"].astype(str).str.strip().str.lower()
@@ -127,14 +139,14 @@ def read_measurements(source):
         if len(bad):
             i = bad[0]
             raise ValueError(f"{where}: row {i + 2}: {col} must be an integer >= {lo} "
-                             f"(at most 2**53), got {shown(i, col)}")
+                             f"(at most 2**53), got {shown(i, col, vals)}")
         df[col] = vals.astype(np.int64)
     ms = _numbers(df["ms"])
     bad = df.index[ms.isna() | ~(ms > 0) | ~np.isfinite(ms)]
     if len(bad):
         i = bad[0]
         raise ValueError(f"{where}: row {i + 2}: ms must be a positive time in milliseconds, "
-                         f"got {shown(i, 'ms')}")
+                         f"got {shown(i, 'ms', ms)}")
     df["ms"] = ms.astype(float)
     return df.reset_index(drop=True)
 

@@ -26,7 +26,7 @@ from . import moe as _moe
 from .moe import MLA, MoE
 
 __all__ = ["DTYPES", "KV_CACHE_DTYPES", "kv_storage_dtype", "gpu_alias_note", "GPU", "gpu", "gpu_names", "ridge_point", "Architecture", "architecture", "checkpoint_dtype_of",
-           "architecture_names", "resolve_architecture", "model_id", "published_active_params"]
+           "architecture_names", "resolve_architecture", "weight_bytes_of", "model_id", "published_active_params"]
 
 #: Bytes per stored weight for each weight dtype the serving model takes: the one dtype table,
 #: :data:`specnb.memory.DTYPE_BYTES`, without fp32 (not a serving dtype); int4 packs two per byte.
@@ -210,8 +210,9 @@ class Architecture:
     ``mtp_layers`` (multi-token-prediction modules shipped with the model, DeepSeek-V3: 1),
     ``checkpoint_dtype`` (the :data:`DTYPES` key the published checkpoint stores its weights
     in when it is quantized, DeepSeek-V3: ``fp8``; a config.json's ``quantization_config``:
-    :func:`checkpoint_dtype_of`; None = unquantized, the config's bf16 / fp16).
-    Parameter counts, weights read per step, FLOPs and KV bytes come from
+    :func:`checkpoint_dtype_of`; None = unquantized, the config's bf16 / fp16),
+    ``attention_sinks`` (learned per-head attention sinks, gpt-oss: vLLM's ``GptOssAttention``
+    ``make_attention_sink``; a config.json of ``model_type`` gpt_oss). Parameter counts, weights read per step, FLOPs and KV bytes come from
     :mod:`specnb.serving.moe` (dense shapes give the dense formulas).
     """
 
@@ -234,6 +235,7 @@ class Architecture:
     mla: MLA | None = None
     mtp_layers: int = 0
     checkpoint_dtype: str | None = None
+    attention_sinks: bool = False
 
     @property
     def layer_params(self) -> int:
@@ -292,10 +294,21 @@ class Architecture:
             return kv_cache_bytes_per_token(self.n_layers, self.n_kv_heads, self.head_dim, dtype)
         return _moe.kv_bytes_per_token(self, DTYPES[dtype])
 
+    @property
+    def routed_expert_params(self) -> int:
+        """Parameters of every routed expert (0 for a dense model): what an MXFP4 checkpoint
+        stores in 4.25 bits (:func:`weight_bytes_of`)."""
+        if self.moe is None:
+            return 0
+        m = self.moe
+        return (_moe.moe_layers(self) * m.n_routed_experts
+                * _moe.expert_params(self.hidden_size, m.moe_intermediate_size))
+
     def weight_bytes(self, dtype: str = "bf16") -> float:
-        """Bytes of all weights in ``dtype`` (scales of quantized formats not counted)."""
-        _check.choice("dtype", dtype, DTYPES)
-        return self.params * DTYPES[dtype]
+        """Bytes of all weights in ``dtype`` (:func:`weight_bytes_of`: mxfp4 stores the
+        routed experts in 4.25 bits, the rest bf16; scales of other quantized formats not
+        counted)."""
+        return weight_bytes_of(self.params, dtype, self.routed_expert_params)
 
     def one_layer(self, name: str | None = None) -> "Architecture":
         """One decoder layer of this model plus its LM head (an MoE model's: an MoE layer),
@@ -305,6 +318,20 @@ class Architecture:
         return dataclasses.replace(self, name=name or f"{self.name} (1 layer)", n_layers=1,
                                    tie_word_embeddings=True, params_published=None, moe=moe,
                                    mtp_layers=0)
+
+
+def weight_bytes_of(params, dtype: str, routed=0.0):
+    """Bytes of ``params`` weights in ``dtype``, ``routed`` of them routed-expert weights (the
+    one home of the mixed width): ``params x DTYPES[dtype]``, except ``mxfp4``, a checkpoint
+    layout (gpt-oss: "MoE weights ... quantized to 4.25 bits per parameter", the rest bf16;
+    vLLM's ``Mxfp4Config`` quantizes only the fused MoE layers, attention stays unquantized,
+    ``model_executor/layers/quantization/mxfp4.py`` v0.33.0): ``routed`` at 4.25 bits (OCP
+    MX: a shared 8-bit scale per 32 FP4 values), the rest at bf16's 2 bytes. A head or a
+    dense model (routed 0) in mxfp4 is then bf16."""
+    _check.choice("dtype", dtype, DTYPES)
+    if dtype == "mxfp4":
+        return (params - routed) * DTYPES["bf16"] + routed * DTYPES["mxfp4"]
+    return params * DTYPES[dtype]
 
 
 def architecture_names() -> list[str]:
@@ -422,7 +449,8 @@ def resolve_architecture(name_or_config) -> tuple[Architecture, dict | None]:
             _as_bool(rec["attention_bias"]), _as_bool(rec["qk_norm"]),
             float(rec["params_published"]), rec["source"], max_positions, None, moe, mla,
             _optional_int(rec.get("mtp_layers")) or 0,
-            str(rec.get("checkpoint_dtype") or "").strip() or None), None
+            str(rec.get("checkpoint_dtype") or "").strip() or None,
+            _as_bool(rec.get("attention_sinks") or False)), None
     path = Path(text)
     looks_like_path = path.suffix == ".json" or os.sep in text or path.exists()
     if not looks_like_path:
@@ -453,11 +481,8 @@ def _from_config(cfg: dict, where: str) -> Architecture:
                                 "Qwen3)" if mt and key not in cfg else "") + ")")
         return cfg[key]
 
-    def pos_int(key, value):
-        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) \
-                or value < 1:
-            raise ValueError(f"{where}: {key} must be a positive integer, got {value!r}")
-        return int(value)
+    def pos_int(key, value):  # bounded: hf_config.SIZE_LIMITS
+        return hf_config.config_int(where, key, value)
 
     def flag(key, default):
         value = cfg.get(key)
@@ -494,7 +519,7 @@ def _from_config(cfg: dict, where: str) -> Architecture:
     return Architecture(str(name), layers, hidden, heads, kv, hd, inter, vocab,
                         flag("tie_word_embeddings", False), bias,
                         mtype.startswith("qwen3"), None, where, max_pos, window, moe, mla, mtp,
-                        ckpt_dtype)
+                        ckpt_dtype, mtype == "gpt_oss")
 
 
 #: ``quantization_config.quant_method`` values whose stored weight width specnb knows
@@ -506,12 +531,16 @@ _QUANT_METHOD_DTYPE = {"fp8": "fp8", "fbgemm_fp8": "fp8", "awq": "int4", "awq_ma
 def checkpoint_dtype_of(cfg: dict) -> str | None:
     """The :data:`DTYPES` key a Hugging Face config's checkpoint stores its weights in, from
     its ``quantization_config`` (``quant_method`` fp8 -> ``fp8``, awq -> ``int4``, gptq with
-    ``bits`` 4 / 8 -> ``int4`` / ``int8``); None without one (unquantized) or for a method
-    whose width specnb does not read (compressed-tensors, modelopt, mxfp4, ...)."""
+    ``bits`` 4 / 8 -> ``int4`` / ``int8``, mxfp4 of a gpt-oss config (``model_type``
+    gpt_oss: its experts; vLLM's ``GptOssMxfp4Config`` claims only those) -> ``mxfp4``);
+    None without one (unquantized) or for a method whose width specnb does not read
+    (compressed-tensors, modelopt, another model's mxfp4, ...)."""
     q = cfg.get("quantization_config")
     if not isinstance(q, dict):
         return None
     method = str(q.get("quant_method", "")).lower()
+    if method in ("mxfp4", "gpt_oss_mxfp4"):
+        return "mxfp4" if cfg.get("model_type") == "gpt_oss" else None
     if method in ("gptq", "gptq_marlin"):
         return {4: "int4", 8: "int8"}.get(q.get("bits"))
     return _QUANT_METHOD_DTYPE.get(method)

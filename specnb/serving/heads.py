@@ -203,9 +203,7 @@ def head_from_config(config, target) -> HeadShape:
         if value is None:
             raise ValueError(f"{where}: missing key {key!r} (an EAGLE head's config.json has "
                              "hidden_size, num_attention_heads, intermediate_size)")
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{where}: {key} must be a positive integer, got {value!r}")
-        return value
+        return hf_config.config_int(where, key, value)  # bounded: hf_config.SIZE_LIMITS
 
     h = size("hidden_size")
     if h != target.hidden_size:

@@ -20,7 +20,9 @@ them (``vllm/v1/spec_decode/eagle.py`` / ``draft_model.py`` / ``dflash.py`` @ v0
 On an engine that runs FlashAttention-2 (vLLM V1 on compute capability 8.x / 12.x), a step in
 which any query has more than one token (a verify or a prefill chunk) runs the target's
 attention off the decode path for every sequence in it: :func:`specnb.serving.step.
-multi_token_attention` (the draft's forwards are left on the decode path: not modelled).
+multi_token_attention`; so does the draft's first forward, which carries the same query lengths
+(and DFlash's block forward, always), on the draft's own shape; its later one-token forwards keep
+the decode path.
 
 With the step's logit rows given (``logit_tokens``; the simulator gives them), the LM head
 runs only where vLLM computes logits: each request's last scheduled token and its verified
@@ -39,7 +41,7 @@ import numpy as np
 from .. import _check
 from .setup import Setup
 from .speedup import NGRAM_DRAFT_FRACTION, _Times, draft_forwards
-from .step import _step_totals
+from .step import _step_totals, multi_token_attention
 
 __all__ = ["MixedStep", "mixed_step_ms"]
 
@@ -89,6 +91,9 @@ class MixedStep:
         self.first_extra, self.rest_extra = d.extra_params
         self.engine_step = self.times.moe  # the engine's MoE / CUDA-graph step costs
         self.multi = self.times.multi  # FlashAttention-2's multi-token-query attention
+        drf = self.times.drf  # the draft's own forwards: the same rule on its shape
+        self.drf_multi = (1.0, 0.0) if drf is None else multi_token_attention(
+            drf[0], drf[1], drf[5], self.engine_step, drf[4])
 
     def _att(self, c, q):
         # query x context pairs of a causal chunk of q tokens after c cached tokens
@@ -134,12 +139,14 @@ class MixedStep:
         kmax = int(k.max())
         ctx = c if self.kv_budget is None else np.minimum(c, self.kv_budget)
         tokens = float(q.sum())
+        fm, walk = self.drf_multi
         if self.method == "dflash":
             cs = ctx[spec] + q[spec]
             block = 1.0 + kmax
+            kw = {} if not walk else {"kv_read_factor": fm, "kv_floor_ms": walk * float(cs.max())}
             t = _step_totals(*drf, block * n_spec, float(cs.sum()),
                              float(block * cs.sum() + n_spec * block * (block - 1) / 2.0),
-                             engine_step=self.engine_step)[0]
+                             engine_step=self.engine_step, **kw)[0]
             return float(t) + self.times._extra_ms(self.first_extra, tokens)
         if self.kind == "self":
             # self-speculation (MagicDec, arXiv 2408.11049 section 4): the draft is the
@@ -154,8 +161,11 @@ class MixedStep:
         else:
             # first forward: every token the target scored (the draft's own prefill); its
             # LM head on one row per sequence when the step's logit rows are given
+            # (it carries the step's query lengths, so on FlashAttention-2 a verify or a
+            # prefill chunk takes it off the decode path as the target's forward)
+            multi = (fm, walk * float(ctx.max())) if walk and q.max() > 1.0 else None
             t = self._forward_ms(drf, tokens, float(ctx.sum()), self._att(ctx, q),
-                                 None if rows is None else float(len(q)))
+                                 None if rows is None else float(len(q)), multi)
             t += self.times._extra_ms(self.first_extra, tokens)
         if kmax > 1:
             base = ctx[spec] + q[spec]
@@ -189,6 +199,8 @@ class MixedStep:
         multi = None
         if self.multi[1] and q.max() > 1.0:  # FlashAttention-2 off its decode path
             multi = (self.multi[0], self.multi[1] * float(c.max()))
+        elif self.times.single is not None:  # MHA on FlashAttention-2: no split at q = 1 either
+            multi = (1.0, self.times.single[1] * float(c.max()))
         t_target = self._forward_ms(self.times.tgt, float(q.sum()), float(c.sum()),
                                     self._att(c, q), rows, multi)
         t_draft = float(self._draft_ms(c, q, k, t_target, rows))

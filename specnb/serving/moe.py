@@ -313,11 +313,13 @@ def mtp_params(shape) -> dict:
             mlp_fixed + head + h, "expert": one}
 
 
-def _cfg_int(cfg: dict, key: str, where: str, lo: int = 1):
+def _cfg_int(cfg: dict, key: str, where: str, lo: int = 1, default=None):
+    """config.json field ``key`` (``default`` when absent or null), checked and bounded by
+    :func:`specnb.hf_config.config_int`."""
+    from .. import hf_config
+
     value = cfg.get(key)
-    if isinstance(value, bool) or not isinstance(value, int) or value < lo:
-        raise ValueError(f"{where}: {key} must be an integer >= {lo}, got {value!r}")
-    return value
+    return hf_config.config_int(where, key, default if value is None else value, lo)
 
 
 def moe_from_config(cfg: dict, where: str = "config") -> tuple[MoE | None, MLA | None, int]:
@@ -349,9 +351,9 @@ def moe_from_config(cfg: dict, where: str = "config") -> tuple[MoE | None, MLA |
         mla = MLA(_cfg_int(cfg, "kv_lora_rank", where), _cfg_int(cfg, "qk_rope_head_dim", where),
                   _cfg_int(cfg, "qk_nope_head_dim", where), _cfg_int(cfg, "v_head_dim", where),
                   None if q is None else _cfg_int(cfg, "q_lora_rank", where))
-    mtp = cfg.get("num_nextn_predict_layers") or 0
+    mtp = _cfg_int(cfg, "num_nextn_predict_layers", where, 0, 0)
     if e_key is None:
-        return None, mla, int(mtp)
+        return None, mla, mtp
     e = _cfg_int(cfg, e_key, where)
     k_key = "experts_per_token" if "experts_per_token" in cfg and "num_experts_per_tok" not in cfg \
         else "num_experts_per_tok"
@@ -367,15 +369,15 @@ def moe_from_config(cfg: dict, where: str = "config") -> tuple[MoE | None, MLA |
         width = _cfg_int(cfg, "intermediate_size", where)
     else:
         width = _cfg_int(cfg, "moe_intermediate_size", where)
-    shared = cfg.get("n_shared_experts") or 0
-    sw = cfg.get("shared_expert_intermediate_size") or 0
+    shared = _cfg_int(cfg, "n_shared_experts", where, 0, 0)
+    sw = _cfg_int(cfg, "shared_expert_intermediate_size", where, 0, 0)
     if sw:
         if sw % width:
             raise ValueError(f"{where}: shared_expert_intermediate_size {sw} is not a multiple "
                              f"of moe_intermediate_size {width}: not modelled")
         shared = sw // width
-    dense = cfg.get("first_k_dense_replace") or 0
-    return MoE(e, k, int(shared), width, int(dense)), mla, int(mtp)
+    dense = _cfg_int(cfg, "first_k_dense_replace", where, 0, 0)
+    return MoE(e, k, int(shared), width, int(dense)), mla, mtp
 
 
 # --------------------------------------------------------------------------- MoE step costs

@@ -17,7 +17,7 @@ import numpy as np
 from .. import _check, hf_config, limits
 from ..notes import Note
 from .catalogue import (DTYPES, GPU, Architecture, architecture, architecture_names, gpu,
-                        kv_storage_dtype, resolve_architecture)
+                        kv_storage_dtype, resolve_architecture, weight_bytes_of)
 from . import engines, heads, workload
 from . import moe as _moe
 from .step import DEFAULT_EFFICIENCY, DEFAULT_HEAD_EFFICIENCY, Efficiency
@@ -243,7 +243,7 @@ class Setup:
         if d.kind == "model":
             return d.arch.weight_bytes(d.dtype or self.draft_dtype or self.dtype)
         if d.kind == "head":
-            return float(d.weight_params) * DTYPES[d.dtype or self.dtype]
+            return float(weight_bytes_of(float(d.weight_params), d.dtype or self.dtype))
         return 0.0
 
     def fits_memory(self) -> bool:
@@ -341,7 +341,7 @@ def contexts_over_max_positions(st: Setup, contexts) -> list[int]:
     return [] if mp is None else sorted({int(c) for c in cs if c > mp})
 
 
-def cannot_serve(st: Setup, contexts) -> Note | None:
+def cannot_serve(st: Setup, contexts, *, context_flag: str = "--context") -> Note | None:
     """Why nothing can be served, or None when at least one sequence fits at some context.
 
     ``no-context-within-max-positions``: every context is above the target's
@@ -356,6 +356,10 @@ def cannot_serve(st: Setup, contexts) -> Note | None:
     GPUs, ``--kv-cache-dtype fp8``, the longest context one sequence fits at (vLLM's
     ``--max-model-len``), vLLM's default ``--gpu-memory-utilization`` 0.92 when it is lower.
     Every speedup is then for a machine that could hold them: no on/off advice follows.
+    ``context_flag``: the caller's flag for the context the message tells to change (plan's
+    ``--context``; simulate's ``--input-len + --output-len``). ``--dtype fp8`` on an
+    unquantized checkpoint is vLLM's online ``--quantization fp8``; int8 / int4 (and fp8 of a
+    checkpoint quantized otherwise) need a quantized checkpoint.
 
     Raises
     ------
@@ -366,14 +370,14 @@ def cannot_serve(st: Setup, contexts) -> Note | None:
     over = contexts_over_max_positions(st, cs)
     if over and len(over) == len(set(cs)):
         mp = st.target.max_position_embeddings
-        also = cannot_serve(st, [mp])  # what the longest context it can serve still lacks
+        also = cannot_serve(st, [mp], context_flag=context_flag)  # what mp still lacks
         also = "" if also is None else "; and even there " + also.message.split(": ", 1)[1]
         return Note("no-context-within-max-positions",
-                    "nothing can be served: every --context ("
+                    f"nothing can be served: every {context_flag} ("
                     + ", ".join(f"{c:,}" for c in sorted(set(cs))) + f") is above the target "
                     f"{st.target.name}'s maximum of {mp:,} positions (max_position_embeddings), "
                     "and vLLM refuses a --max-model-len above it unless "
-                    f"VLLM_ALLOW_LONG_MAX_MODEL_LEN=1; change --context to at most {mp:,}, or "
+                    f"VLLM_ALLOW_LONG_MAX_MODEL_LEN=1; change {context_flag} to at most {mp:,}, or "
                     "plan a long-context variant of the model" + also)
     cs = [c for c in cs if c not in over]
     if any(_fits_one(st, c) for c in cs):
@@ -392,7 +396,9 @@ def cannot_serve(st: Setup, contexts) -> Note | None:
     for dt in ("fp8", "int8", "int4"):
         if DTYPES[dt] < DTYPES[st.dtype] and _fits_one(dataclasses.replace(st, dtype=dt),
                                                        shortest):
-            todo.append(f"--dtype {dt} (a quantized checkpoint)")
+            online = dt == "fp8" and st.target.checkpoint_dtype is None
+            todo.append(f"--dtype {dt} (" + ("vLLM's online --quantization fp8 of the same "
+                        "checkpoint" if online else "a quantized checkpoint") + ")")
             break
     if st.memory_fraction < DEFAULT_GPU_MEMORY_UTILIZATION and _fits_one(
             dataclasses.replace(st, memory_fraction=DEFAULT_GPU_MEMORY_UTILIZATION), shortest):
@@ -406,7 +412,7 @@ def cannot_serve(st: Setup, contexts) -> Note | None:
     kv = st.target.kv_bytes_per_token(kv_storage_dtype(st.kv_dtype, st.dtype))
     lo = max_model_len_that_fits(st, shortest)  # the longest context one sequence fits at
     if lo >= 1:
-        todo.insert(0, f"--context (vLLM's --max-model-len) at most {lo:,}")
+        todo.insert(0, f"{context_flag} (vLLM's --max-model-len) at most {lo:,}")
     if kv_storage_dtype(st.kv_dtype, st.dtype) != "fp8" and _fits_one(
             dataclasses.replace(st, kv_dtype="fp8"), shortest):
         todo.append("--kv-cache-dtype fp8")
@@ -417,7 +423,7 @@ def cannot_serve(st: Setup, contexts) -> Note | None:
                 f"{gb(room)} is left beside the weights in {where}){todo_txt}")
 
 
-def setup(gpu_name, model, draft_spec="eagle3", *, gpus=1, dtype="bf16", draft_dtype=None,
+def setup(gpu_name, model, draft_spec="eagle3", *, gpus=1, dtype=None, draft_dtype=None,
           kv_dtype=None, draft_kv_budget=None, target_efficiency=None, draft_efficiency=None,
           sd_overhead_ms=None, engine=None, proposal_rate=1.0, draft_config=None,
           gpu_memory_utilization=DEFAULT_GPU_MEMORY_UTILIZATION, mean_draft_len=None) -> Setup:
@@ -430,7 +436,12 @@ def setup(gpu_name, model, draft_spec="eagle3", *, gpus=1, dtype="bf16", draft_d
     draft_spec : see :func:`draft`
     gpus : int >= 1, tensor-parallel size (the draft runs with the same size; an MoE model's
         experts are split over them, as tensor or expert parallelism alike)
-    dtype, draft_dtype : weight dtypes, bf16 / fp16 / fp8 / int8 / int4
+    dtype, draft_dtype : weight dtypes, bf16 / fp16 / fp8 / int8 / int4 (mxfp4: a gpt-oss
+        checkpoint's own); ``dtype`` None (the default): the published checkpoint's own
+        (``Architecture.checkpoint_dtype``: DeepSeek-V3's fp8, gpt-oss's mxfp4), bf16 for an
+        unquantized one, the dtype vLLM loads without --quantization / --dtype; then a
+        ``draft_dtype`` not given is the draft's own checkpoint's too (a head: bf16; mtp: the
+        target's), as vLLM loads it
     kv_dtype : vLLM's ``kv_cache_dtype``, one of :data:`specnb.serving.KV_CACHE_DTYPES`
         (default ``auto``, vLLM's: the activation dtype, bf16 also for fp8 weights; ``fp8``
         halves the KV bytes, and the serve line must then say ``--kv-cache-dtype fp8``;
@@ -463,6 +474,8 @@ def setup(gpu_name, model, draft_spec="eagle3", *, gpus=1, dtype="bf16", draft_d
     """
     g = gpu(gpu_name)
     tgt = architecture(model)
+    from_checkpoint = dtype is None
+    dtype = (tgt.checkpoint_dtype or "bf16") if from_checkpoint else dtype
     _check.choice("dtype", dtype, DTYPES)
     if draft_dtype is not None:
         _check.choice("draft_dtype", draft_dtype, DTYPES)
@@ -473,6 +486,11 @@ def setup(gpu_name, model, draft_spec="eagle3", *, gpus=1, dtype="bf16", draft_d
     m = limits.proposal_rate(proposal_rate)
     frac = limits.gpu_memory_utilization(gpu_memory_utilization)
     d = draft(draft_spec, tgt, kv_budget=draft_kv_budget, dtype=draft_dtype, config=draft_config)
+    if from_checkpoint and draft_dtype is None and d.method != "mtp" \
+            and d.kind in ("model", "head"):
+        # as vLLM loads it: a draft model or head as its own checkpoint stores it (unquantized
+        # unless the catalogue says otherwise); only mtp takes the target's quantization
+        draft_dtype = (d.arch.checkpoint_dtype or "bf16") if d.kind == "model" else "bf16"
     if m < 1.0 and d.method not in PARTIAL_PROPOSAL_METHODS:
         raise ValueError(f"proposal_rate {m:g} applies to {' / '.join(PARTIAL_PROPOSAL_METHODS)}"
                          f" drafting (vLLM proposes only where a match exists); {d.name} "
@@ -708,6 +726,50 @@ def serve_weight_args(arch: Architecture, dtype: str = "bf16"):
         f"and the plan's memory and step times assume {dtype} weights")]
 
 
+#: The ``quantization_config.quant_method`` names vLLM 0.33's ``_verify_quantization`` matches
+#: a ``--quantization`` against, by catalogue checkpoint dtype: an FP8 checkpoint's ``fp8``
+#: (DeepSeek-V3; ``fbgemm_fp8`` too, as a config.json's fp8 may be either).
+_CHECKPOINT_METHODS = {"fp8": ("fp8", "fbgemm_fp8")}
+
+
+def quantization_conflict(arch: Architecture, quantization) -> Note | None:
+    """What vLLM 0.33 does with ``--quantization quantization`` on ``arch``'s published
+    checkpoint when the checkpoint is quantized (``arch.checkpoint_dtype``), the one home of
+    the rule (``config check --serve``; :func:`serve_weight_args` never writes such a flag).
+
+    ``vllm/config/model.py`` ``ModelConfig._verify_quantization``: the checkpoint's
+    ``quant_method`` is first offered to the override methods; when none claims it and the
+    flag differs, "Quantization method specified in the model config (fp8) does not match the
+    quantization method specified in the `quantization` argument (awq)":
+    ``quantization-mismatch`` (vLLM refuses to start). A gpt-oss MXFP4 checkpoint is claimed
+    by ``GptOssMxfp4Config.override_quantization_method``
+    (``model_executor/layers/quantization/mxfp4.py``), which returns ``gpt_oss_mxfp4``
+    whatever the flag says: the flag is replaced, the MXFP4 weights load,
+    ``quantization-overridden``. None: no flag, an unquantized checkpoint (the flag then
+    quantizes online or names the method: other rules), or a matching flag."""
+    ck = arch.checkpoint_dtype
+    if quantization is None or ck is None:
+        return None
+    q = str(quantization).lower()
+    if ck == "mxfp4":
+        if q in ("mxfp4", "gpt_oss_mxfp4"):
+            return None
+        return Note("quantization-overridden",
+                    f"--quantization {quantization} on the {arch.name} checkpoint, which stores "
+                    "its experts in MXFP4: vLLM 0.33 ignores it (GptOssMxfp4Config."
+                    "override_quantization_method claims the checkpoint as gpt_oss_mxfp4 "
+                    "whatever the flag) and loads the MXFP4 weights")
+    methods = _CHECKPOINT_METHODS.get(ck)
+    if methods is None or q in methods:
+        return None
+    return Note("quantization-mismatch",
+                f"--quantization {quantization} on the {arch.name} checkpoint, which is "
+                f"quantized ({methods[0]}): vLLM refuses to start (ModelConfig."
+                "_verify_quantization: 'Quantization method specified in the model config "
+                f"({methods[0]}) does not match the quantization method specified in the "
+                f"`quantization` argument ({quantization})')")
+
+
 def serve_weight_dtype(arch: Architecture, quantization=None, dtype=None):
     """The :data:`DTYPES` key of the weights vLLM loads for ``arch`` with ``--quantization``
     ``quantization`` and ``--dtype`` ``dtype`` (the reverse of :func:`serve_weight_args`):
@@ -722,6 +784,9 @@ def serve_weight_dtype(arch: Architecture, quantization=None, dtype=None):
     (a GPTQ / compressed-tensors / ... method without the checkpoint's config; fp32 weights).
     """
     ck = arch.checkpoint_dtype
+    if ck == "mxfp4":
+        return ck, (f"the {arch.name} checkpoint stores its experts in MXFP4, 4.25 bits, the "
+                    "rest bf16")
     if ck is not None:
         return ck, f"the {arch.name} checkpoint stores {ck} weights"
     q = None if quantization is None else str(quantization).lower()

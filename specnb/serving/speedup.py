@@ -18,10 +18,10 @@ import numpy as np
 from .. import _check, theory
 from ..theory import tokens_per_step  # the one rule; a light module (plan checks before this import)
 from .setup import Setup
-from .catalogue import DTYPES
+from .catalogue import weight_bytes_of
 from . import workload
 from .setup import memory_cap
-from .step import _prep, _step, multi_token_attention
+from .step import _prep, _step, decode_walk, multi_token_attention
 
 __all__ = ["NGRAM_DRAFT_FRACTION", "MAX_BATCH_SEARCH", "MAX_GRID_CELLS", "t_plain_ms",
            "t_verify_ms", "t_draft_ms", "tokens_per_step", "speedup", "per_token_latency_ms",
@@ -93,6 +93,9 @@ class _Times:
         # FlashAttention-2's cost of a step with multi-token queries ((1, 0): not this engine)
         self.multi = multi_token_attention(self.tgt[0], self.tgt[1], self.tgt[5], self.moe,
                                            self.tgt[4])
+        # a plain decode step's own unsplit walk (MHA on FlashAttention-2; 0 otherwise)
+        walk = decode_walk(self.tgt[0], self.tgt[1], self.tgt[5], self.moe, self.tgt[4])
+        self.single = (1.0, walk) if walk else None
 
     def _q(self, g):
         """Query tokens per sequence of a verification: 1 + M gamma (1 + M min(L, gamma)
@@ -102,7 +105,7 @@ class _Times:
         return workload.query_tokens(g, self.m, self.st.mean_draft_len)
 
     def plain(self, b, s):
-        return _step(*self.tgt, b, s, 1.0, engine_step=self.moe)[0]
+        return _step(*self.tgt, b, s, 1.0, engine_step=self.moe, multi=self.single)[0]
 
     def verify(self, b, s, g):
         """T_V at ``1 + M gamma`` query tokens per sequence (M = the proposal rate), or at a
@@ -112,7 +115,7 @@ class _Times:
         M, that is a share ``1 - (1 - M)^B`` of the steps, which take the multi-token
         attention time; the rest the decode path's."""
         q = self._q(g)
-        t, cb = _step(*self.tgt, b, s, q, engine_step=self.moe)
+        t, cb = _step(*self.tgt, b, s, q, engine_step=self.moe, multi=self.single)
         if self.multi == (1.0, 0.0):
             return t, cb
         t_multi, cb_multi = _step(*self.tgt, b, s, q, engine_step=self.moe, multi=self.multi)
@@ -126,7 +129,8 @@ class _Times:
             return 0.0
         arch, g, eff, dtype, _, n = self.drf
         bw, fl = eff.bandwidth * g.bandwidth, eff.compute * g.flops(dtype)
-        return params * DTYPES[dtype] / n / bw * 1e3 + 2.0 * params * b / n / fl * 1e3
+        return (weight_bytes_of(params, dtype) / n / bw * 1e3
+                + 2.0 * params * b / n / fl * 1e3)
 
     def draft(self, b, s, g, t_v):
         """gamma x T_D (one-token draft forwards, plus what a head's shape adds), or the
@@ -262,11 +266,14 @@ def multi_token_note(st: Setup, contexts):
     if not walk:
         return None
     top = int(max(np.atleast_1d(contexts)))
+    what = (f"a step that verifies drafts reads {factor:g}x its KV bytes and walks"
+            if factor > 1 else "with one KV head per query head there is nothing to pack, so "
+            "every step, plain decode too, walks")
     return Note("fa2-multi-token-attention",
                 f"on {g.name} (compute capability {g.compute_capability}) vLLM runs "
                 "FlashAttention-2, which splits the KV and packs a KV head's query heads only "
-                f"when every query is one token: a step that verifies drafts reads {factor:g}x "
-                f"its KV bytes and walks the longest context unsplit, about {walk * top:.2f} ms "
+                f"when every query is one token: {what} the longest context unsplit, about "
+                f"{walk * top:.2f} ms "
                 f"a step at context {top:,} at an RTX 3090's walk rate (vllm-project/"
                 "flash-attention PR #193's timing; UNVERIFIED on this GPU; its PRs #176 / #190 "
                 "would lift it); the model includes it; --kv-cache-dtype fp8 moves vLLM to "

@@ -13,11 +13,11 @@ import numpy as np
 
 from .. import _check
 from . import moe as _moe
-from .catalogue import DTYPES, architecture, gpu, kv_storage_dtype
+from .catalogue import DTYPES, architecture, gpu, kv_storage_dtype, weight_bytes_of
 
 __all__ = ["Efficiency", "DEFAULT_EFFICIENCY", "DEFAULT_HEAD_EFFICIENCY",
            "default_efficiency_sources", "step_breakdown", "step_time_ms",
-           "multi_token_attention"]
+           "multi_token_attention", "decode_walk"]
 
 @dataclass(frozen=True)
 class Efficiency:
@@ -158,8 +158,8 @@ def multi_token_attention(arch, g, gpus: int = 1, engine_step=None,
     otherwise every (sequence, query head) is one block that walks the sequence's whole KV
     cache, and a paged KV cache refuses ``num_splits > 1``. So in a step with a verify or
     prefill query, each query head reads its KV head's cache (``n_heads / n_kv_heads`` times
-    the bytes: vllm-project/flash-attention PR #193's split-but-unswapped reads run at 87-98 %
-    of an RTX 3090's bandwidth on that many bytes, ``data/fa2_verify_attention.csv``), and the
+    the bytes: vllm-project/flash-attention PR #193's split-but-unswapped reads run at 83-98 %
+    (at 32K tokens and more; 64 % at 4K) of an RTX 3090's bandwidth on that many bytes, ``data/fa2_verify_attention.csv``), and the
     longest sequence's block takes ``context x layers x fa2_walk_ns`` (the unsplit walk, PR
     #193: 40.8 ns per token at head dim 128, scaled by ``head_dim / 128``). A plain decode
     step (every query one token) keeps the split, swapped path.
@@ -171,16 +171,16 @@ def multi_token_attention(arch, g, gpus: int = 1, engine_step=None,
     (``FlashAttentionBackend.supports_head_size``), and a KV cache that is not fp8
     (``kv_dtype``, the storage dtype: ``supports_kv_cache_dtype`` needs FA3 on SM90 or FA4
     on SM100 for fp8, so on these GPUs ``platforms/cuda.py`` falls to FlashInfer). A target
-    with attention sinks (gpt-oss) is not FlashAttention's on compute capability < 9 either
-    (``supports_combination``); the catalogue does not record sinks, so that case is not
-    excluded here. Unchecked: the caller's setup was checked. ``gpus``: tensor parallelism
+    with attention sinks (gpt-oss, ``Architecture.attention_sinks``) is not FlashAttention's on
+    compute capability < 9 either (``supports_combination``: "sink not supported on compute
+    capability < 9.0"). Unchecked: the caller's setup was checked. ``gpus``: tensor parallelism
     (heads split ``gpus`` ways, KV heads ``min(gpus, n_kv_heads)`` ways).
     """
     walk = 0.0 if engine_step is None else float(engine_step.fa2_walk_ns)
     cc = getattr(g, "compute_capability", "")
     if not walk or not cc or cc.split(".")[0] in _NOT_FA2_MAJORS or arch.mla is not None:
         return 1.0, 0.0
-    if arch.head_dim % 8 or arch.head_dim > 256 or kv_dtype == "fp8":
+    if arch.head_dim % 8 or arch.head_dim > 256 or kv_dtype == "fp8" or arch.attention_sinks:
         return 1.0, 0.0  # vLLM picks another backend (FlashInfer, Triton)
     q_heads = arch.n_heads / gpus
     kv_heads = arch.n_kv_heads / _moe._kv_split_ways(arch, gpus)
@@ -188,19 +188,38 @@ def multi_token_attention(arch, g, gpus: int = 1, engine_step=None,
     return factor, arch.n_layers * walk * (arch.head_dim / 128.0) * 1e-6
 
 
+def decode_walk(arch, g, gpus: int = 1, engine_step=None, kv_dtype: str = "bf16") -> float:
+    """ms per cached token of the longest sequence (all layers) that a PLAIN decode step
+    (every query one token) takes on FlashAttention-2 when its GQA swap cannot apply: a
+    target whose GPU holds as many KV heads as query heads (multi-head attention, e.g.
+    Llama-2-7B; ``mha_varlen_fwd`` swaps, and so splits the KV, only when ``num_heads >
+    num_heads_k``; a paged KV cache refuses splits otherwise), so every decode step walks
+    the longest context unsplit, as :func:`multi_token_attention`'s verify steps do. 0 where
+    the swap applies or the rule does not (same conditions as :func:`multi_token_attention`).
+    """
+    factor, walk = multi_token_attention(arch, g, gpus, engine_step, kv_dtype)
+    if not walk:
+        return 0.0
+    q_heads = arch.n_heads / gpus
+    kv_heads = arch.n_kv_heads / _moe._kv_split_ways(arch, gpus)
+    return walk if q_heads <= kv_heads else 0.0
+
+
 def _moe_terms(arch, g, n, tokens, moe):
-    """(weight params read, extra matmul FLOPs, extra ms) of the routed experts of one step
+    """(weight params read, extra matmul FLOPs, extra ms, routed-expert params of those read)
+    of the routed experts of one step
     over ``tokens`` query tokens under the engine's :class:`~specnb.serving.moe.EngineStep`
     (a mixture-of-experts target):
     experts touched under the routing skew, the grouped-GEMM tile floor, the fixed cost per
     touched expert, expert-parallel all-to-alls and the CUDA-graph cap. ``moe`` None: the
     uniform-routing weight read alone (no extra FLOPs or time)."""
     t = np.maximum(tokens, 1.0)
-    if moe is None:
-        return np.asarray(arch.step_params_for(t)), 0.0, 0.0
     m = arch.moe
     layers = _moe.moe_layers(arch)
     one = _moe.expert_params(arch.hidden_size, m.moe_intermediate_size)
+    if moe is None:
+        touched = _moe.experts_touched(m.n_routed_experts, m.experts_per_token, t)
+        return np.asarray(arch.step_params_for(t)), 0.0, 0.0, layers * one * touched
     touched = _moe.experts_touched_skewed(m.n_routed_experts, m.experts_per_token, t,
                                           moe.routing_skew)
     w = arch.step_params_for(1.0) + layers * one * (touched - m.experts_per_token)
@@ -212,7 +231,7 @@ def _moe_terms(arch, g, n, tokens, moe):
     if moe.expert_parallel and n > 1:
         extra = extra + 2 * layers * (moe.a2a_us * 1e-3 + (n - 1) / n * rows * arch.hidden_size
                                       * 2.0 / g.link * 1e3 / n)
-    return np.asarray(w), f_extra, extra
+    return np.asarray(w), f_extra, extra, layers * one * touched
 
 
 def _step_totals(arch, g, eff, dtype, kv_dtype, n, tokens, kv_tokens, att_tokens,
@@ -233,10 +252,10 @@ def _step_totals(arch, g, eff, dtype, kv_dtype, n, tokens, kv_tokens, att_tokens
     extra = 0.0
     f_moe = 0.0
     if arch.moe is None:
-        w = arch.step_params * DTYPES[dtype] / n
+        w = weight_bytes_of(arch.step_params, dtype) / n
     else:  # the routed experts the step's tokens touch (uniform routing: an upper bound)
-        w_params, f_moe, extra = _moe_terms(arch, g, n, tokens, moe)
-        w = w_params * DTYPES[dtype] / n
+        w_params, f_moe, extra, routed = _moe_terms(arch, g, n, tokens, moe)
+        w = weight_bytes_of(w_params, dtype, routed) / n
     # n was checked once by _prep (or the Setup): the unchecked split, as every step calls it
     kv = kv_tokens * (arch.kv_bytes_per_token(kv_dtype) / _moe._kv_split_ways(arch, n)
                       * kv_read_factor)

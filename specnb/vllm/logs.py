@@ -73,6 +73,38 @@ def printout_keys(line: str) -> set:
     return {k for k in _PRINTOUT_KEYS if _OFFLINE[k].search(line)}
 
 
+#: The largest count a log line may print: 2**53, the float64 limit
+#: (:data:`specnb._check.MAX_EXACT_INT`).
+MAX_COUNT = 2 ** 53
+
+
+def _count(text: str, what: str, lineno, line: str) -> int:
+    """``int(text)`` of a count the line prints (``what``: its words), refused above
+    :data:`MAX_COUNT`: vLLM's counters never reach it, and the sums and ratios are float64
+    (a 400-digit ``Drafted: N tokens`` was an OverflowError, trial 6 T6-T5)."""
+    n = int(text)
+    if n > MAX_COUNT:
+        where = f"line {lineno}: " if lineno is not None else ""
+        raise ValueError(f"{where}{what} {text[:12]}... ({len(text)} digits) is too large for a "
+                         f"count vLLM prints (at most 2**53); the log is damaged or was edited"
+                         + (f": {line.strip()[:80]}" if line.strip() else ""))
+    return n
+
+
+def _length(text: str, what: str, lineno, line: str) -> float:
+    """``float(text)`` of a printed mean acceptance length: nan (as printed) or a finite
+    number >= 1 (1 + accepted / drafts); anything else is a damaged line (T6-C4: a 400-digit
+    length read as inf made drafts 0 and 'no speculation')."""
+    al = float(text)
+    if al == al and not 1.0 <= al < math.inf:
+        where = f"line {lineno}: " if lineno is not None else ""
+        shown = text if len(text) <= 24 else f"{text[:12]}... ({len(text)} digits)"
+        raise ValueError(f"{where}{what} {shown} is not a mean acceptance length (a finite "
+                         f"number >= 1, 1 + accepted / drafts); the log is damaged or was "
+                         "edited" + (f": {line.strip()[:80]}" if line.strip() else ""))
+    return al
+
+
 def _parse_v1(line: str, lineno: int):
     body = line.split(V1_MARK, 1)[1]
     got = {k: r.search(body) for k, r in _RE.items()}
@@ -96,12 +128,13 @@ def _parse_v1(line: str, lineno: int):
     # length (PR #15902)
     fmt = "current" if got["avg_rate"] else "older" if got["mean_acceptance_length"] else "v0.8"
     printed = got["avg_rate"] or got["old_rate"]
-    accepted, drafted = int(got["accepted"].group(1)), int(got["drafted"].group(1))
+    accepted = _count(got["accepted"].group(1), "Accepted:", lineno, line)
+    drafted = _count(got["drafted"].group(1), "Drafted:", lineno, line)
     if accepted > drafted:
         raise ValueError(f"line {lineno}: Accepted {accepted} tokens exceeds Drafted {drafted}: "
                          "the line is damaged")
-    al = (float(got["mean_acceptance_length"].group(1)) if got["mean_acceptance_length"]
-          else math.nan)
+    al = (_length(got["mean_acceptance_length"].group(1), "Mean acceptance length:", lineno,
+                  line) if got["mean_acceptance_length"] else math.nan)
     k = len(rates) or None
     drafts = None
     if k and drafted % k == 0:
@@ -116,7 +149,8 @@ def _parse_v1(line: str, lineno: int):
         "acceptance_rate": (float(printed.group(1)) / 100) if printed else
         (accepted / drafted if drafted else float("nan")),
         "per_position": rates, "num_speculative_tokens": k,
-        "speculative_depth": int(got["depth"].group(1)) if got["depth"] else None,
+        "speculative_depth": _count(got["depth"].group(1), "Current speculative depth:", lineno,
+                                    line) if got["depth"] else None,
         "drafts": drafts, "emitted": None,
     }
 
@@ -128,7 +162,7 @@ def _parse_v0(line: str, lineno: int):
         raise ValueError(f"line {lineno}: V0 'Speculative metrics' line not understood: "
                          f"{line.strip()[:120]}")
     rate, eff, k, *counts = (m or rates_only).groups()
-    k = int(k)
+    k = _count(k, "Number of speculative tokens:", lineno, line)
     if k < 1:
         raise ValueError(f"line {lineno}: 'Number of speculative tokens: {k}' must be >= 1: "
                          f"{line.strip()[:120]}")
@@ -141,7 +175,8 @@ def _parse_v0(line: str, lineno: int):
     if rates_only:
         return {**row, "format": "v0 (rates only)", "mean_acceptance_length": eff_f * (k + 1),
                 "accepted": None, "drafted": None, "drafts": None, "emitted": None}
-    acc, draft, emitted = map(int, counts)
+    acc, draft, emitted = (_count(c, f"Number of {w} tokens:", lineno, line)
+                           for c, w in zip(counts, ("accepted", "draft", "emitted")))
     steps = draft / k
     return {**row, "format": "v0", "mean_acceptance_length": emitted / steps if steps else
             float("nan"), "accepted": acc, "drafted": draft, "drafts": steps, "emitted": emitted}
@@ -346,15 +381,20 @@ def read_offline_printout(text: str) -> SpecDecodeCounts:
     if many:
         raise ValueError(f"the printout holds {len(got[many[0]])} runs (num_{many[0]} printed "
                          "more than once); give one run's printout")
-    drafts, tokens, accepted = (float(got[k][0]) for k in names)
+    drafts, tokens, accepted = (float(_count(got[k][0], f"num_{k}:", None, ""))
+                                for k in names)
     if got["mean_acceptance_length"] and drafts > 0:
-        printed = float(got["mean_acceptance_length"][0])
+        printed = _length(got["mean_acceptance_length"][0], "mean acceptance length:", None,
+                          "")
         if abs(1 + accepted / drafts - printed) > 0.006:
             raise ValueError(f"the printed mean acceptance length {printed} disagrees with "
                              f"1 + num_accepted_tokens / num_drafts = {1 + accepted / drafts:.4f}"
                              ": the printout was edited or mixes two runs")
     per_pos = {}
     for pos, rate in _OFFLINE_POS.findall(text):
+        if len(pos) > 6:  # a position is below num_speculative_tokens (a few, at most 32)
+            raise ValueError(f"acceptance at token {pos[:12]}...: not a draft position (the "
+                             "printout is damaged or was edited)")
         r = float(rate)
         if not 0.0 <= r <= 1.0:
             raise ValueError(f"acceptance at token {pos}: {rate} must be a fraction in [0, 1]")

@@ -534,6 +534,13 @@ def acceptance_stats(counts: SpecDecodeCounts, num_speculative_tokens: int | Non
         notes.append(f"per-position accepted counts are estimates, the printed rates x the "
                      f"drafts: they sum to {sum(counts.accepted_per_position):,.0f}, not the "
                      f"{counts.accepted_tokens:,.0f} accepted tokens")
+    elif counts.accepted_per_position and abs(
+            sum(counts.accepted_per_position) - counts.accepted_tokens) >= 0.5:
+        notes.append(f"the per-position accepted counts sum to "
+                     f"{sum(counts.accepted_per_position):,.0f}, not the "
+                     f"{counts.accepted_tokens:,.0f} accepted tokens: vLLM counts the same "
+                     "tokens in both (v1/spec_decode/metrics.py), so the series come from "
+                     "different windows or servers; tau uses the accepted-tokens counter")
     if "V0" in counts.source:
         notes.append("V0 log: accepted = emitted - steps (prefix-accepted drafts); V0's own "
                      "printed acceptance rate also counts tokens after a rejection")

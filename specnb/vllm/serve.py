@@ -19,7 +19,14 @@ __all__ = ["ServeLine", "ServeLineError", "parse_serve_line", "check_serve_line"
 
 
 class ServeLineError(ValueError):
-    """The line is not one vLLM's parser takes; the message is the parser's own error line."""
+    """The line is not one vLLM's parser takes (the message is the parser's own error line), or
+    it gives an integer flag a value specnb cannot use (above 2**53 in size: not exact in a
+    float64; the message names the flag)."""
+
+
+#: The largest integer flag value (in size) specnb reads from a line: 2**53, the float64 limit
+#: of :data:`specnb._check.MAX_EXACT_INT` (not imported: this module starts without numpy).
+MAX_FLAG_INT = 2 ** 53
 
 
 @dataclass(frozen=True)
@@ -52,11 +59,38 @@ def human_readable_int(text: str) -> int:
         return int(text)
     number, suffix = m.groups()
     if suffix.islower():
-        return int(float(number) * 10 ** (3 * "kmgt".index(suffix) + 3))
+        try:
+            return int(float(number) * 10 ** (3 * "kmgt".index(suffix) + 3))
+        except OverflowError:  # argparse passes it on: vLLM's parser crashes on this value
+            raise argparse.ArgumentTypeError(f"{_short(text)} is too large (vLLM's parser "
+                                             "crashes with OverflowError on it)") from None
     if "." in number:
         raise argparse.ArgumentTypeError(f"Decimals are not allowed with binary suffixes like "
                                          f"{suffix}. Did you mean to use {m[0].lower()} instead?")
     return int(number) * 2 ** (10 * "KMGT".index(suffix) + 10)
+
+
+def _short(text: str, most: int = 24) -> str:
+    """``text`` cut for a message: a 400-digit value shown by its first and last digits and
+    its length (as :func:`specnb._check.number_text`, which needs numpy)."""
+    text = str(text)
+    if len(text) <= most:
+        return text
+    return f"{text[:12]}...{text[-4:]} ({len(text)} {'digits' if text.isdigit() else 'characters'})"
+
+
+def _too_large(parser, given: dict) -> None:
+    """Raise ServeLineError naming the first integer flag whose value is above
+    :data:`MAX_FLAG_INT` in size (``--max-num-seqs 999...``): vLLM's parser takes any int, but
+    specnb's float64 arithmetic cannot (trial 6, T6-T2 and T6-T3)."""
+    for dest, value in given.items():
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_FLAG_INT:
+            flag = next(("/".join(sorted(a.option_strings, key=lambda o: o[:2] != "--"))
+                         for a in parser._actions if a.dest == dest and a.option_strings),
+                        "--" + dest.replace("_", "-"))
+            raise ServeLineError(f"{flag} {_short(value)}: too large; specnb reads integer "
+                                 f"flags up to 2**53 = {MAX_FLAG_INT} (a float64 holds no "
+                                 "larger whole number exactly), far above any real setting")
 
 
 def _loads(text):
@@ -251,12 +285,22 @@ def parse_serve_line(line, vllm_version: str | None = None) -> ServeLine:
         first = next(i for i, a in enumerate(args) if a.startswith("--speculative-config"))
         replaced = args[first].partition("=")[2] or args[first + 1]
     given = {k: v for k, v in vars(ns).items() if v is not None}
+    _too_large(parser, given)
     spec = given.pop("speculative_config", None)
     model = given.pop("model_tag", None) or given.get("model")
     if spec is not None and not isinstance(spec, str):  # a str: a flag of type str (0.8.x)
         spec = json.dumps(spec)
     return ServeLine(model, spec, given, release,
                      replaced, bool({"--speculative-config", "-sc"} & dotted), env)
+
+
+def _ngram_fix():
+    """The config a line without one is told to add: n-gram with the prompt_lookup_min / max
+    that plan's lines carry (:data:`specnb.vllm.NGRAM_OPTIONS`), so that pasting it draws no
+    prompt_lookup warning (T6-C1)."""
+    from .config import NGRAM_OPTIONS
+
+    return {"method": "ngram", "num_speculative_tokens": 4, **NGRAM_OPTIONS}
 
 
 def check_serve_line(line, vllm_version=None, draft_config=None, target_config=None):
@@ -283,8 +327,8 @@ def check_serve_line(line, vllm_version=None, draft_config=None, target_config=N
                              "check the same settings as --speculative-config JSON (vLLM 0.8.2 "
                              "and newer)", code="v0-speculative-flags") if v0 else Finding(
             "warning", None, "the line has no --speculative-config: speculative decoding is "
-            "off", "add --speculative-config '{\"method\": \"ngram\", \"num_speculative_tokens\""
-            ": 4}' (or run specnb plan for the method)", code="no-speculative-config"))
+            "off", "add --speculative-config '" + json.dumps(_ngram_fix()) + "' (or run specnb "
+            "plan for the method)", code="no-speculative-config"))
         return parsed, ConfigCheck(tuple(first), None, vllm_version)
     settings = {"served_model": parsed.model, **parsed.settings}  # the target rules run
     tp, mml = settings.pop("tensor_parallel_size", None), settings.pop("max_model_len", None)
@@ -336,7 +380,8 @@ def _line_findings(parsed: ServeLine, release: str, flags: dict):
         yield Finding("error", None, f"--gpu-memory-utilization {gmu:g}: vLLM's CacheConfig "
                       "needs gpu_memory_utilization in (0, 1] (a share of each GPU's memory)",
                       "give a share such as 0.9", code="serve-gpu-memory-utilization-range")
-    if 1 <= s.get("max_num_batched_tokens", 1 << 62) < s.get("max_num_seqs", 0):
+    tokens, seqs = s.get("max_num_batched_tokens"), s.get("max_num_seqs")
+    if isinstance(tokens, int) and isinstance(seqs, int) and 1 <= tokens < seqs:
         yield Finding("error", None, f"--max-num-batched-tokens {s['max_num_batched_tokens']} "
                       f"< --max-num-seqs {s['max_num_seqs']}: vLLM's SchedulerConfig refuses it",
                       "give --max-num-batched-tokens >= --max-num-seqs",

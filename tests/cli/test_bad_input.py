@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import sys
 
 import pytest
@@ -172,3 +173,117 @@ def test_numbers_too_large_for_a_float_are_bad_input_not_a_traceback(capsys, tmp
     code, out, err = run(capsys, *args)
     assert code == 2 and len(err.strip().splitlines()) == 1 and name in err, (code, err)
     assert "Traceback" not in err and "OverflowError" not in err
+
+
+# Trial 6 (T6-T1..T6, C2..C4): a 400-digit integer fed to every reader and flag. Each is bad
+# input: exit 2, one line, no traceback, naming the flag, the config field (and its file) or
+# the log line / CSV row that holds it; never another flag (a config's max_position_embeddings
+# is not --context) nor "a missing value".
+BIG = "9" * 400
+SPEC = """--speculative-config '{"method": "ngram", "num_speculative_tokens": 3}'"""
+V1_LINE = ("INFO 08-05 12:25:03 [metrics.py:120] SpecDecoding metrics: Mean acceptance length: "
+           "2.91, Accepted throughput: 0.72 tokens/s, Drafted throughput: 2.64 tokens/s, "
+           "Accepted: 44 tokens, Drafted: 161 tokens, Avg Draft acceptance rate: 27.3%\n")
+V0_LINE = ("INFO Speculative metrics: Draft acceptance rate: 0.500, System efficiency: 0.600, "
+           "Number of speculative tokens: 3, Number of accepted tokens: 100, Number of draft "
+           "tokens: 200, Number of emitted tokens: 150.\n")
+LLAMA = {"model_type": "llama", "num_hidden_layers": 32, "hidden_size": 4096,
+         "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336,
+         "vocab_size": 128256, "max_position_embeddings": 131072}
+HEAD = {"architectures": ["LlamaForCausalLMEagle3"], "hidden_size": 4096,
+        "intermediate_size": 14336, "num_attention_heads": 32, "num_key_value_heads": 8,
+        "vocab_size": 128256, "draft_vocab_size": 32000}
+PLAN = ["plan", "--gpu", "H100", "--model", "Llama-3.1-8B", "--draft", "eagle3", "--context",
+        "4000", "--batch", "1", "--gamma", "3", "--alpha", "0.7"]
+SIM = ["simulate", "--gpu", "L4", "--model", "Llama-3.1-8B", "--draft", "ngram", "--gamma", "3",
+       "--tau", "1.6", "--input-len", "1000", "--output-len", "64", "--num-prompts", "16",
+       "--concurrency", "4"]
+CSV = "role,batch_size,context,query_tokens,ms\n"
+
+
+def _with(argv, flag, value):
+    """``argv`` with ``flag``'s value replaced by ``value`` (or the pair appended)."""
+    argv = list(argv)
+    if flag in argv:
+        argv[argv.index(flag) + 1] = value
+        return argv
+    return argv + [flag, value]
+
+
+def _config(**change):
+    return json.dumps({**LLAMA, **{k: int(v) for k, v in change.items()}})
+
+
+@pytest.mark.parametrize("argv, files, names", [
+    # config check --serve: the line's integer flags (T6-T2, T6-T3)
+    (["config", "check", "--serve", f"vllm serve meta-llama/Llama-3.1-8B --max-num-seqs {BIG}",
+      "--gpu", "A100"], {}, ["--max-num-seqs", "too large"]),
+    (["config", "check", "--serve", f"vllm serve meta-llama/Llama-3.1-8B --max-model-len {BIG} "
+      f"{SPEC}", "--gpu", "A100"], {}, ["--max-model-len", "too large"]),
+    (["config", "check", "--serve", f"vllm serve meta-llama/Llama-3.1-8B -tp {BIG} {SPEC}",
+      "--gpu", "A100"], {}, ["-tp", "too large"]),
+    (["config", "check", "--serve", f"vllm serve meta-llama/Llama-3.1-8B --max-model-len {BIG}k"],
+     {}, ["--max-model-len", "too large"]),
+    # simulate's integer flags (T6-T4)
+    *[(_with(SIM, flag, BIG), {}, [flag, "too large"]) for flag in (
+        "--num-prompts", "--input-len", "--output-len", "--concurrency", "--max-num-seqs",
+        "--max-num-batched-tokens")],
+    # plan's flags, checked by the library (T6-C2: "too large", not "non-ragged shape")
+    *[(_with(PLAN, flag, BIG), {}, [flag, "too large"]) for flag in ("--context", "--gpus")],
+    *[(_with(PLAN, flag, BIG), {}, [flag, "(400 digits)"]) for flag in ("--batch", "--gamma")],
+    (PLAN + ["--input-len", BIG, "--output-len", "64"], {}, ["--input-len", "too large"]),
+    # vLLM log lines and the offline printout (T6-T5, T6-C4)
+    (["metrics", "@log"], {"log": V1_LINE.replace("Drafted: 161", f"Drafted: {BIG}")},
+     ["line 1", "Drafted:", "too large"]),
+    (["metrics", "@log"], {"log": V1_LINE.replace("Accepted: 44", f"Accepted: {BIG}")},
+     ["line 1", "Accepted:", "too large"]),
+    (["metrics", "@log"], {"log": V1_LINE.replace("length: 2.91", f"length: {BIG}")},
+     ["line 1", "Mean acceptance length:"]),
+    (["metrics", "@log"], {"log": V0_LINE.replace("draft tokens: 200", f"draft tokens: {BIG}")},
+     ["line 1", "Number of draft tokens:", "too large"]),
+    (["metrics", "@log"], {"log": f"num_drafts: {BIG}\nnum_draft_tokens: 5\n"
+                                  "num_accepted_tokens: 3\n"}, ["num_drafts", "too large"]),
+    # config.json, the one reader: the field and its file, never --context (T6-T6, T6-C2)
+    (_with(PLAN, "--model", "@cfg.json"), {"cfg.json": _config(num_hidden_layers=BIG)},
+     ["cfg.json", "num_hidden_layers", "too large"]),
+    (_with(PLAN, "--model", "@cfg.json"), {"cfg.json": _config(max_position_embeddings=BIG)},
+     ["cfg.json", "max_position_embeddings", "too large"]),
+    (_with(PLAN, "--model", "@cfg.json"), {"cfg.json": _config(vocab_size=BIG)},
+     ["cfg.json", "vocab_size", "too large"]),
+    (PLAN + ["--draft-config", "@head.json"],
+     {"head.json": json.dumps({**HEAD, "num_hidden_layers": int(BIG)})},
+     ["head.json", "num_hidden_layers", "too large"]),
+    # replay's flags (found beside the trial's: --prompt-lookup-max was named as -min)
+    *[(["replay", "@r.jsonl", "--method", "ngram", flag, BIG],
+       {"r.jsonl": '{"prompt_ids": [1, 2, 3, 1, 2], "response_ids": [3], "temperature": 0}\n'},
+       [flag, "(400 digits)"]) for flag in ("--gamma", "--prompt-lookup-max", "--max-model-len")],
+    # calibration CSV cells: the row and column, "too large", not "a missing value" (T6-C3)
+    (PLAN + ["--calibrate", "@c.csv"], {"c.csv": CSV + f"target,1,100,1,{BIG}\n"},
+     ["c.csv", "row 2", "ms", "too large"]),
+    (PLAN + ["--calibrate", "@c.csv"], {"c.csv": CSV + f"target,{BIG},100,1,5\n"},
+     ["c.csv", "row 2", "batch_size", "too large"]),
+])
+def test_a_400_digit_integer_is_bad_input_naming_what_holds_it(capsys, tmp_path, argv, files,
+                                                                names):
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    args = [str(tmp_path / a[1:]) if a.startswith("@") else a for a in argv]
+    code, out, err = run(capsys, *args)
+    assert code == 2 and len(err.strip().splitlines()) == 1, (code, err)
+    assert "Traceback" not in err and "Error:" not in err and BIG not in err, err
+    for name in names:
+        assert name in err, (name, err)
+    assert "missing value" not in err and ("--context" in names or "--context" not in err), err
+
+
+@pytest.mark.parametrize("key, code, finding", [
+    ("num_speculative_tokens", 0, "num-speculative-tokens-huge"),  # vLLM takes any int > 0
+    ("suffix_decoding_min_token_prob", 1, "number-wrong-type"),  # pydantic's float_type refuses
+])
+def test_a_400_digit_integer_in_a_speculative_config(capsys, key, code, finding):
+    # T6-T1: a formatting OverflowError; a float key given a 400-digit int is what pydantic
+    # refuses (ValidationError float_type), not an OverflowError
+    cfg = {"method": "suffix", "num_speculative_tokens": 8, key: int(BIG)}
+    got, out, err = run(capsys, "config", "check", "--json", json.dumps(cfg))
+    assert got == code and not err, (got, err)
+    assert finding in [f["code"] for f in json.loads(out)["findings"]]

@@ -222,7 +222,7 @@ def test_notes_for_a_profile_beyond_its_log_and_a_lockstep_ttft(capsys, tmp_path
     assert code == 0, err
     r = json.loads(out)
     assert "profile-context-extrapolated" in r["note_codes"]
-    assert "[540]" in r["notes"][r["note_codes"].index("profile-context-extrapolated")]
+    assert "context 540 is beyond" in r["notes"][r["note_codes"].index("profile-context-extrapolated")]
     code, out, _ = run(capsys, *BASE, "--concurrency", "8", "--json")
     r = json.loads(out)
     lock = "ttft-closed-loop-lockstep" in r["note_codes"]

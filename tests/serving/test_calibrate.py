@@ -57,6 +57,15 @@ def test_calibration_csv_file(tmp_path):
     ("role,batch_size,context,query_tokens,ms\ntarget,1.5,10,1,3\n", "batch_size must be an "
                                                                       "integer >= 1"),
     ("role,batch_size,context,query_tokens,ms\n", "no rows"),
+    # trial 6 T6-C3: a cell no float holds is too large, shown by its length
+    ("role,batch_size,context,query_tokens,ms\ntarget,1,10,1," + "9" * 400 + "\n",
+     r"row 2: ms must be a positive time in milliseconds, got 999999999999\.\.\.9999 \(400 "
+     r"digits\): too large"),
+    ("role,batch_size,context,query_tokens,ms\ntarget,1,10,1,3\ntarget,2,10,1," + "9" * 400
+     + "\n", r"row 3: ms .*\(400 digits\): too large"),
+    ("role,batch_size,context,query_tokens,ms\ntarget," + "9" * 400 + ",10,1,3\n",
+     r"row 2: batch_size must be an integer >= 1 \(at most 2\*\*53\), got .*: too large"),
+    ("role,batch_size,context,query_tokens,ms\ntarget,1,10,1,\n", "got a missing value"),
     ("", "empty file"),
 ])
 def test_bad_calibration_csv(tmp_path, text, match):

@@ -64,7 +64,7 @@ def test_head_from_config(tmp_path):
 
 @pytest.mark.parametrize("change, match", [
     ({"hidden_size": 2048}, "hidden_size 2048 differs from the target's 4096"),
-    ({"num_attention_heads": 0}, "num_attention_heads must be a positive integer"),
+    ({"num_attention_heads": 0}, "num_attention_heads must be an integer >= 1"),
     ({"draft_vocab_size": 200000}, "draft_vocab_size 200000 exceeds vocab_size 128256"),
 ])
 def test_bad_head_configs(change, match):

@@ -106,3 +106,23 @@ def test_draft_first_forward_lm_head_one_row_per_sequence():
 def test_bad_logit_tokens(lg, match):
     with pytest.raises(ValueError, match=match):
         S.mixed_step_ms(EAGLE3, [1, 2], [1, 5], [0, 0], logit_tokens=lg)
+
+
+def test_the_drafts_first_forward_leaves_the_decode_path_on_flash_attention_2():
+    # trial 6 M4: the draft's first forward carries the verify step's query lengths, so on
+    # FlashAttention-2 it walks its longest context unsplit, as the target's forward does
+    st = S.setup("A100", "Llama-3.1-8B", "Llama-3.2-1B")
+    m = S.MixedStep(st) if hasattr(S, "MixedStep") else __import__(
+        "specnb.serving.mixed", fromlist=["MixedStep"]).MixedStep(st)
+    drf = m.times.drf
+    fm, walk = ST.multi_token_attention(drf[0], drf[1], drf[5], m.engine_step, drf[4])
+    assert walk == pytest.approx(drf[0].n_layers * 40.8e-6 * drf[0].head_dim / 128)
+    c, q, k = np.array([32000.0] * 4), np.array([4.0] * 4), np.array([3.0] * 4)
+    first = m._forward_ms(drf, 16.0, float(c.sum()), m._att(c, q), 4.0, (fm, walk * 32000))
+    plain = m._forward_ms(drf, 16.0, float(c.sum()), m._att(c, q), 4.0)
+    assert first - plain >= walk * 32000 - 4 * 32000 * drf[0].kv_bytes_per_token() / (
+        drf[2].bandwidth * drf[1].bandwidth) * 1e3 - 1e-9
+    r = S.mixed_step_ms(st, c.astype(int), q.astype(int), k.astype(int))
+    h = S.mixed_step_ms(S.setup("H100-SXM", "Llama-3.1-8B", "Llama-3.2-1B"), c.astype(int),
+                        q.astype(int), k.astype(int))
+    assert r["draft_ms"] > 2 * h["draft_ms"]

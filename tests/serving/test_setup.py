@@ -18,7 +18,7 @@ def test_config_json_max_position_embeddings(tmp_path):
     path = tmp_path / "config.json"
     path.write_text(json.dumps(cfg))
     assert S.architecture(path).max_position_embeddings == 8192
-    with pytest.raises(ValueError, match="max_position_embeddings must be a positive integer"):
+    with pytest.raises(ValueError, match="max_position_embeddings must be an integer >= 1"):
         S.architecture({**llama8b_config(), "max_position_embeddings": "4k"})
     # a config with a maximum gets the note; one without gets none
     assert S.context_limit_notes(cfg, [8192]) == []

@@ -281,3 +281,28 @@ def test_no_multi_token_cost_where_vllm_would_not_pick_flash_attention():
     assert S.multi_token_note(fp8, [4000]) is None
     assert "at an RTX 3090's walk rate" in S.multi_token_note(
         S.setup("A40", "Llama-3.1-8B", "eagle3"), [4000]).message
+
+
+def test_a_multi_head_target_walks_unsplit_on_plain_decode_steps_too():
+    # trial 6 W12: FlashAttention-2 swaps (and so splits the KV) only when num_heads >
+    # num_heads_k; a multi-head target's plain decode steps walk the longest context too
+    es = S.engine_profile("vllm").engine_step()
+    mha, gqa = S.architecture("Llama-2-7B"), S.architecture("Llama-3.1-8B")
+    assert ST.decode_walk(mha, S.gpu("A100"), 1, es) == pytest.approx(32 * 40.8e-6)
+    assert ST.decode_walk(gqa, S.gpu("A100"), 1, es) == 0.0
+    assert ST.decode_walk(mha, S.gpu("H100-SXM"), 1, es) == 0.0
+    st = S.setup("A100", "Llama-2-7B", "eagle3")
+    assert S.t_plain_ms(st, 1, 4000) >= 4000 * 32 * 40.8e-6
+    r = S.mixed_step_ms(st, [4000, 10], [1, 1], [0, 0])
+    assert r["target_ms"] == pytest.approx(S.t_plain_ms(st, 2, 2005), rel=0.3)
+    assert r["target_ms"] >= 4000 * 32 * 40.8e-6
+
+
+def test_a_target_with_attention_sinks_is_not_flash_attention_2s():
+    # trial 6 W4: gpt-oss's sinks need FA3 / FA4, so on compute capability < 9 vLLM takes
+    # another backend: no multi-token cost, no note
+    es = S.engine_profile("vllm").engine_step()
+    oss = S.architecture("gpt-oss-20b")
+    assert oss.attention_sinks and not S.architecture("Llama-3.1-8B").attention_sinks
+    assert ST.multi_token_attention(oss, S.gpu("A100"), 1, es) == (1.0, 0.0)
+    assert S.multi_token_note(S.setup("A100", "gpt-oss-20b", "eagle3"), [4000]) is None

@@ -153,3 +153,30 @@ def test_v0_counts_line_a_k_other_than_the_printed_one_is_an_error():
     assert read_acceptance(text, num_speculative_tokens=3).stats.num_speculative_tokens == 3
     with pytest.raises(ValueError, match="num_speculative_tokens=5 contradicts the log line"):
         read_acceptance(text, num_speculative_tokens=5)
+
+
+_LINE = ("INFO [metrics.py:120] SpecDecoding metrics: Mean acceptance length: 2.91, Accepted: "
+         "44 tokens, Drafted: 161 tokens, Avg Draft acceptance rate: 27.3%")
+_V0 = ("INFO Speculative metrics: Draft acceptance rate: 0.500, System efficiency: 0.600, "
+       "Number of speculative tokens: 3, Number of accepted tokens: 100, Number of draft "
+       "tokens: 200, Number of emitted tokens: 150.")
+
+
+@pytest.mark.parametrize("line, old, new, match", [
+    (_LINE, "Drafted: 161", "Drafted: " + "9" * 400, r"line 1: Drafted: 999999999999\.\.\. "
+                                                      r"\(400 digits\) is too large"),
+    (_LINE, "Accepted: 44", "Accepted: " + "9" * 400, r"line 1: Accepted: .* is too large"),
+    (_LINE, "Drafted: 161", f"Drafted: {2 ** 53 + 1}", "is too large"),
+    (_LINE, "length: 2.91", "length: " + "9" * 400, r"line 1: Mean acceptance length: "
+                                                    r"999999999999\.\.\. \(400 digits\) is not"),
+    (_LINE, "length: 2.91", "length: 0.5", r"Mean acceptance length: 0\.5 is not a mean "
+                                           r"acceptance length \(a finite number >= 1"),
+    (_V0, "draft tokens: 200", "draft tokens: " + "9" * 400, "Number of draft tokens: .* is too "
+                                                              "large"),
+])
+def test_counts_no_float_holds_and_absurd_lengths_are_damaged_lines(line, old, new, match):
+    # trial 6 T6-T5 (an OverflowError) and T6-C4 (a 400-digit length made drafts 0: "no
+    # speculation in this window")
+    with pytest.raises(ValueError, match=match):
+        log_counts(line.replace(old, new))
+    assert log_counts(line).draft_tokens == (161 if "SpecDecoding" in line else 200)  # intact

@@ -331,3 +331,25 @@ def test_plain_lines_are_read_before_the_parser_and_runs_of_one_name_go_as_one_l
     text, runs = M._plain_lines(block)
     assert text.count("\n") == 3 and [len(r) for r in runs[:1]] == [1000] and runs[1] is None
     assert _parsed(block) == _parser_alone(block)
+
+
+def test_per_position_counts_that_do_not_sum_to_the_accepted_tokens_are_noted(tmp_path):
+    # trial 6 C9: vLLM adds one to positions 0 .. n-1 for n accepted tokens
+    # (SpecDecodingStats.observe_draft), so the per-position series sum to the accepted
+    # counter; a scrape where they do not mixes windows or servers
+    from specnb.vllm import acceptance_stats, read_metrics
+
+    lines = ["# TYPE vllm:spec_decode_num_drafts_total counter",
+             'vllm:spec_decode_num_drafts_total{engine="0"} 100.0',
+             "# TYPE vllm:spec_decode_num_draft_tokens_total counter",
+             'vllm:spec_decode_num_draft_tokens_total{engine="0"} 400.0',
+             "# TYPE vllm:spec_decode_num_accepted_tokens_total counter",
+             'vllm:spec_decode_num_accepted_tokens_total{engine="0"} 200.0',
+             "# TYPE vllm:spec_decode_num_accepted_tokens_per_pos_total counter"]
+    for per in ((80, 65, 50, 35), (80, 60, 40, 20)):
+        text = "\n".join(lines + [f'vllm:spec_decode_num_accepted_tokens_per_pos_total'
+                                  f'{{engine="0",position="{i}"}} {v}.0'
+                                  for i, v in enumerate(per)]) + "\n"
+        notes = acceptance_stats(read_metrics(text)).notes
+        noted = any("sum to 230, not the 200 accepted tokens" in n for n in notes)
+        assert noted == (sum(per) == 230)

@@ -247,3 +247,25 @@ def test_leading_assignments_and_comment_lines_are_read_as_a_shell_reads_them():
     assert parse_serve_line(f"vllm serve m --speculative-config {spec}").env == {}
     with pytest.raises(ServeLineError, match="empty"):
         parse_serve_line("# nothing but a comment\nX=1")
+
+
+@pytest.mark.parametrize("flags, named", [
+    ("--max-num-seqs " + "9" * 400, "--max-num-seqs"),
+    ("-tp " + "9" * 400, "--tensor-parallel-size/-tp"),
+    ("--max-model-len -" + "9" * 400, "--max-model-len"),
+    ("--max-model-len " + "9" * 400 + "k", "--max-model-len"),  # int(float(...) * 1000)
+])
+def test_an_integer_flag_above_2_53_is_refused_naming_it(flags, named):
+    # trial 6 T6-T2 / T3: a KeyError and an escaped ParamTypeError further on
+    with pytest.raises(ServeLineError, match=rf"{re.escape(named)}.*too large") as info:
+        parse_serve_line(f"vllm serve meta-llama/Llama-3.1-8B {flags}")
+    assert "9" * 40 not in str(info.value)
+    assert parse_serve_line(f"vllm serve m --max-num-seqs {2 ** 53}").settings == {
+        "max_num_seqs": 2 ** 53}
+
+
+def test_the_batched_tokens_rule_reads_only_the_flags_given():
+    _, check = check_serve_line("vllm serve m --max-num-seqs 300")
+    assert "serve-batched-tokens-below-seqs" not in [f.code for f in check.findings]
+    _, check = check_serve_line("vllm serve m --max-num-seqs 300 --max-num-batched-tokens 200")
+    assert "serve-batched-tokens-below-seqs" in [f.code for f in check.findings]

@@ -282,7 +282,7 @@ def ngram_window(ctx: Context) -> None:
                 "chosen\"), not min 1 as its docstring says, so only 5-gram matches are "
                 "drafted", "set them, e.g. \"prompt_lookup_min\": 2, \"prompt_lookup_max\": 5 "
                 "(vLLM's docs example)")
-    elif lo_given != hi_given:
+    elif lo_given != hi_given and (hi if hi_given else lo) is not None:  # a refused value
         given, other, val = (("prompt_lookup_max", "prompt_lookup_min", hi) if hi_given
                              else ("prompt_lookup_min", "prompt_lookup_max", lo))
         ctx.add("ngram-lookup-mirrored", "warning", other, f"{other} is not set: vLLM sets it "

@@ -53,7 +53,10 @@ def coerce(kind: str, value):
         return None, "refused"
     if kind == "float":
         if isinstance(value, (int, float)):
-            return float(value), ("coerced" if isinstance(value, bool) else None)
+            try:
+                return float(value), ("coerced" if isinstance(value, bool) else None)
+            except OverflowError:  # an int of 309+ digits: pydantic's float_type refuses it
+                return None, "refused"
         if isinstance(value, str) and value.isascii():
             try:
                 return float(value), "coerced"
@@ -258,7 +261,8 @@ def huge_gamma(ctx: Context) -> None:
         what = f"{MAX_SENSIBLE_GAMMA} tokens, the context of the smallest models"
     else:
         return
-    shown = f"{nst}" if nst < 10 ** 12 else f"{nst:.3g}"
+    shown = f"{nst}" if nst < 10 ** 12 else f"{float(nst):.3g}" if nst < 10 ** 300 else \
+        f"{str(nst)[:12]}... ({len(str(nst))} digits)"  # no float holds it (T6-T1)
     ctx.add("num-speculative-tokens-huge", "warning", "num_speculative_tokens",
             f"num_speculative_tokens={shown}: vLLM accepts any integer > 0, but every step "
             f"would draft that many tokens, beyond {what}; vLLM's docs use 1 to 32, so this is "
