@@ -443,7 +443,9 @@ def _serve_line(st, cfg, pols, on, workload, profile=None):
     if conf is None:
         return None, []
     if st.engine.name == "sglang":  # SGLang's own launch line (plan's: one home)
-        line = sglang_launch_line(st, conf, max_num_seqs=cfg.max_num_seqs)
+        # the most requests the run had in flight: a closed loop's concurrency, else the cap
+        running = min(cfg.max_num_seqs, workload.max_concurrency or cfg.max_num_seqs)
+        line = sglang_launch_line(st, conf, max_num_seqs=running)
         if line is None:
             return None, [Note("sglang-no-algorithm",
                                f"no launch line: the draft method {st.draft.method} has no "

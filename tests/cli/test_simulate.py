@@ -321,9 +321,11 @@ def test_engine_sglang_prints_sglangs_launch_line_as_plan_does(capsys):
     assert r["verdict"] == "pays" and r["schedule"] is None
     assert set(r["policies"]) == {"off", "k=3"}
     st = S.setup("H100-SXM", "Llama-3.1-8B", "eagle3", engine="sglang")
+    # at most --concurrency 4 in flight: SGLang's default cap of 48 holds them, no flag
     want = sglang_launch_line(st, {"num_speculative_tokens": 3, "model": "<eagle3-checkpoint>"},
-                              max_num_seqs=r["setup"]["max_num_seqs"])
+                              max_num_seqs=4)
     assert r["serve"] == want and want.startswith("python -m sglang.launch_server")
+    assert "--max-running-requests" not in want
     assert "--speculative-num-draft-tokens 4" in want and "sglang-launch-line" in r[
         "serve_note_codes"]
     code, out, _ = run(capsys, "plan", "--engine", "sglang", "--gpu", "H100-SXM", "--model",
