@@ -6,7 +6,12 @@ Exit status: 0 printed; 2 on bad input (argparse's own errors; a rate <= 0, a co
 < 1, lengths < 1, a token budget below one request's verify step, an acceptance profile
 without the gammas simulated, a log row without lengths, a synthetic load that would take
 more than :data:`MAX_SIM_S` to simulate (``--num-prompts``; above :data:`WARN_SIM_S` the
-estimate is printed as a warning and the run goes on): one line naming the flag or row).
+estimate is printed as a warning and the run goes on; with ``--engine vllm-v0`` a
+``--max-num-batched-tokens`` V0 refuses to build; ``--schedule`` or
+``--disable-by-batch-size`` with ``--engine sglang``): one line naming the flag or row).
+With ``--engine sglang`` the line printed is SGLang's launch line
+(:func:`specnb.advise.plan.sglang_launch_line`, serve note ``sglang-launch-line``; none
+with ``sglang-no-algorithm``) and no vLLM schedule is simulated.
 Only argparse is imported at registration.
 """
 
