@@ -197,7 +197,8 @@ def serve_memory_findings(settings: dict, model: str, config: dict, gpu: str, *,
                "so vLLM serves sequences up to that length ('Auto-fit max_model_len: reduced "
                f"from {ctx} ...')" if fits < ctx else
                f"the target {arch.name}'s full {ctx} positions fit on {where}"),
-            "" if fits >= ctx else f"give --max-model-len {fits} or less to pin the length yourself",
+            "" if fits >= ctx else f"give --max-model-len {fits} or less to pin the length "
+            "yourself",
             code="max-model-len-auto-fit")]
         ctx = min(fits, ctx)
     cap = int(S.max_batch_in_memory(st, ctx))

@@ -297,7 +297,8 @@ def test_a_draft_counted_in_fp8_is_noted_vllm_loads_it_unquantized(capsys):
 def test_config_check_reads_max_model_len_auto_as_vllms_auto_fit(capsys, value):
     """T6-W10: vLLM 0.33 fits max_model_len to the KV cache for 'auto' / -1, not the model's
     full length; the 4090's fit is the refusal's own fix length."""
-    line = f"vllm serve meta-llama/Llama-3.1-8B --max-model-len {value} --speculative-config '{NGRAM}'"
+    line = (f"vllm serve meta-llama/Llama-3.1-8B --max-model-len {value} "
+            f"--speculative-config '{NGRAM}'")
     code, found = check(capsys, line, "RTX-4090")
     n = S.max_model_len_that_fits(S.setup("RTX-4090", "Llama-3.1-8B", "ngram"), 131072)
     assert code == 0 and "kv-cache-below-max-model-len" not in found
