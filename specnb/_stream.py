@@ -18,6 +18,7 @@ Layer L0: imports only :mod:`specnb._check`.
 
 from __future__ import annotations
 
+import re
 import sys
 import tempfile
 from dataclasses import dataclass, field
@@ -121,7 +122,10 @@ def _decode(raw: bytes, where: str, offset: int, hint: str) -> str:
 
 def _parts(fh, block: int, limit: int | None = None):
     """``(part, offset in the stream read)`` of ``fh`` read in ``block``-byte reads, each part
-    cut after a line end (the last one as it ends); ``limit``: read at most that many bytes."""
+    cut after a line end (the last one as it ends); ``limit``: read at most that many bytes.
+    A lone ``\r`` (old Mac / a terminal's progress-style log) is a line end too, as Python's
+    universal newlines read it: it comes back as ``\n`` (one byte for one, so offsets hold);
+    ``\r\n`` stays as it is (trial 6 C11)."""
     tail = b""
     at = 0
     left = limit
@@ -131,17 +135,26 @@ def _parts(fh, block: int, limit: int | None = None):
         if left is not None:
             left -= len(chunk)
         data = tail + chunk
+        hold = b""
+        if b"\r" in data:
+            if chunk and data.endswith(b"\r"):  # maybe a \r\n cut between two reads
+                data, hold = data[:-1], b"\r"
+            data = _LONE_CR.sub(b"\n", data)
         if not chunk:
             if data:
                 yield data, at
             return
         cut = data.rfind(b"\n") + 1
         if cut == 0:  # one line longer than a block: keep reading
-            tail = data
+            tail = data + hold
             continue
         yield data[:cut], at
         at += cut
-        tail = data[cut:]
+        tail = data[cut:] + hold
+
+
+#: A carriage return not followed by a line feed (read as a line end by :func:`_parts`).
+_LONE_CR = re.compile(rb"\r(?!\n)")
 
 
 def _count_lines(part: bytes) -> int:

@@ -98,3 +98,22 @@ def test_dense_and_sparse_parts_keep_the_same_lines(tmp_path, seed):
         for keep in (0, 1 << 30):
             got = scan(path, ["MARK", "OTHER"], block=block, keep=keep)
             assert got.lines == want and got.n_kept == len(want)
+
+
+@pytest.mark.parametrize("block", [1, 2, 5, 16, 1 << 20])
+@pytest.mark.parametrize("keep", [0, 1 << 30])
+def test_carriage_returns_alone_end_lines_and_crlf_stays_one_end(tmp_path, block, keep):
+    """T6-C11: a log whose lines end in a lone \\r was one line; Python's universal newlines
+    read \\r, \\n and \\r\\n each as one line end, and so does the scan (re-read too)."""
+    lines = ["plain", "a MARK b", "x", "another MARK", "", "tail MARK"]
+    path = tmp_path / "f.txt"
+    ends = ["\r", "\r\n", "\r", "\n", "\r\n"]  # a \r\n cut between reads at small blocks
+    path.write_bytes("".join(t + e for t, e in zip(lines, ends + [""])).encode())
+    got = scan(path, ["MARK"], block=block, keep=keep)
+    want = [(i + 1, t) for i, t in enumerate(lines) if "MARK" in t]
+    assert list(got.kept()) == want and got.lines == want
+    assert got.n_lines == len(lines) and got.n_bytes == path.stat().st_size
+    cr_only = tmp_path / "cr.txt"
+    cr_only.write_bytes(b"MARK 1\rMARK 2\rplain\rMARK 3\r")
+    got = scan(cr_only, ["MARK"], block=block, keep=keep)
+    assert got.lines == [(1, "MARK 1"), (2, "MARK 2"), (4, "MARK 3")] and got.n_lines == 4

@@ -181,7 +181,8 @@ def _tax_note() -> Note:
                 "under data parallelism > 1")
 
 
-def setup_config(st: S.Setup, sched, *, checkpoint: str | None = None):
+def setup_config(st: S.Setup, sched, *, checkpoint: str | None = None,
+                 acceptance_profile=None):
     """The vLLM ``speculative_config`` for a setup and a schedule, with notes.
 
     Method and ``model`` follow the draft: ``ngram`` (with
@@ -191,6 +192,11 @@ def setup_config(st: S.Setup, sched, *, checkpoint: str | None = None):
     ``<eagle3-checkpoint>`` to replace), a draft model (its Hugging Face id or folder),
     ``self`` (``draft_model`` with the target itself; vLLM has no sparse-KV self-draft, so a
     KV budget cannot be expressed).
+
+    ``acceptance_profile`` (a :class:`specnb.acceptance_profile.AcceptanceProfile`): the
+    drafter settings it was replayed with (its ``params``: ``prompt_lookup_*``,
+    ``suffix_decoding_*``) replace the defaults, since the profile's tau and proposal rate
+    are that drafter's (the one home for ``specnb plan`` and ``specnb simulate``).
 
     Returns
     -------
@@ -237,6 +243,11 @@ def setup_config(st: S.Setup, sched, *, checkpoint: str | None = None):
                           f"modelled budget of {d.kv_budget} tokens are a sparse-KV engine's "
                           "(MagicDec, StreamingLLM), not this line's; plan without "
                           "--draft-kv-budget for what vLLM will do"))
+    if acceptance_profile is not None:
+        # the settings the profile was replayed with are the ones to serve
+        opts.update({k: v for k, v in acceptance_profile.params.items()
+                     if v is not None and (k.startswith("prompt_lookup_")
+                                           or k.startswith("suffix_decoding_"))})
     cfg = schedule_config(sched, d.method, model=model, **opts)
     layers = max(1, int(st.target.mtp_layers or 0))
     top_k = max((int(r[2]) for r in sched), default=0) if sched else 0
@@ -353,6 +364,56 @@ def _without_contexts(grid: S.Grid, contexts) -> S.Grid:
     fits = np.ones(grid.speedup.shape, bool) if grid.fits is None else np.array(grid.fits)
     fits[:, np.isin(grid.contexts, list(contexts)), :] = False
     return dataclasses.replace(grid, fits=fits)
+
+
+#: SGLang's --speculative-algorithm for specnb's draft methods (SGLang's docs: EAGLE-2/3,
+#: MTP through EAGLE, a small draft model as STANDALONE, NGRAM); others have no SGLang name.
+SGLANG_ALGORITHM = {"eagle3": "EAGLE3", "eagle": "EAGLE", "mtp": "EAGLE",
+                    "draft_model": "STANDALONE", "ngram": "NGRAM"}
+
+
+#: SGLang's default request cap with speculative decoding (EAGLE, EAGLE3, STANDALONE; MTP runs
+#: as EAGLE): ``server_args.py`` ``_handle_speculative_decoding`` sets
+#: ``max_running_requests = 48`` when unset ("Max running requests is reset to 48 for
+#: speculative decoding"; 32 in early-2025 versions), and its CUDA graphs for speculative
+#: decoding are captured up to that batch; SGLang's DeepSeek guide: "To enable DeepSeek MTP
+#: for large batch sizes (>48) ... Adjust --max-running-requests ... Set --cuda-graph-bs".
+SGLANG_SPEC_MAX_RUNNING_REQUESTS = 48
+
+
+def sglang_launch_line(st: S.Setup, config: dict | None, *, max_num_seqs: int | None = None,
+                       tree: dict | None = None) -> str | None:
+    """``python -m sglang.launch_server`` for a setup and its (vLLM-form) ``config`` (the
+    one home: ``specnb plan --engine sglang`` and ``specnb simulate --engine sglang``).
+
+    The speculative flags are the tree's when ``tree`` is given (``steps``, ``topk``,
+    ``num_draft_tokens``), else the chain of ``config["num_speculative_tokens"]``: topk 1,
+    steps + 1 draft tokens; the draft's checkpoint (``config["model"]``) for EAGLE /
+    STANDALONE; the weight dtype as for vLLM (:func:`specnb.serving.serve_weight_args`);
+    ``--tp-size`` with gpus > 1; ``--max-running-requests`` and ``--cuda-graph-max-bs`` at
+    ``max_num_seqs`` when it exceeds :data:`SGLANG_SPEC_MAX_RUNNING_REQUESTS` (else SGLang
+    admits at most 48 requests with speculation on). None when ``config`` is None (nothing
+    pays) or the draft method has no SGLang name (:data:`SGLANG_ALGORITHM`)."""
+    algo = SGLANG_ALGORITHM.get(st.draft.method)
+    if config is None or algo is None:
+        return None
+    steps = tree["steps"] if tree else int(config["num_speculative_tokens"])
+    topk = tree["topk"] if tree else 1
+    ndt = tree["num_draft_tokens"] if tree else steps + 1
+    draft = ([] if algo == "NGRAM" or st.draft.method == "mtp" else
+             ["--speculative-draft-model-path", config.get("model") or "<draft>"])
+    # the weight dtype as for vLLM (SGLang takes --quantization fp8 online, --dtype too)
+    model, weight_args, _ = S.serve_weight_args(st.target, st.dtype)
+    parts = ["python", "-m", "sglang.launch_server", "--model-path", model,
+             "--speculative-algorithm", algo, *draft, "--speculative-num-steps", str(steps),
+             "--speculative-eagle-topk", str(topk), "--speculative-num-draft-tokens", str(ndt),
+             *weight_args]
+    if st.gpus > 1:
+        parts += ["--tp-size", str(st.gpus)]
+    if max_num_seqs and max_num_seqs > SGLANG_SPEC_MAX_RUNNING_REQUESTS:
+        parts += ["--max-running-requests", str(max_num_seqs),
+                  "--cuda-graph-max-bs", str(max_num_seqs)]
+    return " ".join(parts)
 
 
 def v0_no_serve_line(st: S.Setup, tool: str = "plan") -> Note | None:
@@ -688,12 +749,7 @@ def serving_plan(st: S.Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=
         grid, full = _without_contexts(grid, over), _without_contexts(full, over)
     nothing = S.cannot_serve(st, contexts)
     sched = schedule_of(full)
-    cfg, notes = setup_config(st, sched)
-    if acceptance_profile is not None and cfg is not None:
-        # the settings the profile was replayed with are the ones to serve
-        cfg.update({k: v for k, v in acceptance_profile.params.items()
-                    if v is not None and (k.startswith("prompt_lookup_")
-                                          or k.startswith("suffix_decoding_"))})
+    cfg, notes = setup_config(st, sched, acceptance_profile=acceptance_profile)
     if cfg is None:  # no serve line: no placeholder in it to replace
         notes = [n for n in notes if n.code != "checkpoint-placeholder"]
     if nothing is not None:  # no on/off advice: nothing runs at all

@@ -11,7 +11,8 @@ Finding codes (stable): ``memory-not-checked`` (note: the target, its weight dty
 tensor-parallel refusal), ``kv-cache-below-max-model-len`` (error: vLLM refuses to start),
 ``verify-memory-cap`` (note: fewer than ``--max-num-seqs`` sequences at ``--max-model-len``);
 from :func:`serve_batch_findings` ``serve-default-batched-tokens-below-seqs`` (error); from
-:func:`serve_target_findings` ``serve-tensor-parallel`` and ``serve-max-model-len-above-target``
+:func:`serve_target_findings` ``serve-tensor-parallel``, ``serve-max-model-len-above-target``
+(a warning, ``serve-max-model-len-above-target-allowed``, with VLLM_ALLOW_LONG_MAX_MODEL_LEN=1)
 (errors).
 """
 
@@ -27,7 +28,8 @@ _SPEC = {"eagle": "eagle", "eagle3": "eagle3", "mtp": "mtp", "ngram": "ngram",
          "suffix": "suffix"}
 
 
-def serve_target_findings(settings: dict, model: str, *, target_config=None) -> tuple:
+def serve_target_findings(settings: dict, model: str, *, target_config=None,
+                          env=None) -> tuple:
     """vLLM's refusals that depend on the served model alone, GPU or not, when specnb knows
     the target (catalogue name or Hugging Face id, or its config.json, ``target_config``
     first): ``-tp`` that does not split the model (:func:`specnb.serving.check_tensor_parallel`,
@@ -39,8 +41,12 @@ def serve_target_findings(settings: dict, model: str, *, target_config=None) -> 
     (:func:`specnb.serving.quantization_conflict`: ``quantization-mismatch``), as errors;
     a ``--quantization`` vLLM overrides (``quantization-overridden``), a warning.
     A config with RoPE scaling is not judged on ``--max-model-len`` (vLLM scales its derived
-    maximum by some RoPE types' factor, which specnb does not model). Empty for a model
-    specnb does not know."""
+    maximum by some RoPE types' factor, which specnb does not model). ``env``: the line's
+    environment (:attr:`specnb.vllm.ServeLine.env`); with ``VLLM_ALLOW_LONG_MAX_MODEL_LEN``
+    ``1`` / ``true`` (vLLM 0.33 ``envs.py``) the long ``--max-model-len`` is vLLM's warning,
+    not its refusal (``config/model.py``: "VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with
+    extreme caution"): a warning, code ``serve-max-model-len-above-target-allowed``. Empty
+    for a model specnb does not know."""
     from .. import serving as S
     from ..vllm import Finding
 
@@ -70,7 +76,19 @@ def serve_target_findings(settings: dict, model: str, *, target_config=None) -> 
     mml = s.get("max_model_len")
     if isinstance(mml, int) and mml > 0 and not scaled:
         for note in S.context_limit_notes(arch, [mml]):
-            if note.code == "context-over-max-positions":
+            allowed = str((env or {}).get("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "0")).strip() \
+                .lower() in ("1", "true")  # vLLM 0.33 envs.py's reading
+            if note.code == "context-over-max-positions" and allowed:
+                found.append(Finding(
+                    "warning", None, f"--max-model-len {mml} is above the target {arch.name}'s "
+                    f"max_position_embeddings {arch.max_position_embeddings}; with "
+                    "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 vLLM starts and warns 'must be used with "
+                    "extreme caution. If the model uses relative position encoding (RoPE), "
+                    "positions exceeding derived_max_model_len lead to nan'",
+                    f"keep requests within {arch.max_position_embeddings} tokens, or serve a "
+                    "long-context variant of the model",
+                    code="serve-max-model-len-above-target-allowed"))
+            elif note.code == "context-over-max-positions":
                 found.append(Finding(
                     "error", None, f"--max-model-len {mml} is above the target {arch.name}'s "
                     f"max_position_embeddings {arch.max_position_embeddings}: vLLM refuses it at "
@@ -105,6 +123,10 @@ def serve_memory_findings(settings: dict, model: str, config: dict, gpu: str, *,
     longest ``--max-model-len`` that fits (vLLM's own estimate) or a higher
     ``--gpu-memory-utilization``. When one fits but fewer than ``--max-num-seqs`` (vLLM's
     default on the GPU when not given), a note: vLLM starts and preempts when the cache fills.
+    ``--max-model-len auto`` / ``-1`` (vLLM 0.33 ``human_readable_int_or_auto``): vLLM fits
+    max_model_len to the KV cache (``_auto_fit_max_model_len``, same file), so the check runs
+    at the longest length that fits (at most the target's), note ``max-model-len-auto-fit``;
+    it fails only when not one token fits, error ``max-model-len-auto-fit-fails``.
 
     Returns
     -------
@@ -156,6 +178,29 @@ def serve_memory_findings(settings: dict, model: str, config: dict, gpu: str, *,
                            "the line gives no --max-model-len")
     where = f"{gpu} x{st.gpus}"
     weights = f"{dtype} weights ({why})"
+    auto = []
+    if mml == -1:  # 'auto' / -1: vLLM fits max_model_len to the KV cache (_auto_fit_...)
+        fits = S.max_model_len_that_fits(st, ctx)
+        if fits < 1:
+            return (Finding(
+                "error", None, f"vLLM refuses to start: --max-model-len auto needs room for "
+                f"one token's KV cache of target and draft ({kv}) beside the {weights}, and "
+                f"on {where} at gpu_memory_utilization {st.memory_fraction:g} none is left "
+                "(vLLM 0.33 _auto_fit_max_model_len: 'Cannot auto-fit max_model_len: not "
+                "enough GPU memory available to serve even a single token')",
+                "a larger GPU, more GPUs (-tp), a smaller weight dtype or a higher "
+                "--gpu-memory-utilization", code="max-model-len-auto-fit-fails"),)
+        auto = [Finding(
+            "note", None, f"--max-model-len auto (-1): vLLM fits max_model_len to the KV cache "
+            f"(v1/core/kv_cache_planning.py _auto_fit_max_model_len): "
+            + (f"about {fits} of the target {arch.name}'s {ctx} positions fit on {where}, "
+               "so vLLM serves sequences up to that length ('Auto-fit max_model_len: reduced "
+               f"from {ctx} ...')" if fits < ctx else
+               f"the target {arch.name}'s full {ctx} positions fit on {where}"),
+            "" if fits >= ctx else f"give --max-model-len {fits} or less to pin the length "
+            "yourself",
+            code="max-model-len-auto-fit")]
+        ctx = min(fits, ctx)
     cap = int(S.max_batch_in_memory(st, ctx))
     if cap < 1:
         left = (st.memory_fraction * st.gpus * st.gpu.memory_bytes
@@ -183,9 +228,9 @@ def serve_memory_findings(settings: dict, model: str, config: dict, gpu: str, *,
             code="kv-cache-below-max-model-len"),)
     seqs = s.get("max_num_seqs") or default_batch_limits(gpu)[1]
     if cap >= seqs:
-        return ()
+        return tuple(auto)
     given = "" if "max_num_seqs" in s else f" (vLLM's default on {gpu})"
-    return (Finding("note", None, f"--max-num-seqs {seqs}{given}: if every sequence reached "
+    return (*auto, Finding("note", None, f"--max-num-seqs {seqs}{given}: if every sequence reached "
                     f"--max-model-len {ctx}, the KV cache of the target"
                     f"{'' if config is None else ' and the draft'} ({kv}) "
                     f"would hold {cap} of them on {where} beside the {weights} "

@@ -185,52 +185,6 @@ def _tree(args, st, acceptance) -> dict | None:
             "note_codes": [] if note is None else [note.code]}
 
 
-#: SGLang's --speculative-algorithm for specnb's draft methods (SGLang's docs: EAGLE-2/3,
-#: MTP through EAGLE, a small draft model as STANDALONE, NGRAM); others have no SGLang name.
-SGLANG_ALGORITHM = {"eagle3": "EAGLE3", "eagle": "EAGLE", "mtp": "EAGLE",
-                    "draft_model": "STANDALONE", "ngram": "NGRAM"}
-
-
-#: SGLang's default request cap with speculative decoding (EAGLE, EAGLE3, STANDALONE; MTP runs
-#: as EAGLE): ``server_args.py`` ``_handle_speculative_decoding`` sets
-#: ``max_running_requests = 48`` when unset ("Max running requests is reset to 48 for
-#: speculative decoding"; 32 in early-2025 versions), and its CUDA graphs for speculative
-#: decoding are captured up to that batch; SGLang's DeepSeek guide: "To enable DeepSeek MTP
-#: for large batch sizes (>48) ... Adjust --max-running-requests ... Set --cuda-graph-bs".
-SGLANG_SPEC_MAX_RUNNING_REQUESTS = 48
-
-
-def _sglang_launch(st, p, tree) -> str | None:
-    """``python -m sglang.launch_server`` with the speculative flags of the plan (the tree's
-    when given, else the best chain: topk 1, steps + 1 draft tokens), and, when the plan's
-    largest batch (``Plan.max_num_seqs``) exceeds :data:`SGLANG_SPEC_MAX_RUNNING_REQUESTS`,
-    ``--max-running-requests`` and ``--cuda-graph-max-bs`` at that batch (else SGLang admits
-    at most 48 requests with speculation on); None when nothing pays or the method has no
-    SGLang name."""
-    from .. import serving as S
-
-    algo = SGLANG_ALGORITHM.get(st.draft.method)
-    if p.config is None or algo is None:
-        return None
-    steps = tree["steps"] if tree else int(p.config["num_speculative_tokens"])
-    topk = tree["topk"] if tree else 1
-    ndt = tree["num_draft_tokens"] if tree else steps + 1
-    draft = ([] if algo == "NGRAM" or st.draft.method == "mtp" else
-             ["--speculative-draft-model-path", p.config.get("model") or "<draft>"])
-    # the weight dtype as for vLLM (SGLang takes --quantization fp8 online, --dtype too)
-    model, weight_args, _ = S.serve_weight_args(st.target, st.dtype)
-    parts = ["python", "-m", "sglang.launch_server", "--model-path", model,
-             "--speculative-algorithm", algo, *draft, "--speculative-num-steps", str(steps),
-             "--speculative-eagle-topk", str(topk), "--speculative-num-draft-tokens", str(ndt),
-             *weight_args]
-    if st.gpus > 1:
-        parts += ["--tp-size", str(st.gpus)]
-    if p.max_num_seqs and p.max_num_seqs > SGLANG_SPEC_MAX_RUNNING_REQUESTS:
-        parts += ["--max-running-requests", str(p.max_num_seqs),
-                  "--cuda-graph-max-bs", str(p.max_num_seqs)]
-    return " ".join(parts)
-
-
 def _format_tree(tree: dict) -> list[str]:
     lines = ["", f"SGLang tree: --speculative-num-steps {tree['steps']} "
                  f"--speculative-eagle-topk {tree['topk']} --speculative-num-draft-tokens "
@@ -375,6 +329,7 @@ def plan(args) -> dict:
         st, bench = _calibrate_bench(args, st, acceptance)
     tree = _tree(args, st, acceptance)
     from ..advise import serving_plan
+    from ..advise.plan import sglang_launch_line
     from ..notes import codes, messages
 
     p = serving_plan(st, args.batch, args.context, args.gamma, input_len=args.input_len,
@@ -424,7 +379,8 @@ def plan(args) -> dict:
         "tree": tree,
         "schedule": p.schedule if p.config is not None else None,
         "config": p.config,
-        "serve": (_sglang_launch(st, p, tree) if st.engine.name == "sglang" else p.serve),
+        "serve": (sglang_launch_line(st, p.config, max_num_seqs=p.max_num_seqs, tree=tree)
+                  if st.engine.name == "sglang" else p.serve),
         "crossover_batch": {str(s): c for s, c in p.crossover_batch.items()},
         "paying_batches": {str(s): r for s, r in p.paying_batches.items()},
         "max_batch_in_memory": {str(c): m for c, m in p.max_batch_in_memory.items()},

@@ -6,7 +6,12 @@ Exit status: 0 printed; 2 on bad input (argparse's own errors; a rate <= 0, a co
 < 1, lengths < 1, a token budget below one request's verify step, an acceptance profile
 without the gammas simulated, a log row without lengths, a synthetic load that would take
 more than :data:`MAX_SIM_S` to simulate (``--num-prompts``; above :data:`WARN_SIM_S` the
-estimate is printed as a warning and the run goes on): one line naming the flag or row).
+estimate is printed as a warning and the run goes on; with ``--engine vllm-v0`` a
+``--max-num-batched-tokens`` V0 refuses to build; ``--schedule`` or
+``--disable-by-batch-size`` with ``--engine sglang``): one line naming the flag or row).
+With ``--engine sglang`` the line printed is SGLang's launch line
+(:func:`specnb.advise.plan.sglang_launch_line`, serve note ``sglang-launch-line``; none
+with ``sglang-no-algorithm``) and no vLLM schedule is simulated.
 Only argparse is imported at registration.
 """
 
@@ -264,7 +269,7 @@ def _check_flags(a) -> str | None:
 
 #: Library parameter names that errors without ``param`` may spell (named as flags by
 #: :data:`specnb.cli.FLAGS`).
-_NAMES = ("range_ratio", "max_batch")
+_NAMES = ("range_ratio", "max_batch", "max_num_batched_tokens")
 
 
 def _acceptance(a, M, profile=None):
@@ -311,6 +316,12 @@ def simulate(a) -> dict:
 
         profile = acceptance_profile.load(a.acceptance_profile)
     acc = _acceptance(a, M, profile)
+    sglang = st.engine.name == "sglang"
+    if sglang and (a.schedule or a.disable_by_batch_size):  # vLLM's per-batch-size K
+        flag = "--schedule" if a.schedule else "--disable-by-batch-size"
+        raise ValueError(f"{flag} with --engine sglang: SGLang runs one "
+                         "--speculative-num-steps at every batch size (no "
+                         "num_speculative_tokens_per_batch_size); leave it out")
     if a.requests:
         w = M.from_log(a.requests, request_rate=a.request_rate, burstiness=a.burstiness,
                        concurrency=a.concurrency, seed=a.seed)
@@ -328,7 +339,7 @@ def simulate(a) -> dict:
     else:
         cfg = M.engine_config(st, **kw)
     sched = None
-    if not a.no_schedule:
+    if not a.no_schedule and not sglang:
         sched = _schedule_flag(a) if a.schedule else _plan_schedule(
             st, acc, w, a.gamma, cfg.max_num_seqs)
     pols = _policies(a, M, cfg.max_num_seqs, sched)
@@ -346,8 +357,8 @@ def simulate(a) -> dict:
     strip = lambda r: {k: v for k, v in r.items() if k not in _LISTS}  # noqa: E731
     on = cmp["on"]
     notes = _notes(a, w, profile, cmp, sim.config, off_cfg, st)
-    serve, serve_notes = (_serve_line(st, sim.config, pols, on, w) if cmp["verdict"] == "pays"
-                          else (None, []))
+    serve, serve_notes = (_serve_line(st, sim.config, pols, on, w, profile)
+                          if cmp["verdict"] == "pays" else (None, []))
     return {"setup": {"gpu": st.gpu.name, "gpus": st.gpus, "model": st.target.name,
                       "dtype": st.dtype, "kv_cache_dtype": st.kv_dtype,
                       "dtype_from": "--dtype" if a.dtype else "checkpoint",
@@ -415,22 +426,41 @@ def _notes(a, w, profile, cmp, cfg=None, off_cfg=None, st=None) -> list:
     return out
 
 
-def _serve_line(st, cfg, pols, on, workload):
+def _serve_line(st, cfg, pols, on, workload, profile=None):
     """The serve line of the winning policy (:func:`specnb.advise.plan.setup_serve_line`: the
     plan's flags, the weight dtype, --max-model-len of the longest request when the model's
-    full length does not fit) and its notes."""
+    full length does not fit; the acceptance profile's drafter settings, as plan serves them:
+    :func:`specnb.advise.plan.setup_config`) and its notes; with engine sglang SGLang's
+    launch line (:func:`specnb.advise.plan.sglang_launch_line`, as ``plan --engine sglang``),
+    note ``sglang-launch-line``, or none with note ``sglang-no-algorithm``."""
     import numpy as np
 
-    from ..advise.plan import setup_config, setup_serve_line, v0_no_serve_line
+    from ..advise.plan import (setup_config, setup_serve_line, sglang_launch_line,
+                               v0_no_serve_line)
+    from ..notes import Note
 
     v0 = v0_no_serve_line(st, "simulate")
     if v0 is not None:  # a V0 run: no V1 line (T6-W3)
         return None, [v0]
     pol = next(p for p in pols if p.name == on)
     sched = [list(r) for r in pol.schedule] if pol.schedule else [[1, cfg.max_num_seqs, pol.k]]
-    conf, _ = setup_config(st, sched)
+    conf, _ = setup_config(st, sched, acceptance_profile=profile)
     if conf is None:
         return None, []
+    if st.engine.name == "sglang":  # SGLang's own launch line (plan's: one home)
+        # the most requests the run had in flight: a closed loop's concurrency, else the cap
+        running = min(cfg.max_num_seqs, workload.max_concurrency or cfg.max_num_seqs)
+        line = sglang_launch_line(st, conf, max_num_seqs=running)
+        if line is None:
+            return None, [Note("sglang-no-algorithm",
+                               f"no launch line: the draft method {st.draft.method} has no "
+                               "SGLang --speculative-algorithm (EAGLE, EAGLE3, STANDALONE, "
+                               "NGRAM)")]
+        return line, [Note("sglang-launch-line",
+                           "the figures are SGLang's (engine sglang): the line is SGLang's "
+                           "launch_server, one --speculative-num-steps at every batch size "
+                           "(no vLLM schedule simulated); --max-num-batched-tokens is vLLM's "
+                           "and is not in it")]
     longest = int(np.max(np.asarray(workload.input_len) + np.asarray(workload.output_len)))
     return setup_serve_line(st, conf, max_num_seqs=cfg.max_num_seqs, contexts=[longest],
                             extra_args=["--max-num-batched-tokens",
@@ -482,10 +512,15 @@ def format_simulation(r: dict) -> str:
         lines.append(f"schedule {json.dumps(r['schedule'])}: one K at every batch size, the "
                      "static policy of that K above (no row of its own)")
     lines += [f"note: {n}" for n in r.get("notes", [])]
-    lines.append(r["serve"] if r["serve"] else "serve: none (the run is vLLM V0's; a vllm "
-                 "serve line is V1's: see the note)"
-                 if "v0-no-serve-line" in r.get("serve_note_codes", [])
-                 else "serve: leave speculative decoding off")
+    if r["serve"]:
+        lines.append(r["serve"])
+    elif "sglang-no-algorithm" in r.get("serve_note_codes", []):
+        lines.append("launch: none (see the note)")
+    elif "v0-no-serve-line" in r.get("serve_note_codes", []):
+        lines.append("serve: none (the run is vLLM V0's; a vllm serve line is V1's: see the "
+                     "note)")
+    else:
+        lines.append("serve: leave speculative decoding off")
     lines += [f"note: {n}" for n in r.get("serve_notes", [])]
     lines += [f"saved {p}" for p in r["saved"]]
     return "\n".join(lines)

@@ -185,7 +185,11 @@ def v0_engine_config(st, *, speculative: bool, max_model_len=None, **kw) -> Engi
     Raises
     ------
     ValueError
-        as :func:`engine_config`.
+        as :func:`engine_config`; a ``max_num_batched_tokens`` below ``max_model_len`` without
+        chunked prefill (a speculating run, or any run at <= 32K positions), which V0 refuses
+        to build: v0.6.3 ``config.py`` ``SchedulerConfig._verify_args`` ("max_num_batched_tokens
+        (N) is smaller than max_model_len (M)"); a ``ParamValueError`` naming
+        ``max_num_batched_tokens``.
     """
     mml = (st.target.max_position_embeddings or 131072) if max_model_len is None else \
         _check.scalar_int("max_model_len", max_model_len, lo=2)
@@ -193,6 +197,16 @@ def v0_engine_config(st, *, speculative: bool, max_model_len=None, **kw) -> Engi
     kw.setdefault("max_num_seqs", V0_MAX_NUM_SEQS)
     budget = V0_CHUNKED_BUDGET if chunked else max(mml, 2048)
     kw.setdefault("max_num_batched_tokens", budget)
+    tok = kw["max_num_batched_tokens"]
+    if tok is not None and not chunked and _check.scalar_int("max_num_batched_tokens", tok,
+                                                                lo=1) < mml:
+        run = "a speculating run" if speculative else f"a run at {mml} positions"
+        raise _check.ParamValueError(
+            f"max_num_batched_tokens {tok} is below max_model_len {mml} (the target "
+            f"{st.target.name}'s) without chunked prefill ({run}): vLLM V0 refuses to start "
+            "(v0.6.3 SchedulerConfig: max_num_batched_tokens must be >= max_model_len unless "
+            f"chunked prefill is on, and V0 turns it off with speculative decoding); give "
+            f"max_num_batched_tokens >= {mml}", "max_num_batched_tokens")
     return engine_config(st, max_model_len=mml, chunked_prefill=chunked, **kw)
 
 

@@ -35,7 +35,8 @@ class ServeLine:
     ``--speculative-config`` receives, dotted flags merged, or None), settings (every other flag,
     {dest: value}), vllm (the release whose flags parsed it), replaced (a JSON
     ``--speculative-config`` that dotted flags replaced, or None), dotted (the config came from
-    ``--speculative-config.KEY`` flags)."""
+    ``--speculative-config.KEY`` flags), env (the ``NAME=value`` words before the command, as
+    a shell sets them for it: ``VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 vllm serve ...``)."""
 
     model: str | None
     speculative_config: str | None
@@ -43,6 +44,7 @@ class ServeLine:
     vllm: str = ""
     replaced: str | None = None
     dotted: bool = False
+    env: dict = field(default_factory=dict)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -199,20 +201,43 @@ def _flexible(args: list[str]) -> tuple[list[str], set]:
 API_SERVER = "vllm.entrypoints.openai.api_server"
 
 
-def _words(line) -> tuple[list[str], bool]:
-    """(the words after the command, whether it is ``python -m`` :data:`API_SERVER`)."""
+#: A shell's variable assignment word (``NAME=value`` before a command sets it for that run).
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+
+
+def _words(line) -> tuple[list[str], bool, dict]:
+    """(the words after the command, whether it is ``python -m`` :data:`API_SERVER`, the
+    environment the line sets). Split as a POSIX shell does: a line whose first word starts
+    with ``#`` is a comment (a pasted script's), leading ``NAME=value`` words (and
+    ``export NAME=value`` lines before the command) are the command's environment (trial 6
+    C7)."""
     if isinstance(line, (list, tuple)):
         words = [str(w) for w in line]
     elif isinstance(line, str):
         try:
-            words = shlex.split(line.replace("\\\n", " "))
+            text = line.replace("\\\r\n", " ").replace("\\\n", " ")
+            # a comment line (shlex's own comments would also cut a word at an inner #)
+            text = "\n".join(t for t in text.split("\n") if not t.lstrip().startswith("#"))
+            words = shlex.split(text)
         except ValueError as exc:
             raise ServeLineError(f"the serve line is not one a POSIX shell can split: {exc}"
                                  ) from None
     else:
         raise TypeError(f"line must be a str or a list of words, got {type(line).__name__}")
+    env = {}
+    while words and (words[0] == "export" or _ASSIGNMENT.match(words[0])):
+        word = words.pop(0)
+        if word != "export":
+            name, _, value = word.partition("=")
+            env[name] = value
     if not words:
         raise ServeLineError("the serve line is empty: give 'vllm serve MODEL ...'")
+    words, api_server = _command(words)
+    return words, api_server, env
+
+
+def _command(words: list) -> tuple[list[str], bool]:
+    """(the words after the command, whether it is ``python -m`` :data:`API_SERVER`)."""
     head = words[0].rsplit("/", 1)[-1]
     if re.fullmatch(r"python[\d.]*", head) and words[1:3] == ["-m", "vllm.entrypoints.cli.main"]:
         words, head = ["vllm", *words[3:]], "vllm"  # the module the vllm command runs
@@ -242,7 +267,7 @@ def parse_serve_line(line, vllm_version: str | None = None) -> ServeLine:
     vLLM's parser refuses (an unknown flag, a value of the wrong type, a missing value);
     TypeError for a ``line`` that is no str or list."""
     table, _ = select(vllm_version)
-    words, api_server = _words(line)
+    words, api_server, env = _words(line)
     parser, release = _parser(table.vllm, api_server)
     args, dotted = _flexible(words)
     names = {a.split("=")[0] for a in args}
@@ -266,7 +291,7 @@ def parse_serve_line(line, vllm_version: str | None = None) -> ServeLine:
     if spec is not None and not isinstance(spec, str):  # a str: a flag of type str (0.8.x)
         spec = json.dumps(spec)
     return ServeLine(model, spec, given, release,
-                     replaced, bool({"--speculative-config", "-sc"} & dotted))
+                     replaced, bool({"--speculative-config", "-sc"} & dotted), env)
 
 
 def _ngram_fix():

@@ -43,6 +43,25 @@ def test_one_sequence_that_does_not_fit_is_vllms_start_up_refusal_with_its_fix()
     assert "--gpu-memory-utilization 0.92" in low["kv-cache-below-max-model-len"].fix
 
 
+def test_max_model_len_auto_is_fitted_to_the_kv_cache_as_vllm_does():
+    """T6-W10: vLLM 0.33 reads 'auto' / -1 as -1 and _auto_fit_max_model_len binary-searches
+    the longest length that fits; it refuses only when not one token fits."""
+    st = S.setup("RTX-4090", "Llama-3.1-8B", "ngram")
+    n = S.max_model_len_that_fits(st, 131072)
+    found = codes(serve_memory_findings({"max_model_len": -1, "max_num_seqs": 1},
+                                        "meta-llama/Llama-3.1-8B", NGRAM, "RTX-4090"))
+    assert set(found) == {"max-model-len-auto-fit"}  # no refusal, one sequence at n fits
+    f = found["max-model-len-auto-fit"]
+    assert f.severity == "note" and f"about {n} of the target Llama-3.1-8B's 131072" in f.message
+    full = codes(serve_memory_findings({"max_model_len": -1, "max_num_seqs": 1},
+                                       "meta-llama/Llama-3.1-8B", NGRAM, "H100-SXM"))
+    assert "full 131072 positions fit" in full["max-model-len-auto-fit"].message
+    none = codes(serve_memory_findings({"max_model_len": -1}, "meta-llama/Llama-3.1-70B",
+                                       NGRAM, "H100-SXM"))  # 141 GB of weights on 80 GB
+    assert set(none) == {"max-model-len-auto-fit-fails"}
+    assert none["max-model-len-auto-fit-fails"].severity == "error"
+
+
 def test_a_width_not_in_the_line_is_not_checked():
     found = codes(serve_memory_findings({"quantization": "compressed-tensors"},
                                         "meta-llama/Llama-3.1-8B", NGRAM, "RTX-4090"))

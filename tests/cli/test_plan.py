@@ -793,7 +793,7 @@ def test_sglang_launch_line_lifts_the_speculative_request_cap_for_large_batches(
     (server_args.py; its DeepSeek guide's note on MTP beyond batch 48): a plan up to batch 64
     carries --max-running-requests and --cuda-graph-max-bs at its --max-num-seqs."""
     from specnb.cli import main
-    from specnb.cli.plan import SGLANG_SPEC_MAX_RUNNING_REQUESTS
+    from specnb.advise.plan import SGLANG_SPEC_MAX_RUNNING_REQUESTS
 
     argv = ["plan", "--gpu", "H100-SXM", "--model", "Llama-3.1-8B", "--engine", "sglang",
             "--draft", "eagle3", "--gamma", "3", "--tau", "3.5", "--context", "2000",

@@ -293,6 +293,34 @@ def test_a_draft_counted_in_fp8_is_noted_vllm_loads_it_unquantized(capsys):
     assert "draft-dtype-not-in-line" not in mtp["note_codes"]
 
 
+@pytest.mark.parametrize("value", ["auto", "-1"])
+def test_config_check_reads_max_model_len_auto_as_vllms_auto_fit(capsys, value):
+    """T6-W10: vLLM 0.33 fits max_model_len to the KV cache for 'auto' / -1, not the model's
+    full length; the 4090's fit is the refusal's own fix length."""
+    line = (f"vllm serve meta-llama/Llama-3.1-8B --max-model-len {value} "
+            f"--speculative-config '{NGRAM}'")
+    code, found = check(capsys, line, "RTX-4090")
+    n = S.max_model_len_that_fits(S.setup("RTX-4090", "Llama-3.1-8B", "ngram"), 131072)
+    assert code == 0 and "kv-cache-below-max-model-len" not in found
+    assert f"about {n} of" in found["max-model-len-auto-fit"]["message"]
+    assert f"--max-model-len {n}," in found["verify-memory-cap"]["message"]
+
+
+def test_config_check_reads_vllm_allow_long_max_model_len_before_the_command(capsys):
+    """T6-C7: the env var config check's own refusal names, set before the command, makes
+    vLLM warn instead of refusing (vLLM 0.33 config/model.py); a script's comments parse."""
+    line = (f"vllm serve meta-llama/Llama-3.1-8B \\\n --max-model-len 200000 "
+            f"--speculative-config '{NGRAM}'")
+    code, found = check(capsys, line, "H100-SXM")
+    assert code == 1 and found["serve-max-model-len-above-target"]["severity"] == "error"
+    code, found = check(capsys, "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 " + line, "H100-SXM")
+    assert code == 0 and "serve-max-model-len-above-target" not in found
+    assert found["serve-max-model-len-above-target-allowed"]["severity"] == "warning"
+    code, found = check(capsys, "# serve it\nexport VLLM_ALLOW_LONG_MAX_MODEL_LEN=0\n" + line,
+                        "H100-SXM")
+    assert code == 1 and "serve-max-model-len-above-target" in found
+
+
 # Sixth trial T6-W2, T6-W7, T6-M1, T6-W5, T6-C1, T6-W6, T6-W3, T6-C5, T6-C6 (faults7b): the
 # checkpoint's own quantization (gpt-oss's MXFP4 experts, DeepSeek-V3's fp8) is what plan
 # assumes by default and what config check holds a --quantization against (vLLM 0.33

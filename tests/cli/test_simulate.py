@@ -278,3 +278,77 @@ def test_one_tau_with_several_gammas_is_read_at_the_first_gamma_as_plan_does(cap
     i = res["note_codes"].index("tau-read-at-first-gamma")
     assert res["notes"][i] == tau_by_gamma(1.8, [1, 3])[2].message
     assert "alpha 0.800" in res["setup"]["acceptance"]
+
+
+def test_simulate_serves_the_acceptance_profiles_ngram_window_as_plan_does(capsys, tmp_path):
+    """T6-W8: the profile's tau is its (5, 5) window's; the serve line must run that window
+    (one home: advise.plan.setup_config), not NGRAM_OPTIONS' (2, 5)."""
+    from specnb import acceptance_profile as AP
+
+    c = AP.Counters(10, 8, 30, 20, (8, 7, 5), (8, 8, 8))
+    AP.save(AP.build("ngram", {3: [(None, {None: c})]}, source={"context_range": [20, 2000]},
+                     params={"prompt_lookup_min": 5, "prompt_lookup_max": 5}),
+            tmp_path / "p.json")
+    code, out, err = run(capsys, "simulate", "--gpu", "H100-SXM", "--model", "Llama-3.1-8B",
+                         "--draft", "ngram", "--gamma", "3", "--acceptance-profile",
+                         str(tmp_path / "p.json"), "--input-len", "500", "--output-len", "40",
+                         "--num-prompts", "16", "--concurrency", "4", "--json")
+    assert code == 0, err
+    r = json.loads(out)
+    assert r["verdict"] == "pays", r["verdict"]
+    cfg = json.loads(r["serve"].split("--speculative-config ")[1].split("'")[1])
+    assert (cfg["prompt_lookup_min"], cfg["prompt_lookup_max"]) == (5, 5)
+    code, out, _ = run(capsys, "plan", "--gpu", "H100-SXM", "--model", "Llama-3.1-8B",
+                       "--draft", "ngram", "--gamma", "3", "--acceptance-profile",
+                       str(tmp_path / "p.json"), "--context", "540", "--batch", "1", "4",
+                       "--json")
+    assert code == 0
+    p = json.loads(out)["config"]
+    assert (p["prompt_lookup_min"], p["prompt_lookup_max"]) == (5, 5)
+
+
+def test_engine_sglang_prints_sglangs_launch_line_as_plan_does(capsys):
+    """T6-W13: SGLang's figures get SGLang's launch line (advise.plan.sglang_launch_line, the
+    one plan prints), no vLLM schedule; a method without an SGLang name gets none, coded."""
+    from specnb import serving as S
+    from specnb.advise.plan import sglang_launch_line
+
+    argv = [*BASE[:-2], "--num-prompts", "16", "--concurrency", "4", "--engine", "sglang",
+            "--json"]
+    code, out, err = run(capsys, *argv)
+    assert code == 0, err
+    r = json.loads(out)
+    assert r["verdict"] == "pays" and r["schedule"] is None
+    assert set(r["policies"]) == {"off", "k=3"}
+    st = S.setup("H100-SXM", "Llama-3.1-8B", "eagle3", engine="sglang")
+    # at most --concurrency 4 in flight: SGLang's default cap of 48 holds them, no flag
+    want = sglang_launch_line(st, {"num_speculative_tokens": 3, "model": "<eagle3-checkpoint>"},
+                              max_num_seqs=4)
+    assert r["serve"] == want and want.startswith("python -m sglang.launch_server")
+    assert "--max-running-requests" not in want
+    assert "--speculative-num-draft-tokens 4" in want and "sglang-launch-line" in r[
+        "serve_note_codes"]
+    code, out, _ = run(capsys, "plan", "--engine", "sglang", "--gpu", "H100-SXM", "--model",
+                       "Llama-3.1-8B", "--draft", "eagle3", "--gamma", "3", "--tau", "2.6",
+                       "--context", "540", "--batch", "1", "4", "--json")
+    assert json.loads(out)["serve"] == sglang_launch_line(
+        st, {"num_speculative_tokens": 3, "model": "<eagle3-checkpoint>"}, max_num_seqs=4)
+    suffix = [a if a != "eagle3" else "suffix" for a in argv]
+    code, out, _ = run(capsys, *suffix)
+    r = json.loads(out)
+    assert r["verdict"] == "pays"  # suffix pays here, but SGLang has no such algorithm
+    assert r["serve"] is None and r["serve_note_codes"] == ["sglang-no-algorithm"]
+    code, out, err = run(capsys, *argv, "--schedule", "[[1, 4, 3]]")
+    assert code == 2 and "--schedule with --engine sglang" in err
+
+
+def test_engine_vllm_v0_refuses_a_budget_v0_cannot_build_naming_the_flag(capsys):
+    """T6-W11: the library's rule (simulate.v0_engine_config), the flag in the message."""
+    code, out, err = run(capsys, "simulate", "--engine", "vllm-v0", "--gpu", "H100-SXM",
+                         "--model", "Llama-3.1-8B", "--draft", "ngram", "--gamma", "3", "--tau",
+                         "1.6", "--input-len", "1000", "--output-len", "64", "--num-prompts",
+                         "16", "--concurrency", "4", "--max-num-batched-tokens", "4096")
+    assert code == 2 and out == ""
+    assert err.startswith("specnb simulate: error: --max-num-batched-tokens 4096 is below "
+                          "max_model_len 131072")
+    assert "give --max-num-batched-tokens >= 131072" in err

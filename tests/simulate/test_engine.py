@@ -244,6 +244,25 @@ def test_v0_defaults_chunk_the_plain_run_of_a_long_context_model_only(model, mml
         assert cfg.max_model_len == (mml or st.target.max_position_embeddings)
 
 
+def test_v0_refuses_a_budget_below_max_model_len_without_chunked_prefill():
+    """T6-W11: v0.6.3 SchedulerConfig._verify_args raises when max_num_batched_tokens <
+    max_model_len and chunked prefill is off (every speculating run: create_engine_config)."""
+    from specnb._check import ParamValueError
+
+    st = S.setup("H100-SXM", "Llama-3.1-8B", "ngram")
+    with pytest.raises(ParamValueError, match="max_num_batched_tokens 4096 is below "
+                       "max_model_len 131072") as exc:
+        M.v0_engine_config(st, speculative=True, max_num_batched_tokens=4096)
+    assert exc.value.param == "max_num_batched_tokens"
+    off = M.v0_engine_config(st, speculative=False, max_num_batched_tokens=4096)  # chunks
+    assert off.chunked_prefill and off.max_num_batched_tokens == 4096
+    on = M.v0_engine_config(st, speculative=True, max_num_batched_tokens=131072)  # = mml: ok
+    assert on.max_num_batched_tokens == 131072
+    short = S.setup("H100-SXM", "Llama-2-7B", "ngram")  # 4,096 positions: no chunking at all
+    with pytest.raises(ParamValueError, match="below max_model_len 4096"):
+        M.v0_engine_config(short, speculative=False, max_num_batched_tokens=2048)
+
+
 def test_v0_defaults_make_ngram_lose_at_the_blogs_high_load():
     # the vLLM blog's n-gram series (V0, Llama-3.1-70B on 4x H100, 837 + 323 tokens): under
     # V0's defaults the plain run chunks its prefills and the n-gram run does not, so at QPS 8

@@ -233,6 +233,22 @@ def test_pipeline_parallelism_with_speculation_is_flagged_up_to_0_15_0():
         line.replace("-pp 2", "-tp 2"), "0.15.0")[1].codes()
 
 
+def test_leading_assignments_and_comment_lines_are_read_as_a_shell_reads_them():
+    """T6-C7: 'NAME=1 vllm serve ...' sets the command's environment; a pasted script's
+    comment lines and 'export NAME=value' lines before the command are not flags."""
+    spec = "'{\"method\": \"ngram\", \"num_speculative_tokens\": 3}'"
+    one = parse_serve_line("VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 A=b vllm serve m \\\n"
+                           f" --max-model-len 200000 --speculative-config {spec}")
+    assert one.env == {"VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1", "A": "b"}
+    assert one.model == "m" and one.settings["max_model_len"] == 200000
+    script = parse_serve_line(f"# serve it\n  # again\nexport X=0\nvllm serve m "
+                              f"--speculative-config {spec}  \n")
+    assert script.env == {"X": "0"} and script.model == "m"
+    assert parse_serve_line(f"vllm serve m --speculative-config {spec}").env == {}
+    with pytest.raises(ServeLineError, match="empty"):
+        parse_serve_line("# nothing but a comment\nX=1")
+
+
 @pytest.mark.parametrize("flags, named", [
     ("--max-num-seqs " + "9" * 400, "--max-num-seqs"),
     ("-tp " + "9" * 400, "--tensor-parallel-size/-tp"),
