@@ -115,10 +115,12 @@ class _Times:
         M, that is a share ``1 - (1 - M)^B`` of the steps, which take the multi-token
         attention time; the rest the decode path's."""
         q = self._q(g)
-        t, cb = _step(*self.tgt, b, s, q, engine_step=self.moe, multi=self.single)
         if self.multi == (1.0, 0.0):
-            return t, cb
+            return _step(*self.tgt, b, s, q, engine_step=self.moe, multi=self.single)
         t_multi, cb_multi = _step(*self.tgt, b, s, q, engine_step=self.moe, multi=self.multi)
+        if self.m >= 1.0:  # every step has a verifying sequence: no decode-path share
+            return t_multi, cb_multi
+        t, cb = _step(*self.tgt, b, s, q, engine_step=self.moe, multi=self.single)
         share = 1.0 - (1.0 - self.m) ** b
         return share * t_multi + (1.0 - share) * t, np.where(share >= 0.5, cb_multi, cb)
 

@@ -198,11 +198,7 @@ def decode_walk(arch, g, gpus: int = 1, engine_step=None, kv_dtype: str = "bf16"
     the swap applies or the rule does not (same conditions as :func:`multi_token_attention`).
     """
     factor, walk = multi_token_attention(arch, g, gpus, engine_step, kv_dtype)
-    if not walk:
-        return 0.0
-    q_heads = arch.n_heads / gpus
-    kv_heads = arch.n_kv_heads / _moe._kv_split_ways(arch, gpus)
-    return walk if q_heads <= kv_heads else 0.0
+    return walk if factor == 1.0 else 0.0  # factor 1: as many KV heads as query heads
 
 
 def _moe_terms(arch, g, n, tokens, moe):
