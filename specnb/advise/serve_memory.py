@@ -13,7 +13,8 @@ tensor-parallel refusal), ``kv-cache-below-max-model-len`` (error: vLLM refuses 
 from :func:`serve_batch_findings` ``serve-default-batched-tokens-below-seqs`` (error); from
 :func:`serve_target_findings` ``serve-tensor-parallel``, ``serve-max-model-len-above-target``
 (a warning, ``serve-max-model-len-above-target-allowed``, with VLLM_ALLOW_LONG_MAX_MODEL_LEN=1)
-(errors).
+(errors), ``target-placeholder`` (warning: the model is plan's ``<NAME-DTYPE-checkpoint>``,
+checked as NAME in DTYPE).
 """
 
 from __future__ import annotations
@@ -26,6 +27,16 @@ __all__ = ["serve_target_findings", "serve_memory_findings", "serve_batch_findin
 #: weights are not known from the line: an EAGLE-3 head stands in).
 _SPEC = {"eagle": "eagle", "eagle3": "eagle3", "mtp": "mtp", "ngram": "ngram",
          "suffix": "suffix"}
+
+
+def _target(model: str, target_config):
+    """The target to model (``target_config`` first) and, when ``model`` is plan's placeholder
+    ``<NAME-DTYPE-checkpoint>`` (:func:`specnb.serving.read_checkpoint_placeholder`), its
+    catalogue name with the placeholder's dtype (else None)."""
+    from .. import serving as S
+
+    placed = None if target_config else S.read_checkpoint_placeholder(model)
+    return (target_config or model, None) if placed is None else placed
 
 
 def serve_target_findings(settings: dict, model: str, *, target_config=None,
@@ -45,20 +56,28 @@ def serve_target_findings(settings: dict, model: str, *, target_config=None,
     environment (:attr:`specnb.vllm.ServeLine.env`); with ``VLLM_ALLOW_LONG_MAX_MODEL_LEN``
     ``1`` / ``true`` (vLLM 0.33 ``envs.py``) the long ``--max-model-len`` is vLLM's warning,
     not its refusal (``config/model.py``: "VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with
-    extreme caution"): a warning, code ``serve-max-model-len-above-target-allowed``. Empty
-    for a model specnb does not know."""
+    extreme caution"): a warning, code ``serve-max-model-len-above-target-allowed``. A model
+    that is plan's placeholder ``<NAME-DTYPE-checkpoint>`` is checked as NAME, with a warning
+    (code ``target-placeholder``). Empty for a model specnb does not know."""
     from .. import serving as S
     from ..vllm import Finding
 
     s = settings
+    target, held = _target(model, target_config)
     try:
-        arch, cfg = S.resolve_architecture(target_config or model)
+        arch, cfg = S.resolve_architecture(target)
     except (OSError, ValueError, KeyError, TypeError):
         return ()  # not a model specnb knows: nothing more to check
     text = (cfg or {}).get("text_config") if isinstance((cfg or {}).get("text_config"), dict) \
         else cfg or {}
     scaled = bool(text.get("rope_scaling") or text.get("rope_parameters"))
-    found = []
+    found = [] if held is None else [Finding(
+        "warning", None, f"the model {model!r} is specnb plan's placeholder for a checkpoint of "
+        f"{arch.name} in {held}; vLLM would try to load a model by that name (checked here as "
+        f"{arch.name} with {held} weights)",
+        f"replace it with a checkpoint of {arch.name} in {held} (an AWQ or GPTQ one for int4 / "
+        "int8: vLLM reads its quantization from the checkpoint's config)",
+        code="target-placeholder")]
     clash = S.quantization_conflict(arch, s.get("quantization"))
     if clash is not None:
         level, fix = (("error", "drop --quantization (vLLM reads the checkpoint's own)")
@@ -137,7 +156,7 @@ def serve_memory_findings(settings: dict, model: str, config: dict, gpu: str, *,
     from ..vllm import Finding
 
     s = settings
-    target = target_config or model
+    target, held = _target(model, target_config)
     # no --speculative-config: the target alone (ngram: a draft without weights or KV cache)
     spec = "ngram" if config is None else _SPEC.get(config.get("method") or "draft_model",
                                                     "eagle3")
@@ -155,7 +174,8 @@ def serve_memory_findings(settings: dict, model: str, config: dict, gpu: str, *,
     except (OSError, ValueError, KeyError, TypeError) as exc:
         return not_checked(f"the target {target!r} is not one specnb models "
                            f"({str(exc).splitlines()[0]})")
-    dtype, why = S.serve_weight_dtype(arch, s.get("quantization"), s.get("dtype"))
+    dtype, why = ((held, "the placeholder's dtype") if held is not None else
+                  S.serve_weight_dtype(arch, s.get("quantization"), s.get("dtype")))
     if dtype is None:
         return not_checked(why)
     try:

@@ -22,7 +22,8 @@ from . import engines, heads, workload
 from . import moe as _moe
 from .step import DEFAULT_EFFICIENCY, DEFAULT_HEAD_EFFICIENCY, Efficiency
 
-__all__ = ["contexts_over_max_positions", "serve_weight_args", "serve_weight_dtype", "FP8_QUANTIZATIONS", "FOUR_BIT_QUANTIZATIONS",
+__all__ = ["contexts_over_max_positions", "serve_weight_args", "serve_weight_dtype",
+           "read_checkpoint_placeholder", "FP8_QUANTIZATIONS", "FOUR_BIT_QUANTIZATIONS",
            "max_model_len_that_fits", "DRAFT_METHODS", "SD_OVERHEAD_MS", "PARTIAL_PROPOSAL_METHODS",
            "DEFAULT_GPU_MEMORY_UTILIZATION", "Draft", "draft", "Setup", "setup",
            "max_batch_in_memory", "memory_cap", "context_limit_notes", "cannot_serve",
@@ -715,7 +716,7 @@ def serve_weight_args(arch: Architecture, dtype: str = "bf16"):
             "warns that the name is deprecated), which the plan's fp8 weights assume; or serve "
             f"an fp8 checkpoint of {arch.name} without the flag")]
     held = ck or "bf16"
-    placeholder = f"<{arch.name}-{dtype}-checkpoint>"
+    placeholder = _PLACEHOLDER.format(name=arch.name, dtype=dtype)
     how = ("an AWQ or GPTQ checkpoint (vLLM reads its quantization from the checkpoint's "
            "config, so the line needs no --quantization)" if dtype in ("int8", "int4")
            else "a conversion of it")
@@ -768,6 +769,20 @@ def quantization_conflict(arch: Architecture, quantization) -> Note | None:
                 "_verify_quantization: 'Quantization method specified in the model config "
                 f"({methods[0]}) does not match the quantization method specified in the "
                 f"`quantization` argument ({quantization})')")
+
+
+#: The model :func:`serve_weight_args` prints for a checkpoint it cannot name.
+_PLACEHOLDER = "<{name}-{dtype}-checkpoint>"
+
+
+def read_checkpoint_placeholder(model: str):
+    """``(catalogue name, dtype)`` of a model that is :func:`serve_weight_args`'s placeholder
+    ``<NAME-DTYPE-checkpoint>`` (DTYPE a :data:`DTYPES` key), else None."""
+    text = str(model)
+    if not (text.startswith("<") and text.endswith("-checkpoint>")):
+        return None
+    name, _, dtype = text[1:-len("-checkpoint>")].rpartition("-")
+    return (name, dtype) if name and dtype in DTYPES else None
 
 
 def serve_weight_dtype(arch: Architecture, quantization=None, dtype=None):

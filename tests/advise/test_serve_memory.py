@@ -91,3 +91,19 @@ def test_the_target_rules_need_no_gpu():
     assert found["serve-tensor-parallel"].severity == "error"  # 32 heads do not split by 3
     assert serve_target_findings({"max_model_len": 131072}, "meta-llama/Llama-3.1-8B") == ()
     assert serve_target_findings({"max_model_len": 10 ** 9}, "some/unknown-model") == ()
+
+
+def test_plans_target_placeholder_is_checked_as_the_model_and_dtype_it_names():
+    """T6-C8: plan's ``<NAME-DTYPE-checkpoint>`` is read as NAME with DTYPE weights."""
+    from specnb.advise.serve_memory import serve_target_findings
+
+    model, _, _ = S.serve_weight_args(S.architecture("Llama-3.1-70B"), "int4")
+    settings = {"max_model_len": 4096, "max_num_seqs": 64, "tensor_parallel_size": 2}
+    found = codes(serve_memory_findings(settings, model, NGRAM, "L40S"))
+    assert "memory-not-checked" not in found
+    st = S.setup("L40S", "Llama-3.1-70B", "ngram", gpus=2, dtype="int4")
+    held = int(S.max_batch_in_memory(st, 4096))
+    assert f"would hold {held} of them" in found["verify-memory-cap"].message
+    warned = codes(serve_target_findings(settings, model))
+    assert warned["target-placeholder"].severity == "warning"
+    assert "Llama-3.1-70B" in warned["target-placeholder"].message

@@ -63,6 +63,18 @@ def test_plan_int4_names_a_checkpoint_placeholder_not_the_bf16_one(capsys):
     assert "<Llama-3.1-70B-int4-checkpoint>" in res["notes"][i]
 
 
+def test_config_check_reads_plans_own_target_placeholder_as_the_model_and_dtype(capsys):
+    """T6-C8: plan's int4 line pasted into config check is checked as Llama-3.1-70B in int4,
+    with a warning that the placeholder must be replaced (as the draft's placeholder gets)."""
+    res = plan_json(capsys, "--gpu", "L40S", "--gpus", "2", "--model", "Llama-3.1-70B",
+                    "--dtype", "int4", "--draft", "ngram", "--context", "4000", "--batch", "1",
+                    "8", "--gamma", "2", "--alpha", "0.6")
+    code, found = check(capsys, res["serve"], "L40S")
+    assert code == 0 and found["target-placeholder"]["severity"] == "warning"
+    assert "memory-not-checked" not in found
+    assert "int4 weights" in found["verify-memory-cap"]["message"]
+
+
 def test_plan_fp8_on_deepseek_v3_needs_no_flag_its_checkpoint_is_fp8(capsys):
     assert S.architecture("DeepSeek-V3").checkpoint_dtype == "fp8"
     res = plan_json(capsys, "--gpu", "H200", "--gpus", "8", "--model", "DeepSeek-V3", "--dtype",

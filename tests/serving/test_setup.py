@@ -260,3 +260,19 @@ def test_a_context_over_the_positions_also_says_what_the_longest_servable_one_la
         in note.message
     ok = S.cannot_serve(S.setup("H100-SXM", "Llama-3.1-8B", "eagle3"), [200000])
     assert ok.code == "no-context-within-max-positions" and "even there" not in ok.message
+
+
+def test_the_checkpoint_placeholder_reads_back_as_the_name_and_dtype_it_was_made_of():
+    """T6-C8: ``read_checkpoint_placeholder`` is ``serve_weight_args``'s placeholder reversed;
+    a Hugging Face id or the draft's ``<eagle3-checkpoint>`` is not one."""
+    from specnb import serving as S
+
+    for name in ("Llama-3.1-70B", "Qwen3-8B", "DeepSeek-V3"):
+        arch = S.architecture(name)
+        for dtype in S.DTYPES:
+            model, _, notes = S.serve_weight_args(arch, dtype)
+            placed = S.read_checkpoint_placeholder(model)
+            made = any(n.code == "quantized-checkpoint-placeholder" for n in notes)
+            assert placed == ((arch.name, dtype) if made else None), (name, dtype, model)
+    for other in ("<eagle3-checkpoint>", "<x-int5-checkpoint>", "meta-llama/Llama-3.1-8B", ""):
+        assert S.read_checkpoint_placeholder(other) is None
