@@ -15,9 +15,7 @@ import numbers
 
 import numpy as np
 
-
-#: Largest whole number a float64 holds exactly; integer inputs pass through float64.
-MAX_EXACT_INT = 2 ** 53
+from ._numbers import MAX_EXACT_INT, number_text  # noqa: F401  (re-exported: the checks' names)
 
 _OK = object()
 
@@ -92,18 +90,6 @@ def _too_large(value):
                 return found
         return None
     return value if isinstance(value, numbers.Integral) and not finite(value) else None
-
-
-def number_text(value, most: int = 24) -> str:
-    """``value`` for a message: as ``repr`` gives it, but a number (or text) longer than
-    ``most`` characters cut to its first and last digits and its length
-    (``999999999999...9999 (400 digits)``): a 400-digit integer must not fill the line."""
-    text = value if isinstance(value, str) else repr(value)
-    if len(text) <= most:
-        return text if not isinstance(value, str) else repr(value)
-    digits = sum(c.isdigit() for c in text)
-    return f"{text[:12]}...{text[-4:]} ({digits} digits)" if digits > most else \
-        repr(text[:most] + "...")
 
 
 def _as_floats(name: str, value, what: str) -> np.ndarray:

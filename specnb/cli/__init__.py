@@ -25,6 +25,8 @@ import os
 import re
 import sys
 
+from .._numbers import MAX_EXACT_INT, number_text
+
 # Modules that add subcommands, in the order they appear in ``specnb --help``.
 COMMAND_MODULES = [
     "specnb.cli.run",      # specnb run
@@ -44,8 +46,9 @@ def positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
-    if value > 2 ** 53:  # not exact in float64, which the formulas use
-        raise argparse.ArgumentTypeError(f"must be at most 2**53 = {2 ** 53}, got {value}")
+    if value > MAX_EXACT_INT:  # not exact in float64, which the formulas use
+        raise argparse.ArgumentTypeError(f"must be at most 2**53 = {MAX_EXACT_INT}, got "
+                                         f"{number_text(value)}")
     return value
 
 
@@ -70,17 +73,10 @@ def too_large(*flags) -> str | None:
     same bound."""
     for flag, values in flags:
         for v in values if isinstance(values, (list, tuple)) else [values]:
-            if isinstance(v, int) and abs(v) > 2 ** 53:
-                return f"{flag} must be at most 2**53 = {2 ** 53}, got {shown_int(v)}: too large"
+            if isinstance(v, int) and abs(v) > MAX_EXACT_INT:
+                return (f"{flag} must be at most 2**53 = {MAX_EXACT_INT}, got "
+                        f"{number_text(v)}: too large")
     return None
-
-
-def shown_int(v: int) -> str:
-    """An integer flag's value for a message: a long one (a 400-digit ``--gamma``) by its first
-    and last digits and its length, ``999999999999...9999 (400 digits)``."""
-    text = str(v)
-    return text if len(text) <= 24 else \
-        f"{text[:12]}...{text[-4:]} ({len(text.lstrip('-'))} digits)"
 
 
 def light_checks(args) -> None:

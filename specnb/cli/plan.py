@@ -23,7 +23,8 @@ import sys
 
 from ..limits import DEFAULT_GPU_MEMORY_UTILIZATION as S_DEFAULT_GMU
 from ..memory import DTYPE_BYTES
-from . import error, light_checks, listed_twice, refuse, shown_int, too_large
+from .._numbers import number_text
+from . import error, light_checks, listed_twice, refuse, too_large
 
 __all__ = ["register", "run", "plan", "format_plan"]
 
@@ -215,9 +216,9 @@ def _check_flags(args) -> str | None:
     from ..theory import MAX_GAMMA
 
     if max(args.gamma) > MAX_GAMMA:  # a huge one met the 2**53 bound first, not this one
-        return f"--gamma must be in [1, {MAX_GAMMA}], got {shown_int(max(args.gamma))}"
+        return f"--gamma must be in [1, {MAX_GAMMA}], got {number_text(max(args.gamma))}"
     if max(args.batch) > MAX_BATCH:
-        return (f"--batch must be <= {MAX_BATCH}, got {shown_int(max(args.batch))} (the "
+        return (f"--batch must be <= {MAX_BATCH}, got {number_text(max(args.batch))} (the "
                 "schedule and the crossover evaluate every batch size from 1 to the largest)")
     cells = max(args.batch) * len(args.context) * len(args.gamma)
     if cells > MAX_GRID_CELLS:

@@ -24,7 +24,8 @@ import sys
 from dataclasses import dataclass
 from typing import Callable
 
-from . import error, listed_twice, refuse, shown_int
+from .._numbers import number_text
+from . import error, listed_twice, refuse
 
 __all__ = ["register", "run", "METHODS", "MethodEntry", "format_profile"]
 
@@ -200,7 +201,7 @@ def run(args) -> int:
 
     if any(not 1 <= g <= R.MAX_GAMMA for g in args.gamma):
         bad = next(g for g in args.gamma if not 1 <= g <= R.MAX_GAMMA)
-        return error("replay", f"--gamma must be in [1, {R.MAX_GAMMA}], got {shown_int(bad)}")
+        return error("replay", f"--gamma must be in [1, {R.MAX_GAMMA}], got {number_text(bad)}")
     twice = listed_twice(("--gamma", args.gamma))  # the one rule of plan, simulate, measure
     if twice:
         return error("replay", twice)

@@ -19,6 +19,7 @@ import math
 import re
 from itertools import zip_longest
 
+from .._numbers import MAX_EXACT_INT, number_text
 from .metrics import AcceptanceStats, SpecDecodeCounts, acceptance_stats
 
 __all__ = ["read_spec_decode_log", "read_spec_decode_lines", "log_counts", "log_stats",
@@ -73,19 +74,14 @@ def printout_keys(line: str) -> set:
     return {k for k in _PRINTOUT_KEYS if _OFFLINE[k].search(line)}
 
 
-#: The largest count a log line may print: 2**53, the float64 limit
-#: (:data:`specnb._check.MAX_EXACT_INT`).
-MAX_COUNT = 2 ** 53
-
-
 def _count(text: str, what: str, lineno, line: str) -> int:
     """``int(text)`` of a count the line prints (``what``: its words), refused above
-    :data:`MAX_COUNT`: vLLM's counters never reach it, and the sums and ratios are float64
+    :data:`MAX_EXACT_INT`: vLLM's counters never reach it, and the sums and ratios are float64
     (a 400-digit ``Drafted: N tokens`` was an OverflowError, trial 6 T6-T5)."""
     n = int(text)
-    if n > MAX_COUNT:
+    if n > MAX_EXACT_INT:
         where = f"line {lineno}: " if lineno is not None else ""
-        raise ValueError(f"{where}{what} {text[:12]}... ({len(text)} digits) is too large for a "
+        raise ValueError(f"{where}{what} {number_text(n)} is too large for a "
                          f"count vLLM prints (at most 2**53); the log is damaged or was edited"
                          + (f": {line.strip()[:80]}" if line.strip() else ""))
     return n
@@ -98,7 +94,7 @@ def _length(text: str, what: str, lineno, line: str) -> float:
     al = float(text)
     if al == al and not 1.0 <= al < math.inf:
         where = f"line {lineno}: " if lineno is not None else ""
-        shown = text if len(text) <= 24 else f"{text[:12]}... ({len(text)} digits)"
+        shown = text if len(text) <= 24 else number_text(text)
         raise ValueError(f"{where}{what} {shown} is not a mean acceptance length (a finite "
                          f"number >= 1, 1 + accepted / drafts); the log is damaged or was "
                          "edited" + (f": {line.strip()[:80]}" if line.strip() else ""))

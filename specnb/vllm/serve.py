@@ -12,6 +12,7 @@ import shlex
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
+from .._numbers import MAX_EXACT_INT, number_text
 from ._versions import flags_for, select
 from .findings import ConfigCheck, Finding
 
@@ -22,11 +23,6 @@ class ServeLineError(ValueError):
     """The line is not one vLLM's parser takes (the message is the parser's own error line), or
     it gives an integer flag a value specnb cannot use (above 2**53 in size: not exact in a
     float64; the message names the flag)."""
-
-
-#: The largest integer flag value (in size) specnb reads from a line: 2**53, the float64 limit
-#: of :data:`specnb._check.MAX_EXACT_INT` (not imported: this module starts without numpy).
-MAX_FLAG_INT = 2 ** 53
 
 
 @dataclass(frozen=True)
@@ -62,7 +58,7 @@ def human_readable_int(text: str) -> int:
         try:
             return int(float(number) * 10 ** (3 * "kmgt".index(suffix) + 3))
         except OverflowError:  # argparse passes it on: vLLM's parser crashes on this value
-            raise argparse.ArgumentTypeError(f"{_short(text)} is too large (vLLM's parser "
+            raise argparse.ArgumentTypeError(f"{number_text(text)} is too large (vLLM's parser "
                                              "crashes with OverflowError on it)") from None
     if "." in number:
         raise argparse.ArgumentTypeError(f"Decimals are not allowed with binary suffixes like "
@@ -70,26 +66,17 @@ def human_readable_int(text: str) -> int:
     return int(number) * 2 ** (10 * "KMGT".index(suffix) + 10)
 
 
-def _short(text: str, most: int = 24) -> str:
-    """``text`` cut for a message: a 400-digit value shown by its first and last digits and
-    its length (as :func:`specnb._check.number_text`, which needs numpy)."""
-    text = str(text)
-    if len(text) <= most:
-        return text
-    return f"{text[:12]}...{text[-4:]} ({len(text)} {'digits' if text.isdigit() else 'characters'})"
-
-
 def _too_large(parser, given: dict) -> None:
     """Raise ServeLineError naming the first integer flag whose value is above
-    :data:`MAX_FLAG_INT` in size (``--max-num-seqs 999...``): vLLM's parser takes any int, but
+    :data:`MAX_EXACT_INT` in size (``--max-num-seqs 999...``): vLLM's parser takes any int, but
     specnb's float64 arithmetic cannot (trial 6, T6-T2 and T6-T3)."""
     for dest, value in given.items():
-        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_FLAG_INT:
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_EXACT_INT:
             flag = next(("/".join(sorted(a.option_strings, key=lambda o: o[:2] != "--"))
                          for a in parser._actions if a.dest == dest and a.option_strings),
                         "--" + dest.replace("_", "-"))
-            raise ServeLineError(f"{flag} {_short(value)}: too large; specnb reads integer "
-                                 f"flags up to 2**53 = {MAX_FLAG_INT} (a float64 holds no "
+            raise ServeLineError(f"{flag} {number_text(value)}: too large; specnb reads integer "
+                                 f"flags up to 2**53 = {MAX_EXACT_INT} (a float64 holds no "
                                  "larger whole number exactly), far above any real setting")
 
 

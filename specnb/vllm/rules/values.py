@@ -9,6 +9,7 @@ import difflib
 import json
 import re
 
+from ..._numbers import number_text
 from .context import TRAPS, Context, as_int
 
 _JSON_SCALARS = (str, int, float, bool, type(None))
@@ -262,7 +263,7 @@ def huge_gamma(ctx: Context) -> None:
     else:
         return
     shown = f"{nst}" if nst < 10 ** 12 else f"{float(nst):.3g}" if nst < 10 ** 300 else \
-        f"{str(nst)[:12]}... ({len(str(nst))} digits)"  # no float holds it (T6-T1)
+        number_text(nst)  # no float holds it (T6-T1)
     ctx.add("num-speculative-tokens-huge", "warning", "num_speculative_tokens",
             f"num_speculative_tokens={shown}: vLLM accepts any integer > 0, but every step "
             f"would draft that many tokens, beyond {what}; vLLM's docs use 1 to 32, so this is "
