@@ -46,6 +46,17 @@ from .step import _step_totals, multi_token_attention
 __all__ = ["MixedStep", "mixed_step_ms"]
 
 
+def _walk(multi, contexts, query_tokens):
+    """``_forward_ms``'s ``(kv_read_factor, kv_floor_ms)`` from
+    :func:`~specnb.serving.step.multi_token_attention`'s ``(factor, ms per KV token)``: the
+    unsplit walk's floor at the step's longest context, when a query is longer than one token
+    and the walk applies (ms per token > 0); else None (the decode path)."""
+    factor, per_token = multi
+    if not per_token or float(np.max(query_tokens)) <= 1.0:
+        return None
+    return factor, per_token * float(np.max(contexts))
+
+
 class _ArchCache:
     """An Architecture whose derived numbers (properties, KV bytes per token) are computed
     once: ``_step_totals`` reads them every call, and a simulator calls it per step. The
@@ -99,7 +110,7 @@ class MixedStep:
         # query x context pairs of a causal chunk of q tokens after c cached tokens
         return float(np.dot(q, c + (q - 1.0) / 2.0))
 
-    def _forward_ms(self, prep, tokens, kv, att, rows=None, multi=None):
+    def _forward_ms(self, prep, tokens, kv, att, rows=None, kv_walk=None):
         """``_step_totals``'s time of one forward over ``tokens`` query tokens whose LM head
         runs on ``rows`` of them only (None: all). vLLM V1 computes logits only at
         ``logits_indices`` (``gpu_model_runner._prepare_inputs``: the last scheduled token of
@@ -108,11 +119,11 @@ class MixedStep:
         request), so a prefill chunk's other tokens skip the head's
         ``2 x vocab x hidden`` FLOPs each. The step's time less those FLOPs' matmul time, as
         ``_step_totals`` combines it (``max + (1 - overlap) min`` of weight and matmul time),
-        and at least the eager launch floor it applies beyond the CUDA-graph cap. ``multi``:
-        ``(kv_read_factor, kv_floor_ms)`` of a step with multi-token queries on
-        FlashAttention-2 (:func:`~specnb.serving.step.multi_token_attention`), or None."""
+        and at least the eager launch floor it applies beyond the CUDA-graph cap. ``kv_walk``:
+        ``(kv_read_factor, kv_floor_ms)`` of a step off FlashAttention-2's decode path, the
+        floor already for this step's longest context (:func:`_walk`), or None."""
         es = self.engine_step
-        kw = {} if multi is None else {"kv_read_factor": multi[0], "kv_floor_ms": multi[1]}
+        kw = {} if kv_walk is None else {"kv_read_factor": kv_walk[0], "kv_floor_ms": kv_walk[1]}
         if rows is None or rows >= tokens:
             return float(_step_totals(*prep, tokens, kv, att, engine_step=es, **kw)[0])
         arch, g, eff, dtype, n = prep[0], prep[1], prep[2], prep[3], prep[5]
@@ -163,9 +174,9 @@ class MixedStep:
             # LM head on one row per sequence when the step's logit rows are given
             # (it carries the step's query lengths, so on FlashAttention-2 a verify or a
             # prefill chunk takes it off the decode path as the target's forward)
-            multi = (fm, walk * float(ctx.max())) if walk and q.max() > 1.0 else None
             t = self._forward_ms(drf, tokens, float(ctx.sum()), self._att(ctx, q),
-                                 None if rows is None else float(len(q)), multi)
+                                 None if rows is None else float(len(q)),
+                                 _walk(self.drf_multi, ctx, q))
             t += self.times._extra_ms(self.first_extra, tokens)
         if kmax > 1:
             base = ctx[spec] + q[spec]
@@ -196,13 +207,11 @@ class MixedStep:
         q = np.asarray(query_tokens, dtype=float)
         k = np.asarray(draft_tokens, dtype=float)
         rows = None if logit_tokens is None else float(np.sum(logit_tokens))
-        multi = None
-        if self.multi[1] and q.max() > 1.0:  # FlashAttention-2 off its decode path
-            multi = (self.multi[0], self.multi[1] * float(c.max()))
-        elif self.times.single is not None:  # MHA on FlashAttention-2: no split at q = 1 either
-            multi = (1.0, self.times.single[1] * float(c.max()))
+        walk = _walk(self.multi, c, q)
+        if walk is None and self.times.single is not None:  # MHA on FA2: no split at q = 1
+            walk = (1.0, self.times.single[1] * float(c.max()))
         t_target = self._forward_ms(self.times.tgt, float(q.sum()), float(c.sum()),
-                                    self._att(c, q), rows, multi)
+                                    self._att(c, q), rows, walk)
         t_draft = float(self._draft_ms(c, q, k, t_target, rows))
         t_engine = float(self._engine_ms(q, k))
         return {"target_ms": t_target, "draft_ms": t_draft, "engine_ms": t_engine,
