@@ -202,14 +202,8 @@ def answer(text: str) -> None:
     :data:`ANSWER_MIME`, which :func:`read_answer` and the report's ``index.html`` read back
     from the executed notebook. It returns None, so a cell that ends in ``nb.answer(...)``
     has no execute_result beside the display (the Answer shows once on the HTML page); the
-    Markdown itself is :func:`answer_markdown`. Outside IPython it shows nothing.
-
-    Raises
-    ------
-    TypeError
-        ``text`` is not a string.
-    ValueError
-        ``text`` is empty or already starts with the ``**Answer.**`` lead.
+    Markdown itself is :func:`answer_markdown`, which raises on a bad ``text`` (its Raises).
+    Outside IPython it shows nothing.
     """
     md = answer_markdown(text)
     try:
