@@ -335,7 +335,7 @@ def check_serve_line(line, vllm_version=None, draft_config=None, target_config=N
     check = check_speculative_config(parsed.speculative_config, vllm_version, draft_config,
                                      target_config, tp if isinstance(tp, int) and tp >= 1 else
                                      None, mml if mml and mml > 0 else None,
-                                     serve=settings)
+                                     serve=settings, env=parsed.env)
     found = check.findings
     if parsed.dotted:  # no line and column in a JSON text the user never wrote
         found = tuple(replace(f, line=None, column=None, key=None if f.key is None else

@@ -132,6 +132,31 @@ def _codes(line, **kw):
 SPEC = "--speculative-config '{}'"
 
 
+def test_a_suffix_schedule_is_dropped_and_v2_refuses_suffix():
+    # trial 7 T7-05: vLLM 0.33 runs suffix on Model Runner V1, drops the schedule (a warning)
+    sched = json.dumps({"method": "suffix", "num_speculative_tokens": 4,
+                        "num_speculative_tokens_per_batch_size": [[1, 8, 4], [9, 64, 1]]})
+    codes = _codes(f"vllm serve MODEL --speculative-config '{sched}'")
+    assert "dynamic-schedule-disabled-for-method" in codes and "schedule-explained" not in codes
+    check = check_serve_line(f"vllm serve MODEL --speculative-config '{sched}'")[1]
+    assert check.accepted and {f.severity for f in check.findings
+                               if f.code == "dynamic-schedule-disabled-for-method"} == {"warning"}
+    eagle = json.dumps({"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_min": 2,
+                        "prompt_lookup_max": 5,
+                        "num_speculative_tokens_per_batch_size": [[1, 8, 4], [9, 64, 1]]})
+    assert "dynamic-schedule-disabled-for-method" not in _codes(
+        f"vllm serve MODEL --speculative-config '{eagle}'")
+    plain = json.dumps({"method": "suffix", "num_speculative_tokens": 4})
+    on_v2 = check_serve_line(f"VLLM_USE_V2_MODEL_RUNNER=1 vllm serve MODEL "
+                             f"--speculative-config '{plain}'")[1]
+    assert not on_v2.accepted and "v2-runner-unsupported-method" in on_v2.codes()
+    assert "v2-runner-unsupported-method" not in _codes(
+        f"vllm serve MODEL --speculative-config '{plain}'")
+    # older releases were not read: no finding from 0.32.0's table
+    assert "dynamic-schedule-disabled-for-method" not in _codes(
+        f"vllm serve MODEL --speculative-config '{sched}'", vllm_version="0.32.0")
+
+
 def test_the_serve_context_rules(tmp_path):
     head = {"architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama",
             "max_position_embeddings": 2048, "torch_dtype": "bfloat16", "vocab_size": 128256}

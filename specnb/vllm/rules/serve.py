@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from ...hf_config import architectures
 from .._versions import version_key
+from ..schedule import model_runner, schedule_dropped
 from .context import NO_DRAFT_BRANCH, Context, as_int
+from .switches import SCHEDULE_DROP_READ
 
 _HEADS = ("eagle", "eagle3", "dflash", "draft_model", "medusa")  # drafts trained on their own
 
@@ -41,10 +43,18 @@ def serve(ctx: Context) -> None:
     dp = as_int(s.get("data_parallel_size")) or 1
     if dp > 1 and ctx.values.get("num_speculative_tokens_per_batch_size") is not None:
         ctx.add("schedule-with-data-parallel", "warning", "num_speculative_tokens_per_batch_"
-                "size", f"--data-parallel-size {dp}: {ctx.vname} disables the dynamic schedule "
-                "with data parallelism > 1 and drafts num_speculative_tokens at every batch "
-                "size", "drop the schedule, or serve with --data-parallel-size 1 (one engine "
+                "size", f"--data-parallel-size {dp}: {ctx.vname} " + schedule_dropped(
+                    m, ctx.values.get("num_speculative_tokens"), data_parallel_size=dp
+                ).removeprefix(f"with --data-parallel-size {dp} vLLM "),
+                "drop the schedule, or serve with --data-parallel-size 1 (one engine "
                 "per GPU group behind a router)")
+    if model_runner(m, ctx.env) == "refused" and \
+            version_key(ctx.table.vllm) >= version_key(SCHEDULE_DROP_READ):
+        ctx.add("v2-runner-unsupported-method", "error", "method", f"VLLM_USE_V2_MODEL_RUNNER="
+                f"{ctx.env.get('VLLM_USE_V2_MODEL_RUNNER')} with method {m!r}: {ctx.vname} "
+                f"refuses to start ('Model Runner V2 does not yet support: speculative method "
+                f"{m!r}', VllmConfig._validate_v2_model_runner)", "unset "
+                "VLLM_USE_V2_MODEL_RUNNER (vLLM then serves it on Model Runner V1)")
     quant = s.get("quantization") or (target.get("quantization_config") or {}).get(
         "quant_method")
     dtype = str(draft.get("torch_dtype") or draft.get("dtype") or "")
