@@ -175,7 +175,7 @@ def _with_memory(args, parsed, result):
     from ..advise.serve_memory import serve_batch_findings, serve_memory_findings
     from ..vllm import ConfigCheck
 
-    found = serve_batch_findings(parsed.settings, args.gpu)
+    found = serve_batch_findings(parsed.settings, args.gpu, result.config)
     found += serve_memory_findings(parsed.settings, parsed.model, result.config, args.gpu,
                                    target_config=args.target_config)
     return ConfigCheck(result.findings + found, result.config, result.vllm_version) \

@@ -112,7 +112,11 @@ def schedule_dropped(method: str | None, num_speculative_tokens=None, *,
     by default, e.g.; ``env``: the server's environment, VLLM_USE_V2_MODEL_RUNNER).
     ``num_speculative_tokens``: the static K named in the sentence (None: not named).
     """
+    from ..hf_config import is_mtp_type
+
     k = "" if num_speculative_tokens is None else f"={num_speculative_tokens}"
+    if isinstance(method, str) and is_mtp_type(method):
+        method = "mtp"  # SpeculativeConfig renames every MTPModelTypes name to mtp first
     if isinstance(data_parallel_size, int) and data_parallel_size > 1:
         return (f"with --data-parallel-size {data_parallel_size} vLLM disables the dynamic "
                 "schedule (data-parallel ranks could pick different K and deadlock) and "

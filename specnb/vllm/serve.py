@@ -370,6 +370,7 @@ def _line_findings(parsed: ServeLine, release: str, flags: dict):
                       "first: vllm serve MODEL ...", code="no-model")
     s = parsed.settings  # bounds: vllm/config/model.py:249 (ge=-1), config/scheduler.py:48,62
     for dest, low in (("max_model_len", -1), ("max_num_seqs", 1), ("max_num_batched_tokens", 1),
+                      ("max_num_scheduled_tokens", 1),  # config/scheduler.py:55 (ge=1)
                       ("tensor_parallel_size", 1)):  # config/parallel.py:142 (ge=1)
         if isinstance(s.get(dest), int) and s[dest] < low:  # (ge=1), scheduler.py:331
             yield Finding("error", None, f"--{dest.replace('_', '-')} {s[dest]}: vLLM's "

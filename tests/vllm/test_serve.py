@@ -132,6 +132,37 @@ def _codes(line, **kw):
 SPEC = "--speculative-config '{}'"
 
 
+def test_the_scheduled_token_budget_with_speculation_as_vllm_033():
+    # trial 7 T7-01: VllmConfig._set_max_num_scheduled_tokens (warning below 8192; error when
+    # max_num_batched_tokens <= num_lookahead_tokens; max_num_scheduled_tokens is ge=1)
+    eagle = json.dumps({"method": "eagle3", "model": "org/head", "num_speculative_tokens": 3})
+
+    def found(flags, **kw):
+        check = check_serve_line(f"vllm serve MODEL --speculative-config '{eagle}' {flags}",
+                                 **kw)[1]
+        return {f.code: f.severity for f in check.findings}, check.accepted
+
+    codes, ok = found("--max-num-seqs 256 --max-num-batched-tokens 2048")
+    assert ok and codes["spec-scheduled-tokens-below-8192"] == "warning"
+    assert "spec-batched-tokens-within-lookahead" not in codes
+    codes, ok = found("--max-num-batched-tokens 8192")
+    assert ok and "spec-scheduled-tokens-below-8192" not in codes
+    codes, _ = found("--max-num-batched-tokens 8192 --max-num-scheduled-tokens 4096")
+    assert codes["spec-scheduled-tokens-below-8192"] == "warning"
+    codes, ok = found("--max-num-seqs 2 --max-num-batched-tokens 3")  # 3 <= lookahead 3
+    assert not ok and codes["spec-batched-tokens-within-lookahead"] == "error"
+    assert found("--max-num-seqs 2 --max-num-batched-tokens 4")[1]
+    codes, ok = found("--max-num-scheduled-tokens 0")
+    assert not ok and codes["serve-max-num-scheduled-tokens-range"] == "error"
+    assert "spec-scheduled-tokens-below-8192" not in found(  # 0.32.0 was not read
+        "--max-num-batched-tokens 2048", vllm_version="0.32.0")[0]
+    # ngram drafts without lookahead slots (num_lookahead_tokens 0)
+    from specnb.vllm.rules.serve import lookahead_tokens
+
+    assert [lookahead_tokens(m, 3) for m in ("ngram", "suffix", "eagle3", "deepseek_mtp",
+                                              "draft_model", "dflash")] == [0, 0, 3, 3, 3, 4]
+
+
 def test_a_suffix_schedule_is_dropped_and_v2_refuses_suffix():
     # trial 7 T7-05: vLLM 0.33 runs suffix on Model Runner V1, drops the schedule (a warning)
     sched = json.dumps({"method": "suffix", "num_speculative_tokens": 4,

@@ -11,8 +11,9 @@ from ..schedule import (SCHEDULE_DROPPED_CODE, SCHEDULE_SEMANTICS, V1_SCHEDULE_M
                         describe_schedule, schedule_dropped, schedule_problems,
                         schedule_tax_text)
 
-#: The release whose ``VllmConfig`` the dropped-schedule rule was read from (vLLM 0.33.0
-#: ``config/vllm.py``); older releases are not judged by it (not read).
+#: The release whose ``VllmConfig`` the dropped-schedule rule (and the serve rules'
+#: ``_set_max_num_scheduled_tokens`` and V2-runner checks) were read from (vLLM 0.33.0
+#: ``config/vllm.py``); older releases are not judged by them (not read).
 SCHEDULE_DROP_READ = "0.33.0"
 from .context import NO_DRAFT_BRANCH, TRAPS, Context
 
