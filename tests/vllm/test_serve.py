@@ -325,3 +325,27 @@ def test_the_batched_tokens_rule_reads_only_the_flags_given():
     assert "serve-batched-tokens-below-seqs" not in [f.code for f in check.findings]
     _, check = check_serve_line("vllm serve m --max-num-seqs 300 --max-num-batched-tokens 200")
     assert "serve-batched-tokens-below-seqs" in [f.code for f in check.findings]
+
+
+def test_env_and_docker_lines_are_serve_lines_and_other_commands_are_named():
+    # trial 7 T7-09: env NAME=value cmd is NAME=value cmd; the vllm/vllm-openai image's
+    # entrypoint is vllm serve (its docker/Dockerfile), so the words after it are serve args
+    line = parse_serve_line("env VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 vllm serve org/m "
+                            "--max-model-len 200000")
+    assert (line.model, line.env, line.settings["max_model_len"]) == (
+        "org/m", {"VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1"}, 200000)
+    line = parse_serve_line("docker run --runtime nvidia --gpus all -v ~/.cache:/root/.cache "
+                            "--env HF_TOKEN=x -e VLLM_USE_V2_MODEL_RUNNER=0 -p 8000:8000 "
+                            "--ipc=host vllm/vllm-openai:latest --model org/m -tp 2")
+    assert (line.model, line.settings["tensor_parallel_size"]) == ("org/m", 2)
+    assert line.env == {"HF_TOKEN": "x", "VLLM_USE_V2_MODEL_RUNNER": "0"}
+    assert parse_serve_line("docker run vllm/vllm-openai org/m").model == "org/m"
+    for bad in ("sudo vllm serve org/m", "nohup vllm serve org/m --max-num-seqs 4",
+                "docker run --gpus all vllm/vllm-openai vllm serve org/m",
+                "docker run --gpus all other/image --model org/m", "docker ps",
+                "docker run --entrypoint bash vllm/vllm-openai"):
+        with pytest.raises(ServeLineError) as err:
+            parse_serve_line(bad)
+        assert not str(err.value).startswith("vllm serve: error")  # not blamed on vLLM's parser
+    # a line without the command (a bare model first) still parses
+    assert parse_serve_line("org/m --max-model-len 10").model == "org/m"
