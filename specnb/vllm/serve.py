@@ -228,8 +228,9 @@ def _words(line) -> tuple[list[str], bool, dict]:
     while words and (words[0] in ("export", "env") or _ASSIGNMENT.match(words[0])):
         word = words.pop(0)
         if word == "env":  # env NAME=value cmd: the same environment as NAME=value cmd
-            while words and words[0] in ("-i", "--ignore-environment", "--"):
-                words.pop(0)
+            while words and words[0] in ("-i", "--ignore-environment", "--", "-u", "--unset"):
+                if words.pop(0) in ("-u", "--unset") and words:
+                    env.pop(words.pop(0), None)  # env -u NAME: NAME unset for the command
         elif word != "export":
             name, _, value = word.partition("=")
             env[name] = value

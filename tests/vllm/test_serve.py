@@ -340,6 +340,7 @@ def test_env_and_docker_lines_are_serve_lines_and_other_commands_are_named():
     assert (line.model, line.settings["tensor_parallel_size"]) == ("org/m", 2)
     assert line.env == {"HF_TOKEN": "x", "VLLM_USE_V2_MODEL_RUNNER": "0"}
     assert parse_serve_line("docker run vllm/vllm-openai org/m").model == "org/m"
+    assert parse_serve_line("A=1 env -u A B=2 vllm serve org/m").env == {"B": "2"}
     for bad in ("sudo vllm serve org/m", "nohup vllm serve org/m --max-num-seqs 4",
                 "docker run --gpus all vllm/vllm-openai vllm serve org/m",
                 "docker run --gpus all other/image --model org/m", "docker ps",
