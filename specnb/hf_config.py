@@ -26,8 +26,16 @@ import re
 from pathlib import Path
 
 
-__all__ = ["read_config", "config_int", "SIZE_LIMITS", "SIZE_LIMIT", "MODEL_TYPE_METHOD",
-           "architectures", "model_type", "is_mtp_type", "checkpoint_method"]
+__all__ = ["read_config", "config_int", "MissingConfigKey", "SIZE_LIMITS", "SIZE_LIMIT",
+           "MODEL_TYPE_METHOD", "architectures", "model_type", "is_mtp_type",
+           "checkpoint_method"]
+
+
+class MissingConfigKey(ValueError):
+    """A config.json without a key a reader needs (``num_hidden_layers``, ...): a config of a
+    family the reader does not cover rather than a malformed one (a value of the wrong type is
+    a plain ValueError). ``specnb config check --target-config`` still checks vLLM's rules
+    against such a config; ``specnb plan --model`` cannot model it (trial 7, T7-08)."""
 
 #: config.json ``model_type`` values vLLM maps to a method (@ 002e77c1, method re-detection).
 MODEL_TYPE_METHOD = {"medusa": "medusa", "mlp_speculator": "mlp_speculator"}

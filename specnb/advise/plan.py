@@ -21,7 +21,9 @@ there), ``v0-no-serve-line`` (engine vllm-v0: no V1 schedule or serve line), :fu
 ``draft-dtype-not-in-line``,
 ``schedule-serves-every-context``,
 ``kv-does-not-fit``, ``no-schedule-for-every-context``, ``kv-cache-dtype``,
-``loses-end-to-end``, ``draft-kv-budget-not-in-vllm``, ``max-num-seqs-is-batch`` (the serve line's ``--max-num-seqs`` is
+``loses-end-to-end``, ``draft-kv-budget-not-in-vllm``,
+``dynamic-schedule-disabled-for-method`` (a method whose schedule vLLM drops: one static K,
+:func:`static_schedule`), ``max-num-seqs-is-batch`` (the serve line's ``--max-num-seqs`` is
 the largest batch size asked, below the most sequences that fit), ``draft-not-smaller`` (a
 draft model with as many parameters as the target, or more: swapped flags?), ``moe-fixed-cost`` (a mixture-of-experts target at the default fixed
 cost), and :func:`specnb.serving.context_limit_notes`' codes; with an
@@ -48,7 +50,8 @@ from ..notes import Note
 
 __all__ = ["memory_limit", "Plan", "serving_plan", "profile_acceptance", "v0_no_serve_line",
            "profile_draft_lengths", "profile_context_notes", "schedule", "schedule_gammas",
-           "schedule_of", "plan_schedule", "schedule_config", "setup_config", "setup_serve_line"]
+           "schedule_of", "static_schedule", "plan_schedule", "schedule_config", "setup_config",
+           "setup_serve_line"]
 
 
 # --------------------------------------------------------------------------- schedule
@@ -121,6 +124,51 @@ def schedule_of(grid: S.Grid) -> list[list[int]]:
     """:func:`plan_schedule` of a :func:`specnb.serving.batch_range_grid`."""
     k, _ = schedule_gammas(grid)
     return schedule(grid.batch_sizes, k)
+
+
+def static_schedule(grid: S.Grid, dropped: str) -> tuple[list[list[int]], Note]:
+    """The one static K for a method whose schedule vLLM drops
+    (:func:`specnb.vllm.schedule.schedule_dropped`: suffix on Model Runner V1, trial 7
+    T7-05): vLLM drafts ``num_speculative_tokens`` at every batch size, so the plan serves the
+    gamma whose mean worst-case speedup (over the contexts, as :func:`schedule_gammas`) over
+    the grid's batch sizes that fit is highest, each batch size weighted alike; K = 0 (leave
+    speculation off) when that mean is not above 1. Returns (``[[1, max batch, K]]``, note
+    ``dynamic-schedule-disabled-for-method`` naming the batch sizes where that K loses)."""
+    from ..vllm.schedule import SCHEDULE_DROPPED_CODE
+
+    speed = grid.deciding
+    fits = np.ones(speed.shape, bool) if grid.fits is None else np.asarray(grid.fits)
+    worst = np.where(fits, speed, np.inf).min(axis=1)  # (B, G)
+    runs = np.isfinite(worst)
+    mean = np.array([worst[runs[:, j], j].mean() if runs[:, j].any() else 0.0
+                     for j in range(worst.shape[1])])
+    j = int(np.argmax(mean))
+    k = int(grid.gammas[j]) if mean[j] > 1.0 else 0
+    top = int(grid.batch_sizes[-1])
+    if k == 0:
+        return [[1, top, 0]], Note(SCHEDULE_DROPPED_CODE, f"{dropped}; no one K pays on "
+                                   f"average over batch sizes 1..{top} (best gamma "
+                                   f"{int(grid.gammas[j])}: mean speedup {mean[j]:.2f}), so "
+                                   "the plan leaves speculation off")
+    lose = ", ".join(f"{a}" if a == e else f"{a}-{e}" for a, e in _runs(
+        [int(b) for b, w in zip(grid.batch_sizes, worst[:, j]) if np.isfinite(w) and w <= 1]))
+    return [[1, top, k]], Note(
+        SCHEDULE_DROPPED_CODE, f"{dropped}; so the plan serves one static K = {k} (the gamma "
+        f"with the highest mean speedup over batch sizes 1..{top}, {mean[j]:.2f}, each batch "
+        "size weighted alike), not a per-batch-size schedule; "
+        + (f"that K loses at batch {lose}" if lose else "it pays at every batch size that "
+           "fits"))
+
+
+def _runs(values):
+    """Sorted ints as [start, end] runs of consecutive values."""
+    out = []
+    for v in values:
+        if out and v == out[-1][1] + 1:
+            out[-1][1] = v
+        else:
+            out.append([v, v])
+    return out
 
 
 def plan_schedule(st: S.Setup, contexts, gammas, *, max_batch: int, alpha=None, tau=None,
@@ -749,7 +797,16 @@ def serving_plan(st: S.Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=
         grid, full = _without_contexts(grid, over), _without_contexts(full, over)
     nothing = S.cannot_serve(st, contexts)
     sched = schedule_of(full)
+    dropped_note = None
+    if st.engine.name == "vllm" and len({r[2] for r in sched}) > 1:
+        from ..vllm.schedule import schedule_dropped
+
+        dropped = schedule_dropped(st.draft.method)  # vLLM would run one static K (T7-05)
+        if dropped is not None:
+            sched, dropped_note = static_schedule(full, dropped)
     cfg, notes = setup_config(st, sched, acceptance_profile=acceptance_profile)
+    if dropped_note is not None:
+        notes.append(dropped_note)
     if cfg is None:  # no serve line: no placeholder in it to replace
         notes = [n for n in notes if n.code != "checkpoint-placeholder"]
     if nothing is not None:  # no on/off advice: nothing runs at all

@@ -10,7 +10,9 @@ Finding codes (stable): ``memory-not-checked`` (note: the target, its weight dty
 ``--kv-cache-dtype`` is not one specnb models), ``serve-tensor-parallel`` (error: vLLM's
 tensor-parallel refusal), ``kv-cache-below-max-model-len`` (error: vLLM refuses to start),
 ``verify-memory-cap`` (note: fewer than ``--max-num-seqs`` sequences at ``--max-model-len``);
-from :func:`serve_batch_findings` ``serve-default-batched-tokens-below-seqs`` (error); from
+from :func:`serve_batch_findings` ``serve-default-batched-tokens-below-seqs`` (error),
+``spec-scheduled-tokens-below-8192`` (warning), ``spec-batched-tokens-within-lookahead``
+(error); from
 :func:`serve_target_findings` ``serve-tensor-parallel``, ``serve-max-model-len-above-target``
 (a warning, ``serve-max-model-len-above-target-allowed``, with VLLM_ALLOW_LONG_MAX_MODEL_LEN=1)
 (errors), ``target-placeholder`` (warning: the model is plan's ``<NAME-DTYPE-checkpoint>``,
@@ -260,7 +262,7 @@ def serve_memory_findings(settings: dict, model: str, config: dict, gpu: str, *,
                     "sequences are that long", code="verify-memory-cap"),)
 
 
-def serve_batch_findings(settings: dict, gpu: str) -> tuple:
+def serve_batch_findings(settings: dict, gpu: str, config: dict | None = None) -> tuple:
     """vLLM's refusal of a ``--max-num-seqs`` above the token budget it defaults to on
     ``gpu`` when the line gives no ``--max-num-batched-tokens``.
 
@@ -275,24 +277,45 @@ def serve_batch_findings(settings: dict, gpu: str) -> tuple:
     ``--no-enable-chunked-prefill`` raises the default to max_model_len, which is not read
     here: no finding then.
 
+    With the line's ``speculative_config`` (``config``), that default budget is also judged
+    by vLLM's ``_set_max_num_scheduled_tokens``
+    (:func:`specnb.vllm.rules.serve.scheduled_token_findings`: ``spec-scheduled-tokens-below-8192``
+    warning, ``spec-batched-tokens-within-lookahead`` error), capped at
+    ``max_num_seqs x max_model_len`` as vLLM caps it (trial 7, T7-01); the line's explicit
+    flags are the serve-line rule's.
+
     Returns
     -------
-    tuple of :class:`specnb.vllm.Finding`: one ``serve-default-batched-tokens-below-seqs``
-    error, or empty.
+    tuple of :class:`specnb.vllm.Finding`: a ``serve-default-batched-tokens-below-seqs``
+    error and the scheduled-token findings, or empty.
     """
     from ..simulate.engine import default_batch_limits
     from ..vllm import Finding
+    from ..vllm.rules.serve import scheduled_token_findings
 
     s = settings
     seqs = s.get("max_num_seqs")
-    if s.get("max_num_batched_tokens") is not None or not isinstance(seqs, int) \
-            or s.get("enable_chunked_prefill") is False:
+    if s.get("max_num_batched_tokens") is not None or s.get("enable_chunked_prefill") is False:
         return ()
-    tokens = default_batch_limits(gpu)[0] * (2 if s.get("performance_mode") == "throughput"
-                                             else 1)
-    if seqs <= tokens:
-        return ()
-    return (Finding("error", None, f"--max-num-seqs {seqs} without --max-num-batched-tokens: "
+    double = 2 if s.get("performance_mode") == "throughput" else 1
+    default_tokens, default_seqs = default_batch_limits(gpu)
+    tokens = default_tokens * double
+    found = ()
+    if isinstance(config, dict):
+        budget, mml = tokens, s.get("max_model_len")
+        n = seqs if isinstance(seqs, int) else default_seqs * double
+        if isinstance(mml, int) and mml > 0 and n >= 1:
+            budget = min(budget, n * mml)  # _set_default_max_num_seqs_and_batched_tokens_args
+        explicit = s.get("max_num_scheduled_tokens")
+        found = tuple(Finding(sev, None, msg, fix, code=code) for code, sev, msg, fix in
+                      scheduled_token_findings(
+                          config.get("method"), config.get("num_speculative_tokens"),
+                          scheduled=None if explicit is not None else budget, budget=budget,
+                          source=f" (vLLM's default budget on {gpu}, no "
+                          "--max-num-batched-tokens in the line)"))
+    if not isinstance(seqs, int) or seqs <= tokens:
+        return found
+    return found + (Finding("error", None, f"--max-num-seqs {seqs} without --max-num-batched-tokens: "
                     f"vLLM's default budget on {gpu} is {tokens} tokens "
                     "(EngineArgs._set_default_max_num_seqs_and_batched_tokens_args), never "
                     "raised to max_num_seqs, and SchedulerConfig refuses it at start: "

@@ -67,7 +67,8 @@ def estimate_seconds(a) -> tuple[float, float, int]:
     tok, seqs = M.default_batch_limits(a.gpu)
     seqs = a.max_num_seqs or min(seqs, a.max_num_batched_tokens or tok)
     planned = not a.no_schedule and not a.schedule
-    pols = _policies(a, M, seqs, None if a.no_schedule or planned else _schedule_flag(a))
+    pols = _policies(a, M, seqs, None if a.no_schedule or planned else _schedule_flag(a),
+                     method=str(a.draft).lower())
     if planned:
         pols.append(M.policy("static", k=max(a.gamma)))
     out = max(int(a.output_len), 1)  # every request alike: one request's bound, times the count
@@ -87,12 +88,18 @@ def _schedule_flag(a):
     return value
 
 
-def _policies(a, M, max_num_seqs: int, sched) -> list:
+def _policies(a, M, max_num_seqs: int, sched, method: str | None = None) -> list:
     """The policies a run compares (one home: :func:`simulate` and :func:`estimate_seconds`):
     off, one static k per ``--gamma``, the schedule ``sched`` unless it is off or one of the
-    static ones, ``disable_by_batch_size`` at the first gamma."""
+    static ones, ``disable_by_batch_size`` at the first gamma. For a ``method`` whose schedule
+    vLLM drops (:func:`specnb.vllm.schedule.schedule_dropped`: suffix), neither the schedule
+    nor ``disable_by_batch_size`` (a schedule too) is simulated: vLLM runs the static
+    num_speculative_tokens, the static policy of the largest ``--gamma`` (note
+    :func:`_dropped_note`)."""
     from ..vllm import validate_schedule
+    from ..vllm.schedule import schedule_dropped
 
+    dropped = schedule_dropped(method) is not None
     pols = [M.policy("off")] + [M.policy("static", k=g) for g in a.gamma]
     if sched is not None:  # the one schedule rule (config check's), K <= the largest --gamma
         try:
@@ -100,9 +107,9 @@ def _policies(a, M, max_num_seqs: int, sched) -> list:
         except ValueError as exc:
             raise ValueError(f"--schedule {json.dumps(sched)}: {exc} (--gamma's largest is "
                              "num_speculative_tokens)") from None
-        if any(ks) and not (len(ks) == 1 and ks <= set(a.gamma)):  # else = a static policy
+        if any(ks) and not (len(ks) == 1 and ks <= set(a.gamma)) and not dropped:
             pols.append(M.policy("schedule", schedule=sched, max_num_seqs=max_num_seqs))
-    if a.disable_by_batch_size:
+    if a.disable_by_batch_size and not dropped:
         pols.append(M.policy("disable_by_batch_size", k=a.gamma[0],
                              max_batch=a.disable_by_batch_size, max_num_seqs=max_num_seqs))
     return pols
@@ -342,7 +349,10 @@ def simulate(a) -> dict:
     if not a.no_schedule and not sglang:
         sched = _schedule_flag(a) if a.schedule else _plan_schedule(
             st, acc, w, a.gamma, cfg.max_num_seqs)
-    pols = _policies(a, M, cfg.max_num_seqs, sched)
+    dropped = _dropped_note(a, st, sched, cfg.max_num_seqs)
+    if dropped is not None:  # vLLM runs the static K: that is the schedule shown (T7-05)
+        sched = [[1, cfg.max_num_seqs, max(a.gamma)]]
+    pols = _policies(a, M, cfg.max_num_seqs, sched, method=st.draft.method)
     sim = M.simulate(st, w, pols, acceptance=acc, config=cfg, seed=a.seed,
                      off_config=off_cfg)
     cmp = sim.compare(goal=a.goal)
@@ -356,7 +366,8 @@ def simulate(a) -> dict:
             saved.append(path)
     strip = lambda r: {k: v for k, v in r.items() if k not in _LISTS}  # noqa: E731
     on = cmp["on"]
-    notes = _notes(a, w, profile, cmp, sim.config, off_cfg, st)
+    notes = _notes(a, w, profile, cmp, sim.config, off_cfg, st) + (
+        [dropped] if dropped is not None else [])
     serve, serve_notes = (_serve_line(st, sim.config, pols, on, w, profile)
                           if cmp["verdict"] == "pays" else (None, []))
     return {"setup": {"gpu": st.gpu.name, "gpus": st.gpus, "model": st.target.name,
@@ -375,6 +386,30 @@ def simulate(a) -> dict:
             "schedule": sched, "serve": serve, "serve_notes": [n.message for n in serve_notes],
             "serve_note_codes": [n.code for n in serve_notes], "saved": saved,
             "notes": [n.message for n in notes], "note_codes": [n.code for n in notes]}
+
+
+def _dropped_note(a, st, sched, max_num_seqs):
+    """Note ``dynamic-schedule-disabled-for-method`` when ``--schedule`` (with more than one
+    K) or ``--disable-by-batch-size`` is given for a draft method whose schedule vLLM 0.33
+    drops (:func:`specnb.vllm.schedule.schedule_dropped`; trial 7, T7-05): vLLM warns and
+    falls back to the static num_speculative_tokens (the largest ``--gamma``), so that is
+    what is simulated, not refused (vLLM starts). None otherwise (a planned schedule is
+    static already: :func:`specnb.advise.plan.static_schedule`)."""
+    from ..notes import Note
+    from ..vllm.schedule import SCHEDULE_DROPPED_CODE, schedule_dropped
+
+    if st.engine.name != "vllm":
+        return None
+    k = max(a.gamma)
+    why = schedule_dropped(st.draft.method, k)
+    many = a.schedule is not None and sched is not None and len({r[2] for r in sched}) > 1
+    if why is None or not (many or a.disable_by_batch_size):
+        return None
+    given = (f"--schedule {json.dumps(sched)}" if many else
+             f"--disable-by-batch-size {a.disable_by_batch_size}")
+    return Note(SCHEDULE_DROPPED_CODE, f"{why}: {given} is not what the server runs, so the "
+                f"run simulates what vLLM does instead, the static k={k} policy (the largest "
+                f"--gamma), for batch sizes 1..{max_num_seqs}")
 
 
 #: How far below 1 the TTFT ratio may fall on a fixed-length closed loop before the lockstep

@@ -127,8 +127,10 @@ def _cmd_check(args) -> int:
             source = "<serve line>"
             parsed, result = check_serve_line(line, args.vllm_version, args.draft_config,
                                               args.target_config)
+            _validated_target(args.target_config or parsed.model)
             result = _with_memory(args, parsed, result)
         else:
+            _validated_target(args.target_config)
             text, source = _config_text(args.config)
             result = check_speculative_config(text, vllm_version=args.vllm_version,
                                               draft_config=args.draft_config,
@@ -149,6 +151,31 @@ def _cmd_check(args) -> int:
     else:
         print(_printable(result.format(source)))
     return 0 if result.accepted else 1
+
+
+def _validated_target(path) -> None:
+    """Read a local target config.json (``--target-config``, or the serve line's model folder)
+    through the reader ``specnb plan --model`` uses
+    (:func:`specnb.serving.resolve_architecture`): one reader, one verdict (trial 7, T7-08),
+    so a malformed one (``num_hidden_layers: "32"``) is bad input with plan's message. A
+    config of a family the serving model does not cover (a missing key,
+    :class:`specnb.hf_config.MissingConfigKey`: GPT-2, OPT) is still checked against vLLM's
+    rules. A path that does not exist is left to the checker's own message. Raises
+    ValueError."""
+    import os
+
+    if path is None or not os.path.exists(path) or (
+            os.path.isdir(path) and not os.path.isfile(os.path.join(path, "config.json"))):
+        return
+    from ..hf_config import MissingConfigKey
+    from ..serving import resolve_architecture
+
+    try:
+        resolve_architecture(path)
+    except MissingConfigKey:
+        return
+    except FileNotFoundError as exc:  # the message names the file; an OSError has no filename
+        raise ValueError(str(exc)) from None
 
 
 def _with_target_rules(args, parsed, result):
@@ -175,7 +202,7 @@ def _with_memory(args, parsed, result):
     from ..advise.serve_memory import serve_batch_findings, serve_memory_findings
     from ..vllm import ConfigCheck
 
-    found = serve_batch_findings(parsed.settings, args.gpu)
+    found = serve_batch_findings(parsed.settings, args.gpu, result.config)
     found += serve_memory_findings(parsed.settings, parsed.model, result.config, args.gpu,
                                    target_config=args.target_config)
     return ConfigCheck(result.findings + found, result.config, result.vllm_version) \
@@ -476,8 +503,11 @@ def register(sub) -> None:
                                              "holding it, or - to read stdin")
     c.add_argument("--serve", metavar="LINE",
                    help="check a whole `vllm serve MODEL ...` line instead (- reads it from "
-                        "stdin): parsed with the release's own flags, the speculative config "
-                        "checked with --max-model-len, -tp, -dp, --quantization, ...")
+                        "stdin; also `NAME=value` / `env NAME=value` before it, `python -m "
+                        "vllm.entrypoints.openai.api_server ...` and `docker run ... "
+                        "vllm/vllm-openai[:tag] ARGS`): parsed with the release's own flags, "
+                        "the speculative config checked with --max-model-len, -tp, -dp, "
+                        "--quantization, ...")
     c.add_argument("--gpu", metavar="NAME",
                    help="with --serve: the GPU (catalogue name, e.g. H100-SXM), to check the "
                         "memory at --max-num-seqs")
@@ -488,7 +518,8 @@ def register(sub) -> None:
                         "method against its architectures / model_type")
     c.add_argument("--target-config", metavar="PATH",
                    help="the served model's local config.json (or its folder): checks the "
-                        "draft's max_model_len, vocabulary, TP and checkpoint kind against it")
+                        "draft's max_model_len, vocabulary, TP and checkpoint kind against it "
+                        "(read as plan --model reads it: a malformed one is exit 2)")
     c.add_argument("--tensor-parallel-size", metavar="N", type=positive_int,
                    help="the server's --tensor-parallel-size (judges draft_tensor_parallel_size)")
     c.add_argument("--max-model-len", metavar="N", type=positive_int,

@@ -473,7 +473,8 @@ def _from_config(cfg: dict, where: str) -> Architecture:
     def need(key):
         if key not in cfg or cfg[key] is None:
             mt = cfg.get("model_type")
-            raise ValueError(f"{where}: missing key {key!r} (a Hugging Face config.json of a "
+            raise hf_config.MissingConfigKey(  # not a malformed value: T7-08
+                f"{where}: missing key {key!r} (a Hugging Face config.json of a "
                              "decoder-only model has num_hidden_layers, hidden_size, "
                              "num_attention_heads, intermediate_size, vocab_size"
                              + (f"; model_type {mt!r} names its sizes differently: the serving "

@@ -138,7 +138,7 @@ def parse_speculative_config(text: str):
 
 def check_speculative_config(text_or_dict, vllm_version=None, draft_config=None,
                              target_config=None, tensor_parallel_size=None,
-                             max_model_len=None, serve=None) -> ConfigCheck:
+                             max_model_len=None, serve=None, env=None) -> ConfigCheck:
     """Check a ``--speculative-config`` value against the rules of one vLLM release.
 
     The release's table (``specnb/vllm/versions/<v>.json``, from its code) and ``traps.json``
@@ -164,6 +164,10 @@ def check_speculative_config(text_or_dict, vllm_version=None, draft_config=None,
     serve : dict or None
         More serve settings ({dest: value}, :func:`specnb.vllm.serve.parse_serve_line`'s
         ``settings``) for the serve-line rules (:mod:`specnb.vllm.rules.serve`).
+    env : dict or None
+        The server's environment ({NAME: value}, :attr:`specnb.vllm.ServeLine.env`):
+        VLLM_USE_V2_MODEL_RUNNER picks the model runner
+        (:func:`specnb.vllm.schedule.model_runner`). None: unset.
 
     Returns a :class:`ConfigCheck`: its :class:`Finding` objects, ``.accepted`` (vLLM would
     start; warnings allowed), ``.config`` (the parsed mapping; None if the text was not a JSON
@@ -209,7 +213,8 @@ def check_speculative_config(text_or_dict, vllm_version=None, draft_config=None,
                         code="predates-json-config")
     if early is not None:
         return ConfigCheck(tuple(first) + (early,), None, version)
-    ctx = rules.run(rules.Context(text, table, cfg, draft, target, settings))
+    ctx = rules.run(rules.Context(text, table, cfg, draft, target, settings,
+                                  dict(env or {})))
     return ConfigCheck(tuple(first + ctx.findings), dict(cfg), version)
 
 

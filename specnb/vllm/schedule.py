@@ -3,7 +3,10 @@ range_end, K]`` entries, K drafted while the batch size lies in the inclusive ra
 Sources: ``shared/reference/batch-model.md`` section 5, ``vllm/config/speculative.py``,
 ``vllm/v1/spec_decode/dynamic/utils.py`` (validation, lookup), the docs (off with
 ``--data-parallel-size > 1``; full CUDA graphs only on Model Runner V2); its measured cost:
-:func:`schedule_tax` (vLLM issue #49548).
+:func:`schedule_tax` (vLLM issue #49548). When vLLM 0.33 drops the schedule and drafts the
+static ``num_speculative_tokens`` instead (data parallelism, or a method Model Runner V1 cannot
+vary): :func:`schedule_dropped`, the one home of that rule; which model runner serves a method:
+:func:`model_runner`.
 """
 
 from __future__ import annotations
@@ -12,7 +15,9 @@ import functools
 import numbers
 
 __all__ = ["schedule_tax", "schedule_tax_source", "SCHEDULE_SEMANTICS", "schedule_problems",
-           "validate_schedule", "schedule_lookup", "describe_schedule", "schedule_tax_text"]
+           "validate_schedule", "schedule_lookup", "describe_schedule", "schedule_tax_text",
+           "V1_SCHEDULE_METHODS", "V2_UNSUPPORTED_METHODS", "model_runner", "schedule_dropped",
+           "SCHEDULE_DROPPED_CODE"]
 
 def schedule_tax() -> tuple[tuple[int, float, float], ...]:
     """The measured cost of turning the schedule on: ``(concurrency, TPOT ms with speculation
@@ -43,16 +48,112 @@ SCHEDULE_SEMANTICS = (
     "batch size = the number of requests scheduled in a step; ranges are inclusive; a gap "
     "between ranges takes the previous range's K; sizes past the last range take the last K; "
     "K = 0 drafts nothing; K above num_speculative_tokens is clamped to it; vLLM disables the "
-    "schedule (static num_speculative_tokens) with --data-parallel-size > 1")
+    "schedule (static num_speculative_tokens) with --data-parallel-size > 1, and on Model "
+    "Runner V1 for methods other than ngram, eagle, eagle3, mtp, draft_model, dflash (suffix)")
+
+#: The methods whose Model Runner V1 proposers take the schedule: vLLM 0.33
+#: ``config/vllm.py`` ``VllmConfig._maybe_disable_dynamic_sd_for_v1`` keeps
+#: ``num_speculative_tokens_per_batch_size`` on V1 for these only ("V2 truncates drafts
+#: centrally. V1 requires proposer support").
+V1_SCHEDULE_METHODS = frozenset({"ngram", "eagle", "eagle3", "mtp", "draft_model", "dflash"})
+
+#: The methods Model Runner V2 does not run: vLLM 0.33
+#: ``VllmConfig._get_v2_model_runner_unsupported_features`` ("speculative method 'suffix'"),
+#: so ``use_v2_model_runner`` picks V1 for them unless VLLM_USE_V2_MODEL_RUNNER is set, and
+#: with VLLM_USE_V2_MODEL_RUNNER=1 ``_validate_v2_model_runner`` refuses to start ("Model
+#: Runner V2 does not yet support: speculative method 'suffix'").
+V2_UNSUPPORTED_METHODS = frozenset({"suffix", "custom_class"})
+
+#: The stable code of the finding / note that vLLM drops the schedule for the method.
+SCHEDULE_DROPPED_CODE = "dynamic-schedule-disabled-for-method"
+
+
+def _env_flag(env, name):
+    """vLLM's ``maybe_convert_bool`` (``envs.py``): unset -> None, else ``bool(int(value))``;
+    a value that is not an integer is read as unset here (vLLM itself fails on it)."""
+    value = (env or {}).get(name)
+    if value is None:
+        return None
+    try:
+        return bool(int(str(value).strip()))
+    except ValueError:
+        return None
+
+
+def model_runner(method: str | None, env=None) -> str:
+    """The model runner vLLM 0.33 serves a speculative ``method`` with: ``"v1"``, ``"v2"``, or
+    ``"refused"`` (VLLM_USE_V2_MODEL_RUNNER=1 with a method V2 does not run: vLLM refuses to
+    start).
+
+    ``VllmConfig.use_v2_model_runner``: VLLM_USE_V2_MODEL_RUNNER (``env``, the line's
+    environment) decides when set (``0`` -> V1, ``1`` -> V2); unset, V2 unless a feature is
+    unsupported on it (:data:`V2_UNSUPPORTED_METHODS`). Not modelled: the other features
+    that send vLLM to V1 (dual batch overlap, pipeline parallelism with the external
+    launcher, a platform without Triton, P-EAGLE parallel drafting, heterogeneous-vocabulary
+    draft models: these keep the schedule, their methods being in :data:`V1_SCHEDULE_METHODS`,
+    except dual batch overlap with a method outside it)."""
+    forced = _env_flag(env, "VLLM_USE_V2_MODEL_RUNNER")
+    if forced is True:
+        return "refused" if method in V2_UNSUPPORTED_METHODS else "v2"
+    if forced is False or method in V2_UNSUPPORTED_METHODS:
+        return "v1"
+    return "v2"
+
+
+def schedule_dropped(method: str | None, num_speculative_tokens=None, *,
+                     data_parallel_size: int = 1, env=None) -> str | None:
+    """Why vLLM 0.33 drops ``num_speculative_tokens_per_batch_size`` and drafts the static
+    ``num_speculative_tokens`` at every batch size, as a sentence; None when it keeps it.
+
+    The one home of both rules of ``VllmConfig.__post_init__`` (vLLM 0.33 ``config/vllm.py``),
+    each a logged warning, not a refusal: ``_maybe_disable_dynamic_sd_for_data_parallel``
+    (``data_parallel_size`` > 1) and ``_maybe_disable_dynamic_sd_for_v1`` (the method runs on
+    Model Runner V1, :func:`model_runner`, and is not in :data:`V1_SCHEDULE_METHODS`: suffix
+    by default, e.g.; ``env``: the server's environment, VLLM_USE_V2_MODEL_RUNNER).
+    ``num_speculative_tokens``: the static K named in the sentence (None: not named).
+    """
+    from ..hf_config import is_mtp_type
+
+    k = "" if num_speculative_tokens is None else f"={num_speculative_tokens}"
+    if isinstance(method, str) and is_mtp_type(method):
+        method = "mtp"  # SpeculativeConfig renames every MTPModelTypes name to mtp first
+    if isinstance(data_parallel_size, int) and data_parallel_size > 1:
+        return (f"with --data-parallel-size {data_parallel_size} vLLM disables the dynamic "
+                "schedule (data-parallel ranks could pick different K and deadlock) and "
+                f"drafts the static num_speculative_tokens{k} at every batch size")
+    runner = model_runner(method, env)
+    if runner == "v1" and method not in V1_SCHEDULE_METHODS:
+        why = ("VLLM_USE_V2_MODEL_RUNNER=0" if method not in V2_UNSUPPORTED_METHODS
+               else f"Model Runner V2 does not run {method!r}")
+        return (f"method {method!r} runs on Model Runner V1 ({why}), whose {method} proposer "
+                "cannot vary the draft length: vLLM warns 'Dynamic speculative decoding is not "
+                f"supported with the {method!r} speculative method on Model Runner V1', drops "
+                "num_speculative_tokens_per_batch_size and drafts the static "
+                f"num_speculative_tokens{k} at every batch size "
+                "(VllmConfig._maybe_disable_dynamic_sd_for_v1)")
+    return None
 
 
 def schedule_tax_text() -> str:
-    """The measured cost of turning the schedule on, as a sentence with its source."""
+    """The measured cost of turning the schedule on, as a sentence with its source and where
+    it applies (trial 7, T7-11).
+
+    The measurement (vLLM issue #49548) is Model Runner V1's, where vLLM 0.33 still forces
+    PIECEWISE CUDA graphs when a schedule is set
+    (``VllmConfig._maybe_override_dynamic_sd_cudagraph_mode``, which returns early on V2 and
+    says "Use VLLM_USE_V2_MODEL_RUNNER=1 if you want to use full CUDA graphs"). On Model
+    Runner V2, 0.33's default for ngram, eagle, eagle3, mtp, draft_model and dflash
+    (:func:`model_runner`), the full CUDA graphs stay and one is captured per decode length
+    the schedule uses (``v1/worker/gpu/cudagraph_utils.py``): that cost is not measured."""
     parts = [f"+{100 * (on / off - 1):.1f}% at concurrency {c} ({off:g} -> {on:g} ms)"
              for c, off, on in schedule_tax()]
-    return ("turning the schedule on costs time even where it drafts nothing: TPOT "
-            + " and ".join(parts) + " with K = 0 everywhere against speculation off (vLLM issue "
-            "#49548, vLLM 0.27.1, H100 NVL, piecewise CUDA graphs on Model Runner V1)")
+    return ("on Model Runner V1 (VLLM_USE_V2_MODEL_RUNNER=0), where vLLM forces piecewise "
+            "CUDA graphs with a schedule, turning it on costs time even where it drafts "
+            "nothing: TPOT " + " and ".join(parts) + " with K = 0 everywhere against "
+            "speculation off (vLLM issue #49548, vLLM 0.27.1, H100 NVL); vLLM 0.33 serves "
+            "ngram, eagle, eagle3, mtp, draft_model and dflash on Model Runner V2 by default, "
+            "which keeps full CUDA graphs (one per K in the schedule): the cost there is not "
+            "measured")
 
 
 def _is_int(x) -> bool:

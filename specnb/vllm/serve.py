@@ -212,15 +212,94 @@ def _words(line) -> tuple[list[str], bool, dict]:
     else:
         raise TypeError(f"line must be a str or a list of words, got {type(line).__name__}")
     env = {}
-    while words and (words[0] == "export" or _ASSIGNMENT.match(words[0])):
+    while words and (words[0] in ("export", "env") or _ASSIGNMENT.match(words[0])):
         word = words.pop(0)
-        if word != "export":
+        if word == "env":  # env NAME=value cmd: the same environment as NAME=value cmd
+            while words and words[0] in ("-i", "--ignore-environment", "--", "-u", "--unset"):
+                if words.pop(0) in ("-u", "--unset") and words:
+                    env.pop(words.pop(0), None)  # env -u NAME: NAME unset for the command
+        elif word != "export":
             name, _, value = word.partition("=")
             env[name] = value
     if not words:
         raise ServeLineError("the serve line is empty: give 'vllm serve MODEL ...'")
+    if words[0].rsplit("/", 1)[-1] in ("docker", "podman"):
+        words, docker_env = _container(words)
+        return words, False, {**env, **docker_env}
+    _leading_command(words)
     words, api_server = _command(words)
     return words, api_server, env
+
+
+#: The vLLM image (vLLM docs "Using Docker": ``docker run ... vllm/vllm-openai:latest
+#: --model ...``), with an optional registry, tag or digest.
+_IMAGE = re.compile(r"(?:[\w.-]+(?::\d+)?/)*vllm/vllm-openai(?::[\w.-]+)?(?:@sha256:[0-9a-f]+)?")
+
+#: What the line must start with, for the message of a line that starts otherwise.
+_STARTS = (f"'vllm serve MODEL ...', 'python -m {API_SERVER} --model MODEL ...', "
+           "'env NAME=value vllm serve ...' or 'docker run ... vllm/vllm-openai[:tag] ARGS'")
+
+
+def _container(words: list) -> tuple[list[str], dict]:
+    """(the serve args, the ``-e`` / ``--env`` environment) of ``docker run ... IMAGE ARGS``
+    (or podman's): the vllm/vllm-openai image's entrypoint is ``vllm serve`` (its
+    ``docker/Dockerfile``: ``ENTRYPOINT ["vllm", "serve"]``; older images ran ``python3 -m``
+    :data:`API_SERVER`, which takes the same ``--model ...`` args), so the words after the image
+    are serve args. Raises ServeLineError for another docker command, no vLLM image, an
+    ``--entrypoint`` that replaces ``vllm serve``, or ``vllm serve`` repeated after the image."""
+    tool = words[0].rsplit("/", 1)[-1]
+    if words[1:2] != ["run"]:
+        raise ServeLineError(f"not a vllm serve line: '{' '.join(words[:2])}' is not "
+                             f"'{tool} run ... vllm/vllm-openai ARGS'; give {_STARTS}")
+    at = next((i for i, w in enumerate(words) if i > 1 and _IMAGE.fullmatch(w)), None)
+    if at is None:
+        raise ServeLineError(f"not a vllm serve line: '{tool} run' without the vllm/vllm-openai "
+                             f"image (specnb reads that image's lines: its entrypoint is "
+                             f"'vllm serve'); give {_STARTS}")
+    env, opts = {}, words[2:at]
+    for i, w in enumerate(opts):
+        if w == "--entrypoint" or w.startswith("--entrypoint="):
+            raise ServeLineError(f"'{tool} run --entrypoint' replaces the image's 'vllm "
+                                 "serve': give the command it runs as the line, 'vllm serve "
+                                 "MODEL ...'")
+        value = (opts[i + 1] if w in ("-e", "--env") and i + 1 < len(opts) else
+                 w.split("=", 1)[1] if w.startswith("--env=") else
+                 w[2:] if w.startswith("-e") and len(w) > 2 else None)
+        if value and _ASSIGNMENT.match(value):  # -e NAME alone takes the host's: not known
+            name, _, val = value.partition("=")
+            env[name] = val
+    args = words[at + 1:]
+    if args[:2] == ["vllm", "serve"] or (args[:1] and args[0].rsplit("/", 1)[-1] == "vllm"):
+        raise ServeLineError(f"after the image, {tool} passes the words to its entrypoint "
+                             "'vllm serve': this line repeats 'vllm serve', so vLLM runs "
+                             "'vllm serve vllm serve ...' and its parser refuses it; give the "
+                             "model and flags right after the image")
+    return args, env
+
+
+#: Commands that run another command (``sudo vllm serve ...``): named in the message.
+_WRAPPERS = frozenset({"sudo", "nohup", "time", "exec", "uv", "uvx", "poetry", "pipenv",
+                       "conda", "srun", "torchrun", "numactl", "taskset", "nice", "bash",
+                       "sh"})
+
+
+def _leading_command(words: list) -> None:
+    """Raise ServeLineError for a line that starts with another command (``sudo vllm serve
+    ...``, ``nohup vllm serve``): a word before a later ``vllm serve`` / ``python -m vllm...``,
+    or a known wrapper first, which vLLM's parser would take as the model and then blame
+    ``vllm serve`` for the rest (trial 7, T7-09). A bare model first (``MODEL --flag``) passes."""
+    head = words[0].rsplit("/", 1)[-1]
+    if head in ("vllm", "serve") or re.fullmatch(r"python[\d.]*", head) or head.startswith("-"):
+        return
+    later = next((i for i, w in enumerate(words) if i > 0 and (
+        (w.rsplit("/", 1)[-1] == "vllm" and words[i + 1:i + 2] == ["serve"])
+        or (re.fullmatch(r"python[\d.]*", w.rsplit("/", 1)[-1])
+            and words[i + 1:i + 2] == ["-m"]
+            and (words[i + 2] if i + 2 < len(words) else "").startswith("vllm.")))), None)
+    if later is not None or head in _WRAPPERS:
+        got = " ".join(words[:later]) if later is not None else head
+        raise ServeLineError(f"the line must start with {_STARTS}; it starts with '{got}'"
+                             + (" before the vLLM command" if later is not None else ""))
 
 
 def _command(words: list) -> tuple[list[str], bool]:
@@ -248,9 +327,13 @@ def parse_serve_line(line, vllm_version: str | None = None) -> ServeLine:
     table not newer; None: the newest) -> :class:`ServeLine`.
 
     ``python -m vllm.entrypoints.openai.api_server`` (its parser) and ``python -m
-    vllm.entrypoints.cli.main serve`` are serve lines too; no model is no error (vLLM serves
+    vllm.entrypoints.cli.main serve`` are serve lines too; so are ``env NAME=value vllm serve
+    ...`` (the same environment as ``NAME=value vllm serve ...``) and ``docker run [options]
+    vllm/vllm-openai[:tag] ARGS`` (the image's entrypoint is ``vllm serve``: ARGS are serve
+    args; ``-e`` / ``--env NAME=value`` are the environment). No model is no error (vLLM serves
     ``--model``'s default). Raises ServeLineError (a ValueError; the parser's own line) for a
-    line that cannot be split, is empty, runs another command ("not a vllm serve line"), or
+    line that cannot be split, is empty, runs another command ("not a vllm serve line"), starts
+    with another command (``sudo vllm serve``: "the line must start with ..."), or
     vLLM's parser refuses (an unknown flag, a value of the wrong type, a missing value);
     TypeError for a ``line`` that is no str or list."""
     table, _ = select(vllm_version)
@@ -322,7 +405,7 @@ def check_serve_line(line, vllm_version=None, draft_config=None, target_config=N
     check = check_speculative_config(parsed.speculative_config, vllm_version, draft_config,
                                      target_config, tp if isinstance(tp, int) and tp >= 1 else
                                      None, mml if mml and mml > 0 else None,
-                                     serve=settings)
+                                     serve=settings, env=parsed.env)
     found = check.findings
     if parsed.dotted:  # no line and column in a JSON text the user never wrote
         found = tuple(replace(f, line=None, column=None, key=None if f.key is None else
@@ -357,6 +440,7 @@ def _line_findings(parsed: ServeLine, release: str, flags: dict):
                       "first: vllm serve MODEL ...", code="no-model")
     s = parsed.settings  # bounds: vllm/config/model.py:249 (ge=-1), config/scheduler.py:48,62
     for dest, low in (("max_model_len", -1), ("max_num_seqs", 1), ("max_num_batched_tokens", 1),
+                      ("max_num_scheduled_tokens", 1),  # config/scheduler.py:55 (ge=1)
                       ("tensor_parallel_size", 1)):  # config/parallel.py:142 (ge=1)
         if isinstance(s.get(dest), int) and s[dest] < low:  # (ge=1), scheduler.py:331
             yield Finding("error", None, f"--{dest.replace('_', '-')} {s[dest]}: vLLM's "

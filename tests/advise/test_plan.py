@@ -381,3 +381,24 @@ def test_a_profile_bucket_the_log_never_reached_is_noted_and_the_whole_log_stand
     assert tau.tolist() == [[3.0], [3.0]] and m.tolist() == [[0.5], [0.5]]
     assert "profile-bucket-empty" in [n.code for n in notes]
     assert P.profile_draft_lengths(prof, [1000, 4000], [2]).tolist() == [[2.0], [2.0]]
+
+
+def test_a_suffix_plan_serves_one_static_k_vllm_runs():
+    # trial 7 T7-05: vLLM 0.33 drops suffix's per-batch-size schedule (Model Runner V1), so
+    # the plan serves the static K it runs, with a coded note
+    st_ = S.setup("H100-SXM", "Llama-3.1-8B", "suffix")
+    p = A.serving_plan(st_, [1, 64, 256], [2000], [1, 4], alpha=0.4)
+    assert len({r[2] for r in p.schedule}) == 1 and p.schedule[0][:2] == [1, p.max_num_seqs]
+    assert "num_speculative_tokens_per_batch_size" not in p.config
+    assert p.config["num_speculative_tokens"] == p.schedule[0][2]
+    assert "dynamic-schedule-disabled-for-method" in [n.code for n in p.notes]
+    assert "schedule-tax" not in [n.code for n in p.notes]
+    # the static K is the gamma of the highest mean worst-case speedup over batch 1..max
+    full = S.batch_range_grid(st_, [2000], [1, 4], p.max_num_seqs, alpha=0.4)
+    means = np.where(full.fits, full.deciding, np.nan).min(axis=1)
+    k = [1, 4][int(np.nanargmax(np.nanmean(means, axis=0)))]
+    assert p.schedule[0][2] == k
+    # eagle3 keeps its schedule (Model Runner V2)
+    e = A.serving_plan(S.setup("H100-SXM", "Llama-3.1-8B", "eagle3"), [1, 64, 256], [2000],
+                       [1, 4], alpha=0.6)
+    assert "dynamic-schedule-disabled-for-method" not in [n.code for n in e.notes]

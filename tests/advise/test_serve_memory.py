@@ -107,3 +107,19 @@ def test_plans_target_placeholder_is_checked_as_the_model_and_dtype_it_names():
     warned = codes(serve_target_findings(settings, model))
     assert warned["target-placeholder"].severity == "warning"
     assert "Llama-3.1-70B" in warned["target-placeholder"].message
+
+
+def test_the_default_budget_with_speculation_below_8192_is_vllms_warning():
+    # trial 7 T7-01: vLLM 0.33's default budget (2048 on L4, 8192 on H100) is
+    # max_num_scheduled_tokens; below 8192 _set_max_num_scheduled_tokens warns
+    eagle = {"method": "eagle3", "model": "org/head", "num_speculative_tokens": 3}
+    assert default_batch_limits("L4")[0] == 2048
+    found = codes(serve_batch_findings({"max_num_seqs": 256}, "L4", eagle))
+    assert found["spec-scheduled-tokens-below-8192"].severity == "warning"
+    assert serve_batch_findings({"max_num_seqs": 256}, "H100-SXM", eagle) == ()
+    assert serve_batch_findings({"max_num_seqs": 256}, "L4") == ()  # no speculation
+    # capped at max_num_seqs x max_model_len as vLLM caps the default: 4 x 1000 < 8192
+    assert "spec-scheduled-tokens-below-8192" in codes(serve_batch_findings(
+        {"max_num_seqs": 4, "max_model_len": 1000}, "H100-SXM", eagle))
+    # the line's own --max-num-batched-tokens is the serve-line rule's, not this one's
+    assert serve_batch_findings({"max_num_batched_tokens": 2048}, "L4", eagle) == ()

@@ -521,3 +521,20 @@ def test_a_head_drafts_in_bf16_beside_a_quantized_checkpoint_by_default(capsys):
     res = json.loads(js)
     assert res["setup"]["draft_dtype"] == "bf16"
     assert "draft-dtype-not-in-line" not in res["note_codes"]
+
+
+def test_config_check_reads_env_and_docker_lines_and_names_another_command(capsys):
+    """T7-09: ``env NAME=value vllm serve`` sets NAME as ``NAME=value vllm serve`` does; the
+    vllm/vllm-openai image's args (and its -e NAME=value) are the serve line's; another
+    leading command is bad input naming it, not vLLM's parser blaming vllm serve."""
+    tail = f"--max-model-len 200000 --speculative-config '{NGRAM}'"
+    code, found = check(capsys, "env VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 vllm serve "
+                        f"meta-llama/Llama-3.1-8B {tail}", "H100-SXM")
+    assert code == 0 and "serve-max-model-len-above-target-allowed" in found
+    code, found = check(capsys, "docker run --gpus all -e VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 "
+                        f"vllm/vllm-openai:latest --model meta-llama/Llama-3.1-8B {tail}",
+                        "H100-SXM")
+    assert code == 0 and "serve-max-model-len-above-target-allowed" in found
+    assert main(["config", "check", "--serve", "sudo vllm serve meta-llama/Llama-3.1-8B"]) == 2
+    err = capsys.readouterr().err
+    assert "'sudo'" in err and "vllm serve: error" not in err

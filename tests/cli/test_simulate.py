@@ -352,3 +352,16 @@ def test_engine_vllm_v0_refuses_a_budget_v0_cannot_build_naming_the_flag(capsys)
     assert err.startswith("specnb simulate: error: --max-num-batched-tokens 4096 is below "
                           "max_model_len 131072")
     assert "give --max-num-batched-tokens >= 131072" in err
+
+
+def test_a_suffix_schedule_is_simulated_as_the_static_k_vllm_runs(capsys):
+    # trial 7 T7-05: vLLM 0.33 drops suffix's schedule and runs num_speculative_tokens (a
+    # warning, it starts): the run simulates that static K, with a coded note
+    code, out, _ = run(capsys, "simulate", "--gpu", "L4", "--model", "Llama-3.1-8B", "--draft",
+                       "suffix", "--gamma", "4", "--tau", "2", "--input-len", "100",
+                       "--output-len", "20", "--num-prompts", "8", "--concurrency", "4",
+                       "--schedule", "[[1, 8, 4], [9, 1024, 0]]", "--json")
+    r = json.loads(out)
+    assert code == 0 and "schedule" not in r["policies"] and "k=4" in r["policies"]
+    assert "dynamic-schedule-disabled-for-method" in r["note_codes"]
+    assert r["schedule"] == [[1, r["setup"]["max_num_seqs"], 4]]

@@ -581,3 +581,26 @@ def test_metrics_prints_the_same_when_the_kept_lines_are_read_again(tmp_path, ca
             monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(text.encode())))
         outs.append(run(capsys, "metrics", arg))
     assert outs[0] == outs[1] and outs[0][0] == 0, outs
+
+
+def test_config_check_reads_the_target_config_as_plan_does(tmp_path, capsys):
+    # trial 7 T7-08: one reader, one verdict: a malformed target config.json is bad input
+    # with plan --model's own message; a family the serving model does not cover still checks
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "config.json").write_text(json.dumps({"architectures": ["LlamaForCausalLM"],
+                                                 "num_hidden_layers": "32"}))
+    cfg = json.dumps({"method": "draft_model", "model": "x", "num_speculative_tokens": 3})
+    assert main(["plan", "--gpu", "H100", "--model", str(bad / "config.json"), "--draft",
+                 "ngram", "--context", "100", "--batch", "1", "--gamma", "1",
+                 "--alpha", "0.5"]) == 2
+    plan_err = capsys.readouterr().err.split("error: ", 1)[1]
+    assert main(["config", "check", cfg, "--target-config", str(bad / "config.json")]) == 2
+    assert capsys.readouterr().err.split("error: ", 1)[1] == plan_err
+    assert main(["config", "check", "--serve", f"vllm serve {bad} --speculative-config "
+                 f"'{cfg}'"]) == 2
+    assert capsys.readouterr().err.split("error: ", 1)[1] == plan_err  # the model's folder
+    gpt2 = tmp_path / "gpt2.json"  # GPT-2 names its sizes otherwise: vLLM's rules still run
+    gpt2.write_text(json.dumps({"architectures": ["GPT2LMHeadModel"], "n_layer": 12,
+                                "vocab_size": 50257}))
+    assert main(["config", "check", cfg, "--target-config", str(gpt2)]) == 0

@@ -66,3 +66,29 @@ def test_schedule_lookup_follows_vllms_table():
         validate_schedule([[2, 8, 1]])
     with pytest.raises(ValueError, match="max_num_seqs"):
         schedule_lookup([[1, 16, 5], [17, 32, 4], [33, 64, 3], [65, 128, 1], [129, 512, 0]], 5, 0)
+
+
+def test_the_model_runner_and_the_dropped_schedule_follow_vllm_033():
+    # trial 7 T7-05: vLLM 0.33 config/vllm.py use_v2_model_runner and
+    # _maybe_disable_dynamic_sd_for_v1 / _for_data_parallel
+    from specnb.vllm.schedule import model_runner, schedule_dropped
+
+    v2, v1 = {"VLLM_USE_V2_MODEL_RUNNER": "1"}, {"VLLM_USE_V2_MODEL_RUNNER": "0"}
+    assert [model_runner(m) for m in ("suffix", "custom_class", "eagle3", "ngram", "medusa")] \
+        == ["v1", "v1", "v2", "v2", "v2"]
+    assert model_runner("suffix", v2) == "refused" and model_runner("eagle3", v1) == "v1"
+    assert model_runner("suffix", {"VLLM_USE_V2_MODEL_RUNNER": "x"}) == "v1"  # not an int
+    assert schedule_dropped("suffix", 4) is not None and "=4" in schedule_dropped("suffix", 4)
+    for method in ("ngram", "eagle", "eagle3", "mtp", "draft_model", "dflash"):
+        assert schedule_dropped(method) is None and schedule_dropped(method, env=v1) is None
+    assert schedule_dropped("medusa") is None and schedule_dropped("medusa", env=v1)
+    assert schedule_dropped("eagle3", data_parallel_size=2) is not None
+
+
+def test_the_schedule_cost_says_where_it_was_measured():
+    # trial 7 T7-11: #49548 is Model Runner V1's (piecewise graphs forced); V2 not measured
+    from specnb.vllm.schedule import schedule_tax_text
+
+    text = schedule_tax_text()
+    assert text.startswith("on Model Runner V1") and "Model Runner V2" in text
+    assert "+6.6%" in text and "+21.6%" in text

@@ -132,6 +132,62 @@ def _codes(line, **kw):
 SPEC = "--speculative-config '{}'"
 
 
+def test_the_scheduled_token_budget_with_speculation_as_vllm_033():
+    # trial 7 T7-01: VllmConfig._set_max_num_scheduled_tokens (warning below 8192; error when
+    # max_num_batched_tokens <= num_lookahead_tokens; max_num_scheduled_tokens is ge=1)
+    eagle = json.dumps({"method": "eagle3", "model": "org/head", "num_speculative_tokens": 3})
+
+    def found(flags, **kw):
+        check = check_serve_line(f"vllm serve MODEL --speculative-config '{eagle}' {flags}",
+                                 **kw)[1]
+        return {f.code: f.severity for f in check.findings}, check.accepted
+
+    codes, ok = found("--max-num-seqs 256 --max-num-batched-tokens 2048")
+    assert ok and codes["spec-scheduled-tokens-below-8192"] == "warning"
+    assert "spec-batched-tokens-within-lookahead" not in codes
+    codes, ok = found("--max-num-batched-tokens 8192")
+    assert ok and "spec-scheduled-tokens-below-8192" not in codes
+    codes, _ = found("--max-num-batched-tokens 8192 --max-num-scheduled-tokens 4096")
+    assert codes["spec-scheduled-tokens-below-8192"] == "warning"
+    codes, ok = found("--max-num-seqs 2 --max-num-batched-tokens 3")  # 3 <= lookahead 3
+    assert not ok and codes["spec-batched-tokens-within-lookahead"] == "error"
+    assert found("--max-num-seqs 2 --max-num-batched-tokens 4")[1]
+    codes, ok = found("--max-num-scheduled-tokens 0")
+    assert not ok and codes["serve-max-num-scheduled-tokens-range"] == "error"
+    assert "spec-scheduled-tokens-below-8192" not in found(  # 0.32.0 was not read
+        "--max-num-batched-tokens 2048", vllm_version="0.32.0")[0]
+    # ngram drafts without lookahead slots (num_lookahead_tokens 0)
+    from specnb.vllm.rules.serve import lookahead_tokens
+
+    assert [lookahead_tokens(m, 3) for m in ("ngram", "suffix", "eagle3", "deepseek_mtp",
+                                              "draft_model", "dflash")] == [0, 0, 3, 3, 3, 4]
+
+
+def test_a_suffix_schedule_is_dropped_and_v2_refuses_suffix():
+    # trial 7 T7-05: vLLM 0.33 runs suffix on Model Runner V1, drops the schedule (a warning)
+    sched = json.dumps({"method": "suffix", "num_speculative_tokens": 4,
+                        "num_speculative_tokens_per_batch_size": [[1, 8, 4], [9, 64, 1]]})
+    codes = _codes(f"vllm serve MODEL --speculative-config '{sched}'")
+    assert "dynamic-schedule-disabled-for-method" in codes and "schedule-explained" not in codes
+    check = check_serve_line(f"vllm serve MODEL --speculative-config '{sched}'")[1]
+    assert check.accepted and {f.severity for f in check.findings
+                               if f.code == "dynamic-schedule-disabled-for-method"} == {"warning"}
+    eagle = json.dumps({"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_min": 2,
+                        "prompt_lookup_max": 5,
+                        "num_speculative_tokens_per_batch_size": [[1, 8, 4], [9, 64, 1]]})
+    assert "dynamic-schedule-disabled-for-method" not in _codes(
+        f"vllm serve MODEL --speculative-config '{eagle}'")
+    plain = json.dumps({"method": "suffix", "num_speculative_tokens": 4})
+    on_v2 = check_serve_line(f"VLLM_USE_V2_MODEL_RUNNER=1 vllm serve MODEL "
+                             f"--speculative-config '{plain}'")[1]
+    assert not on_v2.accepted and "v2-runner-unsupported-method" in on_v2.codes()
+    assert "v2-runner-unsupported-method" not in _codes(
+        f"vllm serve MODEL --speculative-config '{plain}'")
+    # older releases were not read: no finding from 0.32.0's table
+    assert "dynamic-schedule-disabled-for-method" not in _codes(
+        f"vllm serve MODEL --speculative-config '{sched}'", vllm_version="0.32.0")
+
+
 def test_the_serve_context_rules(tmp_path):
     head = {"architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama",
             "max_position_embeddings": 2048, "torch_dtype": "bfloat16", "vocab_size": 128256}
@@ -269,3 +325,28 @@ def test_the_batched_tokens_rule_reads_only_the_flags_given():
     assert "serve-batched-tokens-below-seqs" not in [f.code for f in check.findings]
     _, check = check_serve_line("vllm serve m --max-num-seqs 300 --max-num-batched-tokens 200")
     assert "serve-batched-tokens-below-seqs" in [f.code for f in check.findings]
+
+
+def test_env_and_docker_lines_are_serve_lines_and_other_commands_are_named():
+    # trial 7 T7-09: env NAME=value cmd is NAME=value cmd; the vllm/vllm-openai image's
+    # entrypoint is vllm serve (its docker/Dockerfile), so the words after it are serve args
+    line = parse_serve_line("env VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 vllm serve org/m "
+                            "--max-model-len 200000")
+    assert (line.model, line.env, line.settings["max_model_len"]) == (
+        "org/m", {"VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1"}, 200000)
+    line = parse_serve_line("docker run --runtime nvidia --gpus all -v ~/.cache:/root/.cache "
+                            "--env HF_TOKEN=x -e VLLM_USE_V2_MODEL_RUNNER=0 -p 8000:8000 "
+                            "--ipc=host vllm/vllm-openai:latest --model org/m -tp 2")
+    assert (line.model, line.settings["tensor_parallel_size"]) == ("org/m", 2)
+    assert line.env == {"HF_TOKEN": "x", "VLLM_USE_V2_MODEL_RUNNER": "0"}
+    assert parse_serve_line("docker run vllm/vllm-openai org/m").model == "org/m"
+    assert parse_serve_line("A=1 env -u A B=2 vllm serve org/m").env == {"B": "2"}
+    for bad in ("sudo vllm serve org/m", "nohup vllm serve org/m --max-num-seqs 4",
+                "docker run --gpus all vllm/vllm-openai vllm serve org/m",
+                "docker run --gpus all other/image --model org/m", "docker ps",
+                "docker run --entrypoint bash vllm/vllm-openai"):
+        with pytest.raises(ServeLineError) as err:
+            parse_serve_line(bad)
+        assert not str(err.value).startswith("vllm serve: error")  # not blamed on vLLM's parser
+    # a line without the command (a bare model first) still parses
+    assert parse_serve_line("org/m --max-model-len 10").model == "org/m"

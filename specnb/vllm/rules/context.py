@@ -30,7 +30,8 @@ def as_int(x):
 class Context:
     """One config on its way through the rules: keys (after the hyphen rewrite), values (as the
     release's pydantic reads them; None when refused), method (the one vLLM runs; None stops the
-    rules after it), draft / target (config.json), serve (the line's settings), findings."""
+    rules after it), draft / target (config.json), serve (the line's settings), env (the server's
+    environment, e.g. VLLM_USE_V2_MODEL_RUNNER: the line's ``NAME=value`` words), findings."""
 
     text: str | None
     table: Table
@@ -38,6 +39,7 @@ class Context:
     draft: dict | None = None
     target: dict | None = None
     serve: dict = field(default_factory=dict)
+    env: dict = field(default_factory=dict)
     values: dict = field(default_factory=dict)
     method: str | None = None
     findings: list = field(default_factory=list)

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from ...hf_config import architectures
 from .._versions import version_key
+from ..schedule import model_runner, schedule_dropped
 from .context import NO_DRAFT_BRANCH, Context, as_int
+from .switches import SCHEDULE_DROP_READ
 
 _HEADS = ("eagle", "eagle3", "dflash", "draft_model", "medusa")  # drafts trained on their own
 
@@ -13,6 +15,66 @@ _HEADS = ("eagle", "eagle3", "dflash", "draft_model", "medusa")  # drafts traine
 #: composible with speculative decoding" for (docs/features/spec_decode, "Known Feature
 #: Incompatibility", README @ 01ed47b4 and b86d012f: "as of `vllm<=0.15.0`").
 PP_SPECULATION_UNTIL = "0.15.0"
+
+#: vLLM 0.33 ``VllmConfig._set_max_num_scheduled_tokens``: with speculation on, a
+#: max_num_scheduled_tokens below this logs "This may lead to suboptimal performance".
+SPEC_SCHEDULED_TOKENS_WARN_BELOW = 8192
+
+
+def lookahead_tokens(method: str | None, num_speculative_tokens) -> int:
+    """vLLM 0.33 ``VllmConfig.num_lookahead_tokens``: num_speculative_tokens + 1 for dflash
+    (its fill-in drafting), num_speculative_tokens for the methods that draft with the
+    target's hidden states or a draft model (eagle, eagle3, mtp and its aliases, dspark in its
+    anchor-sampling default, draft_model), else 0 (ngram, suffix, medusa, ...)."""
+    k = as_int(num_speculative_tokens)
+    if k is None or not isinstance(method, str):
+        return 0
+    if method == "dflash":
+        return k + 1
+    if method in ("eagle", "eagle3", "mtp", "dspark", "draft_model") or method.endswith("_mtp"):
+        return k
+    return 0
+
+
+def scheduled_token_findings(method, num_speculative_tokens, *, scheduled=None, budget=None,
+                             source="") -> list:
+    """vLLM 0.33 ``VllmConfig._set_max_num_scheduled_tokens`` with speculation on, as
+    ``(code, severity, message, fix)`` tuples (the one home; the serve-line rule gives the
+    line's own flags, :func:`specnb.advise.serve_memory.serve_batch_findings` vLLM's default
+    budget on a GPU).
+
+    ``scheduled``: max_num_scheduled_tokens (``--max-num-scheduled-tokens``, else
+    max_num_batched_tokens: vLLM sets it so) or None; below
+    :data:`SPEC_SCHEDULED_TOKENS_WARN_BELOW` vLLM logs a warning, code
+    ``spec-scheduled-tokens-below-8192``. ``budget``: max_num_batched_tokens or None; at or
+    below :func:`lookahead_tokens` vLLM raises "VllmConfig does not have enough slots to
+    schedule a token and support the speculative decoding settings", code
+    ``spec-batched-tokens-within-lookahead`` (error). vLLM's own ``max_num_scheduled_tokens <=
+    0`` error cannot be reached from a line: both fields are ``Field(ge=1)`` (the line rule
+    ``serve-max-num-scheduled-tokens-range``). ``source``: where the values come from, for
+    the message."""
+    out = []
+    la = lookahead_tokens(method, num_speculative_tokens)
+    if isinstance(budget, int) and budget >= 1 and budget <= la:
+        out.append(("spec-batched-tokens-within-lookahead", "error",
+                    f"max_num_batched_tokens {budget}{source} <= num_lookahead_tokens {la} "
+                    f"({method}, num_speculative_tokens {num_speculative_tokens}): vLLM "
+                    "refuses to start ('VllmConfig does not have enough slots to schedule a "
+                    "token and support the speculative decoding settings', "
+                    "VllmConfig._set_max_num_scheduled_tokens)",
+                    f"give --max-num-batched-tokens {la + 1} or more"))
+    if isinstance(scheduled, int) and 1 <= scheduled < SPEC_SCHEDULED_TOKENS_WARN_BELOW:
+        out.append(("spec-scheduled-tokens-below-8192", "warning",
+                    f"max_num_scheduled_tokens {scheduled}{source} with speculative decoding: "
+                    f"vLLM warns below {SPEC_SCHEDULED_TOKENS_WARN_BELOW} 'max_num_scheduled_"
+                    f"tokens is set to {scheduled} based on the speculative decoding settings. "
+                    "This may lead to suboptimal performance' (VllmConfig._set_max_num_"
+                    "scheduled_tokens): the draft tokens of every request share that budget "
+                    "with the prefill chunks", f"give --max-num-batched-tokens "
+                    f"{SPEC_SCHEDULED_TOKENS_WARN_BELOW} (or more) if prefill chunks and "
+                    "drafts compete for the budget; measure before keeping it"))
+    return out
+
 
 def serve(ctx: Context) -> None:
     """Each serve-line check (nothing without a serve line or a target)."""
@@ -41,10 +103,25 @@ def serve(ctx: Context) -> None:
     dp = as_int(s.get("data_parallel_size")) or 1
     if dp > 1 and ctx.values.get("num_speculative_tokens_per_batch_size") is not None:
         ctx.add("schedule-with-data-parallel", "warning", "num_speculative_tokens_per_batch_"
-                "size", f"--data-parallel-size {dp}: {ctx.vname} disables the dynamic schedule "
-                "with data parallelism > 1 and drafts num_speculative_tokens at every batch "
-                "size", "drop the schedule, or serve with --data-parallel-size 1 (one engine "
+                "size", f"--data-parallel-size {dp}: {ctx.vname} " + schedule_dropped(
+                    m, ctx.values.get("num_speculative_tokens"), data_parallel_size=dp
+                ).removeprefix(f"with --data-parallel-size {dp} vLLM "),
+                "drop the schedule, or serve with --data-parallel-size 1 (one engine "
                 "per GPU group behind a router)")
+    if model_runner(m, ctx.env) == "refused" and \
+            version_key(ctx.table.vllm) >= version_key(SCHEDULE_DROP_READ):
+        ctx.add("v2-runner-unsupported-method", "error", "method", f"VLLM_USE_V2_MODEL_RUNNER="
+                f"{ctx.env.get('VLLM_USE_V2_MODEL_RUNNER')} with method {m!r}: {ctx.vname} "
+                f"refuses to start ('Model Runner V2 does not yet support: speculative method "
+                f"{m!r}', VllmConfig._validate_v2_model_runner)", "unset "
+                "VLLM_USE_V2_MODEL_RUNNER (vLLM then serves it on Model Runner V1)")
+    budget = as_int(s.get("max_num_batched_tokens"))
+    scheduled = as_int(s.get("max_num_scheduled_tokens")) or budget
+    read = version_key(ctx.table.vllm) >= version_key(SCHEDULE_DROP_READ)  # 0.33.0 was read
+    for code, severity, message, fix in scheduled_token_findings(  # the line's own flags
+            m, ctx.values.get("num_speculative_tokens"), scheduled=scheduled, budget=budget,
+            source=" (the line's flags)") if read else ():
+        ctx.add(code, severity, None, message, fix)
     quant = s.get("quantization") or (target.get("quantization_config") or {}).get(
         "quant_method")
     dtype = str(draft.get("torch_dtype") or draft.get("dtype") or "")

@@ -6,7 +6,15 @@ from __future__ import annotations
 
 import json
 
-from ..schedule import SCHEDULE_SEMANTICS, describe_schedule, schedule_problems, schedule_tax_text
+from .._versions import version_key
+from ..schedule import (SCHEDULE_DROPPED_CODE, SCHEDULE_SEMANTICS, V1_SCHEDULE_METHODS,
+                        describe_schedule, schedule_dropped, schedule_problems,
+                        schedule_tax_text)
+
+#: The release whose ``VllmConfig`` the dropped-schedule rule (and the serve rules'
+#: ``_set_max_num_scheduled_tokens`` and V2-runner checks) were read from (vLLM 0.33.0
+#: ``config/vllm.py``); older releases are not judged by them (not read).
+SCHEDULE_DROP_READ = "0.33.0"
 from .context import NO_DRAFT_BRANCH, TRAPS, Context
 
 
@@ -164,6 +172,14 @@ def schedule(ctx: Context) -> None:
                 "validation, vllm/v1/spec_decode/dynamic/utils.py)", "e.g. [[1, 64, 3], "
                 "[65, 128, 1], [129, 512, 0]] (vLLM docs)")
     if problems:
+        return
+    why = (schedule_dropped(ctx.method, nst, env=ctx.env)
+           if version_key(ctx.table.vllm) >= version_key(SCHEDULE_DROP_READ) else None)
+    if why is not None:  # vLLM warns and runs the static K: no schedule to explain (T7-05)
+        ctx.add(SCHEDULE_DROPPED_CODE, "warning", key, f"{ctx.vname}: {why}", "drop "
+                f"{key} and give the one num_speculative_tokens to draft at every batch size "
+                "(specnb plan plans it for suffix), or use a method whose schedule runs: "
+                + ", ".join(sorted(V1_SCHEDULE_METHODS)))
         return
     above = [r for r in rows if nst is not None and r[2] > nst]
     if above:
