@@ -530,3 +530,17 @@ def test_a_head_drafts_in_bf16_beside_a_quantized_checkpoint_by_default(capsys):
     res = json.loads(js)
     assert res["setup"]["draft_dtype"] == "bf16"
     assert "draft-dtype-not-in-line" not in res["note_codes"]
+
+
+# ------------------------------------------------------------------ trial 7 (t7mem)
+def test_config_check_auto_fit_counts_fp8_weights_as_vllm_loads_them(capsys):
+    """T7-02 / T7-06: the trial's L4 line; the auto-fit length is the room left by the fp8
+    layers, the bf16 embedding and LM head, in 0.92 of the 22.03 GiB an L4 reports."""
+    code, found = check_any(capsys, "vllm serve meta-llama/Llama-3.1-8B --quantization fp8 "
+                            "--max-model-len auto", "L4")
+    a, g = S.architecture("Llama-3.1-8B"), S.gpu("L4")
+    w = (a.params - 2 * a.embedding_params) * 1.0 + 2 * a.embedding_params * 2.0
+    fits = int((0.92 * g.total_memory_bytes - w) // a.kv_bytes_per_token("bf16"))
+    assert f"about {fits} of the target" in found["max-model-len-auto-fit"]["message"]
+    old = int((0.92 * 24e9 - a.params * 1.0) // a.kv_bytes_per_token("bf16"))
+    assert old == 107191 and fits < old  # the trial's printed figure
