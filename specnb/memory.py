@@ -60,7 +60,9 @@ def weight_bytes(n_params, dtype: str = "bf16"):
     """Bytes of model weights: ``n_params * bytes_per_element(dtype)``.
 
     Ignores quantization scales and non-weight buffers. 1e9 parameters in bf16 are 2.0e9 bytes
-    (the article's "about 2 GB"); 135e6 are 0.27e9 bytes ("about 0.27 GB").
+    (the article's "about 2 GB"); 135e6 are 0.27e9 bytes ("about 0.27 GB"). The article's flat
+    count: every parameter at the dtype's width. A vLLM server quantizing to fp8 / int8 / int4
+    keeps the embedding and LM head in bf16 (:func:`specnb.serving.weight_bytes_of`).
 
     Parameters
     ----------

@@ -523,7 +523,7 @@ def setup_serve_line(st: S.Setup, config: dict, *, max_num_seqs: int, contexts=N
         # (the target's own layers) takes the target's --quantization (config/speculative.py)
         notes.append(Note("draft-dtype-not-in-line",
                           f"the plan counts the draft {d.name}'s weights in {d_dtype} "
-                          "(--draft-dtype, default --dtype), but vLLM loads a draft model or "
+                          "(--draft-dtype), but vLLM loads a draft model or "
                           "head as its checkpoint stores it (speculative_config quantization "
                           "None: unquantized) and does not apply the target's --quantization "
                           "to it; plan with --draft-dtype bf16 for what this line runs, or "
@@ -854,8 +854,7 @@ def serving_plan(st: S.Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=
     tight = {c: m for c, m in room.items() if m < top and c not in over}
     if tight and nothing is None:
         notes.append(Note("kv-does-not-fit",
-                          f"KV cache room ({100 * st.memory_fraction:g} % of GPU memory, "
-                          "weights first): "
+                          f"KV cache room (weights first, in {S.memory_budget_text(st)}): "
                           + ", ".join(f"context {c}: " + (f"at most {m} sequences" if m else
                                                           "not even one sequence")
                                       for c, m in tight.items())

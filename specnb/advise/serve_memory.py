@@ -225,7 +225,7 @@ def serve_memory_findings(settings: dict, model: str, config: dict, gpu: str, *,
         ctx = min(fits, ctx)
     cap = int(S.max_batch_in_memory(st, ctx))
     if cap < 1:
-        left = (st.memory_fraction * st.gpus * st.gpu.memory_bytes
+        left = (st.memory_fraction * st.gpus * st.gpu.device_memory_bytes
                 - st.target.weight_bytes(st.dtype) - st._draft_weight_bytes())
         fits = S.max_model_len_that_fits(st, ctx)
         higher = next((u for u in (0.92, 0.95) if u > st.memory_fraction

@@ -73,7 +73,9 @@ def register(subparsers) -> argparse.ArgumentParser:
                    help="target weight dtype (default: the published checkpoint's, as vLLM "
                    "loads it: bf16, DeepSeek-V3 fp8, gpt-oss mxfp4 experts)")
     p.add_argument("--draft-dtype", choices=DTYPE_CHOICES, default=None,
-                   help="draft weight dtype (default: the target's)")
+                   help="draft weight dtype (default: as vLLM loads it, the draft's own "
+                   "checkpoint's: a head or unquantized draft model in bf16 whatever --dtype "
+                   "says; mtp: the target's)")
     p.add_argument("--kv-cache-dtype", choices=KV_CACHE_CHOICES, default="auto",
                    help="vLLM's --kv-cache-dtype (default auto, vLLM's: the activation dtype, "
                         "bf16 also for fp8 weights; fp8 halves the KV bytes and goes into the "

@@ -115,10 +115,11 @@ from .reference import (EAGLE3_BATCH_TABLES, MAGICDEC_SNAPKV_BUDGET, MAGICDEC_TA
                         plain_step_comparison, predict_table,
                         routing_skew_from_plain_steps, table_measurements)
 from .setup import (DEFAULT_GPU_MEMORY_UTILIZATION, DRAFT_METHODS, PARTIAL_PROPOSAL_METHODS,
-                    SD_OVERHEAD_MS, Draft, Setup, cannot_serve, check_tensor_parallel,
+                    SD_OVERHEAD_MS, Draft, Setup, cannot_serve, check_tensor_parallel, default_draft_dtype,
                     contexts_over_max_positions,
                     context_limit_notes, draft, max_batch_in_memory, max_model_len_that_fits,
-                    memory_cap, quantization_conflict, read_checkpoint_placeholder, serve_weight_args,
+                    memory_cap, memory_budget_text, quantization_conflict,
+                    read_checkpoint_placeholder, serve_weight_args,
                     serve_weight_dtype, setup)
 from .speedup import (MAX_BATCH_SEARCH, MAX_GRID_CELLS, NGRAM_DRAFT_FRACTION, Grid,
                       batch_range_grid, best_gamma, check_axis, check_tree, crossover_batch,
@@ -134,7 +135,7 @@ __all__ = [
     "GPU", "Architecture", "Efficiency", "Draft", "Setup", "Grid", "Calibration",
     "checkpoint_dtype_of", "weight_bytes_of", "quantization_conflict", "serve_weight_args", "serve_weight_dtype", "max_model_len_that_fits",
     "read_checkpoint_placeholder",
-    "contexts_over_max_positions",
+    "contexts_over_max_positions", "default_draft_dtype", "memory_budget_text",
     "DEFAULT_EFFICIENCY", "DEFAULT_HEAD_EFFICIENCY", "DTYPES", "DRAFT_METHODS",
     "SD_OVERHEAD_MS", "NGRAM_DRAFT_FRACTION", "MAX_BATCH_SEARCH", "MAX_GRID_CELLS",
     "gpu", "gpu_names", "architecture", "resolve_architecture", "architecture_names",

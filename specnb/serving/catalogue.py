@@ -25,7 +25,7 @@ from ..memory import DTYPE_BYTES, kv_cache_bytes_per_token
 from . import moe as _moe
 from .moe import MLA, MoE
 
-__all__ = ["DTYPES", "KV_CACHE_DTYPES", "kv_storage_dtype", "gpu_alias_note", "GPU", "gpu", "gpu_names", "ridge_point", "Architecture", "architecture", "checkpoint_dtype_of",
+__all__ = ["DTYPES", "QUANTIZED_DTYPES", "KV_CACHE_DTYPES", "kv_storage_dtype", "gpu_alias_note", "GPU", "gpu", "gpu_names", "ridge_point", "Architecture", "architecture", "checkpoint_dtype_of",
            "architecture_names", "resolve_architecture", "weight_bytes_of", "model_id", "published_active_params"]
 
 #: Bytes per stored weight for each weight dtype the serving model takes: the one dtype table,
@@ -74,7 +74,11 @@ class GPU:
     cost, microseconds: launches and small kernels on GPUs where it is published, 0 where
     not; ``data/gpus.csv`` says where each comes from); ``compute_capability`` (CUDA's
     ``"major.minor"``, https://developer.nvidia.com/cuda-gpus; ``""`` for a GPU that is not
-    CUDA's, e.g. AMD's); ``source``.
+    CUDA's, e.g. AMD's); ``source``; ``total_memory_bytes`` (the device's total as
+    ``torch.cuda.mem_get_info()`` reports it, binary: an "80 GB" H100 reports 79.11 GiB =
+    84.9e9 B; ``data/gpus.csv`` names where each was read; None where not found).
+    ``memory_bytes`` is the datasheet's decimal figure (the source article's "80 GB"
+    arithmetic); :attr:`device_memory_bytes` is what vLLM budgets from.
     """
 
     name: str
@@ -86,6 +90,17 @@ class GPU:
     source: str = ""
     layer_fixed_us: float = 0.0
     compute_capability: str = ""
+    total_memory_bytes: float | None = None
+
+    @property
+    def device_memory_bytes(self) -> float:
+        """The total vLLM's memory budget starts from (the one home of the rule): vLLM 0.33's
+        ``request_memory`` (``v1/worker/utils.py``) takes ``gpu_memory_utilization x
+        total_memory`` of the ``MemorySnapshot`` (``utils/mem_utils.py``:
+        ``torch.cuda.mem_get_info()``'s total), i.e. :attr:`total_memory_bytes` where the
+        catalogue has it, else the datasheet's ``memory_bytes`` (a fallback that
+        ``data/gpus.csv`` marks NOT FOUND)."""
+        return self.memory_bytes if self.total_memory_bytes is None else self.total_memory_bytes
 
     def flops(self, dtype: str = "bf16") -> float:
         """Peak dense FLOP/s for a weight dtype: FP8 tensor cores for ``fp8`` where the GPU
@@ -144,9 +159,11 @@ def gpu(name) -> GPU:
     fixed = rec.get("layer_fixed_us", "")
     fixed = 0.0 if _blank(fixed) else float(fixed)
     cc = rec.get("compute_capability", "")
+    total = rec.get("total_memory_bytes", "")
     return GPU(rec["gpu"], float(rec["memory_gb"]) * 1e9, float(rec["bandwidth_gb_s"]) * 1e9,
                float(rec["bf16_tflops"]) * 1e12, fp8, float(rec["link_gb_s"]) * 1e9,
-               rec["source"], fixed, "" if _blank(cc) else f"{float(cc):.1f}")
+               rec["source"], fixed, "" if _blank(cc) else f"{float(cc):.1f}",
+               None if _blank(total) else float(total))
 
 
 def gpu_alias_note(name) -> str | None:
@@ -304,11 +321,19 @@ class Architecture:
         return (_moe.moe_layers(self) * m.n_routed_experts
                 * _moe.expert_params(self.hidden_size, m.moe_intermediate_size))
 
+    @property
+    def vocab_params(self) -> int:
+        """Parameters of the input embedding and the LM head (``vocab_size x hidden_size``
+        each; once when ``tie_word_embeddings``): what vLLM keeps in bf16 when it quantizes
+        the rest (:func:`weight_bytes_of`'s ``unquantized``)."""
+        return self.embedding_params * (1 if self.tie_word_embeddings else 2)
+
     def weight_bytes(self, dtype: str = "bf16") -> float:
-        """Bytes of all weights in ``dtype`` (:func:`weight_bytes_of`: mxfp4 stores the
-        routed experts in 4.25 bits, the rest bf16; scales of other quantized formats not
-        counted)."""
-        return weight_bytes_of(self.params, dtype, self.routed_expert_params)
+        """Bytes of all weights in ``dtype`` (:func:`weight_bytes_of`: fp8 / int8 / int4 keep
+        the embedding and LM head (:attr:`vocab_params`) in bf16, as vLLM does; mxfp4 stores
+        the routed experts in 4.25 bits, the rest bf16; quantization scales not counted).
+        Llama-3.1-8B in fp8: 6.98e9 B + 1.05e9 x 2 B = 9.08e9 B (not 8.03e9)."""
+        return weight_bytes_of(self.params, dtype, self.routed_expert_params, self.vocab_params)
 
     def one_layer(self, name: str | None = None) -> "Architecture":
         """One decoder layer of this model plus its LM head (an MoE model's: an MoE layer),
@@ -320,17 +345,37 @@ class Architecture:
                                    mtp_layers=0)
 
 
-def weight_bytes_of(params, dtype: str, routed=0.0):
-    """Bytes of ``params`` weights in ``dtype``, ``routed`` of them routed-expert weights (the
-    one home of the mixed width): ``params x DTYPES[dtype]``, except ``mxfp4``, a checkpoint
-    layout (gpt-oss: "MoE weights ... quantized to 4.25 bits per parameter", the rest bf16;
-    vLLM's ``Mxfp4Config`` quantizes only the fused MoE layers, attention stays unquantized,
+#: The weight dtypes vLLM stores only some layers of in their width (a quantization
+#: method's ``get_quant_method`` claims linear layers and routed experts, the rest stays in
+#: the model's 16-bit dtype): :func:`weight_bytes_of`'s ``unquantized`` part is bf16 in them.
+QUANTIZED_DTYPES = ("fp8", "int8", "int4", "mxfp4")
+
+
+def weight_bytes_of(params, dtype: str, routed=0.0, unquantized=0.0):
+    """Bytes of ``params`` weights in ``dtype``, ``routed`` of them routed-expert weights and
+    ``unquantized`` of them the input embedding and LM head (the one home of the mixed
+    width): ``params x DTYPES[dtype]`` for bf16 / fp16; for a quantized dtype
+    (:data:`QUANTIZED_DTYPES`) the ``unquantized`` weights stay at bf16's 2 bytes: vLLM
+    0.33's quantization methods claim only ``LinearBase`` layers and ``RoutedExperts``
+    (``Fp8Config.get_quant_method`` in ``model_executor/layers/quantization/fp8.py``, the
+    online path's ``resolve_quant_method_cls`` in ``quantization/online/base.py`` returning
+    None for any other layer; AWQ / GPTQ, which int4 / int8 checkpoints are,
+    ``auto_awq.py`` and ``utils/gptq_utils.py`` ``get_linear_quant_method``: the
+    ``ParallelLMHead`` only when the checkpoint's config says ``lm_head: true``, default
+    false), so ``VocabParallelEmbedding`` and ``ParallelLMHead`` get
+    ``UnquantizedEmbeddingMethod`` (``vocab_parallel_embedding.py``) in the model's bf16.
+    ``mxfp4``, a checkpoint layout (gpt-oss: "MoE weights ... quantized to 4.25 bits per
+    parameter", the rest bf16; vLLM's ``Mxfp4Config`` quantizes only the fused MoE layers,
     ``model_executor/layers/quantization/mxfp4.py`` v0.33.0): ``routed`` at 4.25 bits (OCP
-    MX: a shared 8-bit scale per 32 FP4 values), the rest at bf16's 2 bytes. A head or a
-    dense model (routed 0) in mxfp4 is then bf16."""
+    MX: a shared 8-bit scale per 32 FP4 values), the rest at 2 bytes; a head or a dense
+    model (routed 0) in mxfp4 is then bf16. Quantization scales (AWQ / GPTQ group scales,
+    FP8 block scales) and the few unquantized linear layers (an MoE router gate) are not
+    counted."""
     _check.choice("dtype", dtype, DTYPES)
     if dtype == "mxfp4":
         return (params - routed) * DTYPES["bf16"] + routed * DTYPES["mxfp4"]
+    if dtype in QUANTIZED_DTYPES:
+        return (params - unquantized) * DTYPES[dtype] + unquantized * DTYPES["bf16"]
     return params * DTYPES[dtype]
 
 

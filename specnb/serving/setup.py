@@ -25,8 +25,8 @@ from .step import DEFAULT_EFFICIENCY, DEFAULT_HEAD_EFFICIENCY, Efficiency
 __all__ = ["contexts_over_max_positions", "serve_weight_args", "serve_weight_dtype",
            "read_checkpoint_placeholder", "FP8_QUANTIZATIONS", "FOUR_BIT_QUANTIZATIONS",
            "max_model_len_that_fits", "DRAFT_METHODS", "SD_OVERHEAD_MS", "PARTIAL_PROPOSAL_METHODS",
-           "DEFAULT_GPU_MEMORY_UTILIZATION", "Draft", "draft", "Setup", "setup",
-           "max_batch_in_memory", "memory_cap", "context_limit_notes", "cannot_serve",
+           "DEFAULT_GPU_MEMORY_UTILIZATION", "Draft", "draft", "Setup", "setup", "default_draft_dtype",
+           "max_batch_in_memory", "memory_cap", "memory_budget_text", "context_limit_notes", "cannot_serve",
            "check_tensor_parallel"]
 
 #: Drafts that propose only where the recent tokens match earlier text, so a proposal rate
@@ -133,7 +133,7 @@ def draft(spec, target, *, kv_budget=None, dtype=None, config=None) -> Draft:
     target : Architecture, catalogue name or config path
     kv_budget : int >= 1 or None
         Context tokens the draft reads at most (sparse KV, StreamingLLM); not for n-gram.
-    dtype : weight dtype of a draft model (default: the target's)
+    dtype : weight dtype of a draft model (default None: the Setup's ``draft_dtype``, :func:`default_draft_dtype`)
     config : an EAGLE / EAGLE-3 head's ``config.json`` (path, folder or dict; vLLM's
         ``draft_model`` checkpoint's config) for ``eagle`` / ``eagle3``: the head's shape
         and draft vocabulary are read from it (:func:`specnb.serving.heads.head_from_config`);
@@ -243,27 +243,37 @@ class Setup:
         d = self.draft
         if d.kind == "model":
             return d.arch.weight_bytes(d.dtype or self.draft_dtype or self.dtype)
-        if d.kind == "head":
-            return float(weight_bytes_of(float(d.weight_params), d.dtype or self.dtype))
+        if d.kind == "head":  # an EAGLE-3 head's own LM head stays bf16 (weight_bytes_of)
+            own_lm = (d.head.lm_head_vocab * d.arch.hidden_size
+                      if d.head is not None and d.head.own_lm_head else 0)
+            return float(weight_bytes_of(float(d.weight_params), d.dtype or self.dtype,
+                                         unquantized=float(own_lm)))
         return 0.0
 
     def fits_memory(self) -> bool:
         """True when the target's and draft's weights fit in the GPUs' memory (no KV left
         over is checked)."""
         w = self.target.weight_bytes(self.dtype) + self._draft_weight_bytes()
-        return w <= self.gpus * self.gpu.memory_bytes
+        return w <= self.gpus * self.gpu.device_memory_bytes
 
 
 def memory_cap(st: Setup, context, memory_fraction: float | None = None) -> dict:
     """How many sequences of ``context`` tokens run at once, with and without the draft.
 
     vLLM allocates ``memory_fraction`` (its ``gpu_memory_utilization``; default the setup's,
-    0.92) of each GPU's memory; the target's weights, then the draft's (a draft model, or an
-    EAGLE / MTP head's own weights), take their share, and the rest holds KV blocks for the
-    target and the draft (within the draft's KV budget; an MLA latent is replicated on every
-    rank, a KV head beyond ``gpus = kv_heads`` too). A batch whose KV cache does not fit cannot
-    run at once (vLLM preempts), so it never pays. Activations, CUDA graphs and the block
-    granularity are not counted: the real room is smaller.
+    0.92) of each GPU's total as the device reports it (``GPU.device_memory_bytes``:
+    ``torch.cuda.mem_get_info``'s total, 79.11 GiB for an "80 GB" H100); the target's
+    weights, then the draft's (a draft model, or an EAGLE / MTP head's own weights), take
+    their share, and the rest holds KV blocks for the target and the draft (within the
+    draft's KV budget; an MLA latent is replicated on every rank, a KV head beyond
+    ``gpus = kv_heads`` too). A batch whose KV cache does not fit cannot run at once (vLLM
+    preempts), so it never pays. Left out (the real room is smaller): what vLLM 0.33's
+    ``Worker.determine_available_memory`` (``v1/worker/gpu_worker.py``) also subtracts from
+    ``gpu_memory_utilization x total`` besides the weights: the non-torch memory its profile
+    measures (CUDA context, NCCL buffers), the profile run's activation peak
+    (``transient_peak_headroom``), and the CUDA-graph memory estimate
+    (``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS``, on by default); and the block
+    granularity.
 
     Returns
     -------
@@ -287,7 +297,7 @@ def memory_cap(st: Setup, context, memory_fraction: float | None = None) -> dict
     if d.kind in ("model", "self", "head"):
         ds = s if d.kv_budget is None else np.minimum(s, d.kv_budget)
         per_seq = per_seq + ds * d.arch.kv_bytes_per_token(kv_dtype) * copies(d.arch)
-    room0 = frac * st.gpus * st.gpu.memory_bytes - st.target.weight_bytes(st.dtype)
+    room0 = frac * st.gpus * st.gpu.device_memory_bytes - st.target.weight_bytes(st.dtype)
     room = room0 - st._draft_weight_bytes()
 
     def count(r, per):
@@ -299,6 +309,20 @@ def memory_cap(st: Setup, context, memory_fraction: float | None = None) -> dict
     with_d, without = count(room, per_seq), count(room0, per_seq0)
     return {"max_batch": with_d, "max_batch_without_draft": without,
             "displaced": without - with_d}
+
+
+def memory_budget_text(st: Setup) -> str:
+    """What :func:`memory_cap` budgets from, in words for a note (the one home of the
+    wording): ``"92 % of 79.11 GiB per H100-SXM as the device reports it; vLLM's profiled
+    activation peak, non-torch memory and CUDA graphs not subtracted, so fewer fit"``; a GPU
+    whose reported total ``data/gpus.csv`` lacks says its datasheet figure is used."""
+    g = st.gpu
+    total = (f"{g.device_memory_bytes / 2 ** 30:.2f} GiB per {g.name} as the device reports it"
+             if g.total_memory_bytes is not None else
+             f"{g.memory_bytes / 1e9:g} GB per {g.name}, its datasheet figure: the total the "
+             "device reports was not found")
+    return (f"{100 * st.memory_fraction:g} % of {total}; vLLM's profiled activation peak, "
+            "non-torch memory and CUDA graphs not subtracted, so fewer fit")
 
 
 def max_batch_in_memory(st: Setup, context, memory_fraction: float | None = None):
@@ -384,8 +408,8 @@ def cannot_serve(st: Setup, contexts, *, context_flag: str = "--context") -> Not
     if any(_fits_one(st, c) for c in cs):
         return None
     gb = lambda x: f"{x / 1e9:,.1f} GB"  # noqa: E731
-    share = st.memory_fraction * st.gpus * st.gpu.memory_bytes
-    where = (f"{st.gpus} x {st.gpu.name} ({gb(st.gpus * st.gpu.memory_bytes)}, "
+    share = st.memory_fraction * st.gpus * st.gpu.device_memory_bytes
+    where = (f"{st.gpus} x {st.gpu.name} ({gb(st.gpus * st.gpu.device_memory_bytes)}, "
              f"gpu_memory_utilization {st.memory_fraction:g}: {gb(share)})")
     w_t, w_d = st.target.weight_bytes(st.dtype), st._draft_weight_bytes()
     shortest = min(cs)
@@ -424,6 +448,22 @@ def cannot_serve(st: Setup, contexts, *, context_flag: str = "--context") -> Not
                 f"{gb(room)} is left beside the weights in {where}){todo_txt}")
 
 
+def default_draft_dtype(d: Draft, dtype: str) -> str | None:
+    """The weight dtype a draft runs in when ``draft_dtype`` is not given, as vLLM 0.33
+    loads it (the one home of the rule, T6-M1 / T7-12): a draft model or EAGLE / EAGLE-3 /
+    dflash head as its own checkpoint stores it (``SpeculativeConfig.quantization`` None: the
+    target's ``--quantization`` is not applied to it), i.e. the catalogue's
+    ``checkpoint_dtype`` of a draft model, else unquantized in the target's 16-bit dtype
+    (``dtype`` bf16 / fp16; bf16 beside an fp8 / int8 / int4 / mxfp4 target, whose
+    activations are bf16); None (the target's ``dtype``) for mtp (the target's own layers,
+    which take its quantization), ``self`` and drafts without weights."""
+    if d.method == "mtp" or d.kind not in ("model", "head"):
+        return None
+    if d.kind == "model" and d.arch.checkpoint_dtype is not None:
+        return d.arch.checkpoint_dtype
+    return dtype if dtype in ("bf16", "fp16") else "bf16"
+
+
 def setup(gpu_name, model, draft_spec="eagle3", *, gpus=1, dtype=None, draft_dtype=None,
           kv_dtype=None, draft_kv_budget=None, target_efficiency=None, draft_efficiency=None,
           sd_overhead_ms=None, engine=None, proposal_rate=1.0, draft_config=None,
@@ -440,9 +480,10 @@ def setup(gpu_name, model, draft_spec="eagle3", *, gpus=1, dtype=None, draft_dty
     dtype, draft_dtype : weight dtypes, bf16 / fp16 / fp8 / int8 / int4 (mxfp4: a gpt-oss
         checkpoint's own); ``dtype`` None (the default): the published checkpoint's own
         (``Architecture.checkpoint_dtype``: DeepSeek-V3's fp8, gpt-oss's mxfp4), bf16 for an
-        unquantized one, the dtype vLLM loads without --quantization / --dtype; then a
-        ``draft_dtype`` not given is the draft's own checkpoint's too (a head: bf16; mtp: the
-        target's), as vLLM loads it
+        unquantized one, the dtype vLLM loads without --quantization / --dtype; a
+        ``draft_dtype`` not given is the draft's own checkpoint's, whatever ``dtype`` says
+        (:func:`default_draft_dtype`: a head or unquantized draft model in bf16 / the target's
+        16-bit dtype; mtp: the target's), as vLLM loads it
     kv_dtype : vLLM's ``kv_cache_dtype``, one of :data:`specnb.serving.KV_CACHE_DTYPES`
         (default ``auto``, vLLM's: the activation dtype, bf16 also for fp8 weights; ``fp8``
         halves the KV bytes, and the serve line must then say ``--kv-cache-dtype fp8``;
@@ -487,11 +528,8 @@ def setup(gpu_name, model, draft_spec="eagle3", *, gpus=1, dtype=None, draft_dty
     m = limits.proposal_rate(proposal_rate)
     frac = limits.gpu_memory_utilization(gpu_memory_utilization)
     d = draft(draft_spec, tgt, kv_budget=draft_kv_budget, dtype=draft_dtype, config=draft_config)
-    if from_checkpoint and draft_dtype is None and d.method != "mtp" \
-            and d.kind in ("model", "head"):
-        # as vLLM loads it: a draft model or head as its own checkpoint stores it (unquantized
-        # unless the catalogue says otherwise); only mtp takes the target's quantization
-        draft_dtype = (d.arch.checkpoint_dtype or "bf16") if d.kind == "model" else "bf16"
+    if draft_dtype is None:
+        draft_dtype = default_draft_dtype(d, dtype)
     if m < 1.0 and d.method not in PARTIAL_PROPOSAL_METHODS:
         raise ValueError(f"proposal_rate {m:g} applies to {' / '.join(PARTIAL_PROPOSAL_METHODS)}"
                          f" drafting (vLLM proposes only where a match exists); {d.name} "

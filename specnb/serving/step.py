@@ -247,11 +247,12 @@ def _step_totals(arch, g, eff, dtype, kv_dtype, n, tokens, kv_tokens, att_tokens
     moe = engine_step
     extra = 0.0
     f_moe = 0.0
+    lm_head = arch.embedding_params  # read each step; bf16 beside quantized layers
     if arch.moe is None:
-        w = weight_bytes_of(arch.step_params, dtype) / n
+        w = weight_bytes_of(arch.step_params, dtype, unquantized=lm_head) / n
     else:  # the routed experts the step's tokens touch (uniform routing: an upper bound)
         w_params, f_moe, extra, routed = _moe_terms(arch, g, n, tokens, moe)
-        w = weight_bytes_of(w_params, dtype, routed) / n
+        w = weight_bytes_of(w_params, dtype, routed, lm_head) / n
     # n was checked once by _prep (or the Setup): the unchecked split, as every step calls it
     kv = kv_tokens * (arch.kv_bytes_per_token(kv_dtype) / _moe._kv_split_ways(arch, n)
                       * kv_read_factor)

@@ -74,7 +74,7 @@ def default_batch_limits(gpu, usage: str = "serve") -> tuple[int, int]:
     ``usage``: ``"serve"`` or ``"llm"``."""
     _check.choice("usage", usage, ("serve", "llm"))
     g = S.gpu(gpu)
-    gib = g.memory_bytes / 2 ** 30
+    gib = g.device_memory_bytes / 2 ** 30  # vLLM: current_platform.get_device_total_memory()
     if gib >= 160:
         return 16384, 1024
     if gib >= 70 and "a100" not in g.name.lower():

@@ -48,9 +48,13 @@ def test_plan_fp8_on_a_bf16_checkpoint_serves_with_quantization_fp8(capsys):
     assert w[2] == "meta-llama/Llama-3.1-70B"
     assert w[w.index("--quantization") + 1] == "fp8"  # vLLM 0.33 QuantizationMethods
     assert "fp8-online-quantization" in res["note_codes"]
-    # the plan's 2 sequences: (0.92 x 80 GB - 70.55 GB fp8 weights) / (4096 x 327,680 B)
+    # the plan's sequences: (0.92 x 79.11 GiB - 71.6 GB fp8 weights, the embedding and LM
+    # head in bf16) / (4096 x 327,680 B) (T7-02, T7-06)
     st = S.setup("H100-SXM", "Llama-3.1-70B", "ngram", dtype="fp8")
-    assert res["max_num_seqs"] == int(S.max_batch_in_memory(st, 4096)) == 2
+    a = st.target
+    w = (a.params - 2 * a.embedding_params) + 4 * a.embedding_params
+    by_hand = int((0.92 * st.gpu.total_memory_bytes - w) // (4096 * 327680))
+    assert res["max_num_seqs"] == int(S.max_batch_in_memory(st, 4096)) == min(by_hand, 4)
 
 
 def test_plan_int4_names_a_checkpoint_placeholder_not_the_bf16_one(capsys):
@@ -108,7 +112,13 @@ def test_config_check_reads_deepseek_v3s_fp8_checkpoint(capsys):
     code, found = check(capsys, line, "H200")
     st = S.setup("H200", "DeepSeek-V3", "mtp", gpus=8, dtype="fp8")
     cap = int(S.max_batch_in_memory(st, 163840))
-    assert cap == 3  # the trial's hand figure: 45.9 GB per GPU / 11.5 GB per 163,840 tokens
+    # the trial's hand figure was 3 (45.9 GB per GPU / 11.5 GB per 163,840 tokens) on 141e9 B;
+    # T7-06: the device's total, T7-02: the embedding and LM head in bf16
+    room = 0.92 * 8 * st.gpu.device_memory_bytes - st.target.weight_bytes("fp8") \
+        - st._draft_weight_bytes()
+    per_seq = 163840 * 8 * (st.target.kv_bytes_per_token("bf16")
+                            + st.draft.arch.kv_bytes_per_token("bf16"))
+    assert cap == int(room // per_seq)
     assert code == 0 and found["verify-memory-cap"]["severity"] == "note"
     held = int(re.search(r"would hold (\d+)", found["verify-memory-cap"]["message"])[1])
     assert held == cap and "fp8 weights" in found["verify-memory-cap"]["message"]
@@ -117,15 +127,18 @@ def test_config_check_reads_deepseek_v3s_fp8_checkpoint(capsys):
 def test_config_check_reads_quantization_fp8_as_plan_does(capsys):
     # plan --dtype fp8 -> 2 sequences at 4096; the line it prints, read back, says the same
     res = plan_json(capsys, "--gpu", "H100-SXM", "--model", "Llama-3.1-70B", "--dtype", "fp8",
-                    "--draft", "ngram", "--context", "4096", "--batch", "1", "2", "--gamma",
+                    "--draft", "ngram", "--context", "4096", "--batch", "1", "16", "--gamma",
                     "3", "--alpha", "0.5")
+    cap = int(S.max_batch_in_memory(S.setup("H100-SXM", "Llama-3.1-70B", "ngram",
+                                            dtype="fp8"), 4096))
+    assert res["max_num_seqs"] == cap < 16
     code, found = check(capsys, res["serve"], "H100-SXM")
     assert code == 0 and "kv-cache-below-max-model-len" not in found
-    assert "verify-memory-cap" not in found  # --max-num-seqs 2 fits at --max-model-len 4096
-    code, found = check(capsys, res["serve"].replace("--max-num-seqs 2", "--max-num-seqs 4"),
-                        "H100-SXM")
+    assert "verify-memory-cap" not in found  # --max-num-seqs cap fits at --max-model-len 4096
+    code, found = check(capsys, res["serve"].replace(f"--max-num-seqs {cap}",
+                                                     f"--max-num-seqs {cap + 4}"), "H100-SXM")
     held = int(re.search(r"would hold (\d+)", found["verify-memory-cap"]["message"])[1])
-    assert code == 0 and held == res["max_num_seqs"] == 2
+    assert code == 0 and held == cap
 
 
 def test_config_check_rejects_a_max_model_len_one_sequence_cannot_hold(capsys):
@@ -295,9 +308,12 @@ def test_the_sglang_launch_line_loads_the_planned_weight_dtype_too(capsys):
 def test_a_draft_counted_in_fp8_is_noted_vllm_loads_it_unquantized(capsys):
     argv = ["--gpu", "H100-SXM", "--model", "Llama-3.1-70B", "--dtype", "fp8", "--draft",
             "eagle3", "--context", "4096", "--batch", "1", "2", "--gamma", "3", "--alpha", "0.7"]
-    assert "draft-dtype-not-in-line" in plan_json(capsys, *argv)["note_codes"]
-    bf16 = plan_json(capsys, *argv, "--draft-dtype", "bf16")
-    assert "draft-dtype-not-in-line" not in bf16["note_codes"]
+    assert "draft-dtype-not-in-line" in plan_json(capsys, *argv, "--draft-dtype",
+                                                  "fp8")["note_codes"]
+    # T7-12: without --draft-dtype the head is counted as vLLM loads it (bf16): no note
+    default = plan_json(capsys, *argv)
+    assert default["setup"]["draft_dtype"] == "bf16"
+    assert "draft-dtype-not-in-line" not in default["note_codes"]
     # mtp runs the target's own layers: vLLM gives it the target's --quantization
     mtp = plan_json(capsys, "--gpu", "H200", "--gpus", "8", "--model", "DeepSeek-V3", "--dtype",
                     "fp8", "--draft", "mtp", "--context", "4000", "--batch", "1", "8",
@@ -437,7 +453,8 @@ def test_config_check_applies_the_target_rules_without_speculation(capsys):
     assert code == 1 and "serve-tensor-parallel" in found
     code, found = check_any(capsys, "vllm serve meta-llama/Llama-3.1-8B", "L4")
     assert code == 1 and "kv-cache-below-max-model-len" in found
-    assert "give --max-model-len 45924 or less" in found["kv-cache-below-max-model-len"]["fix"]
+    fits = S.max_model_len_that_fits(S.setup("L4", "Llama-3.1-8B", "ngram"), 131072)
+    assert f"give --max-model-len {fits} or less" in found["kv-cache-below-max-model-len"]["fix"]
 
 
 def test_the_proposed_speculative_config_draws_no_warning_when_pasted(capsys):
@@ -460,7 +477,9 @@ def test_serve_line_caps_max_model_len_at_the_longest_that_fits(capsys):
     res = json.loads(js)
     st = S.setup("RTX-4090", "Llama-3.1-8B", "ngram")
     fits = S.max_model_len_that_fits(st, 131072)
-    assert fits == 45924
+    # (0.92 x 23.64 GiB - 16.06 GB) / 131,072 B per token (T7-06: the device's total)
+    assert fits == int((0.92 * st.gpu.total_memory_bytes - st.target.weight_bytes())
+                       // 131072) and 4000 < fits < 60000
     words = shlex.split(res["serve"])
     assert words[words.index("--max-model-len") + 1] == str(fits)
     assert "max-model-len-capped" in res["note_codes"]
@@ -491,9 +510,10 @@ def test_simulate_v0_prints_no_v1_serve_line(capsys):
 def test_simulate_nothing_fits_names_its_own_flags(capsys):
     code, _, err = run(capsys, "simulate", "--gpu", "RTX-4090", "--model", "Llama-3.1-8B",
                        "--draft", "ngram", "--gamma", "3", "--tau", "1.6", "--input-len",
-                       "50000", "--output-len", "64", "--num-prompts", "4", "--concurrency", "1")
+                       "60000", "--output-len", "64", "--num-prompts", "4", "--concurrency", "1")
     assert code == 2
-    assert "--input-len + --output-len (vLLM's --max-model-len) at most 45,924" in err
+    fits = S.max_model_len_that_fits(S.setup("RTX-4090", "Llama-3.1-8B", "ngram"), 131072)
+    assert f"--input-len + --output-len (vLLM's --max-model-len) at most {fits:,}" in err
     assert "--context" not in err
     # fp8 of an unquantized checkpoint is vLLM's online quantization, not another checkpoint
     assert "--dtype fp8 (vLLM's online --quantization fp8 of the same checkpoint)" in err
@@ -513,7 +533,8 @@ def test_a_head_drafts_in_bf16_beside_a_quantized_checkpoint_by_default(capsys):
     mtp = S.setup("H200", "DeepSeek-V3", "mtp", gpus=8)
     assert (eagle.dtype, eagle.draft_dtype) == ("fp8", "bf16")
     assert (mtp.dtype, mtp.draft_dtype) == ("fp8", None)  # None: the target's fp8
-    assert S.setup("H200", "DeepSeek-V3", "eagle3", gpus=8, dtype="fp8").draft_dtype is None
+    # T7-12: an explicit --dtype too (the head is unquantized whatever the target's dtype)
+    assert S.setup("H200", "DeepSeek-V3", "eagle3", gpus=8, dtype="fp8").draft_dtype == "bf16"
     code, js, err = run(capsys, "plan", "--gpu", "H100", "--model", "gpt-oss-20b", "--draft",
                         "eagle3", "--context", "4000", "--batch", "1", "--gamma", "3",
                         "--alpha", "0.7", "--json")
@@ -538,3 +559,17 @@ def test_config_check_reads_env_and_docker_lines_and_names_another_command(capsy
     assert main(["config", "check", "--serve", "sudo vllm serve meta-llama/Llama-3.1-8B"]) == 2
     err = capsys.readouterr().err
     assert "'sudo'" in err and "vllm serve: error" not in err
+
+
+# ------------------------------------------------------------------ trial 7 (t7mem)
+def test_config_check_auto_fit_counts_fp8_weights_as_vllm_loads_them(capsys):
+    """T7-02 / T7-06: the trial's L4 line; the auto-fit length is the room left by the fp8
+    layers, the bf16 embedding and LM head, in 0.92 of the 22.03 GiB an L4 reports."""
+    code, found = check_any(capsys, "vllm serve meta-llama/Llama-3.1-8B --quantization fp8 "
+                            "--max-model-len auto", "L4")
+    a, g = S.architecture("Llama-3.1-8B"), S.gpu("L4")
+    w = (a.params - 2 * a.embedding_params) * 1.0 + 2 * a.embedding_params * 2.0
+    fits = int((0.92 * g.total_memory_bytes - w) // a.kv_bytes_per_token("bf16"))
+    assert f"about {fits} of the target" in found["max-model-len-auto-fit"]["message"]
+    old = int((0.92 * 24e9 - a.params * 1.0) // a.kv_bytes_per_token("bf16"))
+    assert old == 107191 and fits < old  # the trial's printed figure

@@ -186,3 +186,53 @@ def test_model_names_empty_and_hugging_face_ids():
 def test_published_checkpoints_record_the_dtype_they_ship_in(model, dtype):
     # trial 6 W9: R1 and Kimi-K2 ship block FP8 as V3 does (sources in the rows' notes)
     assert S.architecture(model).checkpoint_dtype == dtype
+
+
+# ---------------------------------------------------------------- trial 7 (t7mem)
+@pytest.mark.parametrize("model", ["Llama-3.1-8B", "Llama-3.2-1B", "Qwen3-8B", "DeepSeek-V3"])
+@pytest.mark.parametrize("dtype", ["fp8", "int8", "int4"])
+def test_quantized_weights_keep_the_embedding_and_lm_head_in_bf16(model, dtype):
+    """T7-02: vLLM 0.33's Fp8Config / AWQ / GPTQ get_quant_method claim LinearBase layers and
+    RoutedExperts only; VocabParallelEmbedding and ParallelLMHead stay bf16 (a tied model
+    stores the table once)."""
+    a = S.architecture(model)
+    vocab = a.vocab_size * a.hidden_size * (1 if a.tie_word_embeddings else 2)
+    assert a.vocab_params == vocab
+    want = (a.params - vocab) * S.DTYPES[dtype] + vocab * 2.0
+    assert a.weight_bytes(dtype) == pytest.approx(want, rel=1e-12)
+    assert a.weight_bytes("bf16") == a.params * 2.0  # unquantized: every weight at 2 bytes
+    # the mixed width has one home: the routed experts of mxfp4 do not move
+    assert S.weight_bytes_of(1e9, "mxfp4", 6e8, 1e8) == S.weight_bytes_of(1e9, "mxfp4", 6e8)
+
+
+def test_the_trial_7_fp8_example_counts_the_embedding_at_two_bytes():
+    """T7-02's case: Llama-3.1-8B fp8 weighs 6.98e9 x 1 + 1.05e9 x 2 = 9.08 GB (not 8.03)."""
+    a = S.architecture("Llama-3.1-8B")
+    assert round(a.weight_bytes("fp8") / 1e9, 2) == round(
+        ((a.params - 2 * a.embedding_params) + 4 * a.embedding_params) / 1e9, 2) == 9.08
+
+
+def test_gpu_totals_are_the_devices_reported_binary_totals_with_their_source():
+    """T7-06: ``total_memory_bytes`` is torch.cuda.mem_get_info's total, the GiB figure its
+    source quotes x 2^30; where none was found the row says so and the datasheet figure
+    stands in (``device_memory_bytes``)."""
+    import re
+    rows = data.load("gpus").set_index("gpu")
+    found = 0
+    for name in S.gpu_names():
+        g, row = S.gpu(name), rows.loc[name]
+        src = str(row["total_memory_source"])
+        assert src.strip(), name
+        if g.total_memory_bytes is None:
+            assert src.startswith("NOT FOUND"), name
+            assert g.device_memory_bytes == g.memory_bytes
+            continue
+        found += 1
+        gib = float(re.match(r"([\d.]+) GiB x 2\^30", src).group(1))
+        assert g.total_memory_bytes == round(gib * 2 ** 30), name
+        assert f"{gib:.2f} GiB'" in src or f"about {gib:g} GiB" in src, name  # as quoted
+        assert g.device_memory_bytes == g.total_memory_bytes
+    assert found >= 10
+    # the example of the fault: an "80 GB" H100 reports 79.11 GiB = 84.9e9 B, not 80e9
+    h100 = S.gpu("H100")
+    assert round(h100.device_memory_bytes / 1e9, 1) == 84.9 and h100.memory_bytes == 80e9

@@ -95,7 +95,8 @@ def test_draft_times_follow_the_draft():
 
 def test_max_batch_in_memory():
     st_ = S.setup("H100", "Llama-3.1-8B", "ngram")
-    room = S.DEFAULT_GPU_MEMORY_UTILIZATION * 80e9 - S.architecture("Llama-3.1-8B").weight_bytes()
+    room = (S.DEFAULT_GPU_MEMORY_UTILIZATION * S.gpu("H100").total_memory_bytes
+            - S.architecture("Llama-3.1-8B").weight_bytes())  # T7-06: the device's total
     assert S.max_batch_in_memory(st_, 8000) == int(room // (8000 * 131072))
     assert S.max_batch_in_memory(S.setup("RTX-4090", "Llama-3.1-70B", "ngram"), 100) == 0
 
@@ -162,15 +163,18 @@ def test_a_draft_head_config_is_not_modelled_as_a_draft_model(tmp_path, extra, m
 def test_memory_cap_issue_example():
     # Llama-3.1-8B, EAGLE-3, one H100, context 2000: "pays at every batch size up to 512"
     # was printed while 205 sequences fit; the EAGLE-3 head's own weights (its fc, wider
-    # q/k/v and 32,000-row LM head: 0.42 B) now count, so 203 fit with it, 213 without
+    # q/k/v and 32,000-row LM head: 0.42 B) now count, so 203 fit with it, 213 without (on
+    # the datasheet's 80e9 B; T7-06: on the 79.11 GiB the device reports, 220 and 230)
     st = S.setup("H100", "Llama-3.1-8B", "eagle3", gpu_memory_utilization=0.9)  # the issue's
     cap = S.memory_cap(st, 2000)
-    assert cap == {"max_batch": 203, "max_batch_without_draft": 213, "displaced": 10}
-    assert S.max_batch_in_memory(st, 2000) == 203
-    assert S.memory_cap(st, 2000, 0.95)["max_batch"] > 203  # --gpu-memory-utilization
+    datasheet = S.memory_cap(dataclasses.replace(
+        st, gpu=dataclasses.replace(st.gpu, total_memory_bytes=None)), 2000)
+    assert datasheet == {"max_batch": 203, "max_batch_without_draft": 213, "displaced": 10}
+    assert cap["displaced"] == 10 and cap["max_batch"] > 203
+    assert S.memory_cap(st, 2000, 0.95)["max_batch"] > cap["max_batch"]  # the utilization
     tight = S.setup("H100", "Llama-3.1-8B", "eagle3", gpu_memory_utilization=0.5)
     assert S.max_batch_in_memory(tight, 2000) < 100
-    room = 0.9 * 80e9 - st.target.weight_bytes() - st.draft.weight_params * 2.0
+    room = 0.9 * st.gpu.total_memory_bytes - st.target.weight_bytes() - st.draft.weight_params * 2.0
     per_seq = 2000 * (131072 + 4096)  # the head caches one layer's KV
     assert cap["max_batch"] == int(room // per_seq)
 
@@ -180,7 +184,9 @@ def test_memory_cap_mla_and_replicated_kv_heads():
     cap = S.memory_cap(ds, 8192)
     # the MLA latent is cached whole on every rank: 8 copies of 35,136 B (fp8 KV cache asked
     # for) per token
-    room = S.DEFAULT_GPU_MEMORY_UTILIZATION * 8 * 141e9 - ds.target.weight_bytes("fp8") - \
+    a = ds.target  # T7-02: the embedding and LM head stay bf16; T7-06: the device's total
+    w = (a.params - 2 * a.embedding_params) * 1.0 + 2 * a.embedding_params * 2.0
+    room = S.DEFAULT_GPU_MEMORY_UTILIZATION * 8 * ds.gpu.total_memory_bytes - w - \
         ds.draft.weight_params
     per_token = 8 * 35136 * (1 + 1 / 61)  # + the MTP block's own layer
     assert cap["max_batch"] == int(room // (8192 * per_token))
@@ -276,3 +282,47 @@ def test_the_checkpoint_placeholder_reads_back_as_the_name_and_dtype_it_was_made
             assert placed == ((arch.name, dtype) if made else None), (name, dtype, model)
     for other in ("<eagle3-checkpoint>", "<x-int5-checkpoint>", "meta-llama/Llama-3.1-8B", ""):
         assert S.read_checkpoint_placeholder(other) is None
+
+
+# ---------------------------------------------------------------- trial 7 (t7mem)
+def test_memory_cap_budgets_from_the_devices_reported_total():
+    """T7-06: vLLM's request_memory is gpu_memory_utilization x mem_get_info's total (binary);
+    the trial's 70B + 1B draft on 2 x H100 at 4000 tokens, recomputed by hand."""
+    st = S.setup("H100-SXM", "Llama-3.1-70B", "Llama-3.2-1B", gpus=2)
+    g, tgt, d = st.gpu, st.target, st.draft.arch
+    room = 0.92 * 2 * g.total_memory_bytes - tgt.params * 2.0 - d.params * 2.0
+    per_seq = 4000 * (tgt.kv_bytes_per_token("bf16") + d.kv_bytes_per_token("bf16"))
+    assert S.max_batch_in_memory(st, 4000) == int(room // per_seq)
+    datasheet = 0.92 * 2 * g.memory_bytes - tgt.params * 2.0 - d.params * 2.0
+    assert int(datasheet // per_seq) < int(room // per_seq)  # the fault: 80e9 per GPU
+    text = S.memory_budget_text(st)
+    assert f"{g.total_memory_bytes / 2 ** 30:.2f} GiB per H100-SXM" in text
+    assert "not found" in S.memory_budget_text(S.setup("A40", "Llama-3.1-8B", "ngram"))
+
+
+def test_quantized_weights_leave_the_room_vllm_leaves():
+    """T7-02's case: Llama-3.1-8B in fp8 on an L4 at 8000 tokens, the embedding and LM head
+    at 2 bytes (vLLM keeps them bf16)."""
+    st = S.setup("L4", "Llama-3.1-8B", "ngram", dtype="fp8")
+    a = st.target
+    w = (a.params - 2 * a.embedding_params) * 1.0 + 2 * a.embedding_params * 2.0
+    room = 0.92 * st.gpu.device_memory_bytes - w
+    assert S.max_batch_in_memory(st, 8000) == int(room // (8000 * a.kv_bytes_per_token("bf16")))
+    assert S.max_model_len_that_fits(st, 131072) == int(room // a.kv_bytes_per_token("bf16"))
+
+
+@pytest.mark.parametrize("dtype", ["fp8", "int8", "int4"])
+def test_an_explicit_quantized_dtype_keeps_a_draft_as_its_checkpoint_stores_it(dtype):
+    """T7-12: the draft's dtype defaults to what vLLM loads (speculative_config quantization
+    None: unquantized), whatever --dtype says; mtp keeps the target's; one rule."""
+    eagle = S.setup("L40S", "Llama-3.1-70B", "eagle3", gpus=2, dtype=dtype)
+    model = S.setup("H100-SXM", "Llama-3.1-70B", "Llama-3.2-1B", dtype=dtype)
+    assert (eagle.dtype, eagle.draft_dtype) == (dtype, "bf16")
+    assert (model.dtype, model.draft_dtype) == (dtype, "bf16")
+    assert S.default_draft_dtype(eagle.draft, dtype) == eagle.draft_dtype
+    mtp = S.setup("H200", "DeepSeek-V3", "mtp", gpus=8, dtype="fp8")
+    assert mtp.draft_dtype is None  # the target's own layers take its quantization
+    assert S.setup("H100-SXM", "Llama-3.1-8B", "eagle3", dtype="fp16").draft_dtype == "fp16"
+    # an explicit --draft-dtype still wins
+    assert S.setup("L40S", "Llama-3.1-70B", "eagle3", gpus=2, dtype=dtype,
+                   draft_dtype="int4").draft_dtype == "int4"
