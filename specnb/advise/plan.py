@@ -222,7 +222,7 @@ def setup_config(st: S.Setup, sched, *, checkpoint: str | None = None,
             notes.append(Note("checkpoint-placeholder",
                               f"replace <{d.method}-checkpoint> with the {d.method} head "
                               f"trained for {st.target.name}"))
-    elif d.method == "mtp":
+    elif d.method == "mtp" and st.target.mtp_layers is None:  # known 0: refused (T7-10)
         notes.append(Note("mtp-needs-target-layers",
                           f"mtp needs MTP layers in the target checkpoint (DeepSeek-V3, "
                           f"GLM-4.5, MiMo and similar ship them); vLLM cannot add them, so "

@@ -80,6 +80,26 @@ class Draft:
     lm_head_vocab: int = 0
 
 
+def mtp_refusal(tgt: Architecture) -> str:
+    """Why ``mtp`` cannot draft for ``tgt``, a target whose ``mtp_layers`` is 0 (the
+    catalogue's, or :func:`specnb.hf_config.mtp_layers` of its config.json): vLLM 0.33 keeps
+    method mtp only when the target's model_type maps to an MTP draft with layers to run
+    (``SpeculativeConfig.__post_init__`` / ``hf_config_override``), else it raises
+    "Unsupported speculative method: 'mtp'" (trial 7, T7-10). The message names the
+    catalogue models that ship MTP layers and the other drafts."""
+    from .catalogue import _catalogue
+
+    rows = {id(r): r for r in _catalogue("model_architectures", "model").values()}.values()
+    with_mtp = [r["model"] for r in rows
+                if str(r.get("mtp_layers") or "0").strip() not in ("", "0")]
+    where = "catalogue mtp_layers 0" if not tgt.source.endswith(".json") else \
+        f"its config {tgt.source} declares none vLLM can load"
+    return (f"draft mtp needs MTP layers in the target, and {tgt.name} has none ({where}): "
+            "vLLM refuses it (\"Unsupported speculative method: 'mtp'\"); give a target that "
+            f"ships them ({', '.join(with_mtp)}) or another draft (ngram, suffix, eagle, "
+            "eagle3, dflash, self, a draft model)")
+
+
 def _head_draft(key: str, tgt: Architecture, kv_budget, dtype, config) -> Draft:
     """An EAGLE / EAGLE-3 / MTP head for ``tgt`` (see :class:`Draft`)."""
     if key == "mtp" and tgt.moe is not None and tgt.mtp_layers:
@@ -92,6 +112,8 @@ def _head_draft(key: str, tgt: Architecture, kv_budget, dtype, config) -> Draft:
         body = tgt.one_layer(f"mtp module of {tgt.name}")
         return Draft("head", key, body, kv_budget, dtype, key, (2 * h * h + 2 * h,) * 2,
                      _moe.mtp_params(tgt)["own"], None, tgt.vocab_size)
+    if key == "mtp" and tgt.mtp_layers == 0:
+        raise _check.ParamValueError(mtp_refusal(tgt), "draft")
     if key == "mtp":
         if config is not None:
             raise ValueError("draft_config applies to eagle and eagle3 heads, not mtp")

@@ -168,11 +168,11 @@ def test_serving_plan_notes_carry_codes():
     assert "no-schedule-for-every-context" in codes and "no-gamma-pays" not in codes
     assert any(p2.paying_batches.values())
     # a setup whose weights do not fit, and a draft that never pays anywhere
-    p3 = A.serving_plan(S.setup("L40S", "Llama-3.1-70B", "mtp"), [1, 512], [100], [1],
+    p3 = A.serving_plan(S.setup("L40S", "Llama-3.1-70B", "eagle3"), [1, 512], [100], [1],
                         alpha=0.2)
     # fault N3: nothing fits, so no on/off advice and no KV-room note, only what to change
     codes3 = {n.code for n in p3.notes}
-    assert {"mtp-needs-target-layers", "weights-do-not-fit"} <= codes3
+    assert {"checkpoint-placeholder", "weights-do-not-fit"} <= codes3
     assert not codes3 & {"kv-does-not-fit", "no-gamma-pays", "no-schedule-for-every-context"}
     assert p3.cannot_serve.code == "weights-do-not-fit"
     assert p3.schedule is None and p3.config is None and p3.serve is None

@@ -91,3 +91,18 @@ def test_the_target_rules_need_no_gpu():
     assert found["serve-tensor-parallel"].severity == "error"  # 32 heads do not split by 3
     assert serve_target_findings({"max_model_len": 131072}, "meta-llama/Llama-3.1-8B") == ()
     assert serve_target_findings({"max_model_len": 10 ** 9}, "some/unknown-model") == ()
+
+
+def test_mtp_on_a_catalogue_target_without_mtp_layers_is_vllms_refusal():
+    """T7-10: the catalogue's mtp_layers 0 passed to vLLM's rule (specnb.vllm.mtp_target_finding);
+    DeepSeek-V3 (1 layer) and a draft named by model are not judged."""
+    from specnb.advise.serve_memory import serve_target_findings
+
+    spec = {"method": "mtp", "num_speculative_tokens": 1}
+    for model in ("meta-llama/Llama-3.1-8B", "Qwen/Qwen3-8B"):
+        found = codes(serve_target_findings({}, model, speculative_config=spec))
+        assert found["mtp-target-without-mtp"].severity == "error"
+    assert serve_target_findings({"tensor_parallel_size": 8}, "deepseek-ai/DeepSeek-V3",
+                                 speculative_config=spec) == ()
+    assert serve_target_findings({}, "meta-llama/Llama-3.1-8B", speculative_config={
+        "method": "eagle3", "model": "x", "num_speculative_tokens": 1}) == ()

@@ -162,11 +162,37 @@ def test_paying_only_from_a_larger_batch_is_not_called_never_paying(capsys):
     assert "no gamma pays at any batch size" not in out
 
 
-def test_mtp_plan_says_the_target_needs_mtp_layers(capsys):
-    code, out, _ = run(capsys, "plan", "--gpu", "H100", "--model", "Llama-3.1-8B", "--draft",
-                       "mtp", "--context", "2000", "--batch", "1", "--gamma", "1", "--alpha", "0.7")
-    assert code == 0 and '"method": "mtp"' in out
-    assert "note: mtp needs MTP layers in the target checkpoint" in out
+@pytest.mark.parametrize("model", ["Llama-3.1-8B", "Qwen3-8B"])
+def test_mtp_on_a_target_without_mtp_layers_is_bad_input(capsys, model):
+    """T7-10: the catalogue's mtp_layers 0 (model_type llama / qwen3, which vLLM 0.33 maps to
+    no MTP draft: "Unsupported speculative method: 'mtp'"): no verdict and no line, exit 2
+    naming --draft, the target and the targets that ship MTP layers."""
+    code, out, err = run(capsys, "plan", "--gpu", "H100", "--model", model, "--draft", "mtp",
+                         "--context", "100", "--batch", "1", "--gamma", "1", "--alpha", "0.5")
+    assert code == 2 and out == "" and "vllm serve" not in err
+    assert "--draft mtp" in err and model in err and "DeepSeek-V3" in err
+
+
+def test_mtp_plan_notes_a_target_whose_mtp_layers_are_unknown(capsys, tmp_path):
+    """T7-10: a config.json of a model_type specnb does not judge, declaring no MTP layers:
+    unknown, so the line with the note ``mtp-needs-target-layers``."""
+    cfg = {"model_type": "some_new_arch", "num_hidden_layers": 32, "hidden_size": 4096,
+           "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336,
+           "vocab_size": 128256}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    code, out, err = run(capsys, "plan", "--gpu", "H100", "--model", str(tmp_path / "config.json"),
+                         "--draft", "mtp", "--context", "2000", "--batch", "1", "--gamma", "1",
+                         "--alpha", "0.7", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert '"method": "mtp"' in data["serve"]
+    assert "mtp-needs-target-layers" in data["note_codes"]
+    cfg["model_type"] = "llama"  # vLLM maps llama to no MTP draft: known 0
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    code, out, err = run(capsys, "plan", "--gpu", "H100", "--model", str(tmp_path / "config.json"),
+                         "--draft", "mtp", "--context", "2000", "--batch", "1", "--gamma", "1",
+                         "--alpha", "0.7")
+    assert code == 2 and "--draft mtp" in err
 
 
 def test_config_json_as_model(capsys, tmp_path):

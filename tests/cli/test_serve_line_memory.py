@@ -509,3 +509,13 @@ def test_a_head_drafts_in_bf16_beside_a_quantized_checkpoint_by_default(capsys):
     res = json.loads(js)
     assert res["setup"]["draft_dtype"] == "bf16"
     assert "draft-dtype-not-in-line" not in res["note_codes"]
+
+
+@pytest.mark.parametrize("model", ["meta-llama/Llama-3.1-8B", "Qwen/Qwen3-8B"])
+def test_mtp_on_a_catalogue_target_without_mtp_layers_is_refused(capsys, model):
+    """T7-10: the trial's line: vLLM raises "Unsupported speculative method: 'mtp'"."""
+    line = (f"vllm serve {model} --speculative-config "
+            "'{\"method\": \"mtp\", \"num_speculative_tokens\": 1}' --max-num-seqs 1")
+    code, out, _ = run(capsys, "config", "check", "--serve", line, "--gpu", "H100-SXM", "--json")
+    found = {f["code"]: f["severity"] for f in json.loads(out)["findings"]}
+    assert code == 1 and found["mtp-target-without-mtp"] == "error"
