@@ -11,6 +11,9 @@ Each function returns the value as a float, or raises :class:`specnb._check.Para
 
 from __future__ import annotations
 
+import math
+import numbers
+
 from . import _check
 
 __all__ = ["ROUTING_SKEW_RANGE", "DEFAULT_GPU_MEMORY_UTILIZATION", "routing_skew",
@@ -71,14 +74,23 @@ def gpu_memory_utilization(value) -> float:
 
 
 def request_rate(value) -> float:
-    """``value`` checked as a request rate, requests per second: > 0 and finite (a load sent
-    all at once gives no rate, as ``vllm bench serve`` without ``--request-rate``).
+    """``value`` checked as a request rate, requests per second: > 0, or ``inf``, ``vllm bench
+    serve``'s default (vLLM 0.33 ``benchmarks/serve.py``: ``--request-rate`` defaults to
+    ``float("inf")``, "all the requests are sent at time 0"; its ``get_request`` delays each
+    by 0 at an infinite rate; trial 7, T7-04).
 
     Raises
     ------
     ValueError
-        <= 0, NaN or infinite (``param`` ``request_rate``).
+        <= 0 (also -inf) or NaN (``param`` ``request_rate``).
     TypeError
         not a number.
     """
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        if value == math.inf:
+            return math.inf
+        if not value > 0:  # <= 0, -inf, NaN: one message that allows inf
+            raise _check.ParamValueError(
+                f"request_rate must be > 0 requests/s, or inf (every request at t = 0, vllm "
+                f"bench serve's default), got {value}", "request_rate")
     return _check.scalar_real("request_rate", value, lo=0.0, lo_open=True)

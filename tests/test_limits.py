@@ -16,7 +16,8 @@ from specnb import _check, limits
     (limits.routing_skew, [0.0, 0.5, 0.95], [-0.1, 0.96, math.nan], "routing_skew must"),
     (limits.proposal_rate, [1e-9, 0.5, 1.0], [0.0, 1.01, math.inf], "proposal_rate must"),
     (limits.gpu_memory_utilization, [0.1, 1.0], [0.0, 1.2], "gpu_memory_utilization must"),
-    (limits.request_rate, [0.5, 1e6], [0.0, -1.0, math.inf], "request_rate must"),
+    (limits.request_rate, [0.5, 1e6, math.inf], [0.0, -1.0, -math.inf, math.nan],
+     "request_rate must"),  # inf: vllm bench serve's default (T7-04)
 ])
 def test_each_range_accepts_its_values_and_refuses_naming_the_parameter(check, good, bad, words):
     assert [check(v) for v in good] == good

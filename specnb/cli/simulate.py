@@ -166,7 +166,8 @@ def register(subparsers) -> argparse.ArgumentParser:
     load.add_argument("--concurrency", type=int, default=None, metavar="C",
                       help="closed loop of C requests in flight (--max-concurrency)")
     load.add_argument("--request-rate", type=float, default=None, metavar="R",
-                      help="requests per second, Poisson (with --burstiness: gamma gaps)")
+                      help="requests per second, Poisson (with --burstiness: gamma gaps); "
+                           "inf: every request at t=0 (vllm bench serve's default)")
     load.add_argument("--burstiness", type=float, default=1.0, metavar="B",
                       help="gamma shape of the gaps (default 1: Poisson)")
     eng = p.add_argument_group("engine (vllm serve flags)")

@@ -63,8 +63,9 @@ def test_text_table_and_rate_mode_with_a_schedule_and_disable_by_batch_size(caps
 
 @pytest.mark.parametrize("extra, match", [
     (["--concurrency", "0"], "--concurrency must be >= 1"),
-    (["--request-rate", "0"], "--request-rate must be in (0, inf)"),
-    (["--request-rate", "-2"], "--request-rate must be in (0, inf)"),
+    (["--request-rate", "0"], "--request-rate must be > 0 requests/s, or inf"),
+    (["--request-rate", "-2"], "--request-rate must be > 0 requests/s, or inf"),
+    (["--request-rate", "nan"], "--request-rate must be > 0 requests/s, or inf"),
     ([], "give --concurrency (closed loop) or --request-rate"),
     (["--concurrency", "2", "--max-num-batched-tokens", "3"],
      "--max-num-batched-tokens 3 is below one request's verify step"),
@@ -352,3 +353,19 @@ def test_engine_vllm_v0_refuses_a_budget_v0_cannot_build_naming_the_flag(capsys)
     assert err.startswith("specnb simulate: error: --max-num-batched-tokens 4096 is below "
                           "max_model_len 131072")
     assert "give --max-num-batched-tokens >= 131072" in err
+
+
+def test_request_rate_inf_is_the_benchs_default_all_at_once(capsys):
+    """T7-04: vllm bench serve's --request-rate defaults to inf ("all the requests are sent
+    at time 0", vLLM 0.33 benchmarks/serve.py), no --max-concurrency: the same run as a
+    closed loop holding every prompt."""
+    code, out, err = run(capsys, *BASE, "--request-rate", "inf", "--json")
+    assert code == 0, err
+    inf = json.loads(out)
+    code, out, err = run(capsys, *BASE, "--concurrency", "24", "--json")
+    assert code == 0, err
+    closed = json.loads(out)
+    assert inf["off"]["request_rate"] == "inf"
+    for key in ("mean_tpot_ms", "mean_ttft_ms", "output_throughput"):
+        assert inf["on"][key] == pytest.approx(closed["on"][key])
+        assert inf["off"][key] == pytest.approx(closed["off"][key])
