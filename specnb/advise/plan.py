@@ -47,6 +47,7 @@ from .._json import records
 from ..notes import Note
 
 __all__ = ["memory_limit", "Plan", "serving_plan", "profile_acceptance", "v0_no_serve_line",
+           "check_v0_draft", "V0_DRAFT_METHODS",
            "profile_draft_lengths", "profile_context_notes", "schedule", "schedule_gammas",
            "schedule_of", "plan_schedule", "schedule_config", "setup_config", "setup_serve_line"]
 
@@ -414,6 +415,39 @@ def sglang_launch_line(st: S.Setup, config: dict | None, *, max_num_seqs: int | 
         parts += ["--max-running-requests", str(max_num_seqs),
                   "--cuda-graph-max-bs", str(max_num_seqs)]
     return " ".join(parts)
+
+
+#: The specnb drafts vLLM V0 can run, as ``Draft.method`` (vLLM v0.6.3, the V0 the vllm-v0
+#: profile and its notes read: ``spec_decode/spec_decode_worker.py``'s ``create_worker``
+#: picks ``NGramWorker`` for ``[ngram]``, ``MLPSpeculatorWorker`` / ``MedusaWorker`` by the
+#: draft's model_type, else ``MultiStepWorker``: a draft model, EAGLE-1 among them (model_type
+#: ``eagle``; at a draft TP above 1 it raises "EAGLE does not support TP > 1 yet", not checked
+#: here). No suffix decoding, EAGLE-3, MTP or DFlash proposer exists in it (MTP came to V0 in
+#: a later release, not read here); trial 7, T7-07.
+V0_DRAFT_METHODS = ("ngram", "eagle", "draft_model")
+
+
+def check_v0_draft(st: S.Setup) -> None:
+    """Refuse a draft vLLM V0 could not run when the engine is ``vllm-v0`` (plan and simulate,
+    the one home of the rule): only :data:`V0_DRAFT_METHODS`.
+
+    Raises
+    ------
+    ValueError
+        ``param`` ``draft``: suffix, eagle3, mtp or dflash on vllm-v0.
+    """
+    from .._check import ParamValueError
+
+    if not st.engine.name.startswith("vllm-v0"):
+        return
+    d = st.draft
+    allowed = "ngram, eagle (EAGLE-1), a draft model or self (draft_model with the target)"
+    if d.method not in V0_DRAFT_METHODS:
+        raise ParamValueError(
+            f"draft {d.name} on engine vllm-v0: vLLM V0 (read from v0.6.3's spec_decode "
+            f"proposers: n-gram, a draft model, EAGLE-1, Medusa, MLP speculator) has no "
+            f"{d.name} proposer, so no V0 server runs what would be computed; V0 drafts "
+            f"specnb models: {allowed}; or give --engine vllm for {d.name}", "draft")
 
 
 def v0_no_serve_line(st: S.Setup, tool: str = "plan") -> Note | None:

@@ -298,6 +298,9 @@ def plan(args) -> dict:
                  engine=args.engine, draft_config=args.draft_config,
                  proposal_rate=1.0 if args.proposal_rate is None else args.proposal_rate,
                  gpu_memory_utilization=args.gpu_memory_utilization)
+    from ..advise.plan import check_v0_draft
+
+    check_v0_draft(st)  # a draft vLLM V0 never had: bad input (T7-07)
     if getattr(args, "routing_skew", None) is not None:
         import dataclasses
 

@@ -311,6 +311,9 @@ def simulate(a) -> dict:
                  kv_dtype=a.kv_cache_dtype,
                  draft_config=a.draft_config,
                  gpu_memory_utilization=a.gpu_memory_utilization)
+    from ..advise.plan import check_v0_draft
+
+    check_v0_draft(st)  # a draft vLLM V0 never had: bad input (T7-07)
     profile = None
     if a.acceptance_profile:
         from .. import acceptance_profile

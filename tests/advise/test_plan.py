@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from specnb import advise as A
 from specnb import serving as S
+from specnb.advise.plan import check_v0_draft
 from specnb.vllm import check_speculative_config, schedule_lookup, validate_schedule
 from tests.serving.configs import LLAMA_CFG
 from tests.tier import examples
@@ -172,7 +173,7 @@ def test_serving_plan_notes_carry_codes():
                         alpha=0.2)
     # fault N3: nothing fits, so no on/off advice and no KV-room note, only what to change
     codes3 = {n.code for n in p3.notes}
-    assert {"checkpoint-placeholder", "weights-do-not-fit"} <= codes3
+    assert "weights-do-not-fit" in codes3
     assert not codes3 & {"kv-does-not-fit", "no-gamma-pays", "no-schedule-for-every-context"}
     assert p3.cannot_serve.code == "weights-do-not-fit"
     assert p3.schedule is None and p3.config is None and p3.serve is None
@@ -381,3 +382,18 @@ def test_a_profile_bucket_the_log_never_reached_is_noted_and_the_whole_log_stand
     assert tau.tolist() == [[3.0], [3.0]] and m.tolist() == [[0.5], [0.5]]
     assert "profile-bucket-empty" in [n.code for n in notes]
     assert P.profile_draft_lengths(prof, [1000, 4000], [2]).tolist() == [[2.0], [2.0]]
+
+
+def test_check_v0_draft_allows_only_v0s_proposers():
+    """T7-07: V0_DRAFT_METHODS (vLLM v0.6.3); other engines are not judged."""
+    from specnb._check import ParamValueError
+
+    for draft in ("ngram", "eagle", "Llama-3.2-1B", "self"):
+        check_v0_draft(S.setup("A100", "Llama-3.1-8B", draft, engine="vllm-v0"))
+    for draft in ("suffix", "eagle3", "dflash"):
+        with pytest.raises(ParamValueError) as info:
+            check_v0_draft(S.setup("A100", "Llama-3.1-8B", draft, engine="vllm-v0"))
+        assert info.value.param == "draft"
+        check_v0_draft(S.setup("A100", "Llama-3.1-8B", draft, engine="vllm"))
+    with pytest.raises(ParamValueError):
+        check_v0_draft(S.setup("H200", "DeepSeek-V3", "mtp", engine="vllm-v0", gpus=8))

@@ -935,3 +935,19 @@ def test_a_suffix_profile_charges_each_draft_its_mean_length_of_verification(cap
     for r in res["rows"]:
         want = float(S.speedup(st, r["batch_size"], 200, 5, tau=tau))
         assert round(r["speedup"], 2) == round(want, 2)
+
+
+@pytest.mark.parametrize("draft", ["suffix", "eagle3", "dflash"])
+def test_engine_vllm_v0_refuses_a_draft_v0_never_had(capsys, draft):
+    """T7-07: vLLM V0 (v0.6.3's spec_decode proposers) had n-gram, draft models, EAGLE-1,
+    Medusa and MLP speculators: no verdict for suffix / eagle3 / dflash, exit 2 naming the
+    draft and the V0 drafts allowed; eagle and ngram still plan."""
+    argv = ["plan", "--engine", "vllm-v0", "--gpu", "A100", "--model", "Llama-3.1-8B",
+            "--context", "2000", "--batch", "1", "8", "--gamma", "2", "--alpha", "0.5"]
+    code, out, err = run(capsys, *argv, "--draft", draft)
+    assert code == 2 and out == ""
+    assert f"--draft {draft} on engine vllm-v0" in err and "ngram, eagle" in err
+    for ok in ("ngram", "eagle"):
+        code, out, err = run(capsys, *argv, "--draft", ok, "--json")
+        assert code == 0, err
+        assert json.loads(out)["setup"]["engine"] == "vllm-v0"

@@ -369,3 +369,15 @@ def test_request_rate_inf_is_the_benchs_default_all_at_once(capsys):
     for key in ("mean_tpot_ms", "mean_ttft_ms", "output_throughput"):
         assert inf["on"][key] == pytest.approx(closed["on"][key])
         assert inf["off"][key] == pytest.approx(closed["off"][key])
+
+
+@pytest.mark.parametrize("draft", ["suffix", "eagle3"])
+def test_engine_vllm_v0_refuses_a_draft_v0_never_had(capsys, draft):
+    """T7-07: the same rule as plan's (specnb.advise.plan.check_v0_draft)."""
+    argv = ["simulate", "--engine", "vllm-v0", "--gpu", "A100", "--model", "Llama-3.1-8B",
+            "--gamma", "2", "--tau", "1.5", "--input-len", "10", "--output-len", "10",
+            "--num-prompts", "3", "--concurrency", "1"]
+    code, out, err = run(capsys, *argv, "--draft", draft)
+    assert code == 2 and out == "" and f"--draft {draft} on engine vllm-v0" in err
+    code, _, err = run(capsys, *argv, "--draft", "ngram")
+    assert code == 0, err
