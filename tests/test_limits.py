@@ -59,3 +59,16 @@ def test_default_gpu_memory_utilization_is_the_newest_vllms():
     assert serving.DEFAULT_GPU_MEMORY_UTILIZATION == limits.DEFAULT_GPU_MEMORY_UTILIZATION
     assert serving.setup("H100-SXM", "Llama-3.1-8B", "ngram").memory_fraction == \
         limits.DEFAULT_GPU_MEMORY_UTILIZATION
+
+
+@pytest.mark.parametrize("memory, tp, share", [
+    # H100 80 GB: 76,294 MiB, chunked prefill 8192, max_bs 256: reserved 512 + 12,288 + 128
+    # + 512 = 13,440 MiB (above the 10 GiB floor): (76,294 - 13,440) / 76,294 = 0.824
+    (80e9, 1, 0.824),
+    (80e9, 8, 0.805),    # max_bs 512, tp 8: reserved 14,848 MiB
+    (24e9, 1, 0.699),    # 22,888 MiB: 4096 / 48, reserved 6,880 MiB, no floor below 60 GiB
+    (141e9, 1, 0.900),   # 134,468 MiB: reserved 13,440 MiB
+])
+def test_sglang_mem_fraction_static_is_sglangs_heuristic(memory, tp, share):
+    """T7-03: SGLang's own default share (memory_hook.handle_gpu_memory_settings)."""
+    assert round(limits.sglang_mem_fraction_static(memory, tp), 3) == share

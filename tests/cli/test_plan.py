@@ -951,3 +951,31 @@ def test_engine_vllm_v0_refuses_a_draft_v0_never_had(capsys, draft):
         code, out, err = run(capsys, *argv, "--draft", ok, "--json")
         assert code == 0, err
         assert json.loads(out)["setup"]["engine"] == "vllm-v0"
+
+
+def test_sglang_ngram_launch_line_is_the_planned_chain(capsys):
+    """T7-13: the trial's command: no --speculative-eagle-topk / --speculative-num-steps
+    (SGLang overwrites / derives them for NGRAM), breadth 1 and gamma + 1 draft tokens."""
+    code, out, err = run(capsys, "plan", "--engine", "sglang", "--gpu", "H100-SXM", "--model",
+                         "Qwen3-8B", "--draft", "ngram", "--context", "2000", "--batch", "1",
+                         "8", "--gamma", "3", "--alpha", "0.5", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    w = shlex.split(data["serve"])
+    assert "--speculative-eagle-topk" not in w and "--speculative-num-steps" not in w
+    assert w[w.index("--speculative-ngram-max-bfs-breadth") + 1] == "1"
+    assert w[w.index("--speculative-num-draft-tokens") + 1] == "4"
+    assert "sglang-ngram-matcher" in data["note_codes"]
+
+
+def test_sglang_plan_has_no_vllm_max_model_len_note(capsys):
+    """T7-03: SGLang's memory share and --context-length, not vLLM's 0.92 and refusal."""
+    code, out, err = run(capsys, "plan", "--engine", "sglang", "--gpu", "RTX-4090", "--model",
+                         "Llama-3.1-8B", "--dtype", "fp8", "--draft", "ngram", "--context",
+                         "4000", "--batch", "1", "4", "--gamma", "2", "--alpha", "0.7", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["setup"]["gpu_memory_utilization"] == 0.699
+    assert "--context-length 4000" in data["serve"] and "--max-model-len" not in data["serve"]
+    assert "sglang-context-length-set" in data["note_codes"]
+    assert "max-model-len-set" not in data["note_codes"]

@@ -236,9 +236,9 @@ def test_plan_raises_the_token_budget_to_max_num_seqs_and_config_check_applies_t
 
 # ------------------------------------------------ T5-M3: V0's figures, no V1 serve line
 def test_plan_vllm_v0_gives_no_v1_schedule_or_serve_line(capsys):
-    argv = ["--gpu", "H100-SXM", "--model", "Llama-3.1-8B", "--draft", "eagle3", "--context",
+    argv = ["--gpu", "H100-SXM", "--model", "Llama-3.1-8B", "--draft", "ngram", "--context",
             "512", "--batch", "1", "64", "256", "--gamma", "1", "2", "3", "--alpha", "0.7"]
-    v0 = plan_json(capsys, *argv, "--engine", "vllm-v0")
+    v0 = plan_json(capsys, *argv, "--engine", "vllm-v0")  # ngram: V0 had it, not eagle3 (T7-07)
     assert v0["serve"] is None and v0["schedule"] is None and v0["config"] is None
     assert "v0-no-serve-line" in v0["note_codes"]
     assert "no-schedule-for-every-context" not in v0["note_codes"]
@@ -271,8 +271,10 @@ def test_simulate_takes_kv_cache_dtype_as_plan_does(capsys):
 
 
 def test_the_sglang_launch_line_loads_the_planned_weight_dtype_too(capsys):
-    argv = ["--gpu", "H100-SXM", "--model", "Llama-3.1-70B", "--draft", "eagle3", "--engine",
-            "sglang", "--context", "4096", "--batch", "1", "2", "--gamma", "3", "--alpha", "0.7"]
+    # 2 GPUs: 70B fp8 (70.6 GB) is above SGLang's 0.824 share of one H100 (T7-03)
+    argv = ["--gpu", "H100-SXM", "--gpus", "2", "--model", "Llama-3.1-70B", "--draft", "eagle3",
+            "--engine", "sglang", "--context", "4096", "--batch", "1", "2", "--gamma", "3",
+            "--alpha", "0.7"]
     fp8 = words(plan_json(capsys, *argv, "--dtype", "fp8")["serve"])
     assert fp8[fp8.index("--model-path") + 1] == "meta-llama/Llama-3.1-70B"
     assert fp8[fp8.index("--quantization") + 1] == "fp8"
