@@ -28,7 +28,7 @@ from pathlib import Path
 
 __all__ = ["read_config", "config_int", "MissingConfigKey", "SIZE_LIMITS", "SIZE_LIMIT",
            "MODEL_TYPE_METHOD", "architectures", "model_type", "is_mtp_type",
-           "checkpoint_method"]
+           "checkpoint_method", "NO_MTP_MODEL_TYPES", "MTP_LAYER_KEYS", "mtp_layers"]
 
 
 class MissingConfigKey(ValueError):
@@ -136,6 +136,36 @@ def is_mtp_type(mtype: str) -> bool:
     """True for an MTP ``model_type``: ``mtp`` or a name ending in ``_mtp`` (every entry of
     vLLM's ``MTPModelTypes`` @ 002e77c1 is one of these)."""
     return mtype == "mtp" or mtype.endswith("_mtp")
+
+
+#: Target ``model_type`` values vLLM 0.33 maps to no MTP draft: ``SpeculativeConfig.
+#: hf_config_override`` (``config/speculative.py``) turns a target's model_type (deepseek_v3,
+#: qwen3_next, glm4_moe, mimo...) into one of ``MTPModelTypes``; none of these is among them,
+#: so method "mtp" on such a target ends in ``NotImplementedError("Unsupported speculative
+#: method: 'mtp'")`` (trial 7, T7-10). A type not listed here is not judged (unknown).
+NO_MTP_MODEL_TYPES = frozenset({
+    "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma",
+    "gemma2", "gemma3", "gemma3_text", "phi3", "gpt_oss", "minicpm", "minicpm3"})
+#: The config.json fields vLLM 0.33 reads as a target's MTP layer count (``n_predict``).
+MTP_LAYER_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers", "num_mtp_layers",
+                  "n_predict", "num_mtp_modules")
+
+
+def mtp_layers(config) -> int | None:
+    """The MTP layers vLLM 0.33 would draft with for method ``mtp`` on the target ``config``
+    (a config.json dict; a multimodal config's ``text_config`` too): 0 for a model_type in
+    :data:`NO_MTP_MODEL_TYPES` (vLLM maps it to no MTP draft, whatever the fields say), else
+    the largest integer among :data:`MTP_LAYER_KEYS` (0 when they are all 0: vLLM has no
+    layer to run), None when none is given (unknown: vLLM's per-type default applies)."""
+    if not isinstance(config, dict):
+        return None
+    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else {}
+    if model_type(config) in NO_MTP_MODEL_TYPES or (
+            text and model_type(text) in NO_MTP_MODEL_TYPES):
+        return 0
+    found = [c[k] for c in (config, text) for k in MTP_LAYER_KEYS
+             if isinstance(c.get(k), int) and not isinstance(c.get(k), bool)]
+    return max(found) if found else None
 
 
 def checkpoint_method(model: str, draft_config=None):

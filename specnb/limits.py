@@ -11,16 +11,54 @@ Each function returns the value as a float, or raises :class:`specnb._check.Para
 
 from __future__ import annotations
 
+import math
+import numbers
+
 from . import _check
 
 __all__ = ["ROUTING_SKEW_RANGE", "DEFAULT_GPU_MEMORY_UTILIZATION", "routing_skew",
-           "proposal_rate", "gpu_memory_utilization", "request_rate"]
+           "proposal_rate", "gpu_memory_utilization", "request_rate",
+           "sglang_mem_fraction_static", "SGLANG_MEMORY_SOURCE"]
 
 #: vLLM's default ``gpu_memory_utilization`` (the share of each GPU's memory vLLM takes): 0.92
 #: since vLLM 0.20.0 (``CacheConfig.gpu_memory_utilization = Field(default=0.92, gt=0, le=1)``,
 #: ``vllm/config/cache.py:215`` at 0.33.0); 0.9 before, as the flag tables
 #: ``specnb/vllm/flags/<v>.json`` record.
 DEFAULT_GPU_MEMORY_UTILIZATION = 0.92
+
+#: Where :func:`sglang_mem_fraction_static` is read from.
+SGLANG_MEMORY_SOURCE = ("sgl-project/sglang python/sglang/srt/arg_groups/memory_hook.py "
+                        "handle_gpu_memory_settings @ a82da8da")
+
+
+def sglang_mem_fraction_static(gpu_memory_bytes: float, tp: int = 1) -> float:
+    """SGLang's default ``--mem-fraction-static`` (weights + KV pool over the GPU's memory) on
+    a GPU of ``gpu_memory_bytes`` at tensor parallelism ``tp``: the one home of SGLang's
+    memory share, as vLLM's is :data:`DEFAULT_GPU_MEMORY_UTILIZATION` (trial 7, T7-03).
+
+    SGLang computes it at start (:data:`SGLANG_MEMORY_SOURCE`), ``gpu_mem`` in MiB:
+    ``chunked_prefill_size`` and the decode CUDA-graph ``max_bs`` by memory (< 20 GiB: 2048 /
+    8; < 35 GiB: 4096 / 48, 160 at tp >= 4; < 60 GiB: 4096 / 32, 160; < 160 GiB: 8192 / 256,
+    512; else 16384 / 512), ``reserved = 512 + 1.5 max(chunked_prefill_size, 2048) + tp / 8 x
+    1024 + 2 max_bs`` MiB, at least 10 GiB on a GPU over 60 GiB, and ``round((gpu_mem -
+    reserved) / gpu_mem, 3)``. Left out (each only lowers SGLang's share): the prefill
+    CUDA-graph reserve (8 MiB per captured size; 1.5 GiB with an MLA backend), DP attention,
+    DeepEP buffers, multimodal models, post-capture KV sizing. H100 80 GB (80e9 B, 76,294 MiB),
+    tp 1: reserved 13,440 MiB, share 0.824."""
+    gpu_mem = float(gpu_memory_bytes) / 2 ** 20
+    tp = int(tp)
+    wide = tp >= 4
+    for cap, cps, bs in ((20, 2048, 8), (35, 4096, 160 if wide else 48),
+                         (60, 4096, 160 if wide else 32), (160, 8192, 512 if wide else 256)):
+        if gpu_mem < cap * 1024:
+            break
+    else:
+        cps, bs = 16384, 512
+    reserved = 512 + 1.5 * max(cps, 2048) + tp / 8 * 1024 + 2 * bs
+    if gpu_mem > 60 * 1024:
+        reserved = max(reserved, 10 * 1024)
+    return round((gpu_mem - reserved) / gpu_mem, 3)
+
 
 #: Range of the mixture-of-experts ``routing_skew`` (:class:`specnb.serving.EngineStep`): 0 is
 #: uniform routing (the upper bound on the experts a step touches), values towards 1
@@ -71,14 +109,23 @@ def gpu_memory_utilization(value) -> float:
 
 
 def request_rate(value) -> float:
-    """``value`` checked as a request rate, requests per second: > 0 and finite (a load sent
-    all at once gives no rate, as ``vllm bench serve`` without ``--request-rate``).
+    """``value`` checked as a request rate, requests per second: > 0, or ``inf``, ``vllm bench
+    serve``'s default (vLLM 0.33 ``benchmarks/serve.py``: ``--request-rate`` defaults to
+    ``float("inf")``, "all the requests are sent at time 0"; its ``get_request`` delays each
+    by 0 at an infinite rate; trial 7, T7-04).
 
     Raises
     ------
     ValueError
-        <= 0, NaN or infinite (``param`` ``request_rate``).
+        <= 0 (also -inf) or NaN (``param`` ``request_rate``).
     TypeError
         not a number.
     """
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        if value == math.inf:
+            return math.inf
+        if not value > 0:  # <= 0, -inf, NaN: one message that allows inf
+            raise _check.ParamValueError(
+                f"request_rate must be > 0 requests/s, or inf (every request at t = 0, vllm "
+                f"bench serve's default), got {value}", "request_rate")
     return _check.scalar_real("request_rate", value, lo=0.0, lo_open=True)

@@ -111,3 +111,16 @@ def test_config_int_bounds_each_field_naming_it_and_the_file(tmp_path, key, valu
     p.write_text(json.dumps({**LLAMA, key: value}))
     with pytest.raises(ValueError, match=rf"config\.json'?: {key} must be an integer >= 1"):
         S.architecture(str(p))
+
+
+@pytest.mark.parametrize("cfg, layers", [
+    ({"model_type": "llama"}, 0),  # vLLM 0.33 maps llama to no MTP draft (T7-10)
+    ({"model_type": "qwen3", "num_nextn_predict_layers": 1}, 0),  # whatever the field says
+    ({"model_type": "deepseek_v3", "num_nextn_predict_layers": 1}, 1),
+    ({"model_type": "deepseek_v3", "num_nextn_predict_layers": 0}, 0),  # Kimi-K2
+    ({"model_type": "qwen3_5", "text_config": {"mtp_num_hidden_layers": 1}}, 1),
+    ({"model_type": "some_new_arch"}, None),  # not judged: unknown
+    (None, None),
+])
+def test_mtp_layers_reads_the_target_as_vllm_does(cfg, layers):
+    assert hf_config.mtp_layers(cfg) == layers

@@ -16,7 +16,8 @@ from specnb import _check, limits
     (limits.routing_skew, [0.0, 0.5, 0.95], [-0.1, 0.96, math.nan], "routing_skew must"),
     (limits.proposal_rate, [1e-9, 0.5, 1.0], [0.0, 1.01, math.inf], "proposal_rate must"),
     (limits.gpu_memory_utilization, [0.1, 1.0], [0.0, 1.2], "gpu_memory_utilization must"),
-    (limits.request_rate, [0.5, 1e6], [0.0, -1.0, math.inf], "request_rate must"),
+    (limits.request_rate, [0.5, 1e6, math.inf], [0.0, -1.0, -math.inf, math.nan],
+     "request_rate must"),  # inf: vllm bench serve's default (T7-04)
 ])
 def test_each_range_accepts_its_values_and_refuses_naming_the_parameter(check, good, bad, words):
     assert [check(v) for v in good] == good
@@ -58,3 +59,16 @@ def test_default_gpu_memory_utilization_is_the_newest_vllms():
     assert serving.DEFAULT_GPU_MEMORY_UTILIZATION == limits.DEFAULT_GPU_MEMORY_UTILIZATION
     assert serving.setup("H100-SXM", "Llama-3.1-8B", "ngram").memory_fraction == \
         limits.DEFAULT_GPU_MEMORY_UTILIZATION
+
+
+@pytest.mark.parametrize("memory, tp, share", [
+    # H100 80 GB: 76,294 MiB, chunked prefill 8192, max_bs 256: reserved 512 + 12,288 + 128
+    # + 512 = 13,440 MiB (above the 10 GiB floor): (76,294 - 13,440) / 76,294 = 0.824
+    (80e9, 1, 0.824),
+    (80e9, 8, 0.805),    # max_bs 512, tp 8: reserved 14,848 MiB
+    (24e9, 1, 0.699),    # 22,888 MiB: 4096 / 48, reserved 6,880 MiB, no floor below 60 GiB
+    (141e9, 1, 0.900),   # 134,468 MiB: reserved 13,440 MiB
+])
+def test_sglang_mem_fraction_static_is_sglangs_heuristic(memory, tp, share):
+    """T7-03: SGLang's own default share (memory_hook.handle_gpu_memory_settings)."""
+    assert round(limits.sglang_mem_fraction_static(memory, tp), 3) == share

@@ -49,6 +49,7 @@ from .._json import records
 from ..notes import Note
 
 __all__ = ["memory_limit", "Plan", "serving_plan", "profile_acceptance", "v0_no_serve_line",
+           "check_v0_draft", "V0_DRAFT_METHODS", "sglang_launch", "sglang_launch_line",
            "profile_draft_lengths", "profile_context_notes", "schedule", "schedule_gammas",
            "schedule_of", "static_schedule", "plan_schedule", "schedule_config", "setup_config",
            "setup_serve_line"]
@@ -270,7 +271,7 @@ def setup_config(st: S.Setup, sched, *, checkpoint: str | None = None,
             notes.append(Note("checkpoint-placeholder",
                               f"replace <{d.method}-checkpoint> with the {d.method} head "
                               f"trained for {st.target.name}"))
-    elif d.method == "mtp":
+    elif d.method == "mtp" and st.target.mtp_layers is None:  # known 0: refused (T7-10)
         notes.append(Note("mtp-needs-target-layers",
                           f"mtp needs MTP layers in the target checkpoint (DeepSeek-V3, "
                           f"GLM-4.5, MiMo and similar ship them); vLLM cannot add them, so "
@@ -430,38 +431,135 @@ SGLANG_SPEC_MAX_RUNNING_REQUESTS = 48
 
 
 def sglang_launch_line(st: S.Setup, config: dict | None, *, max_num_seqs: int | None = None,
-                       tree: dict | None = None) -> str | None:
-    """``python -m sglang.launch_server`` for a setup and its (vLLM-form) ``config`` (the
-    one home: ``specnb plan --engine sglang`` and ``specnb simulate --engine sglang``).
+                       tree: dict | None = None, contexts=None) -> str | None:
+    """The line of :func:`sglang_launch` alone (same parameters)."""
+    return sglang_launch(st, config, max_num_seqs=max_num_seqs, tree=tree, contexts=contexts)[0]
+
+
+def sglang_launch(st: S.Setup, config: dict | None, *, max_num_seqs: int | None = None,
+                  tree: dict | None = None, contexts=None) -> tuple:
+    """``python -m sglang.launch_server`` for a setup and its (vLLM-form) ``config`` and its
+    notes: ``(line, notes)`` (the one home: ``specnb plan --engine sglang`` and ``specnb
+    simulate --engine sglang``).
 
     The speculative flags are the tree's when ``tree`` is given (``steps``, ``topk``,
     ``num_draft_tokens``), else the chain of ``config["num_speculative_tokens"]``: topk 1,
     steps + 1 draft tokens; the draft's checkpoint (``config["model"]``) for EAGLE /
-    STANDALONE; the weight dtype as for vLLM (:func:`specnb.serving.serve_weight_args`);
-    ``--tp-size`` with gpus > 1; ``--max-running-requests`` and ``--cuda-graph-max-bs`` at
-    ``max_num_seqs`` when it exceeds :data:`SGLANG_SPEC_MAX_RUNNING_REQUESTS` (else SGLang
-    admits at most 48 requests with speculation on). None when ``config`` is None (nothing
+    STANDALONE. NGRAM takes neither ``--speculative-num-steps`` nor ``--speculative-eagle-topk``:
+    SGLang's ``_handle_ngram`` (``arg_groups/speculative_hook.py`` @ d9ccf6a7) overwrites
+    ``speculative_eagle_topk`` with ``--speculative-ngram-max-bfs-breadth`` (default 10: a BFS
+    tree of up to 10 branches) and derives the steps, so the chain is
+    ``--speculative-ngram-max-bfs-breadth 1 --speculative-num-draft-tokens gamma + 1`` (the
+    flags of ``arg_groups/fields/spec.py`` @ 7e997c67; ``min-bfs-breadth`` defaults to 1), note
+    ``sglang-ngram-matcher`` (SGLang's n-gram trie is not vLLM's prompt lookup; T7-13).
+    The weight dtype as for vLLM (:func:`specnb.serving.serve_weight_args`); ``--tp-size``
+    with gpus > 1; ``--max-running-requests`` and ``--cuda-graph-max-bs`` at ``max_num_seqs``
+    when it exceeds :data:`SGLANG_SPEC_MAX_RUNNING_REQUESTS` (else SGLang admits at most 48
+    requests with speculation on). Memory (T7-03): ``--mem-fraction-static`` when the setup's
+    share is not SGLang's own default (:func:`specnb.limits.sglang_mem_fraction_static`),
+    else note ``sglang-memory-share`` saying the share planned; ``--context-length
+    max(contexts)`` when one sequence of the target's ``max_position_embeddings`` does not fit
+    in the KV pool, note ``sglang-context-length-set`` (SGLang starts anyway and caps each
+    request at the pool: no refusal as vLLM's), or the longest that fits, note
+    ``sglang-context-length-capped``. None (and no notes) when ``config`` is None (nothing
     pays) or the draft method has no SGLang name (:data:`SGLANG_ALGORITHM`)."""
+    from .. import limits
+
     algo = SGLANG_ALGORITHM.get(st.draft.method)
     if config is None or algo is None:
-        return None
+        return None, []
     steps = tree["steps"] if tree else int(config["num_speculative_tokens"])
     topk = tree["topk"] if tree else 1
     ndt = tree["num_draft_tokens"] if tree else steps + 1
     draft = ([] if algo == "NGRAM" or st.draft.method == "mtp" else
              ["--speculative-draft-model-path", config.get("model") or "<draft>"])
     # the weight dtype as for vLLM (SGLang takes --quantization fp8 online, --dtype too)
-    model, weight_args, _ = S.serve_weight_args(st.target, st.dtype)
+    model, weight_args, notes = S.serve_weight_args(st.target, st.dtype)
+    if algo == "NGRAM":  # topk is --speculative-ngram-max-bfs-breadth's (T7-13)
+        from ..vllm import NGRAM_OPTIONS
+
+        window = (f"prompt_lookup_min {NGRAM_OPTIONS.get('prompt_lookup_min')} / max "
+                  f"{NGRAM_OPTIONS.get('prompt_lookup_max')} in the request's own tokens")
+        spec = ["--speculative-ngram-max-bfs-breadth", str(topk),
+                "--speculative-num-draft-tokens", str(ndt)]
+        notes.append(Note("sglang-ngram-matcher",
+                          "SGLang's NGRAM drafts from its own n-gram trie over the prompts "
+                          "and outputs it has seen (--speculative-ngram-max-trie-depth, default "
+                          "18; versions of late 2025 had --speculative-ngram-min/max-match-"
+                          "window-size 1/12 instead), not vLLM's prompt lookup "
+                          f"({window}): an alpha measured on vLLM's n-gram drafter "
+                          "need not hold; measure SGLang's accept length"))
+    else:
+        spec = ["--speculative-num-steps", str(steps), "--speculative-eagle-topk", str(topk),
+                "--speculative-num-draft-tokens", str(ndt)]
     parts = ["python", "-m", "sglang.launch_server", "--model-path", model,
-             "--speculative-algorithm", algo, *draft, "--speculative-num-steps", str(steps),
-             "--speculative-eagle-topk", str(topk), "--speculative-num-draft-tokens", str(ndt),
-             *weight_args]
+             "--speculative-algorithm", algo, *draft, *spec, *weight_args]
     if st.gpus > 1:
         parts += ["--tp-size", str(st.gpus)]
     if max_num_seqs and max_num_seqs > SGLANG_SPEC_MAX_RUNNING_REQUESTS:
         parts += ["--max-running-requests", str(max_num_seqs),
                   "--cuda-graph-max-bs", str(max_num_seqs)]
-    return " ".join(parts)
+    own = limits.sglang_mem_fraction_static(st.gpu.device_memory_bytes, st.gpus)
+    if st.memory_fraction != own:
+        parts += ["--mem-fraction-static", f"{st.memory_fraction:g}"]
+    else:
+        notes.append(Note("sglang-memory-share",
+                          f"memory planned at SGLang's default --mem-fraction-static {own:g} "
+                          f"(weights + KV pool) for {st.gpu.name} at tp {st.gpus}, as SGLang "
+                          f"computes it at start ({limits.SGLANG_MEMORY_SOURCE}; its prefill "
+                          "CUDA-graph, DP-attention and DeepEP reserves left out, so SGLang's "
+                          "pool may be somewhat smaller); --gpu-memory-utilization U plans "
+                          "another share and puts --mem-fraction-static U in the line"))
+    mp = st.target.max_position_embeddings
+    top = None if contexts is None or not np.size(contexts) else int(np.max(contexts))
+    fits = 0 if mp is None or top is None or top < 1 or S.max_batch_in_memory(st, mp) >= 1 \
+        else S.max_model_len_that_fits(st, mp)
+    if fits >= 1:
+        length = min(top, fits)
+        parts += ["--context-length", str(length)]
+        notes.append(Note(
+            "sglang-context-length-set" if top <= fits else "sglang-context-length-capped",
+            f"--context-length {length} ("
+            + ("the longest context planned for" if top <= fits else
+               f"the longest one sequence fits at: the planned context {top:,} does not")
+            + f"): SGLang's KV pool does not hold one sequence of {st.target.name}'s "
+            f"{mp:,} positions; SGLang starts anyway and caps each request at min("
+            "context_length, KV pool tokens) - 1 (the scheduler's max_req_len), refusing "
+            f"longer ones; up to {fits:,} would fit"))
+    return " ".join(parts), notes
+
+
+#: The specnb drafts vLLM V0 can run, as ``Draft.method`` (vLLM v0.6.3, the V0 the vllm-v0
+#: profile and its notes read: ``spec_decode/spec_decode_worker.py``'s ``create_worker``
+#: picks ``NGramWorker`` for ``[ngram]``, ``MLPSpeculatorWorker`` / ``MedusaWorker`` by the
+#: draft's model_type, else ``MultiStepWorker``: a draft model, EAGLE-1 among them (model_type
+#: ``eagle``; at a draft TP above 1 it raises "EAGLE does not support TP > 1 yet", not checked
+#: here). No suffix decoding, EAGLE-3, MTP or DFlash proposer exists in it (MTP came to V0 in
+#: a later release, not read here); trial 7, T7-07.
+V0_DRAFT_METHODS = ("ngram", "eagle", "draft_model")
+
+
+def check_v0_draft(st: S.Setup) -> None:
+    """Refuse a draft vLLM V0 could not run when the engine is ``vllm-v0`` (plan and simulate,
+    the one home of the rule): only :data:`V0_DRAFT_METHODS`.
+
+    Raises
+    ------
+    ValueError
+        ``param`` ``draft``: suffix, eagle3, mtp or dflash on vllm-v0.
+    """
+    from .._check import ParamValueError
+
+    if not st.engine.name.startswith("vllm-v0"):
+        return
+    d = st.draft
+    allowed = "ngram, eagle (EAGLE-1), a draft model or self (draft_model with the target)"
+    if d.method not in V0_DRAFT_METHODS:
+        raise ParamValueError(
+            f"draft {d.name} on engine vllm-v0: vLLM V0 (read from v0.6.3's spec_decode "
+            f"proposers: n-gram, a draft model, EAGLE-1, Medusa, MLP speculator) has no "
+            f"{d.name} proposer, so no V0 server runs what would be computed; V0 drafts "
+            f"specnb models: {allowed}; or give --engine vllm for {d.name}", "draft")
 
 
 def v0_no_serve_line(st: S.Setup, tool: str = "plan") -> Note | None:
@@ -819,7 +917,10 @@ def serving_plan(st: S.Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=
         cfg = None
         notes = [n for n in notes if n.code not in ("checkpoint-placeholder", "schedule-tax")]
         notes.append(v0)
-    if cfg is not None:
+    if cfg is not None and st.engine.name.startswith("sglang"):  # SGLang's line (T7-03)
+        serve, serve_notes = sglang_launch(st, cfg, max_num_seqs=limit, contexts=servable)
+        notes += serve_notes
+    elif cfg is not None:
         serve, serve_notes = setup_serve_line(st, cfg, max_num_seqs=limit,
                                               contexts=servable)
         notes += serve_notes

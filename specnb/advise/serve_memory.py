@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from .. import hf_config
+
 __all__ = ["serve_target_findings", "serve_memory_findings", "serve_batch_findings"]
 
 #: The draft method a ``speculative_config``'s ``method`` is modelled as (a draft model's
@@ -42,7 +44,7 @@ def _target(model: str, target_config):
 
 
 def serve_target_findings(settings: dict, model: str, *, target_config=None,
-                          env=None) -> tuple:
+                          env=None, speculative_config=None) -> tuple:
     """vLLM's refusals that depend on the served model alone, GPU or not, when specnb knows
     the target (catalogue name or Hugging Face id, or its config.json, ``target_config``
     first): ``-tp`` that does not split the model (:func:`specnb.serving.check_tensor_parallel`,
@@ -60,7 +62,11 @@ def serve_target_findings(settings: dict, model: str, *, target_config=None,
     not its refusal (``config/model.py``: "VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with
     extreme caution"): a warning, code ``serve-max-model-len-above-target-allowed``. A model
     that is plan's placeholder ``<NAME-DTYPE-checkpoint>`` is checked as NAME, with a warning
-    (code ``target-placeholder``). Empty for a model specnb does not know."""
+    (code ``target-placeholder``).
+    ``speculative_config`` (the line's, parsed): method ``mtp`` without a model on a catalogue
+    target whose ``mtp_layers`` is 0 is vLLM's refusal (:func:`specnb.vllm.mtp_target_finding`,
+    code ``mtp-target-without-mtp``; with ``target_config`` the config check's own rule reads
+    the config). Empty for a model specnb does not know."""
     from .. import serving as S
     from ..vllm import Finding
 
@@ -80,6 +86,13 @@ def serve_target_findings(settings: dict, model: str, *, target_config=None,
         f"replace it with a checkpoint of {arch.name} in {held} (an AWQ or GPTQ one for int4 / "
         "int8: vLLM reads its quantization from the checkpoint's config)",
         code="target-placeholder")]
+    spec = speculative_config if isinstance(speculative_config, dict) else {}
+    if target_config is None and hf_config.is_mtp_type(str(spec.get("method"))) \
+            and spec.get("model") is None \
+            and arch.mtp_layers == 0:  # the catalogue's fact, vLLM's rule (T7-10)
+        from ..vllm import mtp_target_finding
+
+        found.append(mtp_target_finding(f"the catalogue's {arch.name} (mtp_layers 0)"))
     clash = S.quantization_conflict(arch, s.get("quantization"))
     if clash is not None:
         level, fix = (("error", "drop --quantization (vLLM reads the checkpoint's own)")

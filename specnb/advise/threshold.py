@@ -160,6 +160,8 @@ def _modelled_setup(g, arch, n, method, draft_model):
     except ValueError as exc:  # a draft vocabulary that differs, GPUs that do not divide
         if not str(exc).startswith("draft "):
             raise  # the message names gpus
+        if method == "mtp":  # a target without MTP layers (T7-10)
+            raise ValueError(f"target_has_mtp=True: {exc}") from None
         raise ValueError(f"draft_model={draft_model!r}: {exc}") from None
 
 

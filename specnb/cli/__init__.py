@@ -89,7 +89,8 @@ def light_checks(args) -> None:
     for name in ("routing_skew", "request_rate", "proposal_rate"):
         if getattr(args, name, None) is not None:
             getattr(limits, name)(getattr(args, name))
-    limits.gpu_memory_utilization(args.gpu_memory_utilization)
+    if getattr(args, "gpu_memory_utilization", None) is not None:  # None: the engine's own
+        limits.gpu_memory_utilization(args.gpu_memory_utilization)
 
 
 #: The exit status of every command, one rule (``specnb --help`` ends with :data:`EXIT_STATUS`;

@@ -21,7 +21,6 @@ import argparse
 import json
 import sys
 
-from ..limits import DEFAULT_GPU_MEMORY_UTILIZATION as S_DEFAULT_GMU
 from ..memory import DTYPE_BYTES
 from .._numbers import number_text
 from . import error, light_checks, listed_twice, refuse, too_large
@@ -118,9 +117,11 @@ def register(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--output-len", type=int, default=None, metavar="N",
                    help="generated tokens per sequence (with --input-len)")
     p.add_argument("--gpu-memory-utilization", type=float,
-                   default=S_DEFAULT_GMU, metavar="U",
-                   help="vLLM's share of each GPU's memory (default 0.92, vLLM 0.20+'s): batches whose KV "
-                        "cache does not fit beside the weights never pay")
+                   default=None, metavar="U",
+                   help="the engine's share of each GPU's memory (default: vLLM's 0.92, vLLM "
+                        "0.20+'s; with --engine sglang SGLang's default --mem-fraction-static "
+                        "for the GPU): batches whose KV cache does not fit beside the weights "
+                        "never pay")
     _add_tree_flags(p)
     p.add_argument("--calibrate", metavar="MEASURED.csv",
                    help="fit efficiencies and fixed costs to measured step times (columns "
@@ -301,6 +302,9 @@ def plan(args) -> dict:
                  engine=args.engine, draft_config=args.draft_config,
                  proposal_rate=1.0 if args.proposal_rate is None else args.proposal_rate,
                  gpu_memory_utilization=args.gpu_memory_utilization)
+    from ..advise.plan import check_v0_draft
+
+    check_v0_draft(st)  # a draft vLLM V0 never had: bad input (T7-07)
     if getattr(args, "routing_skew", None) is not None:
         import dataclasses
 
@@ -382,8 +386,10 @@ def plan(args) -> dict:
         "tree": tree,
         "schedule": p.schedule if p.config is not None else None,
         "config": p.config,
-        "serve": (sglang_launch_line(st, p.config, max_num_seqs=p.max_num_seqs, tree=tree)
-                  if st.engine.name == "sglang" else p.serve),
+        "serve": (sglang_launch_line(st, p.config, max_num_seqs=p.max_num_seqs, tree=tree,
+                                     contexts=[c for c in args.context
+                                               if c not in p.over_max_positions])
+                  if tree is not None and st.engine.name.startswith("sglang") else p.serve),
         "crossover_batch": {str(s): c for s, c in p.crossover_batch.items()},
         "paying_batches": {str(s): r for s, r in p.paying_batches.items()},
         "max_batch_in_memory": {str(c): m for c, m in p.max_batch_in_memory.items()},

@@ -23,7 +23,6 @@ import math
 import os
 import sys
 
-from ..limits import DEFAULT_GPU_MEMORY_UTILIZATION as S_DEFAULT_GMU
 from . import error, light_checks, listed_twice, message, positive_int, refuse, too_large
 from .plan import DTYPE_CHOICES, KV_CACHE_CHOICES
 
@@ -173,7 +172,8 @@ def register(subparsers) -> argparse.ArgumentParser:
     load.add_argument("--concurrency", type=int, default=None, metavar="C",
                       help="closed loop of C requests in flight (--max-concurrency)")
     load.add_argument("--request-rate", type=float, default=None, metavar="R",
-                      help="requests per second, Poisson (with --burstiness: gamma gaps)")
+                      help="requests per second, Poisson (with --burstiness: gamma gaps); "
+                           "inf: every request at t=0 (vllm bench serve's default)")
     load.add_argument("--burstiness", type=float, default=1.0, metavar="B",
                       help="gamma shape of the gaps (default 1: Poisson)")
     eng = p.add_argument_group("engine (vllm serve flags)")
@@ -183,9 +183,10 @@ def register(subparsers) -> argparse.ArgumentParser:
     eng.add_argument("--max-num-batched-tokens", type=int, default=None, metavar="N",
                      help="token budget per step (default: vLLM 0.33's for vllm serve on "
                           "the GPU: 8192 on H100 / H200, 16384 at >= 160 GiB, else 2048)")
-    eng.add_argument("--gpu-memory-utilization", type=float, default=S_DEFAULT_GMU, metavar="U",
-                     help="vLLM's share of GPU memory: the KV blocks (default 0.92, vLLM "
-                          "0.20+'s)")
+    eng.add_argument("--gpu-memory-utilization", type=float, default=None, metavar="U",
+                     help="the engine's share of GPU memory: the KV blocks (default: vLLM's "
+                          "0.92, vLLM 0.20+'s; with --engine sglang SGLang's default "
+                          "--mem-fraction-static for the GPU)")
     eng.add_argument("--kv-cache-dtype", choices=KV_CACHE_CHOICES, default="auto",
                      help="vLLM's --kv-cache-dtype (default auto: the activation dtype, bf16 "
                           "also for fp8 weights; fp8 halves the KV bytes: twice the blocks, "
@@ -317,6 +318,9 @@ def simulate(a) -> dict:
                  kv_dtype=a.kv_cache_dtype,
                  draft_config=a.draft_config,
                  gpu_memory_utilization=a.gpu_memory_utilization)
+    from ..advise.plan import check_v0_draft
+
+    check_v0_draft(st)  # a draft vLLM V0 never had: bad input (T7-07)
     profile = None
     if a.acceptance_profile:
         from .. import acceptance_profile
@@ -470,8 +474,7 @@ def _serve_line(st, cfg, pols, on, workload, profile=None):
     note ``sglang-launch-line``, or none with note ``sglang-no-algorithm``."""
     import numpy as np
 
-    from ..advise.plan import (setup_config, setup_serve_line, sglang_launch_line,
-                               v0_no_serve_line)
+    from ..advise.plan import setup_config, setup_serve_line, sglang_launch, v0_no_serve_line
     from ..notes import Note
 
     v0 = v0_no_serve_line(st, "simulate")
@@ -485,7 +488,8 @@ def _serve_line(st, cfg, pols, on, workload, profile=None):
     if st.engine.name == "sglang":  # SGLang's own launch line (plan's: one home)
         # the most requests the run had in flight: a closed loop's concurrency, else the cap
         running = min(cfg.max_num_seqs, workload.max_concurrency or cfg.max_num_seqs)
-        line = sglang_launch_line(st, conf, max_num_seqs=running)
+        longest = int(np.max(np.asarray(workload.input_len) + np.asarray(workload.output_len)))
+        line, launch_notes = sglang_launch(st, conf, max_num_seqs=running, contexts=[longest])
         if line is None:
             return None, [Note("sglang-no-algorithm",
                                f"no launch line: the draft method {st.draft.method} has no "
@@ -495,7 +499,7 @@ def _serve_line(st, cfg, pols, on, workload, profile=None):
                            "the figures are SGLang's (engine sglang): the line is SGLang's "
                            "launch_server, one --speculative-num-steps at every batch size "
                            "(no vLLM schedule simulated); --max-num-batched-tokens is vLLM's "
-                           "and is not in it")]
+                           "and is not in it")] + launch_notes
     longest = int(np.max(np.asarray(workload.input_len) + np.asarray(workload.output_len)))
     return setup_serve_line(st, conf, max_num_seqs=cfg.max_num_seqs, contexts=[longest],
                             extra_args=["--max-num-batched-tokens",

@@ -185,7 +185,8 @@ def _with_target_rules(args, parsed, result):
     from ..vllm import ConfigCheck
 
     found = serve_target_findings(parsed.settings, parsed.model,
-                                  target_config=args.target_config, env=parsed.env)
+                                  target_config=args.target_config, env=parsed.env,
+                                  speculative_config=result.config)
     return ConfigCheck(result.findings + found, result.config, result.vllm_version) \
         if found else result
 

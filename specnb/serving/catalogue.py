@@ -224,7 +224,9 @@ class Architecture:
     :func:`context_limit_notes`. ``moe`` (:class:`~specnb.serving.moe.MoE`: routed experts,
     experts per token, shared experts, expert width, leading dense layers; None = dense),
     ``mla`` (:class:`~specnb.serving.moe.MLA`: latent and rope dims; None = per-head K and V),
-    ``mtp_layers`` (multi-token-prediction modules shipped with the model, DeepSeek-V3: 1),
+    ``mtp_layers`` (multi-token-prediction modules vLLM can draft with, DeepSeek-V3: 1; 0: none,
+    vLLM refuses method mtp on it; None: unknown; a config.json's:
+    :func:`specnb.hf_config.mtp_layers`),
     ``checkpoint_dtype`` (the :data:`DTYPES` key the published checkpoint stores its weights
     in when it is quantized, DeepSeek-V3: ``fp8``; a config.json's ``quantization_config``:
     :func:`checkpoint_dtype_of`; None = unquantized, the config's bf16 / fp16),
@@ -250,7 +252,7 @@ class Architecture:
     sliding_window: int | None = None
     moe: MoE | None = None
     mla: MLA | None = None
-    mtp_layers: int = 0
+    mtp_layers: int | None = None
     checkpoint_dtype: str | None = None
     attention_sinks: bool = False
 
@@ -493,7 +495,7 @@ def resolve_architecture(name_or_config) -> tuple[Architecture, dict | None]:
             int(rec["vocab_size"]), _as_bool(rec["tie_word_embeddings"]),
             _as_bool(rec["attention_bias"]), _as_bool(rec["qk_norm"]),
             float(rec["params_published"]), rec["source"], max_positions, None, moe, mla,
-            _optional_int(rec.get("mtp_layers")) or 0,
+            _optional_int(rec.get("mtp_layers")),  # empty: unknown (T7-10)
             str(rec.get("checkpoint_dtype") or "").strip() or None,
             _as_bool(rec.get("attention_sinks") or False)), None
     path = Path(text)
@@ -513,7 +515,8 @@ def _from_config(cfg: dict, where: str) -> Architecture:
     if isinstance(cfg.get("text_config"), dict):
         cfg = {**cfg["text_config"], "model_type": cfg["text_config"].get(
             "model_type", cfg.get("model_type"))}
-    moe, mla, mtp = _moe.moe_from_config(cfg, where)
+    moe, mla, _ = _moe.moe_from_config(cfg, where)
+    mtp = hf_config.mtp_layers(cfg)  # vLLM 0.33's reading (T7-10)
 
     def need(key):
         if key not in cfg or cfg[key] is None:

@@ -81,6 +81,26 @@ class Draft:
     lm_head_vocab: int = 0
 
 
+def mtp_refusal(tgt: Architecture) -> str:
+    """Why ``mtp`` cannot draft for ``tgt``, a target whose ``mtp_layers`` is 0 (the
+    catalogue's, or :func:`specnb.hf_config.mtp_layers` of its config.json): vLLM 0.33 keeps
+    method mtp only when the target's model_type maps to an MTP draft with layers to run
+    (``SpeculativeConfig.__post_init__`` / ``hf_config_override``), else it raises
+    "Unsupported speculative method: 'mtp'" (trial 7, T7-10). The message names the
+    catalogue models that ship MTP layers and the other drafts."""
+    from .catalogue import _catalogue
+
+    rows = {id(r): r for r in _catalogue("model_architectures", "model").values()}.values()
+    with_mtp = [r["model"] for r in rows
+                if str(r.get("mtp_layers") or "0").strip() not in ("", "0")]
+    where = "catalogue mtp_layers 0" if not tgt.source.endswith(".json") else \
+        f"its config {tgt.source} declares none vLLM can load"
+    return (f"draft mtp needs MTP layers in the target, and {tgt.name} has none ({where}): "
+            "vLLM refuses it (\"Unsupported speculative method: 'mtp'\"); give a target that "
+            f"ships them ({', '.join(with_mtp)}) or another draft (ngram, suffix, eagle, "
+            "eagle3, dflash, self, a draft model)")
+
+
 def _head_draft(key: str, tgt: Architecture, kv_budget, dtype, config) -> Draft:
     """An EAGLE / EAGLE-3 / MTP head for ``tgt`` (see :class:`Draft`)."""
     if key == "mtp" and tgt.moe is not None and tgt.mtp_layers:
@@ -93,6 +113,8 @@ def _head_draft(key: str, tgt: Architecture, kv_budget, dtype, config) -> Draft:
         body = tgt.one_layer(f"mtp module of {tgt.name}")
         return Draft("head", key, body, kv_budget, dtype, key, (2 * h * h + 2 * h,) * 2,
                      _moe.mtp_params(tgt)["own"], None, tgt.vocab_size)
+    if key == "mtp" and tgt.mtp_layers == 0:
+        raise _check.ParamValueError(mtp_refusal(tgt), "draft")
     if key == "mtp":
         if config is not None:
             raise ValueError("draft_config applies to eagle and eagle3 heads, not mtp")
@@ -410,7 +432,8 @@ def cannot_serve(st: Setup, contexts, *, context_flag: str = "--context") -> Not
     gb = lambda x: f"{x / 1e9:,.1f} GB"  # noqa: E731
     share = st.memory_fraction * st.gpus * st.gpu.device_memory_bytes
     where = (f"{st.gpus} x {st.gpu.name} ({gb(st.gpus * st.gpu.device_memory_bytes)}, "
-             f"gpu_memory_utilization {st.memory_fraction:g}: {gb(share)})")
+             + ("SGLang mem_fraction_static" if st.engine.name.startswith("sglang")
+                else "gpu_memory_utilization") + f" {st.memory_fraction:g}: {gb(share)})")
     w_t, w_d = st.target.weight_bytes(st.dtype), st._draft_weight_bytes()
     shortest = min(cs)
     todo = []
@@ -425,7 +448,8 @@ def cannot_serve(st: Setup, contexts, *, context_flag: str = "--context") -> Not
             todo.append(f"--dtype {dt} (" + ("vLLM's online --quantization fp8 of the same "
                         "checkpoint" if online else "a quantized checkpoint") + ")")
             break
-    if st.memory_fraction < DEFAULT_GPU_MEMORY_UTILIZATION and _fits_one(
+    if not st.engine.name.startswith("sglang") and \
+            st.memory_fraction < DEFAULT_GPU_MEMORY_UTILIZATION and _fits_one(
             dataclasses.replace(st, memory_fraction=DEFAULT_GPU_MEMORY_UTILIZATION), shortest):
         todo.append(f"--gpu-memory-utilization {DEFAULT_GPU_MEMORY_UTILIZATION:g}")
     if w_t + w_d >= share:
@@ -467,7 +491,7 @@ def default_draft_dtype(d: Draft, dtype: str) -> str | None:
 def setup(gpu_name, model, draft_spec="eagle3", *, gpus=1, dtype=None, draft_dtype=None,
           kv_dtype=None, draft_kv_budget=None, target_efficiency=None, draft_efficiency=None,
           sd_overhead_ms=None, engine=None, proposal_rate=1.0, draft_config=None,
-          gpu_memory_utilization=DEFAULT_GPU_MEMORY_UTILIZATION, mean_draft_len=None) -> Setup:
+          gpu_memory_utilization=None, mean_draft_len=None) -> Setup:
     """A :class:`Setup` from names: ``setup("H100-SXM", "Llama-3.1-8B", "eagle3")``.
 
     Parameters
@@ -501,7 +525,10 @@ def setup(gpu_name, model, draft_spec="eagle3", *, gpus=1, dtype=None, draft_dty
         engine's ``-moe`` profile where one is fitted, :func:`~specnb.serving.engines.profile_for`)
     proposal_rate : float in (0, 1], M, for ``ngram`` / ``suffix`` only (default 1)
     draft_config : an EAGLE / EAGLE-3 head's config.json (see :func:`draft`)
-    gpu_memory_utilization : float in (0, 1], vLLM's share of GPU memory (default 0.92, vLLM 0.20+'s)
+    gpu_memory_utilization : float in (0, 1], the engine's share of GPU memory (weights + KV
+        cache); None (the default): the engine's own, vLLM's 0.92 (vLLM 0.20+'s
+        gpu_memory_utilization), for an SGLang profile SGLang's default --mem-fraction-static
+        on this GPU and tp (:func:`specnb.limits.sglang_mem_fraction_static`, T7-03)
     mean_draft_len : float >= 1 or None, for ``ngram`` / ``suffix`` only: the mean tokens per
         draft (vLLM's ``num_draft_tokens / num_drafts``), verified in place of gamma (at most
         gamma; :func:`specnb.serving.workload.query_tokens`); None: every draft is gamma long
@@ -526,6 +553,10 @@ def setup(gpu_name, model, draft_spec="eagle3", *, gpus=1, dtype=None, draft_dty
     n = _check.scalar_int("gpus", gpus, lo=1)
     prof = engines.profile_for(engines.DEFAULT_ENGINE if engine is None else engine, tgt)
     m = limits.proposal_rate(proposal_rate)
+    if gpu_memory_utilization is None:  # the engine's own share: one home each (T7-03)
+        gpu_memory_utilization = (limits.sglang_mem_fraction_static(g.device_memory_bytes, n)
+                                  if prof.name.startswith("sglang")
+                                  else DEFAULT_GPU_MEMORY_UTILIZATION)
     frac = limits.gpu_memory_utilization(gpu_memory_utilization)
     d = draft(draft_spec, tgt, kv_budget=draft_kv_budget, dtype=draft_dtype, config=draft_config)
     if draft_dtype is None:

@@ -111,8 +111,9 @@ def synthetic(num_prompts: int, input_len: int, output_len: int, *, range_ratio:
     """A ``vllm bench serve --dataset-name random`` load: ``num_prompts`` requests of
     ``input_len`` + ``output_len`` tokens (``range_ratio`` as ``--random-range-ratio``), sent
     in a closed loop of ``concurrency`` (``--max-concurrency``, rate infinite) or at
-    ``request_rate`` requests/s (Poisson, ``--burstiness``), optionally both. ``seed``: one
-    numpy Generator draws the lengths, then the gaps.
+    ``request_rate`` requests/s (Poisson, ``--burstiness``), optionally both; a rate given as
+    ``inf`` is the bench's default: every request sent at t = 0, no concurrency cap beyond
+    the server's (T7-04). ``seed``: one numpy Generator draws the lengths, then the gaps.
 
     Raises
     ------
@@ -127,9 +128,9 @@ def synthetic(num_prompts: int, input_len: int, output_len: int, *, range_ratio:
     c = None if concurrency is None else _check.scalar_int("concurrency", concurrency, lo=1)
     rate = _rate(request_rate)
     b = _burst(burstiness)
-    if c is None and math.isinf(rate):
+    if c is None and request_rate is None:  # an explicit inf: all at t = 0 (T7-04)
         raise ValueError("give a concurrency (closed loop, --max-concurrency) or a "
-                         "request_rate (requests/s), or both")
+                         "request_rate (requests/s, inf: all at once), or both")
     s = _check.scalar_int("seed", seed, lo=0)
     rng = np.random.default_rng(s)
     ins, outs = bench_lengths(rng, n, i, o, r)
@@ -204,7 +205,7 @@ def from_log(path, *, request_rate=None, burstiness: float = 1.0, concurrency=No
     if not ins:
         raise ValueError(f"request log {p.name} has no rows")
     timed = [t for t in times if t is not None]
-    if len(timed) < len(times) and math.isinf(rate) and c is None:
+    if len(timed) < len(times) and request_rate is None and c is None:
         raise ValueError(f"{p.name}: {len(times) - len(timed)} row(s) without a time: give "
                          "a request rate (or a concurrency) for them")
     t0 = min(timed) if timed else 0.0

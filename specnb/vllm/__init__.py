@@ -27,6 +27,7 @@ from .check import check_speculative_config, parse_speculative_config, suggest_f
 from .config import BUILD_METHODS, DEFAULT_GAMMA, METHODS, NGRAM_OPTIONS, speculative_config
 from .findings import ConfigCheck, Finding
 from .render import python_snippet, serve_command, yaml_config
+from .rules.target import mtp_target_finding
 from .schedule import describe_schedule, schedule_lookup, validate_schedule
 from .serve import ServeLineError, check_serve_line, parse_serve_line
 from .syntax import ConfigSyntaxError
@@ -36,7 +37,7 @@ __all__ = [
     "METHODS", "BUILD_METHODS", "DEFAULT_GAMMA", "NGRAM_OPTIONS",
     "speculative_config", "serve_command", "yaml_config", "python_snippet",
     "check_speculative_config", "parse_speculative_config", "suggest_fix",
-    "ConfigCheck", "Finding", "ConfigSyntaxError",
+    "ConfigCheck", "Finding", "ConfigSyntaxError", "mtp_target_finding",
     "validate_schedule", "schedule_lookup", "describe_schedule",
     "check_serve_line", "parse_serve_line", "ServeLineError",
     "read_acceptance", "Reading", "UsageError", "read_metrics", "metrics_delta", "log_counts",

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from specnb import advise as A
 from specnb import serving as S
+from specnb.advise.plan import check_v0_draft
 from specnb.vllm import check_speculative_config, schedule_lookup, validate_schedule
 from tests.serving.configs import LLAMA_CFG
 from tests.tier import examples
@@ -172,11 +173,11 @@ def test_serving_plan_notes_carry_codes():
     assert "no-schedule-for-every-context" in codes and "no-gamma-pays" not in codes
     assert any(p2.paying_batches.values())
     # a setup whose weights do not fit, and a draft that never pays anywhere
-    p3 = A.serving_plan(S.setup("L40S", "Llama-3.1-70B", "mtp"), [1, 512], [100], [1],
+    p3 = A.serving_plan(S.setup("L40S", "Llama-3.1-70B", "eagle3"), [1, 512], [100], [1],
                         alpha=0.2)
     # fault N3: nothing fits, so no on/off advice and no KV-room note, only what to change
     codes3 = {n.code for n in p3.notes}
-    assert {"mtp-needs-target-layers", "weights-do-not-fit"} <= codes3
+    assert "weights-do-not-fit" in codes3
     assert not codes3 & {"kv-does-not-fit", "no-gamma-pays", "no-schedule-for-every-context"}
     assert p3.cannot_serve.code == "weights-do-not-fit"
     assert p3.schedule is None and p3.config is None and p3.serve is None
@@ -406,3 +407,68 @@ def test_a_suffix_plan_serves_one_static_k_vllm_runs():
     e = A.serving_plan(S.setup("H100-SXM", "Llama-3.1-8B", "eagle3"), [1, 64, 256], [2000],
                        [1, 4], alpha=0.6)
     assert "dynamic-schedule-disabled-for-method" not in [n.code for n in e.notes]
+
+
+def test_check_v0_draft_allows_only_v0s_proposers():
+    """T7-07: V0_DRAFT_METHODS (vLLM v0.6.3); other engines are not judged."""
+    from specnb._check import ParamValueError
+
+    for draft in ("ngram", "eagle", "Llama-3.2-1B", "self"):
+        check_v0_draft(S.setup("A100", "Llama-3.1-8B", draft, engine="vllm-v0"))
+    for draft in ("suffix", "eagle3", "dflash"):
+        with pytest.raises(ParamValueError) as info:
+            check_v0_draft(S.setup("A100", "Llama-3.1-8B", draft, engine="vllm-v0"))
+        assert info.value.param == "draft"
+        check_v0_draft(S.setup("A100", "Llama-3.1-8B", draft, engine="vllm"))
+    with pytest.raises(ParamValueError):
+        check_v0_draft(S.setup("H200", "DeepSeek-V3", "mtp", engine="vllm-v0", gpus=8))
+
+
+def test_the_sglang_ngram_line_serves_the_planned_chain():
+    """T7-13: SGLang's _handle_ngram sets topk to --speculative-ngram-max-bfs-breadth
+    (default 10) and ignores --speculative-eagle-topk: the chain of gamma tokens is breadth 1
+    and gamma + 1 draft tokens; a tree's topk is its breadth."""
+    import shlex
+
+    from specnb.advise.plan import sglang_launch
+
+    st = S.setup("H100-SXM", "Qwen3-8B", "ngram", engine="sglang")
+    line, notes = sglang_launch(st, {"method": "ngram", "num_speculative_tokens": 3})
+    w = shlex.split(line)
+    assert "--speculative-eagle-topk" not in w and "--speculative-num-steps" not in w
+    assert w[w.index("--speculative-algorithm") + 1] == "NGRAM"
+    assert w[w.index("--speculative-ngram-max-bfs-breadth") + 1] == "1"
+    assert w[w.index("--speculative-num-draft-tokens") + 1] == "4"
+    assert "sglang-ngram-matcher" in [n.code for n in notes]
+    tree = {"steps": 3, "topk": 2, "num_draft_tokens": 6}
+    w = shlex.split(sglang_launch(st, {"method": "ngram", "num_speculative_tokens": 3},
+                                  tree=tree)[0])
+    assert w[w.index("--speculative-ngram-max-bfs-breadth") + 1] == "2"
+    assert w[w.index("--speculative-num-draft-tokens") + 1] == "6"
+
+
+def test_an_sglang_plan_uses_sglangs_memory_share_and_context_flag():
+    """T7-03: SGLang's mem_fraction_static (not vLLM's 0.92) sizes the memory; the line
+    carries --context-length (not vLLM's --max-model-len note) where one sequence of the
+    model's positions does not fit; an explicit share is put in the line."""
+    import shlex
+
+    from specnb import limits
+
+    st = S.setup("RTX-4090", "Llama-3.1-8B", "ngram", dtype="fp8", engine="sglang")
+    # SGLang reads torch's device total (get_gpu_memory_capacity), the catalogue's reported one
+    total = S.gpu("RTX-4090").device_memory_bytes
+    assert st.memory_fraction == limits.sglang_mem_fraction_static(total, 1)
+    assert 0.69 < st.memory_fraction < 0.75
+    assert S.setup("RTX-4090", "Llama-3.1-8B", "ngram").memory_fraction == 0.92
+    p = A.serving_plan(st, [1, 4], [4000], [2], alpha=0.7)
+    codes = [n.code for n in p.notes]
+    w = shlex.split(p.serve)
+    assert w[:3] == ["python", "-m", "sglang.launch_server"]
+    assert w[w.index("--context-length") + 1] == "4000" and "--max-model-len" not in w
+    assert {"sglang-context-length-set", "sglang-memory-share"} <= set(codes)
+    assert not {"max-model-len-set", "max-model-len-capped"} & set(codes)
+    st9 = S.setup("RTX-4090", "Llama-3.1-8B", "ngram", dtype="fp8", engine="sglang",
+                  gpu_memory_utilization=0.9)
+    w = shlex.split(A.serving_plan(st9, [1, 4], [4000], [2], alpha=0.7).serve)
+    assert w[w.index("--mem-fraction-static") + 1] == "0.9"

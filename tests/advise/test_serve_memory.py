@@ -128,3 +128,18 @@ def test_the_default_budget_with_speculation_below_8192_is_vllms_warning():
         {"max_num_seqs": 4, "max_model_len": 1000}, "H100-SXM", eagle))
     # the line's own --max-num-batched-tokens is the serve-line rule's, not this one's
     assert serve_batch_findings({"max_num_batched_tokens": 2048}, "L4", eagle) == ()
+
+
+def test_mtp_on_a_catalogue_target_without_mtp_layers_is_vllms_refusal():
+    """T7-10: the catalogue's mtp_layers 0 passed to vLLM's rule (specnb.vllm.mtp_target_finding);
+    DeepSeek-V3 (1 layer) and a draft named by model are not judged."""
+    from specnb.advise.serve_memory import serve_target_findings
+
+    spec = {"method": "mtp", "num_speculative_tokens": 1}
+    for model in ("meta-llama/Llama-3.1-8B", "Qwen/Qwen3-8B"):
+        found = codes(serve_target_findings({}, model, speculative_config=spec))
+        assert found["mtp-target-without-mtp"].severity == "error"
+    assert serve_target_findings({"tensor_parallel_size": 8}, "deepseek-ai/DeepSeek-V3",
+                                 speculative_config=spec) == ()
+    assert serve_target_findings({}, "meta-llama/Llama-3.1-8B", speculative_config={
+        "method": "eagle3", "model": "x", "num_speculative_tokens": 1}) == ()

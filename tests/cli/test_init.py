@@ -81,7 +81,7 @@ FAST_REFUSALS = [
      r"--gpu-memory-utilization must be in \(0, 1\]"),
     (_SIM + ["--alpha", "2"], r"--alpha must be in \[0, 1\]"),
     (_SIM + ["--tau", "9"], r"--tau must be in \[1, gamma \+ 1\] = \[1, 4\]"),
-    (_SIM + ["--tau", "2.5", "--request-rate", "inf"], r"--request-rate must be in \(0, inf\)"),
+    (_SIM + ["--tau", "2.5", "--request-rate", "nan"], r"--request-rate must be > 0 requests/s, or inf"),
     (_ngram(_SIM) + ["--tau", "2.5", "--proposal-rate", "0"],
      r"--proposal-rate must be in \(0, 1\]"),
 ]

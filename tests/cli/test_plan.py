@@ -162,11 +162,37 @@ def test_paying_only_from_a_larger_batch_is_not_called_never_paying(capsys):
     assert "no gamma pays at any batch size" not in out
 
 
-def test_mtp_plan_says_the_target_needs_mtp_layers(capsys):
-    code, out, _ = run(capsys, "plan", "--gpu", "H100", "--model", "Llama-3.1-8B", "--draft",
-                       "mtp", "--context", "2000", "--batch", "1", "--gamma", "1", "--alpha", "0.7")
-    assert code == 0 and '"method": "mtp"' in out
-    assert "note: mtp needs MTP layers in the target checkpoint" in out
+@pytest.mark.parametrize("model", ["Llama-3.1-8B", "Qwen3-8B"])
+def test_mtp_on_a_target_without_mtp_layers_is_bad_input(capsys, model):
+    """T7-10: the catalogue's mtp_layers 0 (model_type llama / qwen3, which vLLM 0.33 maps to
+    no MTP draft: "Unsupported speculative method: 'mtp'"): no verdict and no line, exit 2
+    naming --draft, the target and the targets that ship MTP layers."""
+    code, out, err = run(capsys, "plan", "--gpu", "H100", "--model", model, "--draft", "mtp",
+                         "--context", "100", "--batch", "1", "--gamma", "1", "--alpha", "0.5")
+    assert code == 2 and out == "" and "vllm serve" not in err
+    assert "--draft mtp" in err and model in err and "DeepSeek-V3" in err
+
+
+def test_mtp_plan_notes_a_target_whose_mtp_layers_are_unknown(capsys, tmp_path):
+    """T7-10: a config.json of a model_type specnb does not judge, declaring no MTP layers:
+    unknown, so the line with the note ``mtp-needs-target-layers``."""
+    cfg = {"model_type": "some_new_arch", "num_hidden_layers": 32, "hidden_size": 4096,
+           "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336,
+           "vocab_size": 128256}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    code, out, err = run(capsys, "plan", "--gpu", "H100", "--model", str(tmp_path / "config.json"),
+                         "--draft", "mtp", "--context", "2000", "--batch", "1", "--gamma", "1",
+                         "--alpha", "0.7", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert '"method": "mtp"' in data["serve"]
+    assert "mtp-needs-target-layers" in data["note_codes"]
+    cfg["model_type"] = "llama"  # vLLM maps llama to no MTP draft: known 0
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    code, out, err = run(capsys, "plan", "--gpu", "H100", "--model", str(tmp_path / "config.json"),
+                         "--draft", "mtp", "--context", "2000", "--batch", "1", "--gamma", "1",
+                         "--alpha", "0.7")
+    assert code == 2 and "--draft mtp" in err
 
 
 def test_config_json_as_model(capsys, tmp_path):
@@ -909,3 +935,50 @@ def test_a_suffix_profile_charges_each_draft_its_mean_length_of_verification(cap
     for r in res["rows"]:
         want = float(S.speedup(st, r["batch_size"], 200, 5, tau=tau))
         assert round(r["speedup"], 2) == round(want, 2)
+
+
+@pytest.mark.parametrize("draft", ["suffix", "eagle3", "dflash"])
+def test_engine_vllm_v0_refuses_a_draft_v0_never_had(capsys, draft):
+    """T7-07: vLLM V0 (v0.6.3's spec_decode proposers) had n-gram, draft models, EAGLE-1,
+    Medusa and MLP speculators: no verdict for suffix / eagle3 / dflash, exit 2 naming the
+    draft and the V0 drafts allowed; eagle and ngram still plan."""
+    argv = ["plan", "--engine", "vllm-v0", "--gpu", "A100", "--model", "Llama-3.1-8B",
+            "--context", "2000", "--batch", "1", "8", "--gamma", "2", "--alpha", "0.5"]
+    code, out, err = run(capsys, *argv, "--draft", draft)
+    assert code == 2 and out == ""
+    assert f"--draft {draft} on engine vllm-v0" in err and "ngram, eagle" in err
+    for ok in ("ngram", "eagle"):
+        code, out, err = run(capsys, *argv, "--draft", ok, "--json")
+        assert code == 0, err
+        assert json.loads(out)["setup"]["engine"] == "vllm-v0"
+
+
+def test_sglang_ngram_launch_line_is_the_planned_chain(capsys):
+    """T7-13: the trial's command: no --speculative-eagle-topk / --speculative-num-steps
+    (SGLang overwrites / derives them for NGRAM), breadth 1 and gamma + 1 draft tokens."""
+    code, out, err = run(capsys, "plan", "--engine", "sglang", "--gpu", "H100-SXM", "--model",
+                         "Qwen3-8B", "--draft", "ngram", "--context", "2000", "--batch", "1",
+                         "8", "--gamma", "3", "--alpha", "0.5", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    w = shlex.split(data["serve"])
+    assert "--speculative-eagle-topk" not in w and "--speculative-num-steps" not in w
+    assert w[w.index("--speculative-ngram-max-bfs-breadth") + 1] == "1"
+    assert w[w.index("--speculative-num-draft-tokens") + 1] == "4"
+    assert "sglang-ngram-matcher" in data["note_codes"]
+
+
+def test_sglang_plan_has_no_vllm_max_model_len_note(capsys):
+    """T7-03: SGLang's memory share and --context-length, not vLLM's 0.92 and refusal."""
+    code, out, err = run(capsys, "plan", "--engine", "sglang", "--gpu", "RTX-4090", "--model",
+                         "Llama-3.1-8B", "--dtype", "fp8", "--draft", "ngram", "--context",
+                         "4000", "--batch", "1", "4", "--gamma", "2", "--alpha", "0.7", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    from specnb import limits, serving as S
+
+    assert data["setup"]["gpu_memory_utilization"] == limits.sglang_mem_fraction_static(
+        S.gpu("RTX-4090").device_memory_bytes, 1)
+    assert "--context-length 4000" in data["serve"] and "--max-model-len" not in data["serve"]
+    assert "sglang-context-length-set" in data["note_codes"]
+    assert "max-model-len-set" not in data["note_codes"]

@@ -261,9 +261,9 @@ def test_plan_raises_the_token_budget_to_max_num_seqs_and_config_check_applies_t
 
 # ------------------------------------------------ T5-M3: V0's figures, no V1 serve line
 def test_plan_vllm_v0_gives_no_v1_schedule_or_serve_line(capsys):
-    argv = ["--gpu", "H100-SXM", "--model", "Llama-3.1-8B", "--draft", "eagle3", "--context",
+    argv = ["--gpu", "H100-SXM", "--model", "Llama-3.1-8B", "--draft", "ngram", "--context",
             "512", "--batch", "1", "64", "256", "--gamma", "1", "2", "3", "--alpha", "0.7"]
-    v0 = plan_json(capsys, *argv, "--engine", "vllm-v0")
+    v0 = plan_json(capsys, *argv, "--engine", "vllm-v0")  # ngram: V0 had it, not eagle3 (T7-07)
     assert v0["serve"] is None and v0["schedule"] is None and v0["config"] is None
     assert "v0-no-serve-line" in v0["note_codes"]
     assert "no-schedule-for-every-context" not in v0["note_codes"]
@@ -296,8 +296,10 @@ def test_simulate_takes_kv_cache_dtype_as_plan_does(capsys):
 
 
 def test_the_sglang_launch_line_loads_the_planned_weight_dtype_too(capsys):
-    argv = ["--gpu", "H100-SXM", "--model", "Llama-3.1-70B", "--draft", "eagle3", "--engine",
-            "sglang", "--context", "4096", "--batch", "1", "2", "--gamma", "3", "--alpha", "0.7"]
+    # 2 GPUs: 70B fp8 (70.6 GB) is above SGLang's 0.824 share of one H100 (T7-03)
+    argv = ["--gpu", "H100-SXM", "--gpus", "2", "--model", "Llama-3.1-70B", "--draft", "eagle3",
+            "--engine", "sglang", "--context", "4096", "--batch", "1", "2", "--gamma", "3",
+            "--alpha", "0.7"]
     fp8 = words(plan_json(capsys, *argv, "--dtype", "fp8")["serve"])
     assert fp8[fp8.index("--model-path") + 1] == "meta-llama/Llama-3.1-70B"
     assert fp8[fp8.index("--quantization") + 1] == "fp8"
@@ -573,3 +575,13 @@ def test_config_check_auto_fit_counts_fp8_weights_as_vllm_loads_them(capsys):
     assert f"about {fits} of the target" in found["max-model-len-auto-fit"]["message"]
     old = int((0.92 * 24e9 - a.params * 1.0) // a.kv_bytes_per_token("bf16"))
     assert old == 107191 and fits < old  # the trial's printed figure
+
+
+@pytest.mark.parametrize("model", ["meta-llama/Llama-3.1-8B", "Qwen/Qwen3-8B"])
+def test_mtp_on_a_catalogue_target_without_mtp_layers_is_refused(capsys, model):
+    """T7-10: the trial's line: vLLM raises "Unsupported speculative method: 'mtp'"."""
+    line = (f"vllm serve {model} --speculative-config "
+            "'{\"method\": \"mtp\", \"num_speculative_tokens\": 1}' --max-num-seqs 1")
+    code, out, _ = run(capsys, "config", "check", "--serve", line, "--gpu", "H100-SXM", "--json")
+    found = {f["code"]: f["severity"] for f in json.loads(out)["findings"]}
+    assert code == 1 and found["mtp-target-without-mtp"] == "error"

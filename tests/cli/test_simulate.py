@@ -63,8 +63,9 @@ def test_text_table_and_rate_mode_with_a_schedule_and_disable_by_batch_size(caps
 
 @pytest.mark.parametrize("extra, match", [
     (["--concurrency", "0"], "--concurrency must be >= 1"),
-    (["--request-rate", "0"], "--request-rate must be in (0, inf)"),
-    (["--request-rate", "-2"], "--request-rate must be in (0, inf)"),
+    (["--request-rate", "0"], "--request-rate must be > 0 requests/s, or inf"),
+    (["--request-rate", "-2"], "--request-rate must be > 0 requests/s, or inf"),
+    (["--request-rate", "nan"], "--request-rate must be > 0 requests/s, or inf"),
     ([], "give --concurrency (closed loop) or --request-rate"),
     (["--concurrency", "2", "--max-num-batched-tokens", "3"],
      "--max-num-batched-tokens 3 is below one request's verify step"),
@@ -365,3 +366,31 @@ def test_a_suffix_schedule_is_simulated_as_the_static_k_vllm_runs(capsys):
     assert code == 0 and "schedule" not in r["policies"] and "k=4" in r["policies"]
     assert "dynamic-schedule-disabled-for-method" in r["note_codes"]
     assert r["schedule"] == [[1, r["setup"]["max_num_seqs"], 4]]
+
+
+def test_request_rate_inf_is_the_benchs_default_all_at_once(capsys):
+    """T7-04: vllm bench serve's --request-rate defaults to inf ("all the requests are sent
+    at time 0", vLLM 0.33 benchmarks/serve.py), no --max-concurrency: the same run as a
+    closed loop holding every prompt."""
+    code, out, err = run(capsys, *BASE, "--request-rate", "inf", "--json")
+    assert code == 0, err
+    inf = json.loads(out)
+    code, out, err = run(capsys, *BASE, "--concurrency", "24", "--json")
+    assert code == 0, err
+    closed = json.loads(out)
+    assert inf["off"]["request_rate"] == "inf"
+    for key in ("mean_tpot_ms", "mean_ttft_ms", "output_throughput"):
+        assert inf["on"][key] == pytest.approx(closed["on"][key])
+        assert inf["off"][key] == pytest.approx(closed["off"][key])
+
+
+@pytest.mark.parametrize("draft", ["suffix", "eagle3"])
+def test_engine_vllm_v0_refuses_a_draft_v0_never_had(capsys, draft):
+    """T7-07: the same rule as plan's (specnb.advise.plan.check_v0_draft)."""
+    argv = ["simulate", "--engine", "vllm-v0", "--gpu", "A100", "--model", "Llama-3.1-8B",
+            "--gamma", "2", "--tau", "1.5", "--input-len", "10", "--output-len", "10",
+            "--num-prompts", "3", "--concurrency", "1"]
+    code, out, err = run(capsys, *argv, "--draft", draft)
+    assert code == 2 and out == "" and f"--draft {draft} on engine vllm-v0" in err
+    code, _, err = run(capsys, *argv, "--draft", "ngram")
+    assert code == 0, err

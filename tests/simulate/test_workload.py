@@ -83,3 +83,14 @@ def test_a_binary_log_gets_the_request_log_readers_message_and_a_bom_is_skipped(
     assert str(got.value) == str(replay.value) and "byte 0x91 at offset 0" in str(got.value)
     p.write_bytes(b'\xef\xbb\xbf{"prompt_len": 3, "output_len": 2}\n')
     assert M.from_log(p, concurrency=1).input_len.tolist() == [3]
+
+
+def test_an_infinite_rate_sends_every_request_at_zero_without_a_cap():
+    """T7-04: request_rate inf given (not left out) is vllm bench serve's default."""
+    w = W.synthetic(5, 10, 10, request_rate=math.inf)
+    assert w.max_concurrency is None and math.isinf(w.request_rate)
+    assert np.array_equal(w.arrival_s, np.zeros(5))
+    with pytest.raises(ValueError, match="give a concurrency"):
+        W.synthetic(5, 10, 10)
+    with pytest.raises(ValueError, match="request_rate"):
+        W.synthetic(5, 10, 10, request_rate=-math.inf)

@@ -646,3 +646,17 @@ def test_a_release_that_reads_the_flag_with_literal_eval():
                                   '"disable_logprobs": true}', "0.8.2")
     assert js.codes() == ["not-a-python-literal"]
     assert check_speculative_config("[1]", "0.8.2").codes() == ["not-an-object"]
+
+
+@pytest.mark.parametrize("target, refused", [
+    ({"model_type": "llama", "vocab_size": 128256}, True),
+    # a llama config declaring a layer: vLLM still maps llama to no MTP draft (T7-10)
+    ({"model_type": "llama", "num_nextn_predict_layers": 1}, True),
+    ({"model_type": "deepseek_v3", "num_nextn_predict_layers": 1}, False),
+    ({"model_type": "deepseek_v3", "num_nextn_predict_layers": 0}, True),
+])
+def test_mtp_against_the_targets_config_follows_vllms_mapping(target, refused):
+    res = check_speculative_config('{"method": "mtp", "num_speculative_tokens": 1}',
+                                   target_config=target)
+    codes = {f.code: f.severity for f in res.findings}
+    assert (codes.get("mtp-target-without-mtp") == "error") is refused

@@ -5,8 +5,24 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ...hf_config import architectures, is_mtp_type, model_type, read_config
+from ...hf_config import (MTP_LAYER_KEYS, architectures, is_mtp_type, model_type, mtp_layers,
+                          read_config)
+from ..findings import Finding
 from .context import NO_DRAFT_BRANCH, Context, as_int
+
+
+def mtp_target_finding(what: str) -> Finding:
+    """The one finding for method ``mtp`` (no ``model``) on a target without MTP layers vLLM
+    can draft with, ``what`` naming how that is known (its config.json, or the catalogue's
+    ``mtp_layers`` 0, passed in by the caller): vLLM 0.33 ``SpeculativeConfig.__post_init__``
+    keeps method mtp only when the target's model_type maps to one of ``MTPModelTypes``
+    (``hf_config_override``), else raises "Unsupported speculative method: 'mtp'" (trial 7,
+    T7-10). Code ``mtp-target-without-mtp``, an error."""
+    return Finding("error", "method", "method 'mtp' without 'model' drafts with the target's "
+                   f"own MTP layers, and {what} declares none: vLLM raises "
+                   "\"Unsupported speculative method: 'mtp'\"", "serve a model with MTP "
+                   "layers, or use another method (ngram, a draft_model, an EAGLE head)",
+                   code="mtp-target-without-mtp")
 
 
 def target(ctx: Context) -> None:
@@ -37,16 +53,12 @@ def target(ctx: Context) -> None:
             draft = ch.draft = read_config(path, label="draft config")[0]
     if method in ch.table.mtp and model is None and target is not None:
         text = target.get("text_config") if isinstance(target.get("text_config"), dict) else {}
-        layers = [c.get(k) for c in (target, text) for k in (
-            "num_nextn_predict_layers", "mtp_num_hidden_layers", "num_mtp_layers", "n_predict",
-            "num_mtp_modules")]
-        if not any(isinstance(x, int) and x > 0 for x in layers) and not is_mtp_type(
-                model_type(target)):
-            ch.add("mtp-target-without-mtp", "error", "method", "method 'mtp' without 'model' "
-                   "drafts with the target's own MTP layers, and the target's config.json "
-                   f"(model_type {model_type(target)!r}) declares none: vLLM raises "
-                   "\"Unsupported speculative method: 'mtp'\"", "serve a model with MTP "
-                   "layers, or use another method (ngram, a draft_model, an EAGLE head)")
+        layers = [c.get(k) for c in (target, text) for k in MTP_LAYER_KEYS]
+        if mtp_layers(target) == 0 or (not any(isinstance(x, int) and x > 0 for x in layers)
+                                       and not is_mtp_type(model_type(target))):
+            f = mtp_target_finding(f"the target's config.json (model_type "
+                                   f"{model_type(target)!r})")
+            ch.add(f.code, f.severity, f.key, f.message, f.fix)  # with its line and column
             return
     if draft is None and method in ch.table.mtp:
         draft = target
