@@ -345,6 +345,9 @@ def from_dict(d: dict, where: str = "acceptance profile") -> AcceptanceProfile:
         method = str(d["method"])
     except (KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"{where}: a required field is missing or malformed ({exc})") from None
+    if any(x < 1 for x in edges) or any(b <= a for a, b in zip(edges, edges[1:])):
+        raise ValueError(f"{where}: context_edges must be increasing ints >= 1, got "
+                         f"{list(edges)}")  # build's rule (T8a-05)
     entries = []
     for i, e in enumerate(raw):
         w = f"{where}: entry {i}"

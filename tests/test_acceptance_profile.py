@@ -143,6 +143,17 @@ def test_build_refuses_bad_edges_and_tasks():
         ap.build("ngram", {1: [("x", {None: ap.Counters.zero(1)})]}, tasks=["y"])
 
 
+def test_load_refuses_context_edges_that_do_not_increase(tmp_path):
+    """T8a-05: the reader applies build's axis rule, naming the field."""
+    d = ap.build("ngram", {1: [(None, {None: ap.Counters.zero(1)})]},
+                 context_edges=[64, 128]).to_dict()
+    for edges in ([128, 64], [0, 64], [64, 64]):
+        d["context_edges"] = edges
+        (tmp_path / "p.json").write_text(json.dumps(d))
+        with pytest.raises(ValueError, match="context_edges must be increasing"):
+            ap.load(tmp_path / "p.json")
+
+
 def test_save_never_replaces_a_file_that_is_not_a_profile(tmp_path):
     p = _profile()
     other = tmp_path / "notes.txt"

@@ -27,11 +27,25 @@ from ..vllm import COMPARABLE, SPEC_KEYS, bench_rows, bench_value, read_bench
 from ..notes import Note
 from .watch import acceptance_length_advice
 
-__all__ = ["GOALS", "compare_bench", "comparability", "validity", "file_validity",
+__all__ = ["GOALS", "TOLERANCE", "better", "compare_bench", "comparability", "validity", "file_validity",
            "BenchComparison"]
 
 #: latency: TPOT; throughput: output tokens/s; ttft: time to first token.
 GOALS = ("latency", "throughput", "ttft")
+
+#: The noise band of an on / off ratio: within 5 % either way the runs are "the same"
+#: (bench's default ``tolerance``; simulate's verdict uses the same rule, T8a-07).
+TOLERANCE = 0.05
+
+
+def better(ratio: float, lower_is_better: bool, tol: float = TOLERANCE) -> str:
+    """Which run an on / off ``ratio`` favours: "on", "off", "same" (within ``tol``) or ""
+    (NaN). The one rule of :func:`compare_bench` and ``simulate``'s verdict."""
+    if ratio is None or math.isnan(ratio):
+        return ""
+    if abs(ratio - 1) <= tol:
+        return "same"
+    return "on" if (ratio < 1) == lower_is_better else "off"
 
 
 @dataclass(frozen=True)
@@ -454,6 +468,9 @@ def compare_bench(on, off, goal: str = "latency", tolerance: float = 0.05, *,
                            tuple(cautions), tuple(flags), tuple(valid), verdicts)
 
 
+_better = better  # the table's column is also named better
+
+
 def _comparison_table(on_d, off_d, tol):
     """One row per metric and statistic: off, on, on/off, change and which run is better."""
     import pandas as pd
@@ -461,14 +478,7 @@ def _comparison_table(on_d, off_d, tol):
     records = []
     for metric, stat, unit, v_off, v_on, better in bench_rows(on_d, off_d):
         ratio, change = _change(v_off, v_on)
-        if math.isnan(ratio):
-            who = ""
-        elif abs(ratio - 1) <= tol:
-            who = "same"
-        elif (ratio < 1) == (better == "lower"):
-            who = "on"
-        else:
-            who = "off"
+        who = _better(ratio, better == "lower", tol)
         records.append({"metric": metric, "stat": stat, "unit": unit, "off": v_off, "on": v_on,
                         "on/off": ratio, "change (%)": change, "better": who})
     table = pd.DataFrame(records, columns=["metric", "stat", "unit", "off", "on", "on/off",

@@ -671,6 +671,15 @@ def setup_serve_line(st: S.Setup, config: dict, *, max_num_seqs: int, contexts=N
     return serve_command(config, model, extra_args=args + [str(a) for a in extra_args]), notes
 
 
+def check_profile_method(profile, method: str, noun: str = "plan", verb: str = "plan") -> None:
+    """ValueError unless the acceptance ``profile`` replayed the draft ``method`` (ngram_gpu
+    counts as ngram): the one rule of plan and simulate (T8a-04)."""
+    pm = profile.method.replace("ngram_gpu", "ngram")
+    if pm != method:
+        raise ValueError(f"the acceptance profile replays {profile.method}, the {noun}'s draft "
+                         f"is {method}: {verb} the method the profile measured")
+
+
 def profile_context_notes(profile, contexts) -> list:
     """``[Note("profile-context-extrapolated", ...)]`` when some of ``contexts`` (tokens) lie
     beyond every step of the profile's log (its ``source.context_range``), else ``[]``: the
@@ -846,11 +855,7 @@ def serving_plan(st: S.Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=
                              "acceptance_rates, not both")
         S.check_axis("contexts", contexts, 0)
         S.check_axis("gammas", gammas, 1, theory.MAX_GAMMA)
-        pm = acceptance_profile.method.replace("ngram_gpu", "ngram")
-        if pm != st.draft.method:
-            raise ValueError(f"the acceptance profile replays {acceptance_profile.method}, "
-                             f"the plan's draft is {st.draft.method}: plan the method the "
-                             "profile measured")
+        check_profile_method(acceptance_profile, st.draft.method)
         p_tau, p_m, prof_notes = profile_acceptance(
             acceptance_profile, contexts, gammas,
             proposal_rate=st.draft.method in S.PARTIAL_PROPOSAL_METHODS)

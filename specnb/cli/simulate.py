@@ -309,6 +309,21 @@ def _plan_schedule(st, acc, workload, gammas, max_num_seqs):
     return None if p.schedule is None else [list(map(int, r)) for r in p.schedule]
 
 
+def _check_profile_drafts(profile, gammas, path) -> None:
+    """ValueError naming the profile and gamma when the profile's entry for a simulated gamma
+    proposed no draft (its tau is undefined): nothing to simulate (T8a-09)."""
+    from pathlib import Path
+
+    for g in gammas or ():
+        if g not in profile.gammas:
+            continue  # the gamma check names that
+        e = profile.entry(g, context=None)
+        if e.counters.num_drafts == 0:
+            raise ValueError(f"acceptance profile {Path(path).name} has no drafts at gamma {g} "
+                             "(the replayed method proposed none): nothing to simulate; "
+                             "replay a log where it drafts, or leave that gamma out")
+
+
 def simulate(a) -> dict:
     """The ``--json`` dict. Raises ValueError / FileNotFoundError on bad input."""
     from .. import serving as S
@@ -325,7 +340,11 @@ def simulate(a) -> dict:
     if a.acceptance_profile:
         from .. import acceptance_profile
 
+        from ..advise.plan import check_profile_method
+
         profile = acceptance_profile.load(a.acceptance_profile)
+        check_profile_method(profile, st.draft.method, "simulation", "simulate")  # T8a-04
+        _check_profile_drafts(profile, a.gamma, a.acceptance_profile)  # T8a-09
     acc = _acceptance(a, M, profile)
     sglang = st.engine.name == "sglang"
     if sglang and (a.schedule or a.disable_by_batch_size):  # vLLM's per-batch-size K

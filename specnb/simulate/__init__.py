@@ -42,8 +42,9 @@ __all__ = ["Workload", "synthetic", "from_log", "Acceptance", "acceptance", "Eng
            "min_request_steps", "Trace", "run", "HostCost", "host_cost", "ngram_host_ms",
            "sync_host_ms", "bench_result", "Simulation", "simulate", "best_policy", "GOALS"]
 
-#: What a goal compares: latency by mean TPOT (on / off < 1 pays), throughput by output
-#: tokens per second (on / off > 1 pays).
+#: What a goal compares: latency by mean TPOT (on / off below 1 - 5 % pays), throughput by
+#: output tokens per second (above 1 + 5 % pays); within 5 % "within noise"
+#: (:data:`specnb.advise.bench.TOLERANCE`, bench's rule).
 GOALS = ("latency", "throughput")
 
 
@@ -62,7 +63,7 @@ class Simulation:
         """The ratios of policy ``on`` (default: the best speculating policy for the goal; a
         schedule only when it beats the best static k by more than the measured schedule tax)
         to ``off``: ``output_throughput_ratio``, ``tpot_ratio``, ``ttft_ratio`` (on / off)
-        and per policy the same with a ``verdict`` (pays / does not pay for the goal);
+        and per policy the same with a ``verdict`` (pays / does not pay / within noise for the goal, by bench's 5 % band);
         ``tpot_ratio`` is None when no request decodes a second token.
 
         Raises
@@ -92,9 +93,12 @@ class Simulation:
             ratios = {"output_throughput_ratio": r["output_throughput"] / off["output_throughput"],
                       "tpot_ratio": tpot,
                       "ttft_ratio": r["mean_ttft_ms"] / off["mean_ttft_ms"]}
-            pays = (ratios["tpot_ratio"] < 1.0 if goal == "latency"
-                    else ratios["output_throughput_ratio"] > 1.0)
-            rows[name] = dict(ratios, verdict="pays" if pays else "does not pay")
+            from ..advise.bench import better  # bench's noise band, one rule (T8a-07)
+
+            who = (better(ratios["tpot_ratio"], True) if goal == "latency"
+                   else better(ratios["output_throughput_ratio"], False))
+            rows[name] = dict(ratios, verdict={"on": "pays", "off": "does not pay"}.get(
+                who, "within noise"))
         if not rows:
             raise ValueError("compare needs a speculating policy among the runs")
         if on is None:

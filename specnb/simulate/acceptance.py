@@ -81,10 +81,42 @@ class Acceptance:
         """Mean acceptance length per draft of k tokens (1 + sum of cumulative products)."""
         return float(1.0 + np.cumprod(self.conditional(k, context)).sum())
 
-    def draw(self, rng, k: int, contexts) -> np.ndarray:
+    def _lengths(self, k, context):
+        """Profile: (P(draft has a token at i), P(accepted at i | a token at i and accepted
+        before)) for i = 1..k, from ``num_draft_tokens_per_pos`` / ``num_drafts``."""
+        c = self._profile_entry(k, context).counters
+        nd = max(c.num_drafts, 1)
+        has = np.asarray(c.num_draft_tokens_per_pos, dtype=float) / nd
+        acc = np.asarray(c.num_accepted_tokens_per_pos, dtype=float)
+        dpp = np.asarray(c.num_draft_tokens_per_pos, dtype=float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = np.where(dpp > 0, acc / np.maximum(dpp, 1e-300), 0.0)
+            prev = np.concatenate([[1.0], r[:-1]])
+            cond = np.where(prev > 0, r / np.maximum(prev, 1e-300), 0.0)
+        return has, np.clip(cond, 0.0, 1.0)
+
+    def draft_length(self, rng, k: int, context: float = 0.0) -> int:
+        """Tokens in one proposed draft at gamma k: k, or for a profile a length drawn as
+        its drafts ran (``num_draft_tokens_per_pos``: n-gram / suffix drafts stop early;
+        vLLM verifies each request's own draft, T8a-14; plan charges the mean of the same)."""
+        if self.kind != "profile":
+            return k
+        has = self._lengths(k, context)[0]
+        u = rng.random()
+        return max(1, int(np.sum(has > u)))
+
+    def draw(self, rng, k: int, contexts, lengths=None) -> np.ndarray:
         """Accepted tokens of drafts of k tokens, one per context: the first rejected
-        position of independent uniform draws against :meth:`conditional`."""
+        position of independent uniform draws against :meth:`conditional`. ``lengths``
+        (profile only): each draft's own length (<= k); position i is then accepted at the
+        profile's rate given a token there, so the expected accepted count per position is
+        the profile's ``num_accepted_tokens_per_pos`` / ``num_drafts``."""
         n = len(contexts)
+        if lengths is not None and self.kind == "profile":
+            L = np.asarray(lengths, dtype=int)
+            p = np.stack([self._lengths(k, c)[1] for c in contexts])
+            ok = (rng.random((n, k)) < p) & (np.arange(k)[None, :] < L[:, None])
+            return np.where(ok.all(axis=1), k, np.argmin(ok, axis=1))
         if self.kind == "profile" and self.value.context_edges:
             p = np.stack([self.conditional(k, c) for c in contexts])
         else:

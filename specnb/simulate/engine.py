@@ -396,6 +396,7 @@ def run(st, workload, pol: Policy, acc=None, *, config: EngineConfig | None = No
     comp = [0] * n
     outn = [0] * n
     spec = [0] * n
+    spec_k = [0] * n  # the gamma a profile draft was proposed at (spec: its own length)
     held = [0] * n
     fresh = [True] * n
     send = [math.nan] * n
@@ -548,9 +549,11 @@ def run(st, workload, pol: Policy, acc=None, *, config: EngineConfig | None = No
                 if r in acc_iter:
                     draws[j] = next(acc_iter[r])
                 else:
-                    by_k.setdefault(s, []).append(j)
+                    by_k.setdefault(spec_k[r] or s, []).append(j)
             for s, js in by_k.items():
-                a = acc.draw(rng, s, [ctx[j] for j in js])
+                lens = [sched[j][2] for j in js]
+                a = acc.draw(rng, s, [ctx[j] for j in js],
+                             lengths=lens if any(x != s for x in lens) else None)
                 for j, v in zip(js, a):
                     draws[j] = int(v)
         if k_next:
@@ -611,6 +614,9 @@ def run(st, workload, pol: Policy, acc=None, *, config: EngineConfig | None = No
                 elif st.draft.kind == "none" and acc is not None:
                     m = acc.proposal_rate(int(kd[j]), comp[r])
                     spec[r] = int(kd[j]) if (m >= 1.0 or rng.random() < m) else 0
+                    if spec[r] and acc.kind == "profile":  # the draft's own length (T8a-14)
+                        spec_k[r] = spec[r]
+                        spec[r] = acc.draft_length(rng, spec_k[r], comp[r])
                 else:
                     spec[r] = int(kd[j])
         gen_l.append(made)

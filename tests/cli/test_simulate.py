@@ -394,3 +394,25 @@ def test_engine_vllm_v0_refuses_a_draft_v0_never_had(capsys, draft):
     assert code == 2 and out == "" and f"--draft {draft} on engine vllm-v0" in err
     code, _, err = run(capsys, *argv, "--draft", "ngram")
     assert code == 0, err
+
+
+def test_a_profile_of_another_method_or_without_drafts_is_refused_naming_it(capsys, tmp_path):
+    """T8a-04: plan's method rule (advise.plan.check_profile_method) also in simulate;
+    T8a-09: a gamma whose entry proposed no draft names the profile and the gamma."""
+    from specnb import acceptance_profile as AP
+
+    c = AP.Counters(10, 8, 30, 20, (8, 7, 5), (8, 8, 8))
+    AP.save(AP.build("ngram", {3: [(None, {None: c})]}), tmp_path / "ng.json")
+    AP.save(AP.build("ngram", {3: [(None, {None: AP.Counters(10, 0, 0, 0, (0, 0, 0),
+                                                                 (0, 0, 0))})]}),
+            tmp_path / "zero.json")
+    base = ["simulate", "--gpu", "H100-SXM", "--model", "Llama-3.1-8B", "--gamma", "3",
+            "--input-len", "100", "--output-len", "20", "--num-prompts", "8",
+            "--concurrency", "4"]
+    code, _, err = run(capsys, *base, "--draft", "eagle3", "--acceptance-profile",
+                       str(tmp_path / "ng.json"))
+    assert code == 2 and "replays ngram, the simulation's draft is eagle3" in err
+    code, _, err = run(capsys, *base, "--draft", "ngram", "--acceptance-profile",
+                       str(tmp_path / "zero.json"))
+    assert code == 2 and "zero.json has no drafts at gamma 3" in err
+    assert "--tau" not in err and len(err.strip().splitlines()) == 1

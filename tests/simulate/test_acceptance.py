@@ -43,3 +43,26 @@ def test_profile_gives_its_gammas_and_proposal_rate():
 def test_bad_acceptance(kwargs, match):
     with pytest.raises(ValueError, match=match):
         M.acceptance(**kwargs)
+
+
+def test_profile_drafts_are_drawn_at_their_own_length_as_the_profile_counts_them():
+    """T8a-14: a profile whose drafts stop early (n-gram / suffix) is verified at each draft's
+    own length: the drawn lengths and accepted counts reproduce the profile's counters."""
+    import numpy as np
+
+    from specnb import acceptance_profile as AP
+    from specnb.simulate import acceptance
+
+    # 100 drafts at gamma 3: 100 have a token at 1, 60 at 2, 20 at 3; accepted 50, 20, 5
+    c = AP.Counters(200, 100, 180, 75, (50, 20, 5), (100, 60, 20))
+    acc = acceptance(profile=AP.build("suffix", {3: [(None, {None: c})]}))
+    rng = np.random.default_rng(0)
+    n = 200_000
+    L = np.array([acc.draft_length(rng, 3) for _ in range(n)])
+    assert L.min() >= 1 and L.max() <= 3
+    assert L.mean() == pytest.approx(180 / 100, abs=0.01)
+    a = acc.draw(rng, 3, [0.0] * n, lengths=L)
+    assert np.all(a <= L)
+    assert a.mean() == pytest.approx(75 / 100, abs=0.01)
+    for i, want in enumerate((50, 20, 5)):
+        assert float(np.mean(a > i)) == pytest.approx(want / 100, abs=0.01)
