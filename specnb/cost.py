@@ -115,13 +115,26 @@ def saving(throughput_ratio):
     return _check.out(1.0 - relative_cost(throughput_ratio))
 
 
+def _percent(fraction: float) -> str:
+    """``fraction`` (in (0, 1)) as a percentage with one decimal, or more where one decimal
+    would read 0.0% or 100.0%."""
+    for digits in range(1, 16):
+        text = f"{fraction * 100.0:.{digits}f}"
+        if float(text) not in (0.0, 100.0):
+            return text + "%"
+    return text + "%"
+
+
 def describe_change(throughput_ratio) -> str:
     """The change in cost per token, in words, for one throughput ratio (on / off).
 
     A saving reads "57.6% cheaper per token"; a cost increase below 2x reads "13.6% more
     expensive per token"; from 2x on it reads as a multiple, "200.0x the cost per token"
     (throughput 10 tokens/s against 2,000), never as a saving of -19,900%. Percentages always
-    have one decimal and multiples one decimal, whatever the value.
+    have one decimal and multiples one decimal, except that a real change never reads as
+    "0.0%" or a saving as "100.0%" (free): those get as many decimals as it takes, so
+    ``describe_change(1.0004)`` reads "0.04% cheaper per token" and ``describe_change(1e6)``
+    "99.9999% cheaper per token".
 
     Raises
     ------
@@ -133,9 +146,9 @@ def describe_change(throughput_ratio) -> str:
     r = _check.scalar_real("throughput_ratio", throughput_ratio, lo=0.0, lo_open=True)
     rel = float(relative_cost(r))
     if rel < 1.0:
-        return f"{1.0 - rel:.1%} cheaper per token"
+        return f"{_percent(1.0 - rel)} cheaper per token"
     if rel == 1.0:
         return "the same cost per token"
     if rel < 2.0:
-        return f"{rel - 1.0:.1%} more expensive per token"
+        return f"{_percent(rel - 1.0)} more expensive per token"
     return f"{rel:,.1f}x the cost per token"

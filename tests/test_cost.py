@@ -77,3 +77,14 @@ def test_shapes_that_do_not_broadcast_name_each_parameter(call, names):
 def test_results_that_overflow_are_errors_not_inf_or_garbage():
     with pytest.raises(ValueError, match="usd_per_million_tokens overflows"):
         cost.usd_per_million_tokens(4.29, 1e-320)
+
+
+@pytest.mark.parametrize("ratio, text", [
+    (1.0004, "0.04% cheaper per token"),
+    (0.9999, "0.01% more expensive per token"),
+    (1e6, "99.9999% cheaper per token"),
+    (1.5, "33.3% cheaper per token"),
+])
+def test_describe_change_never_rounds_a_real_change_to_none_or_free(ratio, text):
+    # T8a-11: computed relative cost, printed with enough decimals to stay nonzero / below 100%
+    assert cost.describe_change(ratio) == text
