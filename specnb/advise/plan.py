@@ -430,6 +430,21 @@ SGLANG_ALGORITHM = {"eagle3": "EAGLE3", "eagle": "EAGLE", "mtp": "EAGLE",
 SGLANG_SPEC_MAX_RUNNING_REQUESTS = 48
 
 
+def _length_that_fits(st, contexts):
+    """``(top, fits)``: the longest context planned for (None without one) and, when one
+    sequence of the target's full positions does not fit beside the weights, the longest
+    length that does (:func:`specnb.serving.max_model_len_that_fits`); else 0. The one home of
+    the context cap both engines' lines print (vLLM's --max-model-len, SGLang's
+    --context-length)."""
+    from .. import serving as S
+
+    mp = st.target.max_position_embeddings
+    top = None if contexts is None or not np.size(contexts) else int(np.max(contexts))
+    fits = 0 if mp is None or top is None or top < 1 or S.max_batch_in_memory(st, mp) >= 1 \
+        else S.max_model_len_that_fits(st, mp)
+    return top, fits
+
+
 def sglang_launch_line(st: S.Setup, config: dict | None, *, max_num_seqs: int | None = None,
                        tree: dict | None = None, contexts=None) -> str | None:
     """The line of :func:`sglang_launch` alone (same parameters)."""
@@ -510,10 +525,7 @@ def sglang_launch(st: S.Setup, config: dict | None, *, max_num_seqs: int | None 
                           "CUDA-graph, DP-attention and DeepEP reserves left out, so SGLang's "
                           "pool may be somewhat smaller); --gpu-memory-utilization U plans "
                           "another share and puts --mem-fraction-static U in the line"))
-    mp = st.target.max_position_embeddings
-    top = None if contexts is None or not np.size(contexts) else int(np.max(contexts))
-    fits = 0 if mp is None or top is None or top < 1 or S.max_batch_in_memory(st, mp) >= 1 \
-        else S.max_model_len_that_fits(st, mp)
+    top, fits = _length_that_fits(st, contexts)
     if fits >= 1:
         length = min(top, fits)
         parts += ["--context-length", str(length)]
@@ -523,7 +535,7 @@ def sglang_launch(st: S.Setup, config: dict | None, *, max_num_seqs: int | None 
             + ("the longest context planned for" if top <= fits else
                f"the longest one sequence fits at: the planned context {top:,} does not")
             + f"): SGLang's KV pool does not hold one sequence of {st.target.name}'s "
-            f"{mp:,} positions; SGLang starts anyway and caps each request at min("
+            f"{st.target.max_position_embeddings:,} positions; SGLang starts anyway and caps each request at min("
             "context_length, KV pool tokens) - 1 (the scheduler's max_req_len), refusing "
             f"longer ones; up to {fits:,} would fit"))
     return " ".join(parts), notes
@@ -645,15 +657,12 @@ def setup_serve_line(st: S.Setup, config: dict, *, max_num_seqs: int, contexts=N
                           f"{int(max_num_seqs)}, which vLLM's SchedulerConfig refuses at start "
                           "('max_num_batched_tokens ... must be greater than or equal to "
                           "max_num_seqs')"))
-    mp = st.target.max_position_embeddings
-    top = None if contexts is None or not np.size(contexts) else int(np.max(contexts))
-    fits = 0 if mp is None or top is None or top < 1 or S.max_batch_in_memory(st, mp) >= 1 \
-        else S.max_model_len_that_fits(st, mp)
+    top, fits = _length_that_fits(st, contexts)
     if fits >= 1 and top <= fits:
         args += ["--max-model-len", str(top)]
         notes.append(Note("max-model-len-set",
                           f"--max-model-len {top} (the longest context planned for): one sequence of "
-                          f"{st.target.name}'s {mp:,} positions does not fit in the KV cache "
+                          f"{st.target.name}'s {st.target.max_position_embeddings:,} positions does not fit in the KV cache "
                           f"room, and vLLM refuses to start without a shorter max_model_len "
                           f"('To serve at least one request with the model's max seq len'); "
                           f"up to {fits:,} would fit; the server refuses longer requests"))
