@@ -16,7 +16,7 @@ import numbers
 
 from . import _check
 
-__all__ = ["ROUTING_SKEW_RANGE", "DEFAULT_GPU_MEMORY_UTILIZATION", "routing_skew",
+__all__ = ["RATIO_NOISE", "better", "ROUTING_SKEW_RANGE", "DEFAULT_GPU_MEMORY_UTILIZATION", "routing_skew",
            "proposal_rate", "gpu_memory_utilization", "request_rate",
            "sglang_mem_fraction_static", "SGLANG_MEMORY_SOURCE"]
 
@@ -129,3 +129,19 @@ def request_rate(value) -> float:
                 f"request_rate must be > 0 requests/s, or inf (every request at t = 0, vllm "
                 f"bench serve's default), got {value}", "request_rate")
     return _check.scalar_real("request_rate", value, lo=0.0, lo_open=True)
+
+
+#: The noise band of an on / off ratio: within 5 % either way the runs are "the same"
+#: (``specnb bench``'s default tolerance; ``simulate``'s verdict uses the same rule, T8a-07).
+RATIO_NOISE = 0.05
+
+
+def better(ratio: float, lower_is_better: bool, tol: float = RATIO_NOISE) -> str:
+    """Which run an on / off ``ratio`` favours: "on", "off", "same" (within ``tol``) or ""
+    (NaN or None). The one rule of :func:`specnb.advise.bench.compare_bench` and
+    ``simulate``'s verdict."""
+    if ratio is None or math.isnan(ratio):
+        return ""
+    if abs(ratio - 1) <= tol:
+        return "same"
+    return "on" if (ratio < 1) == lower_is_better else "off"

@@ -72,3 +72,13 @@ def test_default_gpu_memory_utilization_is_the_newest_vllms():
 def test_sglang_mem_fraction_static_is_sglangs_heuristic(memory, tp, share):
     """T7-03: SGLang's own default share (memory_hook.handle_gpu_memory_settings)."""
     assert round(limits.sglang_mem_fraction_static(memory, tp), 3) == share
+
+
+def test_better_reads_a_ratio_inside_the_noise_band_as_the_same_run():
+    """T8a-07: one noise band for bench and simulate (advise.bench re-exports it)."""
+    from specnb.advise import bench
+
+    assert bench.better is limits.better and bench.TOLERANCE == limits.RATIO_NOISE == 0.05
+    assert limits.better(0.996, True) == "same" and limits.better(1.04, True) == "same"
+    assert limits.better(0.94, True) == "on" and limits.better(0.94, False) == "off"
+    assert limits.better(float("nan"), True) == "" and limits.better(None, True) == ""

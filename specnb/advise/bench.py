@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .. import _check
+from ..limits import RATIO_NOISE, better
 from ..vllm import COMPARABLE, SPEC_KEYS, bench_rows, bench_value, read_bench
 from ..notes import Note
 from .watch import acceptance_length_advice
@@ -33,19 +34,9 @@ __all__ = ["GOALS", "TOLERANCE", "better", "compare_bench", "comparability", "va
 #: latency: TPOT; throughput: output tokens/s; ttft: time to first token.
 GOALS = ("latency", "throughput", "ttft")
 
-#: The noise band of an on / off ratio: within 5 % either way the runs are "the same"
-#: (bench's default ``tolerance``; simulate's verdict uses the same rule, T8a-07).
-TOLERANCE = 0.05
-
-
-def better(ratio: float, lower_is_better: bool, tol: float = TOLERANCE) -> str:
-    """Which run an on / off ``ratio`` favours: "on", "off", "same" (within ``tol``) or ""
-    (NaN). The one rule of :func:`compare_bench` and ``simulate``'s verdict."""
-    if ratio is None or math.isnan(ratio):
-        return ""
-    if abs(ratio - 1) <= tol:
-        return "same"
-    return "on" if (ratio < 1) == lower_is_better else "off"
+#: The noise band of an on / off ratio, and the rule that reads it: their one home is
+#: :mod:`specnb.limits` (``simulate``'s verdict, a layer below, uses them too; T8a-07).
+TOLERANCE = RATIO_NOISE
 
 
 @dataclass(frozen=True)

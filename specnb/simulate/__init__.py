@@ -44,7 +44,7 @@ __all__ = ["Workload", "synthetic", "from_log", "Acceptance", "acceptance", "Eng
 
 #: What a goal compares: latency by mean TPOT (on / off below 1 - 5 % pays), throughput by
 #: output tokens per second (above 1 + 5 % pays); within 5 % "within noise"
-#: (:data:`specnb.advise.bench.TOLERANCE`, bench's rule).
+#: (:data:`specnb.limits.RATIO_NOISE`, bench's rule).
 GOALS = ("latency", "throughput")
 
 
@@ -93,7 +93,7 @@ class Simulation:
             ratios = {"output_throughput_ratio": r["output_throughput"] / off["output_throughput"],
                       "tpot_ratio": tpot,
                       "ttft_ratio": r["mean_ttft_ms"] / off["mean_ttft_ms"]}
-            from ..advise.bench import better  # bench's noise band, one rule (T8a-07)
+            from ..limits import better  # bench's noise band, one rule (T8a-07)
 
             who = (better(ratios["tpot_ratio"], True) if goal == "latency"
                    else better(ratios["output_throughput_ratio"], False))
