@@ -269,7 +269,8 @@ def serve_memory_findings(settings: dict, model: str, config: dict, gpu: str, *,
                     f"--max-model-len {ctx}, the KV cache of the target"
                     f"{'' if config is None else ' and the draft'} ({kv}) "
                     f"would hold {cap} of them on {where} beside the {weights} "
-                    "(specnb.serving's memory cap, activations not counted); shorter "
+                    "(specnb.serving's memory cap: the device's reported total, vLLM's non-torch "
+                    "memory, activation peak and CUDA graphs not subtracted); shorter "
                     "sequences fit more, and vLLM preempts when the cache is full",
                     f"serve with --max-num-seqs {cap} or a shorter --max-model-len, if "
                     "sequences are that long", code="verify-memory-cap"),)

@@ -350,9 +350,10 @@ def memory_budget_text(st: Setup) -> str:
 def max_batch_in_memory(st: Setup, context, memory_fraction: float | None = None):
     """Most sequences of ``context`` tokens whose KV cache (target, plus the draft's for
     model, self and head drafts, within its KV budget) fits beside the weights in
-    ``memory_fraction`` of the GPUs' memory (default the setup's ``memory_fraction``, vLLM's
-    ``gpu_memory_utilization`` 0.92): :func:`memory_cap`'s ``max_batch``. Activations and CUDA
-    graphs are not counted, so the real limit is lower. 0 when the weights alone do not fit.
+    ``memory_fraction`` of the GPUs' reported total (default the setup's ``memory_fraction``,
+    vLLM's ``gpu_memory_utilization`` 0.92): :func:`memory_cap`'s ``max_batch``. vLLM's
+    non-torch memory, activation peak and CUDA graphs are not subtracted (:func:`memory_cap`),
+    so the real limit is lower. 0 when the weights alone do not fit.
     Scalar context -> int, array -> int array.
 
     Raises

@@ -85,7 +85,8 @@ def default_batch_limits(gpu, usage: str = "serve") -> tuple[int, int]:
 def kv_blocks(st, block_size: int = BLOCK_SIZE) -> int:
     """KV-cache blocks the setup holds: sequences of ``block_size`` tokens that fit beside
     the weights in ``gpu_memory_utilization`` of the GPUs (:func:`specnb.serving.memory_cap`,
-    the draft's weights and KV counted). Activations and CUDA graphs are not subtracted."""
+    the draft's weights and KV counted, from the total the device reports). vLLM's non-torch
+    memory, activation peak and CUDA graphs are not subtracted (:func:`specnb.serving.memory_cap`)."""
     return int(S.memory_cap(st, block_size)["max_batch"])
 
 
