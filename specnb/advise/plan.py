@@ -562,7 +562,7 @@ def check_v0_draft(st: S.Setup) -> None:
     """
     from .._check import ParamValueError
 
-    if not st.engine.name.startswith("vllm-v0"):
+    if st.engine.family != "vllm-v0":
         return
     d = st.draft
     allowed = "ngram, eagle (EAGLE-1), a draft model or self (draft_model with the target)"
@@ -931,7 +931,7 @@ def serving_plan(st: S.Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=
         cfg = None
         notes = [n for n in notes if n.code not in ("checkpoint-placeholder", "schedule-tax")]
         notes.append(v0)
-    if cfg is not None and st.engine.name.startswith("sglang"):  # SGLang's line (T7-03)
+    if cfg is not None and st.engine.family == "sglang":  # SGLang's line (T7-03)
         serve, serve_notes = sglang_launch(st, cfg, max_num_seqs=limit, contexts=servable)
         notes += serve_notes
     elif cfg is not None:

@@ -389,7 +389,7 @@ def plan(args) -> dict:
         "serve": (sglang_launch_line(st, p.config, max_num_seqs=p.max_num_seqs, tree=tree,
                                      contexts=[c for c in args.context
                                                if c not in p.over_max_positions])
-                  if tree is not None and st.engine.name.startswith("sglang") else p.serve),
+                  if tree is not None and st.engine.family == "sglang" else p.serve),
         "crossover_batch": {str(s): c for s, c in p.crossover_batch.items()},
         "paying_batches": {str(s): r for s, r in p.paying_batches.items()},
         "max_batch_in_memory": {str(c): m for c, m in p.max_batch_in_memory.items()},

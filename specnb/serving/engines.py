@@ -103,6 +103,12 @@ class EngineProfile:
         return EngineStep(**kw)
 
     @property
+    def family(self) -> str:
+        """The engine the profile stands for (``vllm``, ``vllm-v0``, ``sglang``): its name
+        without a target-class suffix (``sglang-moe`` -> ``sglang``, :func:`profile_for`)."""
+        return self.name.removesuffix("-moe")
+
+    @property
     def trees(self) -> bool:
         """True when the engine drafts trees (:data:`TREE_ENGINES`)."""
         return self.name.startswith(TREE_ENGINES)

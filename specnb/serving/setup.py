@@ -88,11 +88,7 @@ def mtp_refusal(tgt: Architecture) -> str:
     (``SpeculativeConfig.__post_init__`` / ``hf_config_override``), else it raises
     "Unsupported speculative method: 'mtp'" (trial 7, T7-10). The message names the
     catalogue models that ship MTP layers and the other drafts."""
-    from .catalogue import _catalogue
-
-    rows = {id(r): r for r in _catalogue("model_architectures", "model").values()}.values()
-    with_mtp = [r["model"] for r in rows
-                if str(r.get("mtp_layers") or "0").strip() not in ("", "0")]
+    with_mtp = [n for n in architecture_names() if architecture(n).mtp_layers]
     where = "catalogue mtp_layers 0" if not tgt.source.endswith(".json") else \
         f"its config {tgt.source} declares none vLLM can load"
     return (f"draft mtp needs MTP layers in the target, and {tgt.name} has none ({where}): "
@@ -433,7 +429,7 @@ def cannot_serve(st: Setup, contexts, *, context_flag: str = "--context") -> Not
     gb = lambda x: f"{x / 1e9:,.1f} GB"  # noqa: E731
     share = st.memory_fraction * st.gpus * st.gpu.device_memory_bytes
     where = (f"{st.gpus} x {st.gpu.name} ({gb(st.gpus * st.gpu.device_memory_bytes)}, "
-             + ("SGLang mem_fraction_static" if st.engine.name.startswith("sglang")
+             + ("SGLang mem_fraction_static" if st.engine.family == "sglang"
                 else "gpu_memory_utilization") + f" {st.memory_fraction:g}: {gb(share)})")
     w_t, w_d = st.target.weight_bytes(st.dtype), st._draft_weight_bytes()
     shortest = min(cs)
@@ -449,7 +445,7 @@ def cannot_serve(st: Setup, contexts, *, context_flag: str = "--context") -> Not
             todo.append(f"--dtype {dt} (" + ("vLLM's online --quantization fp8 of the same "
                         "checkpoint" if online else "a quantized checkpoint") + ")")
             break
-    if not st.engine.name.startswith("sglang") and \
+    if st.engine.family != "sglang" and \
             st.memory_fraction < DEFAULT_GPU_MEMORY_UTILIZATION and _fits_one(
             dataclasses.replace(st, memory_fraction=DEFAULT_GPU_MEMORY_UTILIZATION), shortest):
         todo.append(f"--gpu-memory-utilization {DEFAULT_GPU_MEMORY_UTILIZATION:g}")
@@ -556,7 +552,7 @@ def setup(gpu_name, model, draft_spec="eagle3", *, gpus=1, dtype=None, draft_dty
     m = limits.proposal_rate(proposal_rate)
     if gpu_memory_utilization is None:  # the engine's own share: one home each (T7-03)
         gpu_memory_utilization = (limits.sglang_mem_fraction_static(g.device_memory_bytes, n)
-                                  if prof.name.startswith("sglang")
+                                  if prof.family == "sglang"
                                   else DEFAULT_GPU_MEMORY_UTILIZATION)
     frac = limits.gpu_memory_utilization(gpu_memory_utilization)
     d = draft(draft_spec, tgt, kv_budget=draft_kv_budget, dtype=draft_dtype, config=draft_config)

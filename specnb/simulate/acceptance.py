@@ -13,6 +13,14 @@ from .. import _check, limits, theory
 __all__ = ["Acceptance", "acceptance"]
 
 
+def _conditional_of(rates: np.ndarray) -> np.ndarray:
+    """P(accepted at i | accepted before i) from per-position acceptance rates (0 after a
+    position no draft reached)."""
+    prev = np.concatenate([[1.0], rates[:-1]])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(prev > 0, rates / np.maximum(prev, 1e-300), 0.0)
+
+
 class Acceptance:
     """Where accepted lengths come from. Build with :func:`acceptance`.
 
@@ -57,10 +65,7 @@ class Acceptance:
         if self.kind == "alpha":
             return np.full(k, self.value)
         if self.kind == "rates":
-            r = np.asarray(self.value[:k], dtype=float)
-            prev = np.concatenate([[1.0], r[:-1]])
-            with np.errstate(divide="ignore", invalid="ignore"):
-                return np.where(prev > 0, r / np.maximum(prev, 1e-300), 0.0)
+            return _conditional_of(np.asarray(self.value[:k], dtype=float))
         bucket = self.value.bucket_of(context) if self.value.context_edges else None
         key = (k, bucket)
         if key not in self._cache:
@@ -83,17 +88,18 @@ class Acceptance:
 
     def _lengths(self, k, context):
         """Profile: (P(draft has a token at i), P(accepted at i | a token at i and accepted
-        before)) for i = 1..k, from ``num_draft_tokens_per_pos`` / ``num_drafts``."""
-        c = self._profile_entry(k, context).counters
-        nd = max(c.num_drafts, 1)
-        has = np.asarray(c.num_draft_tokens_per_pos, dtype=float) / nd
-        acc = np.asarray(c.num_accepted_tokens_per_pos, dtype=float)
-        dpp = np.asarray(c.num_draft_tokens_per_pos, dtype=float)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            r = np.where(dpp > 0, acc / np.maximum(dpp, 1e-300), 0.0)
-            prev = np.concatenate([[1.0], r[:-1]])
-            cond = np.where(prev > 0, r / np.maximum(prev, 1e-300), 0.0)
-        return has, np.clip(cond, 0.0, 1.0)
+        before)) for i = 1..k, from ``num_draft_tokens_per_pos`` / ``num_drafts``; cached per
+        (k, context bucket) as :meth:`conditional` is (the engine asks every step)."""
+        bucket = self.value.bucket_of(context) if self.value.context_edges else None
+        key = ("lengths", k, bucket)
+        if key not in self._cache:
+            c = self._profile_entry(k, context).counters
+            dpp = np.asarray(c.num_draft_tokens_per_pos, dtype=float)
+            acc = np.asarray(c.num_accepted_tokens_per_pos, dtype=float)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                r = np.where(dpp > 0, acc / np.maximum(dpp, 1e-300), 0.0)
+            self._cache[key] = (dpp / max(c.num_drafts, 1), np.clip(_conditional_of(r), 0.0, 1.0))
+        return self._cache[key]
 
     def draft_length(self, rng, k: int, context: float = 0.0) -> int:
         """Tokens in one proposed draft at gamma k: k, or for a profile a length drawn as
