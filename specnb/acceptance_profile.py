@@ -37,6 +37,11 @@ The file (JSON, ``format: specnb-acceptance-profile``, ``version: 1``)::
 
     {"format": "specnb-acceptance-profile", "version": 1,
      "method": "ngram",                 # vLLM's method name
+     "runner": "v2",                    # the model runner whose proposer was stepped:
+                                        # "v2" (vLLM 0.33's default for ngram), "v1" (suffix;
+                                        # ngram with VLLM_USE_V2_MODEL_RUNNER=0), null (a
+                                        # draft model's profile); absent in a file written
+                                        # before trial 8a: read as "v1" for ngram / suffix
      "params": {"prompt_lookup_min": 2, "prompt_lookup_max": 5},   # the method's settings
      "source": {"log": "requests.jsonl", "requests": 500, "skipped": 0, "tokenizer": "...",
                 "context_range": [120, 2480]},   # the steps' contexts, min and max
@@ -220,6 +225,7 @@ class AcceptanceProfile:
     entries: tuple
     params: dict = field(default_factory=dict)
     source: dict = field(default_factory=dict)
+    runner: str | None = None
 
     def buckets(self) -> list:
         """The context buckets as ``(lo, hi)`` pairs, ``hi`` None for the last."""
@@ -260,13 +266,13 @@ class AcceptanceProfile:
 
     def to_dict(self) -> dict:
         return {"format": FORMAT, "version": VERSION, "method": self.method,
-                "params": dict(self.params), "source": dict(self.source),
+                "runner": self.runner, "params": dict(self.params), "source": dict(self.source),
                 "gammas": list(self.gammas), "context_edges": list(self.context_edges),
                 "tasks": list(self.tasks), "entries": [e.to_dict() for e in self.entries]}
 
 
 def build(method: str, per_request: dict, *, context_edges=(), tasks=(), params=None,
-          source=None) -> AcceptanceProfile:
+          source=None, runner=None) -> AcceptanceProfile:
     """A profile from per-request counters.
 
     Parameters
@@ -276,7 +282,7 @@ def build(method: str, per_request: dict, *, context_edges=(), tasks=(), params=
         item per request; bucket index i is ``context_edges``' bucket i (0 .. len(edges)),
         None the request's whole counters (summed from the buckets when absent)
     context_edges : increasing ints > 0 (may be empty: one bucket)
-    tasks, params, source : as in the file
+    tasks, params, source, runner : as in the file
 
     Raises
     ------
@@ -308,7 +314,7 @@ def build(method: str, per_request: dict, *, context_edges=(), tasks=(), params=
                 entries.append(entry_from_requests(
                     g, [by[i] for _, by in sel if i in by], task=task, context=ctx))
     return AcceptanceProfile(method, tuple(sorted(per_request)), edges, tasks, tuple(entries),
-                             params or {}, source or {})
+                             params or {}, source or {}, runner)
 
 
 def _counters(d: dict, gamma: int, where: str) -> Counters:
@@ -359,7 +365,22 @@ def from_dict(d: dict, where: str = "acceptance profile") -> AcceptanceProfile:
         entries.append(Entry(g, e.get("task"), None if ctx is None else tuple(ctx),
                              int(e.get("num_requests", 0)), _counters(e, g, w), ci))
     return AcceptanceProfile(method, gammas, edges, tasks, tuple(entries),
-                             dict(d.get("params", {})), dict(d.get("source", {})))
+                             dict(d.get("params", {})), dict(d.get("source", {})),
+                             _runner(d, method, where))
+
+
+#: The replayed methods whose profiles written before the ``runner`` field stepped vLLM's
+#: Model Runner V1 proposers (every replay did until trial 8a, T8a-01).
+_V1_BEFORE_RUNNER = ("ngram", "ngram_gpu", "suffix")
+
+
+def _runner(d: dict, method: str, where: str):
+    r = d.get("runner")
+    if r is None:
+        return "v1" if method in _V1_BEFORE_RUNNER else None
+    if r not in ("v1", "v2"):
+        raise ValueError(f"{where}: runner must be \"v1\", \"v2\" or null, got {r!r}")
+    return r
 
 
 def load(path) -> AcceptanceProfile:

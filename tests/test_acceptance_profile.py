@@ -166,3 +166,20 @@ def test_save_never_replaces_a_file_that_is_not_a_profile(tmp_path):
     ap.save(p, other, force=True)
     ap.save(p, other)  # a profile now: replaced without force
     assert ap.load(other).gammas == (2,)
+
+
+def test_the_runner_round_trips_and_profiles_before_it_read_as_v1():
+    """T8a-01: a profile names the model runner it stepped; files written before the field
+    (every replay then stepped Model Runner V1's proposers) read as v1; anything else is
+    refused naming the field."""
+    from specnb import replay as R
+
+    prof = R.replay(gammas=[1])
+    assert prof.runner == "v2" and ap.from_dict(prof.to_dict()).runner == "v2"
+    old = prof.to_dict()
+    del old["runner"]
+    assert ap.from_dict(old).runner == "v1"
+    old["method"] = "draft_model"
+    assert ap.from_dict(old).runner is None
+    with pytest.raises(ValueError, match="runner must be"):
+        ap.from_dict({**prof.to_dict(), "runner": "v3"})

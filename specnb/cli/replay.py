@@ -56,7 +56,7 @@ def _model_free(method: str):
             params["max_model_len"] = args.max_model_len
         return R.replay(log, method, gammas=args.gamma, context_edges=args.context_buckets,
                         params=params, suffix_backend=args.suffix_backend or "auto",
-                        workers=args.workers)
+                        workers=args.workers, runner=args.runner)
     return go
 
 
@@ -92,10 +92,12 @@ _HEAD_FLAGS = ("target", "head", "seed")
 
 #: ``--method`` -> its entry; the heads (eagle, eagle3, mtp) join as rows of their own.
 METHODS = {
-    "ngram": MethodEntry(_model_free("ngram"), _NGRAM_FLAGS + ("max_model_len", "workers")),
-    "ngram_gpu": MethodEntry(_model_free("ngram_gpu"), _NGRAM_FLAGS + ("workers",)),
+    "ngram": MethodEntry(_model_free("ngram"), _NGRAM_FLAGS + ("max_model_len", "workers",
+                                                               "runner")),
+    "ngram_gpu": MethodEntry(_model_free("ngram_gpu"), _NGRAM_FLAGS + ("workers", "runner")),
     "suffix": MethodEntry(_model_free("suffix"),
-                          _SUFFIX_FLAGS + ("max_model_len", "suffix_backend", "workers")),
+                          _SUFFIX_FLAGS + ("max_model_len", "suffix_backend", "workers",
+                                            "runner")),
     "draft_model": MethodEntry(_draft_model, ("target", "draft", "seed"), models=True),
     **{m: MethodEntry(_head(m), _HEAD_FLAGS, models=True) for m in ("eagle", "eagle3", "mtp")},
 }
@@ -155,6 +157,13 @@ def register(subparsers) -> argparse.ArgumentParser:
                         "the same counters from each")
     p.add_argument("--max-model-len", type=int, default=None, metavar="N",
                    help="ngram, suffix: vLLM's max_model_len cap on drafts (default none)")
+    p.add_argument("--runner", default=None, choices=("v2", "v1"),
+                   help="ngram, ngram_gpu, suffix: the vLLM model runner whose proposer is "
+                        "stepped (default: vLLM 0.33's for the method: v2 for ngram / "
+                        "ngram_gpu, whose GPU kernel drafts gamma tokens at every step from "
+                        "the rightmost match; v1 for suffix). v1 for ngram: the CPU proposer "
+                        "(earliest match, drafts only where one is), served with "
+                        "VLLM_USE_V2_MODEL_RUNNER=0")
     p.add_argument("--workers", type=int, default=1, metavar="N",
                    help="ngram, ngram_gpu, suffix: processes replaying parts of the log at "
                         "once (default 1; the same counters for any N)")
@@ -214,9 +223,11 @@ def run(args) -> int:
             AP.check_target(args.out, args.force)
         if not entry.models:  # settings before the log is read
             R.check_params(args.method, {k: getattr(args, k) for k in entry.flags
-                                         if k not in ("suffix_backend", "workers")})
+                                         if k not in ("suffix_backend", "workers",
+                                                      "runner")})
             if args.workers < 1:
                 raise ValueError(f"--workers must be >= 1, got {args.workers}")
+            R.check_runner(args.method, args.runner)
             if args.method == "suffix":
                 R.resolve_backend(args.suffix_backend or "auto")
         edges = args.context_buckets
@@ -263,6 +274,42 @@ def _f(x, nd=3) -> str:
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{nd}f}"
 
 
+#: The header line naming the model runner a profile stepped, by (method, runner).
+_RUNNER_TEXT = {
+    ("ngram", "v2"): "runner v2 (Model Runner V2's n-gram kernel, vLLM 0.33's default for "
+                     "ngram): every request drafts gamma tokens at every step, from the "
+                     "rightmost match, padded with its last token where the match is shorter "
+                     "or absent, and vLLM counts every one (prop.rate 1); --runner v1 for the "
+                     "CPU proposer (VLLM_USE_V2_MODEL_RUNNER=0)",
+    ("ngram", "v1"): "runner v1 (Model Runner V1's proposer: the earliest match, a draft only "
+                     "where one is); vLLM 0.33 serves ngram so only with "
+                     "VLLM_USE_V2_MODEL_RUNNER=0 (plan and simulate put it in the serve line)",
+    ("suffix", "v1"): "runner v1 (Model Runner V1: vLLM 0.33's Model Runner V2 does not run "
+                      "suffix)",
+}
+
+
+def _plan_lines(prof) -> list:
+    """How to give these figures to ``specnb plan`` (T8a-15): the profile itself, or per
+    gamma the tau and, where some steps carry no draft, the proposal rate with it."""
+    out = ["to plan from this replay: specnb plan --acceptance-profile PROFILE.json (tau, "
+           "proposal rate and draft length per gamma and context); by hand, per gamma:"]
+    for g in prof.gammas:
+        c = prof.entry(g).counters
+        if c.num_drafts == 0:
+            out.append(f"  gamma {g}: no draft proposed")
+            continue
+        m = c.proposal_rate
+        out.append(f"  gamma {g}: --gamma {g} --tau {c.tau:.3f}"
+                   + (f" --proposal-rate {m:.3f}" if m < 1 else ""))
+    if any(prof.entry(g).counters.proposal_rate < 1 for g in prof.gammas
+           if prof.entry(g).counters.num_drafts):
+        out.append("  (--alpha <Eq.1 alpha> or --tau alone means a draft at every step: it "
+                   "credits every step with the tau of the steps that drafted, an "
+                   "overestimate where prop.rate < 1)")
+    return out
+
+
 def format_profile(prof) -> str:
     """The profile as tables for people: per gamma overall, then by task, then by context."""
     src = prof.source
@@ -271,6 +318,9 @@ def format_profile(prof) -> str:
             "settings: " + ", ".join(f"{k}={v}" for k, v in prof.params.items()
                                      if v is not None)
             + (f"; backend: {src['backend']}" if src.get("backend") else "")]
+    if prof.runner:
+        head.append(_RUNNER_TEXT.get((prof.method.replace("ngram_gpu", "ngram"), prof.runner),
+                                     f"runner {prof.runner}"))
     cols = f"{'gamma':>5} {'':>16} {'requests':>8} {'steps':>7} {'drafts':>7} " \
            f"{'prop.rate':>9} {'acc.rate':>8} {'tau':>6} {'tau 95% CI':>15} " \
            f"{'Eq.1 alpha':>10}  conditional rate by position"
@@ -299,8 +349,8 @@ def format_profile(prof) -> str:
                  "prints it): not Leviathan's alpha, and lower than it at gamma > 1 and with "
                  "drafts shorter than gamma")
     lines.append("Eq.1 alpha = the alpha for which Eq. 1 at this gamma gives this tau: the "
-                 "alpha plan --alpha and the theorems mean")
+                 "alpha plan --alpha and the theorems mean, a draft at every step")
     lines.append("conditional rate by position: P(position i accepted | i-1 accepted); vLLM's "
                  "per-position rates (specnb metrics, plan --acceptance-rates) are accepted at "
                  "i / drafts, not these")
-    return "\n".join(lines)
+    return "\n".join(lines + _plan_lines(prof))

@@ -22,11 +22,13 @@ import numpy as np
 from .. import _check
 from .. import acceptance_profile as AP
 from .. import request_log
+from ..runners import RUNNERS, model_runner
 from .step import counters, ngram_steps, suffix_steps, teacher_forced_steps
 from .suffix import BACKENDS as SUFFIX_BACKENDS
 from .suffix import backend_label, make_cache, resolve_backend
 
-__all__ = ["METHODS", "Method", "SUFFIX_BACKENDS", "check_params", "replay", "request_steps",
+__all__ = ["METHODS", "Method", "SUFFIX_BACKENDS", "check_params", "check_runner", "replay",
+           "request_steps",
            "draft_profile", "table", "resolve_backend"]
 
 
@@ -43,18 +45,21 @@ class Method:
 METHODS = {
     "ngram": Method("ngram", {"prompt_lookup_min": None, "prompt_lookup_max": None,
                               "max_model_len": None},
-                    "vLLM's NgramProposer (CPU): longest suffix n-gram in [min, max], its "
-                    "earliest occurrence"),
+                    "runner v2 (vLLM 0.33's default): NgramGPUSpeculator, longest suffix "
+                    "n-gram in [min, max], its rightmost occurrence, gamma tokens every step "
+                    "(padded with the last token); runner v1: NgramProposer (CPU), its "
+                    "earliest occurrence, the tokens after it"),
     "ngram_gpu": Method("ngram_gpu", {"prompt_lookup_min": None, "prompt_lookup_max": None},
-                        "vLLM's NgramProposerGPU: the same rule, no max_model_len cap in the "
-                        "kernel"),
+                        "runner v2: the same speculator as ngram; runner v1: "
+                        "NgramProposerGPU, ngram's V1 rule without the max_model_len cap in "
+                        "the kernel"),
     "suffix": Method("suffix", {"suffix_decoding_max_tree_depth": 24,
                                 "suffix_decoding_max_spec_factor": 1.0,
                                 "suffix_decoding_min_token_prob": 0.1,
                                 "suffix_decoding_max_cached_requests": 10000,
                                 "max_model_len": None},
                      "Arctic Inference's SuffixDecodingCache as vLLM's SuffixDecodingProposer "
-                     "calls it"),
+                     "calls it (runner v1 only: Model Runner V2 does not run suffix)"),
 }
 
 
@@ -113,13 +118,14 @@ def _check_len(r, mml) -> None:
                          "have served it")
 
 
-def _one(cache, i, r, gammas, params):
+def _one(cache, i, r, gammas, params, runner):
     """One request's ``{gamma: (T, d, a)}`` (``cache`` None: n-gram)."""
     mml = params.get("max_model_len")
     if cache is None:
         return ngram_steps(r.token_ids, r.prompt_len, gammas,
                            prompt_lookup_min=params["prompt_lookup_min"],
-                           prompt_lookup_max=params["prompt_lookup_max"], max_model_len=mml)
+                           prompt_lookup_max=params["prompt_lookup_max"], max_model_len=mml,
+                           runner=runner)
     return suffix_steps(cache, i, r.token_ids, r.prompt_len, gammas,
                         max_spec_factor=params["suffix_decoding_max_spec_factor"],
                         min_token_prob=params["suffix_decoding_min_token_prob"],
@@ -141,8 +147,8 @@ def _chunk(lo: int, hi: int) -> list:
     to the state it has before request lo: every earlier request started with an empty
     prompt, its whole response added, stopped, in log order (the global tree gets the same
     tokens in the same order, evictions included; the local trees are dropped anyway)."""
-    log, method, gammas, params, backend = (_FORKED[k] for k in
-                                            ("log", "method", "gammas", "params", "backend"))
+    log, method, gammas, params, backend, runner = (
+        _FORKED[k] for k in ("log", "method", "gammas", "params", "backend", "runner"))
     cache = _cache(method, params, backend)
     reqs = log.requests
     if cache is not None:
@@ -154,14 +160,15 @@ def _chunk(lo: int, hi: int) -> list:
             cache.start_request(i, [])
             cache.add_active_response(i, r.response_ids.tolist())
             cache.stop_request(i)
-    return [_one(cache, i, reqs[i], gammas, params) for i in range(lo, hi)]
+    return [_one(cache, i, reqs[i], gammas, params, runner) for i in range(lo, hi)]
 
 
 def request_steps(log, method: str, gammas, params: dict, suffix_backend: str = "auto",
-                  workers: int = 1):
+                  workers: int = 1, runner: str = "v2"):
     """Yield ``(request, {gamma: (T, d, a)})`` for each request of ``log`` (a
     :class:`~specnb.request_log.RequestLog`) in log order, ``params`` as
     :func:`check_params` returns them (see :mod:`specnb.replay.step` for the arrays);
+    ``runner`` the model runner whose n-gram proposer steps (:func:`check_runner`);
     ``suffix_backend`` one of :data:`SUFFIX_BACKENDS` (:func:`specnb.replay.suffix.
     resolve_backend`); ``workers`` > 1: that many forked processes, each on a contiguous
     part of the log (the same arrays: suffix decoding's later parts first rebuild the cache
@@ -177,7 +184,7 @@ def request_steps(log, method: str, gammas, params: dict, suffix_backend: str = 
             _check_len(r, mml)
         cuts = [round(len(log) * w / workers) for w in range(workers + 1)]
         _FORKED.update(log=log, method=method, gammas=list(gammas), params=params,
-                       backend=suffix_backend)
+                       backend=suffix_backend, runner=runner)
         try:
             with mp.get_context("fork").Pool(workers) as pool:
                 parts = pool.starmap(_chunk, list(zip(cuts, cuts[1:])), chunksize=1)
@@ -189,15 +196,38 @@ def request_steps(log, method: str, gammas, params: dict, suffix_backend: str = 
     cache = _cache(method, params, suffix_backend)
     for i, r in enumerate(log):
         _check_len(r, mml)
-        yield r, _one(cache, i, r, gammas, params)
+        yield r, _one(cache, i, r, gammas, params, runner)
 
 
 from ..theory import MAX_GAMMA  # noqa: E402  (the one bound on gamma, with plan's)
 
 
+def check_runner(method: str, runner: str | None) -> str:
+    """The model runner a replay of ``method`` steps: ``runner`` (``"v2"`` or ``"v1"``), or
+    vLLM 0.33's default for the method when None (:func:`specnb.runners.model_runner`: V2
+    for ngram / ngram_gpu, V1 for suffix).
+
+    Raises
+    ------
+    ValueError
+        a runner other than v1 / v2; v2 for a method Model Runner V2 does not run (suffix:
+        vLLM refuses to start).
+    """
+    if runner is None:
+        return model_runner(method)
+    _check.choice("runner", runner, list(RUNNERS))
+    if model_runner(method, {"VLLM_USE_V2_MODEL_RUNNER": "1" if runner == "v2" else "0"}) \
+            == "refused":
+        raise ValueError(f"runner v2 does not run {method}: vLLM 0.33 refuses to start "
+                         f"(\"Model Runner V2 does not yet support: speculative method "
+                         f"'{method}'\"); {method} runs on runner v1")
+    return runner
+
+
 def replay(log=None, method: str = "ngram", *, gammas=(1, 3, 5), context_edges=(),
            params: dict | None = None, tokenizer=None, skip_bad: bool = False,
-           suffix_backend: str = "auto", workers: int = 1) -> AP.AcceptanceProfile:
+           suffix_backend: str = "auto", workers: int = 1,
+           runner: str | None = None) -> AP.AcceptanceProfile:
     """The acceptance profile of ``method`` replayed on a request log.
 
     Parameters
@@ -218,20 +248,25 @@ def replay(log=None, method: str = "ngram", *, gammas=(1, 3, 5), context_edges=(
         compile outweighs smaller logs). All give the same counters.
     workers : int >= 1, processes replaying contiguous parts of the log at once (Linux fork;
         default 1); the same counters for any number
+    runner : ``"v2"``, ``"v1"`` or None (default: vLLM 0.33's for the method,
+        :func:`check_runner`): which model runner's proposer is stepped. n-gram on V2 drafts
+        gamma tokens at every step (proposal rate 1, padded drafts counted as vLLM counts
+        them), on V1 only where a match is (``VLLM_USE_V2_MODEL_RUNNER=0``)
 
     Returns
     -------
-    AcceptanceProfile, with ``source`` naming the log, its request count and skipped rows
-    (suffix: and ``backend``, e.g. ``"numba 0.68.1"``, ``"arctic-inference 0.3.0"`` or
-    ``"python"``).
+    AcceptanceProfile, with ``runner`` set and ``source`` naming the log, its request count
+    and skipped rows (suffix: and ``backend``, e.g. ``"numba 0.68.1"``,
+    ``"arctic-inference 0.3.0"`` or ``"python"``).
 
     Raises
     ------
     ValueError
-        A bad method, setting, gamma, edge or backend ("numba" or "arctic" where it does not
-        import; before the log is read); a bad log.
+        A bad method, setting, gamma, edge, runner or backend ("numba" or "arctic" where it
+        does not import; before the log is read); a bad log.
     """
     p = check_params(method, params)
+    runner = check_runner(method, runner)
     _check.choice("suffix_backend", suffix_backend, list(SUFFIX_BACKENDS))
     workers = _check.scalar_int("workers", workers, lo=1)
     if method == "suffix":  # a backend that cannot run is refused before the log is read
@@ -251,7 +286,7 @@ def replay(log=None, method: str = "ngram", *, gammas=(1, 3, 5), context_edges=(
     per = {g: [] for g in gs}
     lo, hi = math.inf, -math.inf  # the contexts the steps saw (tokens before a step)
     for r, steps in request_steps(log, method, gs, p, suffix_backend=backend or "auto",
-                                  workers=workers):
+                                  workers=workers, runner=runner):
         for g in gs:
             per[g].append((r.task, counters(steps[g], g, edges)))
             t = steps[g][0]
@@ -265,7 +300,7 @@ def replay(log=None, method: str = "ngram", *, gammas=(1, 3, 5), context_edges=(
         source["backend"] = backend_label(backend)
     return AP.build(method, per, context_edges=edges, tasks=log.tasks,
                     params={k: (None if isinstance(v, float) and math.isnan(v) else v)
-                            for k, v in p.items()}, source=source)
+                            for k, v in p.items()}, source=source, runner=runner)
 
 
 def draft_profile(betas, log, *, gammas=(1, 3, 5), context_edges=(), model: str = "draft",

@@ -29,18 +29,29 @@ __all__ = ["ngram_steps", "suffix_steps", "teacher_forced_steps", "counters"]
 
 
 def ngram_steps(full, prompt_len: int, gammas, *, prompt_lookup_min: int,
-                prompt_lookup_max: int, max_model_len: int | None = None) -> dict:
+                prompt_lookup_max: int, max_model_len: int | None = None,
+                runner: str = "v2") -> dict:
     """``{gamma: (T, d, a)}`` int64 arrays, one entry per decode step of the request whose
     prompt + response is ``full`` (``prompt_len`` prompt tokens), n-gram drafts
-    (:mod:`specnb.replay.ngram`)."""
+    (:mod:`specnb.replay.ngram`) as ``runner`` proposes them: ``"v2"`` (Model Runner V2, vLLM
+    0.33's default: the rightmost match, gamma tokens at every step, padded with the last
+    token; with ``max_model_len`` the scheduler's cap ``max_model_len - T - 1``) or ``"v1"``
+    (the CPU proposer: the earliest match, only the tokens after it)."""
     full = np.asarray(full, dtype=np.int64)
     n_tok = full.size
-    table = NgramTable(full, prompt_lookup_min, prompt_lookup_max)
+    v2 = runner == "v2"
+    table = NgramTable(full, prompt_lookup_min, prompt_lookup_max, rightmost=v2)
     every = np.arange(n_tok + 1)
     out = {}
     for g in gammas:
-        lens = table.lengths(every, g, max_model_len)
-        acc = np.minimum(table.agreement(g), lens)
+        if v2:
+            lens = np.full(every.shape, g, dtype=np.int64)
+            if max_model_len is not None:
+                lens = np.clip(np.minimum(lens, max_model_len - every - 1), 0, None)
+            acc = np.minimum(table.padded_agreement(g), lens)
+        else:
+            lens = table.lengths(every, g, max_model_len)
+            acc = np.minimum(table.agreement(g), lens)
         nxt = (every + acc + 1).tolist()  # the step at context T appends accepted + 1
         path = []
         T = prompt_len + 1

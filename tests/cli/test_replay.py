@@ -49,12 +49,12 @@ def test_the_table_names_the_acceptance_rate_and_prints_eq1_alpha(capsys):
     from specnb import replay as R
     from specnb import theory
 
-    code, out, err = run(capsys, "--gamma", "3", "5")
+    code, out, err = run(capsys, "--gamma", "3", "5", "--runner", "v1")
     assert code == 0, err
     head = next(line for line in out.splitlines() if line.startswith("gamma"))
     assert "acc.rate" in head and "Eq.1 alpha" in head and " alpha " not in head.replace("Eq.1 alpha", "")
     assert "acc.rate = accepted / draft tokens" in out and "not Leviathan's alpha" in out
-    prof = R.replay(gammas=[3, 5])
+    prof = R.replay(gammas=[3, 5], runner="v1")
     for g in (3, 5):
         row = next(line.split() for line in out.splitlines()
                    if line.split()[:2] == [str(g), "all"])
@@ -65,6 +65,33 @@ def test_the_table_names_the_acceptance_rate_and_prints_eq1_alpha(capsys):
         assert round(theory.expected_tokens_per_step(eq1, g), 2) == pytest.approx(tau, abs=0.01)
         # the acceptance rate read as alpha plans a tau well below the one replayed
         assert theory.expected_tokens_per_step(rate, g) < tau - 0.3
+
+
+def test_the_runner_is_v2_by_default_for_ngram_and_the_plan_flags_carry_the_proposal_rate(
+        capsys):
+    """T8a-01 / T8a-15: vLLM 0.33 serves ngram on Model Runner V2 (a draft at every step, the
+    profile says so); the V1 replay drafts on a share of the steps and its plan flags carry
+    that share (--proposal-rate), never --alpha alone."""
+    from specnb import replay as R
+
+    code, out, err = run(capsys, "--gamma", "3")
+    assert code == 0, err
+    assert "runner v2 (Model Runner V2's n-gram kernel" in out
+    c = R.replay(gammas=[3]).entry(3).counters
+    assert c.num_drafts == c.num_steps and c.num_draft_tokens == 3 * c.num_steps
+    assert f"gamma 3: --gamma 3 --tau {c.tau:.3f}" in out and "--proposal-rate" not in out
+    code, out, err = run(capsys, "--gamma", "3", "--runner", "v1")
+    c1 = R.replay(gammas=[3], runner="v1").entry(3).counters
+    assert code == 0 and c1.proposal_rate < 0.2
+    assert f"--tau {c1.tau:.3f} --proposal-rate {c1.proposal_rate:.3f}" in out
+    assert "VLLM_USE_V2_MODEL_RUNNER=0" in out
+
+
+def test_a_runner_vllm_cannot_serve_the_method_on_is_refused(capsys):
+    code, out, err = run(capsys, "--method", "suffix", "--runner", "v2")
+    assert code == 2 and "runner v2 does not run suffix" in err
+    code, out, err = run(capsys, "--method", "draft_model", "--runner", "v1")
+    assert code == 2 and "--runner is a setting of --method ngram / ngram_gpu / suffix" in err
 
 
 def test_token_id_rows_and_skip_bad(capsys, tmp_path):

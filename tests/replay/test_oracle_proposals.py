@@ -73,7 +73,7 @@ def test_stepped_counters_match_vllms_engine_loop(case, backend):
     if case["method"] == "ngram":
         for r in reqs:
             T, d, a = step.ngram_steps(r["prompt_ids"] + r["response_ids"], len(r["prompt_ids"]),
-                                       [g], max_model_len=4096, **p)[g]
+                                       [g], max_model_len=4096, runner="v1", **p)[g]
             got.append([[int(x), int(y), int(z)] for x, y, z in zip(T, d, a)])
     else:
         cache = S.make_cache(backend, p["suffix_decoding_max_tree_depth"],

@@ -13,10 +13,32 @@ def test_ngram_steps_by_hand():
     # T = 6 (prompt + the prefill's token 3): "2 3" first at 1 -> draft 1 2 3 against the
     # response's 1 2 9: two accepted, the step appends 3 tokens and the response is done
     out = step.ngram_steps(PROMPT + RESPONSE, 5, [1, 3], prompt_lookup_min=2,
-                           prompt_lookup_max=2)
+                           prompt_lookup_max=2, runner="v1")
     assert [x.tolist() for x in out[3]] == [[6], [3], [2]]
     # gamma 1: T = 6 draft [1] accepted -> T = 8: "1 2" first at 0 -> [3] vs 9: rejected
     assert [x.tolist() for x in out[1]] == [[6, 8], [1, 1], [1, 0]]
+
+
+def test_ngram_steps_on_runner_v2_take_the_rightmost_match_and_always_draft_gamma():
+    full = [1, 2, 3, 1, 2, 4] + [1, 2, 4, 9]  # prompt 6, response 4
+    kw = dict(prompt_lookup_min=1, prompt_lookup_max=1)
+    # T = 7, suffix "1": ends at 1 and 4. V1 takes the earliest (draft 2 3 1 2 4 against the
+    # response's 2 4 9: one accepted), V2 the rightmost (2 4 1, then the last token 1 in
+    # slots 4 and 5: two accepted), and V2 counts all five slots as draft tokens
+    v1 = step.ngram_steps(full, 6, [5], runner="v1", **kw)[5]
+    v2 = step.ngram_steps(full, 6, [5], runner="v2", **kw)[5]
+    assert [x.tolist() for x in v1] == [[7, 9], [5, 3], [1, 0]]
+    assert [x.tolist() for x in v2] == [[7], [5], [2]]
+    # no match at all: V1 drafts nothing; V2 drafts the last token twice, which the
+    # response 7 7 7 accepts
+    kw = dict(prompt_lookup_min=2, prompt_lookup_max=2)
+    assert [x.tolist() for x in step.ngram_steps([5, 6, 7, 7, 7], 2, [2], runner="v1",
+                                                 **kw)[2]] == [[3, 4], [0, 0], [0, 0]]
+    assert [x.tolist() for x in step.ngram_steps([5, 6, 7, 7, 7], 2, [2], runner="v2",
+                                                 **kw)[2]] == [[3], [2], [2]]
+    # the scheduler's cap near max_model_len: at most max_model_len - T - 1 draft tokens
+    capped = step.ngram_steps(full, 6, [5], runner="v2", max_model_len=10, **kw)[5]
+    assert capped[1].tolist()[0] == 10 - 7 - 1
 
 
 def test_suffix_steps_by_hand():
