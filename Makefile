@@ -129,11 +129,16 @@ oracle: $(ORACLE_STAMP)
 	$(ORACLE_ENV) $(ORACLE_VENV)/bin/python oracle/drive.py all --out $(ORACLE_OUT) $(ORACLE_ARGS)
 	$(ORACLE_ENV) $(ORACLE_VENV)/bin/python oracle/table.py --out $(ORACLE_TABLE) --flags $(ORACLE_FLAGS)
 ifeq ($(VLLM),0.33.0)
-	# the drivers written against 0.33.0's code: the string faults and serve lines, the n-gram / suffix proposers, the V1 scheduler
+	# the drivers written against 0.33.0's code: the string faults and serve lines, the n-gram / suffix proposers (V1's, and V2's n-gram kernels), the V1 scheduler
 	$(ORACLE_ENV) $(ORACLE_VENV)/bin/python oracle/drive_strings.py --out $(ORACLE_OUT)
 	-[ -f $(ORACLE_VENV)/arctic-suffix/VERSION ] || \
 	  sh oracle/build_arctic_suffix.sh $(ORACLE_VENV)/bin/python $(ORACLE_VENV)/arctic-suffix
 	$(ORACLE_ENV) $(ORACLE_VENV)/bin/python oracle/drive_proposals.py --out $(ORACLE_OUT)
+	# Model Runner V2's n-gram kernels under Triton's interpreter (triton beside the venv)
+	[ -d $(ORACLE_VENV)/triton-lib/triton ] || $(ORACLE_VENV)/bin/python -m pip install -q \
+	  --no-deps --target $(ORACLE_VENV)/triton-lib triton==3.9.0
+	TRITON_LIB=$(ORACLE_VENV)/triton-lib $(ORACLE_ENV) $(ORACLE_VENV)/bin/python \
+	  oracle/drive_ngram_v2.py --out $(ORACLE_OUT)
 	$(ORACLE_ENV) $(ORACLE_VENV)/bin/python oracle/drive_scheduler.py --out $(ORACLE_OUT)
 endif
 
