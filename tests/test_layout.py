@@ -54,6 +54,9 @@ NOT_A_MODULE = {
     "vllm/test_oracle_fixtures.py": "vLLM's own verdicts, log lines, metrics and bench files "
                                     "(tests/cases/vllm/<version>/, written by make oracle) "
                                     "replayed through specnb.vllm",
+    "replay/test_oracle_ngram_v2.py": "vLLM's Model Runner V2 n-gram kernels under Triton's "
+                                      "interpreter (tests/cases/vllm/0.33.0/ngram_v2.jsonl, "
+                                      "oracle/drive_ngram_v2.py) replayed through specnb.replay",
     "replay/test_oracle_proposals.py": "vLLM's own n-gram proposers and Arctic Inference's "
                                        "suffix cache (tests/cases/vllm/0.33.0/proposals.jsonl, "
                                        "written by oracle/drive_proposals.py) replayed through "

@@ -47,6 +47,7 @@ from .. import theory
 from .._check import MAX_EXACT_INT
 from .._json import records
 from ..notes import Note
+from ..runners import model_runner, runner_env
 
 __all__ = ["memory_limit", "Plan", "serving_plan", "profile_acceptance", "v0_no_serve_line",
            "check_v0_draft", "V0_DRAFT_METHODS", "sglang_launch", "sglang_launch_line",
@@ -593,8 +594,38 @@ def v0_no_serve_line(st: S.Setup, tool: str = "plan") -> Note | None:
                 + f"; {tool} with --engine vllm for the line to serve on current vLLM")
 
 
+def plan_runner(method: str, acceptance_profile=None, proposal_rate: float = 1.0) -> str | None:
+    """The vLLM model runner a plan's serve line runs the draft on (``"v1"`` / ``"v2"``; None
+    for a draft whose runner changes nothing specnb models): an acceptance profile's own
+    (what it replayed: T8a-01); else for ``ngram`` V1 when the proposal rate is below 1
+    (Model Runner V2's kernel drafts at every step, so M < 1 is V1's CPU proposer); else
+    vLLM 0.33's default (:func:`specnb.runners.model_runner`)."""
+    m = method
+    if m not in S.PARTIAL_PROPOSAL_METHODS:
+        return None
+    if acceptance_profile is not None and acceptance_profile.runner is not None:
+        return acceptance_profile.runner
+    if m == "ngram" and acceptance_profile is None and proposal_rate < 1:
+        return "v1"
+    return model_runner(m)
+
+
+def runner_note(method: str, runner: str | None, env: dict) -> Note | None:
+    """Note ``model-runner-env`` when the serve line sets ``VLLM_USE_V2_MODEL_RUNNER`` so that
+    vLLM serves ``method`` on the runner the figures are for; None when it needs nothing."""
+    if not env:
+        return None
+    return Note("model-runner-env",
+                f"{' '.join(f'{k}={v}' for k, v in env.items())} in the serve line: the "
+                f"figures are Model Runner {runner.upper()}'s {method} drafts"
+                + (" (the CPU proposer: a draft only where a match is, the earliest match), "
+                   "while vLLM 0.33 serves ngram on Model Runner V2 by default, whose kernel "
+                   "drafts gamma tokens for every request at every step"
+                   if runner == "v1" else ""))
+
+
 def setup_serve_line(st: S.Setup, config: dict, *, max_num_seqs: int, contexts=None,
-                     extra_args=()):
+                     extra_args=(), runner: str | None = None):
     """The ``vllm serve`` line for a setup and its ``speculative_config``: the one home of
     the setup's flags, which ``specnb plan``, ``specnb simulate`` and the notebooks print.
 
@@ -612,7 +643,9 @@ def setup_serve_line(st: S.Setup, config: dict, *, max_num_seqs: int, contexts=N
     ``--max-num-batched-tokens max_num_seqs`` when ``max_num_seqs`` is above vLLM's default
     budget on the GPU (:func:`specnb.simulate.engine.default_batch_limits`; vLLM refuses a
     budget below max_num_seqs), unless ``extra_args`` names the flag, note
-    ``max-num-batched-tokens-set``; ``extra_args`` last.
+    ``max-num-batched-tokens-set``; ``extra_args`` last; ``runner`` (:func:`plan_runner`): the
+    model runner the figures are for, ``VLLM_USE_V2_MODEL_RUNNER`` before the line when vLLM
+    would not pick it itself (:func:`specnb.runners.runner_env`), note ``model-runner-env``.
 
     Returns
     -------
@@ -677,7 +710,12 @@ def setup_serve_line(st: S.Setup, config: dict, *, max_num_seqs: int, contexts=N
                           "(check_enough_kv_cache_memory); this line does not serve "
                           + ("that context" if len(unserved) == 1 else "those contexts")
                           + ": the server refuses longer requests"))
-    return serve_command(config, model, extra_args=args + [str(a) for a in extra_args]), notes
+    env = runner_env(d.method, runner) if runner is not None else {}
+    rn = runner_note(d.method, runner, env)
+    if rn is not None:
+        notes.append(rn)
+    return serve_command(config, model, extra_args=args + [str(a) for a in extra_args],
+                         env=env), notes
 
 
 def check_profile_method(profile, method: str, noun: str = "plan", verb: str = "plan") -> None:
@@ -936,7 +974,10 @@ def serving_plan(st: S.Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=
         notes += serve_notes
     elif cfg is not None:
         serve, serve_notes = setup_serve_line(st, cfg, max_num_seqs=limit,
-                                              contexts=servable)
+                                              contexts=servable,
+                                              runner=plan_runner(st.draft.method,
+                                                                 acceptance_profile,
+                                                                 st.proposal_rate))
         notes += serve_notes
     if nothing is not None:
         notes.append(nothing)

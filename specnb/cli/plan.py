@@ -438,10 +438,19 @@ def format_plan(result: dict) -> str:
                                    if su["proposal_rate"] < 1 else "")]
     if su.get("gpu_alias_note"):
         lines.append(f"NOTE: {su['gpu_alias_note']}")
-    if su["draft"] in S.PARTIAL_PROPOSAL_METHODS and su.get("proposal_rate_given") is False:
-        lines.append("NOTE: proposal rate M = 1 assumed (every sequence drafts at every step, "
-                     "the worst case at large batch); give --proposal-rate M from your "
-                     "server's counters (docs/serving.md, --proposal-rate)")
+    if su["draft"] == "ngram" and su.get("proposal_rate_given") is False:
+        lines.append("NOTE: ngram on Model Runner V2 (vLLM 0.33's default) drafts gamma tokens "
+                     "for every sequence at every step (proposal rate 1, padded where the match "
+                     "is shorter or absent): give the tau counted so (specnb replay's default "
+                     "runner, or your server's counters); --proposal-rate below 1 plans Model "
+                     "Runner V1's CPU proposer, and the serve line then sets "
+                     "VLLM_USE_V2_MODEL_RUNNER=0")
+    elif su["draft"] in S.PARTIAL_PROPOSAL_METHODS and su.get("proposal_rate_given") is False:
+        lines.append(f"NOTE: proposal rate M = 1 assumed: every sequence drafts at every step; "
+                     f"{su['draft']} drafts only where it finds a match, so M = 1 credits every "
+                     "step with the tau of the steps that drafted and overstates the gain; "
+                     "give --proposal-rate M (specnb replay's prop.rate, or your server's "
+                     "counters) or --acceptance-profile (docs/serving.md, --proposal-rate)")
     # beyond the model's max_position_embeddings: said first, not only among the notes
     lines += [f"NOTE: {n}" for n in result.get("context_limit_notes", [])]
     if result["calibration"]:

@@ -346,6 +346,10 @@ def simulate(a) -> dict:
         check_profile_method(profile, st.draft.method, "simulation", "simulate")  # T8a-04
         _check_profile_drafts(profile, a.gamma, a.acceptance_profile)  # T8a-09
     acc = _acceptance(a, M, profile)
+    from ..advise.plan import plan_runner
+
+    runner = plan_runner(st.draft.method, profile,  # the profile's, else vLLM's (T8a-01)
+                         1.0 if a.proposal_rate is None else a.proposal_rate)
     sglang = st.engine.name == "sglang"
     if sglang and (a.schedule or a.disable_by_batch_size):  # vLLM's per-batch-size K
         flag = "--schedule" if a.schedule else "--disable-by-batch-size"
@@ -367,7 +371,7 @@ def simulate(a) -> dict:
         cfg = M.v0_engine_config(st, speculative=True, **given)
         off_cfg = M.v0_engine_config(st, speculative=False, **given)
     else:
-        cfg = M.engine_config(st, **kw)
+        cfg = M.engine_config(st, host=M.host_cost(st, runner=runner), **kw)
     sched = None
     if not a.no_schedule and not sglang:
         sched = _schedule_flag(a) if a.schedule else _plan_schedule(
@@ -391,12 +395,12 @@ def simulate(a) -> dict:
     on = cmp["on"]
     notes = _notes(a, w, profile, cmp, sim.config, off_cfg, st) + (
         [dropped] if dropped is not None else [])
-    serve, serve_notes = (_serve_line(st, sim.config, pols, on, w, profile)
+    serve, serve_notes = (_serve_line(st, sim.config, pols, on, w, profile, runner)
                           if cmp["verdict"] == "pays" else (None, []))
     return {"setup": {"gpu": st.gpu.name, "gpus": st.gpus, "model": st.target.name,
                       "dtype": st.dtype, "kv_cache_dtype": st.kv_dtype,
                       "dtype_from": "--dtype" if a.dtype else "checkpoint",
-                      "draft": st.draft.name, "engine": st.engine.name,
+                      "draft": st.draft.name, "engine": st.engine.name, "runner": runner,
                       "acceptance": sim.acceptance, "workload": w.source,
                       "max_num_seqs": sim.config.max_num_seqs,
                       "max_num_batched_tokens": sim.config.max_num_batched_tokens,
@@ -484,7 +488,7 @@ def _notes(a, w, profile, cmp, cfg=None, off_cfg=None, st=None) -> list:
     return out
 
 
-def _serve_line(st, cfg, pols, on, workload, profile=None):
+def _serve_line(st, cfg, pols, on, workload, profile=None, runner=None):
     """The serve line of the winning policy (:func:`specnb.advise.plan.setup_serve_line`: the
     plan's flags, the weight dtype, --max-model-len of the longest request when the model's
     full length does not fit; the acceptance profile's drafter settings, as plan serves them:
@@ -522,7 +526,7 @@ def _serve_line(st, cfg, pols, on, workload, profile=None):
     longest = int(np.max(np.asarray(workload.input_len) + np.asarray(workload.output_len)))
     return setup_serve_line(st, conf, max_num_seqs=cfg.max_num_seqs, contexts=[longest],
                             extra_args=["--max-num-batched-tokens",
-                                        str(cfg.max_num_batched_tokens)])
+                                        str(cfg.max_num_batched_tokens)], runner=runner)
 
 
 def format_simulation(r: dict) -> str:
@@ -537,7 +541,9 @@ def format_simulation(r: dict) -> str:
                       else [f"KV cache {su['kv_cache_dtype']}"]))
     dt = f" ({dt})" if dt else ""
     lines = [f"{su['model']}{dt} on {su['gpus']} x {su['gpu']}, draft {su['draft']}, "
-             f"{su['acceptance']}; engine {su['engine']}; {su['workload']}; max_num_seqs "
+             f"{su['acceptance']}; engine {su['engine']}"
+             + (f" (Model Runner {su['runner'].upper()})" if su.get("runner")
+                and su["engine"] == "vllm" else "") + f"; {su['workload']}; max_num_seqs "
              f"{su['max_num_seqs']}, max_num_batched_tokens {su['max_num_batched_tokens']}, "
              f"{su['num_gpu_blocks']} KV blocks"]
     rows = []

@@ -50,6 +50,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _check
+from ..runners import RUNNERS, model_runner
 
 __all__ = ["NGRAM_SCAN_NS_PER_TOKEN", "NGRAM_MAX_THREADS", "V0_NGRAM_CONVERT", "V0_NGRAM_PASS",
            "ASYNC_COMPATIBLE_METHODS", "SYNC_HOST_US_PER_REQUEST", "sync_host_us_per_request",
@@ -125,7 +126,8 @@ class HostCost:
 
 
 def host_cost(st, *, prompt_lookup_min: int = 1, prompt_lookup_max: int = 4,
-              cpus: int | None = None, async_plain: bool = True) -> HostCost:
+              cpus: int | None = None, async_plain: bool = True,
+              runner: str | None = None) -> HostCost:
     """The :class:`HostCost` of setup ``st``: vLLM's CPU n-gram proposer for ``ngram`` drafts
     (V0's worker under the ``vllm-v0`` engine profile, V1's batched scan otherwise), nothing
     for other drafts (their proposers run on the GPU, timed by the serving model). Under the
@@ -135,6 +137,12 @@ def host_cost(st, *, prompt_lookup_min: int = 1, prompt_lookup_max: int = 4,
     ``async_plain=False`` reads a 2025 release, where async scheduling was opt-in and both
     runs scheduled synchronously.
 
+    ``runner``: the vLLM model runner (``"v1"`` / ``"v2"``; None: vLLM 0.33's default for the
+    method, :func:`specnb.runners.model_runner`). On Model Runner V2 (vLLM 0.33's default for
+    ``ngram``) the n-gram drafts come from a GPU kernel (``NgramGPUSpeculator``) and async
+    scheduling stays on (``config/vllm.py`` computes the V1 incompatibility only ``if not
+    self.use_v2_model_runner``): no host term at all (the kernel's GPU time is not modelled).
+
     ``prompt_lookup_min`` / ``prompt_lookup_max``: the n-gram sizes (V0's
     ``ngram_prompt_lookup_min`` / ``_max``; default 1 and 4, the vLLM blog's example). ``cpus``:
     host CPU cores (V1's threads are ``max(1, min(8, cpus // 2 // gpus))``); default None:
@@ -143,7 +151,8 @@ def host_cost(st, *, prompt_lookup_min: int = 1, prompt_lookup_max: int = 4,
     Raises
     ------
     ValueError
-        a size < 1, max below min, cpus < 1, ``async_plain`` not a bool.
+        a size < 1, max below min, cpus < 1, ``async_plain`` not a bool, a runner other than
+        v1 / v2.
     """
     lo = _check.scalar_int("prompt_lookup_min", prompt_lookup_min, lo=1)
     hi = _check.scalar_int("prompt_lookup_max", prompt_lookup_max, lo=1)
@@ -151,6 +160,12 @@ def host_cost(st, *, prompt_lookup_min: int = 1, prompt_lookup_max: int = 4,
         raise ValueError(f"prompt_lookup_max {hi} is below prompt_lookup_min {lo}")
     if not isinstance(async_plain, bool):
         raise ValueError(f"async_plain must be True or False, got {async_plain!r}")
+    if runner is not None:
+        _check.choice("runner", runner, list(RUNNERS))
+    if runner is None:
+        runner = model_runner(st.draft.method)
+    if st.engine.name == "vllm" and runner == "v2":  # V2: a GPU n-gram kernel, async kept
+        return HostCost()
     sync_us = SYNC_HOST_US_PER_REQUEST if (async_plain and st.engine.name == "vllm"
                                            and st.draft.method in ASYNC_OFF_METHODS) else 0.0
     if st.draft.method != "ngram":

@@ -35,13 +35,16 @@ def _check_model(model, name="model"):
     return model
 
 
-def serve_command(config: dict, model: str = "<target-model>", *, extra_args=()) -> str:
+def serve_command(config: dict, model: str = "<target-model>", *, extra_args=(),
+                  env=None) -> str:
     """The ``vllm serve`` command line for ``config``, quoted for a POSIX shell.
 
-    ``vllm serve MODEL --speculative-config 'JSON' [EXTRA...]`` (``config``: a dict of JSON
-    values; ``model``: the target; ``extra_args``: further words): the JSON is ``json.dumps``
-    output (key order kept) and every word goes through :func:`shlex.quote`, so ``shlex.split``
-    of the result gives back the JSON exactly.
+    ``[NAME=value ...] vllm serve MODEL --speculative-config 'JSON' [EXTRA...]`` (``config``: a
+    dict of JSON values; ``model``: the target; ``extra_args``: further words; ``env``: a
+    mapping of environment variables the server needs, e.g. ``{"VLLM_USE_V2_MODEL_RUNNER":
+    "0"}``, written before the command as ``specnb vllm check`` reads them): the JSON is
+    ``json.dumps`` output (key order kept) and every word goes through :func:`shlex.quote`, so
+    ``shlex.split`` of the result gives back the JSON exactly.
 
     Raises
     ------
@@ -57,7 +60,8 @@ def serve_command(config: dict, model: str = "<target-model>", *, extra_args=())
                         f"shlex.split({extra_args!r})")
     words = ["vllm", "serve", model, "--speculative-config",
              json.dumps(config, allow_nan=False), *map(str, extra_args)]
-    return " ".join(shlex.quote(w) for w in words)
+    pre = [f"{k}={shlex.quote(str(v))}" for k, v in (env or {}).items()]
+    return " ".join(pre + [shlex.quote(w) for w in words])
 
 
 def _dumper():

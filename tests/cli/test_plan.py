@@ -546,9 +546,14 @@ def test_engine_proposal_rate_and_end_to_end(capsys):
     assert [r["speedup"] for r in json.loads(js)["rows"]] == [r["speedup"] for r in full["rows"]]
     code, out, _ = run(capsys, *base, "--proposal-rate", "0.3")
     assert code == 0 and "proposal rate 0.3" in out
-    assert "M = 1 assumed" not in out  # fault N23: no help line once M is given
+    assert "Model Runner V2" not in out.splitlines()[1]  # N23: no help line once M is given
+    # T8a-01: M < 1 is Model Runner V1's CPU proposer, so the line runs V1
+    assert "VLLM_USE_V2_MODEL_RUNNER=0 vllm serve" in out and "model-runner-env" not in out
     code, out, _ = run(capsys, *base)
-    assert "NOTE: proposal rate M = 1 assumed" in out and len(out.splitlines()[1]) < 250
+    assert "NOTE: ngram on Model Runner V2 (vLLM 0.33's default) drafts gamma" in out
+    assert "VLLM_USE_V2_MODEL_RUNNER" not in out.split("vllm serve")[0].splitlines()[-1]
+    code, out, _ = run(capsys, *base[:8], "suffix", *base[9:])
+    assert "NOTE: proposal rate M = 1 assumed" in out and "overstates the gain" in out
     code, js, _ = run(capsys, *base, "--json", "--proposal-rate", "0.3")
     part = json.loads(js)
     assert part["rows"][2]["speedup"] > full["rows"][2]["speedup"]
@@ -982,3 +987,26 @@ def test_sglang_plan_has_no_vllm_max_model_len_note(capsys):
     assert "--context-length 4000" in data["serve"] and "--max-model-len" not in data["serve"]
     assert "sglang-context-length-set" in data["note_codes"]
     assert "max-model-len-set" not in data["note_codes"]
+
+
+def test_a_profiles_runner_reaches_the_serve_line(capsys, tmp_path):
+    """T8a-01: a V1 replay (the CPU proposer) plans a line that runs V1; the default V2 replay
+    (a draft at every step: proposal rate 1) a plain line, and its figures fall with the batch
+    as padded drafts cost verification."""
+    from specnb import acceptance_profile as AP
+    from specnb import replay as R
+
+    base = ["plan", "--gpu", "H100-SXM", "--model", "Llama-3.1-8B", "--draft", "ngram",
+            "--context", "2000", "--batch", "1", "64", "--gamma", "5", "--json"]
+    out = {}
+    for runner in ("v1", "v2"):
+        f = tmp_path / f"{runner}.json"
+        AP.save(R.replay(gammas=[5], runner=runner), f)
+        code, js, err = run(capsys, *base, "--acceptance-profile", str(f))
+        assert code == 0, err
+        out[runner] = json.loads(js)
+    assert out["v1"]["serve"].startswith("VLLM_USE_V2_MODEL_RUNNER=0 vllm serve ")
+    assert "model-runner-env" in out["v1"]["note_codes"]
+    assert out["v2"]["serve"].startswith("vllm serve ")
+    sp = {k: [r["speedup"] for r in v["rows"]] for k, v in out.items()}
+    assert sp["v2"][1] < 1 < sp["v1"][1]  # batch 64: V2's padded drafts lose, V1's pay

@@ -416,3 +416,28 @@ def test_a_profile_of_another_method_or_without_drafts_is_refused_naming_it(caps
                        str(tmp_path / "zero.json"))
     assert code == 2 and "zero.json has no drafts at gamma 3" in err
     assert "--tau" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_profiles_model_runner_sets_the_host_terms_and_is_named(capsys, tmp_path):
+    """T8a-01: a V2 replay (vLLM 0.33's default for ngram) is simulated on Model Runner V2
+    (no host proposer, async scheduling kept), a V1 replay on V1 (the CPU proposer's scan and
+    synchronous scheduling); the header names the runner."""
+    from specnb import acceptance_profile as AP
+    from specnb import replay as R
+    from specnb import simulate as M
+    from specnb import serving as S
+
+    got = {}
+    for runner in ("v1", "v2"):
+        f = tmp_path / f"{runner}.json"
+        AP.save(R.replay(gammas=[3], runner=runner), f)
+        code, out, err = run(capsys, "simulate", "--gpu", "H100-SXM", "--model",
+                             "Llama-3.1-8B", "--draft", "ngram", "--gamma", "3",
+                             "--acceptance-profile", str(f), "--input-len", "100",
+                             "--output-len", "32", "--num-prompts", "8", "--concurrency", "4")
+        assert code == 0, err
+        got[runner] = out
+        assert f"engine vllm (Model Runner {runner.upper()})" in out.splitlines()[0]
+    st = S.setup("H100-SXM", "Llama-3.1-8B", "ngram", engine="vllm")
+    assert M.host_cost(st, runner="v1").kind == "v1-ngram"
+    assert M.host_cost(st) == M.HostCost()  # what the V2 run was charged

@@ -209,7 +209,7 @@ def _ngram_ratio(gpu, prompt, conc):
     st = S.setup(gpu, "Llama-3.1-8B", "ngram", proposal_rate=0.17)
     w = M.synthetic(max(2 * conc, 8), prompt, 256, concurrency=conc)
     sim = M.simulate(st, w, [M.policy("off"), M.policy("static", k=4)],
-                     config=M.engine_config(st, host=M.host_cost(st)),
+                     config=M.engine_config(st, host=M.host_cost(st, runner="v1")),
                      acceptance=M.acceptance(tau=2.0, gamma=4, proposal_rate=0.17))
     return sim.results["k=4"]["output_throughput"] / sim.results["off"]["output_throughput"]
 

@@ -13,17 +13,18 @@ BLOG = S.setup("H100-SXM", "Llama-3.1-70B", "ngram", gpus=4, engine="vllm-v0")
 
 def test_which_proposer_by_method_and_engine():
     assert M.host_cost(S.setup("H100-SXM", "Llama-3.1-8B", "eagle3")).kind == "none"
-    v1 = M.host_cost(A40_NGRAM)
+    v1 = M.host_cost(A40_NGRAM, runner="v1")
     assert (v1.kind, v1.threads, v1.sizes) == ("v1-ngram", H.NGRAM_MAX_THREADS, 4)
     # numba threads: cpu_count // 2 // tp, at most 8, at least 1
-    assert M.host_cost(A40_NGRAM, cpus=6).threads == 3
+    assert M.host_cost(A40_NGRAM, runner="v1", cpus=6).threads == 3
     assert M.host_cost(BLOG, cpus=6).kind == "v0-ngram"
-    assert M.host_cost(S.setup("H100-SXM", "Llama-3.1-70B", "ngram", gpus=4), cpus=4).threads == 1
-    assert M.host_cost(A40_NGRAM, prompt_lookup_min=2, prompt_lookup_max=5).sizes == 4
+    assert M.host_cost(S.setup("H100-SXM", "Llama-3.1-70B", "ngram", gpus=4), cpus=4,
+                       runner="v1").threads == 1
+    assert M.host_cost(A40_NGRAM, runner="v1", prompt_lookup_min=2, prompt_lookup_max=5).sizes == 4
 
 
 def test_v1_scan_is_every_token_over_the_threads_at_least_the_longest():
-    hc = M.host_cost(A40_NGRAM)
+    hc = M.host_cost(A40_NGRAM, runner="v1")
     ns = H.NGRAM_SCAN_NS_PER_TOKEN * 1e-6
     assert M.ngram_host_ms(hc, [8000] * 25) == pytest.approx(ns * 25 * 8000 / hc.threads)
     assert M.ngram_host_ms(hc, [100_000, 10]) == pytest.approx(ns * 100_000)
@@ -61,11 +62,11 @@ def test_a_speculating_ngram_run_pays_the_host_time_and_off_does_not():
                                        ({"cpus": 0}, "cpus")])
 def test_bad_input(kw, match):
     with pytest.raises(ValueError, match=match):
-        M.host_cost(A40_NGRAM, **kw)
+        M.host_cost(A40_NGRAM, runner="v1", **kw)
     with pytest.raises(ValueError, match="contexts"):
-        M.ngram_host_ms(M.host_cost(A40_NGRAM), [-1])
+        M.ngram_host_ms(M.host_cost(A40_NGRAM, runner="v1"), [-1])
     with pytest.raises(ValueError, match="proposal_rate"):
-        M.ngram_host_ms(M.host_cost(A40_NGRAM), [1], 1.5)
+        M.ngram_host_ms(M.host_cost(A40_NGRAM, runner="v1"), [1], 1.5)
     with pytest.raises(TypeError, match="HostCost"):
         M.engine_config(A40_NGRAM, host="v1")
 
@@ -82,27 +83,27 @@ def test_async_scheduling_host_time_is_derived_from_pr23914():
 
 def test_async_scheduling_off_only_for_cpu_proposers_on_v1():
     sync = H.SYNC_HOST_US_PER_REQUEST
-    assert M.host_cost(A40_NGRAM).sync_us_per_request == sync
+    assert M.host_cost(A40_NGRAM, runner="v1").sync_us_per_request == sync
     assert M.host_cost(S.setup("A40", "Llama-3.1-8B", "suffix")).sync_us_per_request == sync
     # EAGLE / MTP keep async scheduling (vllm/config/vllm.py), V0 has none, 2025 releases
     # ran the plain engine synchronously too
     assert M.host_cost(S.setup("H100-SXM", "Llama-3.1-8B", "eagle3")).sync_us_per_request == 0
     assert M.host_cost(BLOG).sync_us_per_request == 0
-    assert M.host_cost(A40_NGRAM, async_plain=False).sync_us_per_request == 0
+    assert M.host_cost(A40_NGRAM, runner="v1", async_plain=False).sync_us_per_request == 0
     assert "ngram" not in H.ASYNC_COMPATIBLE_METHODS and "ngram_gpu" in H.ASYNC_COMPATIBLE_METHODS
-    hc = M.host_cost(A40_NGRAM)
+    hc = M.host_cost(A40_NGRAM, runner="v1")
     assert M.sync_host_ms(hc, 64) == pytest.approx(sync * 64 / 1e3)
     assert M.sync_host_ms(M.HostCost(), 64) == 0.0
     with pytest.raises(ValueError, match="batch"):
         M.sync_host_ms(hc, -1)
     with pytest.raises(ValueError, match="async_plain"):
-        M.host_cost(A40_NGRAM, async_plain="yes")
+        M.host_cost(A40_NGRAM, runner="v1", async_plain="yes")
 
 
 def test_every_step_of_a_speculating_run_pays_the_exposed_host_time():
     w = M.synthetic(16, 1000, 32, concurrency=8)
     acc = M.acceptance(tau=2.0, gamma=4, proposal_rate=0.17)
-    hc = M.host_cost(A40_NGRAM)
+    hc = M.host_cost(A40_NGRAM, runner="v1")
     cfg = M.engine_config(A40_NGRAM, host=hc)
     base = M.engine_config(A40_NGRAM, host=H.HostCost("v1-ngram", hc.threads, hc.sizes))
     on, on0 = (M.run(A40_NGRAM, w, M.policy("static", k=4), acc, config=c) for c in (cfg, base))
@@ -116,3 +117,16 @@ def test_every_step_of_a_speculating_run_pays_the_exposed_host_time():
     assert d.batch == d0.batch and min(np.array(d.step_ms) - np.array(d0.step_ms)) > 0
     off, off0 = (M.run(A40_NGRAM, w, M.policy("off"), config=c) for c in (cfg, base))
     assert off.step_ms == off0.step_ms
+
+
+def test_model_runner_v2_has_no_host_proposer_and_keeps_async_scheduling():
+    """T8a-01: vLLM 0.33 serves ngram on Model Runner V2 by default (a GPU kernel; the V1
+    async-scheduling incompatibility is computed only off V2): no host term; V1 keeps both."""
+    assert M.host_cost(A40_NGRAM) == M.HostCost()
+    assert M.host_cost(A40_NGRAM, runner="v2") == M.HostCost()
+    v1 = M.host_cost(A40_NGRAM, runner="v1")
+    assert v1.kind == "v1-ngram" and v1.sync_us_per_request == H.SYNC_HOST_US_PER_REQUEST
+    suffix = S.setup("A40", "Llama-3.1-8B", "suffix")  # V2 does not run suffix: V1's terms
+    assert M.host_cost(suffix).sync_us_per_request == H.SYNC_HOST_US_PER_REQUEST
+    with pytest.raises(ValueError, match="runner"):
+        M.host_cost(A40_NGRAM, runner="v3")
