@@ -35,8 +35,10 @@ def ngram_steps(full, prompt_len: int, gammas, *, prompt_lookup_min: int,
     prompt + response is ``full`` (``prompt_len`` prompt tokens), n-gram drafts
     (:mod:`specnb.replay.ngram`) as ``runner`` proposes them: ``"v2"`` (Model Runner V2, vLLM
     0.33's default: the rightmost match, gamma tokens at every step, padded with the last
-    token; with ``max_model_len`` the scheduler's cap ``max_model_len - T - 1``) or ``"v1"``
-    (the CPU proposer: the earliest match, only the tokens after it)."""
+    token) or ``"v1"`` (the CPU proposer: the earliest match, only the tokens after it, at most
+    ``max_model_len - T``); with ``max_model_len`` at most ``max_model_len - T - 1`` draft
+    tokens are scheduled on either (vLLM's ``Scheduler.schedule``: ``num_new_tokens <=
+    max_model_len - num_computed_tokens - 1``)."""
     full = np.asarray(full, dtype=np.int64)
     n_tok = full.size
     v2 = runner == "v2"
@@ -44,14 +46,11 @@ def ngram_steps(full, prompt_len: int, gammas, *, prompt_lookup_min: int,
     every = np.arange(n_tok + 1)
     out = {}
     for g in gammas:
-        if v2:
-            lens = np.full(every.shape, g, dtype=np.int64)
-            if max_model_len is not None:
-                lens = np.clip(np.minimum(lens, max_model_len - every - 1), 0, None)
-            acc = np.minimum(table.padded_agreement(g), lens)
-        else:
-            lens = table.lengths(every, g, max_model_len)
-            acc = np.minimum(table.agreement(g), lens)
+        lens = (np.full(every.shape, g, dtype=np.int64) if v2
+                else table.lengths(every, g, max_model_len))
+        if max_model_len is not None:  # the scheduler's cap on scheduled draft tokens
+            lens = np.clip(np.minimum(lens, max_model_len - every - 1), 0, None)
+        acc = np.minimum((table.padded_agreement if v2 else table.agreement)(g), lens)
         nxt = (every + acc + 1).tolist()  # the step at context T appends accepted + 1
         path = []
         T = prompt_len + 1

@@ -37,8 +37,10 @@ def test_ngram_steps_on_runner_v2_take_the_rightmost_match_and_always_draft_gamm
     assert [x.tolist() for x in step.ngram_steps([5, 6, 7, 7, 7], 2, [2], runner="v2",
                                                  **kw)[2]] == [[3], [2], [2]]
     # the scheduler's cap near max_model_len: at most max_model_len - T - 1 draft tokens
-    capped = step.ngram_steps(full, 6, [5], runner="v2", max_model_len=10, **kw)[5]
-    assert capped[1].tolist()[0] == 10 - 7 - 1
+    for runner in ("v1", "v2"):
+        capped = step.ngram_steps(full, 6, [5], runner=runner, max_model_len=10,
+                                  prompt_lookup_min=1, prompt_lookup_max=1)[5]
+        assert capped[1].tolist()[0] == 10 - 7 - 1
 
 
 def test_suffix_steps_by_hand():
