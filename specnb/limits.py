@@ -43,8 +43,9 @@ def sglang_mem_fraction_static(gpu_memory_bytes: float, tp: int = 1) -> float:
     1024 + 2 max_bs`` MiB, at least 10 GiB on a GPU over 60 GiB, and ``round((gpu_mem -
     reserved) / gpu_mem, 3)``. Left out (each only lowers SGLang's share): the prefill
     CUDA-graph reserve (8 MiB per captured size; 1.5 GiB with an MLA backend), DP attention,
-    DeepEP buffers, multimodal models, post-capture KV sizing. H100 80 GB (80e9 B, 76,294 MiB),
-    tp 1: reserved 13,440 MiB, share 0.824."""
+    DeepEP buffers, multimodal models, post-capture KV sizing. H100 at the total torch reports
+    (79.11 GiB, 81,009 MiB; :attr:`specnb.serving.GPU.device_memory_bytes`), tp 1: reserved
+    13,440 MiB, share 0.834."""
     gpu_mem = float(gpu_memory_bytes) / 2 ** 20
     tp = int(tp)
     wide = tp >= 4
