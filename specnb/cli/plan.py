@@ -110,7 +110,9 @@ def register(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--proposal-rate", type=float, default=None, metavar="M",
                    help="ngram / suffix: share of sequence-steps that carry a draft, 0 < M <= "
                         "1 (default 1); a step verifies B (1 + M gamma) tokens and a sequence "
-                        "gains 1 + M (tau - 1), tau per draft as vLLM counts it")
+                        "gains 1 + M (tau - 1), tau per draft as vLLM counts it. ngram below 1 "
+                        "is Model Runner V1's CPU proposer (V2, vLLM 0.33's default, drafts at "
+                        "every step): the serve line then sets VLLM_USE_V2_MODEL_RUNNER=0")
     p.add_argument("--input-len", type=int, default=None, metavar="N",
                    help="prompt tokens per sequence: with --output-len, rows gain "
                         "speedup_end_to_end (the prefill counted, as vllm bench serve times it)")

@@ -156,7 +156,10 @@ def register(subparsers) -> argparse.ArgumentParser:
     acc.add_argument("--acceptance-profile", metavar="PROFILE.json",
                      help="per-gamma, per-context acceptance from specnb replay")
     p.add_argument("--proposal-rate", type=float, default=None, metavar="M",
-                   help="ngram / suffix: share of a request's steps that carry a draft")
+                   help="ngram / suffix: share of a request's steps that carry a draft "
+                        "(ngram below 1: Model Runner V1's CPU proposer, simulated and served "
+                        "with VLLM_USE_V2_MODEL_RUNNER=0; V2, vLLM 0.33's default, drafts at "
+                        "every step)")
     load = p.add_argument_group("load (as vllm bench serve)")
     load.add_argument("--requests", metavar="LOG.jsonl",
                       help="a request log: prompt / output lengths and arrival times per row")
