@@ -346,7 +346,7 @@ def simulate(a) -> dict:
         check_profile_method(profile, st.draft.method, "simulation", "simulate")  # T8a-04
         _check_profile_drafts(profile, a.gamma, a.acceptance_profile)  # T8a-09
     acc = _acceptance(a, M, profile)
-    sglang = st.engine.name == "sglang"
+    sglang = st.engine.family == "sglang"  # sglang-moe too
     if sglang and (a.schedule or a.disable_by_batch_size):  # vLLM's per-batch-size K
         flag = "--schedule" if a.schedule else "--disable-by-batch-size"
         raise ValueError(f"{flag} with --engine sglang: SGLang runs one "
@@ -362,7 +362,7 @@ def simulate(a) -> dict:
     kw = dict(max_num_seqs=a.max_num_seqs, max_num_batched_tokens=a.max_num_batched_tokens,
               prefix_cache_hit_rate=a.prefix_cache_hit_rate)
     off_cfg = None
-    if st.engine.name == "vllm-v0":  # V0's scheduler defaults, per run (v0_engine_config)
+    if st.engine.family == "vllm-v0":  # V0's scheduler defaults, per run (v0_engine_config)
         given = {k: v for k, v in kw.items() if v is not None}
         cfg = M.v0_engine_config(st, speculative=True, **given)
         off_cfg = M.v0_engine_config(st, speculative=False, **given)
@@ -421,7 +421,7 @@ def _dropped_note(a, st, sched, max_num_seqs):
     from ..notes import Note
     from ..vllm.schedule import SCHEDULE_DROPPED_CODE, schedule_dropped
 
-    if st.engine.name != "vllm":
+    if st.engine.family != "vllm":
         return None
     k = max(a.gamma)
     why = schedule_dropped(st.draft.method, k)
@@ -504,7 +504,7 @@ def _serve_line(st, cfg, pols, on, workload, profile=None):
     conf, _ = setup_config(st, sched, acceptance_profile=profile)
     if conf is None:
         return None, []
-    if st.engine.name == "sglang":  # SGLang's own launch line (plan's: one home)
+    if st.engine.family == "sglang":  # SGLang's own launch line (plan's: one home)
         # the most requests the run had in flight: a closed loop's concurrency, else the cap
         running = min(cfg.max_num_seqs, workload.max_concurrency or cfg.max_num_seqs)
         longest = int(np.max(np.asarray(workload.input_len) + np.asarray(workload.output_len)))

@@ -155,7 +155,7 @@ def host_cost(st, *, prompt_lookup_min: int = 1, prompt_lookup_max: int = 4,
                                            and st.draft.method in ASYNC_OFF_METHODS) else 0.0
     if st.draft.method != "ngram":
         return HostCost(sync_us_per_request=sync_us)
-    if st.engine.name == "vllm-v0":
+    if st.engine.family == "vllm-v0":
         return HostCost("v0-ngram", 1, hi - lo + 1)
     threads = NGRAM_MAX_THREADS
     if cpus is not None:

@@ -416,3 +416,28 @@ def test_a_profile_of_another_method_or_without_drafts_is_refused_naming_it(caps
                        str(tmp_path / "zero.json"))
     assert code == 2 and "zero.json has no drafts at gamma 3" in err
     assert "--tau" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_engine_sglang_on_a_moe_target_is_sglang_moe_and_behaves_as_sglang(capsys):
+    """A mixture-of-experts target under --engine sglang runs the sglang-moe profile
+    (EngineProfile.family 'sglang'): SGLang's launch line and no vLLM schedule, as for
+    a dense target (the test once read engine.name == 'sglang' and planned vLLM's schedule)."""
+    from specnb import serving as S
+    from specnb.advise.plan import sglang_launch_line
+
+    argv = ["simulate", "--gpu", "H100-SXM", "--model", "Qwen3-30B-A3B", "--draft", "eagle3",
+            "--gamma", "3", "--tau", "3.8", "--input-len", "500", "--output-len", "40",
+            "--num-prompts", "16", "--concurrency", "4", "--engine", "sglang", "--json"]
+    code, out, err = run(capsys, *argv)
+    assert code == 0, err
+    r = json.loads(out)
+    assert r["setup"]["engine"] == "sglang-moe"
+    assert r["schedule"] is None and set(r["policies"]) == {"off", "k=3"}
+    st = S.setup("H100-SXM", "Qwen3-30B-A3B", "eagle3", engine="sglang")
+    assert st.engine.name == "sglang-moe" and st.engine.family == "sglang"
+    assert r["verdict"] == "pays"
+    want = sglang_launch_line(st, {"num_speculative_tokens": 3, "model": "<eagle3-checkpoint>"},
+                              max_num_seqs=4)
+    assert r["serve"] == want and "sglang-launch-line" in r["serve_note_codes"]
+    code, out, err = run(capsys, *argv, "--schedule", "[[1, 4, 3]]")
+    assert code == 2 and "--schedule with --engine sglang" in err
