@@ -120,12 +120,16 @@ class SpecDecodeCounts:
 #: Gauges only a V0 server exposes (named in the "no counters" message).
 _V0_GAUGES = ("vllm:spec_decode_draft_acceptance_rate", "vllm:spec_decode_efficiency")
 
-#: The inputs specnb reads, named in every "cannot read this" message.
+#: Every input ``specnb metrics`` reads (its ``--help``), named in "not a format" errors.
 FORMATS = ("a Prometheus /metrics scrape of a vLLM V1 server (vllm:spec_decode_*_total "
            "counters; one scrape, or a before/after pair), a vLLM log with 'SpecDecoding "
            "metrics:' lines (V1: current, v0.9, v0.8) or 'Speculative metrics:' lines (V0, with "
-           "counts or rates only), or the printout of vLLM's "
-           "examples/offline_inference/spec_decode.py (num_drafts: ..., num_draft_tokens: ...)")
+           "counts or rates only), the printout of vLLM's "
+           "examples/offline_inference/spec_decode.py (num_drafts: ..., num_draft_tokens: ...), "
+           "vLLM response bodies with metrics.speculative_decoding (JSON lines, or a streamed "
+           "response saved by curl -N: 'data: {...}' lines), an SGLang server log with 'accept "
+           "len' lines or SGLang responses with meta_info (spec_verify_ct), or a llama-server "
+           "log with 'draft acceptance' lines")
 
 
 #: Characters of a scrape parsed at a time by :func:`_samples` (cut at a line end).
