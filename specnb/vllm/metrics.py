@@ -470,8 +470,8 @@ def acceptance_stats(counts: SpecDecodeCounts, num_speculative_tokens: int | Non
         an integer.
     ValueError
         no drafts or no draft tokens in the window (nothing was speculated); a count that is
-        negative, NaN or infinite; accepted tokens above draft tokens, or a per-position count
-        above the drafts (inconsistent counts); gamma < 1; a ``num_speculative_tokens`` the
+        negative, NaN or infinite; accepted tokens above draft tokens, a per-position count
+        above the drafts or above the position before's (inconsistent counts); gamma < 1; a ``num_speculative_tokens`` the
         counts contradict (draft tokens above gamma x drafts, or more per-position series than
         gamma; the message names the gamma the data implies); a tau above gamma + 1.
     UsageError
@@ -527,6 +527,14 @@ def acceptance_stats(counts: SpecDecodeCounts, num_speculative_tokens: int | Non
                          f"({counts.accepted_per_position[over[0]]:g}) exceeds the drafts "
                          f"({counts.drafts:g}): a position is accepted at most once per draft; "
                          "the counts are inconsistent")
+    app = counts.accepted_per_position
+    up = [i for i in range(1, len(app)) if app[i] > app[i - 1] * (1 + 1e-9)]
+    if up:  # a draft token is accepted only after every one before it in its draft
+        i = up[0]
+        raise ValueError(f"accepted at position {i} ({app[i]:g}) exceeds position {i - 1} "
+                         f"({app[i - 1]:g}): a draft token is accepted only when every one "
+                         "before it is, so the per-position counts cannot rise; the counts "
+                         "are inconsistent")
     notes = [derived] if derived else []
     rate = counts.accepted_tokens / counts.draft_tokens
     tau = 1.0 + counts.accepted_tokens / counts.drafts
