@@ -159,15 +159,13 @@ def register(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--proposal-rate", type=float, default=None, metavar="M",
                    help="ngram / suffix: share of a request's steps that carry a draft")
     load = p.add_argument_group("load (as vllm bench serve)")
-    load.add_argument("--requests", metavar="LOG.jsonl",
-                      help="a request log, the rows specnb replay reads (text, token ids, "
-                           "chat) or token counts (input_len / output_len, usage."
-                           "prompt_tokens ...), with optional arrival times (arrival_time, "
-                           "timestamp or created: seconds or ISO-8601)")
-    load.add_argument("--tokenizer", default=None, metavar="PATH",
-                      help="tokenizer folder (tokenizer.json) that encodes --requests text "
-                           "and chat rows, as specnb replay (default: the bundled one, "
-                           "data/models/tokenizer, with a note)")
+    load.add_argument("--requests", metavar="LOG.jsonl", help=(
+        "a request log: the rows specnb replay reads (text, token ids, chat) or token counts "
+        "(input_len / output_len, usage.prompt_tokens ...), with optional arrival times "
+        "(arrival_time, timestamp or created: seconds or ISO-8601)"))
+    load.add_argument("--tokenizer", default=None, metavar="PATH", help=(
+        "tokenizer folder (tokenizer.json) that encodes --requests text and chat rows, as "
+        "specnb replay (default: the bundled one, data/models/tokenizer, with a note)"))
     load.add_argument("--input-len", type=int, default=None, metavar="N",
                       help="prompt tokens (--random-input-len)")
     load.add_argument("--output-len", type=int, default=None, metavar="N",
