@@ -30,6 +30,13 @@ Python API (what other parts build on)::
         r.prompt_len, r.response_len, r.arrival_time, r.temperature, r.line
     log.skipped              # ((line, message), ...) with skip_bad=True
     log.tasks                # the tasks present, sorted
+    lens = request_log.read_lengths("requests.jsonl", tokenizer=None)  # the simulator's:
+        lens.prompt_len, lens.response_len, lens.arrival_time, lens.lines  # token counts too
+
+:func:`read_lengths` reads the same rows for their lengths only, and a fourth shape: token
+**counts**, the prompt's under one of :data:`PROMPT_COUNT_KEYS` (or ``usage.prompt_tokens``,
+an OpenAI response's), the response's under :data:`RESPONSE_COUNT_KEYS` (or
+``usage.completion_tokens``); each side is read from its ids, else its count, else its text.
 
 :func:`load_prompts` (prompt files and ``measure --logged`` traffic as dicts) and the bundled
 files' paths live here too, so that every reader of these files shares one parser.
@@ -50,7 +57,7 @@ from . import _check
 from .data import DATA_DIR
 
 __all__ = ["BUNDLED_PROMPTS", "BUNDLED_LOGGED", "BUNDLED_TOKENIZER", "Request", "RequestLog",
-           "Tokenizer", "read", "load_tokenizer", "encode_prompt", "load_prompts",
+           "Tokenizer", "read", "Lengths", "read_lengths", "load_tokenizer", "encode_prompt", "load_prompts",
            "check_file", "jsonl_lines"]
 
 #: Bundled prompts: held-out standard-library text (``python -m specnb.measure.train --prompts``).
@@ -62,6 +69,11 @@ BUNDLED_LOGGED = DATA_DIR / "prompts" / "stdlib_heldout_responses.jsonl"
 BUNDLED_TOKENIZER = DATA_DIR / "models" / "tokenizer"
 
 _ARRIVAL_KEYS = ("arrival_time", "timestamp", "created")
+#: Keys a row may give its prompt's token count under (first found wins; then an OpenAI
+#: ``usage`` object's ``prompt_tokens``): read by :func:`read_lengths` only.
+PROMPT_COUNT_KEYS = ("input_len", "prompt_len", "prompt_tokens", "num_prompt_tokens")
+#: ... the response's (tokens generated; then ``usage.completion_tokens``).
+RESPONSE_COUNT_KEYS = ("output_len", "response_len", "completion_tokens", "num_output_tokens")
 
 
 def check_file(path, what: str = "prompts file") -> Path:
@@ -425,8 +437,9 @@ def _arrival(where: str, obj: dict):
     return None
 
 
-def _reply(where: str, obj: dict):
-    """``(messages before the reply, reply text)`` of a chat row."""
+def _reply(where: str, obj: dict, has_response: bool):
+    """``(messages before the reply, reply text or None)`` of a chat row; ``has_response``:
+    the row gives the response otherwise (ids, or a count), so every message is prompt."""
     msgs = obj["messages"]
     if not isinstance(msgs, list) or not msgs or not all(
             isinstance(m, dict) and isinstance(m.get("role"), str)
@@ -437,10 +450,10 @@ def _reply(where: str, obj: dict):
     if reply is None and isinstance(obj.get("choices"), list) and obj["choices"]:
         c = obj["choices"][0]
         reply = (c.get("message") or {}).get("content") if isinstance(c, dict) else None
-        if reply is None:
+        if reply is None and not has_response:
             raise ValueError(f"{where}: 'choices[0].message.content' (the assistant's reply) "
                              "is missing")
-    if reply is None and "response_ids" not in obj:
+    if reply is None and not has_response:
         if msgs[-1]["role"] != "assistant":
             raise ValueError(f"{where}: a chat row needs the assistant's reply: 'response', "
                              "'response_ids', 'choices' or a last message with role 'assistant'")
@@ -458,6 +471,35 @@ def _need(tok, where: str) -> Tokenizer:
     return tok
 
 
+def _prompt(where: str, obj: dict, msgs, tok, vocab, counts: str = "") -> np.ndarray:
+    """The prompt's ids: ``prompt_ids``, else ``messages`` (``msgs``) or ``prompt`` encoded
+    by ``tok()`` (a callable: the tokenizer is loaded only for a text row)."""
+    if "prompt_ids" in obj:
+        return _ids(where, "prompt_ids", obj["prompt_ids"], vocab)
+    if msgs is not None:
+        return _ids(where, "messages", encode_prompt(_need(tok(), where), messages=msgs), vocab)
+    p = obj.get("prompt")
+    if not isinstance(p, str) or not p:
+        raise ValueError(f"{where}: a row needs its prompt: 'prompt' (non-empty text), "
+                         f"'prompt_ids' or 'messages'{counts}; got keys {sorted(obj)}")
+    return _ids(where, "prompt", encode_prompt(_need(tok(), where), prompt=p), vocab)
+
+
+def _response(where: str, obj: dict, reply, tok, vocab, counts: str = "") -> np.ndarray:
+    """The response's ids: ``response_ids``, else the reply text encoded by ``tok()``."""
+    if "response_ids" in obj:
+        return _ids(where, "response_ids", obj["response_ids"], vocab)
+    if reply is None:
+        raise ValueError(f"{where}: a row needs the served response: 'response' (text) or "
+                         f"'response_ids'{counts}; got keys {sorted(obj)}")
+    if not isinstance(reply, str) or not reply:
+        raise ValueError(f"{where}: the response must be a non-empty string, got {reply!r}")
+    ids = _need(tok(), where).encode(reply, special=False)
+    if not ids:
+        raise ValueError(f"{where}: the response encodes to no token")
+    return _ids(where, "response", ids, vocab)
+
+
 def _request(where: str, n: int, obj, tok, counts: dict) -> Request:
     if not isinstance(obj, dict):
         raise ValueError(f"{where}: each line must be a JSON object, got {type(obj).__name__}")
@@ -472,31 +514,9 @@ def _request(where: str, n: int, obj, tok, counts: dict) -> Request:
     vocab = None if tok is None else tok.vocab_size
     msgs, reply = (None, obj.get("response"))
     if "messages" in obj and "prompt_ids" not in obj:
-        msgs, reply = _reply(where, obj)
-    # prompt
-    if "prompt_ids" in obj:
-        prompt = _ids(where, "prompt_ids", obj["prompt_ids"], vocab)
-    elif msgs is not None:
-        prompt = _ids(where, "messages", encode_prompt(_need(tok, where), messages=msgs), vocab)
-    else:
-        p = obj.get("prompt")
-        if not isinstance(p, str) or not p:
-            raise ValueError(f"{where}: a row needs its prompt: 'prompt' (non-empty text), "
-                             f"'prompt_ids' or 'messages'; got keys {sorted(obj)}")
-        prompt = _ids(where, "prompt", encode_prompt(_need(tok, where), prompt=p), vocab)
-    # response
-    if "response_ids" in obj:
-        response = _ids(where, "response_ids", obj["response_ids"], vocab)
-    else:
-        if reply is None:
-            raise ValueError(f"{where}: a row needs the served response: 'response' (text) or "
-                             f"'response_ids'; got keys {sorted(obj)}")
-        if not isinstance(reply, str) or not reply:
-            raise ValueError(f"{where}: the response must be a non-empty string, got {reply!r}")
-        ids = _need(tok, where).encode(reply, special=False)
-        if not ids:
-            raise ValueError(f"{where}: the response encodes to no token")
-        response = _ids(where, "response", ids, vocab)
+        msgs, reply = _reply(where, obj, "response_ids" in obj)
+    prompt = _prompt(where, obj, msgs, lambda: tok, vocab)
+    response = _response(where, obj, reply, lambda: tok, vocab)
     rid = obj.get("id", obj.get("request_id"))
     if rid is None:
         if task is None:
@@ -557,3 +577,121 @@ def read(path=None, *, tokenizer=None, skip_bad: bool = False) -> RequestLog:
         raise ValueError(f"request log {str(p)!r} holds no request: {what}")
     return RequestLog(str(p), tuple(reqs), tuple(skipped),
                       None if tok is None else str(tok.path))
+
+
+# --- lengths only (the simulator's --requests) ----------------------------------------------
+
+@dataclass(frozen=True, eq=False)
+class Lengths:
+    """The token lengths and arrival times of a log's rows, in file order.
+
+    Attributes
+    ----------
+    path : str
+    prompt_len, response_len : int64 arrays (n,), >= 1
+    arrival_time : tuple of float seconds or None (no time) per row
+    lines : tuple of the rows' 1-based lines
+    tokenizer : the tokenizer that encoded text rows (its path), or None (none encoded)
+    encoded : how many rows had a side read from text
+    """
+
+    path: str
+    prompt_len: np.ndarray
+    response_len: np.ndarray
+    arrival_time: tuple
+    lines: tuple
+    tokenizer: str | None = None
+    encoded: int = 0
+
+    def __len__(self) -> int:
+        return int(self.prompt_len.size)
+
+
+def _count(where: str, obj: dict, keys, usage_key: str):
+    """The token count a row gives under ``keys`` (first found) or ``usage[usage_key]``;
+    None when it gives none. ValueError for a count that is not an int in [1, 2**53]."""
+    usage = obj.get("usage") if isinstance(obj.get("usage"), dict) else {}
+    key = next((k for k in keys if obj.get(k) is not None), None)
+    v = obj[key] if key is not None else usage.get(usage_key)
+    if v is None:
+        return None
+    name = key or f"usage.{usage_key}"
+    if (isinstance(v, bool) or not isinstance(v, (int, float)) or not _check.finite(v)
+            or v != int(v) or not 1 <= v <= _check.MAX_EXACT_INT):
+        raise ValueError(f"{where}: {name!r} (a token count) must be an integer in [1, 2**53], "
+                         f"got {str(v)[:40]}")
+    return int(v)
+
+
+def read_lengths(path=None, *, tokenizer=None) -> Lengths:
+    """The prompt and response lengths (tokens) and arrival times of every row of a request
+    log (the module docstring gives the rows: text, ids, chat, and token counts here), each
+    side from its ids, else its count, else its text encoded as :func:`read` encodes it.
+
+    Parameters
+    ----------
+    path : str or Path, optional
+        The JSON-lines file; default :data:`BUNDLED_LOGGED`.
+    tokenizer : folder, ``tokenizer.json`` path, :class:`Tokenizer`, None or False
+        Encodes text rows. None: the bundled one (:data:`BUNDLED_TOKENIZER`), loaded only
+        when a row needs it, and bounding no id (the log's vocabulary is not known); one given
+        bounds every id by its vocabulary, as :func:`read`; False: none, text rows refused.
+
+    Raises
+    ------
+    FileNotFoundError
+        No such file, or a folder.
+    ValueError
+        A bad row (``"<path>:<line>: ..."``: no prompt or response in any form, a count that
+        is not an int >= 1, a bad time, a text row without a tokenizer); an empty log; a file
+        that is not UTF-8; an unreadable tokenizer.
+    """
+    p = check_file(path if path is not None else BUNDLED_LOGGED, "request log")
+    given = tokenizer is not None and tokenizer is not False
+    tok = (tokenizer if isinstance(tokenizer, Tokenizer) else load_tokenizer(tokenizer)
+           ) if given else None
+    vocab = tok.vocab_size if given else None
+    cache = {}
+
+    def need():
+        if given or tokenizer is False:
+            return tok
+        if "tok" not in cache:
+            cache["tok"] = load_tokenizer(None) if importlib.util.find_spec(
+                "tokenizers") is not None else None
+        return cache["tok"]
+
+    ins, outs, times, lines, encoded = [], [], [], [], 0
+    hint_p = f", or a token count ({', '.join(PROMPT_COUNT_KEYS)}, usage.prompt_tokens)"
+    hint_r = f", or a token count ({', '.join(RESPONSE_COUNT_KEYS)}, usage.completion_tokens)"
+    for n, line in jsonl_lines(p):
+        where = f"{p}:{n}"
+        obj = _json_line(p, n, line)
+        if not isinstance(obj, dict):
+            raise ValueError(f"{where}: each line must be a JSON object, got "
+                             f"{type(obj).__name__}")
+        ni = None if "prompt_ids" in obj else _count(where, obj, PROMPT_COUNT_KEYS,
+                                                     "prompt_tokens")
+        no = None if "response_ids" in obj else _count(where, obj, RESPONSE_COUNT_KEYS,
+                                                       "completion_tokens")
+        msgs, reply = None, obj.get("response")
+        if "messages" in obj and "prompt_ids" not in obj and (ni is None or no is None):
+            msgs, reply = _reply(where, obj, "response_ids" in obj or no is not None)
+        text = False
+        if ni is None:
+            ni = _prompt(where, obj, msgs, need, vocab, hint_p).size
+            text = "prompt_ids" not in obj
+        if no is None:
+            no = _response(where, obj, reply, need, vocab, hint_r).size
+            text = text or "response_ids" not in obj
+        encoded += text
+        ins.append(int(ni))
+        outs.append(int(no))
+        times.append(_arrival(where, obj))
+        lines.append(n)
+    if not ins:
+        raise ValueError(f"request log {str(p)!r} holds no request: it is empty")
+    used = tok if given else cache.get("tok")
+    return Lengths(str(p), np.array(ins, dtype=np.int64), np.array(outs, dtype=np.int64),
+                   tuple(times), tuple(lines),
+                   None if used is None or not encoded else str(used.path), encoded)

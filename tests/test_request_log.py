@@ -124,3 +124,39 @@ def test_empty_and_all_bad_logs_and_missing_files(tmp_path):
     with pytest.raises(ValueError, match="needs a tokenizer"):
         RL.read(_log(tmp_path, [{"prompt": "p", "response": "r"}]), tokenizer=False)
     assert np.asarray(RL.read(ids, tokenizer=False)[0].prompt_ids).dtype == np.int64
+
+
+def test_read_lengths_takes_each_side_from_ids_then_counts_then_text(tmp_path):
+    """T8a-08: the simulator's reader is this module's: the rows read() reads, plus token
+    counts; each side from its ids, else its count, else its text (the bundled tokenizer)."""
+    tok = RL.load_tokenizer()
+    f = _log(tmp_path, [
+        {"prompt_ids": [1, 2, 3], "response_ids": [4, 5], "arrival_time": 3},
+        {"prompt": "def f(x):", "response_len": 7, "prompt_tokens": 99},  # count wins over text
+        {"prompt": "def f(x):", "usage": {"completion_tokens": 4}},  # text prompt, counted reply
+        {"messages": [{"role": "user", "content": "hi"},
+                      {"role": "assistant", "content": "hello there"}], "created": 5},
+        {"input_len": 11, "response_ids": [1] * 5}])
+    got = RL.read_lengths(f)
+    want_p = [3, 99, len(RL.encode_prompt(tok, prompt="def f(x):")),
+              len(RL.encode_prompt(tok, messages=[{"role": "user", "content": "hi"}])), 11]
+    want_r = [2, 7, 4, len(tok.encode("hello there", special=False)), 5]
+    assert got.prompt_len.tolist() == want_p and got.response_len.tolist() == want_r
+    assert got.arrival_time == (3.0, None, None, 5.0, None) and got.lines == (1, 2, 3, 4, 5)
+    assert got.encoded == 2 and got.tokenizer == str(tok.path)
+    # the chat row read() reads gives read()'s lengths
+    r = RL.read(_log(tmp_path, [json.loads(f.read_text().splitlines()[3])], "chat.jsonl"))[0]
+    assert (r.prompt_len, r.response_len) == (want_p[3], want_r[3])
+
+
+def test_read_lengths_bounds_ids_only_by_a_tokenizer_given(tmp_path):
+    f = _log(tmp_path, [{"prompt_ids": [128_000], "response_ids": [1]}])
+    assert RL.read_lengths(f).prompt_len.tolist() == [1]  # the default bounds no id
+    assert RL.read_lengths(f).tokenizer is None  # no text row: nothing encoded
+    with pytest.raises(ValueError, match="outside the tokenizer's vocabulary"):
+        RL.read_lengths(f, tokenizer=RL.BUNDLED_TOKENIZER)
+    g = _log(tmp_path, [{"prompt": "a", "response": "b"}], "text.jsonl")
+    with pytest.raises(ValueError, match="text.jsonl:1: a text or chat row needs a tokenizer"):
+        RL.read_lengths(g, tokenizer=False)
+    with pytest.raises(ValueError, match="empty"):
+        RL.read_lengths(_log(tmp_path, [], "empty.jsonl"))

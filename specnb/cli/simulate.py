@@ -4,7 +4,8 @@ load, each step timed by the serving model (:mod:`specnb.simulate`).
 
 Exit status: 0 printed; 2 on bad input (argparse's own errors; a rate <= 0, a concurrency
 < 1, lengths < 1, a token budget below one request's verify step, an acceptance profile
-without the gammas simulated, a log row without lengths, a synthetic load that would take
+without the gammas simulated, a log row without lengths (ids, token counts, or text:
+``--tokenizer``), ``--tokenizer`` without ``--requests``, a synthetic load that would take
 more than :data:`MAX_SIM_S` to simulate (``--num-prompts``; above :data:`WARN_SIM_S` the
 estimate is printed as a warning and the run goes on; with ``--engine vllm-v0`` a
 ``--max-num-batched-tokens`` V0 refuses to build; ``--schedule`` or
@@ -161,8 +162,13 @@ def register(subparsers) -> argparse.ArgumentParser:
                         "with VLLM_USE_V2_MODEL_RUNNER=0; V2, vLLM 0.33's default, drafts at "
                         "every step)")
     load = p.add_argument_group("load (as vllm bench serve)")
-    load.add_argument("--requests", metavar="LOG.jsonl",
-                      help="a request log: prompt / output lengths and arrival times per row")
+    load.add_argument("--requests", metavar="LOG.jsonl", help=(
+        "a request log: the rows specnb replay reads (text, token ids, chat) or token counts "
+        "(input_len / output_len, usage.prompt_tokens ...), with optional arrival times "
+        "(arrival_time, timestamp or created: seconds or ISO-8601)"))
+    load.add_argument("--tokenizer", default=None, metavar="PATH", help=(
+        "tokenizer folder (tokenizer.json) that encodes --requests text and chat rows, as "
+        "specnb replay (default: the bundled one, data/models/tokenizer, with a note)"))
     load.add_argument("--input-len", type=int, default=None, metavar="N",
                       help="prompt tokens (--random-input-len)")
     load.add_argument("--output-len", type=int, default=None, metavar="N",
@@ -251,6 +257,9 @@ def _check_flags(a) -> str | None:
                     f"{_duration(MAX_SIM_S)})")
     elif a.input_len is not None or a.output_len is not None:
         return "--requests gives the lengths; leave out --input-len / --output-len"
+    if a.tokenizer is not None and a.requests is None:
+        return ("--tokenizer encodes the text rows of --requests LOG; give the log, or leave "
+                "--tokenizer out")
     if a.concurrency is not None and a.concurrency < 1:
         return f"--concurrency must be >= 1, got {a.concurrency}"
     if not a.burstiness > 0:
@@ -353,15 +362,15 @@ def simulate(a) -> dict:
 
     runner = plan_runner(st.draft.method, profile,  # the profile's, else vLLM's (T8a-01)
                          1.0 if a.proposal_rate is None else a.proposal_rate)
-    sglang = st.engine.name == "sglang"
+    sglang = st.engine.family == "sglang"  # sglang-moe too
     if sglang and (a.schedule or a.disable_by_batch_size):  # vLLM's per-batch-size K
         flag = "--schedule" if a.schedule else "--disable-by-batch-size"
         raise ValueError(f"{flag} with --engine sglang: SGLang runs one "
                          "--speculative-num-steps at every batch size (no "
                          "num_speculative_tokens_per_batch_size); leave it out")
     if a.requests:
-        w = M.from_log(a.requests, request_rate=a.request_rate, burstiness=a.burstiness,
-                       concurrency=a.concurrency, seed=a.seed)
+        w = M.from_log(a.requests, tokenizer=a.tokenizer, request_rate=a.request_rate,
+                       burstiness=a.burstiness, concurrency=a.concurrency, seed=a.seed)
     else:
         w = M.synthetic(a.num_prompts, a.input_len, a.output_len, range_ratio=a.range_ratio,
                         concurrency=a.concurrency, request_rate=a.request_rate,
@@ -369,7 +378,7 @@ def simulate(a) -> dict:
     kw = dict(max_num_seqs=a.max_num_seqs, max_num_batched_tokens=a.max_num_batched_tokens,
               prefix_cache_hit_rate=a.prefix_cache_hit_rate)
     off_cfg = None
-    if st.engine.name == "vllm-v0":  # V0's scheduler defaults, per run (v0_engine_config)
+    if st.engine.family == "vllm-v0":  # V0's scheduler defaults, per run (v0_engine_config)
         given = {k: v for k, v in kw.items() if v is not None}
         cfg = M.v0_engine_config(st, speculative=True, **given)
         off_cfg = M.v0_engine_config(st, speculative=False, **given)
@@ -428,7 +437,7 @@ def _dropped_note(a, st, sched, max_num_seqs):
     from ..notes import Note
     from ..vllm.schedule import SCHEDULE_DROPPED_CODE, schedule_dropped
 
-    if st.engine.name != "vllm":
+    if st.engine.family != "vllm":
         return None
     k = max(a.gamma)
     why = schedule_dropped(st.draft.method, k)
@@ -454,7 +463,8 @@ def _notes(a, w, profile, cmp, cfg=None, off_cfg=None, st=None) -> list:
     ``ttft-closed-loop-lockstep`` (a fixed-length closed loop moves TTFT for a reason of its
     own: notebook 10), ``fa2-multi-token-attention`` (:func:`specnb.serving.multi_token_note`
     at the load's longest context), ``tau-read-at-first-gamma`` (one --tau with several
-    --gamma: :func:`specnb.theory.tau_by_gamma`, the rule plan follows too)."""
+    --gamma: :func:`specnb.theory.tau_by_gamma`, the rule plan follows too),
+    ``log-text-bundled-tokenizer`` (:func:`_bundled_tokenizer_note`)."""
     import numpy as np
 
     from ..advise.plan import profile_context_notes
@@ -462,6 +472,9 @@ def _notes(a, w, profile, cmp, cfg=None, off_cfg=None, st=None) -> list:
     from ..serving import multi_token_note
 
     out = []
+    bundled = _bundled_tokenizer_note(a, w)
+    if bundled is not None:
+        out.append(bundled)
     if a.tau is not None and len(a.gamma) > 1:  # one tau, several gammas: say how it is read
         from ..theory import tau_by_gamma
 
@@ -477,8 +490,8 @@ def _notes(a, w, profile, cmp, cfg=None, off_cfg=None, st=None) -> list:
                         f"vLLM V0's defaults per run (v0.6.3 create_engine_config): off with "
                         f"{how(off_cfg)}, speculating with {how(cfg)} (V0 turns chunked "
                         "prefill on by default above 32K positions only without speculation)"))
-    if profile is not None:
-        out += profile_context_notes(profile, [top])
+    if profile is not None:  # the last step drafts at context in + out - 1, as replay counts
+        out += profile_context_notes(profile, [top - 1])
     fixed = not a.requests and not a.range_ratio and a.concurrency is not None
     if fixed and cmp["ttft_ratio"] < 1.0 - LOCKSTEP_TTFT_TOLERANCE:  # the lockstep lowers
         # only the speculating run's TTFT: a ratio above 1 is a real cost (longer steps)
@@ -489,6 +502,25 @@ def _notes(a, w, profile, cmp, cfg=None, off_cfg=None, st=None) -> list:
                         "speculation's varying accepted lengths break that lockstep. That is "
                         "not a faster prefill: give --range-ratio (e.g. 0.5) to see it go"))
     return out
+
+
+def _bundled_tokenizer_note(a, w):
+    """Note ``log-text-bundled-tokenizer`` when text rows of a log other than the bundled one
+    were encoded with the bundled tokenizer (no ``--tokenizer``): a toy vocabulary, not the
+    served model's, so the lengths are not the server's token counts. None otherwise."""
+    from pathlib import Path
+
+    from ..notes import Note
+    from ..request_log import BUNDLED_LOGGED, BUNDLED_TOKENIZER
+
+    if a.tokenizer is not None or w.tokenizer is None \
+            or Path(a.requests).resolve() == BUNDLED_LOGGED.resolve():
+        return None
+    return Note("log-text-bundled-tokenizer",
+                f"the log's text rows were encoded with the bundled tokenizer "
+                f"({BUNDLED_TOKENIZER}), not the served model's: give --tokenizer (the "
+                "model's tokenizer folder) for its token counts, or log prompt_ids / "
+                "response_ids or usage counts")
 
 
 def _serve_line(st, cfg, pols, on, workload, profile=None, runner=None):
@@ -511,7 +543,7 @@ def _serve_line(st, cfg, pols, on, workload, profile=None, runner=None):
     conf, _ = setup_config(st, sched, acceptance_profile=profile)
     if conf is None:
         return None, []
-    if st.engine.name == "sglang":  # SGLang's own launch line (plan's: one home)
+    if st.engine.family == "sglang":  # SGLang's own launch line (plan's: one home)
         # the most requests the run had in flight: a closed loop's concurrency, else the cap
         running = min(cfg.max_num_seqs, workload.max_concurrency or cfg.max_num_seqs)
         longest = int(np.max(np.asarray(workload.input_len) + np.asarray(workload.output_len)))

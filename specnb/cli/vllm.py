@@ -361,20 +361,34 @@ _ENGINE_MARKERS = ("accept len:", "draft acceptance", "speculative_decoding", "s
 
 def _responses(sc):
     """The JSON response bodies of a scanned file (one a line; or the whole file as one JSON
-    value or a list of them), or None when it is not JSON."""
+    value or a list of them; or a saved event stream, ``data: {...}`` lines:
+    :func:`specnb.vllm.requests.sse_data`), or None when it is not JSON."""
     from ..vllm.bench import _objects
+    from ..vllm.requests import is_sse, sse_data
 
-    if not sc.head.lstrip().startswith(("{", "[")):
+    sse = is_sse(sc.head)
+    if not (sse or sc.head.lstrip().startswith(("{", "["))):
         return None
     try:
-        objs = [json.loads(t) for _, t in sc.kept() if t.strip()]
+        objs = [json.loads(t) for t in (sse_data(x) for _, x in sc.kept()) if t is not None]
         if not objs:
             raise ValueError
     except ValueError:
         if sc.where == "<stdin>" or sc.n_bytes > 256 << 20:
             raise ValueError(f"{sc.where}: give the responses one JSON object a line (JSONL)")
         with open(sc.where, encoding="utf-8") as fh:
-            objs = _objects(fh.read(), sc.where)
+            text = fh.read()
+        if sse:
+            objs = []
+            for n, line in enumerate(text.splitlines(), 1):
+                t = sse_data(line)
+                try:
+                    objs += [] if t is None else [json.loads(t)]
+                except ValueError:
+                    raise ValueError(f"{sc.where}:{n}: not a JSON event (a streamed response "
+                                     "is 'data: {...}' lines)") from None
+        else:
+            objs = _objects(text, sc.where)
     out = []
     for o in objs:
         out += o if isinstance(o, list) else [o]
@@ -389,12 +403,16 @@ def _engine_of(scans, engine: str) -> str:
 
     if engine not in ("auto", "vllm") and len(scans) > 1:
         raise UsageError(f"usage: --engine {engine} reads one file")
+    from ..vllm.requests import is_sse
+
     sc = scans[0]
-    if len(scans) == 1 and sc.head.lstrip().startswith(("{", "[")):
+    if len(scans) == 1 and (is_sse(sc.head) or sc.head.lstrip().startswith(("{", "["))):
         if engine in ("auto", "vllm") and "speculative_decoding" in sc.markers:
             return "vllm-requests"
         if engine in ("auto", "sglang") and "spec_verify_ct" in sc.markers:
             return "sglang-meta"
+        if engine in ("auto", "vllm") and is_sse(sc.head):  # a stream without the section
+            return "vllm-requests"  # read_request_metrics says what the server needs
     vllm_marks = {"vllm:spec_decode_", "SpecDecoding metrics:", "Speculative metrics:"}
     if engine == "auto" and len(scans) == 1 and not (vllm_marks & sc.markers):
         text = sc.text  # no vLLM line: another engine's (O(kept lines))
@@ -418,8 +436,8 @@ def _other_engine(engine, scans, k):
         counts = read_request_metrics(_responses(sc))
         return Reading(acceptance_stats(counts, k), "requests", (
             f"source: {counts.label_sets:,} vLLM response(s) with metrics.speculative_decoding "
-            "(--per-request-spec-decode-metrics), summed: the server counters' definitions, "
-            "for these requests",))
+            "(--per-request-spec-decode-metrics summary), summed: the server counters' "
+            "definitions, for these requests",))
     if engine == "sglang-meta":
         got = read_sglang_meta_info(_responses(sc), k)
     elif engine == "sglang":
@@ -553,8 +571,11 @@ def register(sub) -> None:
     m = sub.add_parser("metrics", help="acceptance from a /metrics scrape (pair) or a log",
                        description="Read one /metrics scrape, a before/after pair (the window "
                                    "between them), a vLLM log (V1 SpecDecoding lines of any "
-                                   "version, V0 Speculative metrics lines) or the printout of "
-                                   "vLLM's examples/offline_inference/spec_decode.py; print "
+                                   "version, V0 Speculative metrics lines), the printout of "
+                                   "vLLM's examples/offline_inference/spec_decode.py, vLLM "
+                                   "response bodies with metrics.speculative_decoding (JSON "
+                                   "lines, or a stream saved by curl -N: data: lines), or "
+                                   "another engine's input (--engine); print "
                                    "acceptance rate, mean acceptance length, per-position rates "
                                    "and the implied alpha. Exit status: 0 printed, 2 bad "
                                    "input: a file that cannot be read or holds no usable data "
@@ -564,14 +585,14 @@ def register(sub) -> None:
                                    "option (specnb --help: every command's exit status).")
     m.add_argument("files", nargs="+", metavar="FILE",
                    help="scrape, or BEFORE AFTER scrapes, or a log file, or a spec_decode.py "
-                        "printout; - for stdin")
+                        "printout, or responses (JSON lines or a saved stream); - for stdin")
     m.add_argument("--num-speculative-tokens", "-k", type=positive_int, metavar="N",
                    help="gamma for alpha (default: inferred)")
     m.add_argument("--model-name", help="keep only series with this model_name label")
     m.add_argument("--engine", choices=("auto", "vllm", "sglang", "llama.cpp"), default="auto",
                    help="what wrote the input (default auto: from its lines): vllm (scrape, "
                         "log, printout, or response bodies with metrics.speculative_decoding "
-                        "as JSON lines), sglang (server log 'accept len' lines, or responses "
+                        "as JSON lines or a streamed response saved by curl -N), sglang (server log 'accept len' lines, or responses "
                         "with meta_info), llama.cpp (llama-server 'draft acceptance' lines); "
                         "each is put in specnb's tau and acceptance rate, the difference in "
                         "definitions stated")

@@ -164,13 +164,13 @@ def host_cost(st, *, prompt_lookup_min: int = 1, prompt_lookup_max: int = 4,
         _check.choice("runner", runner, list(RUNNERS))
     if runner is None:
         runner = model_runner(st.draft.method)
-    if st.engine.name == "vllm" and runner == "v2":  # V2: a GPU n-gram kernel, async kept
+    if st.engine.family == "vllm" and runner == "v2":  # V2: a GPU n-gram kernel, async kept
         return HostCost()
-    sync_us = SYNC_HOST_US_PER_REQUEST if (async_plain and st.engine.name == "vllm"
+    sync_us = SYNC_HOST_US_PER_REQUEST if (async_plain and st.engine.family == "vllm"
                                            and st.draft.method in ASYNC_OFF_METHODS) else 0.0
     if st.draft.method != "ngram":
         return HostCost(sync_us_per_request=sync_us)
-    if st.engine.name == "vllm-v0":
+    if st.engine.family == "vllm-v0":
         return HostCost("v0-ngram", 1, hi - lo + 1)
     threads = NGRAM_MAX_THREADS
     if cpus is not None:

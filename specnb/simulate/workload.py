@@ -8,7 +8,6 @@ or read from a request log.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,16 +16,7 @@ import numpy as np
 
 from .. import _check, limits, request_log
 
-__all__ = ["Workload", "synthetic", "from_log", "bench_lengths", "bench_arrivals",
-           "LOG_INPUT_KEYS", "LOG_OUTPUT_KEYS", "LOG_TIME_KEYS"]
-
-#: Keys a request-log row may carry its prompt length under (tokens), first found wins; an
-#: OpenAI ``usage`` object's ``prompt_tokens`` too.
-LOG_INPUT_KEYS = ("input_len", "prompt_len", "prompt_tokens", "num_prompt_tokens")
-#: ... its output length (tokens generated).
-LOG_OUTPUT_KEYS = ("output_len", "response_len", "completion_tokens", "num_output_tokens")
-#: ... its arrival time (seconds; relative or absolute, shifted so the first is 0).
-LOG_TIME_KEYS = ("timestamp", "arrival_time", "arrival_s", "time")
+__all__ = ["Workload", "synthetic", "from_log", "bench_lengths", "bench_arrivals"]
 
 
 @dataclass(frozen=True)
@@ -44,6 +34,7 @@ class Workload:
     request_rate : float (inf for a closed loop) and ``burstiness``: how the arrivals were
         drawn (written into the bench-format result)
     source : what built it
+    tokenizer : the tokenizer that encoded a log's text rows (its path), or None
     """
 
     input_len: np.ndarray
@@ -53,6 +44,7 @@ class Workload:
     request_rate: float = math.inf
     burstiness: float = 1.0
     source: str = ""
+    tokenizer: str | None = None
 
     @property
     def num_prompts(self) -> int:
@@ -138,90 +130,51 @@ def synthetic(num_prompts: int, input_len: int, output_len: int, *, range_ratio:
                     f"random {i} + {o} tokens x {n}" + (f", range ratio {r:g}" if r else ""))
 
 
-def _first(row: dict, keys):
-    for k in keys:
-        if row.get(k) is not None:
-            return row[k]
-    return None
-
-
-def from_log(path, *, request_rate=None, burstiness: float = 1.0, concurrency=None,
-             seed: int = 0) -> Workload:
-    """Requests from a JSON-lines log, one request a line: the prompt and output lengths in
-    tokens (:data:`LOG_INPUT_KEYS`, :data:`LOG_OUTPUT_KEYS`, or an OpenAI ``usage`` object)
-    and, optionally, the arrival time (:data:`LOG_TIME_KEYS`, seconds; shifted so that the
+def from_log(path, *, tokenizer=None, request_rate=None, burstiness: float = 1.0,
+             concurrency=None, seed: int = 0) -> Workload:
+    """Requests from a request log (:func:`specnb.request_log.read_lengths`, the rows
+    ``specnb replay`` reads, and token counts): each row's prompt and output lengths in
+    tokens and, optionally, its arrival time (seconds or ISO-8601, shifted so that the
     first is 0). Rows without a time arrive at ``request_rate`` (as :func:`bench_arrivals`)
     after the last timed row, or all at once in a closed loop of ``concurrency``.
+    ``tokenizer`` encodes text rows (``read_lengths``'s; None: the bundled one).
 
     Raises
     ------
     ValueError
-        a file that is not UTF-8 text; a row that is not a JSON object, or without a length,
-        or with a length < 1 or a time that is not a number (naming the row, 1-based); an
-        empty log; untimed rows with
-        neither a rate nor a concurrency; times that go backwards.
+        a bad row or log (``read_lengths``'s, naming the line); untimed rows with neither a
+        rate nor a concurrency; times that go backwards.
     FileNotFoundError
-        no such file.
+        no such file, or a folder.
     """
-    p = Path(path)
-    if not p.is_file():
-        raise FileNotFoundError(f"request log {str(p)!r} "
-                                + ("is a folder, not a JSON-lines file" if p.is_dir()
-                                   else "does not exist"))
     rate = _rate(request_rate)
     c = None if concurrency is None else _check.scalar_int("concurrency", concurrency, lo=1)
     b = _burst(burstiness)
-    ins, outs, times = [], [], []
-    for n, line in request_log.jsonl_lines(p):
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{p.name} row {n}: not JSON ({exc.msg})") from None
-        if not isinstance(row, dict):
-            raise ValueError(f"{p.name} row {n}: not a JSON object")
-        usage = row.get("usage") if isinstance(row.get("usage"), dict) else {}
-        got = []
-        for what, keys, alt in (("prompt", LOG_INPUT_KEYS, "prompt_tokens"),
-                                ("output", LOG_OUTPUT_KEYS, "completion_tokens")):
-            v = _first(row, keys)
-            v = usage.get(alt) if v is None else v
-            if v is None:
-                raise ValueError(f"{p.name} row {n}: no {what} length (one of "
-                                 f"{', '.join(keys)}, or usage.{alt}); the simulator needs "
-                                 "token counts")
-            if (isinstance(v, bool) or not isinstance(v, (int, float)) or not _check.finite(v)
-                    or v != int(v) or not 1 <= v <= _check.MAX_EXACT_INT):
-                raise ValueError(f"{p.name} row {n}: {what} length must be an integer in "
-                                 f"[1, 2**53], got {str(v)[:40]}")
-            got.append(int(v))
-        t = _first(row, LOG_TIME_KEYS)
-        if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float))
-                              or not _check.finite(t)):
-            raise ValueError(f"{p.name} row {n}: time must be a number of seconds, got "
-                             f"{str(t)[:40]}")
-        ins.append(got[0])
-        outs.append(got[1])
-        times.append(None if t is None else float(t))
-    if not ins:
-        raise ValueError(f"request log {p.name} has no rows")
+    s = _check.scalar_int("seed", seed, lo=0)
+    log = request_log.read_lengths(path, tokenizer=tokenizer)
+    name = Path(log.path).name
+    times = log.arrival_time
     timed = [t for t in times if t is not None]
     if len(timed) < len(times) and request_rate is None and c is None:
-        raise ValueError(f"{p.name}: {len(times) - len(timed)} row(s) without a time: give "
+        raise ValueError(f"{name}: {len(times) - len(timed)} row(s) without a time: give "
                          "a request rate (or a concurrency) for them")
     t0 = min(timed) if timed else 0.0
-    rng = np.random.default_rng(_check.scalar_int("seed", seed, lo=0))
+    rng = np.random.default_rng(s)
     untimed = bench_arrivals(rng, len(times) - len(timed), rate, b) if len(timed) < len(times) \
         else np.zeros(0)
     out, last, j = [], 0.0, 0
-    for n, t in enumerate(times, 1):
+    for n, t in zip(log.lines, times):
         if t is None:
             out.append(last + float(untimed[j]))
             j += 1
         else:
             if t - t0 < (out[-1] if out else 0.0) - 1e-9:
-                raise ValueError(f"{p.name} row {n}: time {t} is earlier than the row before "
+                raise ValueError(f"{log.path}:{n}: time {t} is earlier than the row before "
                                  "(sort the log by arrival)")
             out.append(t - t0)
             last = t - t0
-    return Workload(np.array(ins, dtype=np.int64), np.array(outs, dtype=np.int64),
-                    np.array(out), c, rate, float(b), f"log {p.name} ({len(ins)} requests)")
+    text = (f"; {log.encoded} text row(s) encoded by the tokenizer in "
+            f"{Path(log.tokenizer).parent}"
+            if log.tokenizer else "")
+    return Workload(log.prompt_len, log.response_len, np.array(out), c, rate, float(b),
+                    f"log {name} ({len(log)} requests{text})", log.tokenizer)

@@ -74,6 +74,46 @@ def _check_values(data: dict, where: str) -> None:
             for r in rates)):
         raise ValueError(f"{where}: spec_decode_per_position_acceptance_rates must be a list "
                          f"of fractions in [0, 1], got {rates!r}")
+    _check_spec(data, where)
+
+
+_COUNT_KEYS = ("spec_decode_num_drafts", "spec_decode_draft_tokens",
+               "spec_decode_accepted_tokens")
+
+
+def _check_spec(data: dict, where: str) -> None:
+    """ValueError naming the keys when a result's spec-decode keys are none vLLM's bench could
+    write: its counters (and per-position rates x drafts) through the one rule for these
+    counters, :func:`specnb.vllm.metrics.acceptance_stats` (accepted <= draft tokens, a
+    position's count <= the drafts and <= the position before's), and
+    ``spec_decode_acceptance_length`` (tau = 1 + accepted / drafts, vLLM's
+    ``benchmarks/serve.py``) in [1, draft tokens / drafts + 1] (the per-position rates' count
+    + 1 without the counters)."""
+    from .metrics import SpecDecodeCounts, acceptance_stats
+
+    n, dt, acc = (data.get(k) for k in _COUNT_KEYS)
+    rates = data.get("spec_decode_per_position_acceptance_rates") or []
+    hi, why = (len(rates) + 1.0, "the per-position rates' count + 1") if rates else (None, "")
+    if n is not None and dt is not None and acc is not None and (n > 0 or dt > 0):
+        keys = [f"{k} {v:g}" for k, v in zip(_COUNT_KEYS, (n, dt, acc))] + (
+            ["spec_decode_per_position_acceptance_rates ["
+             + ", ".join(f"{float(r):.4g}" for r in rates) + "] (x the drafts: the "
+             "per-position counts)"] if rates else [])
+        try:
+            acceptance_stats(SpecDecodeCounts(float(n), float(dt), float(acc),
+                                              tuple(float(r) * n for r in rates), 1, "bench"))
+        except ValueError as exc:  # UsageError too: no -k is given here
+            raise ValueError(f"{where}: impossible spec-decode keys ({', '.join(keys)}): "
+                             f"{exc}") from None
+        hi, why = 1.0 + dt / n, f"1 + draft tokens / drafts = 1 + {dt:g} / {n:g}"
+    tau = data.get("spec_decode_acceptance_length")
+    if tau is None:
+        return
+    if tau < 1 or (hi is not None and tau > hi * (1 + 1e-9)):
+        bound = f"[1, {hi:.4g}] ({why})" if hi is not None else "at least 1"
+        raise ValueError(f"{where}: spec_decode_acceptance_length (tau, tokens per step with "
+                         f"the bonus token) is {tau:g}; it must be {bound}: vLLM's bench "
+                         "writes 1 + accepted / drafts")
 
 
 def _objects(text: str, where: str) -> list:
@@ -126,7 +166,9 @@ def read_bench(path_or_dict) -> dict:
         not UTF-8 text, not JSON, not an object, neither ``output_throughput`` nor any ``*_ms``
         latency key (not a bench result), or a latency, throughput, count or acceptance value
         that is not a finite number >= 0, or is above :data:`MAX_VALUE` (the message names
-        the key).
+        the key); spec-decode keys vLLM could not write (:func:`_check_spec`: accepted above
+        draft tokens, per-position rates that rise, tau outside [1, draft tokens / drafts +
+        1]; the message names the keys).
     """
     if isinstance(path_or_dict, (str, Path)):
         return read_bench_results(path_or_dict)[-1]

@@ -120,12 +120,16 @@ class SpecDecodeCounts:
 #: Gauges only a V0 server exposes (named in the "no counters" message).
 _V0_GAUGES = ("vllm:spec_decode_draft_acceptance_rate", "vllm:spec_decode_efficiency")
 
-#: The inputs specnb reads, named in every "cannot read this" message.
+#: Every input ``specnb metrics`` reads (its ``--help``), named in "not a format" errors.
 FORMATS = ("a Prometheus /metrics scrape of a vLLM V1 server (vllm:spec_decode_*_total "
            "counters; one scrape, or a before/after pair), a vLLM log with 'SpecDecoding "
            "metrics:' lines (V1: current, v0.9, v0.8) or 'Speculative metrics:' lines (V0, with "
-           "counts or rates only), or the printout of vLLM's "
-           "examples/offline_inference/spec_decode.py (num_drafts: ..., num_draft_tokens: ...)")
+           "counts or rates only), the printout of vLLM's "
+           "examples/offline_inference/spec_decode.py (num_drafts: ..., num_draft_tokens: ...), "
+           "vLLM response bodies with metrics.speculative_decoding (JSON lines, or a streamed "
+           "response saved by curl -N: 'data: {...}' lines), an SGLang server log with 'accept "
+           "len' lines or SGLang responses with meta_info (spec_verify_ct), or a llama-server "
+           "log with 'draft acceptance' lines")
 
 
 #: Characters of a scrape parsed at a time by :func:`_samples` (cut at a line end).
@@ -466,8 +470,8 @@ def acceptance_stats(counts: SpecDecodeCounts, num_speculative_tokens: int | Non
         an integer.
     ValueError
         no drafts or no draft tokens in the window (nothing was speculated); a count that is
-        negative, NaN or infinite; accepted tokens above draft tokens, or a per-position count
-        above the drafts (inconsistent counts); gamma < 1; a ``num_speculative_tokens`` the
+        negative, NaN or infinite; accepted tokens above draft tokens, a per-position count
+        above the drafts or above the position before's (inconsistent counts); gamma < 1; a ``num_speculative_tokens`` the
         counts contradict (draft tokens above gamma x drafts, or more per-position series than
         gamma; the message names the gamma the data implies); a tau above gamma + 1.
     UsageError
@@ -523,6 +527,14 @@ def acceptance_stats(counts: SpecDecodeCounts, num_speculative_tokens: int | Non
                          f"({counts.accepted_per_position[over[0]]:g}) exceeds the drafts "
                          f"({counts.drafts:g}): a position is accepted at most once per draft; "
                          "the counts are inconsistent")
+    app = counts.accepted_per_position
+    up = [i for i in range(1, len(app)) if app[i] > app[i - 1] * (1 + 1e-9)]
+    if up:  # a draft token is accepted only after every one before it in its draft
+        i = up[0]
+        raise ValueError(f"accepted at position {i} ({app[i]:g}) exceeds position {i - 1} "
+                         f"({app[i - 1]:g}): a draft token is accepted only when every one "
+                         "before it is, so the per-position counts cannot rise; the counts "
+                         "are inconsistent")
     notes = [derived] if derived else []
     rate = counts.accepted_tokens / counts.draft_tokens
     tau = 1.0 + counts.accepted_tokens / counts.drafts

@@ -37,7 +37,8 @@ def test_json_has_the_issues_keys_and_ratios_of_the_files(capsys, tmp_path):
     assert json.loads((tmp_path / "off.json").read_text())["ttfts"]
     # specnb bench reads them as a real on / off pair
     code, out, err = run(capsys, "bench", str(tmp_path / "k3.json"), str(tmp_path / "off.json"))
-    assert code == 0, err and "TPOT" in out
+    assert code == 0, err
+    assert "TPOT" in out
     code, out, err = run(capsys, "plan", "--gpu", "H100-SXM", "--model", "Llama-3.1-8B",
                          "--draft", "eagle3", "--context", "520", "--batch", "8", "16",
                          "--gamma", "3", "--calibrate-bench", str(tmp_path / "k3.json"),
@@ -87,7 +88,7 @@ def test_bad_lengths_logs_and_profiles(capsys, tmp_path):
     log = tmp_path / "log.jsonl"
     log.write_text('{"prompt_len": 10, "output_len": 3}\n{"prompt_len": 5}\n')
     code, _, err = run(capsys, *base, "--requests", str(log), "--concurrency", "2")
-    assert code == 2 and "row 2: no output length" in err
+    assert code == 2 and "log.jsonl:2: a row needs the served response" in err
     from specnb import acceptance_profile as AP
 
     c = AP.Counters(10, 5, 10, 5, (3, 2), (5, 5))
@@ -223,7 +224,8 @@ def test_notes_for_a_profile_beyond_its_log_and_a_lockstep_ttft(capsys, tmp_path
     assert code == 0, err
     r = json.loads(out)
     assert "profile-context-extrapolated" in r["note_codes"]
-    assert "context 540 is beyond" in r["notes"][r["note_codes"].index("profile-context-extrapolated")]
+    # 500 + 40 tokens: the last step drafts at context 539 (replay's count of contexts)
+    assert "context 539 is beyond" in r["notes"][r["note_codes"].index("profile-context-extrapolated")]
     code, out, _ = run(capsys, *BASE, "--concurrency", "8", "--json")
     r = json.loads(out)
     lock = "ttft-closed-loop-lockstep" in r["note_codes"]
@@ -441,3 +443,79 @@ def test_the_profiles_model_runner_sets_the_host_terms_and_is_named(capsys, tmp_
     st = S.setup("H100-SXM", "Llama-3.1-8B", "ngram", engine="vllm")
     assert M.host_cost(st, runner="v1").kind == "v1-ngram"
     assert M.host_cost(st) == M.HostCost()  # what the V2 run was charged
+def test_engine_sglang_on_a_moe_target_is_sglang_moe_and_behaves_as_sglang(capsys):
+    """A mixture-of-experts target under --engine sglang runs the sglang-moe profile
+    (EngineProfile.family 'sglang'): SGLang's launch line and no vLLM schedule, as for
+    a dense target (the test once read engine.name == 'sglang' and planned vLLM's schedule)."""
+    from specnb import serving as S
+    from specnb.advise.plan import sglang_launch_line
+
+    argv = ["simulate", "--gpu", "H100-SXM", "--model", "Qwen3-30B-A3B", "--draft", "eagle3",
+            "--gamma", "3", "--tau", "3.8", "--input-len", "500", "--output-len", "40",
+            "--num-prompts", "16", "--concurrency", "4", "--engine", "sglang", "--json"]
+    code, out, err = run(capsys, *argv)
+    assert code == 0, err
+    r = json.loads(out)
+    assert r["setup"]["engine"] == "sglang-moe"
+    assert r["schedule"] is None and set(r["policies"]) == {"off", "k=3"}
+    st = S.setup("H100-SXM", "Qwen3-30B-A3B", "eagle3", engine="sglang")
+    assert st.engine.name == "sglang-moe" and st.engine.family == "sglang"
+    assert r["verdict"] == "pays"
+    want = sglang_launch_line(st, {"num_speculative_tokens": 3, "model": "<eagle3-checkpoint>"},
+                              max_num_seqs=4)
+    assert r["serve"] == want and "sglang-launch-line" in r["serve_note_codes"]
+    code, out, err = run(capsys, *argv, "--schedule", "[[1, 4, 3]]")
+    assert code == 2 and "--schedule with --engine sglang" in err
+
+
+def test_requests_reads_replays_logs_ids_iso_times_and_the_bundled_log(capsys, tmp_path):
+    """T8a-08: replay a log, then simulate that log with its profile (the bundled text log,
+    encoded with the bundled tokenizer as replay's default); id rows; ISO-8601 times."""
+    from specnb import request_log
+
+    prof = tmp_path / "ng.json"
+    code, _, err = run(capsys, "replay", "--method", "ngram", "--gamma", "3", "--out", str(prof))
+    assert code == 0, err
+    sim = ["simulate", "--gpu", "H100-SXM", "--model", "Llama-3.1-8B", "--draft", "ngram",
+           "--gamma", "3", "--no-schedule"]
+    code, out, err = run(capsys, *sim, "--acceptance-profile", str(prof), "--requests",
+                         str(request_log.BUNDLED_LOGGED), "--concurrency", "4", "--json")
+    assert code == 0, err
+    r = json.loads(out)
+    log = request_log.read()
+    assert r["off"]["num_prompts"] == len(log) == 72
+    assert r["off"]["total_input_tokens"] == sum(x.prompt_len for x in log)
+    assert "log-text-bundled-tokenizer" not in r["note_codes"]  # the bundled log's own
+    # the last step drafts at context in + out - 1: inside the profile's log, no note
+    assert "profile-context-extrapolated" not in r["note_codes"]
+    ids = tmp_path / "ids.jsonl"
+    ids.write_text("\n".join(json.dumps({"prompt_ids": [1, 2, 3, 4], "response_ids": [5] * 6,
+                                         "arrival_time": i}) for i in range(3)))
+    code, out, err = run(capsys, *sim, "--tau", "1.5", "--requests", str(ids), "--json")
+    assert code == 0, err  # every row timed: no --concurrency / --request-rate needed
+    r = json.loads(out)
+    assert r["off"]["total_input_tokens"] == 12 and r["off"]["total_output_tokens"] == 18
+    iso = tmp_path / "iso.jsonl"
+    iso.write_text("\n".join(json.dumps({"prompt_tokens": 100, "completion_tokens": 20,
+                                         "created": f"2026-12-03T08:00:0{i}Z"})
+                             for i in range(2)))
+    code, out, err = run(capsys, *sim, "--tau", "1.5", "--requests", str(iso), "--json")
+    assert code == 0, err
+    assert json.loads(out)["off"]["num_prompts"] == 2
+    text = tmp_path / "text.jsonl"
+    text.write_text(json.dumps({"prompt": "hello there", "response": "general kenobi"}))
+    code, out, err = run(capsys, *sim, "--tau", "1.5", "--requests", str(text),
+                         "--concurrency", "1", "--json")
+    assert code == 0, err
+    assert "log-text-bundled-tokenizer" in json.loads(out)["note_codes"]
+    code, out, err = run(capsys, *sim, "--tau", "1.5", "--requests", str(text),
+                         "--concurrency", "1", "--tokenizer", str(request_log.BUNDLED_TOKENIZER),
+                         "--json")
+    assert code == 0, err
+    assert "log-text-bundled-tokenizer" not in json.loads(out)["note_codes"]
+    code, out, err = run(capsys, *sim, "--tau", "1.5", "--requests", str(text),
+                         "--concurrency", "1", "--tokenizer", str(tmp_path))
+    assert code == 2 and "no tokenizer.json there" in err
+    code, _, err = run(capsys, *sim, "--tau", "1.5", "--input-len", "9", "--output-len", "9",
+                       "--concurrency", "1", "--tokenizer", str(tmp_path))
+    assert code == 2 and "--tokenizer encodes the text rows of --requests LOG" in err

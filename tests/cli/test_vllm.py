@@ -459,6 +459,54 @@ def test_metrics_reads_sglang_llamacpp_and_vllm_request_outputs(capsys):
     assert code == 2 and "no llama.cpp" in err
 
 
+def _stream(body: dict, with_metrics: bool = True) -> str:
+    """One chat response as vLLM 0.33 streams it and `curl -N` saves it: content chunks, the
+    final usage chunk (choices [], usage, metrics: chat_completion/serving.py ~l.883), each a
+    `data:` line and a blank line, then `data: [DONE]`."""
+    base = {k: body[k] for k in ("id", "created", "model")}
+    chunks = [{**base, "object": "chat.completion.chunk",
+               "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]},
+              {**base, "object": "chat.completion.chunk",
+               "choices": [{"index": 0, "delta": {"content": "..."}, "finish_reason": "stop"}]},
+              {**base, "object": "chat.completion.chunk", "choices": [], "usage": body["usage"],
+               **({"metrics": body["metrics"]} if with_metrics else {})}]
+    return "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
+
+
+def test_metrics_reads_a_streamed_response_saved_by_curl(capsys, tmp_path):
+    """T8a-02: server-sent events (`data: {...}`, blank lines, `data: [DONE]`) read as the
+    same responses' JSON lines are; a stream without the section says what the server needs;
+    the "not a format" error names every format metrics --help names."""
+    from specnb.vllm import acceptance_stats
+    from specnb.vllm.requests import read_request_metrics
+
+    src = CASES / "vllm" / "0.33.0" / "requests" / "responses.jsonl"
+    bodies = [json.loads(x) for x in src.read_text().splitlines()]
+    sse = tmp_path / "sse.txt"
+    sse.write_text("".join(_stream(b) for b in bodies))
+    code, out, err = run(capsys, "metrics", str(sse))
+    assert code == 0, err
+    code_j, out_j, _ = run(capsys, "metrics", str(src))
+    assert out == out_j and f"source: {len(bodies)} vLLM response(s)" in out
+    want = acceptance_stats(read_request_metrics(bodies))
+    assert f"{want.mean_acceptance_length:.2f}" in out
+    code, out, err = run(capsys, "metrics", "--engine", "vllm", str(sse))
+    assert code == 0 and out == out_j
+    bare = tmp_path / "bare.txt"
+    bare.write_text("".join(_stream(b, with_metrics=False) for b in bodies))
+    code, _, err = run(capsys, "metrics", str(bare))
+    assert code == 2 and "--per-request-spec-decode-metrics summary" in err
+    assert "include_usage" in err
+    junk = tmp_path / "notes.txt"
+    junk.write_text("this is not a metrics file {\n")
+    code, _, err = run(capsys, "metrics", str(junk))
+    assert code == 2
+    for fmt in ("Prometheus", "'SpecDecoding metrics:'", "spec_decode.py",
+                "metrics.speculative_decoding", "curl -N", "'accept len'", "meta_info",
+                "'draft acceptance'"):
+        assert fmt in err and fmt in FORMATS
+
+
 def test_full_acceptance_does_not_claim_the_rate_is_lower(capsys):
     # N17: at 100 % acceptance the rate equals alpha; the note said it was lower
     code, out, _ = run(capsys, "metrics", str(FIELD / "metrics_v08_no_tau.log"), "-k", "3")

@@ -43,12 +43,17 @@ def test_log_rows_with_and_without_times(tmp_path):
 
 
 @pytest.mark.parametrize("rows, match", [
-    ([{"prompt_len": 10}], "row 1: no output length"),
-    ([{"prompt_len": 10, "output_len": 2}, {"output_len": 2}], "row 2: no prompt length"),
+    ([{"prompt_len": 10}], r"log.jsonl:1: a row needs the served response: .*or a token count "
+                           r"\(output_len, .*usage.completion_tokens\)"),
+    ([{"prompt_len": 10, "output_len": 2}, {"output_len": 2}],
+     r"log.jsonl:2: a row needs its prompt: .*or a token count \(input_len, "),
     ([{"prompt_len": 0, "output_len": 2}],
-     r"row 1: prompt length must be an integer in \[1, 2\*\*53\]"),
+     r"log.jsonl:1: 'prompt_len' \(a token count\) must be an integer in \[1, 2\*\*53\]"),
     ([{"prompt_len": 3, "output_len": 2}], "without a time: give a request rate"),
-    ([{"t": 1}, 3], "row 1: no prompt length"),
+    ([{"t": 1}, 3], "log.jsonl:1: a row needs its prompt"),
+    ([{"prompt_len": 3, "output_len": 2}, 3], "log.jsonl:2: each line must be a JSON object"),
+    ([{"prompt_len": 3, "output_len": 2, "created": "yesterday"}],
+     "log.jsonl:1: 'created' 'yesterday' is neither seconds nor an ISO-8601 time"),
 ])
 def test_bad_logs_name_the_row(tmp_path, rows, match):
     p = tmp_path / "log.jsonl"
@@ -94,3 +99,54 @@ def test_an_infinite_rate_sends_every_request_at_zero_without_a_cap():
         W.synthetic(5, 10, 10)
     with pytest.raises(ValueError, match="request_rate"):
         W.synthetic(5, 10, 10, request_rate=-math.inf)
+
+
+def _write(p, rows):
+    p.write_text("\n".join(json.dumps(r) for r in rows))
+    return p
+
+
+def test_the_bundled_log_reads_as_replay_reads_it():
+    """T8a-08: the rows `specnb replay` reads (here the bundled text log, encoded with the
+    bundled tokenizer as replay's default) give the simulator the same token lengths."""
+    from specnb import request_log
+
+    log = request_log.read()  # replay's reader and default tokenizer
+    w = M.from_log(request_log.BUNDLED_LOGGED, concurrency=4)
+    assert w.input_len.tolist() == [r.prompt_len for r in log]
+    assert w.output_len.tolist() == [r.response_len for r in log]
+    assert w.tokenizer == log.tokenizer and "72 text row(s) encoded" in w.source
+
+
+def test_id_rows_iso_times_and_chat_rows_with_usage_counts(tmp_path):
+    ids = _write(tmp_path / "ids.jsonl", [
+        {"prompt_ids": [1, 2, 3, 4], "response_ids": [5, 6, 7], "arrival_time": 10},
+        {"prompt_ids": [9] * 6, "response_ids": [200_000], "arrival_time": 10.5}])
+    w = M.from_log(ids)  # ids of any vocabulary: the default tokenizer bounds none
+    assert w.input_len.tolist() == [4, 6] and w.output_len.tolist() == [3, 1]
+    assert w.arrival_s.tolist() == [0.0, 0.5] and w.tokenizer is None
+    iso = _write(tmp_path / "iso.jsonl", [  # replay's forms: ISO-8601 with or without a zone
+        {"prompt_tokens": 100, "completion_tokens": 20, "created": "2026-12-03T08:00:00Z"},
+        {"prompt_tokens": 50, "completion_tokens": 5, "timestamp": "2026-12-03T08:00:02.5+00:00"},
+        {"prompt_tokens": 70, "completion_tokens": 7, "created": "2026-12-03T09:00:04+01:00"},
+        {"usage": {"prompt_tokens": 9, "completion_tokens": 2}, "arrival_time": "2026-12-03T08:00:05"}])
+    w = M.from_log(iso)  # every row timed: neither a rate nor a concurrency needed
+    assert w.input_len.tolist() == [100, 50, 70, 9] and w.output_len.tolist() == [20, 5, 7, 2]
+    assert w.arrival_s.tolist() == pytest.approx([0.0, 2.5, 4.0, 5.0])
+    chat = _write(tmp_path / "chat.jsonl", [
+        {"messages": [{"role": "user", "content": "hi"}],
+         "choices": [{"message": {"role": "assistant", "content": "hello"}}],
+         "usage": {"prompt_tokens": 12, "completion_tokens": 3}, "created": 1700000000}])
+    w = M.from_log(chat, tokenizer=False)  # counts: no tokenizer needed
+    assert (w.input_len.tolist(), w.output_len.tolist()) == ([12], [3])
+    text = _write(tmp_path / "text.jsonl", [{"prompt": "hi", "response": "hello"}])
+    with pytest.raises(ValueError, match="text.jsonl:1: a text or chat row needs a tokenizer"):
+        M.from_log(text, concurrency=1, tokenizer=False)
+
+
+def test_an_iso_time_that_goes_back_is_named_by_its_line(tmp_path):
+    p = _write(tmp_path / "iso.jsonl", [
+        {"prompt_tokens": 100, "completion_tokens": 20, "created": "2026-12-03T08:00:02Z"},
+        {"prompt_tokens": 50, "completion_tokens": 5, "created": "2026-12-03T08:00:00Z"}])
+    with pytest.raises(ValueError, match="iso.jsonl:2: time .* is earlier than the row before"):
+        M.from_log(p)

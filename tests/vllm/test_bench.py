@@ -172,3 +172,53 @@ def test_an_implausible_value_is_refused_not_printed_in_300_digits(key, value):
     with pytest.raises(ValueError, match=key):
         compare_bench(run, {**run, key: 5.0})
     assert read_bench({**run, key: MAX_VALUE})[key] == MAX_VALUE
+
+
+K3 = sample_path("bench_mtp8.json")  # a published run: 104,880 drafts of 8 tokens
+
+
+@pytest.mark.parametrize("edit, match", [
+    ({"spec_decode_acceptance_length": 0.5},
+     r"spec_decode_acceptance_length .* is 0\.5; it must be \[1, 9\] \(1 \+ draft tokens / "
+     r"drafts = 1 \+ 839040 / 104880\)"),
+    ({"spec_decode_acceptance_length": 9.5}, r"spec_decode_acceptance_length .* is 9\.5"),
+    ({"spec_decode_accepted_tokens": 10 ** 8},
+     r"spec_decode_accepted_tokens 1e\+08.*accepted tokens \(1e\+08\) exceed draft tokens "
+     r"\(839040\)"),
+    ({"spec_decode_per_position_acceptance_rates": [0.5, 0.9, 0.3, 0.2, 0.1, 0.1, 0.1, 0.1]},
+     r"spec_decode_per_position_acceptance_rates \[0\.5, 0\.9, .*accepted at position 1 "
+     r"\(94392\) exceeds position 0 \(52440\).*cannot rise"),
+    ({"spec_decode_per_position_acceptance_rates": [0.5] * 7},  # 8 tokens a draft, 7 positions
+     r"draft tokens / drafts = 8\.00 tokens per step exceeds the 7 per-position series"),
+])
+def test_impossible_spec_decode_keys_are_refused_naming_the_key(capsys, tmp_path, edit, match):
+    """T8a-06: one rule for the counters (metrics.acceptance_stats, as `specnb metrics` reads
+    them), and tau within [1, draft tokens / drafts + 1]; bench and plan both refuse, exit 2."""
+    from specnb.cli import main
+
+    d = {**json.loads(K3.read_text()), **edit}
+    read_bench(K3)  # the published file itself reads
+    bad = tmp_path / "on.json"
+    bad.write_text(json.dumps(d))
+    with pytest.raises(ValueError, match=match):
+        read_bench(bad)
+    capsys.readouterr()
+    for argv in (["bench", str(bad), str(MTP1)],
+                 ["plan", "--gpu", "H100-SXM", "--model", "Llama-3.1-8B", "--draft", "eagle3",
+                  "--context", "1064", "--batch", "1", "16", "--gamma", "8",
+                  "--calibrate-bench", str(bad), str(OFF)]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert "spec_decode_" in err and "missing" not in err  # the key is there: named
+
+
+def test_a_tau_without_counters_is_bounded_by_the_rates_or_by_1(tmp_path):
+    d = {k: v for k, v in json.loads(K3.read_text()).items()
+         if k not in ("spec_decode_num_drafts", "spec_decode_draft_tokens",
+                      "spec_decode_accepted_tokens")}
+    assert read_bench({**d, "spec_decode_acceptance_length": 9.0})  # 8 rates: up to 9
+    with pytest.raises(ValueError, match=r"is 9\.5; it must be \[1, 9\] \(the per-position"):
+        read_bench({**d, "spec_decode_acceptance_length": 9.5})
+    bare = {k: v for k, v in d.items() if k != "spec_decode_per_position_acceptance_rates"}
+    with pytest.raises(ValueError, match=r"is 0\.9; it must be at least 1"):
+        read_bench({**bare, "spec_decode_acceptance_length": 0.9})

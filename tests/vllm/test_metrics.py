@@ -353,3 +353,15 @@ def test_per_position_counts_that_do_not_sum_to_the_accepted_tokens_are_noted(tm
         notes = acceptance_stats(read_metrics(text)).notes
         noted = any("sum to 230, not the 200 accepted tokens" in n for n in notes)
         assert noted == (sum(per) == 230)
+
+
+def test_rising_per_position_counts_are_refused():
+    """T8a-06: a draft token is accepted only after every one before it: vLLM's per-position
+    counts never rise (the one rule `specnb bench` and `plan --calibrate-bench` reuse)."""
+    from specnb.vllm.metrics import SpecDecodeCounts, acceptance_stats
+
+    ok = acceptance_stats(SpecDecodeCounts(100.0, 300.0, 150.0, (70.0, 50.0, 30.0)))
+    assert ok.per_position == pytest.approx((0.7, 0.5, 0.3))
+    with pytest.raises(ValueError, match=r"accepted at position 2 \(40\) exceeds position 1 "
+                                         r"\(30\).*cannot rise"):
+        acceptance_stats(SpecDecodeCounts(100.0, 300.0, 140.0, (70.0, 30.0, 40.0)))

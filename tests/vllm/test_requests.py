@@ -40,3 +40,13 @@ def test_responses_without_the_section_or_damaged_are_refused():
     r["metrics"]["speculative_decoding"]["acceptance_histogram"] = [0, 0, 0, 1]
     with pytest.raises(ValueError, match="disagrees"):
         read_request_metrics([r])
+
+
+def test_sse_lines_give_their_json_and_the_rest_none():
+    from specnb.vllm.requests import is_sse, sse_data
+
+    assert sse_data('data: {"a": 1}') == '{"a": 1}' and sse_data('data:{"a": 1}') == '{"a": 1}'
+    assert [sse_data(x) for x in ("data: [DONE]", "", "  ", ": ping", "event: x", "id: 3")] \
+        == [None] * 6
+    assert sse_data('{"a": 1}') == '{"a": 1}'  # a JSON line reads unchanged
+    assert is_sse('\ndata: {"a": 1}\n\n') and not is_sse('{"a": 1}\n')
