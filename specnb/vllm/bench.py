@@ -88,7 +88,8 @@ def _check_spec(data: dict, where: str) -> None:
     position's count <= the drafts and <= the position before's), and
     ``spec_decode_acceptance_length`` (tau = 1 + accepted / drafts, vLLM's
     ``benchmarks/serve.py``) in [1, draft tokens / drafts + 1] (the per-position rates' count
-    + 1 without the counters)."""
+    + 1 without the counters); with the counters, tau and the acceptance rate equal to what
+    vLLM derives from them (:func:`_check_derived`)."""
     from .metrics import SpecDecodeCounts, acceptance_stats
 
     n, dt, acc = (data.get(k) for k in _COUNT_KEYS)
@@ -107,13 +108,29 @@ def _check_spec(data: dict, where: str) -> None:
                              f"{exc}") from None
         hi, why = 1.0 + dt / n, f"1 + draft tokens / drafts = 1 + {dt:g} / {n:g}"
     tau = data.get("spec_decode_acceptance_length")
-    if tau is None:
-        return
-    if tau < 1 or (hi is not None and tau > hi * (1 + 1e-9)):
+    if tau is not None and (tau < 1 or (hi is not None and tau > hi * (1 + 1e-9))):
         bound = f"[1, {hi:.4g}] ({why})" if hi is not None else "at least 1"
         raise ValueError(f"{where}: spec_decode_acceptance_length (tau, tokens per step with "
                          f"the bonus token) is {tau:g}; it must be {bound}: vLLM's bench "
                          "writes 1 + accepted / drafts")
+    if n is not None and dt is not None and acc is not None:
+        _check_derived(data, where, n, dt, acc)
+
+
+def _check_derived(data: dict, where: str, n, dt, acc) -> None:
+    """ValueError when ``spec_decode_acceptance_length`` or ``spec_decode_acceptance_rate``
+    is not what vLLM's bench derives from the counters beside it (``benchmarks/serve.py``:
+    ``1 + accepted / num_drafts`` and ``accepted / draft_tokens x 100``), beyond float
+    rounding."""
+    for key, want in (("spec_decode_acceptance_length", 1.0 + acc / n if n > 0 else None),
+                      ("spec_decode_acceptance_rate", 100.0 * acc / dt if dt > 0 else None)):
+        got = data.get(key)
+        if got is None or want is None or abs(float(got) - want) <= 0.005 + 1e-9 * want:
+            continue
+        raise ValueError(f"{where}: {key} is {float(got):g}, but the counters beside it give "
+                         f"{want:.6g} (spec_decode_num_drafts {n:g}, spec_decode_draft_tokens "
+                         f"{dt:g}, spec_decode_accepted_tokens {acc:g}): vLLM's bench derives "
+                         "it from them; the file was edited or merged")
 
 
 def _objects(text: str, where: str) -> list:

@@ -188,6 +188,10 @@ K3 = sample_path("bench_mtp8.json")  # a published run: 104,880 drafts of 8 toke
     ({"spec_decode_per_position_acceptance_rates": [0.5, 0.9, 0.3, 0.2, 0.1, 0.1, 0.1, 0.1]},
      r"spec_decode_per_position_acceptance_rates \[0\.5, 0\.9, .*accepted at position 1 "
      r"\(94392\) exceeds position 0 \(52440\).*cannot rise"),
+    ({"spec_decode_acceptance_length": 3.0},  # inside [1, 9], not 1 + accepted / drafts
+     r"spec_decode_acceptance_length is 3, but the counters beside it give 4\.40236"),
+    ({"spec_decode_acceptance_rate": 90.0},
+     r"spec_decode_acceptance_rate is 90, but the counters beside it give 42\.529"),
     ({"spec_decode_per_position_acceptance_rates": [0.5] * 7},  # 8 tokens a draft, 7 positions
      r"draft tokens / drafts = 8\.00 tokens per step exceeds the 7 per-position series"),
 ])
