@@ -299,7 +299,8 @@ def _check_files(args) -> str | None:
         for path in [args.prompts, args.logged]:
             if path is not None:
                 what = "--logged file" if path == args.logged else "--prompts file"
-                A.check_prompts_file(path, what)
+                A.check_prompts_file(path, what, A.BUNDLED_LOGGED if path == args.logged
+                                     else A.BUNDLED_PROMPTS)
                 try:  # the contents too, torch-free (specnb.request_log)
                     request_log.load_prompts(path, logged=path == args.logged)
                 except ValueError as exc:
