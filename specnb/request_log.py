@@ -76,22 +76,22 @@ PROMPT_COUNT_KEYS = ("input_len", "prompt_len", "prompt_tokens", "num_prompt_tok
 RESPONSE_COUNT_KEYS = ("output_len", "response_len", "completion_tokens", "num_output_tokens")
 
 
-def check_file(path, what: str = "prompts file") -> Path:
-    """``path`` as a Path to an existing file.
+def check_file(path, what: str = "prompts file", bundled: Path = BUNDLED_PROMPTS) -> Path:
+    """``path`` as a Path to an existing file; ``bundled`` is the bundled file of its kind
+    that the message names (:data:`BUNDLED_PROMPTS`; a request log's is :data:`BUNDLED_LOGGED`).
 
     Raises
     ------
     FileNotFoundError
-        It does not exist, or it is a folder (the message says which, and names the bundled
-        file).
+        It does not exist, or it is a folder (the message says which, and names ``bundled``).
     """
     p = Path(path).expanduser()
     if p.is_dir():
         raise FileNotFoundError(f"{what} {str(path)!r} is a folder; give the JSON-lines file "
-                                f"itself (the bundled one is {BUNDLED_PROMPTS})")
+                                f"itself (the bundled one is {bundled})")
     if not p.is_file():
         raise FileNotFoundError(f"{what} {str(path)!r} does not exist; the bundled one is "
-                                f"{BUNDLED_PROMPTS}")
+                                f"{bundled}")
     return p
 
 
@@ -207,8 +207,9 @@ def load_prompts(path=None, *, tasks=None, per_task: int | None = None,
         whose ``temperature`` is missing or negative, or whose ``response_ids`` are not ids; an
         unknown task in ``tasks``; ``per_task`` < 0; no prompt left.
     """
-    path = check_file(path if path is not None
-                      else (BUNDLED_LOGGED if logged else BUNDLED_PROMPTS))
+    bundled = BUNDLED_LOGGED if logged else BUNDLED_PROMPTS
+    path = check_file(path if path is not None else bundled,
+                      "logged traffic" if logged else "prompts file", bundled)
     items = _read_records(path, logged)
     _default_ids(items)
     order = list(dict.fromkeys(i["task"] for i in items))
@@ -556,7 +557,7 @@ def read(path=None, *, tokenizer=None, skip_bad: bool = False) -> RequestLog:
         with no request (empty, or every row skipped); a file that is not UTF-8; an unreadable
         tokenizer.
     """
-    p = check_file(path if path is not None else BUNDLED_LOGGED, "request log")
+    p = check_file(path if path is not None else BUNDLED_LOGGED, "request log", BUNDLED_LOGGED)
     if tokenizer is None and importlib.util.find_spec("tokenizers") is None:
         tok = None  # without the replay extra: id rows only, unbounded; text rows say so
     else:

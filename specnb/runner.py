@@ -15,7 +15,9 @@ or its number ``04``) to the parameters to inject::
       gamma: 4
 
 A parameter the notebook's ``parameters`` cell does not define is an error (papermill itself
-only warns), as is a notebook name that does not exist.
+only warns), as is a notebook name that does not exist, a value of another kind than the
+parameter's default there, and for the notebooks in :data:`RANGE_CHECKS` a value out of the
+library's range (:func:`check_parameters`, before papermill is imported).
 
 The output folder is safe to point anywhere: ``index.html`` carries :data:`REPORT_MARKER` and
 the folder a manifest (:data:`MANIFEST`) of the files specnb wrote there; a file it is about to
@@ -274,18 +276,127 @@ def _check_literal(where: str, value) -> None:
                          "pass a string")
 
 
-def check_parameters(notebook: Path, params: dict) -> None:
-    """Raise ValueError if ``params`` names a parameter the notebook does not define."""
-    import papermill as pm
+def _cell_parameters(notebook) -> dict:
+    """The parameters a notebook's ``parameters`` cell (the first code cell tagged so, as
+    papermill finds it) defines: {name: (default, kind)}; default the literal assigned (None
+    for an expression), kind :func:`_kind` of it, or of the line's ``# type: str|bool``
+    comment (papermill's convention) when it has one, None (any value) for an expression or a
+    None default. Read with ``json`` and ``ast``, without papermill.
+
+    Raises
+    ------
+    ValueError
+        the notebook is not JSON with cells, or its parameters cell is not valid Python.
+    """
+    import ast
+    import json
+    import re
 
     try:
-        known = pm.inspect_notebook(str(notebook))
-    except ValueError as exc:  # nbformat's NotJSONError and validation errors
+        cells = json.loads(Path(notebook).read_text(encoding="utf-8"))["cells"]
+        cell = next((c for c in cells if c.get("cell_type") == "code"
+                     and "parameters" in c.get("metadata", {}).get("tags", [])), None)
+        if cell is None:
+            return {}
+        source = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
+        tree = ast.parse(source)
+    except (ValueError, KeyError, TypeError, AttributeError, SyntaxError) as exc:
         raise ValueError(f"{notebook}: cannot read its parameters cell: {exc}") from None
+    lines = source.splitlines()
+    out = {}
+    for node in tree.body:
+        targets = (node.targets if isinstance(node, ast.Assign) else
+                   [node.target] if isinstance(node, ast.AnnAssign) and node.value else [])
+        declared = re.search(r"#\s*type:\s*(\S+)", lines[node.end_lineno - 1])
+        for t in targets:
+            if not isinstance(t, ast.Name):
+                continue
+            try:
+                default = ast.literal_eval(node.value)
+                kind = _kind(default)
+            except ValueError:  # an expression: any value
+                default = kind = None
+            out[t.id] = (default, _declared_kind(declared.group(1)) if declared else kind)
+    return out
+
+
+#: The kinds of parameter values: name in a ``# type:`` comment -> (is one, words, plural).
+_KINDS = {
+    "bool": (lambda v: isinstance(v, bool), "true or false", "true/false values"),
+    "int": (lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer", "integers"),
+    "float": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool), "a number",
+              "numbers"),
+    "str": (lambda v: isinstance(v, str), "a string", "strings"),
+    "dict": (lambda v: isinstance(v, dict), "a mapping", "mappings"),
+    "list": (lambda v: isinstance(v, list), "a list", "lists"),
+}
+
+
+def _declared_kind(text: str):
+    """(test, words) of a ``# type: str|bool`` comment; None when it names another type."""
+    names = text.split("|")
+    if not all(n in _KINDS for n in names):
+        return None
+    tests = [_KINDS[n][0] for n in names]
+    return (lambda v: any(t(v) for t in tests)), " or ".join(_KINDS[n][1] for n in names)
+
+
+def _kind(default):
+    """(test, words) for the values a parameter whose default is ``default`` takes: a bool
+    true/false, an int integers, a float any number, a str strings, a dict mappings, a list
+    lists (of that kind when its elements are all of one); None for a default that fixes no
+    kind (None)."""
+    if isinstance(default, list):
+        kinds = [_kind(x) for x in default]
+        if default and all(k is not None and k[1] == kinds[0][1] for k in kinds):
+            each, word = kinds[0]
+            plural = next(k[2] for k in _KINDS.values() if k[1] == word)
+            return (lambda v: isinstance(v, list) and all(each(x) for x in v)), f"a list of {plural}"
+        return _KINDS["list"][:2]
+    for name in ("bool", "int", "float", "str", "dict"):  # bool before int: True is an int
+        if _KINDS[name][0](default):
+            return _KINDS[name][:2]
+    return None
+
+
+def _range_check_04(p: dict) -> None:
+    """Notebook 04's parameters, through the call its widget makes (:func:`theory.summary`)."""
+    from . import theory
+
+    theory.summary(p["alpha"], p["gamma"], p["c"], p["c_hat"], gamma_max=p["gamma_max"])
+
+
+#: Notebooks whose parameter ranges are checked before the kernel starts, by the library
+#: function the notebook applies to its parameters (defaults with the file's values); the
+#: other notebooks check their ranges as they run (a bad value: the notebook fails, exit 1).
+RANGE_CHECKS = {"04_draft_length": _range_check_04}
+
+
+def check_parameters(notebook: Path, params: dict) -> None:
+    """Raise ValueError if ``params`` names a parameter the notebook's parameters cell does not
+    define, gives one a value of another kind than its default there (an integer, a number,
+    a string, true/false, a list of..., a mapping; null passes), or, for a notebook in
+    :data:`RANGE_CHECKS`, a value its library check refuses. No papermill, no kernel."""
+    notebook = Path(notebook)
+    known = _cell_parameters(notebook)
     unknown = sorted(set(params) - set(known))
     if unknown:
         raise ValueError(f"{notebook.stem}: unknown parameter(s) {', '.join(unknown)}; "
                          f"its parameters are {', '.join(known) or '(none)'}")
+    for name, value in params.items():
+        kind = known[name][1]
+        if value is not None and kind is not None and not kind[0](value):
+            raise ValueError(f"{notebook.stem}: parameter {name} must be {kind[1]} (as in its "
+                             f"parameters cell), got {value!r}")
+    check = RANGE_CHECKS.get(notebook.stem)
+    if check is not None and params:
+        try:
+            check({**{k: d for k, (d, _) in known.items()}, **params})
+        except KeyError:  # a notebook of that name without those parameters: nothing to check
+            return
+        except (ValueError, TypeError) as exc:
+            given = ", ".join(f"{k} = {v!r}" for k, v in params.items())
+            raise ValueError(f"{notebook.stem}: {given}: {exc}") from None
 
 
 def _export_html(executed: Path) -> Path:
@@ -502,11 +613,11 @@ def run_notebooks(names=None, output_dir="build", parameters: dict | None = None
     Raises
     ------
     ValueError
-        unknown notebook names or parameters, a parameter value that is not a literal, no
-        notebooks in ``notebook_dir``, ``cell_timeout`` < 1, an output folder that cannot be
-        created or written, holds files specnb did not write (:func:`check_output_dir`) or
-        is in use by another run (all before anything runs, and all but an unknown parameter,
-        which papermill reads from the notebook, before papermill is imported).
+        unknown notebook names or parameters, a parameter value that is not a literal or not
+        of its default's kind, or out of range (:func:`check_parameters`), no notebooks in
+        ``notebook_dir``, ``cell_timeout`` < 1, an output folder that cannot be created or
+        written, holds files specnb did not write (:func:`check_output_dir`) or is in use by
+        another run (all before anything runs and before papermill is imported).
     FileNotFoundError
         ``notebook_dir`` does not exist.
     """

@@ -109,6 +109,31 @@ def test_bad_rows_name_their_line_and_skip_bad_counts_them(tmp_path, row, msg):
     assert len(log) == 1 and [n for n, _ in log.skipped] == [2]
 
 
+def test_a_missing_log_names_the_bundled_log_not_the_prompts(tmp_path, capsys):
+    """Trial 8a T8a-03: replay's "does not exist; the bundled one is ..." named measure's
+    prompt file, which replay refuses (no responses); it names the bundled request log now,
+    for a missing file and for a folder, through read() and `specnb replay`."""
+    from specnb.cli import main
+
+    for path in (tmp_path / "none.jsonl", tmp_path):
+        with pytest.raises(FileNotFoundError) as info:
+            RL.read(path)
+        assert str(info.value).endswith(f"the bundled one is {RL.BUNDLED_LOGGED})"
+                                        if path.is_dir() else
+                                        f"the bundled one is {RL.BUNDLED_LOGGED}")
+        assert str(RL.BUNDLED_PROMPTS) not in str(info.value)
+        assert main(["replay", str(path)]) == 2
+        err = capsys.readouterr().err
+        assert f"request log {str(path)!r}" in err and str(RL.BUNDLED_LOGGED) in err
+    first = json.loads(RL.BUNDLED_LOGGED.read_text().splitlines()[0])
+    assert "response" in first and "response" not in json.loads(  # a log replay can read
+        RL.BUNDLED_PROMPTS.read_text().splitlines()[0])
+    with pytest.raises(FileNotFoundError, match="bundled one is .*stdlib_heldout.jsonl"):
+        RL.load_prompts(tmp_path / "none.jsonl")  # measure's prompts: the prompt file
+    with pytest.raises(FileNotFoundError, match="bundled one is .*stdlib_heldout_responses"):
+        RL.load_prompts(tmp_path / "none.jsonl", logged=True)
+
+
 def test_empty_and_all_bad_logs_and_missing_files(tmp_path):
     with pytest.raises(ValueError, match="holds no request: it is empty"):
         RL.read(_log(tmp_path, ["", "  "]))

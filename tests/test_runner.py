@@ -55,6 +55,56 @@ def test_unknown_parameter_is_an_error(nbdir, tmp_path):
     assert not list(tmp_path.glob("*.ipynb"))  # checked before anything runs
 
 
+def test_parameter_values_are_checked_against_the_parameters_cell(tmp_path):
+    """Trial 8a T8a-13: a value of another kind than the parameter's default in the parameters
+    cell is refused before anything runs; an int passes for a float, null passes, an
+    expression's parameter takes any value, and a ``# type:`` comment widens the kind."""
+    cell = ("n = 3\nx = 0.5\nname = 'a'\non = False\ngs = [1, 2]\nts = [0.0, 1.0]\n"
+            "mixed = [1, 'a']\npath = None\nexpr = 2 * 3\nmode = 'auto'  # type: str|bool  "
+            "help\nann: int = 4\n")
+    _nb(tmp_path / "05_k.ipynb", cell, "pass")
+    nb = tmp_path / "05_k.ipynb"
+    good = dict(n=7, x=1, name="b", on=True, gs=[3], ts=[1, 0.5], mixed=["b", 2.0], path=3,
+                expr="anything", mode=False, ann=None)
+    runner.check_parameters(nb, good)
+    runner.check_parameters(nb, {"mode": "x"})
+    bad = [("n", 2.5, "an integer"), ("n", True, "an integer"), ("x", "0.5", "a number"),
+           ("name", 1, "a string"), ("on", 1, "true or false"), ("gs", [1, 2.0], "a list of integers"),
+           ("ts", 0.5, "a list of numbers"), ("mixed", {"a": 1}, "a list"),
+           ("mode", 1, "a string or true or false"), ("ann", "4", "an integer")]
+    for name, value, words in bad:
+        with pytest.raises(ValueError) as info:
+            runner.check_parameters(nb, {name: value})
+        assert str(info.value) == (f"05_k: parameter {name} must be {words} (as in its "
+                                   f"parameters cell), got {value!r}")
+
+
+def test_the_parameters_cell_is_read_as_papermill_reads_it():
+    """The names check no longer asks papermill: the bundled notebooks' parameter names (and
+    their ``# type:`` comments) read alike both ways."""
+    pm = pytest.importorskip("papermill")
+    for stem, path in runner.find_notebooks().items():
+        mine = runner._cell_parameters(path)
+        theirs = pm.inspect_notebook(str(path))
+        assert list(mine) == list(theirs), stem
+
+
+def test_notebook_04_ranges_are_the_librarys():
+    """T8a-13: notebook 04's alpha 1.5 is refused with theory's own message, before a kernel."""
+    from specnb import theory
+
+    nb = runner.NOTEBOOK_DIR / "04_draft_length.ipynb"
+    defaults = {k: d for k, (d, _) in runner._cell_parameters(nb).items()}
+    for name, value in (("alpha", 1.5), ("gamma", -1), ("c", -0.1), ("gamma_max", 0)):
+        p = {**defaults, name: value}
+        with pytest.raises(ValueError) as lib:
+            theory.summary(p["alpha"], p["gamma"], p["c"], p["c_hat"], gamma_max=p["gamma_max"])
+        with pytest.raises(ValueError) as info:
+            runner.check_parameters(nb, {name: value})
+        assert str(info.value) == f"04_draft_length: {name} = {value!r}: {lib.value}"
+    runner.check_parameters(nb, {"alpha": 1, "gamma": 8})
+
+
 @pytest.mark.slow  # starts a kernel
 def test_run_continues_past_failure_and_reports(nbdir, tmp_path, capsys):
     pfile = tmp_path / "params.yaml"

@@ -25,12 +25,15 @@ MISSING_EXTRA = ("specnb measure needs torch and transformers: install the measu
 
 def register(subparsers) -> argparse.ArgumentParser:
     """Add ``measure`` to the ``specnb`` command line (sets ``func`` to :func:`run`)."""
+    from ..measure.spread import MIN_PROMPTS
+
     p = subparsers.add_parser(
         "measure",
         help="measure alpha, tau and speedup of a draft/target pair (transformers)",
         description=(
             "Measure the acceptance rate alpha of one or more drafts against a target on a set "
-            "of prompts: alpha by teacher forcing (with a 95% CI), then assisted decoding at "
+            "of prompts: alpha by teacher forcing (with a 95% CI over prompts; from fewer than "
+            f"{MIN_PROMPTS} prompts the range of their values), then assisted decoding at "
             "each gamma (tau, target forwards, wall time and tokens/s against plain generate), "
             "prompt lookup decoding, predictions from Eq. 1 / Theorem 3.8 with the measured c, "
             "a fitted timing model, and a losslessness check of every greedy run. Defaults: the "
@@ -113,21 +116,23 @@ def format_report(m) -> str:
     import pandas as pd
 
     from .. import measure as M
+    from ..measure.spread import interval_label
 
     with pd.option_context(*_TABLE_OPTIONS):
         lead = ["loop"] if m.summary["loop"].nunique() > 1 else []
         cols = [*lead, "draft", "gamma", "temperature", "alpha", "alpha_counted",
                 "tau_measured", "tau_predicted", "tau_betas", "lossless"]
-        scols = [*lead, "draft", "gamma", "temperature", "c", "speedup (95% CI)",
+        every = interval_label(m.config["n_prompts"])  # a summary row resamples every prompt
+        summary, spread = _with_spread(m.summary, "speedup_measured", every)
+        scols = [*lead, "draft", "gamma", "temperature", "c", spread,
                  "speedup_predicted", "speedup_with_overhead", "speedup_timing_model",
                  "speedup_predicted_loo"]
-        summary = _with_spread(m.summary, "speedup_measured")
         parts = [
             f"target {m.config['target']}  prompts {m.config['prompts']} "
             f"({m.config['n_prompts']})  device {m.config['device']} {m.config['dtype']}  "
             f"max_new_tokens {m.config['max_new_tokens']}",
             "",
-            "alpha by teacher forcing (95% CI over prompts):",
+            f"alpha by teacher forcing (ci_low-ci_high: {interval_label(m.alpha['prompts'])}):",
             _table(m.alpha),
             "",
             M.processing_note(m.config),
@@ -137,18 +142,19 @@ def format_report(m) -> str:
             "(lossless: greedy output token-identical to plain greedy, checked at T = 0; None at "
             "T > 0, where sampled outputs cannot be compared token by token)",
             "",
-            f"speedup: measured (loop {', '.join(m.config.get('loops', ['transformers']))}; "
-            "95% interval: bootstrap over prompts, printed to the decimals it supports) vs "
+            f"speedup: measured (loop {', '.join(m.config.get('loops', ['transformers']))}, "
+            f"to the decimals its interval supports; bootstrap over prompts: {every}) vs "
             "predicted (speedup_with_overhead: Theorem 3.8 with the loop's fitted per-round "
             "overhead; speedup_predicted_loo: timing model fitted without that gamma's runs, "
             "rounds from the betas; what to expect before running a gamma):",
             _table(summary[scols]),
         ]
         if not m.pld.empty:
-            pld = _with_spread(m.pld, "speedup")
-            parts += ["", "prompt lookup decoding (speedup with its 95% interval over prompts):",
-                      _table(pld[["gamma", "temperature", "task", "tau", "speedup (95% CI)",
-                                  "lossless"]])]
+            label = interval_label(m.pld["prompts"] if "prompts" in m.pld
+                                   else m.config["n_prompts"])
+            pld, spread = _with_spread(m.pld, "speedup", label)
+            parts += ["", f"prompt lookup decoding (speedup; bootstrap over prompts: {label}):",
+                      _table(pld[["gamma", "temperature", "task", "tau", spread, "lossless"]])]
         timing = m.timing.copy()
         for col in ("t_target_forward", "t_draft_forward", "t_call", "t_target", "t_draft",
                     "t_round"):
@@ -176,14 +182,16 @@ def format_report(m) -> str:
     return "\n".join(parts)
 
 
-def _with_spread(frame, col):
-    """``frame`` with a ``"speedup (95% CI)"`` column: ``col`` and its interval
-    (``speedup_ci_low`` / ``_high``) rounded to what the interval supports."""
+def _with_spread(frame, col, label):
+    """(``frame`` with a ``"speedup (<label>)"`` column, that column's name): ``col`` and its
+    interval (``speedup_ci_low`` / ``_high``) rounded to what the interval supports; ``label``
+    from :func:`specnb.measure.spread.interval_label`."""
     from ..measure.spread import format_speedup
 
-    return frame.assign(**{"speedup (95% CI)": [
+    name = f"speedup ({label})"
+    return frame.assign(**{name: [
         format_speedup(v, lo, hi) for v, lo, hi in
-        zip(frame[col], frame["speedup_ci_low"], frame["speedup_ci_high"])]})
+        zip(frame[col], frame["speedup_ci_low"], frame["speedup_ci_high"])]}), name
 
 
 def format_logged_report(m) -> str:
@@ -191,6 +199,7 @@ def format_logged_report(m) -> str:
     import pandas as pd
 
     from .. import measure as M
+    from ..measure.spread import interval_label
 
     cfg = m.config
     with pd.option_context(*_TABLE_OPTIONS):
@@ -201,7 +210,8 @@ def format_logged_report(m) -> str:
             f"{cfg['positions']} positions, no generation",
             M.processing_note(cfg),
             "",
-            "alpha along the served responses (95% CI over prompts):",
+            "alpha along the served responses (ci_low-ci_high: "
+            f"{interval_label(m.alpha['prompts'])}):",
             _table(m.alpha),
             "",
             "per gamma (alpha_rounds: accepted / examined in the greedy rounds the betas imply; "
@@ -289,7 +299,8 @@ def _check_files(args) -> str | None:
         for path in [args.prompts, args.logged]:
             if path is not None:
                 what = "--logged file" if path == args.logged else "--prompts file"
-                A.check_prompts_file(path, what)
+                A.check_prompts_file(path, what, A.BUNDLED_LOGGED if path == args.logged
+                                     else A.BUNDLED_PROMPTS)
                 try:  # the contents too, torch-free (specnb.request_log)
                     request_log.load_prompts(path, logged=path == args.logged)
                 except ValueError as exc:

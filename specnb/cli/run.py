@@ -48,11 +48,16 @@ def register(sub) -> None:
                                    "still there; one run at a time per folder. Exit status: 0 "
                                    "every notebook ran, 1 one failed, 2 bad input (--only, "
                                    "--notebooks, --output, --parameters: checked before "
-                                   "papermill is imported).")
+                                   "papermill is imported; a parameter's name, and its value's "
+                                   "kind against the notebook's parameters cell; value ranges "
+                                   "for notebook 04 only, the others check theirs as they run: "
+                                   "out of range, the notebook fails, exit 1).")
     p.add_argument("--only", nargs="+", metavar="NAME",
                    help="notebooks to run: full name, number (04 or 4) or slug; default all")
     p.add_argument("--parameters", metavar="FILE",
-                   help="YAML/JSON file mapping notebook name -> {parameter: value}")
+                   help="YAML/JSON file mapping notebook name -> {parameter: value}; a value "
+                        "must be of its default's kind in the parameters cell (an integer, a "
+                        "number, a string, true/false, a list of ...; null passes)")
     p.add_argument("--output", default="build", metavar="DIR",
                    help="output folder (build); a file there that specnb did not write (no "
                         "specnb index.html, not in its manifest) is not replaced: exit 2")

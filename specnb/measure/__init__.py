@@ -58,7 +58,7 @@ logged    teacher forcing (betas, alpha per task), :func:`alpha_by_teacher_forci
           :func:`alpha_from_logged` and :func:`logged_responses`.
 run       :func:`measure` and its :class:`Measurement` (timed runs, timing model, summary).
 reference the reference speculative loop (:func:`reference_generate`, ``loop="reference"``).
-spread    speedup intervals (bootstrap over prompts) and rounding to them (torch-free).
+spread    speedup intervals (bootstrap over prompts), rounding to them, their label (torch-free).
 verdict   one verdict line per measured method, the loop closest to an engine's (torch-free).
 heads     EAGLE-1, EAGLE-3 and MTP heads: config checks, loading, vLLM's forward.
 head_replay  a head teacher-forced along a request log: vLLM's counters, a profile.
@@ -102,9 +102,9 @@ _WHERE = {
                      "load_prompts"], "prompts"),
     **dict.fromkeys(["Measurement", "measure", "LOOPS"], "run"),
     **dict.fromkeys(["reference_generate", "accept_resample", "accept_greedy"], "reference"),
-    **dict.fromkeys(["speedup_interval", "format_speedup"], "spread"),
-    **dict.fromkeys(["verdicts", "verdict_text", "engine_like_loop", "loo_warning", "MIN_PROMPTS"],
-                    "verdict"),
+    **dict.fromkeys(["speedup_interval", "format_speedup", "interval_label", "MIN_PROMPTS"],
+                    "spread"),
+    **dict.fromkeys(["verdicts", "verdict_text", "engine_like_loop", "loo_warning"], "verdict"),
     **dict.fromkeys(["BUNDLED_EAGLE3_HEAD"], "args"),
     **dict.fromkeys(["load_head", "head_config"], "heads"),
     **dict.fromkeys(["replay_head"], "head_replay"),
@@ -124,8 +124,8 @@ __all__ = [
     "load_prompts", "encode_prompts", "generate_continuation", "teacher_forced_betas",
     "forward_time", "GenRun", "run_generate", "Measurement", "measure", "LOOPS",
     "alpha_by_teacher_forcing", "short_names", "reference_generate", "accept_resample",
-    "accept_greedy", "speedup_interval", "format_speedup", "verdicts", "verdict_text",
-    "engine_like_loop", "loo_warning", "MIN_PROMPTS", "BUNDLED_EAGLE3_HEAD", "load_head",
+    "accept_greedy", "speedup_interval", "format_speedup", "interval_label", "verdicts",
+    "verdict_text", "engine_like_loop", "loo_warning", "MIN_PROMPTS", "BUNDLED_EAGLE3_HEAD", "load_head",
     "head_config", "replay_head", "HeadDrafter",
 ]
 

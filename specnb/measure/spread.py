@@ -5,6 +5,9 @@ A speedup measured on a few prompts moves between identical runs (prompt lookup 
 27 % between two runs of notebook 08), so it is reported with a 95 % interval from a paired
 bootstrap over prompts (each prompt's median wall time over the repeats, with and without
 speculation, resampled together) and printed with as many decimals as the interval supports.
+Below :data:`MIN_PROMPTS` prompts such a bootstrap returns about the prompts' own lowest and
+highest values: :func:`is_range` is that rule and :func:`interval_label` the words a table or
+verdict prints for it.
 """
 
 from __future__ import annotations
@@ -15,7 +18,13 @@ import numpy as np
 
 from .. import _check
 
-__all__ = ["speedup_interval", "format_speedup", "decimals_for"]
+__all__ = ["speedup_interval", "format_speedup", "decimals_for", "MIN_PROMPTS", "is_range",
+           "interval_label"]
+
+#: Fewest prompts whose bootstrap interval is read as a 95 % interval. Over fewer it is about
+#: the prompts' range: with 3 prompts (1/3)^3 = 3.7 % of the resamples repeat the lowest one,
+#: so the 2.5 % quantile is that prompt's value.
+MIN_PROMPTS = 5
 
 
 def speedup_interval(tokens, wall_s, tokens_base, wall_s_base, *, level: float = 0.95,
@@ -77,3 +86,31 @@ def format_speedup(value, low, high) -> str:
         return f"{float(value):.2f}x (one prompt: no interval)"
     d = decimals_for(low, high)
     return f"{float(value):.{d}f}x ({float(low):.{d}f}-{float(high):.{d}f})"
+
+
+def is_range(prompts) -> bool:
+    """True when a bootstrap interval over ``prompts`` prompts (int >= 0) is their range, not a
+    95 % interval: fewer than :data:`MIN_PROMPTS`."""
+    return int(prompts) < MIN_PROMPTS
+
+
+def interval_label(prompts) -> str:
+    """What the bootstrap intervals of a table are, from its rows' prompt counts ``prompts``
+    (an int, or one int per row): ``"95% CI over prompts"`` when every row has
+    :data:`MIN_PROMPTS` or more; ``"range of 3 prompts, not a 95% CI"`` (or ``"range of 2-3
+    prompts per row, ..."``) when none has; ``"95% CI over prompts; range where a row has under
+    5 prompts"`` when some have. Rows of one prompt (no interval) count only when all are."""
+    counts = [int(n) for n in ([prompts] if np.ndim(prompts) == 0 else prompts)
+              if n == n and n > 0]
+    if not counts:
+        return "no interval (no prompts)"
+    if max(counts) == 1:
+        return "one prompt: no interval"
+    counts = [n for n in counts if n > 1]
+    if not any(is_range(n) for n in counts):
+        return "95% CI over prompts"
+    if all(is_range(n) for n in counts):
+        lo, hi = min(counts), max(counts)
+        n = f"{lo} prompts" if lo == hi else f"{lo}-{hi} prompts per row"
+        return f"range of {n}, not a 95% CI"
+    return f"95% CI over prompts; range where a row has under {MIN_PROMPTS} prompts"

@@ -23,16 +23,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .spread import format_speedup
+from .spread import MIN_PROMPTS, format_speedup, is_range
 
 __all__ = ["Verdict", "verdicts", "verdict_text", "engine_like_loop", "loo_warning", "PAYS", "LOSES",
-           "NOISE", "MIN_PROMPTS"]
+           "NOISE"]
 
 #: The three verdict words.
 PAYS, LOSES, NOISE = "pays", "does not pay", "within noise"
-
-#: Fewest prompts whose bootstrap interval is read as a 95 % interval for a per-task verdict.
-MIN_PROMPTS = 5
 
 
 @dataclass(frozen=True)
@@ -145,12 +142,12 @@ def _pld_verdict(tasks, allr, t) -> Verdict:
     n_task = _count(r)
     fig = lambda x: format_speedup(x["speedup"], x["speedup_ci_low"], x["speedup_ci_high"])  # noqa: E731
     head = f"verdict, prompt lookup (vLLM's ngram; T = {t:g}): "
-    if len(allr) and n_task is not None and n_task < MIN_PROMPTS:
+    if len(allr) and n_task is not None and is_range(n_task):
         a = _best(allr, "speedup")
         n_all = _count(a)
         sp, lo, hi = float(a["speedup"]), float(a["speedup_ci_low"]), float(a["speedup_ci_high"])
         word = _word(sp, lo, hi)
-        small = "" if n_all is None or n_all >= MIN_PROMPTS else ", a range, not a 95% interval"
+        small = "" if n_all is None or not is_range(n_all) else ", a range, not a 95% interval"
         where = (f"all tasks ({n_all} prompts{small}) at gamma {int(a['gamma'])}"
                  if n_all is not None else f"all tasks at gamma {int(a['gamma'])}")
         other = (f"best task {r['task']} at gamma {int(r['gamma'])}: {fig(r)} on {n_task} "

@@ -98,3 +98,41 @@ def test_bad_run_flags_are_refused_before_papermill_or_the_kernel_is_imported(tm
         assert code == 2 and w in err and len(err.strip().splitlines()) == 1, err
         assert heavy == [], heavy
     assert not (tmp_path / "out").exists()  # nothing ran, no folder made
+
+
+def test_bad_parameter_values_exit_2_before_papermill(tmp_path):
+    """Trial 8a T8a-13: `{"04": {"alpha": 1.5}}` ran notebook 04 and exited 1 (ParamValueError
+    in the kernel); a wrong kind or a value out of the library's range now exits 2 naming the
+    notebook, parameter and value, with papermill, nbformat and the kernel never imported."""
+    import json
+    import subprocess
+    import sys
+
+    from specnb import theory
+
+    with pytest.raises(ValueError) as lib:
+        theory.summary(1.5, 5, 0.05, 0.05, gamma_max=16)  # notebook 04's cell, alpha 1.5
+    cases, words = [], [f"04_draft_length: alpha = 1.5: {lib.value}",
+                        "04_draft_length: parameter alpha must be a number (as in its "
+                        "parameters cell), got 'x'",
+                        "09_batch_and_context: parameter gammas must be a list of integers (as "
+                        "in its parameters cell), got [1, 2.5]"]
+    for i, p in enumerate([{"04": {"alpha": 1.5}}, {"04": {"alpha": "x"}},
+                           {"09": {"gammas": [1, 2.5]}}]):
+        (tmp_path / f"p{i}.json").write_text(json.dumps(p))
+        cases.append(["run", "--only", next(iter(p)), "--parameters", str(tmp_path / f"p{i}.json"),
+                      "--output", str(tmp_path / "out")])
+    script = ("import contextlib, io, json, sys\nfrom specnb.cli import main\nres = []\n"
+              "for argv in json.loads(sys.argv[1]):\n"
+              "    err = io.StringIO()\n"
+              "    with contextlib.redirect_stderr(err):\n"
+              "        code = main(argv)\n"
+              "    heavy = {'papermill', 'nbconvert', 'nbformat', 'jupyter_client'}\n"
+              "    res.append([code, err.getvalue(), sorted(heavy & set(sys.modules))])\n"
+              "print(json.dumps(res))\n")
+    got = subprocess.run([sys.executable, "-c", script, json.dumps(cases)], capture_output=True,
+                         text=True, check=True)
+    for w, (code, err, heavy) in zip(words, json.loads(got.stdout), strict=True):
+        assert code == 2 and w in err and len(err.strip().splitlines()) == 1, err
+        assert heavy == [], heavy
+    assert not (tmp_path / "out").exists()

@@ -44,3 +44,38 @@ def test_format():
     assert S.format_speedup(1.1234, 1.10, 1.14) == "1.12x (1.10-1.14)"
     assert S.format_speedup(0.7123, float("nan"), float("nan")) == \
         "0.71x (one prompt: no interval)"
+
+
+def test_below_min_prompts_the_bootstrap_is_the_range():
+    """Trial 8a T8a-10: over 3 prompts the 95 % bootstrap interval is the prompts' lowest and
+    highest speedup (what is_range says), over more it lies inside them."""
+    from specnb import acceptance
+
+    rng = np.random.default_rng(1)
+    for n in (S.MIN_PROMPTS - 2, S.MIN_PROMPTS + 15):
+        wall = rng.uniform(0.5, 1.5, n)
+        _, lo, hi = S.speedup_interval([48] * n, wall, [48] * n, [1.0] * n)
+        per_prompt = 1.0 / wall
+        is_minmax = (lo, hi) == pytest.approx((per_prompt.min(), per_prompt.max()))
+        assert S.is_range(n) == is_minmax
+        num = rng.uniform(5, 20, n)  # alpha's cluster bootstrap behaves alike
+        _, lo, hi = acceptance.ratio_ci(num, [24] * n)
+        assert S.is_range(n) == ((lo, hi) == pytest.approx((num.min() / 24, num.max() / 24)))
+
+
+def test_interval_label_follows_the_rule():
+    """The label of a table's intervals from its rows' prompt counts (T8a-10): a range below
+    MIN_PROMPTS, a 95 % CI from it, both named in a table that mixes them."""
+    small, large = S.MIN_PROMPTS - 2, 2 * S.MIN_PROMPTS
+    assert S.is_range(small) and not S.is_range(large) and not S.is_range(S.MIN_PROMPTS)
+    assert S.interval_label(small) == f"range of {small} prompts, not a 95% CI"
+    assert S.interval_label(large) == "95% CI over prompts"
+    assert S.interval_label(S.MIN_PROMPTS) == "95% CI over prompts"
+    # rows of one prompt have no interval: they do not make a 95 % CI a range
+    assert S.interval_label([1, 1, 1, large]) == "95% CI over prompts"
+    assert S.interval_label([1, 1, small]) == f"range of {small} prompts, not a 95% CI"
+    assert S.interval_label([2, small]) == f"range of 2-{small} prompts per row, not a 95% CI"
+    assert S.interval_label([2, 2, large]) == (
+        f"95% CI over prompts; range where a row has under {S.MIN_PROMPTS} prompts")
+    assert S.interval_label(np.array([1, 1])) == "one prompt: no interval"
+    assert S.interval_label([0, float("nan")]) == "no interval (no prompts)"
