@@ -68,20 +68,14 @@ def test_cli_run_usage_errors(capsys, tmp_path, one_nb):
         runner.run_notebooks(notebook_dir=one_nb, cell_timeout=-1, output_dir=tmp_path)
 
 
-def test_bad_run_flags_are_refused_before_papermill_or_the_kernel_is_imported(tmp_path, one_nb):
-    """Fault C4 (trial 3): `run --only 42` took 14 s to refuse. --only, --notebooks and the
-    parameters file's notebook names are checked against the notebook list before papermill,
-    nbconvert, nbformat or jupyter_client is imported (asserted on sys.modules, one process)."""
+def _in_one_process(cases):
+    """Run each argv of ``cases`` through ``specnb.cli.main`` in one fresh process: [exit
+    status, stderr, the heavy modules (papermill, nbconvert, nbformat, jupyter_client) then
+    imported] per case."""
     import json
     import subprocess
     import sys
 
-    params = tmp_path / "p.yaml"
-    params.write_text("99: {alpha: 1}\n")
-    out = str(tmp_path / "out")
-    cases = [["run", "--only", "42", "--notebooks", str(one_nb), "--output", out],
-             ["run", "--notebooks", str(tmp_path / "none"), "--output", out],
-             ["run", "--parameters", str(params), "--notebooks", str(one_nb), "--output", out]]
     script = ("import contextlib, io, json, sys\nfrom specnb.cli import main\nres = []\n"
               "for argv in json.loads(sys.argv[1]):\n"
               "    err = io.StringIO()\n"
@@ -92,9 +86,22 @@ def test_bad_run_flags_are_refused_before_papermill_or_the_kernel_is_imported(tm
               "print(json.dumps(res))\n")
     got = subprocess.run([sys.executable, "-c", script, json.dumps(cases)], capture_output=True,
                          text=True, check=True)
+    return json.loads(got.stdout)
+
+
+def test_bad_run_flags_are_refused_before_papermill_or_the_kernel_is_imported(tmp_path, one_nb):
+    """Fault C4 (trial 3): `run --only 42` took 14 s to refuse. --only, --notebooks and the
+    parameters file's notebook names are checked against the notebook list before papermill,
+    nbconvert, nbformat or jupyter_client is imported (asserted on sys.modules, one process)."""
+    params = tmp_path / "p.yaml"
+    params.write_text("99: {alpha: 1}\n")
+    out = str(tmp_path / "out")
+    cases = [["run", "--only", "42", "--notebooks", str(one_nb), "--output", out],
+             ["run", "--notebooks", str(tmp_path / "none"), "--output", out],
+             ["run", "--parameters", str(params), "--notebooks", str(one_nb), "--output", out]]
     words = ["--only '42' matches no notebook; valid names: 04_one", "does not exist",
              "parameters for notebook '99' matches no notebook"]
-    for w, (code, err, heavy) in zip(words, json.loads(got.stdout)):
+    for w, (code, err, heavy) in zip(words, _in_one_process(cases), strict=True):
         assert code == 2 and w in err and len(err.strip().splitlines()) == 1, err
         assert heavy == [], heavy
     assert not (tmp_path / "out").exists()  # nothing ran, no folder made
@@ -105,8 +112,6 @@ def test_bad_parameter_values_exit_2_before_papermill(tmp_path):
     in the kernel); a wrong kind or a value out of the library's range now exits 2 naming the
     notebook, parameter and value, with papermill, nbformat and the kernel never imported."""
     import json
-    import subprocess
-    import sys
 
     from specnb import theory
 
@@ -122,17 +127,7 @@ def test_bad_parameter_values_exit_2_before_papermill(tmp_path):
         (tmp_path / f"p{i}.json").write_text(json.dumps(p))
         cases.append(["run", "--only", next(iter(p)), "--parameters", str(tmp_path / f"p{i}.json"),
                       "--output", str(tmp_path / "out")])
-    script = ("import contextlib, io, json, sys\nfrom specnb.cli import main\nres = []\n"
-              "for argv in json.loads(sys.argv[1]):\n"
-              "    err = io.StringIO()\n"
-              "    with contextlib.redirect_stderr(err):\n"
-              "        code = main(argv)\n"
-              "    heavy = {'papermill', 'nbconvert', 'nbformat', 'jupyter_client'}\n"
-              "    res.append([code, err.getvalue(), sorted(heavy & set(sys.modules))])\n"
-              "print(json.dumps(res))\n")
-    got = subprocess.run([sys.executable, "-c", script, json.dumps(cases)], capture_output=True,
-                         text=True, check=True)
-    for w, (code, err, heavy) in zip(words, json.loads(got.stdout), strict=True):
+    for w, (code, err, heavy) in zip(words, _in_one_process(cases), strict=True):
         assert code == 2 and w in err and len(err.strip().splitlines()) == 1, err
         assert heavy == [], heavy
     assert not (tmp_path / "out").exists()
