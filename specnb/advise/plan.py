@@ -610,6 +610,27 @@ def plan_runner(method: str, acceptance_profile=None, proposal_rate: float = 1.0
     return model_runner(m)
 
 
+def with_sync_host(st: S.Setup, runner: str | None):
+    """``(setup, note)``: ``st`` charged, per sequence per speculative step, the host time
+    that vLLM V1's synchronous scheduling adds where the method turns async scheduling off
+    on ``runner`` while the plain run keeps it (:func:`specnb.simulate.host.host_cost`'s
+    ``sync_us_per_request``, the simulator's one rule; ``Setup.sync_host_us_per_seq``), with
+    note ``v1-sync-scheduling``; ``(st, None)`` where there is none (T9-01)."""
+    from ..simulate.host import host_cost
+
+    sync = host_cost(st, runner=runner).sync_us_per_request if runner is not None else 0.0
+    if sync <= 0:
+        return st, None
+    return dataclasses.replace(st, sync_host_us_per_seq=sync), Note(
+        "v1-sync-scheduling",
+        f"{st.draft.method} runs on Model Runner V1, where vLLM 0.33 turns async scheduling off "
+        f"for it (config/vllm.py, v1_async_sched_incompat) while the plain run keeps it on: "
+        f"every speculative step pays {sync:g} us of host time per sequence in series "
+        "(simulate.host.SYNC_HOST_US_PER_REQUEST, from vLLM PR #23914), counted here"
+        + (" (V1's CPU n-gram scan, which simulate also charges, is not)"
+           if st.draft.method == "ngram" else ""))
+
+
 def runner_note(method: str, runner: str | None, env: dict) -> Note | None:
     """Note ``model-runner-env`` when the serve line sets ``VLLM_USE_V2_MODEL_RUNNER`` so that
     vLLM serves ``method`` on the runner the figures are for; None when it needs nothing."""
@@ -895,6 +916,8 @@ def serving_plan(st: S.Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=
     acc = {k: v for k, v in (("alpha", alpha), ("tau", tau),
                               ("acceptance_rates", acceptance_rates)) if v is not None}
     batches, contexts, gammas = sorted(batch_sizes), sorted(contexts), list(gammas)
+    runner = plan_runner(st.draft.method, acceptance_profile, st.proposal_rate)
+    st, sync_note = with_sync_host(st, runner)
     prof_notes = []
     if acceptance_profile is not None:
         if acc:
@@ -975,9 +998,7 @@ def serving_plan(st: S.Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=
     elif cfg is not None:
         serve, serve_notes = setup_serve_line(st, cfg, max_num_seqs=limit,
                                               contexts=servable,
-                                              runner=plan_runner(st.draft.method,
-                                                                 acceptance_profile,
-                                                                 st.proposal_rate))
+                                              runner=runner)
         notes += serve_notes
     if nothing is not None:
         notes.append(nothing)
@@ -1066,7 +1087,7 @@ def serving_plan(st: S.Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=
                           "verifies each request's own draft; an acceptance profile (specnb replay "
                           "--method suffix --out) gives the mean draft length"))
     context_notes = S.context_limit_notes(st, contexts)
-    notes = context_notes + prof_notes + notes
+    notes = context_notes + prof_notes + ([sync_note] if sync_note and nothing is None else []) + notes
     paying = S.paying_of(full)
     if cfg is None and any(paying) and nothing is None and not v0:
         # setup_config's no-gamma-pays is about the worst context only

@@ -239,7 +239,8 @@ class Setup:
     weight and KV dtypes, the draft, one :class:`Efficiency` per role, the per-verification
     overhead, the serving engine's profile (:class:`~specnb.serving.engines.EngineProfile`,
     ``data/engine_profiles.csv``), the proposal rate M (the share of sequence-steps that carry
-    a draft: 1 except for n-gram / suffix) and vLLM's ``gpu_memory_utilization``. Build with
+    a draft: 1 except for n-gram / suffix), vLLM's ``gpu_memory_utilization`` and the host
+    time a speculative step pays in series (``sync_host_us_per_seq``). Build with
     :func:`setup`; change a field with ``dataclasses.replace``."""
 
     gpu: GPU
@@ -256,6 +257,11 @@ class Setup:
     proposal_rate: float = 1.0
     memory_fraction: float = DEFAULT_GPU_MEMORY_UTILIZATION
     mean_draft_len: float | None = None  # tokens per draft (n-gram / suffix); None: gamma
+    #: host time per sequence per speculative step that the plain run does not pay, us (vLLM
+    #: V1's async scheduling off for the method while the plain run keeps it:
+    #: :func:`specnb.simulate.host.host_cost`'s ``sync_us_per_request``, set by ``plan``); 0:
+    #: none. The simulator charges its own host terms and leaves this 0.
+    sync_host_us_per_seq: float = 0.0
 
     def _draft_weight_bytes(self) -> float:
         d = self.draft

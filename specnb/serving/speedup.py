@@ -156,12 +156,15 @@ class _Times:
 
     def engine(self, b, g):
         """The engine profile's costs beyond the model (:mod:`specnb.serving.engines`): per
-        draft forward, per draft token x LM-head rows, per verified token."""
+        draft forward, per draft token x LM-head rows, per verified token; and the setup's
+        host time per sequence that a speculative step pays in series
+        (``Setup.sync_host_us_per_seq``)."""
         p, d = self.st.engine, self.st.draft
         steps = 0.0 if d.kind == "none" else p.draft_step(d.method) * draft_forwards(d, g)
         drafted = g if self.tree is None else 1.0 + (g - 1.0) * float(self.tree[0])
         logits = p.draft_logits_ns * b * drafted * d.lm_head_vocab / 1000.0 * 1e-6
-        return steps + logits + p.verify_token_us * b * self._q(g) * 1e-3
+        return (steps + logits + p.verify_token_us * b * self._q(g) * 1e-3
+                + self.st.sync_host_us_per_seq * b * 1e-3)
 
     def parts(self, b, s, g, tau):
         tp = self.plain(b, s)

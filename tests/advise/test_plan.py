@@ -345,8 +345,10 @@ def test_profile_verification_is_charged_at_the_mean_draft_length():
     st_ = S.setup("H100-SXM", "Llama-3.1-8B", "suffix")
     p = A.serving_plan(st_, [1, 64], [1000], [4], acceptance_profile=prof)
     assert "profile-mean-draft-length" in [n.code for n in p.notes]
-    want = S.evaluate(S.setup("H100-SXM", "Llama-3.1-8B", "suffix", proposal_rate=0.4,
-                              mean_draft_len=1.75), [1, 64], [1000], [4], tau=1.75)
+    # suffix runs on Model Runner V1, synchronous scheduling charged (T9-01)
+    want = S.evaluate(P.with_sync_host(S.setup("H100-SXM", "Llama-3.1-8B", "suffix",
+                                               proposal_rate=0.4, mean_draft_len=1.75),
+                                       "v1")[0], [1, 64], [1000], [4], tau=1.75)
     assert p.grid.speedup[:, 0, 0].tolist() == want.speedup[:, 0, 0].tolist()
     # the verification is the target step at 1 + 0.4 x 1.75 = 1.7 query tokens per sequence
     st_l = S.setup("H100-SXM", "Llama-3.1-8B", "suffix", proposal_rate=0.4,
@@ -472,3 +474,27 @@ def test_an_sglang_plan_uses_sglangs_memory_share_and_context_flag():
                   gpu_memory_utilization=0.9)
     w = shlex.split(A.serving_plan(st9, [1, 4], [4000], [2], alpha=0.7).serve)
     assert w[w.index("--mem-fraction-static") + 1] == "0.9"
+
+
+def test_v1_methods_pay_the_synchronous_scheduling_host_time_simulate_charges():
+    """T9-01: on Model Runner V1 suffix (always) and ngram (a V1 profile or M < 1) turn vLLM's
+    async scheduling off while the plain run keeps it: plan charges simulate's per-sequence
+    host time on every speculative step, with a note; V2's ngram and eagle3 pay none."""
+    from specnb.advise import plan as P
+    from specnb.simulate import host as H
+
+    sfx = S.setup("H100-SXM", "Llama-3.1-8B", "suffix", proposal_rate=0.5)
+    p = A.serving_plan(sfx, [64], [1000], [4], tau=2.0)
+    assert "v1-sync-scheduling" in [n.code for n in p.notes]
+    charged = P.with_sync_host(sfx, "v1")[0]
+    assert charged.sync_host_us_per_seq == H.SYNC_HOST_US_PER_REQUEST
+    extra = float(S.t_engine_ms(charged, 64, 1000, 4) - S.t_engine_ms(sfx, 64, 1000, 4))
+    assert extra == pytest.approx(64 * H.SYNC_HOST_US_PER_REQUEST * 1e-3)
+    assert p.grid.speedup[0, 0, 0] == S.evaluate(charged, [64], [1000], [4],
+                                                 tau=2.0).speedup[0, 0, 0]
+    ng = S.setup("H100-SXM", "Llama-3.1-8B", "ngram")
+    assert P.with_sync_host(ng, P.plan_runner("ngram"))[1] is None  # V2: async kept
+    assert P.with_sync_host(ng, "v1")[1].code == "v1-sync-scheduling"
+    eagle = S.setup("H100-SXM", "Llama-3.1-8B", "eagle3")
+    assert "v1-sync-scheduling" not in [n.code for n in A.serving_plan(
+        eagle, [64], [1000], [4], tau=2.0).notes]
