@@ -71,6 +71,7 @@ from pathlib import Path
 
 from . import _check
 from .acceptance import ratio_ci
+from .runners import RUNNERS, model_runner
 
 __all__ = ["FORMAT", "VERSION", "Counters", "Entry", "AcceptanceProfile", "entry_from_requests",
            "build", "from_dict", "load", "dumps", "save",
@@ -364,9 +365,19 @@ def from_dict(d: dict, where: str = "acceptance profile") -> AcceptanceProfile:
         ci = tuple(math.nan if x is None else float(x) for x in e.get("tau_ci", [None, None]))
         entries.append(Entry(g, e.get("task"), None if ctx is None else tuple(ctx),
                              int(e.get("num_requests", 0)), _counters(e, g, w), ci))
-    return AcceptanceProfile(method, gammas, edges, tasks, tuple(entries),
-                             dict(d.get("params", {})), dict(d.get("source", {})),
-                             _runner(d, method, where))
+    params = dict(d.get("params", {}))
+    runner = _runner(d, method, where)
+    if runner == "v2" and method in ("ngram", "ngram_gpu") and params.get("max_model_len") is None:
+        for i, e in enumerate(entries):  # V2's kernel drafts gamma tokens at every step
+            c = e.counters
+            if c.num_drafts != c.num_steps or c.num_draft_tokens != e.gamma * c.num_drafts:
+                raise ValueError(
+                    f"{where}: entry {i}: a runner v2 {method} profile drafts gamma tokens at "
+                    f"every step (num_drafts = num_steps, num_draft_tokens = gamma x "
+                    f"num_drafts), got num_steps {c.num_steps}, num_drafts {c.num_drafts}, "
+                    f"num_draft_tokens {c.num_draft_tokens} at gamma {e.gamma}")
+    return AcceptanceProfile(method, gammas, edges, tasks, tuple(entries), params,
+                             dict(d.get("source", {})), runner)
 
 
 #: The replayed methods whose profiles written before the ``runner`` field stepped vLLM's
@@ -378,8 +389,12 @@ def _runner(d: dict, method: str, where: str):
     r = d.get("runner")
     if r is None:
         return "v1" if method in _V1_BEFORE_RUNNER else None
-    if r not in ("v1", "v2"):
+    if r not in RUNNERS:
         raise ValueError(f"{where}: runner must be \"v1\", \"v2\" or null, got {r!r}")
+    if model_runner(method, {"VLLM_USE_V2_MODEL_RUNNER": "1" if r == "v2" else "0"}) != r:
+        raise ValueError(f"{where}: runner {r!r} cannot serve method {method!r}: vLLM 0.33 "
+                         f"refuses to start it so (specnb replay --method {method} refuses "
+                         "that runner too)")
     return r
 
 

@@ -183,3 +183,18 @@ def test_the_runner_round_trips_and_profiles_before_it_read_as_v1():
     assert ap.from_dict(old).runner is None
     with pytest.raises(ValueError, match="runner must be"):
         ap.from_dict({**prof.to_dict(), "runner": "v3"})
+
+
+def test_a_runner_the_method_cannot_have_or_counters_it_cannot_produce_are_refused():
+    """T9-06: the loader applies replay's runner rule (suffix runs on V1 only) and V2's
+    n-gram counters (gamma draft tokens at every step)."""
+    from specnb import replay as R
+
+    sfx = R.replay(method="suffix", gammas=[3]).to_dict()
+    with pytest.raises(ValueError, match="runner 'v2' cannot serve method 'suffix'"):
+        ap.from_dict({**sfx, "runner": "v2"})
+    ng = R.replay(gammas=[3]).to_dict()
+    ng["entries"][0]["num_drafts"] //= 2
+    with pytest.raises(ValueError, match=r"entry 0: a runner v2 ngram profile drafts gamma"):
+        ap.from_dict(ng)
+    assert ap.from_dict({**ng, "runner": "v1"}).runner == "v1"  # V1 drafts on a share

@@ -298,7 +298,8 @@ def setup_config(st: S.Setup, sched, *, checkpoint: str | None = None,
         opts.update({k: v for k, v in acceptance_profile.params.items()
                      if v is not None and (k.startswith("prompt_lookup_")
                                            or k.startswith("suffix_decoding_"))})
-    cfg = schedule_config(sched, d.method, model=model, **opts)
+    cfg = schedule_config(sched, served_method(d.method, acceptance_profile), model=model,
+                          **opts)
     layers = max(1, int(st.target.mtp_layers or 0))
     top_k = max((int(r[2]) for r in sched), default=0) if sched else 0
     if d.method == "mtp" and cfg is not None and top_k > layers:
@@ -610,15 +611,27 @@ def plan_runner(method: str, acceptance_profile=None, proposal_rate: float = 1.0
     return model_runner(m)
 
 
-def with_sync_host(st: S.Setup, runner: str | None):
+def served_method(method: str, acceptance_profile=None) -> str:
+    """vLLM's method name a plan serves for the draft ``method``: the profile's ``ngram_gpu``
+    where it replayed that (on Model Runner V1 a GPU proposer that keeps async scheduling, not
+    ngram's CPU one: T9-04), else ``method``."""
+    if method == "ngram" and acceptance_profile is not None \
+            and acceptance_profile.method == "ngram_gpu":
+        return "ngram_gpu"
+    return method
+
+
+def with_sync_host(st: S.Setup, runner: str | None, method: str | None = None):
     """``(setup, note)``: ``st`` charged, per sequence per speculative step, the host time
     that vLLM V1's synchronous scheduling adds where the method turns async scheduling off
     on ``runner`` while the plain run keeps it (:func:`specnb.simulate.host.host_cost`'s
     ``sync_us_per_request``, the simulator's one rule; ``Setup.sync_host_us_per_seq``), with
-    note ``v1-sync-scheduling``; ``(st, None)`` where there is none (T9-01)."""
+    note ``v1-sync-scheduling``; ``(st, None)`` where there is none (T9-01). ``method``:
+    vLLM's method served (:func:`served_method`; default the draft's)."""
     from ..simulate.host import host_cost
 
-    sync = host_cost(st, runner=runner).sync_us_per_request if runner is not None else 0.0
+    sync = (host_cost(st, runner=runner, method=method).sync_us_per_request
+            if runner is not None else 0.0)
     if sync <= 0:
         return st, None
     return dataclasses.replace(st, sync_host_us_per_seq=sync), Note(
@@ -639,9 +652,11 @@ def runner_note(method: str, runner: str | None, env: dict) -> Note | None:
     return Note("model-runner-env",
                 f"{' '.join(f'{k}={v}' for k, v in env.items())} in the serve line: the "
                 f"figures are Model Runner {runner.upper()}'s {method} drafts"
-                + (" (the CPU proposer: a draft only where a match is, the earliest match), "
-                   "while vLLM 0.33 serves ngram on Model Runner V2 by default, whose kernel "
-                   "drafts gamma tokens for every request at every step"
+                + ((" (the CPU proposer: a draft only where a match is, the earliest "
+                    "match)" if method == "ngram" else " (V1's GPU n-gram proposer: the "
+                    "earliest match, a draft only where one is; async scheduling kept)")
+                   + f", while vLLM 0.33 serves {method} on Model Runner V2 by default, whose "
+                   "kernel drafts gamma tokens for every request at every step"
                    if runner == "v1" else ""))
 
 
@@ -731,8 +746,9 @@ def setup_serve_line(st: S.Setup, config: dict, *, max_num_seqs: int, contexts=N
                           "(check_enough_kv_cache_memory); this line does not serve "
                           + ("that context" if len(unserved) == 1 else "those contexts")
                           + ": the server refuses longer requests"))
-    env = runner_env(d.method, runner) if runner is not None else {}
-    rn = runner_note(d.method, runner, env)
+    served = config.get("method", d.method) if isinstance(config, dict) else d.method
+    env = runner_env(served, runner) if runner is not None else {}
+    rn = runner_note(served, runner, env)
     if rn is not None:
         notes.append(rn)
     return serve_command(config, model, extra_args=args + [str(a) for a in extra_args],
@@ -917,7 +933,8 @@ def serving_plan(st: S.Setup, batch_sizes, contexts, gammas, *, alpha=None, tau=
                               ("acceptance_rates", acceptance_rates)) if v is not None}
     batches, contexts, gammas = sorted(batch_sizes), sorted(contexts), list(gammas)
     runner = plan_runner(st.draft.method, acceptance_profile, st.proposal_rate)
-    st, sync_note = with_sync_host(st, runner)
+    st, sync_note = with_sync_host(st, runner, served_method(st.draft.method,
+                                                             acceptance_profile))
     prof_notes = []
     if acceptance_profile is not None:
         if acc:

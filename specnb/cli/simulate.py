@@ -383,7 +383,10 @@ def simulate(a) -> dict:
         cfg = M.v0_engine_config(st, speculative=True, **given)
         off_cfg = M.v0_engine_config(st, speculative=False, **given)
     else:
-        cfg = M.engine_config(st, host=M.host_cost(st, runner=runner), **kw)
+        from ..advise.plan import served_method
+
+        cfg = M.engine_config(st, host=M.host_cost(
+            st, runner=runner, method=served_method(st.draft.method, profile)), **kw)
     sched = None
     if not a.no_schedule and not sglang:
         sched = _schedule_flag(a) if a.schedule else _plan_schedule(

@@ -127,7 +127,7 @@ class HostCost:
 
 def host_cost(st, *, prompt_lookup_min: int = 1, prompt_lookup_max: int = 4,
               cpus: int | None = None, async_plain: bool = True,
-              runner: str | None = None) -> HostCost:
+              runner: str | None = None, method: str | None = None) -> HostCost:
     """The :class:`HostCost` of setup ``st``: vLLM's CPU n-gram proposer for ``ngram`` drafts
     (V0's worker under the ``vllm-v0`` engine profile, V1's batched scan otherwise), nothing
     for other drafts (their proposers run on the GPU, timed by the serving model). Under the
@@ -142,6 +142,9 @@ def host_cost(st, *, prompt_lookup_min: int = 1, prompt_lookup_max: int = 4,
     ``ngram``) the n-gram drafts come from a GPU kernel (``NgramGPUSpeculator``) and async
     scheduling stays on (``config/vllm.py`` computes the V1 incompatibility only ``if not
     self.use_v2_model_runner``): no host term at all (the kernel's GPU time is not modelled).
+    ``method``: vLLM's method served (default ``st.draft.method``); ``ngram_gpu`` (V1's GPU
+    n-gram proposer, an n-gram draft in the serving model) keeps async scheduling and has no
+    host scan.
 
     ``prompt_lookup_min`` / ``prompt_lookup_max``: the n-gram sizes (V0's
     ``ngram_prompt_lookup_min`` / ``_max``; default 1 and 4, the vLLM blog's example). ``cpus``:
@@ -162,13 +165,14 @@ def host_cost(st, *, prompt_lookup_min: int = 1, prompt_lookup_max: int = 4,
         raise ValueError(f"async_plain must be True or False, got {async_plain!r}")
     if runner is not None:
         _check.choice("runner", runner, list(RUNNERS))
+    method = st.draft.method if method is None else method
     if runner is None:
-        runner = model_runner(st.draft.method)
+        runner = model_runner(method)
     if st.engine.family == "vllm" and runner == "v2":  # V2: a GPU n-gram kernel, async kept
         return HostCost()
     sync_us = SYNC_HOST_US_PER_REQUEST if (async_plain and st.engine.family == "vllm"
-                                           and st.draft.method in ASYNC_OFF_METHODS) else 0.0
-    if st.draft.method != "ngram":
+                                           and method in ASYNC_OFF_METHODS) else 0.0
+    if method != "ngram":
         return HostCost(sync_us_per_request=sync_us)
     if st.engine.family == "vllm-v0":
         return HostCost("v0-ngram", 1, hi - lo + 1)

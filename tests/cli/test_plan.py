@@ -1017,3 +1017,22 @@ def test_a_profiles_runner_reaches_the_serve_line(capsys, tmp_path):
     assert out["v2"]["serve"].startswith("vllm serve ")
     sp = {k: [r["speedup"] for r in v["rows"]] for k, v in out.items()}
     assert sp["v2"][1] < 1 < sp["v1"][1]  # batch 64: V2's padded drafts lose, V1's pay
+
+
+def test_an_ngram_gpu_v1_profile_is_served_as_ngram_gpu_with_async_scheduling(capsys, tmp_path):
+    """T9-04: V1's GPU n-gram proposer keeps async scheduling: the line keeps its method name
+    and no synchronous-scheduling time is charged, unlike ngram's CPU proposer."""
+    from specnb import acceptance_profile as AP
+    from specnb import replay as R
+
+    f = tmp_path / "g.json"
+    AP.save(R.replay(method="ngram_gpu", gammas=[3], runner="v1"), f)
+    code, js, err = run(capsys, "plan", "--gpu", "H100-SXM", "--model", "Llama-3.1-8B",
+                        "--draft", "ngram", "--context", "100", "--batch", "1", "64", "--gamma",
+                        "3", "--acceptance-profile", str(f), "--json")
+    assert code == 0, err
+    res = json.loads(js)
+    assert res["serve"].startswith("VLLM_USE_V2_MODEL_RUNNER=0 vllm serve ")
+    assert '"method": "ngram_gpu"' in res["serve"]
+    assert "v1-sync-scheduling" not in res["note_codes"]
+    assert all(r["t_engine_ms"] == 0 for r in res["rows"])
