@@ -77,27 +77,50 @@ RESPONSE_COUNT_KEYS = ("output_len", "response_len", "completion_tokens", "num_o
 
 
 def check_file(path, what: str = "prompts file", bundled: Path = BUNDLED_PROMPTS) -> Path:
-    """``path`` as a Path to an existing file; ``bundled`` is the bundled file of its kind
-    that the message names (:data:`BUNDLED_PROMPTS`; a request log's is :data:`BUNDLED_LOGGED`).
+    """``path`` as a Path to an existing file, or a pipe or character device (process
+    substitution ``<(zcat log.jsonl.gz)``, ``/dev/stdin``: :func:`jsonl_lines` reads it once);
+    ``bundled`` is the bundled file of its kind that the message names
+    (:data:`BUNDLED_PROMPTS`; a request log's is :data:`BUNDLED_LOGGED`).
 
     Raises
     ------
     FileNotFoundError
-        It does not exist, or it is a folder (the message says which, and names ``bundled``).
+        It does not exist, it is a folder, or something else that is not a file (a socket:
+        the message says which, and names ``bundled``).
     """
     p = Path(path).expanduser()
     if p.is_dir():
         raise FileNotFoundError(f"{what} {str(path)!r} is a folder; give the JSON-lines file "
                                 f"itself (the bundled one is {bundled})")
-    if not p.is_file():
-        raise FileNotFoundError(f"{what} {str(path)!r} does not exist; the bundled one is "
-                                f"{bundled}")
-    return p
+    if p.is_file() or p.is_fifo() or p.is_char_device():
+        return p
+    if p.exists():
+        raise FileNotFoundError(f"{what} {str(path)!r} is not a file, a pipe or a device; "
+                                f"give the JSON-lines file (the bundled one is {bundled})")
+    raise FileNotFoundError(f"{what} {str(path)!r} does not exist; the bundled one is "
+                            f"{bundled}")
+
+
+#: The text of each pipe or device read in this process, by path: a pipe can be read once
+#: only, and a command may read its log twice (checked first, then used).
+_STREAM_TEXT: dict[str, str] = {}
+
+
+def _read_text(path: Path) -> str:
+    """The UTF-8 text of ``path`` (a BOM dropped); a pipe or device is read once per process
+    (:data:`_STREAM_TEXT`)."""
+    if path.is_file():
+        return path.read_text(encoding="utf-8-sig")
+    key = str(path)
+    if key not in _STREAM_TEXT:
+        _STREAM_TEXT[key] = path.read_bytes().decode("utf-8-sig")
+    return _STREAM_TEXT[key]
 
 
 def jsonl_lines(path: Path):
     """``(line number from 1, text)`` of each non-blank line of a JSON-lines file in UTF-8 (a
-    BOM dropped): the one reader of request logs (``replay``, ``simulate --requests``).
+    BOM dropped): the one reader of request logs (``replay``, ``simulate --requests``); a
+    pipe or device is read once per process, its text kept for a second read.
 
     Raises
     ------
@@ -107,7 +130,7 @@ def jsonl_lines(path: Path):
         the file cannot be read.
     """
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        text = _read_text(path)
     except UnicodeDecodeError as exc:
         raise _check.utf8_error(str(path), exc, "give JSON lines in UTF-8") from None
     for n, line in enumerate(text.splitlines(), start=1):

@@ -185,3 +185,44 @@ def test_read_lengths_bounds_ids_only_by_a_tokenizer_given(tmp_path):
         RL.read_lengths(g, tokenizer=False)
     with pytest.raises(ValueError, match="empty"):
         RL.read_lengths(_log(tmp_path, [], "empty.jsonl"))
+
+
+def test_a_pipe_is_read_once_and_dev_null_is_empty(tmp_path, capsys):
+    """Trial 9, T9-09: ``specnb replay <(zcat log.jsonl.gz)`` and /dev/null were "does not
+    exist" (Path.is_file() is False for a FIFO / device); a pipe is read now, once, its text
+    kept for a second read in the same process (a command checks, then reads)."""
+    import os
+    import socket
+    import threading
+
+    from specnb.cli import main
+
+    rows = [{"prompt_ids": [1, 2, 3, 1, 2, 3], "response_ids": [1, 2, 3, 4]},
+            {"prompt_ids": [5, 6], "response_ids": [5, 6, 5]}]
+    text = "".join(json.dumps(r) + "\n" for r in rows)
+    fifo = tmp_path / "log.fifo"
+    os.mkfifo(fifo)
+
+    def write():
+        with open(fifo, "w", encoding="utf-8") as fh:
+            fh.write(text)
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    log = RL.read(fifo, tokenizer=False)
+    writer.join(timeout=10)
+    assert not writer.is_alive()
+    assert [r.response_ids.tolist() for r in log] == [r["response_ids"] for r in rows]
+    again = RL.read_lengths(fifo, tokenizer=False)  # the pipe is drained: its kept text
+    assert again.response_len.tolist() == [4, 3]
+    assert main(["replay", str(fifo), "--gamma", "1"]) == 0
+    capsys.readouterr()
+    with pytest.raises(ValueError, match="holds no request: it is empty"):
+        RL.read("/dev/null")
+    assert main(["replay", "/dev/null"]) == 2
+    assert "holds no request: it is empty" in capsys.readouterr().err
+    sock_path = tmp_path / "s.sock"
+    with socket.socket(socket.AF_UNIX) as s:
+        s.bind(str(sock_path))
+        with pytest.raises(FileNotFoundError, match="is not a file, a pipe or a device"):
+            RL.read(sock_path)

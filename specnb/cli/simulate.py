@@ -67,8 +67,8 @@ def estimate_seconds(a) -> tuple[float, float, int]:
     tok, seqs = M.default_batch_limits(a.gpu)
     seqs = a.max_num_seqs or min(seqs, a.max_num_batched_tokens or tok)
     planned = not a.no_schedule and not a.schedule
-    pols = _policies(a, M, seqs, None if a.no_schedule or planned else _schedule_flag(a),
-                     method=str(a.draft).lower())
+    given = None if a.no_schedule or planned else _clamped_schedule(a, _schedule_flag(a))[0]
+    pols = _policies(a, M, seqs, given, method=str(a.draft).lower())
     if planned:
         pols.append(M.policy("static", k=max(a.gamma)))
     out = max(int(a.output_len), 1)  # every request alike: one request's bound, times the count
@@ -86,6 +86,30 @@ def _schedule_flag(a):
         raise ValueError("--schedule null: give ranges as [[lo, hi, k], ...], or --no-schedule "
                          "to simulate none")
     return value
+
+
+def _clamped_schedule(a, sched):
+    """``(schedule, note)``: ``--schedule`` ``sched`` with every K above num_speculative_tokens
+    (the largest ``--gamma``) clamped to it, as vLLM 0.33 runs it
+    (:func:`specnb.vllm.schedule.clamp_schedule`, config check's warning), and note
+    ``schedule-k-clamped``; ``(sched, None)`` when no K is above it (trial 9, T9-08).
+    Raises ValueError for a schedule vLLM refuses, naming ``--schedule``."""
+    from ..notes import Note
+    from ..vllm.schedule import SCHEDULE_CLAMPED_CODE, clamp_schedule
+
+    top = max(a.gamma)
+    try:
+        rows, above = clamp_schedule(sched, top)
+    except ValueError as exc:
+        raise ValueError(f"--schedule {json.dumps(sched)}: {exc}") from None
+    if not above:
+        return sched, None
+    rows = [list(r) for r in rows]
+    return rows, Note(SCHEDULE_CLAMPED_CODE, f"--schedule {json.dumps(sched)}: K above "
+                      f"num_speculative_tokens = {top} (the largest --gamma) in "
+                      f"{', '.join(json.dumps(list(r)) for r in above)}; vLLM clamps it "
+                      "(build_dynamic_sd_schedule_lookup: min(num_speculative_tokens, K)), so "
+                      f"the run simulates {json.dumps(rows)}")
 
 
 def _policies(a, M, max_num_seqs: int, sched, method: str | None = None) -> list:
@@ -289,7 +313,7 @@ def _check_flags(a) -> str | None:
 
 #: Library parameter names that errors without ``param`` may spell (named as flags by
 #: :data:`specnb.cli.FLAGS`).
-_NAMES = ("range_ratio", "max_batch", "max_num_batched_tokens")
+_NAMES = ("range_ratio", "max_batch", "max_num_batched_tokens", "proposal_rate")
 
 
 def _acceptance(a, M, profile=None):
@@ -344,7 +368,8 @@ def simulate(a) -> dict:
     st = S.setup(a.gpu, a.model, a.draft, gpus=a.gpus, dtype=a.dtype, engine=a.engine,
                  kv_dtype=a.kv_cache_dtype,
                  draft_config=a.draft_config,
-                 gpu_memory_utilization=a.gpu_memory_utilization)
+                 gpu_memory_utilization=a.gpu_memory_utilization,
+                 proposal_rate=1.0 if a.proposal_rate is None else a.proposal_rate)  # T9-08
     from ..advise.plan import check_v0_draft
 
     check_v0_draft(st)  # a draft vLLM V0 never had: bad input (T7-07)
@@ -391,6 +416,9 @@ def simulate(a) -> dict:
     if not a.no_schedule and not sglang:
         sched = _schedule_flag(a) if a.schedule else _plan_schedule(
             st, acc, w, a.gamma, cfg.max_num_seqs)
+    clamped = None
+    if a.schedule and sched is not None:  # vLLM clamps K to num_speculative_tokens (T9-08)
+        sched, clamped = _clamped_schedule(a, sched)
     dropped = _dropped_note(a, st, sched, cfg.max_num_seqs)
     if dropped is not None:  # vLLM runs the static K: that is the schedule shown (T7-05)
         sched = [[1, cfg.max_num_seqs, max(a.gamma)]]
@@ -408,8 +436,8 @@ def simulate(a) -> dict:
             saved.append(path)
     strip = lambda r: {k: v for k, v in r.items() if k not in _LISTS}  # noqa: E731
     on = cmp["on"]
-    notes = _notes(a, w, profile, cmp, sim.config, off_cfg, st) + (
-        [dropped] if dropped is not None else [])
+    notes = _notes(a, w, profile, cmp, sim.config, off_cfg, st) + [
+        n for n in (clamped, dropped) if n is not None]
     serve, serve_notes = (_serve_line(st, sim.config, pols, on, w, profile, runner)
                           if cmp["verdict"] == "pays" else (None, []))
     return {"setup": {"gpu": st.gpu.name, "gpus": st.gpus, "model": st.target.name,

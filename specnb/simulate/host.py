@@ -24,8 +24,8 @@ proposer runs on the host between two forwards, and the engine waits for it:
   scheduler, input preparation and output processing of the next step overlap the forward
   of this one. A method the V1 model runner cannot overlap turns it off for the whole engine
   (``vllm/config/vllm.py`` ``VllmConfig.__post_init__``, ``v1_async_sched_incompat``: any
-  ``speculative_config.method`` outside :data:`ASYNC_COMPATIBLE_METHODS`; here ``ngram`` and
-  ``suffix``), so every step of such a run, whether it proposes or not, pays that host time
+  ``speculative_config.method`` outside :data:`specnb.runners.ASYNC_COMPATIBLE_METHODS`;
+  here ``ngram`` and ``suffix``), so every step of such a run, whether it proposes or not, pays that host time
   in series while the plain run hides it. Time: :data:`SYNC_HOST_US_PER_REQUEST` per
   scheduled request per step (:func:`sync_host_us_per_request`, DERIVED from vLLM PR
   #23914's sync / async runs). In vLLM's 2025 releases async scheduling was opt-in
@@ -50,7 +50,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _check
-from ..runners import RUNNERS, model_runner
+from ..runners import ASYNC_COMPATIBLE_METHODS, RUNNERS, model_runner
 
 __all__ = ["NGRAM_SCAN_NS_PER_TOKEN", "NGRAM_MAX_THREADS", "V0_NGRAM_CONVERT", "V0_NGRAM_PASS",
            "ASYNC_COMPATIBLE_METHODS", "SYNC_HOST_US_PER_REQUEST", "sync_host_us_per_request",
@@ -75,13 +75,6 @@ V0_NGRAM_CONVERT = (5.5, 88.9)
 #: ``max`` and ``.item()``, ``(us, ns per token)``. Same measurement as
 #: :data:`V0_NGRAM_CONVERT`.
 V0_NGRAM_PASS = (25.3, 23.8)
-
-#: Draft methods vLLM 0.33's V1 model runner runs under async scheduling
-#: (``vllm/config/vllm.py``: ``EagleModelTypes`` (eagle, eagle3, extract_hidden_states, the
-#: MTP types, dflash), ``NgramGPUTypes`` (ngram_gpu), ``draft_model``, ``dspark``); any other
-#: method (``ngram``, ``suffix``, ``medusa``) turns async scheduling off.
-ASYNC_COMPATIBLE_METHODS = ("eagle", "eagle3", "extract_hidden_states", "mtp", "dflash",
-                            "ngram_gpu", "draft_model", "dspark")
 
 #: specnb's draft methods that turn vLLM V1's async scheduling off (the CPU proposers).
 ASYNC_OFF_METHODS = ("ngram", "suffix")

@@ -19,7 +19,7 @@ from ..runners import V2_UNSUPPORTED_METHODS, model_runner
 __all__ = ["schedule_tax", "schedule_tax_source", "SCHEDULE_SEMANTICS", "schedule_problems",
            "validate_schedule", "schedule_lookup", "describe_schedule", "schedule_tax_text",
            "V1_SCHEDULE_METHODS", "V2_UNSUPPORTED_METHODS", "model_runner", "schedule_dropped",
-           "SCHEDULE_DROPPED_CODE"]
+           "SCHEDULE_DROPPED_CODE", "clamp_schedule", "SCHEDULE_CLAMPED_CODE"]
 
 def schedule_tax() -> tuple[tuple[int, float, float], ...]:
     """The measured cost of turning the schedule on: ``(concurrency, TPOT ms with speculation
@@ -189,6 +189,24 @@ def validate_schedule(schedule, num_speculative_tokens: int | None = None
             raise ValueError(f"every K must be <= num_speculative_tokens = "
                              f"{num_speculative_tokens}, got {over[0]}")
     return rows
+
+
+#: The stable code of the finding / note that vLLM clamps a schedule's K to
+#: num_speculative_tokens (:func:`clamp_schedule`).
+SCHEDULE_CLAMPED_CODE = "schedule-k-clamped"
+
+
+def clamp_schedule(schedule, num_speculative_tokens: int
+                   ) -> tuple[list[tuple[int, int, int]], list[tuple[int, int, int]]]:
+    """``(rows, above)``: the schedule sorted by range with every K above
+    ``num_speculative_tokens`` (int >= 1) clamped to it, as vLLM 0.33 runs it
+    (``build_dynamic_sd_schedule_lookup`` stores ``min(num_speculative_tokens, K)``: no
+    error), and the entries it clamped, as given. Raises ValueError as
+    :func:`validate_schedule` (a schedule vLLM refuses, a bad ``num_speculative_tokens``)."""
+    validate_schedule([[1, 1, 0]], num_speculative_tokens)  # checks num_speculative_tokens
+    rows = validate_schedule(schedule)
+    above = [r for r in rows if r[2] > num_speculative_tokens]
+    return [(a, b, min(k, num_speculative_tokens)) for a, b, k in rows], above
 
 
 def schedule_lookup(schedule, num_speculative_tokens: int, max_num_seqs: int) -> list[int]:

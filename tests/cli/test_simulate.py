@@ -168,7 +168,7 @@ def test_a_schedule_the_run_would_drop_is_refused(capsys, extra, match):
 
 @pytest.mark.parametrize("schedule,match", [
     ('[[2,8,3]]', "first range must start at batch size 1"),  # config check's own rule
-    ('[[1,8,9]]', "every K must be <= num_speculative_tokens = 3"),  # K above --gamma
+    ('[[1,8,-1]]', "K must be >= 0"),  # (a K above --gamma is clamped, as vLLM: T9-08)
 ])
 def test_a_schedule_is_checked_by_the_one_schedule_rule_even_when_it_is_one_k(
         capsys, schedule, match):
@@ -519,3 +519,36 @@ def test_requests_reads_replays_logs_ids_iso_times_and_the_bundled_log(capsys, t
     code, _, err = run(capsys, *sim, "--tau", "1.5", "--input-len", "9", "--output-len", "9",
                        "--concurrency", "1", "--tokenizer", str(tmp_path))
     assert code == 2 and "--tokenizer encodes the text rows of --requests LOG" in err
+
+
+def test_a_schedule_k_above_the_largest_gamma_is_clamped_as_vllm_does(capsys):
+    # trial 9, T9-08: vLLM 0.33 build_dynamic_sd_schedule_lookup stores
+    # min(num_speculative_tokens, K) (config check warns schedule-k-clamped); simulate ran
+    # nothing ("every K must be <= num_speculative_tokens"): it runs the clamped schedule
+    argv = ["simulate", "--gpu", "H100-SXM", "--model", "Llama-3.1-8B", "--draft", "ngram",
+            "--gamma", "3", "--tau", "1.2", "--input-len", "100", "--output-len", "20",
+            "--num-prompts", "8", "--concurrency", "4", "--json", "--schedule"]
+    code, out, err = run(capsys, *argv, "[[1, 2, 5], [3, 8, 1]]")
+    assert code == 0, err
+    clamped = json.loads(out)
+    code, out, err = run(capsys, *argv, "[[1, 2, 3], [3, 8, 1]]")
+    assert code == 0, err
+    given = json.loads(out)
+    assert clamped["schedule"] == given["schedule"] == [[1, 2, 3], [3, 8, 1]]
+    assert "schedule-k-clamped" in clamped["note_codes"]
+    assert "schedule-k-clamped" not in given["note_codes"]
+    assert clamped["policies"]["schedule"] == given["policies"]["schedule"]
+
+
+def test_a_proposal_rate_for_a_draft_that_always_drafts_is_refused_as_plan_does(capsys):
+    # trial 9, T9-08: one rule (serving.setup): plan refused it, simulate ran it
+    tail = ["--draft", "eagle3", "--gamma", "3", "--tau", "2", "--proposal-rate", "0.5"]
+    code, _, err = run(capsys, "simulate", "--gpu", "H100-SXM", "--model", "Llama-3.1-8B",
+                       "--input-len", "100", "--output-len", "20", "--num-prompts", "8",
+                       "--concurrency", "4", *tail)
+    code_plan, _, err_plan = run(capsys, "plan", "--gpu", "H100-SXM", "--model",
+                                 "Llama-3.1-8B", "--context", "2000", "--batch", "1", "16",
+                                 *tail)
+    assert code == code_plan == 2
+    msg = "--proposal-rate 0.5 applies to ngram / suffix drafting"
+    assert msg in err and msg in err_plan

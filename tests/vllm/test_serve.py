@@ -350,3 +350,46 @@ def test_env_and_docker_lines_are_serve_lines_and_other_commands_are_named():
         assert not str(err.value).startswith("vllm serve: error")  # not blamed on vLLM's parser
     # a line without the command (a bare model first) still parses
     assert parse_serve_line("org/m --max-model-len 10").model == "org/m"
+
+
+def test_async_scheduling_with_a_method_v1_cannot_overlap_is_refused():
+    # trial 9, T9-02: vLLM 0.33 config/vllm.py VllmConfig.__post_init__ raises "Async
+    # scheduling is not supported by the V1 model runner with suffix-based speculative decoding."
+    sfx = json.dumps({"method": "suffix", "num_speculative_tokens": 5})
+    ng = json.dumps({"method": "ngram", "num_speculative_tokens": 5})
+    e3 = json.dumps({"method": "eagle3", "model": "x/y", "num_speculative_tokens": 3})
+    code = "v1-async-scheduling-unsupported"
+    for line in (f"vllm serve MODEL --speculative-config '{sfx}' --async-scheduling",
+                 f"VLLM_USE_V2_MODEL_RUNNER=0 vllm serve MODEL --speculative-config '{ng}' "
+                 "--async-scheduling"):
+        check = check_serve_line(line)[1]
+        assert not check.accepted and code in {f.code for f in check.errors}
+    for line in (f"vllm serve MODEL --speculative-config '{sfx}'",  # vLLM turns it off
+                 f"vllm serve MODEL --speculative-config '{sfx}' --no-async-scheduling",
+                 f"vllm serve MODEL --speculative-config '{ng}' --async-scheduling",  # V2
+                 f"VLLM_USE_V2_MODEL_RUNNER=0 vllm serve MODEL --speculative-config '{e3}' "
+                 "--async-scheduling"):
+        assert code not in _codes(line)
+    assert code not in _codes(f"vllm serve MODEL --speculative-config '{sfx}' "
+                              "--async-scheduling", vllm_version="0.32.0")  # not read
+
+
+def test_a_runner_env_vllm_cannot_start_with_is_refused():
+    # trial 9, T9-03: envs.py maybe_convert_bool = bool(int(value)); _validate_v1_model_runner
+    sfx = json.dumps({"method": "suffix", "num_speculative_tokens": 5})
+    for value in ("true", "yes", ""):
+        check = check_serve_line(f"VLLM_USE_V2_MODEL_RUNNER={value} vllm serve MODEL "
+                                 f"--speculative-config '{sfx}'")[1]
+        assert not check.accepted and "v2-runner-env-not-integer" in check.codes()
+    ds = json.dumps({"method": "dspark", "model": "x/y", "num_speculative_tokens": 3})
+    check = check_serve_line(f"VLLM_USE_V2_MODEL_RUNNER=0 vllm serve MODEL "
+                             f"--speculative-config '{ds}'")[1]
+    assert not check.accepted and "v1-runner-unsupported-method" in check.codes()
+    assert "v1-runner-unsupported-method" not in _codes(
+        f"vllm serve MODEL --speculative-config '{ds}'")
+    e3 = json.dumps({"method": "eagle3", "model": "x/y", "num_speculative_tokens": 3,
+                     "enable_adaptive_verification": True})
+    assert "v1-runner-unsupported-feature" in _codes(
+        f"VLLM_USE_V2_MODEL_RUNNER=0 vllm serve MODEL --speculative-config '{e3}'")
+    assert "v1-runner-unsupported-feature" not in _codes(
+        f"vllm serve MODEL --speculative-config '{e3}'")

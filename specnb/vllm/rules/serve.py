@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from ...hf_config import architectures
 from .._versions import version_key
-from ..schedule import model_runner, schedule_dropped
+from ...runners import model_runner, runner_refusal, v1_async_incompat
+from ..schedule import schedule_dropped
 from .context import NO_DRAFT_BRANCH, Context, as_int
 from .switches import SCHEDULE_DROP_READ
 
@@ -108,16 +109,11 @@ def serve(ctx: Context) -> None:
                 ).removeprefix(f"with --data-parallel-size {dp} vLLM "),
                 "drop the schedule, or serve with --data-parallel-size 1 (one engine "
                 "per GPU group behind a router)")
-    if model_runner(m, ctx.env) == "refused" and \
-            version_key(ctx.table.vllm) >= version_key(SCHEDULE_DROP_READ):
-        ctx.add("v2-runner-unsupported-method", "error", "method", f"VLLM_USE_V2_MODEL_RUNNER="
-                f"{ctx.env.get('VLLM_USE_V2_MODEL_RUNNER')} with method {m!r}: {ctx.vname} "
-                f"refuses to start ('Model Runner V2 does not yet support: speculative method "
-                f"{m!r}', VllmConfig._validate_v2_model_runner)", "unset "
-                "VLLM_USE_V2_MODEL_RUNNER (vLLM then serves it on Model Runner V1)")
+    read = version_key(ctx.table.vllm) >= version_key(SCHEDULE_DROP_READ)  # 0.33.0 was read
+    if read:
+        _runner_findings(ctx, m, s, pp)
     budget = as_int(s.get("max_num_batched_tokens"))
     scheduled = as_int(s.get("max_num_scheduled_tokens")) or budget
-    read = version_key(ctx.table.vllm) >= version_key(SCHEDULE_DROP_READ)  # 0.33.0 was read
     for code, severity, message, fix in scheduled_token_findings(  # the line's own flags
             m, ctx.values.get("num_speculative_tokens"), scheduled=scheduled, budget=budget,
             source=" (the line's flags)") if read else ():
@@ -134,3 +130,54 @@ def serve(ctx: Context) -> None:
                 "keeps its full-precision memory", "measure acceptance on the quantized target "
                 "(specnb metrics), or use a head trained for it; set \"quantization\" in the "
                 "speculative config to quantize the draft too")
+
+
+_RUNNER_FIX = {
+    "v2-runner-env-not-integer": "write VLLM_USE_V2_MODEL_RUNNER=1 (Model Runner V2) or =0 (V1), "
+                                 "or leave it unset (vLLM picks the runner)",
+    "v2-runner-unsupported-method": "unset VLLM_USE_V2_MODEL_RUNNER (vLLM then serves it on Model "
+                                    "Runner V1)",
+    "v1-runner-unsupported-method": "unset VLLM_USE_V2_MODEL_RUNNER (vLLM then serves it on Model "
+                                    "Runner V2)",
+}
+
+
+def _runner_findings(ctx: Context, m: str, s: dict, pp: int) -> None:
+    """The model-runner rules of vLLM 0.33 (:mod:`specnb.runners`): a runner environment
+    vLLM refuses (:func:`specnb.runners.runner_refusal`), a feature Model Runner V1 does not
+    run (``_validate_v1_model_runner``, code ``v1-runner-unsupported-feature``) and
+    ``--async-scheduling`` with a config the V1 runner cannot overlap
+    (:func:`specnb.runners.v1_async_incompat`, code ``v1-async-scheduling-unsupported``)."""
+    refusal = runner_refusal(m, ctx.env)
+    if refusal is not None:
+        code, reason = refusal
+        ctx.add(code, "error", None if code == "v2-runner-env-not-integer" else "method",
+                f"{ctx.vname} refuses to start: {reason}", _RUNNER_FIX[code])
+        return
+    if model_runner(m, ctx.env) != "v1":
+        return
+    v = ctx.values
+    why = "VLLM_USE_V2_MODEL_RUNNER=0" if ctx.env.get("VLLM_USE_V2_MODEL_RUNNER") is not None \
+        else f"Model Runner V2 does not run {m!r}"
+    unsupported = [("enable_adaptive_verification", "adaptive draft verification")
+                   if v.get("enable_adaptive_verification") else None,
+                   ("draft_lm_head_quantization", "draft lm_head quantization")
+                   if v.get("draft_lm_head_quantization") is not None else None,
+                   (None, "prefill context parallel")
+                   if (as_int(s.get("prefill_context_parallel_size")) or 1) > 1 else None]
+    for key, feature in filter(None, unsupported):
+        ctx.add("v1-runner-unsupported-feature", "error", key, f"{feature} on Model Runner V1 "
+                f"({why}): {ctx.vname} refuses to start ('Model Runner V1 does not support: "
+                f"{feature}', VllmConfig._validate_v1_model_runner)", "serve it on Model "
+                "Runner V2 (unset VLLM_USE_V2_MODEL_RUNNER or set it to 1), with a method V2 "
+                "runs")
+    incompat = v1_async_incompat(m, ctx.env, disable_padded_drafter_batch=bool(
+        v.get("disable_padded_drafter_batch")), pipeline_parallel_size=pp)
+    if incompat is not None and s.get("async_scheduling") is True:
+        ctx.add("v1-async-scheduling-unsupported", "error", None, f"--async-scheduling with "
+                f"{incompat} on Model Runner V1 ({why}): {ctx.vname} refuses to start ('Async "
+                f"scheduling is not supported by the V1 model runner with {incompat}.', "
+                "VllmConfig.__post_init__)", "drop --async-scheduling (vLLM then schedules "
+                "synchronously: every step pays the host time in series), or serve a method "
+                "the V1 runner overlaps (eagle, eagle3, mtp, dflash, ngram_gpu, draft_model) "
+                "or Model Runner V2 (ngram)")

@@ -7,15 +7,15 @@ from __future__ import annotations
 import json
 
 from .._versions import version_key
-from ..schedule import (SCHEDULE_DROPPED_CODE, SCHEDULE_SEMANTICS, V1_SCHEDULE_METHODS,
-                        describe_schedule, schedule_dropped, schedule_problems,
-                        schedule_tax_text)
+from ..schedule import (SCHEDULE_CLAMPED_CODE, SCHEDULE_DROPPED_CODE, SCHEDULE_SEMANTICS,
+                        V1_SCHEDULE_METHODS, clamp_schedule, describe_schedule,
+                        schedule_dropped, schedule_problems, schedule_tax_text)
 
 #: The release whose ``VllmConfig`` the dropped-schedule rule (and the serve rules'
 #: ``_set_max_num_scheduled_tokens`` and V2-runner checks) were read from (vLLM 0.33.0
 #: ``config/vllm.py``); older releases are not judged by them (not read).
 SCHEDULE_DROP_READ = "0.33.0"
-from .context import NO_DRAFT_BRANCH, TRAPS, Context
+from .context import NO_DRAFT_BRANCH, TRAPS, Context, as_int
 
 
 def tensor_parallel(ctx: Context) -> None:
@@ -181,9 +181,9 @@ def schedule(ctx: Context) -> None:
                 "(specnb plan plans it for suffix), or use a method whose schedule runs: "
                 + ", ".join(sorted(V1_SCHEDULE_METHODS)))
         return
-    above = [r for r in rows if nst is not None and r[2] > nst]
+    above = clamp_schedule(rows, nst)[1] if (as_int(nst) or 0) >= 1 else []
     if above:
-        ctx.add("schedule-k-clamped", "warning", key, f"K above num_speculative_tokens={nst} in "
+        ctx.add(SCHEDULE_CLAMPED_CODE, "warning", key, f"K above num_speculative_tokens={nst} in "
                 f"{', '.join(json.dumps(list(r)) for r in above)}: {ctx.vname} clamps it to "
                 f"{nst} silently (build_dynamic_sd_schedule_lookup; the newer docs call it an "
                 f"error)", f"lower K to at most {nst}, or raise num_speculative_tokens (it is "
