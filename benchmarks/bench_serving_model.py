@@ -67,16 +67,18 @@ def uncalibrated():
 
 
 def eagle3_tables(context: int = 512):
-    """EAGLE-3 Tables 3 and 5 beside the model, with tau ASSUMED from SpecDecode-Bench's
-    ShareGPT acc_eagle per-position rates (chain drafts; MT-bench is not in that data)."""
-    acc = data.load("specdecode_bench_acceptance")
-    r = acc[(acc["dataset"] == "ShareGPT") & (acc["method"] == "acc_eagle")].iloc[0]
-    rates = [r[f"p_ge_{i}"] for i in range(2, 7)]
+    """EAGLE-3 Tables 3 and 5 beside the model, with tau ASSUMED: SpecDecode-Bench's ShareGPT
+    acc_eagle tau(k) along each request's path at each table's chain length k
+    (``advise.workload_acceptance``; MT-bench is not in that data)."""
+    from specnb.advise import workload_acceptance
+
     out = []
     for name, gpus in (("eagle3_table3_sglang_batch", ["H100-SXM"]),
                        ("eagle3_table5_vllm_batch", ["A100-SXM-80GB", "RTX-3090"])):
+        (chain,) = data.load(name)["chain_length"].unique()  # one chain length per table
+        tau, _ = workload_acceptance("eagle3", "chat", int(chain))
         for g in gpus:
-            res = S.batch_table_comparison(name, g, context=context, acceptance_rates=rates)
+            res = S.batch_table_comparison(name, g, context=context, tau=tau)
             res.insert(0, "gpu", g)
             res.insert(0, "table", name)
             out.append(res)
@@ -146,8 +148,8 @@ def main():
         print(wrong[["table", "batch_size", "context", "speedup", "speedup_printed"]]
               .round(3).to_string(index=False))
     e3 = eagle3_tables()
-    print("\nEAGLE-3 Tables 3 and 5 (no tau printed; tau ASSUMED from SpecDecode-Bench ShareGPT "
-          "acc_eagle rates, context 512 ASSUMED; not scored):")
+    print("\nEAGLE-3 Tables 3 and 5 (no tau printed; tau ASSUMED: SpecDecode-Bench ShareGPT "
+          "acc_eagle path tau(k) at the chain length, context 512 ASSUMED; not scored):")
     for (t, g, m), part in e3.groupby(["table", "gpu", "method"]):
         e = part["relative_error"].abs()
         print(f"    {t} {g} {m}: median |error| {100 * e.median():.1f} % (mean signed "

@@ -116,8 +116,10 @@ def tau_from_rates(acceptance_rates, gamma, *, non_increasing: bool = False):
     """Mean acceptance length from per-position acceptance rates: ``1 + r_1 + ... + r_gamma``.
 
     The survival form of Eq. 1 without the i.i.d. assumption: r_i is the fraction of
-    verifications whose draft is accepted up to position i (vLLM's per-position acceptance,
-    SpecDecode-Bench's P(L >= 1 + i)); with r_i = alpha**i it is Eq. 1. Acceptance is
+    verifications whose draft is accepted up to position i (vLLM's per-position acceptance;
+    not SpecDecode-Bench's P(L >= 1 + i), a share over all token positions whose sum runs
+    above the tau of its own path, :func:`specnb.advise.workload_acceptance`); with
+    r_i = alpha**i it is Eq. 1. Acceptance is
     prefix-based, so shortening the draft keeps the earlier rates.
 
     Parameters
@@ -172,8 +174,7 @@ def tokens_per_step(gamma, *, alpha=None, tau=None, acceptance_rates=None):
       one gamma does not carry over to another.
     * ``acceptance_rates``: vLLM's per-position acceptance rates r_1, r_2, ... (accepted at
       position i / drafts; non-increasing, in [0, 1]); tau(gamma) = 1 + r_1 + ... + r_gamma,
-      the survival form of SpecDecode-Bench and vLLM's dynamic-SD manager (reference 4.2 and
-      5.3), :func:`tau_from_rates`. Needs at least max(gamma) rates.
+      the survival form of vLLM's dynamic-SD manager (reference 5.3), :func:`tau_from_rates`. Needs at least max(gamma) rates.
 
     Raises
     ------

@@ -1,6 +1,6 @@
 """What the published data say, for the advice: EAGLE-3 Table 1 per workload, the batch tables,
 Leviathan et al.'s Table 4 at temperature 1 and against Theorem 3.8, SpecDecode-Bench's
-per-position acceptance per workload.
+tau per workload.
 
 Used by :mod:`specnb.advise.recommend`, :mod:`specnb.advise.article` and notebooks 06 and 07
 (:func:`workload_evidence`, :func:`batch_evidence`, :func:`sampling_gamma_evidence`,
@@ -218,9 +218,9 @@ def theorem_sentence() -> str:
 
 
 
-#: Workload kind -> the SpecDecode-Bench dataset whose per-position acceptance stands for it
-#: (``data/specdecode_bench_acceptance.csv``; Llama-3.1-8B target); ``"mean"``: the
-#: per-position mean over the four datasets; None: no dataset measures it.
+#: Workload kind -> the SpecDecode-Bench dataset whose acceptance stands for it
+#: (``data/specdecode_bench_acceptance.csv``; Llama-3.1-8B target); ``"mean"``: the mean over
+#: the four datasets; None: no dataset measures it.
 ACCEPTANCE_DATASETS = {
     "general": "mean",             # mixed traffic: the four datasets weighted equally
     "chat": "ShareGPT",            # real user conversations
@@ -232,6 +232,9 @@ ACCEPTANCE_DATASETS = {
 #: vLLM method -> the method of ``data/specdecode_bench_acceptance.csv`` measured for it
 #: (whether ``acc_eagle`` is EAGLE-1 or EAGLE-3 is not stated by the source).
 _ACCEPTANCE_METHODS = {"eagle3": "acc_eagle", "ngram": "acc_ngram"}
+#: Draft lengths k whose path-followed tau(k) ``data/specdecode_bench_acceptance.csv`` gives
+#: (columns ``tau_k1``, ``tau_k2``, ``tau_k3``, ``tau_k5``).
+BENCH_TAU_K = (1, 2, 3, 5)
 
 
 @lru_cache(maxsize=1)
@@ -242,41 +245,59 @@ def _acceptance_table():
     return data.load("specdecode_bench_acceptance")
 
 
-def workload_acceptance(method: str, workload: str):
-    """The per-position acceptance measured for a vLLM method on the workload's dataset.
+def workload_acceptance(method: str, workload: str, gamma: int):
+    """The tau a vLLM method reaches at draft length ``gamma`` on the workload's dataset.
 
-    Returns ``(rates, source)``: rates P(L >= 1 + i) for draft positions i = 1..5 (fractions,
-    non-increasing; tau(k) = 1 + r_1 + ... + r_k as :func:`specnb.serving.tokens_per_step`),
-    and a clause naming the data, dataset and source; or None when no bundled table measures
-    the method (``mtp``, ``draft_model``) or the workload (``creative``). Source: SpecDecode-
-    Bench's released data, Llama-3.1-8B target (arXiv 2601.11580;
+    Returns ``(tau, source)``: tau(gamma), the mean tokens per verification step when each
+    request's real path is followed with chains of gamma drafts (the ``tau_k*`` columns; what
+    a server counts, vLLM's 1 + accepted / drafts), and a clause naming the data, dataset
+    and source; or None when no bundled table measures the method (``mtp``, ``draft_model``)
+    or the workload (``creative``). The data give k = 1, 2, 3, 5 (:data:`BENCH_TAU_K`);
+    tau(4) is interpolated linearly between tau(3) and tau(5), and the clause says so.
+    ``"general"``: the mean over the four datasets. Not 1 + the sum of the ``p_ge_*`` shares:
+    those count every token position, also those inside an accepted run that no step
+    starts at, and are higher (CNN/DM ``acc_ngram`` at k 3: 1.714 against 1.334). Source:
+    SpecDecode-Bench's released data, Llama-3.1-8B target (arXiv 2601.11580;
     ``data/specdecode_bench_acceptance.csv``, derived in ``shared/reference/batch-model.md``
     section 4.2); whether its EAGLE is EAGLE-1 or EAGLE-3 is not stated there.
 
     Raises
     ------
     ValueError
-        a workload not in :data:`WORKLOADS`.
+        a workload not in :data:`WORKLOADS`; gamma not an integer in [1, 5] (gamma > 5: the
+        data stop at k 5).
     """
     from .. import _check
 
     _check.choice("workload", workload, WORKLOADS)
+    gamma = _check.scalar_int("gamma", gamma, lo=1)
+    if gamma > BENCH_TAU_K[-1]:
+        raise _check.ParamValueError(
+            f"gamma {gamma}: SpecDecode-Bench's released data give tau(k) at k = "
+            f"{', '.join(map(str, BENCH_TAU_K))} only (4 interpolated); pass the measured "
+            "alpha", "gamma")
     dataset = ACCEPTANCE_DATASETS[workload]
     key = _ACCEPTANCE_METHODS.get(method)
     if dataset is None or key is None:
         return None
     df = _acceptance_table()
     df = df[df["method"] == key]
-    cols = [f"p_ge_{i}" for i in range(2, 7)]
-    if dataset == "mean":
-        rates = tuple(float(x) for x in df[cols].mean())
-        where = f"the mean over {', '.join(df['dataset'])}"
-    else:
-        rates = tuple(float(x) for x in df[df["dataset"] == dataset][cols].iloc[0])
-        where = dataset
-    return rates, (f"{key} on {where}, SpecDecode-Bench's released data for a Llama-3.1-8B "
-                   "target, arXiv 2601.11580" + ("; whether its EAGLE is EAGLE-1 or EAGLE-3 is "
-                                                 "not stated" if key == "acc_eagle" else ""))
+    if dataset != "mean":
+        df = df[df["dataset"] == dataset]
+    where = f"the mean over {', '.join(df['dataset'])}" if dataset == "mean" else dataset
+    tau_at = {k: float(df[f"tau_k{k}"].mean()) for k in BENCH_TAU_K}
+    if gamma in tau_at:
+        tau, how = tau_at[gamma], f"tau({gamma})"
+    else:  # between two measured k: linear in k
+        lo = max(k for k in BENCH_TAU_K if k < gamma)
+        up = min(k for k in BENCH_TAU_K if k > gamma)
+        tau = tau_at[lo] + (tau_at[up] - tau_at[lo]) * (gamma - lo) / (up - lo)
+        how = (f"tau({gamma}) interpolated linearly between tau({lo}) {tau_at[lo]:.3f} and "
+               f"tau({up}) {tau_at[up]:.3f}")
+    return tau, (f"{how} of {key} on {where}, following each request's path as a server "
+                 "counts it; SpecDecode-Bench's released data for a Llama-3.1-8B target, "
+                 "arXiv 2601.11580" + ("; whether its EAGLE is EAGLE-1 or EAGLE-3 is not "
+                                       "stated" if key == "acc_eagle" else ""))
 
 
 # ----------------------------------------------------------------------------- a window

@@ -37,7 +37,7 @@ peak first. Without a GPU, model and context that threshold is :data:`MEASURE_BA
 the reason is what the EAGLE-3 paper's batch tables show for the method recommended; with them
 (``recommend(..., gpu=, model=, context=, gpus=)``) it comes from the step-time model of
 :mod:`specnb.serving`: the crossover batch of the recommended method at the recommended gamma,
-with ``alpha`` or the per-position acceptance SpecDecode-Bench measured for the workload
+with ``alpha`` or the tau SpecDecode-Bench measured for the workload along each request's path
 (:func:`workload_acceptance`), stated as a prediction to confirm by measurement.
 
 Reason codes (``Recommendation.reasons`` are :class:`specnb.notes.Note` s): ``mtp-in-checkpoint``,
@@ -120,7 +120,7 @@ RULES = (
          "the peak batch is above the step-time model's crossover batch (replaces peak_batch)",
          "specnb.serving (MagicDec arXiv 2408.11049 eq. 2 with a per-step overhead; "
          "SpecDecode-Bench arXiv 2601.11580 fitted constants; acceptance from alpha or "
-         "SpecDecode-Bench's per-position data); a prediction to confirm by measurement"),
+         "SpecDecode-Bench's path tau); a prediction to confirm by measurement"),
 )
 
 
@@ -327,7 +327,7 @@ def recommend(*, workload: str = "general", target_has_mtp: bool = False,
         length in tokens. With them the peak-batch rule comes from the step-time model's
         crossover batch for the recommended method and gamma (:func:`measure_threshold`):
         measure first when ``peak_batch`` > the crossover. The acceptance is ``alpha`` when
-        given, else :func:`workload_acceptance` (SpecDecode-Bench's per-position rates for
+        given, else :func:`workload_acceptance` (SpecDecode-Bench's path tau at gamma for
         eagle3 and ngram; mtp, draft_model and creative traffic need ``alpha``). Without them
         the fixed rule: :data:`MEASURE_BATCH`, from the EAGLE-3 paper's batch tables.
     gpus : int >= 1 or None

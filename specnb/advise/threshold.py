@@ -4,7 +4,7 @@ Without a GPU, model and context it is the EAGLE-3 paper's batch tables (:data:`
 with them, the step-time model of :mod:`specnb.serving`: the crossover batch
 (:func:`specnb.serving.crossover_batch`, the same grid-to-crossover pipeline as
 :func:`specnb.advise.serving_plan`) of the method at gamma, with ``alpha`` or the
-per-position acceptance SpecDecode-Bench measured for the workload. Used by
+tau SpecDecode-Bench measured for the workload (along each request's path). Used by
 :func:`specnb.advise.recommend` (its ``peak_batch`` rules) and docs/vllm.md.
 """
 
@@ -85,7 +85,7 @@ def measure_threshold(gpu=None, model=None, context=None, *, method: str = "eagl
         an EAGLE-3 / MTP head of one target layer, n-gram lookup, or ``draft_model``)
     gamma : int >= 1, ``num_speculative_tokens`` (default: :data:`DEFAULT_GAMMA` of method)
     alpha : float in [0, 1] or None
-        Acceptance rate (Eq. 1); None: the per-position rates of :func:`workload_acceptance`.
+        Acceptance rate (Eq. 1); None: the tau of :func:`workload_acceptance` at gamma.
     workload : one of :data:`WORKLOADS` (picks the acceptance when ``alpha`` is None)
     gpus : int >= 1 or None, tensor-parallel size (None: 1); only with gpu, model and context
     draft_model : catalogue name, its Hugging Face id or config.json path of the draft (method
@@ -101,8 +101,8 @@ def measure_threshold(gpu=None, model=None, context=None, *, method: str = "eagl
         draft_model with another method; an unknown GPU or model, or a draft the model
         cannot take (the message names the parameter and lists the known names); context < 1;
         gamma < 1; an unknown method; no acceptance to use (no ``alpha`` and no bundled table
-        for the method and workload: pass the measured alpha); gamma beyond the 5 measured
-        positions without ``alpha``.
+        for the method and workload: pass the measured alpha); gamma above 5 without
+        ``alpha`` (the data give tau up to k 5).
     """
     inputs = _serving_inputs(gpu, model, context, gpus)
     unused = {k: v for k, v in (("gamma", gamma), ("alpha", alpha), ("draft_model", draft_model))
@@ -167,24 +167,19 @@ def _modelled_setup(g, arch, n, method, draft_model):
 
 def _modelled_acceptance(method, workload, gamma, alpha):
     """(acceptance keyword for the serving model, the sentence naming it): the given alpha,
-    else the bundled per-position rates of :func:`workload_acceptance`."""
+    else the bundled tau of :func:`workload_acceptance` at gamma."""
     from .. import _check
 
     if alpha is not None:
         alpha = _check.scalar_real("alpha", alpha, lo=0.0, hi=1.0)
         return {"alpha": alpha}, f"alpha {alpha:g}"
-    found = workload_acceptance(method, workload)
+    found = workload_acceptance(method, workload, gamma)
     if found is None:
         raise ValueError(f"the crossover needs the acceptance of {method} on {workload} "
                          "traffic, which no bundled table measures: pass the measured alpha "
                          "(and c), e.g. from specnb metrics")
-    rates, source = found
-    if gamma > len(rates):
-        raise ValueError(f"gamma {gamma} needs {gamma} per-position acceptance rates; the "
-                         f"bundled table measures {len(rates)}: pass the measured alpha")
-    return ({"acceptance_rates": list(rates[:gamma])},
-            f"per-position acceptance {', '.join(f'{r:.3f}' for r in rates[:gamma])} "
-            f"({source})")
+    tau, source = found
+    return {"tau": tau}, f"tau {tau:.3f} ({source})"
 
 
 def _crossover_verdict(cross, mb, fits, ranges, n, gpu_name, moe):

@@ -30,6 +30,16 @@ __all__ = ["Verdict", "verdicts", "verdict_text", "engine_like_loop", "loo_warni
 
 #: The three verdict words.
 PAYS, LOSES, NOISE = "pays", "does not pay", "within noise"
+#: What the prompt-lookup runs time: transformers' ``PromptLookupCandidateGenerator``
+#: (``prompt_lookup_num_tokens = gamma``; ``max_matching_ngram_size`` 2 by default, n = 2 then
+#: 1, the earliest match, no padded drafts), not vLLM's n-gram drafter (trial 9 T9-07).
+PLD_LABEL = "transformers prompt lookup (n-grams up to 2)"
+#: Where vLLM's own n-gram drafter is measured instead (vLLM 0.33 ``config/speculative.py``:
+#: prompt_lookup_min / max 5 when neither is set; Model Runner V2's kernel takes the rightmost
+#: match and drafts gamma tokens at every step, padded).
+VLLM_NGRAM_POINTER = ("vLLM's own ngram drafter (vLLM 0.33: the Model Runner V2 kernel, "
+                      "prompt_lookup 5/5 by default) drafts by other rules: `specnb replay` "
+                      "on your request log gives its tau")
 
 
 @dataclass(frozen=True)
@@ -45,7 +55,8 @@ class Verdict:
     (NaN with one prompt), ``verdict`` (:data:`PAYS`, :data:`LOSES` or :data:`NOISE`),
     ``overall`` (prompt lookup: the other figure as text: over all tasks beside a task's
     verdict, or the best task's range beside the all-tasks verdict; else None) and ``line``
-    (the one printed line).
+    (the one printed line; prompt lookup's names :data:`PLD_LABEL` and ends with
+    :data:`VLLM_NGRAM_POINTER`).
     """
 
     method: str
@@ -141,7 +152,7 @@ def _pld_verdict(tasks, allr, t) -> Verdict:
     r = _best(tasks, "speedup")
     n_task = _count(r)
     fig = lambda x: format_speedup(x["speedup"], x["speedup_ci_low"], x["speedup_ci_high"])  # noqa: E731
-    head = f"verdict, prompt lookup (vLLM's ngram; T = {t:g}): "
+    head = f"verdict, {PLD_LABEL} (T = {t:g}): "
     if len(allr) and n_task is not None and is_range(n_task):
         a = _best(allr, "speedup")
         n_all = _count(a)
@@ -154,7 +165,8 @@ def _pld_verdict(tasks, allr, t) -> Verdict:
                  f"prompt{'s' if n_task != 1 else ''}, a range, not a 95% interval (a task "
                  f"is judged alone from {MIN_PROMPTS} prompts)")
         return Verdict("prompt lookup", "transformers", "all", int(a["gamma"]), where, t, sp,
-                       lo, hi, word, other, f"{head}{word} over {where}: {fig(a)}; {other}")
+                       lo, hi, word, other,
+                       f"{head}{word} over {where}: {fig(a)}; {other}. {VLLM_NGRAM_POINTER}")
     sp, lo, hi = float(r["speedup"]), float(r["speedup_ci_low"]), float(r["speedup_ci_high"])
     word = _word(sp, lo, hi)
     where = f"{r['task']} prompts at gamma {int(r['gamma'])}"
@@ -165,7 +177,7 @@ def _pld_verdict(tasks, allr, t) -> Verdict:
     return Verdict("prompt lookup", "transformers", str(r["task"]), int(r["gamma"]), where, t,
                    sp, lo, hi, word, overall,
                    f"{head}{word} on {where}: {format_speedup(sp, lo, hi)}"
-                   + (f"; {overall}" if overall else ""))
+                   + (f"; {overall}" if overall else "") + f". {VLLM_NGRAM_POINTER}")
 
 
 def engine_like_loop(timing, engine_ratio: float | None = None):
@@ -218,8 +230,9 @@ def loo_warning(summary) -> str | None:
 def verdict_text(found, trusted_loop: str | None = None) -> str:
     """:func:`verdicts` in sentences: every method the run measured with its figure, the loop
     to trust (``trusted_loop``, :func:`engine_like_loop`) named with its figure, and what
-    follows: the draft model that pays in the trusted loop (or the only loop), prompt lookup
-    (vLLM's ``ngram``) where it pays, else not to turn speculation on here.
+    follows: the draft model that pays in the trusted loop (or the only loop), n-gram drafting
+    where transformers' prompt lookup pays (with :data:`VLLM_NGRAM_POINTER`: vLLM's drafter is
+    another), else not to turn speculation on here.
 
     Raises
     ------
@@ -242,7 +255,7 @@ def verdict_text(found, trusted_loop: str | None = None) -> str:
     if pld is not None:
         on = (f"over {pld.where.rsplit(' at gamma', 1)[0]}" if pld.name == "all"
               else f"on {pld.name} prompts")
-        parts.append(f"prompt lookup {verb[pld.verdict]} {on} ({fig(pld)} at gamma "
+        parts.append(f"{PLD_LABEL} {verb[pld.verdict]} {on} ({fig(pld)} at gamma "
                      f"{pld.gamma}" + (f"; {pld.overall}" if pld.overall else "") + ")")
     text = f"At T = {t:g}: " + "; ".join(parts) + "."
     trusted = next((v for v in drafts if v.loop == trusted_loop), None) if trusted_loop else (
@@ -255,10 +268,12 @@ def verdict_text(found, trusted_loop: str | None = None) -> str:
     if trusted is not None and trusted.verdict == PAYS:
         todo.append(f"the draft model {trusted.name} at gamma {trusted.gamma}")
     if pld is not None and pld.verdict == PAYS:
-        todo.append(f"vLLM's ngram (prompt lookup) at gamma {pld.gamma}" +
+        todo.append(f"n-gram drafting (ngram) at gamma {pld.gamma}" +
                     ("" if pld.name == "all" else f" for traffic like the {pld.name} prompts"))
     if todo:
         text += " Turn on " + ", or ".join(todo) + "; measure on your own hardware first."
+        if pld is not None and pld.verdict == PAYS:
+            text += f" The n-gram figure is {PLD_LABEL}'s; {VLLM_NGRAM_POINTER}."
     else:
         text += " Nothing measured here pays beyond noise: do not turn it on on this machine."
     return text

@@ -12,13 +12,12 @@ from specnb.advise.evidence import theorem_sentence
 
 
 # ----------------------------------------------------------------------------- model threshold
-def _rates(method: str, dataset: str, gamma: int) -> list[float]:
-    """SpecDecode-Bench's per-position acceptance, read here from the CSV, not via advise."""
+def _row(method: str, dataset: str):
+    """One row of SpecDecode-Bench's acceptance CSV, read here, not via advise."""
     from specnb import data
 
     df = data.load("specdecode_bench_acceptance")
-    row = df[(df["method"] == method) & (df["dataset"] == dataset)].iloc[0]
-    return [float(row[f"p_ge_{i}"]) for i in range(2, 2 + gamma)]
+    return df[(df["method"] == method) & (df["dataset"] == dataset)].iloc[0]
 
 
 def test_sampling_cap_is_backed_by_leviathan_table4():
@@ -42,14 +41,34 @@ def test_theorem_3_8_is_not_an_upper_bound_in_leviathan_table4():
     assert "0.68x to 1.29x" in theorem_sentence() and "1.06x to 1.29x" in theorem_sentence()
 
 
-def test_workload_acceptance_reads_the_table():
+def test_workload_acceptance_reads_the_path_tau():
+    """T9-05: tau is the CSV's path-followed tau(k) (what a server counts), not 1 + the sum
+    of the p_ge shares over all positions; k 4 is interpolated between k 3 and k 5."""
     from specnb import data
     from specnb.advise import workload_acceptance
 
-    rates, source = workload_acceptance("eagle3", "math")
-    assert list(rates) == _rates("acc_eagle", "GSM8K", 5) and "SpecDecode-Bench" in source
+    cnn = _row("acc_ngram", "CNN/DM")
+    tau, source = workload_acceptance("ngram", "copy-heavy", 3)
+    assert tau == float(cnn["tau_k3"]) == 1.334 and "tau(3) of acc_ngram on CNN/DM" in source
+    shares = 1 + sum(float(cnn[f"p_ge_{i}"]) for i in range(2, 5))
+    assert shares == pytest.approx(1.714) and tau < shares  # the tester's numbers (T9-05)
+    tau4, source = workload_acceptance("ngram", "copy-heavy", 4)
+    assert tau4 == pytest.approx((cnn["tau_k3"] + cnn["tau_k5"]) / 2) == pytest.approx(1.356)
+    assert "interpolated linearly between tau(3) 1.334 and tau(5) 1.378" in source
+    code = _row("acc_ngram", "InstructCoder")
+    for k in (1, 2, 3, 5):
+        assert workload_acceptance("ngram", "code", k)[0] == float(code[f"tau_k{k}"])
+    math_tau, source = workload_acceptance("eagle3", "math", 2)
+    assert math_tau == float(_row("acc_eagle", "GSM8K")["tau_k2"])
+    assert "SpecDecode-Bench" in source and "EAGLE-1 or EAGLE-3" in source
     df = data.load("specdecode_bench_acceptance")
-    mean = df[df["method"] == "acc_ngram"]["p_ge_2"].mean()
-    assert workload_acceptance("ngram", "general")[0][0] == pytest.approx(mean)
-    assert workload_acceptance("mtp", "chat") is None
-    assert workload_acceptance("eagle3", "creative") is None
+    mean = df[df["method"] == "acc_ngram"]["tau_k5"].mean()
+    general, source = workload_acceptance("ngram", "general", 5)
+    assert general == pytest.approx(mean) and "the mean over GSM8K, ShareGPT" in source
+    assert workload_acceptance("mtp", "chat", 3) is None
+    assert workload_acceptance("eagle3", "creative", 3) is None
+    with pytest.raises(ValueError, match=r"gamma 6: SpecDecode-Bench's released data give "
+                                         r"tau\(k\) at k = 1, 2, 3, 5 only"):
+        workload_acceptance("ngram", "code", 6)
+    with pytest.raises(ValueError, match="gamma must be an integer"):
+        workload_acceptance("ngram", "code", 0)

@@ -18,25 +18,33 @@ from tests.tier import examples
 
 
 # ----------------------------------------------------------------------------- model threshold
-def _rates(method: str, dataset: str, gamma: int) -> list[float]:
-    """SpecDecode-Bench's per-position acceptance, read here from the CSV, not via advise."""
+def _tau(method: str, dataset: str, gamma: int) -> float:
+    """SpecDecode-Bench's path-followed tau(gamma), read here from the CSV's tau_k columns, not
+    via advise; gamma 4 (no column) the midpoint of tau(3) and tau(5)."""
     from specnb import data
 
     df = data.load("specdecode_bench_acceptance")
     row = df[(df["method"] == method) & (df["dataset"] == dataset)].iloc[0]
-    return [float(row[f"p_ge_{i}"]) for i in range(2, 2 + gamma)]
+    if gamma == 4:
+        return (float(row["tau_k3"]) + float(row["tau_k5"])) / 2
+    return float(row[f"tau_k{gamma}"])
 
 
 #: (recommend's situation, setup arguments for specnb.serving, acceptance for crossover_batch)
 MODEL_CASES = [
     (dict(eagle3_drafter=True, workload="chat", peak_batch=64, gpu="H200",
           model="Llama-3.1-8B", context=4000),
-     ("H200", "Llama-3.1-8B", "eagle3", 1), dict(acceptance_rates=_rates("acc_eagle",
-                                                                         "ShareGPT", 3))),
+     ("H200", "Llama-3.1-8B", "eagle3", 1), dict(tau=_tau("acc_eagle", "ShareGPT", 3))),
     (dict(workload="copy-heavy", peak_batch=256, gpu="h200", model="meta-llama/Llama-3.1-8B",
           context=1000),
-     ("H200", "Llama-3.1-8B", "ngram", 1), dict(acceptance_rates=_rates("acc_ngram", "CNN/DM",
-                                                                        4))),
+     ("H200", "Llama-3.1-8B", "ngram", 1), dict(tau=_tau("acc_ngram", "CNN/DM", 4))),
+    # T9-05: the tester's two cases (H100, context 2000), at the CSV's path tau
+    (dict(workload="copy-heavy", peak_batch=64, gpu="H100-SXM", model="Llama-3.1-8B",
+          context=2000),
+     ("H100-SXM", "Llama-3.1-8B", "ngram", 1), dict(tau=_tau("acc_ngram", "CNN/DM", 4))),
+    (dict(workload="code", peak_batch=64, gpu="H100-SXM", model="Llama-3.1-8B", context=2000),
+     ("H100-SXM", "Llama-3.1-8B", "ngram", 1), dict(tau=_tau("acc_ngram", "InstructCoder",
+                                                             4))),
     (dict(target_has_mtp=True, alpha=0.8, c=0.05, peak_batch=512, gpu="H200",
           model="DeepSeek-V3", gpus=8, context=8000),
      ("H200", "DeepSeek-V3", "mtp", 8), dict(alpha=0.8)),
@@ -164,6 +172,26 @@ def test_model_threshold_is_the_crossover_batch(situation, setup, acceptance):
     if rec.measure_first:
         assert rec.label == "measure on and off under real load"
         assert f"crossover {cross}" in rec.why and "compare" in reason
+
+
+def test_path_tau_moves_the_copy_heavy_crossover_below_the_memory_cap():
+    """T9-05: at CNN/DM's path tau(4) (1.356, not 1 + the p_ge shares, 1.863) n-gram at gamma 4
+    on one H100 at context 2000 stops paying well before the batch that fits in memory."""
+    from specnb import serving
+
+    st_ = serving.setup("H100-SXM", "Llama-3.1-8B", "ngram")
+    fits = int(serving.max_batch_in_memory(st_, 2000))
+    rec = recommend(workload="copy-heavy", peak_batch=64, gpu="H100-SXM", model="Llama-3.1-8B",
+                    context=2000)
+    tau = _tau("acc_ngram", "CNN/DM", 4)
+    assert rec.gamma == 4 and rec.crossover == serving.crossover_batch(
+        st_, 2000, [4], max_batch=1024, tau=tau) < fits
+    assert rec.measure_first and f"pays up to batch {rec.crossover} and not from" in \
+        rec.reasons[-1].message and f"tau {tau:.3f}" in rec.reasons[-1].message
+    # the old reading (1 + the shares) would have paid at every batch that fits
+    shares = serving.crossover_batch(st_, 2000, [4], max_batch=1024, acceptance_rates=[
+        0.299, 0.231, 0.184, 0.149])
+    assert shares == fits > rec.crossover
 
 
 def test_model_cases_cover_both_sides_of_the_crossover():

@@ -88,9 +88,16 @@ def test_verdict_text_names_every_method_and_the_loop_to_trust():
     # fault N1: draft models, prompt lookup and the reference loop's figure, all named
     assert "the best draft model does not pay in the transformers loop" in text
     assert "the best draft model pays in the reference loop" in text
-    assert "prompt lookup pays on copy-edit prompts (1.7x (1.5-2.0) at gamma 5" in text
+    assert ("transformers prompt lookup (n-grams up to 2) pays on copy-edit prompts (1.7x "
+            "(1.5-2.0) at gamma 5") in text
     assert "The reference loop's per-round overhead is the closer" in text
-    assert "Turn on the draft model draft-2x128 at gamma 3, or vLLM's ngram" in text
+    assert "Turn on the draft model draft-2x128 at gamma 3, or n-gram drafting (ngram)" in text
+    # T9-07: the figure is transformers' prompt lookup; vLLM's drafter is replayed
+    assert ("The n-gram figure is transformers prompt lookup (n-grams up to 2)'s; vLLM's own "
+            "ngram drafter (vLLM 0.33: the Model Runner V2 kernel, prompt_lookup 5/5 by "
+            "default) drafts by other rules: `specnb replay` on your request log gives its "
+            "tau.") in text
+    assert "vLLM's ngram" not in text
     lose = [v for v in found if v.method == "draft model" and v.loop == "transformers"]
     assert "do not turn it on on this machine" in V.verdict_text(lose)
     with pytest.raises(ValueError, match="trusted_loop must be one of the loops run"):
@@ -115,10 +122,13 @@ def test_a_task_of_two_prompts_is_not_judged_alone():
     assert pld.where == "all tasks (4 prompts, a range, not a 95% interval) at gamma 5"
     assert ("best task copy-edit at gamma 5: 1.7x (1.5-2.0) on 2 prompts, a range, not a 95% "
             "interval") in pld.line and pld.line.startswith(
-        "verdict, prompt lookup (vLLM's ngram; T = 0): within noise over all tasks (4 prompts")
+        "verdict, transformers prompt lookup (n-grams up to 2) (T = 0): within noise over all "
+        "tasks (4 prompts") and pld.line.endswith(V.VLLM_NGRAM_POINTER)
+    assert "vLLM's ngram" not in pld.line
     text = V.verdict_text(V.verdicts(_summary(), _pld_counted(2)), "reference")
-    assert "prompt lookup is within noise of plain decoding over all tasks (4 prompts" in text
-    assert "vLLM's ngram" not in text.split("Turn on")[-1]  # not recommended
+    assert ("transformers prompt lookup (n-grams up to 2) is within noise of plain decoding "
+            "over all tasks (4 prompts") in text
+    assert "n-gram drafting" not in text.split("Turn on")[-1]  # not recommended
     # enough prompts per task: the task is judged alone, as before
     (pld,) = [v for v in V.verdicts(_summary(), _pld_counted(V.MIN_PROMPTS))
               if v.method == "prompt lookup"]
@@ -132,4 +142,4 @@ def test_an_all_tasks_verdict_that_pays_recommends_ngram_for_the_whole_traffic()
     p.loc[p["task"] == "all", "speedup_ci_low"] = 1.05
     found = V.verdicts(_summary(), p)
     assert found[-1].verdict == V.PAYS and found[-1].where.startswith("all tasks (6 prompts)")
-    assert "vLLM's ngram (prompt lookup) at gamma 5;" in V.verdict_text(found, "reference")
+    assert "n-gram drafting (ngram) at gamma 5;" in V.verdict_text(found, "reference")

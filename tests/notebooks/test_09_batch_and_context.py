@@ -354,24 +354,37 @@ def test_magicdec_table3a_beside_the_model(rec):
 
 
 def test_eagle3_tables_with_stated_assumptions(rec):
+    """T9-05: the assumed tau is the CSV's path tau(k) of ShareGPT acc_eagle at each table's
+    chain length, not 1 + the sum of the row's p_ge shares."""
     acc = data.load("specdecode_bench_acceptance")
     share = acc[(acc["dataset"] == "ShareGPT") & (acc["method"] == "acc_eagle")].iloc[0]
-    rates = [share[f"p_ge_{i}"] for i in range(2, 7)]
-    assert rec["serving.eagle3_rates"] == pytest.approx(rates)
     e3 = rec["serving.eagle3_tables"]
+    taus = rec["serving.eagle3_tau"]
     for table in ("eagle3_table3_sglang_batch", "eagle3_table5_vllm_batch"):
         published = data.load(table).set_index(["method", "batch_size"])["throughput_ratio"]
+        (k,) = data.load(table)["chain_length"].unique()
+        assert taus[table] == float(share[f"tau_k{k}"])
+        assert taus[table] < 1 + sum(share[f"p_ge_{i}"] for i in range(2, 2 + k))
         for _, r in e3[e3["table"] == table].iterrows():
             assert r["printed"] == published.loc[(r["method"], r["batch_size"])]
             # batch_table_comparison's engine: the model's defaults alone (issue 16)
             st_e = S.setup(r["gpu"], "Llama-3.1-8B", "eagle3" if r["method"] == "EAGLE-3"
                            else "eagle", engine="specdecode-bench")
-            assert r["model, assumed rates"] == pytest.approx(
-                S.speedup(st_e, r["batch_size"], 512, r["gamma"], acceptance_rates=rates))
+            assert r["gamma"] == k and r["model, assumed tau"] == pytest.approx(
+                S.speedup(st_e, r["batch_size"], 512, r["gamma"], tau=taus[table]))
     # the narrated reading: the fitted alpha of EAGLE is below EAGLE-3's in every table
     summary = rec["serving.eagle3_summary"]
     alphas = summary.pivot(index=["table", "gpu"], columns="method", values="alpha fitted")
     assert (alphas["EAGLE"] < alphas["EAGLE-3"]).all()
+    # ... and the assumed tau misses the heads on opposite sides: above EAGLE, below most of
+    # EAGLE-3, between the two heads' fitted taus in every table and GPU
+    above = (e3["model, assumed tau"] > e3["printed"]).groupby(e3["method"]).mean()
+    assert rec["serving.eagle3_share_above"] == pytest.approx(above.to_dict())
+    assert above["EAGLE"] > 0.5 > above["EAGLE-3"]
+    fitted_tau = summary.pivot(index=["table", "gpu"], columns="method",
+                               values="tau at fitted alpha")
+    for (table, _), row in fitted_tau.iterrows():
+        assert row["EAGLE"] < taus[table] < row["EAGLE-3"]
 
 
 def test_calibration_demo(rec):

@@ -17,7 +17,8 @@ def test_tokens_per_step_sources():
     g = np.arange(1, 6)
     assert np.allclose(S.tokens_per_step(g, alpha=0.7), theory.expected_tokens_per_step(0.7, g))
     assert S.tokens_per_step(3, tau=2.5) == 2.5
-    # SpecDecode-Bench GSM8K acc_eagle: P(L >= 1 + i) for i = 1..5
+    # the survival sum on SpecDecode-Bench GSM8K acc_eagle P(L >= 1 + i), i = 1..5, as numbers
+    # (arithmetic only: those shares are not vLLM per-step rates, T9-05)
     r = data.load("specdecode_bench_acceptance").iloc[0]
     rates = [r[f"p_ge_{i}"] for i in range(2, 7)]
     assert S.tokens_per_step(g, acceptance_rates=rates).tolist() == pytest.approx(
