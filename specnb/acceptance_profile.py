@@ -71,7 +71,7 @@ from pathlib import Path
 
 from . import _check
 from .acceptance import ratio_ci
-from .runners import RUNNERS, model_runner
+from .runners import RUNNERS, forced_env, model_runner
 
 __all__ = ["FORMAT", "VERSION", "Counters", "Entry", "AcceptanceProfile", "entry_from_requests",
            "build", "from_dict", "load", "dumps", "save",
@@ -391,7 +391,7 @@ def _runner(d: dict, method: str, where: str):
         return "v1" if method in _V1_BEFORE_RUNNER else None
     if r not in RUNNERS:
         raise ValueError(f"{where}: runner must be \"v1\", \"v2\" or null, got {r!r}")
-    if model_runner(method, {"VLLM_USE_V2_MODEL_RUNNER": "1" if r == "v2" else "0"}) != r:
+    if model_runner(method, forced_env(r)) != r:  # replay.check_runner's rule
         raise ValueError(f"{where}: runner {r!r} cannot serve method {method!r}: vLLM 0.33 "
                          f"refuses to start it so (specnb replay --method {method} refuses "
                          "that runner too)")

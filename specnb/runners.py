@@ -10,7 +10,7 @@ and what the simulator charges (:mod:`specnb.simulate.host`); also what vLLM ref
 from __future__ import annotations
 
 __all__ = ["RUNNERS", "V2_UNSUPPORTED_METHODS", "V1_UNSUPPORTED_METHODS",
-           "ASYNC_COMPATIBLE_METHODS", "model_runner", "runner_refusal", "runner_env",
+           "ASYNC_COMPATIBLE_METHODS", "model_runner", "runner_refusal", "runner_env", "forced_env",
            "v1_async_incompat"]
 
 #: The model runners, as specnb names them: vLLM's ``VLLM_USE_V2_MODEL_RUNNER`` = 1 / 0.
@@ -127,10 +127,14 @@ def v1_async_incompat(method: str | None, env=None, *,
     return None
 
 
+def forced_env(runner: str) -> dict:
+    """The environment that forces ``runner`` (``"v1"`` / ``"v2"``):
+    ``{"VLLM_USE_V2_MODEL_RUNNER": "0"}`` or ``"1"``; ``model_runner(method,
+    forced_env(r)) == r`` is whether vLLM 0.33 can serve ``method`` on ``r`` at all."""
+    return {_ENV: "1" if runner == "v2" else "0"}
+
+
 def runner_env(method: str | None, runner: str) -> dict:
     """The environment a server needs so that vLLM 0.33 serves ``method`` on ``runner``
-    (``"v1"`` / ``"v2"``): ``{}`` when that is its default, else
-    ``{"VLLM_USE_V2_MODEL_RUNNER": "0"}`` (V1) or ``"1"`` (V2)."""
-    if model_runner(method) == runner:
-        return {}
-    return {"VLLM_USE_V2_MODEL_RUNNER": "1" if runner == "v2" else "0"}
+    (``"v1"`` / ``"v2"``): ``{}`` when that is its default, else :func:`forced_env`."""
+    return {} if model_runner(method) == runner else forced_env(runner)

@@ -294,16 +294,17 @@ def _plan_lines(prof) -> list:
     gamma the tau and, where some steps carry no draft, the proposal rate with it."""
     out = ["to plan from this replay: specnb plan --acceptance-profile PROFILE.json (tau, "
            "proposal rate and draft length per gamma and context); by hand, per gamma:"]
+    partial = False
     for g in prof.gammas:
         c = prof.entry(g).counters
         if c.num_drafts == 0:
             out.append(f"  gamma {g}: no draft proposed")
             continue
         m = c.proposal_rate
+        partial = partial or m < 1
         out.append(f"  gamma {g}: --gamma {g} --tau {c.tau:.3f}"
                    + (f" --proposal-rate {m:.3f}" if m < 1 else ""))
-    if any(prof.entry(g).counters.proposal_rate < 1 for g in prof.gammas
-           if prof.entry(g).counters.num_drafts):
+    if partial:
         out.append("  (--alpha <Eq.1 alpha> or --tau alone means a draft at every step: it "
                    "credits every step with the tau of the steps that drafted, an "
                    "overestimate where prop.rate < 1)")

@@ -22,7 +22,7 @@ import numpy as np
 from .. import _check
 from .. import acceptance_profile as AP
 from .. import request_log
-from ..runners import RUNNERS, model_runner
+from ..runners import RUNNERS, forced_env, model_runner
 from .step import counters, ngram_steps, suffix_steps, teacher_forced_steps
 from .suffix import BACKENDS as SUFFIX_BACKENDS
 from .suffix import backend_label, make_cache, resolve_backend
@@ -216,8 +216,7 @@ def check_runner(method: str, runner: str | None) -> str:
     if runner is None:
         return model_runner(method)
     _check.choice("runner", runner, list(RUNNERS))
-    if model_runner(method, {"VLLM_USE_V2_MODEL_RUNNER": "1" if runner == "v2" else "0"}) \
-            == "refused":
+    if model_runner(method, forced_env(runner)) != runner:
         raise ValueError(f"runner v2 does not run {method}: vLLM 0.33 refuses to start "
                          f"(\"Model Runner V2 does not yet support: speculative method "
                          f"'{method}'\"); {method} runs on runner v1")

@@ -50,7 +50,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _check
-from ..runners import ASYNC_COMPATIBLE_METHODS, RUNNERS, model_runner
+from ..runners import (ASYNC_COMPATIBLE_METHODS, RUNNERS, model_runner, runner_env,
+                       v1_async_incompat)
 
 __all__ = ["NGRAM_SCAN_NS_PER_TOKEN", "NGRAM_MAX_THREADS", "V0_NGRAM_CONVERT", "V0_NGRAM_PASS",
            "ASYNC_COMPATIBLE_METHODS", "SYNC_HOST_US_PER_REQUEST", "sync_host_us_per_request",
@@ -75,9 +76,6 @@ V0_NGRAM_CONVERT = (5.5, 88.9)
 #: ``max`` and ``.item()``, ``(us, ns per token)``. Same measurement as
 #: :data:`V0_NGRAM_CONVERT`.
 V0_NGRAM_PASS = (25.3, 23.8)
-
-#: specnb's draft methods that turn vLLM V1's async scheduling off (the CPU proposers).
-ASYNC_OFF_METHODS = ("ngram", "suffix")
 
 
 def sync_host_us_per_request() -> float:
@@ -124,7 +122,8 @@ def host_cost(st, *, prompt_lookup_min: int = 1, prompt_lookup_max: int = 4,
     """The :class:`HostCost` of setup ``st``: vLLM's CPU n-gram proposer for ``ngram`` drafts
     (V0's worker under the ``vllm-v0`` engine profile, V1's batched scan otherwise), nothing
     for other drafts (their proposers run on the GPU, timed by the serving model). Under the
-    ``vllm`` (V1) profile a method of :data:`ASYNC_OFF_METHODS` (``ngram``, ``suffix``) also
+    ``vllm`` (V1) profile a method Model Runner V1 runs with async scheduling off
+    (:func:`specnb.runners.v1_async_incompat`: ``ngram``, ``suffix``) also
     carries :data:`SYNC_HOST_US_PER_REQUEST` (async scheduling off for it, on for the plain
     run) when ``async_plain`` (default True: vLLM 0.33's default since PR #27614);
     ``async_plain=False`` reads a 2025 release, where async scheduling was opt-in and both
@@ -163,8 +162,9 @@ def host_cost(st, *, prompt_lookup_min: int = 1, prompt_lookup_max: int = 4,
         runner = model_runner(method)
     if st.engine.family == "vllm" and runner == "v2":  # V2: a GPU n-gram kernel, async kept
         return HostCost()
-    sync_us = SYNC_HOST_US_PER_REQUEST if (async_plain and st.engine.family == "vllm"
-                                           and method in ASYNC_OFF_METHODS) else 0.0
+    sync_us = SYNC_HOST_US_PER_REQUEST if (
+        async_plain and st.engine.family == "vllm"
+        and v1_async_incompat(method, runner_env(method, runner)) is not None) else 0.0
     if method != "ngram":
         return HostCost(sync_us_per_request=sync_us)
     if st.engine.family == "vllm-v0":
